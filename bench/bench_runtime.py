@@ -1,0 +1,110 @@
+"""Runtime benchmarks: no-op tasks through a real local cluster (1 scheduler, 2 node monitors x 1 slot,
+processes on loopback), driven by the async Client.
+
+asv: `track_tasks_per_second` (jobs of 100 tasks, several in flight) and `track_job_latency_p50_ms` /
+`track_job_latency_p99_ms` (one 10-task job at a time, submit to last outcome), per executor kind.
+Script: `python bench/bench_runtime.py [--executor process|thread] [--tasks N] [--jobs N]` prints them.
+Targets (issue 4, 2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 3 ms, p99 <= 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+try:
+    import trio
+
+    from sparrow_runtime import Client, LocalCluster
+except ImportError:  # the suite must import with any version of the package
+    LocalCluster = None
+
+THROUGHPUT_TASKS = 6000
+THROUGHPUT_JOB_SIZE = 100
+LATENCY_JOBS = 300
+LATENCY_JOB_SIZE = 10
+IN_FLIGHT = 10  # jobs of the throughput run kept in flight at once
+
+
+async def measure_throughput(schedulers, secret, n_tasks=THROUGHPUT_TASKS, job_size=THROUGHPUT_JOB_SIZE) -> float:
+    """Tasks per second for `n_tasks` no-op tasks in jobs of `job_size`, IN_FLIGHT jobs at a time."""
+    async with Client(schedulers, secret=secret) as client:
+        await (await client.submit_job([int] * job_size)).wait()  # warm up: workers, connections
+        start = time.perf_counter()
+        pending = []
+        for _ in range(n_tasks // job_size):
+            pending.append(await client.submit_job([int] * job_size))
+            if len(pending) >= IN_FLIGHT:
+                await pending.pop(0).wait()
+        for job in pending:
+            await job.wait()
+        return (n_tasks // job_size) * job_size / (time.perf_counter() - start)
+
+
+async def measure_latencies(schedulers, secret, n_jobs=LATENCY_JOBS, job_size=LATENCY_JOB_SIZE) -> list[float]:
+    """Sorted seconds from submission to the last outcome of one `job_size`-task job, one job at a time."""
+    async with Client(schedulers, secret=secret) as client:
+        for _ in range(20):  # warm up
+            await (await client.submit_job([int] * job_size)).wait()
+        latencies = []
+        for _ in range(n_jobs):
+            start = time.perf_counter()
+            await (await client.submit_job([int] * job_size)).wait()
+            latencies.append(time.perf_counter() - start)
+        return sorted(latencies)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+class RuntimeNoOpTasks:
+    """1 scheduler + 2 node monitors x 1 slot on loopback, no-op tasks."""
+
+    params = (["process", "thread"],)
+    param_names = ["executor"]
+    timeout = 300
+    number = 1
+    repeat = 1
+
+    def setup(self, executor):
+        if LocalCluster is None:
+            raise NotImplementedError("sparrow_runtime is not available")
+        self.cluster = LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor)
+        self.cluster.start()
+
+    def teardown(self, executor):
+        self.cluster.close()
+
+    def track_tasks_per_second(self, executor):
+        return trio.run(measure_throughput, self.cluster.schedulers, self.cluster.secret)
+
+    track_tasks_per_second.unit = "tasks/s"
+
+    def track_job_latency_p50_ms(self, executor):
+        return 1e3 * percentile(trio.run(measure_latencies, self.cluster.schedulers, self.cluster.secret), 0.50)
+
+    track_job_latency_p50_ms.unit = "ms"
+
+    def track_job_latency_p99_ms(self, executor):
+        return 1e3 * percentile(trio.run(measure_latencies, self.cluster.schedulers, self.cluster.secret), 0.99)
+
+    track_job_latency_p99_ms.unit = "ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executor", choices=("process", "thread"), default="process")
+    parser.add_argument("--tasks", type=int, default=THROUGHPUT_TASKS)
+    parser.add_argument("--jobs", type=int, default=LATENCY_JOBS, help="10-task jobs for the latency figures")
+    args = parser.parse_args()
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=args.executor) as cluster:
+        rate = trio.run(measure_throughput, cluster.schedulers, cluster.secret, args.tasks)
+        lat = trio.run(measure_latencies, cluster.schedulers, cluster.secret, args.jobs)
+    print(f"executor={args.executor}: {rate:,.0f} tasks/s (jobs of {THROUGHPUT_JOB_SIZE}); "
+          f"{LATENCY_JOB_SIZE}-task job latency p50 {1e3 * percentile(lat, 0.5):.2f} ms, "
+          f"p99 {1e3 * percentile(lat, 0.99):.2f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""asv benchmarks of the simulator (sparrow_core.sim): simulated tasks per second and peak
+memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8).
+
+Import-safe: with a sparrow_core that has no simulator, every benchmark is skipped.
+"""
+
+from __future__ import annotations
+
+try:
+    from sparrow_core.sim import SimConfig, simulate
+except ImportError:  # an older package: asv skips benchmarks whose setup raises NotImplementedError
+    SimConfig = simulate = None  # type: ignore[assignment,misc]
+
+
+def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
+    return SimConfig(
+        policy=policy, n_workers=n_workers, slots=4, tasks_per_job=100, load=0.8, n_jobs=n_jobs,
+        duration="exponential", mean_duration=0.1, keep_task_waits=False, seed=1,
+    )
+
+
+class SimulatorThroughput:
+    """Simulated tasks per wall-clock second, per policy, 10,000 workers x 4 slots."""
+
+    params = (["sparrow", "batch", "per_task", "random", "omniscient"],)
+    param_names = ["policy"]
+    timeout = 300
+
+    def setup(self, policy: str) -> None:
+        if simulate is None:
+            raise NotImplementedError("sparrow_core.sim is not available")
+        self.config = _config(policy, 10_000, 5_000)
+        simulate(_config(policy, 10_000, 50))  # warm the extension and allocator
+
+    def time_simulate(self, policy: str) -> None:
+        simulate(self.config)
+
+    def track_tasks_per_second(self, policy: str) -> float:
+        result = simulate(self.config)
+        return result.n_tasks / result.wall_time
+
+    track_tasks_per_second.unit = "tasks/s"  # type: ignore[attr-defined]
+
+
+class SimulatorMemory:
+    """Peak memory of a simulation: bounded by workers + jobs in flight, not by jobs run."""
+
+    params = ([10_000, 100_000], [2_000, 20_000])
+    param_names = ["n_workers", "n_jobs"]
+    timeout = 600
+
+    def setup(self, n_workers: int, n_jobs: int) -> None:
+        if simulate is None:
+            raise NotImplementedError("sparrow_core.sim is not available")
+        self.config = _config("sparrow", n_workers, n_jobs)
+
+    def peakmem_simulate(self, n_workers: int, n_jobs: int) -> None:
+        simulate(self.config)

@@ -1,0 +1,84 @@
+// Simulator inputs and outputs: the plain structs the Python binding fills in and reads back.
+//
+// SimParams describes the cluster, the workload (generated, or a trace given as arrays) and
+// the policy; SimOutput points at caller-owned arrays (one entry per job in arrival order,
+// optionally one per task) and receives the counters. Times are in seconds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sparrow {
+namespace sim {
+
+enum class PlacementPolicy : int32_t { Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4 };
+enum class DurationKind : int32_t { Exponential = 0, Constant = 1, Bimodal = 2, PerJob = 3 };
+
+struct SimParams {
+  PlacementPolicy policy = PlacementPolicy::Sparrow;
+  int64_t n_workers = 1000;
+  int32_t slots = 1;
+  int32_t queue_policy = 0;  // sparrow::Policy as int: 0 fifo, 1 priority, 2 fair
+  double network_delay = 0.0005;
+  double probe_ratio = 2.0;
+  int32_t n_schedulers = 1;
+  bool cancellation = true;
+  uint64_t seed = 0;
+
+  // Generated workload (ignored when a trace is given).
+  int64_t n_jobs = 1000;
+  int64_t tasks_per_job = 100;
+  double arrival_rate = 1.0;  // jobs per second
+  DurationKind duration = DurationKind::Exponential;
+  double mean_duration = 0.1;
+  double bimodal_long_fraction = 0.1;
+  double bimodal_ratio = 10.0;
+
+  // Trace (n_trace_jobs > 0): job j arrives at trace_arrival[j] with trace_tasks[j] tasks whose
+  // durations are trace_durations[trace_offsets[j] .. trace_offsets[j + 1]).
+  int64_t n_trace_jobs = 0;
+  const double* trace_arrival = nullptr;
+  const int64_t* trace_tasks = nullptr;
+  const int64_t* trace_offsets = nullptr;
+  const double* trace_durations = nullptr;
+
+  // Users (fair sharing): job user u drawn with probability user_demand[u]; weight user_weight[u].
+  std::vector<double> user_weight{1.0};
+  std::vector<double> user_demand{1.0};
+  // Priorities: job priority p drawn with probability priority_share[p].
+  std::vector<double> priority_share{1.0};
+
+  // Constraints: a job is constrained with probability constrained_jobs to a random set of
+  // round(constraint_workers * n_workers) workers; otherwise each of its tasks is constrained
+  // with probability constrained_tasks to task_candidates random workers.
+  double constrained_jobs = 0.0;
+  double constraint_workers = 0.1;
+  double constrained_tasks = 0.0;
+  int64_t task_candidates = 3;
+};
+
+struct Counters {
+  int64_t probes = 0;            // probes / reservations sent to workers
+  int64_t get_task = 0;          // get_task requests answered by schedulers
+  int64_t get_task_empty = 0;    // ... answered "nothing left"
+  int64_t cancel_messages = 0;   // cancellation messages sent (one per worker per job)
+  int64_t cancelled = 0;         // reservations removed from worker queues by them
+  int64_t messages = 0;          // network messages delivered
+  int64_t events = 0;            // events processed (messages, completions, arrivals)
+  int64_t max_jobs_in_flight = 0;
+  double end_time = 0.0;         // simulated time of the last event
+};
+
+struct SimOutput {
+  double* job_arrival = nullptr;   // n_jobs each, arrival order
+  double* job_response = nullptr;  // end of the last task - arrival
+  double* job_ideal = nullptr;     // the job's longest task
+  double* job_wait = nullptr;      // the longest queue wait of its tasks
+  int32_t* job_user = nullptr;
+  int32_t* job_priority = nullptr;
+  double* task_wait = nullptr;     // optional (nullptr: not kept); job j's tasks at its task offset
+  Counters counters;
+};
+
+}  // namespace sim
+}  // namespace sparrow

@@ -1,0 +1,49 @@
+// Ring: a growable FIFO ring buffer (power-of-two capacity), the simulator's message queue.
+//
+// With one constant network delay, messages arrive in the order they were sent, so a FIFO
+// replaces a priority queue for them: push and pop are O(1) and memory follows the messages
+// in flight. Growing copies the live entries once (amortised O(1) per push).
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace sparrow {
+namespace sim {
+
+template <typename T>
+class Ring {
+ public:
+  bool empty() const { return head_ == tail_; }
+  size_t size() const { return tail_ - head_; }
+  const T& front() const { return buf_[head_ & mask_]; }
+  T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+
+  void push(const T& value) {
+    if (size() == buf_.size()) grow();
+    buf_[tail_++ & mask_] = value;
+  }
+
+  T pop() { return buf_[head_++ & mask_]; }
+
+ private:
+  void grow() {
+    const size_t capacity = buf_.empty() ? 64 : 2 * buf_.size();
+    std::vector<T> next(capacity);
+    const size_t n = size();
+    for (size_t i = 0; i < n; ++i) next[i] = std::move(buf_[(head_ + i) & mask_]);
+    buf_.swap(next);
+    mask_ = capacity - 1;
+    head_ = 0;
+    tail_ = n;
+  }
+
+  std::vector<T> buf_;
+  size_t mask_ = 0;
+  size_t head_ = 0;
+  size_t tail_ = 0;
+};
+
+}  // namespace sim
+}  // namespace sparrow

@@ -1,0 +1,1 @@
+"""The `sparrow` command line (see main.py)."""

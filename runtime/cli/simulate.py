@@ -1,0 +1,178 @@
+"""`sparrow simulate`: a sweep of the simulator (policies x loads) with a progress bar, a
+table, CSV/JSON output and paper-style plots; `--paper` regenerates the paper's simulation."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+from sparrow_core.sim import DURATIONS, POLICIES, QUEUE_POLICIES, SimConfig
+from sparrow_core.sim.plot import plot_sweep, require_matplotlib
+from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
+
+PAPER_LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# The console shows these; the files get every column of sweep.COLUMNS.
+SHOWN = ("policy", "load", "mean", "p50", "p99", "vs_omniscient", "no_queueing", "tasks_per_second")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "simulate",
+        help="simulate scheduling policies on a large cluster",
+        description="Simulate Sparrow and its alternatives: one run per (policy, load).",
+    )
+    p.add_argument("--policies", default=",".join(POLICIES), help=f"comma list of {', '.join(POLICIES)}")
+    p.add_argument("--loads", default="0.5,0.8", help="comma list of loads in (0, 1)")
+    p.add_argument("--workers", type=int, default=1000, help="number of workers")
+    p.add_argument("--slots", type=int, default=1, help="slots per worker")
+    p.add_argument("--tasks-per-job", type=int, default=100)
+    p.add_argument("--jobs", type=int, help="jobs per run (default 1000; --paper: 10000)")
+    p.add_argument("--duration", choices=DURATIONS, default="exponential", help="task duration distribution")
+    p.add_argument("--mean-duration", type=float, default=0.1, help="mean task duration, seconds")
+    p.add_argument("--network-delay", type=float, default=0.0005, help="one-way message delay, seconds")
+    p.add_argument("--probe-ratio", type=float, default=2.0)
+    p.add_argument("--schedulers", type=int, default=1)
+    p.add_argument("--no-cancellation", action="store_true", help="sparrow: keep leftover reservations")
+    p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo")
+    p.add_argument("--trace", type=Path, help="replay a trace (lines: arrival_time n_tasks duration...)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=float, default=0.1, help="fraction of the first jobs left out of the stats")
+    p.add_argument("--output", "-o", type=Path, help="write the rows to FILE.csv or FILE.json")
+    p.add_argument("--plot", type=Path, help="draw the figures to FILE (.png, .svg, .pdf)")
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's simulation: 10,000 workers, 100-task jobs, exponential durations, loads 0.1-0.9, "
+        "all policies; writes results.csv, table.md and figure.png to --paper-dir",
+    )
+    p.add_argument("--paper-dir", type=Path, default=Path("docs/paper"))
+    p.set_defaults(func=run)
+
+
+def _floats(text: str, name: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--{name} must be a comma-separated list of numbers, got {text!r}") from None
+
+
+def _policies(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown or not names:
+        raise ValueError(f"--policies: unknown {', '.join(unknown) or '(none given)'}; expected {', '.join(POLICIES)}")
+    return names
+
+
+def _config(args: argparse.Namespace) -> SimConfig:
+    return SimConfig(
+        n_workers=args.workers,
+        slots=args.slots,
+        tasks_per_job=args.tasks_per_job,
+        n_jobs=1000 if args.jobs is None else args.jobs,
+        duration=args.duration,
+        mean_duration=args.mean_duration,
+        network_delay=args.network_delay,
+        probe_ratio=args.probe_ratio,
+        n_schedulers=args.schedulers,
+        cancellation=not args.no_cancellation,
+        queue_policy=args.queue_policy,
+        trace=args.trace,
+        seed=args.seed,
+        keep_task_waits=True,
+    )
+
+
+def _paper(args: argparse.Namespace) -> tuple[SimConfig, list[str], list[float]]:
+    base = SimConfig(
+        n_workers=10_000, slots=1, tasks_per_job=100, n_jobs=args.jobs or 10_000,
+        duration="exponential", mean_duration=0.1, network_delay=0.0005, probe_ratio=2.0, seed=args.seed,
+    )
+    return base, list(POLICIES), list(PAPER_LOADS)
+
+
+def _format(value: float | str) -> str:
+    if isinstance(value, str):
+        return value
+    if math.isnan(value):
+        return "-"
+    return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.3e}"
+
+
+def _print_table(sweep: Sweep) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="sparrow simulate (response times in seconds)")
+    for column in SHOWN:
+        if column == "policy":
+            table.add_column(column, no_wrap=True, min_width=10)
+        else:
+            table.add_column(column, justify="right")
+    for row in sweep.rows:
+        table.add_row(*(_format(row[c]) for c in SHOWN))
+    Console().print(table)
+
+
+def markdown_table(sweep: Sweep) -> str:
+    """The rows as a Markdown table, without the machine-dependent speed column (so the
+    committed table is the same on every machine for a seed)."""
+    columns = [c for c in COLUMNS if c != "tasks_per_second"]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_format(row[c]) for c in columns) + " |" for row in sweep.rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_rows(sweep: Sweep, path: Path) -> None:
+    """CSV or JSON by the file's suffix."""
+    if path.suffix == ".json":
+        path.write_text(json.dumps(sweep.rows, indent=1) + "\n")
+    elif path.suffix == ".csv":
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(sweep.rows)
+    else:
+        raise ValueError(f"--output must end in .csv or .json, got {path.name!r}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    try:
+        if args.paper:
+            base, policies, loads = _paper(args)
+            args.paper_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            base, policies, loads = _config(args), _policies(args.policies), _floats(args.loads, "loads")
+            if args.trace is not None:
+                loads = loads[:1]  # a trace sets its own load
+        if args.output is not None and args.output.suffix not in (".csv", ".json"):
+            raise ValueError(f"--output must end in .csv or .json, got {args.output.name!r}")
+        if args.plot is not None or args.paper:
+            require_matplotlib()
+        with Progress(transient=True) as progress:
+            bar = progress.add_task("simulating", total=len(policies) * len(loads))
+            sweep = run_sweep(
+                base, policies, loads, warmup=args.warmup, on_point=lambda _p, _l: progress.advance(bar)
+            )
+    except (ValueError, ImportError, OSError) as error:
+        print(f"sparrow simulate: error: {error}", file=sys.stderr)
+        return 2
+    _print_table(sweep)
+    if args.output is not None:
+        write_rows(sweep, args.output)
+    if args.plot is not None:
+        plot_sweep(sweep, args.plot)
+    if args.paper:
+        write_rows(sweep, args.paper_dir / "results.csv")
+        (args.paper_dir / "table.md").write_text(markdown_table(sweep))
+        plot_sweep(
+            sweep, args.paper_dir / "figure.png",
+            title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)", cdf_load=0.8,
+        )
+    return 0

@@ -1,0 +1,329 @@
+"""The trio shell around one framed connection: handshake, batched reads, one write per burst.
+
+`accept` (server side) and `connect` (client side) run the authenticated handshake of auth.py and
+return a `Connection`. `Connection.send` only queues (it is synchronous, so sans-I/O logic can emit
+messages freely); the connection's sender task writes everything queued in one `send_all`.
+`Connection.serve` delivers each batch of received messages to a callback until the peer goes away.
+
+Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
+callback (a message not allowed in the connection's state) is answered with an Error message, then
+the connection is closed; only this connection is affected. Every wait has a deadline: the handshake,
+the flush of a final Error, and (optionally) an idle timeout on reads.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+import trio
+
+from . import auth
+from .address import Address, format_address
+from .errors import ConnectionLost, HandshakeError, ProtocolError
+from .framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frames
+from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
+
+logger = logging.getLogger("sparrow_runtime.connection")
+
+RECEIVE_SIZE = 64 * 1024  # larger reads make every recv allocate (and free) that much
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
+
+
+class Connection:
+    """A message connection over a trio stream; `peer_role`/`peer_id` are set by the handshake."""
+
+    def __init__(
+        self, stream: trio.abc.Stream, *, max_frame: int = DEFAULT_MAX_FRAME, peer_name: str = "peer"
+    ) -> None:
+        self.stream = stream
+        self.max_frame = max_frame
+        self.peer_name = peer_name
+        self.peer_role = ""
+        self.peer_id = ""
+        self.closed = False
+        self._decoder = FrameDecoder(max_frame)
+        self._pending: list = []
+        self._outbox: list = []
+        self._wake = trio.Event()
+        self._closing = False
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.peer_role} {self.peer_id!r} at {self.peer_name}>"
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def send(self, msg) -> None:
+        """Queue `msg` for the sender task (dropped if the connection is closed or closing)."""
+        if not self._closing:
+            self._outbox.append(msg)
+            self._wake.set()
+
+    def send_many(self, msgs: Iterable) -> None:
+        if not self._closing:
+            self._outbox.extend(msgs)
+            self._wake.set()
+
+    def close_soon(self, reason: str | None = None) -> None:
+        """Send Error(reason) if given, flush what is queued, then close."""
+        if reason is not None:
+            self.send(Error(reason))
+        self._closing = True
+        self._wake.set()
+
+    async def send_now(self, msgs: list) -> None:
+        """Write `msgs` directly; only before `serve` started (the handshake)."""
+        try:
+            await self.stream.send_all(encode_frames(msgs, self.max_frame))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
+
+    async def _send_loop(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                if self._outbox:
+                    batch, self._outbox = self._outbox, []
+                    data = encode_frames(batch, self.max_frame)
+                    if self._closing:
+                        with trio.move_on_after(CLOSE_TIMEOUT):
+                            await self.stream.send_all(data)
+                    else:
+                        await self.stream.send_all(data)
+                if self._closing:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except ProtocolError:
+            logger.exception("could not encode a message for %s; closing the connection", self)
+        finally:
+            self._closing = True
+            await self.aclose()
+
+    # -- receiving --------------------------------------------------------------------------------
+
+    async def receive_batch(self) -> list:
+        """Every message that is complete after one or more reads (at least one message)."""
+        if self._pending:
+            batch, self._pending = self._pending, []
+            return batch
+        self._decoder.raise_error()
+        while True:
+            try:
+                data = await self.stream.receive_some(RECEIVE_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
+            if not data:
+                raise ConnectionLost(f"{self.peer_name} closed the connection")
+            msgs = self._decoder.feed(data)
+            if msgs:
+                return msgs
+
+    async def receive_one(self):
+        batch = await self.receive_batch()
+        msg, self._pending = batch[0], batch[1:]
+        return msg
+
+    async def serve(self, on_messages: Callable[[list], None], *, idle_timeout: float | None = None) -> str:
+        """Run the sender and deliver received batches to `on_messages` until the connection ends.
+
+        Returns why it ended (peer closed, protocol error, silent past `idle_timeout`, closed locally).
+        """
+        reason = "closed locally"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._send_loop)
+            try:
+                with trio.CancelScope() as idle:
+                    while not self._closing:
+                        if idle_timeout is not None:
+                            idle.deadline = trio.current_time() + idle_timeout
+                        on_messages(await self.receive_batch())
+                if idle.cancelled_caught:
+                    reason = f"silent for more than {idle_timeout} s"
+                    self.close_soon(f"no message for {idle_timeout} s")
+            except ProtocolError as exc:
+                reason = str(exc)
+                logger.warning("closing connection to %s: %s", self, reason)
+                self.close_soon(reason)
+            except ConnectionLost as exc:
+                reason = str(exc)
+                self.close_soon()
+            finally:
+                # the sender flushes what is queued and closes the stream, within CLOSE_TIMEOUT
+                self._closing = True
+                self._wake.set()
+                nursery.cancel_scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+        return reason
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self._closing = True
+        await trio.aclose_forcefully(self.stream)
+
+
+# -- handshake ------------------------------------------------------------------------------------
+
+
+async def accept(
+    stream: trio.abc.Stream,
+    *,
+    secret: bytes,
+    role: str,
+    node_id: str,
+    allowed_roles: Iterable[str],
+    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    peer_name: str = "peer",
+) -> Connection:
+    """Server side of the handshake. Returns the authenticated connection.
+
+    Error handling: a peer that sends garbage, another version, a role not in `allowed_roles`, a
+    wrong MAC, or does not finish within `timeout` seconds gets Error(reason), is closed, and
+    HandshakeError(reason) is raised. The reason is logged; the secret and MACs never are.
+    """
+    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
+    nonce = auth.new_nonce()
+    reason = f"handshake not completed within {timeout} s"
+    with trio.move_on_after(timeout):
+        try:
+            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce)])
+            msg = await conn.receive_one()
+            reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
+            if reason is None:
+                conn.peer_role, conn.peer_id = msg.role, msg.peer_id
+                mac = auth.proof(
+                    secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id
+                )
+                await conn.send_now([Welcome(mac)])
+                return conn
+        except ProtocolError as exc:
+            reason = str(exc)
+        except ConnectionLost as exc:
+            reason = str(exc)
+    logger.warning("refused connection from %s: %s", peer_name, reason)
+    with trio.move_on_after(CLOSE_TIMEOUT):
+        try:
+            await conn.send_now([Error(f"refused: {reason}")])
+        except ConnectionLost:
+            pass
+    await conn.aclose()
+    raise HandshakeError(reason)
+
+
+def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles) -> str | None:
+    """None if `msg` is a valid Authenticate for this server, else the reason to refuse."""
+    if not isinstance(msg, Authenticate):
+        return f"expected Authenticate, got {type(msg).__name__}"
+    if msg.version != PROTOCOL_VERSION:
+        return f"protocol version mismatch: peer speaks {msg.version}, this {role} speaks {PROTOCOL_VERSION}"
+    if msg.role not in allowed_roles:
+        return f"a {msg.role!r} may not connect to a {role} (allowed: {', '.join(sorted(allowed_roles))})"
+    expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
+    if not auth.verify(expected, msg.mac):
+        return f"authentication failed for {msg.role} {msg.peer_id!r}: it does not know the cluster secret"
+    if len(msg.nonce) != auth.NONCE_SIZE:
+        return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
+    return None
+
+
+async def connect(
+    address: Address,
+    *,
+    secret: bytes,
+    role: str,
+    peer_id: str,
+    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+) -> Connection:
+    """Open a TCP connection to `address` and run the client side of the handshake.
+
+    Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
+    reason is in the message), speaks another version, cannot prove it knows the secret, or the
+    whole exchange takes longer than `timeout` seconds.
+    """
+    name = format_address(address)
+    with trio.move_on_after(timeout) as scope:
+        stream = await trio.open_tcp_stream(*address)
+    if scope.cancelled_caught:
+        raise HandshakeError(f"could not connect to {name} within {timeout} s")
+    return await connect_stream(
+        stream, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame, peer_name=name
+    )
+
+
+async def connect_stream(
+    stream: trio.abc.Stream,
+    *,
+    secret: bytes,
+    role: str,
+    peer_id: str,
+    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    peer_name: str = "peer",
+) -> Connection:
+    """The client side of the handshake over an open `stream` (see `connect`); closes it on failure."""
+    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
+    with trio.move_on_after(timeout):
+        try:
+            await _client_handshake(conn, secret, role, peer_id, peer_name)
+        except BaseException:
+            await conn.aclose()
+            raise
+        return conn
+    await conn.aclose()
+    raise HandshakeError(f"handshake with {peer_name} not completed within {timeout} s")
+
+
+async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id: str, name: str) -> None:
+    try:
+        challenge = await conn.receive_one()
+        if isinstance(challenge, Error):
+            raise HandshakeError(f"{name} refused the connection: {challenge.reason}")
+        if not isinstance(challenge, Challenge):
+            raise HandshakeError(f"{name} sent {type(challenge).__name__} instead of a Challenge")
+        if challenge.version != PROTOCOL_VERSION:
+            raise HandshakeError(
+                f"{name} speaks protocol version {challenge.version}, this {role} speaks {PROTOCOL_VERSION}"
+            )
+        server_role, server_id = challenge.role, challenge.peer_id
+        nonce = auth.new_nonce()
+        mac = auth.proof(
+            secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id
+        )
+        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
+        reply = await conn.receive_one()
+    except ConnectionLost as exc:
+        raise HandshakeError(f"{name} closed the connection during the handshake ({exc})") from None
+    if isinstance(reply, Error):
+        raise HandshakeError(f"{name} refused the connection: {reply.reason}")
+    if not isinstance(reply, Welcome):
+        raise HandshakeError(f"{name} sent {type(reply).__name__} instead of Welcome")
+    expected = auth.proof(secret, "server", nonce, PROTOCOL_VERSION, server_role, server_id, role, peer_id)
+    if not auth.verify(expected, reply.mac):
+        raise HandshakeError(f"{name} did not prove it knows the cluster secret")
+    conn.peer_role, conn.peer_id = server_role, server_id
+
+
+async def keep_connected(
+    address: Address,
+    serve: Callable[[Connection], Awaitable[None]],
+    *,
+    secret: bytes,
+    role: str,
+    peer_id: str,
+    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    redial_delay: float = 0.5,
+) -> None:
+    """Connect to `address` and `await serve(conn)`; whenever the connection fails or ends, wait
+    `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
+    while True:
+        try:
+            conn = await connect(address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame)
+        except (OSError, HandshakeError) as exc:
+            logger.warning("cannot reach %s: %s", format_address(address), exc)
+        else:
+            await serve(conn)
+        await trio.sleep(redial_delay)

@@ -1,0 +1,45 @@
+"""The exception hierarchy of sparrow_runtime: one module, so callers can catch narrowly."""
+
+from __future__ import annotations
+
+
+class SparrowError(Exception):
+    """Base class of every error raised by sparrow_runtime."""
+
+
+class ProtocolError(SparrowError):
+    """A peer broke the wire protocol: oversized frame, undecodable bytes, or a message out of order.
+
+    The connection it happened on is closed; other connections are unaffected.
+    """
+
+
+class FrameTooLarge(ProtocolError):
+    """A frame's declared length exceeds the connection's size limit."""
+
+
+class HandshakeError(ProtocolError):
+    """The connection handshake failed: wrong secret, other protocol version, wrong role, or too slow."""
+
+
+class ConnectionLost(SparrowError):
+    """The peer closed the connection (or it broke) before the exchange was complete."""
+
+
+class TaskFailed(SparrowError):
+    """A task produced no result of its own: its executor process died, its node monitor was lost,
+    no node monitor could run it, or the connection to its scheduler was lost.
+
+    The message says which. (An exception raised *by* the task is re-raised as itself instead.)
+    """
+
+
+class RemoteTraceback(Exception):
+    """Attached as ``__cause__`` to an exception raised by a remote task: its text is the remote traceback."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.tb}"""'

@@ -1,0 +1,101 @@
+"""Length-prefixed framing, sans-I/O: a 4-byte big-endian length, then one msgpack-encoded message.
+
+`encode_frames` packs a burst of messages into one buffer (one write per burst); `FrameDecoder.feed`
+takes whatever bytes a receive returned and decodes every complete frame in them at once.
+
+Error handling: a declared length over `max_frame` raises FrameTooLarge as soon as the 4-byte header
+is seen (the body is never buffered); bytes that are not a valid message raise ProtocolError. The
+messages before the bad frame are returned first, and the error is raised by the next `feed` (or
+`raise_error`). Either way the decoder is then unusable: the caller closes the connection.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import FrameTooLarge, ProtocolError
+from .messages import Message
+
+DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+HEADER_SIZE = 4
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Message)
+
+
+def check_max_frame(max_frame: int) -> int:
+    if not isinstance(max_frame, int) or max_frame < 16 or max_frame >= 2**32:
+        raise ValueError(f"max_frame must be an int in [16, 2**32), got {max_frame!r}")
+    return max_frame
+
+
+def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
+    """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`."""
+    buf = bytearray()
+    encode_into = _encoder.encode_into
+    for msg in messages:
+        start = len(buf)
+        buf += b"\0\0\0\0"
+        encode_into(msg, buf, start + HEADER_SIZE)
+        size = len(buf) - start - HEADER_SIZE
+        if size > max_frame:
+            raise FrameTooLarge(
+                f"{type(msg).__name__} encodes to {size} bytes, over the frame limit of {max_frame} bytes"
+            )
+        buf[start : start + HEADER_SIZE] = size.to_bytes(HEADER_SIZE, "big")
+    return buf
+
+
+class FrameDecoder:
+    """Accumulates received bytes and returns the complete messages in them."""
+
+    __slots__ = ("_buf", "_max_frame", "_error")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self._max_frame = check_max_frame(max_frame)
+        self._error: ProtocolError | None = None
+
+    def raise_error(self) -> None:
+        """Raise the error found after the messages the last `feed` returned, if any."""
+        if self._error is not None:
+            raise self._error
+
+    def feed(self, data: bytes) -> list:
+        """Add `data`; return every message now complete, in order (possibly none)."""
+        self.raise_error()
+        buf = self._buf
+        buf += data
+        out = []
+        pos = 0
+        end = len(buf)
+        decode = _decoder.decode
+        view = memoryview(buf)
+        try:
+            while end - pos >= HEADER_SIZE:
+                size = int.from_bytes(view[pos : pos + HEADER_SIZE], "big")
+                if size > self._max_frame:
+                    raise FrameTooLarge(
+                        f"frame of {size} bytes exceeds the limit of {self._max_frame} bytes"
+                    )
+                if end - pos - HEADER_SIZE < size:
+                    break
+                try:
+                    out.append(decode(view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]))
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise ProtocolError(f"undecodable message: {exc}") from None
+                pos += HEADER_SIZE + size
+        except ProtocolError as exc:
+            self._error = exc
+            if not out:
+                raise
+        finally:
+            view.release()
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buf)

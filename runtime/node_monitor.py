@@ -1,0 +1,229 @@
+"""The node monitor service: a thin trio shell around NodeMonitorLogic and an executor.
+
+`NodeMonitorService.link` runs one authenticated connection to a scheduler: it registers (node id,
+slots, labels), sends heartbeats, feeds received batches to the logic, sends what the logic returns,
+and runs each launched task on the executor. `serve_node_monitor` dials the given schedulers (and
+redials them when a link ends) and also listens, so a scheduler can dial it instead.
+
+Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
+silent for `scheduler_timeout` seconds (it answers every heartbeat) is dropped and redialed. Either
+way its queued reservations are dropped and the slots waiting on its answers are freed. A task's
+failure, including its worker process dying, is a normal outcome reported to its scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from functools import partial
+
+import trio
+
+from .address import Address, format_address, parse_address
+from .auth import load_secret
+from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
+from .errors import ConnectionLost, HandshakeError, ProtocolError
+from .executor import ProcessExecutor, ThreadExecutor
+from .framing import DEFAULT_MAX_FRAME, check_max_frame
+from .messages import Error, Heartbeat, Registered, RegisterNodeMonitor, TaskLaunch
+from .node_monitor_logic import NodeMonitorLogic
+
+logger = logging.getLogger("sparrow_runtime.node_monitor")
+
+DEFAULT_HEARTBEAT_INTERVAL = 0.5
+DEFAULT_SCHEDULER_TIMEOUT = 2.0
+REDIAL_DELAY = 0.5
+OUTCOME_OVERHEAD = 1024  # room for TaskFinished's other fields within a frame
+
+
+class NodeMonitorService:
+    """The links of one node monitor to its schedulers, its logic and its executor."""
+
+    def __init__(
+        self,
+        logic: NodeMonitorLogic,
+        executor,
+        nursery: trio.Nursery,
+        *,
+        secret: bytes,
+        node_id: str,
+        labels: Sequence[str] = (),
+        heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+        scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        if heartbeat_interval >= scheduler_timeout:
+            raise ValueError(
+                f"heartbeat_interval ({heartbeat_interval}) must be shorter than scheduler_timeout ({scheduler_timeout})"
+            )
+        self.logic = logic
+        self.executor = executor
+        self.node_id = node_id
+        self.labels = tuple(labels)
+        self.heartbeat_interval = heartbeat_interval
+        self.scheduler_timeout = scheduler_timeout
+        self.handshake_timeout = handshake_timeout
+        self.max_frame = check_max_frame(max_frame)
+        self._secret = secret
+        self._nursery = nursery
+
+    # -- links to schedulers ------------------------------------------------------------------------
+
+    async def link(self, conn: Connection, registered: trio.Event | None = None) -> None:
+        """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
+        try:
+            with trio.fail_after(self.handshake_timeout):
+                await conn.send_now([RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels)])
+                reply = await conn.receive_one()
+        except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
+            logger.warning("registration with %s failed: %s", conn, exc or "timed out")
+            await conn.aclose()
+            return
+        if not isinstance(reply, Registered):
+            why = reply.reason if isinstance(reply, Error) else f"got {type(reply).__name__}"
+            logger.warning("registration with %s refused: %s", conn, why)
+            await conn.aclose()
+            return
+        logger.info("registered with %s", conn)
+        self.logic.on_scheduler_registered(conn)
+        if registered is not None:
+            registered.set()
+
+        def on_messages(msgs: list) -> None:
+            self._route(self.logic.on_scheduler_messages(conn, msgs))
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._heartbeat, conn)
+                reason = await conn.serve(on_messages, idle_timeout=self.scheduler_timeout)
+                logger.info("link to %s ended: %s", conn, reason)
+                nursery.cancel_scope.cancel()
+        finally:
+            self._route(self.logic.on_scheduler_lost(conn))
+
+    async def keep_linked(self, target: Address, registered: trio.Event) -> None:
+        """Dial the scheduler at `target` and link; redial whenever the link ends."""
+        await keep_connected(
+            target,
+            partial(self.link, registered=registered),
+            secret=self._secret,
+            role="node-monitor",
+            peer_id=self.node_id,
+            timeout=self.handshake_timeout,
+            max_frame=self.max_frame,
+            redial_delay=REDIAL_DELAY,
+        )
+
+    async def handle_stream(self, stream: trio.abc.Stream) -> None:
+        """Serve a scheduler that dialed this node monitor."""
+        try:
+            conn = await accept(
+                stream,
+                secret=self._secret,
+                role="node-monitor",
+                node_id=self.node_id,
+                allowed_roles=("scheduler",),
+                timeout=self.handshake_timeout,
+                max_frame=self.max_frame,
+            )
+        except HandshakeError:
+            return
+        await self.link(conn)
+
+    async def _heartbeat(self, conn: Connection) -> None:
+        while True:
+            await trio.sleep(self.heartbeat_interval)
+            conn.send(Heartbeat())
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    def _route(self, out: list) -> None:
+        for peer, msg in out:
+            if type(msg) is TaskLaunch:
+                self._nursery.start_soon(self._run, peer, msg)
+            else:
+                peer.send(msg)
+
+    async def _run(self, scheduler: Connection, launch: TaskLaunch) -> None:
+        ok, payload, error = await self.executor.run(launch.payload)
+        if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
+            ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
+        self._route(self.logic.on_task_done(scheduler, launch.job_id, launch.task, ok, payload, error))
+
+
+def make_executor(kind, slots: int, max_frame: int):
+    """"process" or "thread", or an executor object (see executor.py) used as is."""
+    if kind == "process":
+        return ProcessExecutor(slots, max_frame=max_frame)
+    if kind == "thread":
+        return ThreadExecutor(slots)
+    if isinstance(kind, str):
+        raise ValueError(f"executor must be 'process' or 'thread', got {kind!r}")
+    return kind
+
+
+async def serve_node_monitor(
+    schedulers: Sequence[str | Address] = (),
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    secret: str | bytes | None = None,
+    secret_file: str | None = None,
+    node_id: str | None = None,
+    slots: int | None = None,
+    labels: Sequence[str] = (),
+    policy: str = "fifo",
+    weights: dict[str, float] | None = None,
+    executor="process",
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+    scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    logic: NodeMonitorLogic | None = None,
+    task_status=trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
+    queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
+    ("process", "thread", or an executor object).
+
+    It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
+    dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
+    `schedulers` (it keeps retrying until then). `logic` (optional) replaces the one made from
+    `slots`, `policy` and `weights`, e.g. to read its `stats` in tests.
+    """
+    key = load_secret(secret, secret_file)
+    targets = [parse_address(a) for a in schedulers]
+    if logic is None:
+        logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
+    runner = make_executor(executor, logic.slots, max_frame)
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    address = listeners[0].socket.getsockname()[:2]
+    async with trio.open_nursery() as nursery:
+        try:
+            await runner.start(nursery)
+            service = NodeMonitorService(
+                logic,
+                runner,
+                nursery,
+                secret=key,
+                node_id=node_id or f"{socket.gethostname()}:{address[1]}",
+                labels=labels,
+                heartbeat_interval=heartbeat_interval,
+                scheduler_timeout=scheduler_timeout,
+                handshake_timeout=handshake_timeout,
+                max_frame=max_frame,
+            )
+            await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
+            registered = [trio.Event() for _ in targets]
+            for target, event in zip(targets, registered, strict=True):
+                nursery.start_soon(service.keep_linked, target, event)
+            for event in registered:
+                await event.wait()
+            logger.info("node monitor %s listening on %s", service.node_id, format_address(address))
+            task_status.started(address)
+            await trio.sleep_forever()
+        finally:
+            await runner.aclose()

@@ -1,0 +1,177 @@
+"""The node monitor's decisions, sans-I/O: messages in, `(peer, message)` pairs out. No sockets, no trio.
+
+The reservation queue and its policy (fifo, priority, weighted fair) are the kernel's
+`sparrow_core.ReservationQueue`; this class adds slot accounting and the mapping between the queue's
+integer keys and `(scheduler, job id)` (job ids are only unique per scheduler).
+
+A free slot pops a reservation and asks its scheduler for a task (GetTask); the slot stays held until
+the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
+reservation at once. TaskLaunch is passed on as an output addressed to the executor: the shell runs
+it and calls `on_task_done`, which reports TaskFinished and frees the slot.
+
+Error handling: a message a scheduler may not send raises ProtocolError (the shell answers Error
+and closes that connection). Answers about a scheduler that is gone are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+
+import sparrow_core
+
+from .errors import ProtocolError
+from .messages import (
+    CancelReservations,
+    EnqueueReservations,
+    GetTask,
+    Heartbeat,
+    NoTask,
+    Registered,
+    TaskFinished,
+    TaskLaunch,
+)
+
+POLICIES = ("fifo", "priority", "fair")
+INT32_LIMIT = 2**31
+
+
+class _Reserved:
+    """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
+
+    __slots__ = ("key", "scheduler", "job_id", "user", "queued", "asking")
+
+    def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str) -> None:
+        self.key = key
+        self.scheduler = scheduler
+        self.job_id = job_id
+        self.user = user
+        self.queued = 0  # reservations in the queue
+        self.asking = 0  # GetTask requests awaiting an answer
+
+
+class NodeMonitorLogic:
+    """Slots, the reservation queue, and the GetTask / launch / finish cycle of one node monitor."""
+
+    def __init__(
+        self,
+        *,
+        slots: int,
+        policy: str = "fifo",
+        weights: dict[str, float] | None = None,
+    ) -> None:
+        if not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"slots must be an int >= 1, got {slots!r}")
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        self.slots = slots
+        self.free = slots
+        self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
+        self.stats: Counter[str] = Counter()
+        self._schedulers: dict[Hashable, dict[int, _Reserved]] = {}  # scheduler -> job id -> entry
+        self._by_key: dict[int, _Reserved] = {}
+        self._next_key = 0
+
+    # -- schedulers -------------------------------------------------------------------------------
+
+    def on_scheduler_registered(self, scheduler: Hashable) -> None:
+        self._schedulers.setdefault(scheduler, {})
+
+    def on_scheduler_lost(self, scheduler: Hashable) -> list:
+        """Drop the reservations of a scheduler that is gone; slots waiting on its answers are freed."""
+        out: list = []
+        for entry in self._schedulers.pop(scheduler, {}).values():
+            self.queue.cancel(entry.key)
+            self.free += entry.asking
+            del self._by_key[entry.key]
+        self._fill(out)
+        return out
+
+    def on_scheduler_messages(self, scheduler: Hashable, msgs: list) -> list:
+        out: list = []
+        jobs = self._schedulers.get(scheduler)
+        if jobs is None:
+            raise ProtocolError("message from a scheduler this node monitor is not registered with")
+        for msg in msgs:
+            kind = type(msg)
+            if kind is EnqueueReservations:
+                self._enqueue(scheduler, jobs, msg)
+            elif kind is TaskLaunch:
+                self._answered(jobs, msg.job_id, out)
+                self.stats["launched"] += 1
+                out.append((scheduler, msg))  # for the executor
+            elif kind is NoTask:
+                entry = self._answered(jobs, msg.job_id, out)
+                self.stats["no_task"] += 1
+                self.free += 1
+                if entry is not None:
+                    self.queue.refund(entry.user)
+            elif kind is CancelReservations:
+                entry = jobs.get(msg.job_id)
+                if entry is not None:
+                    removed = self.queue.cancel(entry.key)
+                    entry.queued -= removed
+                    self.stats["cancelled"] += removed
+                    self._forget_if_idle(jobs, entry)
+            elif kind is Heartbeat or kind is Registered:
+                pass
+            else:
+                raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
+        self._fill(out)
+        return out
+
+    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> list:
+        """The executor finished a launched task: report it, free the slot, start the next reservation."""
+        out: list = []
+        self.free += 1
+        self.stats["finished"] += 1
+        if scheduler in self._schedulers:
+            out.append((scheduler, TaskFinished(job_id, task, ok, payload, error)))
+        self._fill(out)
+        return out
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
+        if msg.count < 1:
+            raise ProtocolError(f"EnqueueReservations.count must be >= 1, got {msg.count}")
+        if not -INT32_LIMIT < msg.priority < INT32_LIMIT:
+            raise ProtocolError(f"EnqueueReservations.priority must fit in 32 bits, got {msg.priority}")
+        entry = jobs.get(msg.job_id)
+        if entry is None:
+            entry = _Reserved(self._next_key, scheduler, msg.job_id, msg.user)
+            self._next_key += 1
+            jobs[msg.job_id] = entry
+            self._by_key[entry.key] = entry
+        elif entry.user != msg.user:
+            raise ProtocolError(f"job {msg.job_id} was reserved for user {entry.user!r}, now {msg.user!r}")
+        push = self.queue.push
+        for _ in range(msg.count):
+            push(entry.key, entry.user, msg.priority)
+        entry.queued += msg.count
+        self.stats["reservations"] += msg.count
+
+    def _answered(self, jobs: dict[int, _Reserved], job_id: int, out: list) -> _Reserved | None:
+        entry = jobs.get(job_id)
+        if entry is None or entry.asking == 0:
+            raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
+        entry.asking -= 1
+        self._forget_if_idle(jobs, entry)
+        return entry
+
+    def _forget_if_idle(self, jobs: dict[int, _Reserved], entry: _Reserved) -> None:
+        if entry.queued == 0 and entry.asking == 0:
+            del jobs[entry.job_id]
+            del self._by_key[entry.key]
+
+    def _fill(self, out: list) -> None:
+        """While a slot is free and a reservation waits: pop it and ask its scheduler for a task."""
+        queue = self.queue
+        while self.free > 0 and queue:
+            reservation = queue.pop()
+            entry = self._by_key[reservation.job_id]
+            entry.queued -= 1
+            entry.asking += 1
+            self.free -= 1
+            self.stats["get_task"] += 1
+            out.append((entry.scheduler, GetTask(entry.job_id)))

@@ -1,0 +1,149 @@
+"""The scheduler service: a thin trio shell around SchedulerLogic.
+
+`SchedulerService.handle_stream` authenticates one incoming stream (client or node monitor), feeds
+each batch of received messages to the logic and queues the messages it returns on their
+connections (each connection's sender writes a burst in one go). `serve_scheduler` runs it behind
+TCP listeners, and can also dial node monitors given by address.
+
+Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
+and closed; the logic then forgets that peer (a node monitor's tasks are re-probed or reported failed,
+a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds is dropped the same
+way. Nothing a peer sends can stop the service.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import trio
+
+from .address import Address, format_address, parse_address
+from .auth import load_secret
+from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
+from .errors import HandshakeError
+from .framing import DEFAULT_MAX_FRAME, check_max_frame
+from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
+
+logger = logging.getLogger("sparrow_runtime.scheduler")
+
+DEFAULT_NODE_TIMEOUT = 2.0
+REDIAL_DELAY = 0.5
+
+
+class SchedulerService:
+    """Connections of one scheduler to its clients and node monitors, driving one SchedulerLogic."""
+
+    def __init__(
+        self,
+        logic: SchedulerLogic,
+        *,
+        secret: bytes,
+        node_timeout: float = DEFAULT_NODE_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        self.logic = logic
+        self.name = logic.scheduler_id
+        self._secret = secret
+        self.node_timeout = node_timeout
+        self.handshake_timeout = handshake_timeout
+        self.max_frame = check_max_frame(max_frame)
+
+    async def handle_stream(self, stream: trio.abc.Stream) -> None:
+        """Serve one incoming connection until it ends."""
+        try:
+            conn = await accept(
+                stream,
+                secret=self._secret,
+                role="scheduler",
+                node_id=self.name,
+                allowed_roles=("client", "node-monitor"),
+                timeout=self.handshake_timeout,
+                max_frame=self.max_frame,
+                peer_name=_peer_name(stream),
+            )
+        except HandshakeError:
+            return  # logged by accept
+        await self.serve_peer(conn)
+
+    async def serve_peer(self, conn: Connection) -> None:
+        """Serve an authenticated connection until it ends, then let the logic forget the peer."""
+        logic = self.logic
+        if conn.peer_role == "client":
+            handle, lost, idle = logic.on_client_messages, logic.on_client_lost, None
+        else:
+            handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
+
+        def on_messages(msgs: list) -> None:
+            for peer, msg in handle(conn, msgs):
+                peer.send(msg)
+
+        try:
+            reason = await conn.serve(on_messages, idle_timeout=idle)
+            logger.info("%s disconnected: %s", conn, reason)
+        finally:
+            for peer, msg in lost(conn):
+                peer.send(msg)
+
+    async def keep_dialing(self, target: Address) -> None:
+        """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""
+        await keep_connected(
+            target,
+            self.serve_peer,
+            secret=self._secret,
+            role="scheduler",
+            peer_id=self.name,
+            timeout=self.handshake_timeout,
+            max_frame=self.max_frame,
+            redial_delay=REDIAL_DELAY,
+        )
+
+
+async def serve_scheduler(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    secret: str | bytes | None = None,
+    secret_file: str | None = None,
+    node_monitors: Sequence[str | Address] = (),
+    scheduler_id: str | None = None,
+    probe_ratio: float = DEFAULT_PROBE_RATIO,
+    seed: int | None = None,
+    node_timeout: float = DEFAULT_NODE_TIMEOUT,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    logic: SchedulerLogic | None = None,
+    task_status=trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a scheduler on `host:port` (port 0: any free port) until cancelled.
+
+    Reports its `(host, port)` with `task_status.started`. Node monitors register by dialing it; the
+    ones in `node_monitors` (addresses) are dialed by the scheduler instead, and redialed if lost.
+    `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats` in tests; otherwise
+    one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set none) and `seed`.
+    The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
+    """
+    key = load_secret(secret, secret_file)
+    dial = [parse_address(a) for a in node_monitors]
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    address = listeners[0].socket.getsockname()[:2]
+    if logic is None:
+        name = scheduler_id or f"scheduler@{format_address(address)}"
+        logic = SchedulerLogic(scheduler_id=name, probe_ratio=probe_ratio, seed=seed)
+    service = SchedulerService(
+        logic, secret=key, node_timeout=node_timeout, handshake_timeout=handshake_timeout, max_frame=max_frame
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
+        for target in dial:
+            nursery.start_soon(service.keep_dialing, target)
+        logger.info("scheduler %s listening on %s", service.name, format_address(address))
+        task_status.started(address)
+
+
+def _peer_name(stream: trio.abc.Stream) -> str:
+    try:
+        return format_address(stream.socket.getpeername()[:2])
+    except (OSError, AttributeError, TypeError, ValueError):
+        return "unknown peer"

@@ -1,0 +1,121 @@
+"""Run one service as a process: `python -m sparrow_runtime.service_main scheduler|node-monitor [options]`.
+
+Prints the bound address as one line "host:port" on stdout once the service is ready (a node monitor:
+once registered with every --scheduler), then runs until SIGTERM or SIGINT, and exits 0. Logs go to
+stderr. The secret comes from --secret-file, SPARROW_SECRET or SPARROW_SECRET_FILE, never from the
+command line (where other users could read it). Used by LocalCluster; the user-facing `sparrow`
+commands are built on the same services.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from functools import partial
+
+import trio
+
+from .address import format_address
+from .auth import load_secret
+from .framing import DEFAULT_MAX_FRAME
+from .node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT, serve_node_monitor
+from .node_monitor_logic import POLICIES
+from .scheduler import DEFAULT_NODE_TIMEOUT, serve_scheduler
+from .scheduler_logic import DEFAULT_PROBE_RATIO
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sparrow_runtime.service_main")
+    sub = parser.add_subparsers(dest="service", required=True)
+    for name in ("scheduler", "node-monitor"):
+        p = sub.add_parser(name)
+        p.add_argument("--host", default="127.0.0.1")
+        p.add_argument("--port", type=int, default=0, help="0: any free port")
+        p.add_argument("--id", dest="ident", default=None, help="this service's id")
+        p.add_argument("--secret-file", default=None)
+        p.add_argument("--max-frame", type=int, default=DEFAULT_MAX_FRAME)
+        p.add_argument("--log-level", default="WARNING")
+    s = sub.choices["scheduler"]
+    s.add_argument("--probe-ratio", type=float, default=DEFAULT_PROBE_RATIO)
+    s.add_argument("--node-monitor", action="append", default=[], help="address of a node monitor to dial")
+    s.add_argument("--node-timeout", type=float, default=DEFAULT_NODE_TIMEOUT)
+    s.add_argument("--seed", type=int, default=None)
+    n = sub.choices["node-monitor"]
+    n.add_argument("--scheduler", action="append", default=[], help="address of a scheduler to register with")
+    n.add_argument("--slots", type=int, default=None, help="default: CPU count")
+    n.add_argument("--label", action="append", default=[])
+    n.add_argument("--policy", choices=POLICIES, default="fifo")
+    n.add_argument("--weight", action="append", default=[], metavar="USER=WEIGHT")
+    n.add_argument("--executor", choices=("process", "thread"), default="process")
+    n.add_argument("--heartbeat-interval", type=float, default=DEFAULT_HEARTBEAT_INTERVAL)
+    n.add_argument("--scheduler-timeout", type=float, default=DEFAULT_SCHEDULER_TIMEOUT)
+    return parser
+
+
+def parse_weights(items: list[str]) -> dict[str, float]:
+    weights = {}
+    for item in items:
+        user, sep, value = item.rpartition("=")
+        try:
+            weights[user] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ValueError(f"--weight must be USER=WEIGHT with a number, got {item!r}")
+    return weights
+
+
+def make_service(args: argparse.Namespace):
+    common = dict(host=args.host, port=args.port, secret_file=args.secret_file, max_frame=args.max_frame)
+    if args.service == "scheduler":
+        return partial(
+            serve_scheduler,
+            **common,
+            scheduler_id=args.ident,
+            probe_ratio=args.probe_ratio,
+            node_monitors=args.node_monitor,
+            node_timeout=args.node_timeout,
+            seed=args.seed,
+        )
+    return partial(
+        serve_node_monitor,
+        args.scheduler,
+        **common,
+        node_id=args.ident,
+        slots=args.slots,
+        labels=args.label,
+        policy=args.policy,
+        weights=parse_weights(args.weight),
+        executor=args.executor,
+        heartbeat_interval=args.heartbeat_interval,
+        scheduler_timeout=args.scheduler_timeout,
+    )
+
+
+async def run(service) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(service)
+            print(format_address(address), flush=True)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s")
+    try:
+        load_secret(None, args.secret_file)  # fail early and plainly on a missing secret
+        service = make_service(args)
+    except (ValueError, OSError) as exc:
+        print(f"sparrow {args.service}: {exc}", file=sys.stderr)
+        return 1
+    trio.run(run, service)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

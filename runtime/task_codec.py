@@ -1,0 +1,64 @@
+"""How tasks and their outcomes travel: cloudpickled callables in, pickled results or exceptions out.
+
+A task payload is `cloudpickle.dumps((fn, args, kwargs))`. Running it yields `(ok, payload, error)`:
+ok with the pickled return value, or not ok with the pickled exception (empty if it cannot be
+pickled) and the formatted remote traceback in `error`. A failure that is not the task's own
+exception (its process died, its node monitor was lost) has an empty payload and the reason in `error`.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import cloudpickle
+
+from .errors import RemoteTraceback, TaskFailed
+
+
+def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
+    """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled."""
+    if not callable(fn):
+        raise TypeError(f"a task must be callable, got {type(fn).__name__}")
+    try:
+        return cloudpickle.dumps((fn, args, kwargs or {}))
+    except Exception as exc:
+        raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
+
+
+def run_task(payload: bytes) -> tuple[bool, bytes, str]:
+    """Run a packed task here; never raises (every failure becomes a not-ok outcome)."""
+    try:
+        fn, args, kwargs = cloudpickle.loads(payload)
+        result = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - a task's failure, whatever it is, is its outcome
+        tb = "".join(traceback.format_exception(exc))
+        try:
+            data = cloudpickle.dumps(exc)
+        except Exception:  # noqa: BLE001
+            data = b""
+        return False, data, tb
+    try:
+        return True, cloudpickle.dumps(result), ""
+    except Exception as exc:  # noqa: BLE001
+        return False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}"
+
+
+def unpack_outcome(ok: bool, payload: bytes, error: str):
+    """The task's value; or raises its exception (with RemoteTraceback as __cause__) or TaskFailed."""
+    if ok:
+        return cloudpickle.loads(payload)
+    raise outcome_exception(payload, error)
+
+
+def outcome_exception(payload: bytes, error: str) -> BaseException:
+    """The exception a failed outcome stands for."""
+    if not payload:
+        return TaskFailed(error)
+    try:
+        exc = cloudpickle.loads(payload)
+    except Exception as load_error:  # noqa: BLE001
+        return TaskFailed(f"the task raised an exception that cannot be unpickled here ({load_error!r}):\n{error}")
+    if not isinstance(exc, BaseException):
+        return TaskFailed(f"the task's failure payload is not an exception:\n{error}")
+    exc.__cause__ = RemoteTraceback(error)
+    return exc

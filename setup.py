@@ -1,0 +1,64 @@
+"""Build of sparrow-core: one Cython extension (sparrow_core._core) over the C++17 kernels in csrc/.
+
+SPARROW_DEBUG=1 builds without optimisation, with Cython annotation (sparrow_core/_core.html)
+and line tracing, for profiling and coverage of the binding.
+"""
+
+import os
+import sys
+
+from setuptools import Extension, setup
+
+MIN_CYTHON = (3, 0)
+
+try:
+    import Cython
+    from Cython.Build import cythonize
+except ImportError:  # pragma: no cover - only on a broken build environment
+    sys.exit("sparrow-core needs Cython >= 3.0 to build: pip install 'Cython>=3.0'")
+
+if tuple(int(p) for p in Cython.__version__.split(".")[:2]) < MIN_CYTHON:
+    sys.exit(f"sparrow-core needs Cython >= 3.0 to build, found {Cython.__version__}")
+
+import numpy as np  # noqa: E402  (after the Cython check: both are build requirements)
+
+DEBUG = os.environ.get("SPARROW_DEBUG", "") not in ("", "0")
+
+compile_args = ["-std=c++17", "-Wall", "-Wno-unused-function"]
+compile_args += ["-O0", "-g"] if DEBUG else ["-O3"]
+macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+if DEBUG:
+    macros += [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
+
+extension = Extension(
+    "sparrow_core._core",
+    sources=["sparrow_core/_core.pyx"],
+    include_dirs=["csrc", np.get_include()],
+    language="c++",
+    extra_compile_args=compile_args,
+    define_macros=macros,
+)
+
+setup(
+    packages=[
+        "sparrow_core",
+        "sparrow_core.sim",
+        "sparrow_runtime",
+        "sparrow_runtime.cli",
+    ],
+    package_dir={"sparrow_runtime": "runtime"},
+    package_data={"sparrow_core": ["py.typed", "*.pyi", "*.pxd", "*.pxi", "*.pyx"]},
+    ext_modules=cythonize(
+        [extension],
+        language_level=3,
+        annotate=DEBUG,
+        compiler_directives={
+            "linetrace": DEBUG,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "embedsignature": True,
+        },
+    ),
+    zip_safe=False,
+)

@@ -1,0 +1,143 @@
+# Cython declarations of the C++ kernels in csrc/sparrow/ (the only cdef extern block of the
+# project). Every call that can break a contract is `except +`: C++ std::invalid_argument
+# surfaces in Python as ValueError.
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp cimport bool as cbool
+from libcpp.vector cimport vector
+
+
+cdef extern from "sparrow/rng.h" namespace "sparrow" nogil:
+    cdef cppclass CRng "sparrow::Rng":
+        CRng(uint64_t seed)
+        uint64_t next()
+        uint64_t below(uint64_t n) except +
+        double uniform()
+        double exponential(double mean)
+        CRng spawn()
+
+
+cdef extern from "sparrow/sampling.h" namespace "sparrow" nogil:
+    int64_t c_probe_count "sparrow::probe_count"(int64_t n_tasks, double probe_ratio) except +
+    void c_sample_workers "sparrow::sample_workers"(CRng& rng, int64_t n, int64_t k, vector[int64_t]& out) except +
+    void c_sample_workers_into "sparrow::sample_workers"(CRng& rng, int64_t n, int64_t k, int64_t* out) except +
+    void c_check_candidates "sparrow::check_candidates"(const int64_t* candidates, int64_t n_candidates, int64_t n_workers) except +
+    void c_sample_from "sparrow::sample_from"(CRng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k,
+                     vector[int64_t]& out) except +
+    void c_sample_batch "sparrow::sample_batch"(CRng& rng, int64_t n_workers, int64_t n_tasks, double probe_ratio,
+                      vector[int64_t]& out) except +
+    void c_sample_per_task "sparrow::sample_per_task"(CRng& rng, int64_t n_workers, int64_t n_tasks, int64_t d,
+                         vector[int64_t]& out) except +
+    void c_sample_constrained "sparrow::sample_constrained"(CRng& rng, int64_t n_workers, const int64_t* cand, const int64_t* cand_offsets,
+                            int64_t n_tasks, double probe_ratio, vector[int64_t]& workers,
+                            vector[int64_t]& tasks) except +
+
+
+cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
+    cdef enum class CPolicy "sparrow::Policy":
+        Fifo "sparrow::Policy::Fifo"
+        Priority "sparrow::Policy::Priority"
+        Fair "sparrow::Policy::Fair"
+
+    cdef struct CReservation "sparrow::Reservation":
+        int64_t job_id
+        int32_t user
+        int32_t priority
+
+    cdef cppclass CReservationQueue "sparrow::ReservationQueue":
+        CReservationQueue(CPolicy policy, double default_weight) except +
+        void set_weight(int32_t user, double weight) except +
+        double weight(int32_t user)
+        void push(int64_t job_id, int32_t user, int32_t priority) except +
+        cbool peek(CReservation& out)
+        cbool pop(CReservation& out)
+        void refund(int32_t user) except +
+        int64_t cancel(int64_t job_id)
+        int64_t size()
+        int64_t count(int32_t user)
+        int32_t n_users()
+
+
+cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
+    cdef cppclass CTaskTable "sparrow::TaskTable":
+        CTaskTable()
+        void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets) except +
+        void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) except +
+        int64_t get_task(int64_t job_id, int64_t worker) except +
+        cbool all_launched(int64_t job_id) except +
+        void workers_to_cancel(int64_t job_id, vector[int64_t]& out) except +
+        int64_t drop_worker(int64_t job_id, int64_t worker) except +
+        void unlaunched(int64_t job_id, vector[int64_t]& out) except +
+        void remove_job(int64_t job_id) except +
+        cbool contains(int64_t job_id)
+        int64_t size()
+        int64_t n_tasks(int64_t job_id) except +
+        int64_t n_launched(int64_t job_id) except +
+        int64_t outstanding(int64_t job_id) except +
+
+# ---- simulator (csrc/sparrow/sim) ----
+# Declarations of csrc/sparrow/sim/ (params.h, simulator.h), used by _sim.pxi.
+from libcpp cimport bool as cpp_bool
+
+cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
+    cdef enum class CPlacementPolicy "sparrow::sim::PlacementPolicy":
+        pass
+
+    cdef enum class CDurationKind "sparrow::sim::DurationKind":
+        pass
+
+    cdef cppclass CSimParams "sparrow::sim::SimParams":
+        CSimParams()
+        CPlacementPolicy policy
+        int64_t n_workers
+        int32_t slots
+        int32_t queue_policy
+        double network_delay
+        double probe_ratio
+        int32_t n_schedulers
+        cpp_bool cancellation
+        uint64_t seed
+        int64_t n_jobs
+        int64_t tasks_per_job
+        double arrival_rate
+        CDurationKind duration
+        double mean_duration
+        double bimodal_long_fraction
+        double bimodal_ratio
+        int64_t n_trace_jobs
+        const double* trace_arrival
+        const int64_t* trace_tasks
+        const int64_t* trace_offsets
+        const double* trace_durations
+        vector[double] user_weight
+        vector[double] user_demand
+        vector[double] priority_share
+        double constrained_jobs
+        double constraint_workers
+        double constrained_tasks
+        int64_t task_candidates
+
+    cdef cppclass CSimCounters "sparrow::sim::Counters":
+        int64_t probes
+        int64_t get_task
+        int64_t get_task_empty
+        int64_t cancel_messages
+        int64_t cancelled
+        int64_t messages
+        int64_t events
+        int64_t max_jobs_in_flight
+        double end_time
+
+    cdef cppclass CSimOutput "sparrow::sim::SimOutput":
+        CSimOutput()
+        double* job_arrival
+        double* job_response
+        double* job_ideal
+        double* job_wait
+        int32_t* job_user
+        int32_t* job_priority
+        double* task_wait
+        CSimCounters counters
+
+
+cdef extern from "sparrow/sim/simulator.h" namespace "sparrow::sim" nogil:
+    void c_simulate "sparrow::sim::simulate"(const CSimParams& params, CSimOutput& out) except +

@@ -1,0 +1,194 @@
+# Reservation queues (csrc/sparrow/reservation_queue.h): the node monitor's queue of probes.
+
+_POLICIES = {"fifo": CPolicy.Fifo, "priority": CPolicy.Priority, "fair": CPolicy.Fair}
+
+
+@cython.freelist(64)
+cdef class Reservation:
+    """A queued reservation: the job it belongs to, its user (as pushed) and its priority."""
+    cdef readonly int64_t job_id
+    cdef readonly object user
+    cdef readonly int32_t priority
+
+    def __init__(self, job_id, user, priority=0):
+        self.job_id = _as_int64(job_id, "job_id")
+        self.user = user
+        self.priority = _as_int64(priority, "priority")
+
+    def __repr__(self):
+        return f"Reservation(job_id={self.job_id}, user={self.user!r}, priority={self.priority})"
+
+    def __eq__(self, other):
+        if not isinstance(other, Reservation):
+            return NotImplemented
+        cdef Reservation o = other
+        return self.job_id == o.job_id and self.user == o.user and self.priority == o.priority
+
+    def __hash__(self):
+        return hash((self.job_id, self.user, self.priority))
+
+
+cdef class ReservationQueue:
+    """A node monitor's reservation queue with policy "fifo", "priority" or "fair".
+
+    fifo serves in arrival order; priority serves lower numbers first, FIFO within a level;
+    fair shares pops between users in proportion to their weights (unknown users get
+    `default_weight`), FIFO within a user. Users are str or int values.
+
+    Example:
+        >>> q = ReservationQueue("fair", weights={"a": 3, "b": 1})
+        >>> for job in range(8):
+        ...     q.push(job, "a" if job % 2 else "b")
+        >>> [q.pop().user for _ in range(4)]
+        ['b', 'a', 'a', 'a']
+    """
+    cdef CReservationQueue* c
+    cdef readonly str policy
+    cdef dict _number_of_user          # user value -> dense number
+    cdef list _users                   # dense number -> user value
+    cdef unordered_map[int64_t, int32_t] _number_of_int_user
+    cdef bint _all_int_users
+
+    def __cinit__(self, policy="fifo", weights=None, default_weight=1.0):
+        if policy not in _POLICIES:
+            raise ValueError(f"policy must be one of {sorted(_POLICIES)}, got {policy!r}")
+        self.c = new CReservationQueue(_POLICIES[policy], _as_double(default_weight, "default_weight"))
+        self.policy = policy
+        self._number_of_user = {}
+        self._users = []
+        self._all_int_users = True
+        if weights is not None:
+            if not isinstance(weights, dict):
+                raise TypeError(f"weights must be a dict of user -> weight, got {type(weights).__name__}")
+            for user, weight in weights.items():
+                self.set_weight(user, weight)
+
+    def __dealloc__(self):
+        del self.c
+
+    cdef int32_t _number(self, object user) except -1:
+        """The dense number of a user value, registering it on first sight."""
+        number = self._number_of_user.get(user)
+        if number is not None:
+            return number
+        if isinstance(user, bool) or not isinstance(user, (str, int)):
+            raise TypeError(f"user must be a str or an int, got {type(user).__name__}")
+        number = len(self._users)
+        if isinstance(user, int):
+            self._number_of_int_user[_as_int64(user, "user")] = number
+        else:
+            self._all_int_users = False
+        self._number_of_user[user] = number
+        self._users.append(user)
+        return number
+
+    cdef Reservation _wrap(self, CReservation r):
+        cdef Reservation out = Reservation.__new__(Reservation)
+        out.job_id = r.job_id
+        out.user = self._users[r.user]
+        out.priority = r.priority
+        return out
+
+    def set_weight(self, user, weight):
+        """Sets a user's share weight (> 0); it applies to the user's next pops."""
+        self.c.set_weight(self._number(user), _as_double(weight, "weight"))
+
+    def push(self, job_id, user, priority=0):
+        """Queues one reservation of job_id for user at the given priority."""
+        self.c.push(_as_int64(job_id, "job_id"), self._number(user), _as_int32(priority, "priority"))
+
+    def pop(self):
+        """Removes and returns the next Reservation in policy order, or None if empty."""
+        cdef CReservation r
+        if not self.c.pop(r):
+            return None
+        return self._wrap(r)
+
+    def peek(self):
+        """The Reservation pop() would return, without removing it; None if empty."""
+        cdef CReservation r
+        if not self.c.peek(r):
+            return None
+        return self._wrap(r)
+
+    def refund(self, user):
+        """The get_task for a reservation just popped for user came back empty: the user
+        keeps its turn, so the next pop serves it again (fair policy; no-op otherwise).
+        ValueError if the user has no pop to refund."""
+        number = self._number_of_user.get(user)
+        if number is None:
+            raise ValueError(f"refund: user {user!r} was never queued")
+        self.c.refund(number)
+
+    def cancel(self, job_id):
+        """Removes every queued reservation of job_id; returns how many were removed."""
+        return self.c.cancel(_as_int64(job_id, "job_id"))
+
+    def count(self, user):
+        """How many reservations of user are queued."""
+        number = self._number_of_user.get(user)
+        return 0 if number is None else self.c.count(number)
+
+    def counts(self):
+        """{user: queued reservations} for every user with at least one."""
+        cdef int32_t i
+        return {self._users[i]: self.c.count(i) for i in range(len(self._users)) if self.c.count(i)}
+
+    def push_many(self, job_ids, users, priorities=None):
+        """Queues reservations job_ids[i] for int user users[i] (priorities[i], default 0)."""
+        cdef cnp.ndarray jobs = _int64_array(job_ids, "job_ids")
+        cdef cnp.ndarray who = _int64_array(users, "users")
+        cdef cnp.ndarray prio = (np.zeros(jobs.shape[0], dtype=np.int64) if priorities is None
+                                 else _int64_array(priorities, "priorities"))
+        cdef Py_ssize_t n = jobs.shape[0], i
+        if who.shape[0] != n or prio.shape[0] != n:
+            raise ValueError(f"job_ids, users and priorities must have the same length, got "
+                             f"{n}, {who.shape[0]} and {prio.shape[0]}")
+        if n and (prio.min() < -2**31 or prio.max() >= 2**31):
+            raise ValueError("priorities must fit in 32 bits")
+        cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
+        cdef const int64_t* u = <const int64_t*>cnp.PyArray_DATA(who)
+        cdef const int64_t* p = <const int64_t*>cnp.PyArray_DATA(prio)
+        for i in range(n):
+            if self._number_of_int_user.count(u[i]) == 0:
+                self._number(int(u[i]))
+        with nogil:
+            for i in range(n):
+                self.c.push(j[i], self._number_of_int_user[u[i]], <int32_t>p[i])
+
+    def pop_many(self, max_count):
+        """Pops up to max_count reservations (GIL released) as (job_ids, users, priorities)
+        arrays; users is int64 when every user is an int, else an object array."""
+        cdef int64_t limit = _as_int64(max_count, "max_count")
+        if limit < 0:
+            raise ValueError(f"max_count must be >= 0, got {limit}")
+        cdef vector[int64_t] jobs, prios
+        cdef vector[int32_t] numbers
+        cdef CReservation r
+        with nogil:
+            while <int64_t>jobs.size() < limit and self.c.pop(r):
+                jobs.push_back(r.job_id)
+                numbers.push_back(r.user)
+                prios.push_back(r.priority)
+        cdef Py_ssize_t n = jobs.size(), i
+        users_of = np.asarray(self._users, dtype=np.int64 if self._all_int_users else object)
+        numbers_array = np.empty(n, dtype=np.int32)
+        if n:
+            memcpy(cnp.PyArray_DATA(numbers_array), numbers.data(), n * sizeof(int32_t))
+        return _from_vector(jobs), users_of[numbers_array] if n else users_of[:0], _from_vector(prios)
+
+    def __len__(self):
+        return self.c.size()
+
+    def __bool__(self):
+        return self.c.size() > 0
+
+    def __repr__(self):
+        return f"ReservationQueue(policy={self.policy!r}, queued={self.c.size()})"
+
+
+cdef inline int32_t _as_int32(object value, str name) except? -1:
+    cdef int64_t v = _as_int64(value, name)
+    if v < -2**31 or v >= 2**31:
+        raise ValueError(f"{name} must fit in 32 bits, got {v}")
+    return <int32_t>v

@@ -1,0 +1,114 @@
+# The late-binding task table (csrc/sparrow/task_table.h): the scheduler's view of its jobs.
+
+cdef class TaskTable:
+    """The scheduler side of late binding: for each job, its unlaunched tasks and where its
+    reservations are. A task is bound to a worker only when that worker asks for it.
+
+    Example:
+        >>> table = TaskTable()
+        >>> table.add_job(7, n_tasks=2)
+        >>> table.reserve(7, [3, 5, 8])
+        >>> table.get_task(7, 5), table.get_task(7, 3), table.get_task(7, 8)
+        (0, 1, None)
+        >>> table.all_launched(7)
+        True
+    """
+    cdef CTaskTable c
+
+    def add_job(self, job_id, n_tasks, candidates=None):
+        """Adds a job of n_tasks tasks; `candidates` is None or one entry per task: None
+        (unconstrained) or the task's candidate worker ids."""
+        cdef int64_t job = _as_int64(job_id, "job_id")
+        cdef int64_t m = _as_int64(n_tasks, "n_tasks")
+        cdef cnp.ndarray flat, offsets
+        if m < 0:
+            raise ValueError(f"n_tasks must be >= 0, got {m}")
+        if candidates is None:
+            self.c.add_job(job, m, NULL, NULL)
+            return
+        flat, offsets = _flatten_candidates(candidates, m, "candidates")
+        self.c.add_job(job, m, <const int64_t*>cnp.PyArray_DATA(flat), <const int64_t*>cnp.PyArray_DATA(offsets))
+
+    def reserve(self, job_id, workers, tasks=None):
+        """Records that reservations of job_id went to `workers`; tasks[i] is the task probe i
+        was made for (as returned by sample_constrained), default -1 (any unconstrained task)."""
+        cdef int64_t job = _as_int64(job_id, "job_id")
+        cdef cnp.ndarray where = _int64_array(workers, "workers")
+        cdef cnp.ndarray which
+        if tasks is None:
+            self.c.reserve(job, <const int64_t*>cnp.PyArray_DATA(where), NULL, where.shape[0])
+            return
+        which = _int64_array(tasks, "tasks")
+        if which.shape[0] != where.shape[0]:
+            raise ValueError(f"workers and tasks must have the same length, got {where.shape[0]} and {which.shape[0]}")
+        self.c.reserve(job, <const int64_t*>cnp.PyArray_DATA(where), <const int64_t*>cnp.PyArray_DATA(which),
+                       where.shape[0])
+
+    def get_task(self, job_id, worker):
+        """The task index `worker` should launch for job_id, or None when nothing is left for
+        it (or it holds no outstanding reservation of the job). Consumes one reservation."""
+        cdef int64_t task = self.c.get_task(_as_int64(job_id, "job_id"), _as_int64(worker, "worker"))
+        return None if task < 0 else task
+
+    def get_task_many(self, job_ids, workers):
+        """get_task for many (job, worker) requests in order (GIL released); -1 means none."""
+        cdef cnp.ndarray jobs = _int64_array(job_ids, "job_ids")
+        cdef cnp.ndarray where = _int64_array(workers, "workers")
+        cdef Py_ssize_t n = jobs.shape[0], i
+        if where.shape[0] != n:
+            raise ValueError(f"job_ids and workers must have the same length, got {n} and {where.shape[0]}")
+        cdef cnp.ndarray out = np.empty(n, dtype=np.int64)
+        cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
+        cdef const int64_t* w = <const int64_t*>cnp.PyArray_DATA(where)
+        cdef int64_t* o = <int64_t*>cnp.PyArray_DATA(out)
+        with nogil:
+            for i in range(n):
+                o[i] = self.c.get_task(j[i], w[i])
+        return out
+
+    def all_launched(self, job_id):
+        """True once every task of the job has been handed out."""
+        return self.c.all_launched(_as_int64(job_id, "job_id"))
+
+    def workers_to_cancel(self, job_id):
+        """Once all tasks are launched: the workers (sorted, unique) still holding the job's
+        reservations, which are then forgotten (asking again gives an empty array)."""
+        cdef vector[int64_t] out
+        self.c.workers_to_cancel(_as_int64(job_id, "job_id"), out)
+        return _from_vector(out)
+
+    def drop_worker(self, job_id, worker):
+        """Forgets the job's outstanding reservations at a worker that is gone; returns how many."""
+        return self.c.drop_worker(_as_int64(job_id, "job_id"), _as_int64(worker, "worker"))
+
+    def unlaunched(self, job_id):
+        """The task indices of the job not launched yet, ascending."""
+        cdef vector[int64_t] out
+        self.c.unlaunched(_as_int64(job_id, "job_id"), out)
+        return _from_vector(out)
+
+    def remove_job(self, job_id):
+        """Forgets the job (ValueError if it does not exist)."""
+        self.c.remove_job(_as_int64(job_id, "job_id"))
+
+    def n_tasks(self, job_id):
+        return self.c.n_tasks(_as_int64(job_id, "job_id"))
+
+    def n_launched(self, job_id):
+        return self.c.n_launched(_as_int64(job_id, "job_id"))
+
+    def outstanding(self, job_id):
+        """Reservations of the job neither answered nor cancelled."""
+        return self.c.outstanding(_as_int64(job_id, "job_id"))
+
+    def __contains__(self, job_id):
+        try:
+            return self.c.contains(PyNumber_Index(job_id))
+        except (TypeError, OverflowError):
+            return False
+
+    def __len__(self):
+        return self.c.size()
+
+    def __repr__(self):
+        return f"TaskTable(jobs={self.c.size()})"

@@ -1,0 +1,183 @@
+"""SimConfig: what to simulate, with every field defaulted, and its validation.
+
+`SimConfig.validate()` raises ValueError naming the field and what is wrong (TypeError for a
+wrong type); `simulate` calls it first, so a bad configuration never reaches the C++ core.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from os import PathLike
+from typing import Any
+
+POLICIES = ("random", "per_task", "batch", "sparrow", "omniscient")
+DURATIONS = ("exponential", "constant", "bimodal", "per_job")
+QUEUE_POLICIES = ("fifo", "priority", "fair")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulation. Times are in seconds.
+
+    The cluster is `n_workers` workers of `slots` slots each. Jobs of `tasks_per_job` tasks
+    arrive as a Poisson process whose rate gives the target `load` (arrival rate x tasks per
+    job x mean duration / (n_workers x slots)), or replay `trace` (a file of lines
+    `arrival_time n_tasks duration...`; `load`, `n_jobs`, `tasks_per_job` and the duration
+    fields are then unused). Jobs are spread round-robin over `n_schedulers` schedulers.
+
+    Policies: random | per_task (ceil(probe_ratio) probes per task, least loaded wins) |
+    batch (ceil(probe_ratio x m) probes, the m least loaded) | sparrow (batch sampling + late
+    binding, `cancellation` of leftover reservations) | omniscient (ideal central queue).
+    Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
+    `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
+    Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
+    probability priority_shares[p], lower first) | fair (job user u with probability
+    user_demands[u], served in proportion to user_weights[u]).
+    Constraints: a `constrained_jobs` fraction of jobs may run only on a random
+    `constraint_workers` fraction of the workers; in the other jobs each task is constrained
+    with probability `constrained_tasks` to `task_candidates` random workers.
+    `keep_task_waits=False` drops the per-task array (memory: 8 bytes per task).
+    """
+
+    policy: str = "sparrow"
+    n_workers: int = 1000
+    slots: int = 1
+    tasks_per_job: int = 100
+    load: float = 0.8
+    n_jobs: int = 1000
+    duration: str = "exponential"
+    mean_duration: float = 0.1
+    network_delay: float = 0.0005
+    probe_ratio: float = 2.0
+    n_schedulers: int = 1
+    cancellation: bool = True
+    seed: int = 0
+    queue_policy: str = "fifo"
+    user_weights: tuple[float, ...] = (1.0,)
+    user_demands: tuple[float, ...] | None = None
+    priority_shares: tuple[float, ...] = (1.0,)
+    constrained_jobs: float = 0.0
+    constraint_workers: float = 0.1
+    constrained_tasks: float = 0.0
+    task_candidates: int = 3
+    bimodal_long_fraction: float = 0.1
+    bimodal_ratio: float = 10.0
+    trace: str | PathLike[str] | None = None
+    keep_task_waits: bool = True
+
+    def validate(self) -> None:
+        """Raises ValueError (or TypeError) naming the first field that is wrong."""
+        _choice("policy", self.policy, POLICIES)
+        _choice("duration", self.duration, DURATIONS)
+        _choice("queue_policy", self.queue_policy, QUEUE_POLICIES)
+        _int("n_workers", self.n_workers, 1, 2**31 - 1, "a simulation needs at least one worker")
+        _int("slots", self.slots, 1, 2**31 - 1)
+        _int("tasks_per_job", self.tasks_per_job, 1, 2**31 - 1)
+        _int("n_jobs", self.n_jobs, 0, 2**62)
+        _int("n_schedulers", self.n_schedulers, 1, 2**31 - 1)
+        _int("task_candidates", self.task_candidates, 1, 2**31 - 1)
+        _int("seed", self.seed, 0, 2**64 - 1)
+        for name in ("cancellation", "keep_task_waits"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
+        if self.trace is None:
+            load = _number("load", self.load)
+            if not 0.0 < load < 1.0:
+                raise ValueError(f"load must be in (0, 1) for an open system (jobs arrive at random), got {load}")
+        _number("mean_duration", self.mean_duration, low=0.0, low_open=True)
+        _number("network_delay", self.network_delay, low=0.0)
+        _number("probe_ratio", self.probe_ratio, low=1.0)
+        _number("bimodal_ratio", self.bimodal_ratio, low=1.0)
+        for name in ("constrained_jobs", "constrained_tasks", "bimodal_long_fraction"):
+            _number(name, getattr(self, name), low=0.0, high=1.0)
+        _number("constraint_workers", self.constraint_workers, low=0.0, high=1.0, low_open=True)
+        weights = _shares("user_weights", self.user_weights, positive=True)
+        if self.user_demands is not None:
+            demands = _shares("user_demands", self.user_demands)
+            if len(demands) != len(weights):
+                raise ValueError(
+                    f"user_demands must have one entry per user ({len(weights)} in user_weights), got {len(demands)}"
+                )
+        _shares("priority_shares", self.priority_shares)
+
+    def params(self) -> dict[str, Any]:
+        """The plain values the compiled core takes (call validate() first)."""
+        n_users = len(self.user_weights)
+        demands = self.user_demands if self.user_demands is not None else (1.0,) * n_users
+        if self.trace is None:
+            rate = self.load * self.n_workers * self.slots / (self.tasks_per_job * self.mean_duration)
+        else:
+            rate = 1.0
+        return {
+            "policy": POLICIES.index(self.policy),
+            "n_workers": self.n_workers,
+            "slots": self.slots,
+            "queue_policy": QUEUE_POLICIES.index(self.queue_policy),
+            "network_delay": float(self.network_delay),
+            "probe_ratio": float(self.probe_ratio),
+            "n_schedulers": self.n_schedulers,
+            "cancellation": self.cancellation,
+            "seed": self.seed,
+            "n_jobs": self.n_jobs,
+            "tasks_per_job": self.tasks_per_job,
+            "arrival_rate": rate,
+            "duration": DURATIONS.index(self.duration),
+            "mean_duration": float(self.mean_duration),
+            "bimodal_long_fraction": float(self.bimodal_long_fraction),
+            "bimodal_ratio": float(self.bimodal_ratio),
+            "user_weight": [float(w) for w in self.user_weights],
+            "user_demand": [float(d) for d in demands],
+            "priority_share": [float(s) for s in self.priority_shares],
+            "constrained_jobs": float(self.constrained_jobs),
+            "constraint_workers": float(self.constraint_workers),
+            "constrained_tasks": float(self.constrained_tasks),
+            "task_candidates": self.task_candidates,
+            "keep_task_waits": self.keep_task_waits,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as plain values (for reports and JSON)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["trace"] = None if self.trace is None else str(self.trace)
+        return out
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}: expected one of {', '.join(allowed)}")
+
+
+def _int(name: str, value: object, low: int, high: int, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        bound = f">= {low}" if high >= 2**31 - 1 else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value}" + (f" ({why})" if why else ""))
+    return value
+
+
+def _number(
+    name: str, value: object, *, low: float | None = None, high: float | None = None, low_open: bool = False
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {x}")
+    if high is not None and x > high:
+        raise ValueError(f"{name} must be <= {high}, got {x}")
+    return x
+
+
+def _shares(name: str, values: object, *, positive: bool = False) -> tuple[float, ...]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    out = tuple(_number(f"{name}[{i}]", v, low=0.0, low_open=positive) for i, v in enumerate(values))  # type: ignore[attr-defined]
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    if sum(out) <= 0:
+        raise ValueError(f"{name} must not all be 0")
+    return out

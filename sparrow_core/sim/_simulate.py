@@ -1,0 +1,45 @@
+"""simulate(config): validate, load the trace if any, run the compiled simulator."""
+
+from __future__ import annotations
+
+import time
+
+from .. import _core
+from ._config import SimConfig
+from ._result import SimResult
+from ._trace import read_trace
+
+
+def simulate(config: SimConfig | None = None) -> SimResult:
+    """Runs one simulation (the GIL is released while it runs); the same config, seed
+    included, gives the same result.
+
+    Error handling: an invalid configuration raises ValueError (TypeError for a wrong type)
+    that names the field; a malformed trace line raises ValueError with its line number.
+    """
+    config = SimConfig() if config is None else config
+    if not isinstance(config, SimConfig):
+        raise TypeError(f"config must be a SimConfig, got {type(config).__name__}")
+    config.validate()
+    trace = None
+    if config.trace is not None:
+        t = read_trace(config.trace)
+        trace = (t.arrival, t.n_tasks, t.durations)
+    started = time.perf_counter()
+    raw = _core._simulate(config.params(), trace)
+    wall = time.perf_counter() - started
+    counters = dict(raw["counters"])
+    counters["tasks"] = int(trace[1].sum()) if trace is not None else config.n_jobs * config.tasks_per_job
+    return SimResult(
+        config=config,
+        job_arrival=raw["job_arrival"],
+        job_response=raw["job_response"],
+        job_ideal=raw["job_ideal"],
+        job_wait=raw["job_wait"],
+        job_user=raw["job_user"],
+        job_priority=raw["job_priority"],
+        task_wait=raw["task_wait"],
+        counters=counters,
+        end_time=float(raw["end_time"]),
+        wall_time=wall,
+    )

@@ -1,0 +1,64 @@
+"""Executors (executor.py, worker_main.py, task_codec.py): results, exceptions, crashes and restarts."""
+
+import os
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime.errors import RemoteTraceback, TaskFailed
+from sparrow_runtime.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.task_codec import pack_task, unpack_outcome
+
+
+def _raise_value_error(x):
+    raise ValueError(f"bad {x}")
+
+
+async def _with_executor(kind, body):
+    async with trio.open_nursery() as nursery:
+        executor = ProcessExecutor(1) if kind == "process" else ThreadExecutor(1)
+        await executor.start(nursery)
+        try:
+            await body(executor)
+        finally:
+            await executor.aclose()
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("kind", ["process", "thread"])
+def test_result_and_exception_with_remote_traceback(kind):
+    async def body(executor):
+        assert unpack_outcome(*await executor.run(pack_task(sum, ([1, 2, 3],)))) == 6
+        with pytest.raises(ValueError, match="bad 7") as info:
+            unpack_outcome(*await executor.run(pack_task(partial(_raise_value_error, 7))))
+        cause = info.value.__cause__
+        assert isinstance(cause, RemoteTraceback) and "_raise_value_error" in cause.tb
+
+    trio.run(_with_executor, kind, body)
+
+
+def test_dying_process_fails_its_task_and_the_next_task_runs():
+    async def body(executor):
+        first_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
+        ok, payload, error = await executor.run(pack_task(os._exit, (3,)))
+        assert not ok and "died while running the task (exit status 3)" in error
+        with pytest.raises(TaskFailed, match="exit status 3"):
+            unpack_outcome(ok, payload, error)
+        second_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
+        assert second_pid != first_pid and executor.restarts == 1
+
+    trio.run(_with_executor, "process", body)
+
+
+def test_unpicklable_result_is_a_failed_outcome():
+    async def body(executor):
+        ok, payload, error = await executor.run(pack_task(lambda: (x for x in ())))
+        assert not ok and "could not be pickled" in error
+
+    trio.run(_with_executor, "thread", body)
+
+
+def test_non_callable_task_is_refused_at_packing():
+    with pytest.raises(TypeError, match="must be callable"):
+        pack_task(42)

@@ -1,0 +1,145 @@
+"""The connection handshake and protocol errors (connection.py), over trio memory streams."""
+
+import pytest
+import trio
+import trio.testing
+
+from sparrow_runtime import auth
+from sparrow_runtime.connection import accept, connect_stream
+from sparrow_runtime.errors import HandshakeError
+from sparrow_runtime.framing import FrameDecoder, encode_frames
+from sparrow_runtime.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, GetTask, Heartbeat
+
+SECRET = b"cluster-secret"
+
+
+async def _accept(stream, **kw):
+    kw.setdefault("secret", SECRET)
+    return await accept(stream, role="scheduler", node_id="s", allowed_roles=("client",), **kw)
+
+
+async def _handshake(client_secret=SECRET, role="client", **accept_kw):
+    """Run both sides; returns (server result or exception, client result or exception)."""
+    left, right = trio.testing.memory_stream_pair()
+    results = {}
+
+    async def side(name, fn):
+        try:
+            results[name] = await fn()
+        except HandshakeError as exc:
+            results[name] = exc
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(side, "server", lambda: _accept(left, **accept_kw))
+        nursery.start_soon(side, "client", lambda: connect_stream(right, secret=client_secret, role=role, peer_id="c1"))
+    return results["server"], results["client"]
+
+
+def test_handshake_authenticates_both_sides_and_names_them():
+    async def main():
+        server, client = await _handshake()
+        assert (server.peer_role, server.peer_id) == ("client", "c1")
+        assert (client.peer_role, client.peer_id) == ("scheduler", "s")
+
+    trio.run(main)
+
+
+def test_peer_without_the_secret_is_refused_with_a_reason(caplog):
+    async def main():
+        server, client = await _handshake(client_secret=b"wrong")
+        assert isinstance(server, HandshakeError) and "authentication failed" in str(server)
+        assert isinstance(client, HandshakeError) and "does not know the cluster secret" in str(client)
+
+    trio.run(main)
+    assert "authentication failed" in caplog.text
+    assert "cluster-secret" not in caplog.text and "wrong" not in caplog.text  # never log the secret
+
+
+def test_role_not_allowed_is_refused():
+    async def main():
+        server, client = await _handshake(role="node-monitor")
+        assert "may not connect" in str(server) and "may not connect" in str(client)
+
+    trio.run(main)
+
+
+async def _raw_client(stream, frames: bytes, received: list) -> None:
+    """Read the Challenge, send `frames` raw, collect every message the server sends until it closes."""
+    decoder = FrameDecoder()
+    sent = False
+    while data := await stream.receive_some(65536):
+        received += decoder.feed(data)
+        if not sent and received and isinstance(received[0], Challenge):
+            sent = True
+            await stream.send_all(frames)
+
+
+@pytest.mark.parametrize(
+    "frames, reason",
+    [
+        (encode_frames([Authenticate(PROTOCOL_VERSION + 1, "client", "c", b"m" * 32, b"n" * 32)]), "version mismatch"),
+        (b"\x00\x00\x00\x05garbage", "undecodable"),
+        ((1 << 30).to_bytes(4, "big"), "exceeds the limit"),
+        (encode_frames([GetTask(1)]), "expected Authenticate"),
+    ],
+    ids=["wrong-version", "garbage", "oversized", "out-of-order"],
+)
+def test_bad_handshakes_get_an_error_and_a_closed_connection(frames, reason):
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        received = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_raw_client, right, frames, received)
+            with pytest.raises(HandshakeError, match=reason):
+                await _accept(left)
+        assert isinstance(received[-1], Error) and reason in received[-1].reason
+
+    trio.run(main)
+
+
+def test_silent_peer_is_refused_after_the_handshake_deadline():
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        start = trio.current_time()
+        with pytest.raises(HandshakeError, match="not completed within 5"):
+            await _accept(left, timeout=5)
+        assert trio.current_time() - start == pytest.approx(5)
+        del right
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_protocol_error_after_handshake_sends_error_and_closes():
+    """An oversized frame on an authenticated connection: Error reply, closed, serve() returns why."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: connect_stream(right, secret=SECRET, role="client", peer_id="c1"))
+            server = await _accept(left, max_frame=1024)
+        got = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(right.send_all, bytes(encode_frames([Heartbeat()])) + (4096).to_bytes(4, "big"))
+            reason = await server.serve(got.extend)
+        assert got == [Heartbeat()]
+        assert "exceeds the limit of 1024" in reason
+        tail = FrameDecoder().feed(await right.receive_some(65536))
+        assert isinstance(tail[-1], Error) and "exceeds" in tail[-1].reason
+        assert await right.receive_some(65536) == b""  # closed
+
+    trio.run(main)
+
+
+def test_handshake_proofs_use_the_nonce_sent():
+    """A client replaying a MAC made for another nonce is refused."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        stale = auth.proof(SECRET, "client", b"\0" * 32, PROTOCOL_VERSION, "client", "c", "scheduler", "s")
+        frames = encode_frames([Authenticate(PROTOCOL_VERSION, "client", "c", stale, b"n" * 32)])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_raw_client, right, frames, [])
+            with pytest.raises(HandshakeError, match="authentication failed"):
+                await _accept(left)
+
+    trio.run(main)

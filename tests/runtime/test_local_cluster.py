@@ -1,0 +1,80 @@
+"""LocalCluster processes with SparrowExecutor and Client: the whole runtime as a user runs it."""
+
+import os
+import time
+
+import pytest
+import trio
+
+from sparrow_runtime import Client, ConnectionLost, Constraint, LocalCluster, RemoteTraceback, SparrowExecutor, TaskFailed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is not alive
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _explode(x):
+    raise RuntimeError(f"task {x} exploded")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1) as c:
+        yield c
+
+
+def test_map_returns_results_in_order_across_chunks(cluster):
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret, chunksize=7) as ex:
+        assert list(ex.map(pow, range(50), [2] * 50)) == [i**2 for i in range(50)]
+
+
+def test_task_exception_is_raised_in_the_caller_with_the_remote_traceback(cluster):
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        future = ex.submit(_explode, 3)
+        with pytest.raises(RuntimeError, match="task 3 exploded") as info:
+            future.result(timeout=30)
+        assert isinstance(info.value.__cause__, RemoteTraceback) and "_explode" in info.value.__cause__.tb
+        with pytest.raises(RuntimeError, match="exploded"):
+            list(ex.map(_explode, [1]))
+
+
+def test_dying_executor_process_fails_its_task_and_the_next_tasks_run(cluster):
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        with pytest.raises(TaskFailed, match=r"died while running the task \(exit status 7\)"):
+            ex.submit(os._exit, 7).result(timeout=30)
+        assert list(ex.map(abs, range(-20, 0))) == list(range(20, 0, -1))
+
+
+def test_constraint_by_node_id_runs_only_there(cluster):
+    async def main():
+        async with Client(cluster.schedulers, secret=cluster.secret) as client:
+            job = await client.submit_job([os.getppid] * 10, constraints=Constraint(node_monitors=("nm-1",)))
+            return await job.results()
+
+    assert set(trio.run(main)) == {cluster.node_monitor_pids[1]}
+
+
+def test_submit_after_shutdown_is_refused(cluster):
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    ex.shutdown()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        ex.submit(abs, 1)
+
+
+def test_wrong_secret_is_refused_at_connection(cluster):
+    with pytest.raises(ConnectionLost, match="authentication failed"):
+        SparrowExecutor(cluster.schedulers, secret="wrong")
+
+
+def test_exit_leaves_no_process_behind():
+    with LocalCluster(schedulers=1, node_monitors=1, slots=2) as c:
+        with SparrowExecutor(c.schedulers, secret=c.secret) as ex:
+            workers = set(ex.map(lambda _: (time.sleep(0.05), os.getpid())[1], range(6), chunksize=6))
+        pids = c.pids + sorted(workers)
+        assert all(_alive(pid) for pid in pids)
+    assert not any(_alive(pid) for pid in pids)

@@ -1,0 +1,146 @@
+"""NodeMonitorLogic (sans-I/O): slots, queue policies, GetTask / NoTask / launch cycle, no network."""
+
+from collections import Counter
+
+import pytest
+
+from sparrow_runtime.errors import ProtocolError
+from sparrow_runtime.messages import (
+    CancelReservations,
+    EnqueueReservations,
+    GetTask,
+    NoTask,
+    TaskFinished,
+    TaskLaunch,
+)
+from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
+
+
+def node(slots, policy="fifo", weights=None, schedulers=("s",)):
+    logic = NodeMonitorLogic(slots=slots, policy=policy, weights=weights)
+    for s in schedulers:
+        logic.on_scheduler_registered(s)
+    return logic
+
+
+def asked(out):
+    return [msg.job_id for _, msg in out if type(msg) is GetTask]
+
+
+def launch_all(logic, out, sched="s"):
+    """Answer every GetTask in `out` with a launch; returns the job ids launched, in order."""
+    jobs = asked(out)
+    for job in jobs:
+        launched = logic.on_scheduler_messages(sched, [TaskLaunch(job, 0, b"")])
+        assert launched[0] == (sched, TaskLaunch(job, 0, b""))
+    return jobs
+
+
+def finish_one(logic, job, sched="s"):
+    """Finish a task of `job`; returns the job ids the node monitor asks for next."""
+    out = logic.on_task_done(sched, job, 0, True, b"", "")
+    assert out[0] == (sched, TaskFinished(job, 0, True, b""))
+    return launch_all(logic, out[1:], sched)
+
+
+def test_fifo_runs_what_fits_and_releases_in_arrival_order():
+    """DESIGN 8: 4 slots, 3 busy; a 3-task reservation runs one and queues two, released in order."""
+    logic = node(4)
+    busy = launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)]))
+    assert busy == [1, 1, 1]
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 3)])
+    assert launch_all(logic, out) == [2]
+    logic.on_scheduler_messages("s", [EnqueueReservations(3, "u", 0, 1)])
+    assert [finish_one(logic, 1) for _ in range(3)] == [[2], [2], [3]]
+
+
+def test_priority_serves_lower_numbers_first():
+    """DESIGN 8: 4 slots, 5 tasks at priority 2 (4 running), then 2 at 1 and 1 at 0: release 0, 1, 1, 2."""
+    logic = node(4, "priority")
+    assert launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 2, 5)])) == [2] * 4
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 1, 2), EnqueueReservations(0, "u", 0, 1)])
+    assert [finish_one(logic, 2) for _ in range(4)] == [[0], [1], [1], [2]]
+
+
+def test_round_robin_between_users():
+    """DESIGN 8: 4 slots busy, backlogs user1={5,5}, user2={6,7,8}, user3={9,9,9,9}: 5,6,9,5,7,9,8,9,9."""
+    logic = node(4, "fair")
+    launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(1, "u0", 0, 4)]))
+    logic.on_scheduler_messages(
+        "s",
+        [EnqueueReservations(5, "user1", 0, 2)]
+        + [EnqueueReservations(j, "user2", 0, 1) for j in (6, 7, 8)]
+        + [EnqueueReservations(9, "user3", 0, 4)],
+    )
+    order = [finish_one(logic, 1)[0] for _ in range(4)]
+    for running in range(5):  # finish the tasks started above, in the order they started
+        order += finish_one(logic, order[running])
+    assert order == [5, 6, 9, 5, 7, 9, 8, 9, 9]
+
+
+def test_fair_weights_3_to_1_share_pops():
+    logic = node(1, "fair", weights={"a": 3, "b": 1})
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "a", 0, 100), EnqueueReservations(2, "b", 0, 100)])
+    logic.on_scheduler_messages("s", [TaskLaunch(1, 0, b"")])  # answer the first GetTask
+    served = Counter()
+    job = 1
+    for _ in range(80):
+        (nxt,) = finish_one(logic, job)
+        served[nxt] += 1
+        job = nxt
+    assert served == Counter({1: 60, 2: 20})
+
+
+def test_empty_answer_asks_the_next_reservation_at_once_and_keeps_the_users_turn():
+    logic = node(1, "fair")
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "a", 0, 1), EnqueueReservations(2, "b", 0, 1),
+                                            EnqueueReservations(3, "a", 0, 1)])  # fmt: skip
+    assert asked(out) == [1]
+    assert asked(logic.on_scheduler_messages("s", [NoTask(1)])) == [3]  # user a keeps its turn
+    assert logic.free == 0 and logic.stats["no_task"] == 1
+
+
+def test_cancel_removes_queued_reservations_by_job_id():
+    logic = node(1)
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3), EnqueueReservations(2, "u", 0, 1)])
+    assert asked(out) == [1]
+    logic.on_scheduler_messages("s", [CancelReservations(1)])
+    assert logic.stats["cancelled"] == 2 and len(logic.queue) == 1
+    assert asked(logic.on_scheduler_messages("s", [NoTask(1)])) == [2]
+
+
+def test_lost_scheduler_frees_the_slots_waiting_on_it():
+    logic = node(2, schedulers=("s1", "s2"))
+    assert asked(logic.on_scheduler_messages("s1", [EnqueueReservations(1, "u", 0, 2)])) == [1, 1]
+    logic.on_scheduler_messages("s2", [EnqueueReservations(1, "u", 0, 1)])  # same job id, other scheduler
+    out = logic.on_scheduler_lost("s1")
+    assert out == [("s2", GetTask(1))] and logic.free == 1
+    assert logic.on_task_done("s1", 1, 0, True, b"", "") == []  # nobody to report to; slot freed
+    assert logic.free == 2
+
+
+@pytest.mark.parametrize(
+    "msg, match",
+    [
+        (NoTask(4), "did not ask"),
+        (TaskLaunch(4, 0, b""), "did not ask"),
+        (EnqueueReservations(1, "u", 0, 0), "count must be >= 1"),
+        (EnqueueReservations(1, "u", 2**40, 1), "priority"),
+        (GetTask(1), "not allowed from a scheduler"),
+    ],
+)
+def test_scheduler_protocol_violations(msg, match):
+    with pytest.raises(ProtocolError, match=match):
+        node(1).on_scheduler_messages("s", [msg])
+
+
+def test_unregistered_scheduler_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="not registered"):
+        node(1).on_scheduler_messages("stranger", [EnqueueReservations(1, "u", 0, 1)])
+
+
+def test_bad_configuration_is_named():
+    with pytest.raises(ValueError, match="slots"):
+        NodeMonitorLogic(slots=0)
+    with pytest.raises(ValueError, match="policy"):
+        NodeMonitorLogic(slots=1, policy="lifo")

@@ -1,0 +1,206 @@
+"""SchedulerLogic (sans-I/O): probing, late binding, cancellation, constraints and failures, no network."""
+
+from collections import Counter
+
+import pytest
+
+from sparrow_runtime.errors import ProtocolError
+from sparrow_runtime.messages import (
+    CancelReservations,
+    Constraint,
+    EnqueueReservations,
+    GetTask,
+    Heartbeat,
+    JobAccepted,
+    JobRejected,
+    NoTask,
+    Registered,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TaskFinished,
+    TaskLaunch,
+    TaskResult,
+)
+from sparrow_runtime.scheduler_logic import SchedulerLogic
+
+
+def cluster(n_nodes, labels=None, **kw):
+    logic = SchedulerLogic(seed=7, **kw)
+    for i in range(n_nodes):
+        out = logic.on_node_messages(f"nm{i}", [RegisterNodeMonitor(f"nm{i}", 1, tuple(labels[i]) if labels else ())])
+        assert out == [(f"nm{i}", Registered(logic.scheduler_id))]
+    return logic
+
+
+def of_type(out, kind):
+    return [(peer, msg) for peer, msg in out if type(msg) is kind]
+
+
+def reservations(out):
+    return Counter({peer: msg.count for peer, msg in of_type(out, EnqueueReservations)})
+
+
+def submit(logic, n_tasks, client="c", ref=1, **kw):
+    return logic.on_client_messages(client, [SubmitJob(ref, [b"t%d" % i for i in range(n_tasks)], **kw)])
+
+
+def test_two_tasks_at_ratio_1_5_probe_three_distinct_node_monitors():
+    """DESIGN 8: 6 workers, 2 tasks, d = 1.5: 3 reservations on 3 distinct workers, with job id and user."""
+    logic = cluster(6)
+    out = submit(logic, 2, user="alice", probe_ratio=1.5)
+    assert out[0] == ("c", JobAccepted(1, 1))
+    sent = of_type(out, EnqueueReservations)
+    assert len(sent) == 3 and len({peer for peer, _ in sent}) == 3
+    assert all(msg.count == 1 and msg.job_id == 1 and msg.user == "alice" for _, msg in sent)
+
+
+def test_one_message_per_node_monitor_per_job():
+    """DESIGN 8: 14 tasks, d = 2, 6 workers: 28 reservations, every worker 4 or 5, one message each."""
+    logic = cluster(6)
+    out = submit(logic, 14)
+    sent = of_type(out, EnqueueReservations)
+    assert len(sent) == 6 and len({peer for peer, _ in sent}) == 6
+    assert sum(msg.count for _, msg in sent) == 28
+    assert {msg.count for _, msg in sent} <= {4, 5}
+
+
+def test_late_binding_then_cancellation_of_leftovers():
+    """The first m get_tasks launch m distinct tasks; then exactly the holders of leftovers are cancelled."""
+    logic = cluster(4)
+    held = reservations(submit(logic, 3))
+    assert sum(held.values()) == 6
+    launched, cancels = [], []
+    asked = Counter()
+    for peer in sorted(held):
+        for _ in range(held[peer]):
+            if len(launched) == 3:
+                break
+            asked[peer] += 1
+            out = logic.on_node_messages(peer, [GetTask(1)])
+            launched += [msg.task for _, msg in of_type(out, TaskLaunch)]
+            cancels += [p for p, _ in of_type(out, CancelReservations)]
+    assert sorted(launched) == [0, 1, 2]
+    assert sorted(cancels) == sorted(p for p in held if held[p] > asked[p])
+    out = logic.on_node_messages(cancels[0], [GetTask(1)])  # a GetTask that crossed the cancel
+    assert out == [(cancels[0], NoTask(1))]
+
+
+def test_outcomes_are_relayed_once_to_the_submitting_client():
+    logic = cluster(1)
+    submit(logic, 1, client="alice", ref=9)
+    submit(logic, 1, client="bob", ref=4)
+    out = logic.on_node_messages("nm0", [GetTask(1), GetTask(2)])
+    assert [msg.payload for _, msg in of_type(out, TaskLaunch)] == [b"t0", b"t0"]
+    out = logic.on_node_messages("nm0", [TaskFinished(2, 0, True, b"B"), TaskFinished(1, 0, False, b"", "boom")])
+    assert out == [("bob", TaskResult(4, 0, True, b"B")), ("alice", TaskResult(9, 0, False, b"", "boom"))]
+    assert logic.on_node_messages("nm0", [TaskFinished(1, 0, True, b"again")]) == []  # duplicate ignored
+    assert not logic.jobs and len(logic.table) == 0
+
+
+def test_lost_node_monitor_fails_its_running_task_and_reprobes_the_rest():
+    """Exactly one outcome per task: the running one fails, the unlaunched ones are probed elsewhere."""
+    logic = cluster(2)
+    held = reservations(submit(logic, 2, probe_ratio=1.0))
+    assert held == Counter({"nm0": 1, "nm1": 1})
+    logic.on_node_messages("nm0", [GetTask(1)])  # task 0 runs on nm0
+    out = logic.on_node_lost("nm0")
+    assert of_type(out, TaskResult) == [("c", TaskResult(1, 0, False, b"", "node monitor 'nm0' was lost while running the task"))]
+    assert of_type(out, EnqueueReservations) == []  # nm1 still holds a reservation: no re-probe needed
+    out = logic.on_node_lost("nm1")
+    # nm1's reservation is lost too and nobody is left: the last task fails at once instead of hanging
+    assert of_type(out, TaskResult) == [("c", TaskResult(1, 1, False, b"", "no live node monitor"))]
+    assert logic.on_node_messages("nm2", [RegisterNodeMonitor("nm2", 1)])  # late outcome from nm0 is ignored
+    assert not logic.jobs
+
+
+def test_job_whose_reservations_are_all_lost_is_reprobed():
+    logic = cluster(3)
+    held = reservations(submit(logic, 1, probe_ratio=1.0))
+    (holder,) = held
+    out = logic.on_node_lost(holder)
+    (again,) = of_type(out, EnqueueReservations)
+    assert again[0] != holder and logic.stats["reprobes"] == 1
+    out = logic.on_node_messages(again[0], [GetTask(1)])
+    assert of_type(out, TaskLaunch)
+
+
+def test_reconnecting_node_monitor_replaces_its_stale_connection():
+    logic = cluster(1)
+    held = reservations(submit(logic, 1))
+    assert held == Counter({"nm0": 2})
+    out = logic.on_node_messages("nm0-again", [RegisterNodeMonitor("nm0", 1)])
+    assert of_type(out, EnqueueReservations) == [("nm0-again", EnqueueReservations(1, "", 0, 2))]
+
+
+def test_job_constraint_by_label_and_by_node_monitor():
+    logic = cluster(4, labels=[["gpu"], [], ["gpu", "big"], []])
+    held = reservations(submit(logic, 10, constraint=Constraint(labels=("gpu",))))
+    assert set(held) == {"nm0", "nm2"}
+    held = reservations(submit(logic, 10, ref=2, constraint=Constraint(node_monitors=("nm3",))))
+    assert set(held) == {"nm3"}
+    out = submit(logic, 2, ref=3, constraint=Constraint(labels=("tpu",)))
+    assert [msg.error for _, msg in of_type(out, TaskResult)] == ["no live node monitor satisfies the job's constraint"] * 2
+
+
+def test_per_task_constraints_only_launch_where_allowed():
+    """DESIGN 8: one task with 3 preferred workers, d = 2: 2 reservations, both on preferred workers."""
+    logic = cluster(5)
+    pref = Constraint(node_monitors=("nm1", "nm2", "nm3"))
+    held = reservations(submit(logic, 1, task_constraints=[pref]))
+    assert sum(held.values()) == 2 and set(held) <= {"nm1", "nm2", "nm3"}
+    # mixed: the constrained task only ever launches on nm4
+    only4 = Constraint(node_monitors=("nm4",))
+    held = reservations(submit(logic, 3, ref=2, task_constraints=[only4, None, None]))
+    launched = {}
+    for peer in sorted(held, key=lambda p: p != "nm4"):
+        for _ in range(held[peer]):
+            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(2)]), TaskLaunch):
+                launched[msg.task] = peer
+    assert sorted(launched) == [0, 1, 2] and launched[0] == "nm4"
+    out = submit(logic, 2, ref=3, task_constraints=[None, Constraint(labels=("x",))])
+    assert [msg.task for _, msg in of_type(out, TaskResult)] == [0, 1]  # unplaceable: fails, never hangs
+
+
+def test_invalid_jobs_are_rejected_and_change_nothing():
+    logic = cluster(2)
+    for bad, why in [
+        (SubmitJob(1, []), "at least one task"),
+        (SubmitJob(2, [b"x"], probe_ratio=0.5), "probe_ratio"),
+        (SubmitJob(3, [b"x"], priority=2**40), "priority"),
+        (SubmitJob(4, [b"x"], task_constraints=[None, None]), "task_constraints"),
+    ]:
+        ((peer, msg),) = logic.on_client_messages("c", [bad])
+        assert isinstance(msg, JobRejected) and why in msg.reason
+    assert not logic.jobs and len(logic.table) == 0
+
+
+def test_client_lost_cancels_its_reservations():
+    logic = cluster(3)
+    held = reservations(submit(logic, 5))
+    out = logic.on_client_lost("c")
+    assert sorted(p for p, _ in of_type(out, CancelReservations)) == sorted(held)
+    assert not logic.jobs and len(logic.table) == 0
+    assert logic.on_node_messages("nm0", [GetTask(1)]) == [("nm0", NoTask(1))]
+
+
+@pytest.mark.parametrize(
+    "peer_kind, msgs, match",
+    [
+        ("node", [GetTask(1)], "before RegisterNodeMonitor"),
+        ("node", [RegisterNodeMonitor("x", 0)], "slots must be >= 1"),
+        ("registered", [SubmitJob(1, [b"x"])], "not allowed from a registered node monitor"),
+        ("client", [GetTask(1)], "not allowed from a client"),
+    ],
+)
+def test_messages_out_of_place_are_protocol_errors(peer_kind, msgs, match):
+    logic = cluster(1)
+    with pytest.raises(ProtocolError, match=match):
+        if peer_kind == "client":
+            logic.on_client_messages("c", msgs)
+        else:
+            logic.on_node_messages("nm0" if peer_kind == "registered" else "new", msgs)
+
+
+def test_heartbeat_is_echoed():
+    logic = cluster(1)
+    assert logic.on_node_messages("nm0", [Heartbeat()]) == [("nm0", Heartbeat())]

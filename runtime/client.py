@@ -29,10 +29,11 @@ from .auth import load_secret
 from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, connect
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .messages import Constraint, Error, JobAccepted, JobRejected, SubmitJob, TaskResult
+from .messages import Constraint, Error, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult
 from .task_codec import outcome_exception, pack_task, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
+DEFAULT_STATUS_TIMEOUT = 5.0
 
 OutcomeCallback = Callable[[int, bool, bytes, str], None]
 
@@ -148,6 +149,7 @@ class Client:
         self._next_ref = 1
         self._lost: str | None = None
         self._stack: AsyncExitStack | None = None
+        self._status_waiters: list[_StatusWaiter] = []  # in request order: replies come in order
 
     async def __aenter__(self) -> Client:
         errors = []
@@ -181,6 +183,9 @@ class Client:
         for handle in list(self._jobs.values()):
             handle._fail_rest(self._lost)
         self._jobs.clear()
+        for waiter in self._status_waiters:
+            waiter.event.set()
+        self._status_waiters.clear()
 
     def _on_messages(self, msgs: list) -> None:
         jobs = self._jobs
@@ -201,6 +206,12 @@ class Client:
                 handle = jobs.pop(msg.ref, None)
                 if handle is not None:
                     handle._fail_rest(f"the scheduler rejected the job: {msg.reason}")
+            elif kind is StatusReply:
+                if not self._status_waiters:
+                    raise ProtocolError("StatusReply without a StatusRequest")
+                waiter = self._status_waiters.pop(0)
+                waiter.reply = msg
+                waiter.event.set()
             elif kind is Error:
                 self._lost = f"scheduler {self._conn.peer_name} closed the connection: {msg.reason}"
             else:
@@ -226,6 +237,24 @@ class Client:
         await trio.lowlevel.checkpoint()
         return self.send_job(msg)
 
+    async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:
+        """What the scheduler knows: its node monitors (slots, labels, queue lengths, last heard
+        from), its jobs in flight and its counters.
+
+        Error handling: ConnectionLost if the connection is or gets lost; trio.TooSlowError if no
+        answer comes within `timeout` seconds.
+        """
+        if self._conn is None or self._conn.closed or self._lost is not None:
+            raise ConnectionLost(self._lost or "the client is not connected to a scheduler")
+        waiter = _StatusWaiter()
+        self._status_waiters.append(waiter)
+        self._conn.send(StatusRequest())
+        with trio.fail_after(timeout):
+            await waiter.event.wait()
+        if waiter.reply is None:
+            raise ConnectionLost(self._lost or "the connection to the scheduler was lost")
+        return waiter.reply
+
     def send_job(self, msg: SubmitJob, on_outcome: OutcomeCallback | None = None) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
@@ -240,6 +269,14 @@ class Client:
         self._jobs[msg.ref] = handle
         self._conn.send(msg)
         return handle
+
+
+class _StatusWaiter:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.reply: StatusReply | None = None
 
 
 def build_submit(

@@ -2,7 +2,8 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task.
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task;
+  StatusRequest -> StatusReply (what the scheduler knows, for `sparrow status`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskLaunch | NoTask; node monitor -> GetTask, TaskFinished.
 - node monitor <-> executor process (private socket pair, no handshake): LaunchTask -> ExecutorResult.
@@ -89,6 +90,41 @@ class TaskResult(_Msg, tag=13):
     error: str = ""
 
 
+class StatusRequest(_Msg, tag=14):
+    pass
+
+
+class NodeStatus(msgspec.Struct, array_like=True, gc=False):
+    """A registered node monitor as its scheduler sees it; `queued` and `busy` (slots running or
+    asking for a task) as of its last heartbeat, `silent_for` seconds ago."""
+
+    node_id: str
+    slots: int
+    labels: tuple[str, ...]
+    queued: int
+    busy: int
+    silent_for: float
+
+
+class JobStatus(msgspec.Struct, array_like=True, gc=False):
+    """A job in flight: its tasks, how many were launched, are running, and have an outcome."""
+
+    job_id: int
+    user: str
+    priority: int
+    tasks: int
+    launched: int
+    running: int
+    done: int
+
+
+class StatusReply(_Msg, tag=15):
+    scheduler_id: str
+    nodes: list[NodeStatus]
+    jobs: list[JobStatus]
+    counters: dict[str, int]
+
+
 # -- node monitor <-> scheduler --------------------------------------------------------------------
 
 
@@ -103,7 +139,10 @@ class Registered(_Msg, tag=21):
 
 
 class Heartbeat(_Msg, tag=22):
-    pass
+    """From a node monitor: its reservations waiting and busy slots (a scheduler's echo: zeros)."""
+
+    queued: int = 0
+    busy: int = 0
 
 
 class EnqueueReservations(_Msg, tag=23):
@@ -161,6 +200,8 @@ Message = Union[
     JobAccepted,
     JobRejected,
     TaskResult,
+    StatusRequest,
+    StatusReply,
     RegisterNodeMonitor,
     Registered,
     Heartbeat,

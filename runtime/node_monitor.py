@@ -136,7 +136,7 @@ class NodeMonitorService:
     async def _heartbeat(self, conn: Connection) -> None:
         while True:
             await trio.sleep(self.heartbeat_interval)
-            conn.send(Heartbeat())
+            conn.send(Heartbeat(len(self.logic.queue), self.logic.busy))
 
     # -- tasks ------------------------------------------------------------------------------------
 

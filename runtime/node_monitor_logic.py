@@ -9,6 +9,10 @@ the answer. NoTask frees the slot, gives a fair-share user its turn back (`refun
 reservation at once. TaskLaunch is passed on as an output addressed to the executor: the shell runs
 it and calls `on_task_done`, which reports TaskFinished and frees the slot.
 
+`drain()` (for a clean shutdown) stops popping reservations: the tasks already launched or asked
+for run to the end and report, and once `busy` is 0 the shell can close its links (the schedulers
+then re-probe the reservations left here).
+
 Error handling: a message a scheduler may not send raises ProtocolError (the shell answers Error
 and closes that connection). Answers about a scheduler that is gone are dropped.
 """
@@ -66,6 +70,7 @@ class NodeMonitorLogic:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         self.slots = slots
         self.free = slots
+        self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
         self.stats: Counter[str] = Counter()
         self._schedulers: dict[Hashable, dict[int, _Reserved]] = {}  # scheduler -> job id -> entry
@@ -130,6 +135,15 @@ class NodeMonitorLogic:
         self._fill(out)
         return out
 
+    @property
+    def busy(self) -> int:
+        """Slots running a task or waiting for a GetTask answer."""
+        return self.slots - self.free
+
+    def drain(self) -> None:
+        """Take no more reservations off the queue (see the module docstring)."""
+        self.draining = True
+
     # -- internals --------------------------------------------------------------------------------
 
     def _enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
@@ -167,7 +181,7 @@ class NodeMonitorLogic:
     def _fill(self, out: list) -> None:
         """While a slot is free and a reservation waits: pop it and ask its scheduler for a task."""
         queue = self.queue
-        while self.free > 0 and queue:
+        while self.free > 0 and queue and not self.draining:
             reservation = queue.pop()
             entry = self._by_key[reservation.job_id]
             entry.queued -= 1

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 import sparrow_core
@@ -41,9 +42,13 @@ from .messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    JobStatus,
+    NodeStatus,
     NoTask,
     Registered,
     RegisterNodeMonitor,
+    StatusReply,
+    StatusRequest,
     SubmitJob,
     TaskFinished,
     TaskLaunch,
@@ -52,18 +57,22 @@ from .messages import (
 
 DEFAULT_PROBE_RATIO = 2.0
 INT32_MAX = 2**31 - 1
+_ECHO = Heartbeat()
 
 
 class _Node:
-    __slots__ = ("peer", "worker", "node_id", "slots", "labels", "jobs")
+    __slots__ = ("peer", "worker", "node_id", "slots", "labels", "jobs", "queued", "busy", "heard")
 
-    def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor) -> None:
+    def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
         self.peer = peer
         self.worker = worker
         self.node_id = reg.node_id
         self.slots = reg.slots
         self.labels = frozenset(reg.labels)
         self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
+        self.queued = 0  # as of its last heartbeat
+        self.busy = 0
+        self.heard = now  # when its last message batch arrived
 
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
@@ -95,12 +104,21 @@ class _Job:
 
 
 class SchedulerLogic:
-    """The state and decisions of one scheduler. Each `on_*` method returns the messages to send."""
+    """The state and decisions of one scheduler. Each `on_*` method returns the messages to send.
+
+    `clock` (seconds) only dates the node monitors' last messages, for StatusReply.
+    """
 
     def __init__(
-        self, *, scheduler_id: str = "scheduler", probe_ratio: float = DEFAULT_PROBE_RATIO, seed: int | None = None
+        self,
+        *,
+        scheduler_id: str = "scheduler",
+        probe_ratio: float = DEFAULT_PROBE_RATIO,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.scheduler_id = scheduler_id
+        self.clock = clock
         self.probe_ratio = _check_probe_ratio(probe_ratio, "probe_ratio")
         self.rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
         self.table = sparrow_core.TaskTable()
@@ -121,6 +139,8 @@ class SchedulerLogic:
     def on_node_messages(self, peer: Hashable, msgs: list) -> list:
         out: list = []
         node = self.nodes.get(peer)
+        if node is not None:
+            node.heard = self.clock()
         for msg in msgs:
             kind = type(msg)
             if node is None:
@@ -132,7 +152,8 @@ class SchedulerLogic:
             elif kind is TaskFinished:
                 self._task_finished(node, msg, out)
             elif kind is Heartbeat:
-                out.append((peer, msg))
+                node.queued, node.busy = msg.queued, msg.busy
+                out.append((peer, _ECHO))
             else:
                 raise ProtocolError(f"{kind.__name__} is not allowed from a registered node monitor")
         return out
@@ -149,7 +170,7 @@ class SchedulerLogic:
     def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node:
         if msg.slots < 1:
             raise ProtocolError(f"RegisterNodeMonitor.slots must be >= 1, got {msg.slots}")
-        node = _Node(peer, self._next_worker, msg)
+        node = _Node(peer, self._next_worker, msg, self.clock())
         self._next_worker += 1
         self.nodes[peer] = node
         self._by_worker[node.worker] = node
@@ -203,10 +224,28 @@ class SchedulerLogic:
     def on_client_messages(self, peer: Hashable, msgs: list) -> list:
         out: list = []
         for msg in msgs:
-            if type(msg) is not SubmitJob:
-                raise ProtocolError(f"{type(msg).__name__} is not allowed from a client")
-            self._submit(peer, msg, out)
+            kind = type(msg)
+            if kind is SubmitJob:
+                self._submit(peer, msg, out)
+            elif kind is StatusRequest:
+                out.append((peer, self.status()))
+            else:
+                raise ProtocolError(f"{kind.__name__} is not allowed from a client")
         return out
+
+    def status(self) -> StatusReply:
+        """What this scheduler knows: its node monitors, its jobs in flight, its counters."""
+        now = self.clock()
+        nodes = [
+            NodeStatus(n.node_id, n.slots, tuple(sorted(n.labels)), n.queued, n.busy, max(now - n.heard, 0.0))
+            for n in self._live_nodes()
+        ]
+        jobs = []
+        for job_id, job in sorted(self.jobs.items()):
+            unlaunched = len(self.table.unlaunched(job_id)) if job_id in self.table else 0
+            n = len(job.done)
+            jobs.append(JobStatus(job_id, job.user, job.priority, n, n - unlaunched, len(job.running), job.n_done))
+        return StatusReply(self.scheduler_id, nodes, jobs, dict(self.stats))
 
     def on_client_lost(self, peer: Hashable) -> list:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations."""

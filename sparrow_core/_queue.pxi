@@ -50,6 +50,8 @@ cdef class ReservationQueue:
     cdef bint _all_int_users
 
     def __cinit__(self, policy="fifo", weights=None, default_weight=1.0):
+        if not isinstance(policy, str):
+            raise TypeError(f"policy must be a str, got {type(policy).__name__}")
         if policy not in _POLICIES:
             raise ValueError(f"policy must be one of {sorted(_POLICIES)}, got {policy!r}")
         self.c = new CReservationQueue(_POLICIES[policy], _as_double(default_weight, "default_weight"))
@@ -66,11 +68,20 @@ cdef class ReservationQueue:
     def __dealloc__(self):
         del self.c
 
+    cdef object _known(self, object user):
+        """The dense number of a user value, or None if never seen; TypeError if unhashable."""
+        try:
+            return self._number_of_user.get(user)
+        except TypeError:
+            raise TypeError(f"user must be a str or an int, got {type(user).__name__}") from None
+
     cdef int32_t _number(self, object user) except -1:
         """The dense number of a user value, registering it on first sight."""
-        number = self._number_of_user.get(user)
+        number = self._known(user)
         if number is not None:
             return number
+        if isinstance(user, np.integer):
+            user = int(user)
         if isinstance(user, bool) or not isinstance(user, (str, int)):
             raise TypeError(f"user must be a str or an int, got {type(user).__name__}")
         number = len(self._users)
@@ -94,8 +105,18 @@ cdef class ReservationQueue:
         self.c.set_weight(self._number(user), _as_double(weight, "weight"))
 
     def push(self, job_id, user, priority=0):
-        """Queues one reservation of job_id for user at the given priority."""
-        self.c.push(_as_int64(job_id, "job_id"), self._number(user), _as_int32(priority, "priority"))
+        """Queues one reservation of job_id for user at the given priority. ValueError if
+        the job already has reservations queued for another user."""
+        cdef int64_t job = _as_int64(job_id, "job_id")
+        cdef int32_t number = self._number(user)
+        cdef int32_t owner = self.c.job_user(job)
+        if owner >= 0 and owner != number:
+            raise self._owner_conflict(job, owner, user)
+        self.c.push(job, number, _as_int32(priority, "priority"))
+
+    cdef object _owner_conflict(self, int64_t job, int32_t owner, object user):
+        return ValueError(f"job {job} already has reservations queued for user {self._users[owner]!r}, "
+                          f"not {user!r}")
 
     def pop(self):
         """Removes and returns the next Reservation in policy order, or None if empty."""
@@ -115,9 +136,11 @@ cdef class ReservationQueue:
         """The get_task for a reservation just popped for user came back empty: the user
         keeps its turn, so the next pop serves it again (fair policy; no-op otherwise).
         ValueError if the user has no pop to refund."""
-        number = self._number_of_user.get(user)
+        number = self._known(user)
         if number is None:
             raise ValueError(f"refund: user {user!r} was never queued")
+        if self.policy == "fair" and not self.c.can_refund(number):
+            raise ValueError(f"refund: user {user!r} has no pop left to refund")
         self.c.refund(number)
 
     def cancel(self, job_id):
@@ -126,7 +149,7 @@ cdef class ReservationQueue:
 
     def count(self, user):
         """How many reservations of user are queued."""
-        number = self._number_of_user.get(user)
+        number = self._known(user)
         return 0 if number is None else self.c.count(number)
 
     def counts(self):
@@ -149,9 +172,16 @@ cdef class ReservationQueue:
         cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
         cdef const int64_t* u = <const int64_t*>cnp.PyArray_DATA(who)
         cdef const int64_t* p = <const int64_t*>cnp.PyArray_DATA(prio)
+        cdef dict batch_owner = {}  # validate the whole batch first: all or nothing
+        cdef int32_t owner
         for i in range(n):
             if self._number_of_int_user.count(u[i]) == 0:
                 self._number(int(u[i]))
+            owner = batch_owner.setdefault(j[i], self.c.job_user(j[i]))
+            if owner < 0:
+                batch_owner[j[i]] = self._number_of_int_user[u[i]]
+            elif owner != self._number_of_int_user[u[i]]:
+                raise ValueError(f"job_ids[{i}]: " + str(self._owner_conflict(j[i], owner, int(u[i]))))
         with nogil:
             for i in range(n):
                 self.c.push(j[i], self._number_of_int_user[u[i]], <int32_t>p[i])

@@ -61,6 +61,9 @@ cdef class TaskTable:
         cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
         cdef const int64_t* w = <const int64_t*>cnp.PyArray_DATA(where)
         cdef int64_t* o = <int64_t*>cnp.PyArray_DATA(out)
+        for i in range(n):  # validate first: a bad request must not leave earlier ones applied
+            if not self.c.contains(j[i]):
+                raise ValueError(f"job_ids[{i}]: job_id {j[i]} does not exist")
         with nogil:
             for i in range(n):
                 o[i] = self.c.get_task(j[i], w[i])

@@ -20,13 +20,47 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "sparrow/flat_map.h"
+
 namespace sparrow {
+
+// A FIFO on a vector with a moving head: no allocation until the first push, one buffer,
+// the consumed prefix dropped once it is at least half of the buffer (O(1) amortised).
+template <typename T>
+class VecFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  T& front() { return items_[head_]; }
+  void push_back(const T& item) { items_.push_back(item); }
+  void pop_front() {
+    if (++head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 32 && 2 * head_ >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+  template <typename Pred>
+  void remove_if(Pred pred) {
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+    items_.erase(std::remove_if(items_.begin(), items_.end(), pred), items_.end());
+  }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0;
+};
 
 enum class Policy { Fifo, Priority, Fair };
 
@@ -54,15 +88,15 @@ class ReservationQueue {
 
   void push(int64_t job_id, int32_t user, int32_t priority = 0) {
     UserState& u = user_state(user);
-    auto [it, inserted] = jobs_.try_emplace(job_id, JobState{next_token_, 0, user});
+    auto [job, inserted] = jobs_.try_emplace(job_id, JobState{next_token_, 0, user});
     if (inserted) {
       ++next_token_;
-    } else if (it->second.user != user) {
+    } else if (job->user != user) {
       throw std::invalid_argument("job " + std::to_string(job_id) + " already has reservations queued for user " +
-                                  std::to_string(it->second.user) + ", not user " + std::to_string(user));
+                                  std::to_string(job->user) + ", not user " + std::to_string(user));
     }
-    ++it->second.count;
-    const Entry e{job_id, it->second.token, user, priority, next_seq_++};
+    ++job->count;
+    const Entry e{job_id, job->token, user, priority, next_seq_++};
     ++u.count;
     ++size_;
     ++stored_;
@@ -123,13 +157,13 @@ class ReservationQueue {
 
   // Removes every queued reservation of job_id; returns how many.
   int64_t cancel(int64_t job_id) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return 0;
-    const int64_t n = it->second.count;
-    UserState& u = users_[it->second.user];
+    const JobState* job = jobs_.find(job_id);
+    if (job == nullptr) return 0;
+    const int64_t n = job->count;
+    UserState& u = users_[job->user];
     u.count -= n;
     size_ -= n;
-    jobs_.erase(it);
+    jobs_.erase(job_id);
     if (policy_ == Policy::Fair && u.count == 0) deactivate(u);
     if (stored_ > 1024 && stored_ > 2 * size_) compact();
     return n;
@@ -139,6 +173,17 @@ class ReservationQueue {
 
   int64_t count(int32_t user) const {
     return user >= 0 && static_cast<size_t>(user) < users_.size() ? users_[user].count : 0;
+  }
+
+  // The user whose reservations of job_id are queued, or -1 if none is.
+  int32_t job_user(int64_t job_id) const {
+    const JobState* job = jobs_.find(job_id);
+    return job == nullptr ? -1 : job->user;
+  }
+
+  // Whether refund(user) would be accepted now.
+  bool can_refund(int32_t user) const {
+    return user >= 0 && static_cast<size_t>(user) < users_.size() && users_[user].unrefunded_pops > 0;
   }
 
   int32_t n_users() const { return static_cast<int32_t>(users_.size()); }
@@ -152,12 +197,12 @@ class ReservationQueue {
     uint64_t seq;
   };
   struct JobState {
-    uint64_t token;
-    int64_t count;
-    int32_t user;
+    uint64_t token = 0;
+    int64_t count = 0;
+    int32_t user = 0;
   };
   struct UserState {
-    std::deque<Entry> queue;  // Fair only
+    VecFifo<Entry> queue;  // Fair only
     double weight = 0.0;  // set from the default when the user is first seen
     double pass = 0.0;
     int64_t count = 0;
@@ -198,13 +243,13 @@ class ReservationQueue {
   }
 
   bool live(const Entry& e) const {
-    auto it = jobs_.find(e.job_id);
-    return it != jobs_.end() && it->second.token == e.token;
+    const JobState* job = jobs_.find(e.job_id);
+    return job != nullptr && job->token == e.token;
   }
 
   void consume(int64_t job_id, int32_t user) {
-    auto it = jobs_.find(job_id);
-    if (--it->second.count == 0) jobs_.erase(it);
+    JobState* job = jobs_.find(job_id);
+    if (--job->count == 0) jobs_.erase(job_id);
     --users_[user].count;
     --size_;
   }
@@ -309,14 +354,14 @@ class ReservationQueue {
     auto dead = [this](const Entry& e) { return !live(e); };
     switch (policy_) {
       case Policy::Fifo:
-        fifo_.erase(std::remove_if(fifo_.begin(), fifo_.end(), dead), fifo_.end());
+        fifo_.remove_if(dead);
         break;
       case Policy::Priority:
         heap_.erase(std::remove_if(heap_.begin(), heap_.end(), dead), heap_.end());
         std::make_heap(heap_.begin(), heap_.end(), later_entry);
         break;
       case Policy::Fair:
-        for (auto& u : users_) u.queue.erase(std::remove_if(u.queue.begin(), u.queue.end(), dead), u.queue.end());
+        for (auto& u : users_) u.queue.remove_if(dead);
         break;
     }
     stored_ = size_;
@@ -324,11 +369,11 @@ class ReservationQueue {
 
   Policy policy_;
   double default_weight_;
-  std::deque<Entry> fifo_;
+  VecFifo<Entry> fifo_;
   std::vector<Entry> heap_;
   std::vector<UserState> users_;
   std::vector<UserNode> user_heap_;
-  std::unordered_map<int64_t, JobState> jobs_;
+  FlatMap<JobState> jobs_;
   uint64_t next_token_ = 1;
   uint64_t next_seq_ = 0;
   uint64_t next_backlog_ = 0;

@@ -35,6 +35,8 @@ inline int64_t probe_count(int64_t n_tasks, double probe_ratio) {
   if (!(probe_ratio >= 1.0) || !std::isfinite(probe_ratio))
     throw std::invalid_argument("probe_ratio must be a finite number >= 1, got " + std::to_string(probe_ratio));
   const double exact = probe_ratio * static_cast<double>(n_tasks);
+  if (!(exact < 9.2e18))
+    throw std::invalid_argument("probe_ratio * n_tasks = " + std::to_string(exact) + " is beyond the int64 range");
   const double nearest = std::round(exact);
   if (std::fabs(exact - nearest) <= 1e-9 * std::fmax(1.0, exact)) return static_cast<int64_t>(nearest);
   return static_cast<int64_t>(std::ceil(exact));
@@ -155,6 +157,9 @@ inline void sample_batch(Rng& rng, int64_t n_workers, int64_t n_tasks, double pr
 inline void sample_per_task(Rng& rng, int64_t n_workers, int64_t n_tasks, int64_t d, std::vector<int64_t>& out) {
   if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
   if (d < 1) throw std::invalid_argument("d must be >= 1, got " + std::to_string(d));
+  if (n_tasks > 0 && d > INT64_MAX / n_tasks)
+    throw std::invalid_argument("n_tasks * d overflows int64 (n_tasks = " + std::to_string(n_tasks) +
+                                ", d = " + std::to_string(d) + ")");
   detail::check_sizes(n_workers, n_tasks * d, "n_workers");
   out.reserve(out.size() + static_cast<size_t>(n_tasks * d));
   for (int64_t t = 0; t < n_tasks; ++t) sample_workers(rng, n_workers, d, out);

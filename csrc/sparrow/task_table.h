@@ -12,7 +12,7 @@
 // still holding reservations (proactive cancellation, matched by job id value) and forgets
 // them, so asking again gives nothing.
 // Costs: add_job O(m + c log c) for c candidates; reserve O(k); get_task O(log k) after
-// one O(k log k) sort of a job's probes by worker (redone only after a new reserve), plus
+// one O(k log k) sort of a job's probes by (worker, task) (redone only after a new reserve), plus
 // the scan of that worker's probes and candidate tasks; workers_to_cancel O(k).
 #pragma once
 
@@ -33,16 +33,12 @@ class TaskTable {
     if (jobs_.count(job_id)) throw std::invalid_argument("job_id " + std::to_string(job_id) + " already exists");
     Job job;
     job.n_tasks = n_tasks;
-    job.launched.assign(static_cast<size_t>(n_tasks), 0);
-    job.constrained.assign(static_cast<size_t>(n_tasks), 0);
-    for (int64_t t = 0; t < n_tasks; ++t) {
-      const int64_t lo = cand_offsets ? cand_offsets[t] : 0, hi = cand_offsets ? cand_offsets[t + 1] : 0;
+    job.flags.assign(static_cast<size_t>(n_tasks), 0);
+    for (int64_t t = 0; cand_offsets && t < n_tasks; ++t) {
+      const int64_t lo = cand_offsets[t], hi = cand_offsets[t + 1];
       if (hi < lo) throw std::invalid_argument("candidates: offsets decrease at task " + std::to_string(t));
-      if (hi == lo) {
-        job.unconstrained.push_back(t);
-        continue;
-      }
-      job.constrained[t] = 1;
+      if (hi == lo) continue;
+      job.flags[t] = kConstrained;
       for (int64_t i = lo; i < hi; ++i) {
         if (cand[i] < 0)
           throw std::invalid_argument("candidates: task " + std::to_string(t) + " has a negative worker id " +
@@ -68,14 +64,15 @@ class TaskTable {
         throw std::invalid_argument("tasks: task " + std::to_string(t) + " is out of range [-1, " +
                                     std::to_string(job.n_tasks) + ")");
       if (t >= 0) {
-        if (!job.constrained[t])
+        if (!(job.flags[t] & kConstrained))
           throw std::invalid_argument("tasks: task " + std::to_string(t) + " is unconstrained; its probes use -1");
         if (!std::binary_search(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(w, t)))
           throw std::invalid_argument("workers: worker " + std::to_string(w) + " is not a candidate of task " +
                                       std::to_string(t));
       }
     }
-    for (int64_t i = 0; i < n; ++i) job.probes.push_back(Probe{workers[i], tasks ? tasks[i] : -1, kOutstanding});
+    for (int64_t i = 0; i < n; ++i)
+      job.probes.push_back(Probe{workers[i], tasks ? tasks[i] : -1, static_cast<uint32_t>(job.probes.size()), kOutstanding});
     job.outstanding += n;
     job.probes_sorted = n == 0 && job.probes_sorted;
   }
@@ -97,22 +94,22 @@ class TaskTable {
     if (job.n_launched == job.n_tasks) return -1;
     int64_t task = -1;
     for (Probe* p = lo; p != hi && task < 0; ++p)
-      if (p->task >= 0 && !job.launched[p->task]) task = p->task;
+      if (p->task >= 0 && !(job.flags[p->task] & kLaunched)) task = p->task;
     if (task < 0) {
       auto c = std::lower_bound(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(worker, int64_t{-1}));
       for (; c != job.candidate_index.end() && c->first == worker; ++c)
-        if (!job.launched[c->second]) {
+        if (!(job.flags[c->second] & kLaunched)) {
           task = c->second;
           break;
         }
     }
     if (task < 0) {
-      while (job.next_unconstrained < job.unconstrained.size() && job.launched[job.unconstrained[job.next_unconstrained]])
-        ++job.next_unconstrained;
-      if (job.next_unconstrained < job.unconstrained.size()) task = job.unconstrained[job.next_unconstrained++];
+      // Unconstrained tasks in index order: skip constrained ones (and none is launched yet).
+      while (job.next_unconstrained < job.n_tasks && job.flags[job.next_unconstrained] != 0) ++job.next_unconstrained;
+      if (job.next_unconstrained < job.n_tasks) task = job.next_unconstrained++;
     }
     if (task >= 0) {
-      job.launched[task] = 1;
+      job.flags[task] |= kLaunched;
       ++job.n_launched;
     }
     return task;
@@ -155,7 +152,7 @@ class TaskTable {
   void unlaunched(int64_t job_id, std::vector<int64_t>& out) const {
     const Job& job = find(job_id);
     for (int64_t t = 0; t < job.n_tasks; ++t)
-      if (!job.launched[t]) out.push_back(t);
+      if (!(job.flags[t] & kLaunched)) out.push_back(t);
   }
 
   void remove_job(int64_t job_id) {
@@ -169,21 +166,21 @@ class TaskTable {
   int64_t outstanding(int64_t job_id) const { return find(job_id).outstanding; }
 
  private:
-  static constexpr uint8_t kOutstanding = 0, kConsumed = 1, kCancelled = 2;
+  static constexpr uint8_t kOutstanding = 0, kConsumed = 1, kCancelled = 2;  // Probe::state
+  static constexpr uint8_t kLaunched = 1, kConstrained = 2;                  // Job::flags bits
 
   struct Probe {
     int64_t worker;
     int64_t task;
+    uint32_t seq;  // reservation order within the job
     uint8_t state;
   };
   struct Job {
     int64_t n_tasks = 0;
     int64_t n_launched = 0;
     int64_t outstanding = 0;
-    std::vector<uint8_t> launched;
-    std::vector<uint8_t> constrained;
-    std::vector<int64_t> unconstrained;  // unconstrained task ids, in index order
-    size_t next_unconstrained = 0;
+    std::vector<uint8_t> flags;  // per task: kLaunched | kConstrained
+    int64_t next_unconstrained = 0;  // no unconstrained task below it is unlaunched
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
     std::vector<Probe> probes;
     bool probes_sorted = true;
@@ -206,8 +203,12 @@ class TaskTable {
 
   static void sort_probes(Job& job) {
     if (job.probes_sorted) return;
-    std::stable_sort(job.probes.begin(), job.probes.end(),
-                     [](const Probe& a, const Probe& b) { return a.worker < b.worker; });
+    // By worker, task, then reservation order: a total order, so every sort gives the same
+    // sequence, and a worker's reservations offer their tasks lowest index first.
+    std::sort(job.probes.begin(), job.probes.end(), [](const Probe& a, const Probe& b) {
+      if (a.worker != b.worker) return a.worker < b.worker;
+      return a.task != b.task ? a.task < b.task : a.seq < b.seq;
+    });
     job.probes_sorted = true;
   }
 

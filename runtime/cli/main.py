@@ -7,13 +7,23 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ..config import ConfigError
+from .common import CommandError
+
 # Each module named here defines `add_parser(subparsers)`, which registers its subcommand and sets
 # `func` on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
-SUBCOMMAND_MODULES = ("simulate",)
+SUBCOMMAND_MODULES = ("local", "submit", "scheduler", "node_monitor", "simulate")
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage errors as one line ("sparrow local: error: ..."), exit status 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="sparrow",
         description="Sparrow: decentralized, randomized low-latency task scheduling.",
     )
@@ -25,7 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"sparrow {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (CommandError, RuntimeError) as exc:
+        print(f"sparrow {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -113,3 +113,15 @@ def test_read_trace_expands_a_shared_duration_and_keeps_per_task_ones(tmp_path: 
     assert t.arrival.tolist() == [0.5, 1.5]
     assert t.n_tasks.tolist() == [3, 2]
     np.testing.assert_allclose(t.durations, [0.2, 0.2, 0.2, 0.1, 0.4])
+
+
+def test_binding_rejects_a_bad_trace_with_value_error() -> None:
+    """The C++ side checks a trace it is handed directly too: ValueError, never a crash."""
+    from sparrow_core import _core
+
+    params = SimConfig().params()
+    arrival, n_tasks, durations = np.array([1.0, 0.5]), np.array([1, 1]), np.array([0.1, 0.1])
+    with pytest.raises(ValueError, match="trace job 1: arrival times must not decrease"):
+        _core._simulate(params, (arrival, n_tasks, durations))
+    with pytest.raises(ValueError, match="trace job 0: durations must be finite and >= 0"):
+        _core._simulate(params, (np.array([0.0]), np.array([1]), np.array([-1.0])))

@@ -99,3 +99,12 @@ def test_duration_distributions_keep_the_mean(duration: str) -> None:
         np.testing.assert_allclose(r.job_ideal, 0.2)
     else:
         assert per_job_spread > 0
+
+
+def test_spreading_jobs_over_schedulers_changes_no_decision() -> None:
+    """Schedulers share no state and a job's state is its own, so 1 or 7 schedulers give
+    the same run (what the paper's design relies on to scale out)."""
+    one = simulate(replace(BASE, policy="sparrow", n_jobs=500, n_schedulers=1))
+    seven = simulate(replace(BASE, policy="sparrow", n_jobs=500, n_schedulers=7))
+    np.testing.assert_array_equal(one.job_response, seven.job_response)
+    assert one.counters == seven.counters

@@ -1,10 +1,12 @@
 // JobPool: the jobs in flight, addressed by job id (= arrival index).
 //
-// A ring of job records indexed by id modulo a power-of-two capacity. Ids are handed out in
-// increasing order and a record is released when its job is finished and nothing refers to
-// it any more, so the live ids span a window; the ring doubles when the window outgrows it.
-// Memory is O(jobs in flight), not O(jobs simulated). Records keep their vectors' capacity
-// when reused, so steady state allocates nothing.
+// Records live in a vector reused through a free list, so there are as many as jobs were
+// ever in flight at once, and they keep their vectors' capacity (steady state allocates
+// nothing). Ids map to records through a ring of 4-byte indices (id modulo a power-of-two
+// capacity): ids are handed out in increasing order and released when their job is done,
+// so the live ids span a window, from the oldest straggler to the newest job; the ring
+// doubles when the window outgrows it. Memory: O(jobs in flight) records + 4 bytes per id
+// of the window, never O(jobs simulated).
 #pragma once
 
 #include <cstdint>
@@ -38,12 +40,22 @@ struct Job {
 
 class JobPool {
  public:
-  JobPool() : ring_(64) {}
+  JobPool() : ring_(64, -1) {}
 
-  // A fresh record for `id` (ids must be requested in increasing order).
+  // A fresh record for `id` (ids must be requested in increasing order). References to
+  // other records are invalidated.
   Job& acquire(int64_t id) {
-    while (ring_[slot(id)].id != -1) grow();
-    Job& job = ring_[slot(id)];
+    while (ring_[slot(id)] != -1) grow();
+    int32_t index;
+    if (free_.empty()) {
+      index = static_cast<int32_t>(records_.size());
+      records_.emplace_back();
+    } else {
+      index = free_.back();
+      free_.pop_back();
+    }
+    ring_[slot(id)] = index;
+    Job& job = records_[index];
     job.id = id;
     ++live_;
     return job;
@@ -51,13 +63,17 @@ class JobPool {
 
   // The record of a live job, or nullptr once it has been released.
   Job* find(int64_t id) {
-    Job& job = ring_[slot(id)];
-    return job.id == id ? &job : nullptr;
+    const int32_t index = ring_[slot(id)];
+    return index >= 0 && records_[index].id == id ? &records_[index] : nullptr;
   }
 
-  Job& get(int64_t id) { return ring_[slot(id)]; }
+  // The record of a job known to be live.
+  Job& get(int64_t id) { return records_[ring_[slot(id)]]; }
 
   void release(Job& job) {
+    const size_t s = slot(job.id);
+    free_.push_back(ring_[s]);
+    ring_[s] = -1;
     job.id = -1;
     --live_;
   }
@@ -68,14 +84,16 @@ class JobPool {
   size_t slot(int64_t id) const { return static_cast<size_t>(id) & (ring_.size() - 1); }
 
   void grow() {
-    std::vector<Job> next(2 * ring_.size());
+    std::vector<int32_t> next(2 * ring_.size(), -1);
     const size_t mask = next.size() - 1;
-    for (Job& job : ring_)
-      if (job.id != -1) next[static_cast<size_t>(job.id) & mask] = std::move(job);
+    for (size_t i = 0; i < records_.size(); ++i)
+      if (records_[i].id != -1) next[static_cast<size_t>(records_[i].id) & mask] = static_cast<int32_t>(i);
     ring_.swap(next);
   }
 
-  std::vector<Job> ring_;
+  std::vector<Job> records_;
+  std::vector<int32_t> free_;
+  std::vector<int32_t> ring_;  // id & mask -> record index, -1: none
   int64_t live_ = 0;
 };
 

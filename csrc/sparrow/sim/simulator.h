@@ -92,6 +92,7 @@ class Simulator {
       }
     }
     out_.counters.end_time = now_;
+    if (pool_.live() != 0) throw std::logic_error("simulator: " + std::to_string(pool_.live()) + " jobs never released");
   }
 
  private:
@@ -187,10 +188,6 @@ class Simulator {
     double ideal = 0.0;
     for (double d : job.durations) ideal = d > ideal ? d : ideal;
     out_.job_ideal[id] = ideal;
-    if (job.n_tasks == 0) {
-      finish(job);
-      return;
-    }
     switch (p_.policy) {
       case PlacementPolicy::Random:
         place_random(job);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sparrow/rng.h"
@@ -27,6 +28,7 @@ class Workload {
   Workload(const SimParams& p, Rng rng)
       : p_(p), rng_(rng), user_cdf_(cdf(p.user_demand)), priority_cdf_(cdf(p.priority_share)) {
     n_jobs_ = p.n_trace_jobs > 0 ? p.n_trace_jobs : p.n_jobs;
+    if (p.n_trace_jobs > 0) check_trace(p);
     if (p.n_trace_jobs == 0) {
       if (!(p.arrival_rate > 0)) throw std::invalid_argument("arrival_rate must be positive");
       const double short_share = 1.0 - p.bimodal_long_fraction + p.bimodal_long_fraction * p.bimodal_ratio;
@@ -81,6 +83,20 @@ class Workload {
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
  private:
+  static void check_trace(const SimParams& p) {
+    auto fail = [](const std::string& what, int64_t j) {
+      throw std::invalid_argument("trace job " + std::to_string(j) + ": " + what);
+    };
+    for (int64_t j = 0; j < p.n_trace_jobs; ++j) {
+      if (!std::isfinite(p.trace_arrival[j]) || p.trace_arrival[j] < 0) fail("arrival time must be finite and >= 0", j);
+      if (j > 0 && p.trace_arrival[j] < p.trace_arrival[j - 1]) fail("arrival times must not decrease", j);
+      if (p.trace_tasks[j] < 1) fail("n_tasks must be >= 1", j);
+      if (p.trace_offsets[j + 1] - p.trace_offsets[j] != p.trace_tasks[j]) fail("offsets do not match n_tasks", j);
+      for (int64_t i = p.trace_offsets[j]; i < p.trace_offsets[j + 1]; ++i)
+        if (!std::isfinite(p.trace_durations[i]) || p.trace_durations[i] < 0) fail("durations must be finite and >= 0", j);
+    }
+  }
+
   static std::vector<double> cdf(const std::vector<double>& weights) {
     if (weights.empty()) throw std::invalid_argument("a share list must not be empty");
     std::vector<double> out;

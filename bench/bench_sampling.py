@@ -1,0 +1,223 @@
+"""Probe selection: the kernels (sparrow_core.sample_*) beside pure-Python equivalents built
+on random.sample. Figures: jobs sampled per second; ratios to the baseline.
+
+Import-safe: with a sparrow_core lacking a kernel, its benchmarks are skipped (setup raises
+NotImplementedError), never an import error.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from bench.common import candidate_set, constrained_job, job_sizes
+from bench.measure import Case
+
+try:
+    import sparrow_core
+except ImportError:  # the suite must import with any version of the package
+    sparrow_core = None
+
+
+def require(*names: str) -> None:
+    """Skip (asv: NotImplementedError in setup) unless sparrow_core has every name."""
+    if sparrow_core is None or not all(hasattr(sparrow_core, n) for n in names):
+        raise NotImplementedError(f"sparrow_core lacks one of {names}")
+
+
+# ---- pure-Python baselines ----
+
+
+def python_sample_batch(rng: random.Random, n_workers: int, n_tasks: int, probe_ratio: float, candidates=None):
+    """ceil(d*m) distinct workers (wrapping when there are too few), as the kernel does."""
+    k = math.ceil(probe_ratio * n_tasks - 1e-9)
+    population = range(n_workers) if candidates is None else candidates
+    n = len(population)
+    return list(population) * (k // n) + rng.sample(population, k % n) if k >= n else rng.sample(population, k)
+
+
+def python_sample_constrained(rng: random.Random, n_workers: int, task_candidates, probe_ratio: float):
+    """ceil(d) probes per constrained task among its candidates, then ceil(d*m_u) probes for
+    the unconstrained tasks on workers not probed yet."""
+    per_task = math.ceil(probe_ratio - 1e-9)
+    workers, tasks, n_free = [], [], 0
+    for t, candidates in enumerate(task_candidates):
+        if candidates is None:
+            n_free += 1
+            continue
+        workers += rng.sample(candidates, per_task)
+        tasks += [t] * per_task
+    taken, k = set(workers), math.ceil(probe_ratio * n_free - 1e-9)
+    while k:
+        w = rng.randrange(n_workers)
+        if w not in taken:
+            taken.add(w)
+            workers.append(w)
+            tasks.append(-1)
+            k -= 1
+    return workers, tasks
+
+
+# ---- cases ----
+
+
+def batch_case(n_workers: int, n_tasks: int, probe_ratio: float = 2.0, n_jobs: int = 2000) -> Case:
+    """Batch sampling of n_jobs jobs: one sample_batch_many call, one sample_batch call per
+    job, and random.sample per job."""
+    require("sample_batch", "sample_batch_many")
+    sizes = job_sizes(n_jobs, n_tasks)
+    rng, py = sparrow_core.Rng(1), random.Random(1)
+
+    def batch():
+        flat, offsets = sparrow_core.sample_batch_many(rng, n_workers, sizes, probe_ratio)
+        return offsets
+
+    def calls():
+        return [sparrow_core.sample_batch(rng, n_workers, n_tasks, probe_ratio) for _ in range(n_jobs)]
+
+    def python():
+        return [python_sample_batch(py, n_workers, n_tasks, probe_ratio) for _ in range(n_jobs)]
+
+    def summarize(out):
+        return (len(out) - 1, int(out[-1])) if hasattr(out, "dtype") else (len(out), sum(len(j) for j in out))
+
+    return Case(f"batch sampling, {n_tasks} tasks x d={probe_ratio} among {n_workers} workers", "jobs", n_jobs,
+                {"batch": batch, "calls": calls, "python": python}, summarize)
+
+
+def candidates_case(n_workers: int, n_candidates: int, n_tasks: int, n_jobs: int = 2000) -> Case:
+    """Batch sampling among a job's candidate workers (a job constraint), d = 2."""
+    require("sample_batch")
+    candidates = candidate_set(n_workers, n_candidates)
+    as_list = candidates.tolist()
+    rng, py = sparrow_core.Rng(2), random.Random(2)
+
+    def calls():
+        return [sparrow_core.sample_batch(rng, n_workers, n_tasks, 2.0, candidates=candidates) for _ in range(n_jobs)]
+
+    def python():
+        return [python_sample_batch(py, n_workers, n_tasks, 2.0, as_list) for _ in range(n_jobs)]
+
+    return Case(f"sampling {2 * n_tasks} of {n_candidates} candidates", "jobs", n_jobs,
+                {"calls": calls, "python": python}, lambda out: sum(len(j) for j in out))
+
+
+def per_task_case(n_workers: int, n_tasks: int, d: int = 2, n_jobs: int = 500) -> Case:
+    """Per-task sampling: d distinct workers for each task of each job."""
+    require("sample_per_task")
+    rng, py = sparrow_core.Rng(3), random.Random(3)
+
+    def calls():
+        return [sparrow_core.sample_per_task(rng, n_workers, n_tasks, d) for _ in range(n_jobs)]
+
+    def python():
+        return [[py.sample(range(n_workers), d) for _ in range(n_tasks)] for _ in range(n_jobs)]
+
+    return Case(f"per-task sampling, {n_tasks} tasks x {d} among {n_workers} workers", "jobs", n_jobs,
+                {"calls": calls, "python": python}, lambda out: sum(len(j) * len(j[0]) for j in out))
+
+
+def constrained_case(n_workers: int, n_tasks: int, n_jobs: int = 500) -> Case:
+    """Per-task constrained sampling: half the tasks constrained to 10 workers each, d = 2."""
+    require("sample_constrained")
+    job = constrained_job(n_workers, n_tasks, 0.5, 10)
+    as_lists = [None if c is None else list(c) for c in job]
+    rng, py = sparrow_core.Rng(4), random.Random(4)
+
+    def calls():
+        return [sparrow_core.sample_constrained(rng, n_workers, as_lists, 2.0)[0] for _ in range(n_jobs)]
+
+    def python():
+        return [python_sample_constrained(py, n_workers, as_lists, 2.0)[0] for _ in range(n_jobs)]
+
+    return Case(f"constrained sampling, {n_tasks} tasks among {n_workers} workers", "jobs", n_jobs,
+                {"calls": calls, "python": python}, lambda out: sum(len(j) for j in out))
+
+
+# ---- asv ----
+
+
+class BatchSampling:
+    """Jobs of n_tasks tasks, 2 probes per task, among n_workers workers (2,000 jobs a run)."""
+
+    params = ([1_000, 10_000], [10, 100])
+    param_names = ["n_workers", "n_tasks"]
+
+    def setup(self, n_workers: int, n_tasks: int) -> None:
+        self.case = batch_case(n_workers, n_tasks)
+
+    def time_sample_batch_many(self, n_workers: int, n_tasks: int) -> None:
+        self.case.variants["batch"]()
+
+    def time_sample_batch_calls(self, n_workers: int, n_tasks: int) -> None:
+        self.case.variants["calls"]()
+
+    def time_python_random_sample(self, n_workers: int, n_tasks: int) -> None:
+        self.case.variants["python"]()
+
+    def track_jobs_per_second_batch(self, n_workers: int, n_tasks: int) -> float:
+        return self.case.rate("batch")
+
+    track_jobs_per_second_batch.unit = "jobs/s"  # type: ignore[attr-defined]
+
+    def track_speedup_batch_over_python(self, n_workers: int, n_tasks: int) -> float:
+        return self.case.speedup("batch", repeat=3)
+
+    track_speedup_batch_over_python.unit = "x"  # type: ignore[attr-defined]
+
+
+class CandidateSampling:
+    """Jobs constrained to n_candidates of 10,000 workers, 10 tasks, d = 2."""
+
+    params = ([50, 1_000],)
+    param_names = ["n_candidates"]
+
+    def setup(self, n_candidates: int) -> None:
+        self.case = candidates_case(10_000, n_candidates, 10)
+
+    def time_sample_batch_candidates(self, n_candidates: int) -> None:
+        self.case.variants["calls"]()
+
+    def time_python_random_sample(self, n_candidates: int) -> None:
+        self.case.variants["python"]()
+
+    def track_speedup_over_python(self, n_candidates: int) -> float:
+        return self.case.speedup("calls", repeat=3)
+
+    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
+
+
+class PerTaskSampling:
+    """Per-task sampling ("power of two choices") of 100-task jobs among 10,000 workers."""
+
+    def setup(self) -> None:
+        self.case = per_task_case(10_000, 100)
+
+    def time_sample_per_task(self) -> None:
+        self.case.variants["calls"]()
+
+    def time_python_random_sample(self) -> None:
+        self.case.variants["python"]()
+
+    def track_speedup_over_python(self) -> float:
+        return self.case.speedup("calls", repeat=3)
+
+    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
+
+
+class ConstrainedSampling:
+    """Mixed jobs of 100 tasks (half constrained to 10 workers) among 10,000 workers."""
+
+    def setup(self) -> None:
+        self.case = constrained_case(10_000, 100)
+
+    def time_sample_constrained(self) -> None:
+        self.case.variants["calls"]()
+
+    def time_python_sample_constrained(self) -> None:
+        self.case.variants["python"]()
+
+    def track_speedup_over_python(self) -> float:
+        return self.case.speedup("calls", repeat=3)
+
+    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]

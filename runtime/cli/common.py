@@ -1,0 +1,74 @@
+"""What the `sparrow` commands share: their settings, one-line errors, and how a client finds
+its cluster and secret (flags, environment, config file, else the running `sparrow local`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..auth import SECRET_ENV, load_secret
+from ..config import CONFIG, Resolved, resolve
+from ..local_state import read_state
+from .options import COMMANDS
+
+
+class CommandError(Exception):
+    """Stops a command: `sparrow` prints "sparrow COMMAND: error: MESSAGE" and exits 1."""
+
+
+def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+    CONFIG.add_to(parser)
+    for setting in COMMANDS[command]:
+        setting.add_to(parser)
+
+
+def settings(command: str, args: argparse.Namespace) -> Resolved:
+    return resolve(command, COMMANDS[command], args, os.environ, COMMANDS)
+
+
+def read_secret_file(path: str) -> bytes:
+    try:
+        return load_secret(None, path)
+    except OSError as exc:
+        raise CommandError(f"cannot read the secret file {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def given_secret(s: Resolved) -> bytes | None:
+    """The secret a command was given: --secret-file, else SPARROW_SECRET, else the secret_file of
+    SPARROW_SECRET_FILE or the config file; None if none of them is set."""
+    if s.sources["secret_file"].startswith("--"):
+        return read_secret_file(s["secret_file"])
+    if os.environ.get(SECRET_ENV):
+        return os.environ[SECRET_ENV].encode()
+    if s["secret_file"] is not None:
+        return read_secret_file(s["secret_file"])
+    return None
+
+
+def service_secret(s: Resolved) -> bytes:
+    secret = given_secret(s)
+    if secret is None:
+        raise CommandError("no cluster secret: pass --secret-file FILE, or set SPARROW_SECRET or SPARROW_SECRET_FILE")
+    return secret
+
+
+def client_target(s: Resolved) -> tuple[list[str], bytes]:
+    """The scheduler addresses and the secret of a client command (submit, status): as given, else
+    those of the `sparrow local` running on this host."""
+    schedulers, secret = s["scheduler"], given_secret(s)
+    if schedulers and secret is not None:
+        return schedulers, secret
+    try:
+        state = read_state()
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if state is None or not state.alive():
+        stale = "" if state is None else f" (the one recorded in {state.path}, pid {state.pid}, is not running)"
+        missing = "no scheduler to connect to" if not schedulers else "no cluster secret"
+        raise CommandError(
+            f"{missing}: pass --scheduler HOST:PORT and --secret-file FILE (or set SPARROW_SCHEDULER and "
+            f"SPARROW_SECRET), or start `sparrow local` on this host{stale}"
+        )
+    return schedulers or state.schedulers, secret if secret is not None else read_secret_file(state.secret_file)

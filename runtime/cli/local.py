@@ -1,0 +1,171 @@
+"""`sparrow local`: a cluster on this host (LocalCluster: schedulers and node monitors as processes on
+loopback) until Ctrl-C; with --demo, run the demo workload on it, report, and stop.
+
+While it runs, its addresses and secret file are in the local state (local_state.py), so
+`sparrow submit` and `sparrow status` on this host find it with no flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+
+import trio
+from rich.console import Console
+
+from ..config import Resolved
+from ..demo_report import build_report
+from ..demo_workload import make_workload, run_workload
+from ..local_cluster import LocalCluster
+from ..local_state import read_state, remove_state, write_state
+from ..logsetup import setup_logging
+from .common import CommandError, add_settings, settings
+from .demo_view import DemoProgress, plot_cdf, render_report
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "local",
+        help="start a cluster on this host (--demo: and run the demo on it)",
+        description="Start schedulers and node monitors on this host (loopback) until Ctrl-C. While it runs, "
+        "`sparrow submit` and `sparrow status` find it with no flags. --demo runs short parallel jobs on it at "
+        "--load, shows their progress, reports response times and scheduling delays against an ideal scheduler "
+        "fed the same arrivals, and stops.",
+    )
+    add_settings(p, "local")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings("local", args)
+    setup_logging(s["log_level"])
+    return run_demo(s) if s["demo"] else run_cluster(s)
+
+
+def _cluster(s: Resolved) -> LocalCluster:
+    return LocalCluster(
+        s["schedulers"], s["node_monitors"], s["slots"], executor=s["executor"], policy=s["policy"],
+        weights=s["weight"], probe_ratio=s["probe_ratio"],
+    )  # fmt: skip
+
+
+def _describe(s: Resolved) -> str:
+    n, m = s["schedulers"], s["node_monitors"]
+    return (
+        f"{n} scheduler{'s' * (n > 1)}, {m} node monitor{'s' * (m > 1)} x {s['slots']} slots "
+        f"({s['policy']} queues, {s['executor']} executors)"
+    )
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT and SIGTERM stop the command while this block runs: SIGTERM is turned into SIGINT, so
+    the KeyboardInterrupt comes from Python's handler, or from trio's at a safe point inside trio.run."""
+    # SIGINT may have been ignored from birth (a background job of a non-interactive shell)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """Ignore SIGINT and SIGTERM (a second Ctrl-C must not cut the shutdown short; it is bounded)."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_cluster(s: Resolved) -> int:
+    try:
+        existing = read_state()
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if existing is not None and existing.alive():
+        raise CommandError(f"a `sparrow local` is already running on this host (pid {existing.pid}); stop it first")
+    cluster, state = _cluster(s), None
+    with _stop_on_signals():
+        try:
+            print(f"sparrow local: starting {_describe(s)}", flush=True)
+            cluster.start()
+            state = write_state(cluster.schedulers, cluster.node_monitors, cluster.secret)
+            print(_connect_help(cluster, state.secret_file), flush=True)
+            while True:
+                signal.pause()
+        except KeyboardInterrupt:
+            print("sparrow local: stopping", flush=True)
+        finally:
+            with _uninterrupted():
+                if state is not None:
+                    remove_state(state)
+                cluster.close()
+    return 0
+
+
+def _connect_help(cluster: LocalCluster, secret_file: str) -> str:
+    return "\n".join([
+        f"  schedulers:    {' '.join(cluster.schedulers)}",
+        f"  node monitors: {' '.join(cluster.node_monitors)}",
+        f"  secret file:   {secret_file}",
+        "From this host, with no flags:",
+        "  sparrow submit --tasks 10 -- hostname",
+        "  sparrow status",
+        "From Python:",
+        f"  SparrowExecutor({cluster.schedulers!r}, secret_file={secret_file!r})",
+        "From another shell or host:",
+        f"  sparrow submit --scheduler {cluster.schedulers[0]} --secret-file {secret_file} --tasks 10 -- hostname",
+        "Press Ctrl-C to stop.",
+    ])  # fmt: skip
+
+
+def run_demo(s: Resolved) -> int:
+    if s["plot"]:
+        try:
+            from sparrow_core.sim.plot import require_matplotlib
+
+            require_matplotlib()
+        except ImportError as exc:
+            raise CommandError(f"--plot: {exc}") from None
+    slots = s["node_monitors"] * s["slots"]
+    try:
+        workload = make_workload(
+            load=s["load"], duration=s["duration"], slots=slots, min_tasks=s["min_tasks"],
+            max_tasks=s["max_tasks"], task_ms=s["task_ms"], seed=s["seed"],
+        )  # fmt: skip
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    console = Console(highlight=False)
+    title = (
+        f"sparrow local --demo: {_describe(s)}, load {s['load']:.0%}, {len(workload.arrivals):,} jobs of "
+        f"{s['min_tasks']}-{s['max_tasks']} tasks of {s['task_ms'] / 2:g}-{s['task_ms'] * 1.5:g} ms"
+    )
+    console.print(title)
+    cluster = _cluster(s)
+    with _stop_on_signals():
+        try:
+            console.print("starting the cluster...")
+            cluster.start()
+            with DemoProgress(console) as progress:
+                records = trio.run(
+                    lambda: run_workload(cluster.schedulers, cluster.secret, workload, slots=slots,
+                                         on_progress=progress.update)  # fmt: skip
+                )
+        except KeyboardInterrupt:
+            console.print("sparrow local: demo interrupted")
+            return 130
+        finally:
+            with _uninterrupted():
+                cluster.close()
+    report = build_report(records, node_monitors=s["node_monitors"], slots=s["slots"])
+    render_report(console, report, "Demo report")
+    if s["plot"]:
+        plot_cdf(report, s["plot"], title=f"job response time, load {s['load']:.0%}")
+        console.print(f"CDF plot written to {s['plot']}")
+    return 1 if report.failed else 0

@@ -1,0 +1,49 @@
+"""`sparrow node-monitor`: run a node monitor (and its executor) in the foreground on this host."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from functools import partial
+
+from ..logsetup import setup_logging
+from ..metrics import MeteredNodeMonitorLogic, new_registry
+from ..node_monitor import serve_node_monitor
+from ..node_monitor_logic import NodeMonitorLogic
+from .common import CommandError, add_settings, service_secret, settings
+from .service import node_monitor_drain, run_service
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "node-monitor",
+        help="run a node monitor on this host",
+        description="Run a Sparrow node monitor until SIGTERM or Ctrl-C: it registers with every --scheduler, "
+        "queues their reservations and runs tasks in its slots. Prints 'listening on HOST:PORT' once registered.",
+    )
+    add_settings(p, "node-monitor")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings("node-monitor", args)
+    if not s["scheduler"]:
+        raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
+    secret = service_secret(s)
+    setup_logging(s["log_level"], secret=secret)
+    options = dict(slots=s["slots"] or os.cpu_count() or 1, policy=s["policy"], weights=s["weight"])
+    metrics = None
+    if s["metrics_port"] is not None:
+        registry = new_registry()
+        logic = MeteredNodeMonitorLogic(registry, **options)
+        metrics = (registry, s["metrics_port"])
+    else:
+        logic = NodeMonitorLogic(**options)
+    host, port = s["listen"]
+    service = partial(
+        serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"] or socket.gethostname(),
+        labels=s["label"], executor=s["executor"], heartbeat_interval=s["heartbeat_interval"],
+        scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic,
+    )  # fmt: skip
+    return run_service(service, "node-monitor", metrics, node_monitor_drain(logic, s["drain_timeout"]))

@@ -1,0 +1,53 @@
+"""`sparrow scheduler`: run a scheduler in the foreground on this host."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from functools import partial
+
+from ..logsetup import setup_logging
+from ..metrics import MeteredSchedulerLogic, new_registry
+from ..scheduler import serve_scheduler
+from ..scheduler_logic import SchedulerLogic
+from .common import add_settings, service_secret, settings
+from .service import run_service
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "scheduler",
+        help="run a scheduler on this host",
+        description="Run a Sparrow scheduler until SIGTERM or Ctrl-C. Node monitors register with it; "
+        "clients submit jobs to it. Prints 'listening on HOST:PORT' once ready.",
+    )
+    add_settings(p, "scheduler")
+    p.set_defaults(func=run)
+
+
+def default_id(port: int) -> str:
+    """scheduler@HOST:PORT, or scheduler@HOST-PID when the port is picked at random."""
+    return f"scheduler@{socket.gethostname()}" + (f":{port}" if port else f"-{os.getpid()}")
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings("scheduler", args)
+    secret = service_secret(s)
+    setup_logging(s["log_level"], secret=secret)
+    host, port = s["listen"]
+    options = dict(
+        scheduler_id=s["id"] or default_id(port), probe_ratio=s["probe_ratio"], seed=s["seed"]
+    )
+    metrics = None
+    if s["metrics_port"] is not None:
+        registry = new_registry()
+        logic = MeteredSchedulerLogic(registry, **options)
+        metrics = (registry, s["metrics_port"])
+    else:
+        logic = SchedulerLogic(**options)
+    service = partial(
+        serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
+        max_frame=s["max_frame"], logic=logic,
+    )  # fmt: skip
+    return run_service(service, "scheduler", metrics)

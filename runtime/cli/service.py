@@ -1,0 +1,79 @@
+"""Running one service in the foreground (`sparrow scheduler`, `sparrow node-monitor`): logs,
+optional metrics, and a clean stop on SIGTERM or SIGINT (a node monitor drains first)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from ..address import format_address
+from ..metrics import serve_metrics
+from ..node_monitor_logic import NodeMonitorLogic
+
+logger = logging.getLogger("sparrow_runtime.cli")
+
+DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
+
+
+def node_monitor_drain(logic: NodeMonitorLogic, timeout: float) -> Callable[[], Awaitable[None]]:
+    """A drain step for `run_service`: stop taking reservations, then wait (at most `timeout`
+    seconds) until the tasks running or asked for have finished and been reported."""
+
+    async def drain() -> None:
+        logic.drain()
+        with trio.move_on_after(timeout):
+            while logic.busy:
+                await trio.sleep(DRAIN_POLL)
+        if logic.busy:
+            logger.warning("%d tasks still running after %g s: stopping them (reported failed)", logic.busy, timeout)
+
+    return drain
+
+
+async def _serve_until_signal(
+    service: Callable, name: str, metrics: tuple | None, drain: Callable[[], Awaitable[None]] | None
+) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(service)
+            line = f"sparrow {name}: listening on {format_address(address)}"
+            if metrics is not None:
+                registry, port = metrics
+                host, bound = serve_metrics(registry, address[0], port)
+                line += f", metrics on http://{format_address((host, bound))}/metrics"
+            logger.info(line.removeprefix("sparrow "))
+            print(line, flush=True)
+            async for signum in signals:
+                logger.info("%s received: stopping", signal.Signals(signum).name)
+                break
+            if drain is not None:
+                async with trio.open_nursery() as draining:  # a second signal stops at once
+                    draining.start_soon(_cancel_on_next, signals, draining.cancel_scope)
+                    await drain()
+                    draining.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+
+
+async def _cancel_on_next(signals, scope: trio.CancelScope) -> None:
+    async for signum in signals:
+        logger.warning("%s received again: stopping now", signal.Signals(signum).name)
+        scope.cancel()
+        return
+
+
+def run_service(
+    service: Callable,
+    name: str,
+    metrics: tuple | None = None,
+    drain: Callable[[], Awaitable[None]] | None = None,
+) -> int:
+    """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT; print its address once ready.
+
+    `metrics` (optional): `(registry, port)` to serve on the service's host once it is listening.
+    `drain` (optional): awaited after the first signal, before the service is cancelled.
+    """
+    trio.run(_serve_until_signal, service, name, metrics, drain)
+    return 0

@@ -1,0 +1,128 @@
+"""`sparrow submit`: run a shell command or a Python callable as one job, streaming each task's outcome.
+
+    sparrow submit --tasks 100 -- CMD ARGS...   each task runs CMD with SPARROW_TASK_INDEX set
+    sparrow submit --tasks 10 module:function   each task calls function(index)
+
+A module imported from the current directory (not installed) is sent by value, so the workers do
+not need the file. Exit status: 0 if every task succeeded, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import cloudpickle
+import trio
+
+from ..client import Client, TaskOutcome
+from ..command_task import CommandFailed, run_command
+from ..errors import RemoteTraceback, SparrowError, TaskFailed
+from ..logsetup import setup_logging
+from .common import CommandError, add_settings, client_target, settings
+
+CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "submit",
+        help="run a shell command or a Python callable as one job",
+        description="Run `-- CMD ARGS...` (each task gets its index in SPARROW_TASK_INDEX) or `module:function` "
+        "(called with the task index) as one job of --tasks tasks, print each task's outcome as it arrives, and "
+        "exit 1 if any task failed. Connects to the `sparrow local` of this host unless --scheduler is given.",
+    )
+    add_settings(p, "submit")
+    p.add_argument("target", nargs="+", metavar="TARGET", help="module:function, or -- CMD ARGS...")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    s = settings("submit", args)
+    setup_logging(s["log_level"])
+    target = args.target
+    if len(target) == 1 and CALLABLE.fullmatch(target[0]):
+        fn = _import_callable(target[0])
+        tasks = [partial(fn, i) for i in range(s["tasks"])]
+        show = _show_value
+    else:
+        tasks = [partial(run_command, list(target), i) for i in range(s["tasks"])]
+        show = _show_output
+    schedulers, secret = client_target(s)
+    try:
+        return trio.run(_submit, schedulers, secret, tasks, s, show)
+    except (SparrowError, OSError, ValueError, TypeError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _import_callable(spec: str):
+    module_name, _, attribute = spec.partition(":")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"cannot import {module_name!r}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    fn = module
+    for part in attribute.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise CommandError(f"module {module_name!r} has no attribute {attribute!r}")
+    if not callable(fn):
+        raise CommandError(f"{spec} is not callable")
+    where = getattr(module, "__file__", None)
+    if where and Path(where).resolve().is_relative_to(Path.cwd().resolve()):
+        cloudpickle.register_pickle_by_value(module)  # the workers may not have the file
+    return fn
+
+
+def _show_value(index: int, value) -> str:
+    return f"[{index}] {value!r}"
+
+
+def _show_output(index: int, output: str) -> str:
+    lines = output.rstrip("\n").splitlines()
+    return "\n".join(f"[{index}] {line}" for line in lines) if lines else f"[{index}] ok"
+
+
+def _failure(outcome: TaskOutcome, traceback: bool) -> str:
+    exc = outcome.exception
+    if isinstance(exc, (CommandFailed, TaskFailed)):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    if traceback and isinstance(exc.__cause__, RemoteTraceback):
+        text += "\n" + exc.__cause__.tb.rstrip()
+    return f"[{outcome.index}] failed: {text}"
+
+
+async def _submit(schedulers: list[str], secret: bytes, tasks: list, s, show) -> int:
+    started = time.monotonic()
+    failed = done = 0
+    async with Client(schedulers, secret=secret) as client:
+        job = await client.submit_job(tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"])
+        with trio.move_on_after(s["timeout"] if s["timeout"] is not None else float("inf")) as scope:
+            async for outcome in job.as_completed():
+                done += 1
+                if outcome.ok:
+                    print(show(outcome.index, outcome.value), flush=True)
+                else:
+                    failed += 1
+                    print(_failure(outcome, s["traceback"]), flush=True)
+    elapsed = time.monotonic() - started
+    if scope.cancelled_caught:
+        print(f"sparrow submit: timed out after {s['timeout']:g} s with {done} of {len(tasks)} tasks done", file=sys.stderr)
+        return 1
+    print(
+        f"sparrow submit: job {job.job_id}: {len(tasks)} tasks, {len(tasks) - failed} succeeded, {failed} failed "
+        f"in {elapsed:.2f} s",
+        file=sys.stderr,
+    )
+    return 1 if failed else 0

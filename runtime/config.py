@@ -1,0 +1,345 @@
+"""Settings of the `sparrow` commands: declared once, read from flags, then SPARROW_* environment
+variables, then an optional TOML file, then the documented default (first found wins).
+
+A `Setting` names one value (`slots`), its kind (how text and TOML values become a typed value),
+its default and its help. Its flag is `--slots` (repeatable for list kinds), its environment
+variable `SPARROW_SLOTS`, its TOML key `slots`, either at the top level of the file (for every
+command that has the setting) or in the command's own table (`[node-monitor]`), which wins.
+
+Error handling: every bad value raises ConfigError naming the setting and where it came from
+("--slots: ...", "SPARROW_SLOTS: ...", "config.toml: [node-monitor] slots: ..."); so does an
+unknown key in the file, an unknown SPARROW_* variable (except those in ENV_OWNED_ELSEWHERE), a
+file that is missing or not valid TOML.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .address import format_address, parse_address
+
+ENV_PREFIX = "SPARROW_"
+# SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
+# every `sparrow submit` shell task gets, and the debug switch of the extension build.
+ENV_OWNED_ELSEWHERE = frozenset({"SPARROW_SECRET", "SPARROW_TASK_INDEX", "SPARROW_DEBUG"})
+
+
+class ConfigError(Exception):
+    """A setting is unknown, ill-typed or out of range; the message names it and its source."""
+
+
+# -- kinds: how a value is read ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """`from_text` reads a flag or environment value; `from_toml` a value of the TOML file.
+    Both raise ValueError with what was expected. `list_text` (for list kinds) splits the text
+    of an environment variable; flags of list kinds are repeated instead."""
+
+    describe: str
+    from_text: Callable[[str], Any]
+    from_toml: Callable[[Any], Any]
+    is_list: bool = False
+
+
+def _expect(what: str, value: Any) -> ValueError:
+    return ValueError(f"expected {what}, got {value!r}")
+
+
+def integer(low: int | None = None) -> Kind:
+    what = "an integer" + ("" if low is None else f" >= {low}")
+
+    def check(value: int) -> int:
+        if low is not None and value < low:
+            raise _expect(what, value)
+        return value
+
+    def text(s: str) -> int:
+        try:
+            return check(int(s))
+        except ValueError:
+            raise _expect(what, s) from None
+
+    def toml(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _expect(what, v)
+        return check(v)
+
+    return Kind(what, text, toml)
+
+
+def number(low: float | None = None, high: float | None = None, *, open_low: bool = False) -> Kind:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if open_low else '>='} {low:g}")
+    if high is not None:
+        parts.append(f"< {high:g}")
+    what = "a number" + ("" if not parts else " " + " and ".join(parts))
+
+    def check(value: float) -> float:
+        ok = math.isfinite(value)
+        ok = ok and (low is None or (value > low if open_low else value >= low))
+        ok = ok and (high is None or value < high)
+        if not ok:
+            raise _expect(what, value)
+        return value
+
+    def text(s: str) -> float:
+        try:
+            return check(float(s))
+        except ValueError:
+            raise _expect(what, s) from None
+
+    def toml(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _expect(what, v)
+        return check(float(v))
+
+    return Kind(what, text, toml)
+
+
+def choice(*options: str) -> Kind:
+    what = "one of " + ", ".join(options)
+
+    def check(v: Any) -> str:
+        if not isinstance(v, str) or v.lower() not in options:
+            raise _expect(what, v)
+        return v.lower()
+
+    return Kind(what, check, check)
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise _expect("a non-empty string", v)
+    return v
+
+
+def _boolean_text(s: str) -> bool:
+    low = s.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise _expect("true or false", s)
+
+
+def _boolean_toml(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise _expect("true or false", v)
+    return v
+
+
+def _host_port(v: Any, allow_any_port: bool) -> tuple[str, int]:
+    what = "an address host:port" + (" (port 0: any free port)" if allow_any_port else "")
+    if not isinstance(v, str):
+        raise _expect(what, v)
+    any_port = allow_any_port and v.endswith(":0")
+    try:
+        host, port = parse_address(v[:-1] + "1" if any_port else v)
+    except ValueError:
+        raise _expect(what, v) from None
+    return host, 0 if any_port else port
+
+
+def _address(v: Any) -> str:
+    return format_address(_host_port(v, False))
+
+
+def _listen_address(v: Any) -> tuple[str, int]:
+    return _host_port(v, True)
+
+
+def _list_of(item: Callable[[Any], Any], what: str) -> Kind:
+    def text(s: str) -> list:
+        return [item(part.strip()) for part in s.split(",") if part.strip()]
+
+    def toml(v: Any) -> list:
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list):
+            raise _expect(what, v)
+        return [item(x) for x in v]
+
+    return Kind(what, text, toml, is_list=True)
+
+
+def _weight_pair(s: str) -> tuple[str, float]:
+    user, sep, value = s.rpartition("=")
+    try:
+        weight = float(value)
+    except ValueError:
+        sep = ""
+    if not sep or not user or not math.isfinite(weight) or weight <= 0:
+        raise _expect("USER=WEIGHT with a weight > 0", s)
+    return user, weight
+
+
+def _weights_toml(v: Any) -> dict[str, float]:
+    if not isinstance(v, dict):
+        raise _expect("a table of user = weight", v)
+    return dict(_weight_pair(f"{user}={weight}") for user, weight in v.items())
+
+
+TEXT = Kind("a non-empty string", _text, _text)
+BOOLEAN = Kind("true or false", _boolean_text, _boolean_toml)
+# a (host, port) pair
+LISTEN_ADDRESS = Kind("an address host:port (port 0: any free port)", _listen_address, _listen_address)
+ADDRESSES = _list_of(_address, "addresses host:port")
+TEXTS = _list_of(_text, "a list of strings")
+WEIGHTS = Kind(
+    "USER=WEIGHT pairs",
+    lambda s: dict(_weight_pair(p.strip()) for p in s.split(",") if p.strip()),
+    _weights_toml,
+    is_list=True,
+)
+
+
+# -- settings --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a command. `default` None means "not set" (the command decides)."""
+
+    name: str
+    kind: Kind
+    default: Any = None
+    help: str = ""
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Add this setting's flag; its value stays None unless given (so lower sources can fill it)."""
+        shown = "" if self.default is None else f"default: {_show(self.default)}; "
+        text = f"{self.help} ({shown}env {self.env})"
+        if self.kind is BOOLEAN:
+            parser.add_argument(self.flag, dest=self.name, action="store_const", const="true", default=None, help=text)
+        elif self.kind.is_list:
+            parser.add_argument(self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text)
+        else:
+            parser.add_argument(self.flag, dest=self.name, default=None, metavar=self.metavar, help=text)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return format_address(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v:g}" for k, v in value.items()) or "none"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The value of every setting of a command, and where each came from ("--slots",
+    "SPARROW_SLOTS", the config file's path, or "default")."""
+
+    values: dict[str, Any]
+    sources: dict[str, str]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+
+CONFIG = Setting("config", TEXT, help="read settings from this TOML file", metavar="FILE")
+
+
+def resolve(
+    command: str,
+    settings: Sequence[Setting],
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    every_command: Mapping[str, Sequence[Setting]],
+) -> Resolved:
+    """Resolve `settings` of `command` from the parsed flags `args`, then `env`, then the TOML file
+    named by --config / SPARROW_CONFIG (its `[command]` table, then its top level), then defaults.
+
+    `every_command` (each command's settings) decides which variables and keys are unknown.
+    """
+    known_env = {s.env for group in every_command.values() for s in group} | {CONFIG.env}
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX) and name not in known_env and name not in ENV_OWNED_ELSEWHERE:
+            raise ConfigError(f"unknown setting in the environment: {name}")
+    config_file = getattr(args, CONFIG.name, None) or env.get(CONFIG.env) or None
+    table = _load_file(config_file, every_command) if config_file else {"": {}}
+    mine = table.get(command, {})
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for s in settings:
+        given = getattr(args, s.name, None)
+        if given is not None and s.kind.is_list:
+            value, source = _combine(_read(s.flag, item, s.kind.from_text) for item in given), s.flag
+        elif given is not None:
+            value, source = _read(s.flag, given, s.kind.from_text), s.flag
+        elif s.env in env:
+            value, source = _read(s.env, env[s.env], s.kind.from_text), s.env
+        elif s.name in mine:
+            value, source = _read(f"{config_file}: [{command}] {s.name}", mine[s.name], s.kind.from_toml), config_file
+        elif s.name in table[""]:
+            value, source = _read(f"{config_file}: {s.name}", table[""][s.name], s.kind.from_toml), config_file
+        else:
+            value, source = s.default, "default"
+        values[s.name], sources[s.name] = value, source
+    return Resolved(values, sources)
+
+
+def _combine(parts: Iterable[Any]) -> Any:
+    """Repeated flags of a list kind: lists are concatenated, tables (weights) merged."""
+    parts = list(parts)
+    if parts and isinstance(parts[0], dict):
+        return {k: v for part in parts for k, v in part.items()}
+    return [x for part in parts for x in part]
+
+
+def _read(where: str, raw: Any, convert: Callable[[Any], Any]) -> Any:
+    try:
+        return convert(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _load_file(path: str, every_command: Mapping[str, Sequence[Setting]]) -> dict[str, dict[str, Any]]:
+    """The file as {"": its top-level settings, command: its table}. Every key must be a setting:
+    of some command at the top level, of that command in its table."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise ConfigError("--config needs Python 3.11 or the tomli package to read TOML") from None
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    names = {cmd: {s.name for s in group} for cmd, group in every_command.items()}
+    anywhere = set().union(*names.values())
+    out: dict[str, dict[str, Any]] = {"": {}}
+    for key, value in data.items():
+        if key in names and isinstance(value, dict):
+            unknown = sorted(set(value) - names[key])
+            if unknown:
+                raise ConfigError(f"config file {path}: unknown setting {unknown[0]!r} in [{key}]")
+            out[key] = value
+        elif key in anywhere:
+            out[""][key] = value
+        else:
+            raise ConfigError(f"config file {path}: unknown setting {key!r}")
+    return out

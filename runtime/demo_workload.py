@@ -1,0 +1,151 @@
+"""The workload of `sparrow local --demo`: short parallel jobs arriving at random, run on a cluster.
+
+`make_workload` draws jobs of `min_tasks`..`max_tasks` tasks whose durations are uniform in
+[0.5, 1.5] x `task_ms`, arriving as a Poisson process whose rate offers `load` of the cluster's
+slots. `run_workload` submits each job at its arrival time through one `Client` and records, per
+job, when it was submitted and when its last outcome arrived, and per task when it started and
+ended in its worker. Tasks sleep (they hold a slot, not a CPU), so the demo measures scheduling,
+not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import trio
+
+from .client import Client, build_submit
+from .task_codec import pack_task, unpack_outcome
+
+WARMUP_TASKS_PER_SLOT = 2
+
+
+def demo_task(seconds: float) -> tuple[float, float]:
+    """A task of the demo: hold the slot for `seconds`; returns its (start, end) times."""
+    start = time.monotonic()
+    time.sleep(seconds)
+    return start, time.monotonic()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Jobs in arrival order: arrival offsets (seconds) and each job's task durations (seconds)."""
+
+    arrivals: np.ndarray
+    durations: list[np.ndarray]
+
+    @property
+    def n_tasks(self) -> int:
+        return sum(len(d) for d in self.durations)
+
+
+def make_workload(
+    *, load: float, duration: float, slots: int, min_tasks: int, max_tasks: int, task_ms: float, seed: int | None
+) -> Workload:
+    """Jobs arriving during `duration` seconds at the rate that keeps `load` of `slots` busy.
+
+    Error handling: ValueError naming the bad argument (min_tasks > max_tasks, load outside (0, 1)).
+    """
+    if min_tasks > max_tasks:
+        raise ValueError(f"min_tasks ({min_tasks}) must not exceed max_tasks ({max_tasks})")
+    if not 0 < load < 1:
+        raise ValueError(f"load must be in (0, 1), got {load}")
+    rng = np.random.default_rng(seed)
+    mean_task = task_ms / 1000.0
+    rate = load * slots / ((min_tasks + max_tasks) / 2 * mean_task)  # jobs per second
+    gaps = rng.exponential(1.0 / rate, math.ceil(rate * duration * 1.5) + 10)
+    arrivals = np.concatenate(([0.0], np.cumsum(gaps)))
+    arrivals = arrivals[arrivals < duration]  # the first job arrives at 0
+    sizes = rng.integers(min_tasks, max_tasks + 1, len(arrivals))
+    durations = [rng.uniform(0.5 * mean_task, 1.5 * mean_task, int(m)) for m in sizes]
+    return Workload(arrivals, durations)
+
+
+@dataclass
+class JobRecord:
+    submitted: float
+    n_tasks: int
+    starts: np.ndarray
+    ends: np.ndarray
+    finished: float = math.nan
+    failed: int = 0
+    n_done: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Progress:
+    """What `run_workload` has done so far (read by the progress display)."""
+
+    jobs_total: int
+    tasks_total: int
+    jobs_submitted: int = 0
+    jobs_done: int = 0
+    tasks_done: int = 0
+    tasks_failed: int = 0
+
+
+async def run_workload(
+    schedulers: list[str],
+    secret: str | bytes,
+    workload: Workload,
+    *,
+    slots: int,
+    on_progress: Callable[[Progress], None] = lambda p: None,
+    progress_interval: float = 0.1,
+) -> list[JobRecord]:
+    """Run `workload` (after a warm-up job of a few tasks per slot, not recorded); returns its jobs.
+
+    `on_progress` is called every `progress_interval` seconds and once at the end.
+    """
+    progress = Progress(len(workload.arrivals), workload.n_tasks)
+    async with Client(schedulers, secret=secret) as client:
+        warmup = await client.submit_job([lambda: demo_task(0.0)] * (slots * WARMUP_TASKS_PER_SLOT))
+        await warmup.results()
+        records: list[JobRecord] = []
+        all_done = trio.Event()
+
+        async def report() -> None:
+            while True:
+                on_progress(progress)
+                await trio.sleep(progress_interval)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(report)
+            start = trio.current_time()
+            for offset, durations in zip(workload.arrivals.tolist(), workload.durations, strict=True):
+                await trio.sleep_until(start + offset)
+                msg = build_submit([pack_task(demo_task, (d,)) for d in durations.tolist()], "", 0, None, None)
+                record = JobRecord(time.monotonic(), len(durations), np.full(len(durations), np.nan),
+                                   np.full(len(durations), np.nan))  # fmt: skip
+                records.append(record)
+                client.send_job(msg, _recorder(record, progress, all_done))
+                progress.jobs_submitted += 1
+            await all_done.wait()
+            nursery.cancel_scope.cancel()
+    on_progress(progress)
+    return records
+
+
+def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event):
+    def on_outcome(task: int, ok: bool, payload: bytes, error: str) -> None:
+        now = time.monotonic()
+        try:
+            record.starts[task], record.ends[task] = unpack_outcome(ok, payload, error)
+        except Exception as exc:  # noqa: BLE001 - a failed task is counted and reported, not raised
+            record.failed += 1
+            progress.tasks_failed += 1
+            record.errors.append(f"{type(exc).__name__}: {exc}")
+        record.n_done += 1
+        progress.tasks_done += 1
+        if record.n_done == record.n_tasks:
+            record.finished = now
+            progress.jobs_done += 1
+            if progress.jobs_done == progress.jobs_total:
+                all_done.set()
+
+    return on_outcome

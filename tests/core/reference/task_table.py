@@ -1,0 +1,130 @@
+"""Reference model of csrc/sparrow/task_table.h (late binding): a worker asking get_task
+consumes one of its outstanding reservations of the job and gets, in order of preference,
+the lowest-numbered unlaunched constrained task one of its reservations was made for, the
+lowest-numbered unlaunched constrained task listing it as a candidate, the lowest-numbered
+unlaunched unconstrained task; or None. Decisions depend on values only, never on the order
+reservations were recorded in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OUTSTANDING, CONSUMED, CANCELLED = 0, 1, 2
+
+
+@dataclass
+class _Probe:
+    worker: int
+    task: int  # -1: made for any unconstrained task
+    state: int = OUTSTANDING
+
+
+@dataclass
+class _Job:
+    n_tasks: int
+    candidates: list[set[int]]  # per task; empty = unconstrained
+    launched: list[bool]
+    probes: dict[int, list[_Probe]] = field(default_factory=dict)  # worker -> its probes
+
+    def outstanding(self) -> list[_Probe]:
+        return [p for probes in self.probes.values() for p in probes if p.state == OUTSTANDING]
+
+
+class TaskTable:
+    def __init__(self) -> None:
+        self._jobs: dict[int, _Job] = {}
+
+    def _find(self, job_id: int) -> _Job:
+        if job_id not in self._jobs:
+            raise ValueError(f"job_id {job_id} does not exist")
+        return self._jobs[job_id]
+
+    def add_job(self, job_id: int, n_tasks: int, candidates=None) -> None:
+        if n_tasks < 0:
+            raise ValueError(f"n_tasks must be >= 0, got {n_tasks}")
+        if job_id in self._jobs:
+            raise ValueError(f"job_id {job_id} already exists")
+        per_task = [[] if c is None else [int(w) for w in c] for c in (candidates or [None] * n_tasks)]
+        if len(per_task) != n_tasks:
+            raise ValueError(f"candidates must have one entry per task ({n_tasks}), got {len(per_task)}")
+        for t, workers in enumerate(per_task):
+            if len(set(workers)) != len(workers):
+                raise ValueError(f"candidates: task {t} lists a worker twice")
+            if any(w < 0 for w in workers):
+                raise ValueError(f"candidates: task {t} has a negative worker id")
+        self._jobs[job_id] = _Job(n_tasks, [set(w) for w in per_task], [False] * n_tasks)
+
+    def reserve(self, job_id: int, workers, tasks=None) -> None:
+        job = self._find(job_id)
+        workers = [int(w) for w in workers]
+        tasks = [-1] * len(workers) if tasks is None else [int(t) for t in tasks]
+        for w, t in zip(workers, tasks, strict=True):
+            if w < 0 or not -1 <= t < job.n_tasks:
+                raise ValueError(f"workers/tasks: bad probe ({w}, {t})")
+            if t >= 0 and w not in job.candidates[t]:
+                raise ValueError(f"workers: worker {w} is not a candidate of task {t}")
+        for w, t in zip(workers, tasks):
+            job.probes.setdefault(w, []).append(_Probe(w, t))
+
+    def get_task(self, job_id: int, worker: int) -> int | None:
+        job = self._find(job_id)
+        probes = job.probes.get(worker, [])
+        held = [p for p in probes if p.state == OUTSTANDING]
+        if not held:
+            return None
+        min(held, key=lambda p: p.task).state = CONSUMED
+        task = min((p.task for p in probes if p.task >= 0 and not job.launched[p.task]), default=None)
+        if task is None:
+            task = next((t for t in range(job.n_tasks) if not job.launched[t] and worker in job.candidates[t]), None)
+        if task is None:
+            task = next((t for t in range(job.n_tasks) if not job.launched[t] and not job.candidates[t]), None)
+        if task is not None:
+            job.launched[task] = True
+        return task
+
+    def get_task_many(self, job_ids, workers) -> np.ndarray:
+        answers = [self.get_task(int(j), int(w)) for j, w in zip(job_ids, workers, strict=True)]
+        return np.asarray([-1 if a is None else a for a in answers], dtype=np.int64)
+
+    def all_launched(self, job_id: int) -> bool:
+        return all(self._find(job_id).launched)
+
+    def workers_to_cancel(self, job_id: int) -> np.ndarray:
+        job = self._find(job_id)
+        if not all(job.launched):
+            return np.empty(0, dtype=np.int64)
+        held = job.outstanding()
+        for p in held:
+            p.state = CANCELLED
+        return np.asarray(sorted({p.worker for p in held}), dtype=np.int64)
+
+    def drop_worker(self, job_id: int, worker: int) -> int:
+        held = [p for p in self._find(job_id).probes.get(worker, []) if p.state == OUTSTANDING]
+        for p in held:
+            p.state = CANCELLED
+        return len(held)
+
+    def unlaunched(self, job_id: int) -> np.ndarray:
+        job = self._find(job_id)
+        return np.asarray([t for t in range(job.n_tasks) if not job.launched[t]], dtype=np.int64)
+
+    def remove_job(self, job_id: int) -> None:
+        self._find(job_id)
+        del self._jobs[job_id]
+
+    def n_tasks(self, job_id: int) -> int:
+        return self._find(job_id).n_tasks
+
+    def n_launched(self, job_id: int) -> int:
+        return sum(self._find(job_id).launched)
+
+    def outstanding(self, job_id: int) -> int:
+        return len(self._find(job_id).outstanding())
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._jobs
+
+    def __len__(self) -> int:
+        return len(self._jobs)

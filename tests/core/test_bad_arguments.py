@@ -1,0 +1,196 @@
+"""Every bad-argument path of the binding: the exception type (ValueError for a bad value,
+TypeError for a bad type) and a message naming the argument; a rejected call changes nothing."""
+
+import math
+
+import numpy as np
+import pytest
+
+import sparrow_core as sc
+
+
+def rng():
+    return sc.Rng(1)
+
+
+def fair_queue():
+    q = sc.ReservationQueue("fair")
+    q.push(1, "a")
+    return q
+
+
+def table():
+    t = sc.TaskTable()
+    t.add_job(1, 2, [[3, 4], None])
+    t.reserve(1, [3, 5])
+    return t
+
+
+CASES = {
+    # Rng
+    "seed str": (lambda: sc.Rng("1"), TypeError, "seed"),
+    "seed float": (lambda: sc.Rng(1.0), TypeError, "seed"),
+    "seed bool": (lambda: sc.Rng(True), TypeError, "seed"),
+    "seed negative": (lambda: sc.Rng(-1), ValueError, "seed"),
+    "seed too large": (lambda: sc.Rng(2**64), ValueError, "seed"),
+    "below zero": (lambda: rng().below(0), ValueError, "n"),
+    "below negative": (lambda: rng().below(-3), ValueError, "n"),
+    "below str": (lambda: rng().below("3"), TypeError, "n"),
+    "below too large": (lambda: rng().below(2**64), ValueError, "n"),
+    "exponential zero mean": (lambda: rng().exponential(0.0), ValueError, "mean"),
+    "exponential nan mean": (lambda: rng().exponential(math.nan), ValueError, "mean"),
+    "exponential str mean": (lambda: rng().exponential("1"), TypeError, "mean"),
+    # probe_count
+    "probe_count negative n_tasks": (lambda: sc.probe_count(-1, 2.0), ValueError, "n_tasks"),
+    "probe_count float n_tasks": (lambda: sc.probe_count(1.5, 2.0), TypeError, "n_tasks"),
+    "probe_count ratio below 1": (lambda: sc.probe_count(10, 0.99), ValueError, "probe_ratio"),
+    "probe_count ratio nan": (lambda: sc.probe_count(10, math.nan), ValueError, "probe_ratio"),
+    "probe_count ratio inf": (lambda: sc.probe_count(10, math.inf), ValueError, "probe_ratio"),
+    "probe_count ratio str": (lambda: sc.probe_count(10, "2"), TypeError, "probe_ratio"),
+    # sample_batch
+    "sample_batch rng None": (lambda: sc.sample_batch(None, 10, 2, 2.0), TypeError, "rng"),
+    "sample_batch rng of another kind": (lambda: sc.sample_batch(np.random.default_rng(1), 10, 2, 2.0), TypeError, "rng"),
+    "sample_batch negative n_workers": (lambda: sc.sample_batch(rng(), -1, 2, 2.0), ValueError, "n_workers"),
+    "sample_batch zero n_workers": (lambda: sc.sample_batch(rng(), 0, 2, 2.0), ValueError, "n_workers"),
+    "sample_batch str n_workers": (lambda: sc.sample_batch(rng(), "10", 2, 2.0), TypeError, "n_workers"),
+    "sample_batch negative n_tasks": (lambda: sc.sample_batch(rng(), 10, -2, 2.0), ValueError, "n_tasks"),
+    "sample_batch str n_tasks": (lambda: sc.sample_batch(rng(), 10, "2", 2.0), TypeError, "n_tasks"),
+    "sample_batch ratio below 1": (lambda: sc.sample_batch(rng(), 10, 2, 0.5), ValueError, "probe_ratio"),
+    "sample_batch ratio nan": (lambda: sc.sample_batch(rng(), 10, 2, math.nan), ValueError, "probe_ratio"),
+    "sample_batch ratio str": (lambda: sc.sample_batch(rng(), 10, 2, "2"), TypeError, "probe_ratio"),
+    "candidates duplicate": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1, 1]), ValueError, "candidates"),
+    "candidates out of range": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1, 10]), ValueError, "candidates"),
+    "candidates negative": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[-1, 2]), ValueError, "candidates"),
+    "candidates empty": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[]), ValueError, "candidates"),
+    "candidates 2-d": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[[1, 2]]), ValueError, "candidates"),
+    "candidates floats": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1.0, 2.0]), TypeError, "candidates"),
+    "candidates str": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates="12"), TypeError, "candidates"),
+    # sample_batch_many
+    "many negative n_workers": (lambda: sc.sample_batch_many(rng(), -1, [2], 2.0), ValueError, "n_workers"),
+    "many zero n_workers": (lambda: sc.sample_batch_many(rng(), 0, [0, 2], 2.0), ValueError, "n_workers"),
+    "many negative size": (lambda: sc.sample_batch_many(rng(), 10, [2, -1], 2.0), ValueError, "n_tasks"),
+    "many float sizes": (lambda: sc.sample_batch_many(rng(), 10, [1.5], 2.0), TypeError, "n_tasks"),
+    "many 2-d sizes": (lambda: sc.sample_batch_many(rng(), 10, [[1, 2]], 2.0), ValueError, "n_tasks"),
+    "many ratio below 1": (lambda: sc.sample_batch_many(rng(), 10, [1], 0.0), ValueError, "probe_ratio"),
+    # sample_per_task
+    "per_task zero d": (lambda: sc.sample_per_task(rng(), 10, 2, 0), ValueError, "d"),
+    "per_task float d": (lambda: sc.sample_per_task(rng(), 10, 2, 1.5), TypeError, "d"),
+    "per_task negative n_tasks": (lambda: sc.sample_per_task(rng(), 10, -2, 1), ValueError, "n_tasks"),
+    "per_task negative n_workers": (lambda: sc.sample_per_task(rng(), -10, 2, 1), ValueError, "n_workers"),
+    "per_task zero n_workers": (lambda: sc.sample_per_task(rng(), 0, 2, 1), ValueError, "n_workers"),
+    # sample_constrained
+    "constrained not a sequence": (lambda: sc.sample_constrained(rng(), 10, 5, 2.0), TypeError, "task_candidates"),
+    "constrained str entry": (lambda: sc.sample_constrained(rng(), 10, ["ab"], 2.0), TypeError, r"task_candidates\[0\]"),
+    "constrained duplicate": (lambda: sc.sample_constrained(rng(), 10, [[1, 1]], 2.0), ValueError, "candidates"),
+    "constrained out of range": (lambda: sc.sample_constrained(rng(), 10, [None, [10]], 2.0), ValueError, "candidates"),
+    "constrained ratio below 1": (lambda: sc.sample_constrained(rng(), 10, [None], 0.5), ValueError, "probe_ratio"),
+    "constrained negative n_workers": (lambda: sc.sample_constrained(rng(), -1, [None], 2.0), ValueError, "n_workers"),
+    "constrained zero n_workers": (lambda: sc.sample_constrained(rng(), 0, [None], 2.0), ValueError, "n_workers"),
+    # ReservationQueue
+    "unknown policy": (lambda: sc.ReservationQueue("lifo"), ValueError, "policy"),
+    "weights not a dict": (lambda: sc.ReservationQueue("fair", weights=[1, 2]), TypeError, "weights"),
+    "zero weight": (lambda: sc.ReservationQueue("fair", weights={"a": 0}), ValueError, "weight"),
+    "negative weight": (lambda: sc.ReservationQueue("fair", weights={"a": -1.0}), ValueError, "weight"),
+    "nan weight": (lambda: sc.ReservationQueue("fair", weights={"a": math.nan}), ValueError, "weight"),
+    "inf weight": (lambda: sc.ReservationQueue("fair", weights={"a": math.inf}), ValueError, "weight"),
+    "zero default_weight": (lambda: sc.ReservationQueue("fair", default_weight=0), ValueError, "default_weight"),
+    "str default_weight": (lambda: sc.ReservationQueue("fair", default_weight="1"), TypeError, "default_weight"),
+    "set_weight zero": (lambda: fair_queue().set_weight("a", 0), ValueError, "weight"),
+    "set_weight str": (lambda: fair_queue().set_weight("a", "2"), TypeError, "weight"),
+    "push str job_id": (lambda: fair_queue().push("7", "a"), TypeError, "job_id"),
+    "push float user": (lambda: fair_queue().push(2, 1.5), TypeError, "user"),
+    "push bool user": (lambda: fair_queue().push(2, True), TypeError, "user"),
+    "push huge int user": (lambda: fair_queue().push(2, 2**70), ValueError, "user"),
+    "push str priority": (lambda: fair_queue().push(2, "a", "high"), TypeError, "priority"),
+    "push priority over 32 bits": (lambda: fair_queue().push(2, "a", 2**40), ValueError, "priority"),
+    "push job for a second user": (lambda: fair_queue().push(1, "b"), ValueError, "job"),
+    "refund without a pop": (lambda: fair_queue().refund("a"), ValueError, "refund"),
+    "refund unknown user": (lambda: fair_queue().refund("zz"), ValueError, "user"),
+    "cancel str job_id": (lambda: fair_queue().cancel("1"), TypeError, "job_id"),
+    "push_many short users": (lambda: fair_queue().push_many([1, 2], [1]), ValueError, "users"),
+    "push_many short priorities": (lambda: fair_queue().push_many([1, 2], [1, 2], [0]), ValueError, "priorities"),
+    "push_many float users": (lambda: fair_queue().push_many([1], [1.0]), TypeError, "users"),
+    "push_many str users": (lambda: fair_queue().push_many([1], ["a"]), TypeError, "users"),
+    "push_many float job_ids": (lambda: fair_queue().push_many([1.0], [1]), TypeError, "job_ids"),
+    "push_many priority over 32 bits": (lambda: fair_queue().push_many([1], [1], [2**40]), ValueError, "priorities"),
+    "pop_many negative": (lambda: fair_queue().pop_many(-1), ValueError, "max_count"),
+    "pop_many str": (lambda: fair_queue().pop_many("3"), TypeError, "max_count"),
+    # TaskTable
+    "add_job duplicate": (lambda: table().add_job(1, 2), ValueError, "job_id"),
+    "add_job str job_id": (lambda: table().add_job("2", 2), TypeError, "job_id"),
+    "add_job negative n_tasks": (lambda: table().add_job(2, -1), ValueError, "n_tasks"),
+    "add_job float n_tasks": (lambda: table().add_job(2, 2.0), TypeError, "n_tasks"),
+    "add_job candidates wrong length": (lambda: table().add_job(2, 2, [None]), ValueError, "candidates"),
+    "add_job candidates duplicate": (lambda: table().add_job(2, 1, [[1, 1]]), ValueError, "candidates"),
+    "add_job candidates negative": (lambda: table().add_job(2, 1, [[-1]]), ValueError, "candidates"),
+    "add_job candidates floats": (lambda: table().add_job(2, 1, [[1.5]]), TypeError, "candidates"),
+    "add_job candidates not a sequence": (lambda: table().add_job(2, 1, 5), TypeError, "candidates"),
+    "reserve unknown job": (lambda: table().reserve(9, [1]), ValueError, "job_id"),
+    "reserve negative worker": (lambda: table().reserve(1, [2, -1]), ValueError, "workers"),
+    "reserve float workers": (lambda: table().reserve(1, [1.5]), TypeError, "workers"),
+    "reserve lengths differ": (lambda: table().reserve(1, [3, 4], [0]), ValueError, "tasks"),
+    "reserve task out of range": (lambda: table().reserve(1, [3], [2]), ValueError, "tasks"),
+    "reserve task below -1": (lambda: table().reserve(1, [3], [-2]), ValueError, "tasks"),
+    "reserve tagged unconstrained task": (lambda: table().reserve(1, [3], [1]), ValueError, "tasks"),
+    "reserve worker not a candidate": (lambda: table().reserve(1, [5], [0]), ValueError, "workers"),
+    "get_task unknown job": (lambda: table().get_task(9, 3), ValueError, "job_id"),
+    "get_task str worker": (lambda: table().get_task(1, "3"), TypeError, "worker"),
+    "get_task str job_id": (lambda: table().get_task("1", 3), TypeError, "job_id"),
+    "get_task_many lengths differ": (lambda: table().get_task_many([1], [3, 5]), ValueError, "workers"),
+    "get_task_many unknown job": (lambda: table().get_task_many([9], [3]), ValueError, "job_id"),
+    "get_task_many float workers": (lambda: table().get_task_many([1], [3.0]), TypeError, "workers"),
+    "all_launched unknown job": (lambda: table().all_launched(9), ValueError, "job_id"),
+    "workers_to_cancel unknown job": (lambda: table().workers_to_cancel(9), ValueError, "job_id"),
+    "remove_job unknown job": (lambda: table().remove_job(9), ValueError, "job_id"),
+    "drop_worker unknown job": (lambda: table().drop_worker(9, 3), ValueError, "job_id"),
+    "drop_worker str worker": (lambda: table().drop_worker(1, "3"), TypeError, "worker"),
+    "unlaunched unknown job": (lambda: table().unlaunched(9), ValueError, "job_id"),
+    "outstanding unknown job": (lambda: table().outstanding(9), ValueError, "job_id"),
+    "n_tasks unknown job": (lambda: table().n_tasks(9), ValueError, "job_id"),
+    "n_launched unknown job": (lambda: table().n_launched(9), ValueError, "job_id"),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_bad_argument_raises_naming_it(case):
+    """The call raises the expected exception type with the argument named in the message."""
+    call, exception, name = case
+    with pytest.raises(exception, match=name):
+        call()
+
+
+def test_rejected_queue_calls_change_nothing():
+    """A rejected push, refund or weight leaves the queue's contents and order as they were."""
+    q = sc.ReservationQueue("fair", weights={"a": 2})
+    for job, user in [(1, "a"), (2, "b"), (1, "a"), (3, "b")]:
+        q.push(job, user)
+    for bad in (lambda: q.push(1, "b"), lambda: q.refund("b"), lambda: q.set_weight("a", -1), lambda: q.push(4, 1.5)):
+        with pytest.raises((ValueError, TypeError)):
+            bad()
+    assert len(q) == 4 and q.counts() == {"a": 2, "b": 2}
+    assert [r.job_id for r in iter(q.pop, None)] == [1, 2, 1, 3]
+
+
+def test_rejected_task_table_calls_change_nothing():
+    """A rejected add_job or reserve (one bad probe among good ones) records nothing."""
+    t = table()
+    with pytest.raises(ValueError):
+        t.add_job(1, 5)
+    with pytest.raises(ValueError):
+        t.reserve(1, [3, 4, 6], [0, 0, 0])  # worker 6 is no candidate of task 0
+    assert t.n_tasks(1) == 2 and t.outstanding(1) == 2
+    assert sorted([t.get_task(1, 3), t.get_task(1, 5)]) == [0, 1]
+
+
+def test_rejected_sampling_call_leaves_the_rng_untouched():
+    """A sampling call rejected for its arguments draws nothing from the generator."""
+    r = sc.Rng(5)
+    for bad in (
+        lambda: sc.sample_batch(r, 10, 2, 1.0, candidates=[1, 1]),
+        lambda: sc.sample_batch(r, 10, -1, 2.0),
+        lambda: sc.sample_batch_many(r, 10, [3, -1], 2.0),
+        lambda: sc.sample_per_task(r, 10, 2, 0),
+    ):
+        with pytest.raises(ValueError):
+            bad()
+    assert r.next_u64() == sc.Rng(5).next_u64()

@@ -12,7 +12,7 @@ from .common import CommandError
 
 # Each module named here defines `add_parser(subparsers)`, which registers its subcommand and sets
 # `func` on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
-SUBCOMMAND_MODULES = ("local", "submit", "scheduler", "node_monitor", "simulate")
+SUBCOMMAND_MODULES = ("local", "submit", "status", "scheduler", "node_monitor", "simulate")
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

@@ -1,0 +1,133 @@
+"""Helpers for running `sparrow` as a user would: subprocesses, real services on loopback, bounded
+waits, and a cleanup that kills whatever a test started, even when it fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
+STARTUP_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+LEFTOVER_GRACE = 3.0
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a command under test: no SPARROW_* from outside, a private state dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARROW_")}
+    runtime_dir = tmp_path / "xdg"
+    runtime_dir.mkdir(mode=0o700, exist_ok=True)
+    env["XDG_RUNTIME_DIR"] = str(runtime_dir)
+    env.update(extra)
+    return env
+
+
+def run_sparrow(*args: str, env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
+    return subprocess.run([*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (from /proc), zombies excluded."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Running:
+    """A `sparrow` command running in the background, in its own session."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.args = args
+        self.process = subprocess.Popen(
+            [*SPARROW, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+        self.output = ""
+        self.tree: set[int] = set()
+        self.leftover: list[int] = []
+
+    def wait_for(self, pattern: str, timeout: float = STARTUP_TIMEOUT) -> re.Match:
+        """Read stdout until `pattern` matches it; fail with what was printed if it does not in time."""
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern, re.MULTILINE)
+        while not (found := regex.search(self.output)):
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([self.process.stdout], [], [], max(remaining, 0))
+            chunk = os.read(self.process.stdout.fileno(), 65536) if ready else b""
+            if not chunk:
+                self.stop(signal.SIGKILL)
+                pytest.fail(f"`sparrow {' '.join(self.args)}` did not print {pattern!r}:\n{self.output}\n{self.stderr()}")
+            self.output += chunk.decode()
+        self.tree = descendants(self.process.pid)
+        return found
+
+    def stderr(self) -> str:
+        return self.process.stderr.read().decode() if self.process.poll() is not None else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT) -> int | None:
+        """Send `sig` and wait for the exit; then note in `leftover` the processes it had started that
+        are still alive (after a grace of LEFTOVER_GRACE seconds), and kill them. Returns the exit
+        status (None if it did not exit in time and had to be killed)."""
+        tree = self.tree | descendants(self.process.pid)
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        deadline = time.monotonic() + LEFTOVER_GRACE
+        while (left := [pid for pid in tree if alive(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.leftover = left
+        for pid in [self.process.pid, *left]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait()
+        self.output += self.process.stdout.read().decode()
+        return code
+
+
+@pytest.fixture
+def running():
+    """Start background `sparrow` commands with `running(args, env)`; all are stopped after the test."""
+    started: list[Running] = []
+
+    def start(args: list[str], env: dict[str, str]) -> Running:
+        started.append(Running(args, env))
+        return started[-1]
+
+    yield start
+    for r in started:
+        r.stop(signal.SIGKILL, timeout=5)

@@ -107,16 +107,17 @@ class PythonPriorityQueue(PythonQueue):
 
 class PythonFairQueue(PythonQueue):
     """Stride scheduling over per-user FIFOs (a dict of deques and a heapq of user passes):
-    serve the backlogged user with the smallest pass, charge it 1/weight; a user becoming
-    backlogged starts at the current virtual time."""
+    serve the backlogged user with the smallest pass (ties: backlogged longest), charge it
+    1/weight; a user becoming backlogged starts at the current virtual time."""
 
     def __init__(self, weights: dict | None = None) -> None:
         super().__init__()
         self.queues: dict = {}
         self.passes: dict = {}
+        self.since: dict = {}  # order of becoming backlogged; also tells stale heap nodes
         self.weights = weights or {}
         self.heap: list = []
-        self.seq = itertools.count()
+        self.backlogs = itertools.count()
         self.vtime = 0.0
 
     def push(self, job: int, user: int, priority: int = 0) -> None:
@@ -127,16 +128,16 @@ class PythonFairQueue(PythonQueue):
             queue = self.queues[user] = deque()
         if not backlogged:
             queue.clear()  # only dead entries of cancelled jobs can be left
-            start = max(self.passes.get(user, 0.0), self.vtime)
-            self.passes[user] = start
-            heapq.heappush(self.heap, (start, next(self.seq), user))
+            start = self.passes[user] = max(self.passes.get(user, 0.0), self.vtime)
+            since = self.since[user] = next(self.backlogs)
+            heapq.heappush(self.heap, (start, since, user))
         queue.append(entry)
 
     def pop(self):
         while self.heap:
-            start, _, user = heapq.heappop(self.heap)
-            if self.counts[user] == 0 or self.passes[user] != start:
-                continue  # the user's jobs were cancelled, or a stale node
+            start, since, user = heapq.heappop(self.heap)
+            if self.counts[user] == 0 or self.since[user] != since:
+                continue  # the user's jobs were cancelled since
             queue = self.queues[user]
             while not self._live(queue[0]):
                 queue.popleft()
@@ -145,7 +146,7 @@ class PythonFairQueue(PythonQueue):
             self.passes[user] = start + 1.0 / self.weights.get(user, 1.0)
             result = self._consume(entry)
             if self.counts[user]:
-                heapq.heappush(self.heap, (self.passes[user], next(self.seq), user))
+                heapq.heappush(self.heap, (self.passes[user], since, user))
             return result
         return None
 

@@ -1,36 +1,61 @@
 """sparrow_runtime: Sparrow as networked trio services (scheduler, node monitor, executors), the wire
-protocol between them, and the client API. See docs/runtime.md."""
+protocol between them, and the client API. See docs/runtime.md.
 
-from .client import Client as Client
-from .client import JobHandle as JobHandle
-from .client import TaskOutcome as TaskOutcome
-from .errors import ConnectionLost as ConnectionLost
-from .errors import FrameTooLarge as FrameTooLarge
-from .errors import HandshakeError as HandshakeError
-from .errors import ProtocolError as ProtocolError
-from .errors import RemoteTraceback as RemoteTraceback
-from .errors import SparrowError as SparrowError
-from .errors import TaskFailed as TaskFailed
-from .local_cluster import LocalCluster as LocalCluster
-from .messages import Constraint as Constraint
-from .node_monitor import serve_node_monitor as serve_node_monitor
-from .scheduler import serve_scheduler as serve_scheduler
-from .sync_executor import SparrowExecutor as SparrowExecutor
+The public names are imported on first use (PEP 562): an executor worker process, which only needs
+the framing and the task codec, then starts without importing trio and the services.
+"""
 
-__all__ = [
-    "Client",
-    "ConnectionLost",
-    "Constraint",
-    "FrameTooLarge",
-    "HandshakeError",
-    "JobHandle",
-    "LocalCluster",
-    "ProtocolError",
-    "RemoteTraceback",
-    "SparrowError",
-    "TaskFailed",
-    "TaskOutcome",
-    "SparrowExecutor",
-    "serve_node_monitor",
-    "serve_scheduler",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "Client": "client",
+    "JobHandle": "client",
+    "TaskOutcome": "client",
+    "ConnectionLost": "errors",
+    "FrameTooLarge": "errors",
+    "HandshakeError": "errors",
+    "ProtocolError": "errors",
+    "RemoteTraceback": "errors",
+    "SparrowError": "errors",
+    "TaskFailed": "errors",
+    "LocalCluster": "local_cluster",
+    "Constraint": "messages",
+    "serve_node_monitor": "node_monitor",
+    "serve_scheduler": "scheduler",
+    "SparrowExecutor": "sync_executor",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .client import Client as Client
+    from .client import JobHandle as JobHandle
+    from .client import TaskOutcome as TaskOutcome
+    from .errors import ConnectionLost as ConnectionLost
+    from .errors import FrameTooLarge as FrameTooLarge
+    from .errors import HandshakeError as HandshakeError
+    from .errors import ProtocolError as ProtocolError
+    from .errors import RemoteTraceback as RemoteTraceback
+    from .errors import SparrowError as SparrowError
+    from .errors import TaskFailed as TaskFailed
+    from .local_cluster import LocalCluster as LocalCluster
+    from .messages import Constraint as Constraint
+    from .node_monitor import serve_node_monitor as serve_node_monitor
+    from .scheduler import serve_scheduler as serve_scheduler
+    from .sync_executor import SparrowExecutor as SparrowExecutor
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sparrow_runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

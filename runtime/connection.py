@@ -1,9 +1,17 @@
 """The trio shell around one framed connection: handshake, batched reads, one write per burst.
 
 `accept` (server side) and `connect` (client side) run the authenticated handshake of auth.py and
-return a `Connection`. `Connection.send` only queues (it is synchronous, so sans-I/O logic can emit
-messages freely); the connection's sender task writes everything queued in one `send_all`.
-`Connection.serve` delivers each batch of received messages to a callback until the peer goes away.
+return a `Connection`. `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
+messages freely; `send_grouped` sends a list of `(connection, message)` pairs with one write per
+connection. `Connection.serve` delivers each batch of received messages to a callback until the
+peer goes away.
+
+Fast path (socket streams): per-wake-up overhead, not bytes, is what a message costs here, so a
+connection over a `trio.SocketStream` writes a burst straight to the non-blocking socket from
+`send_many` (one `os.write`, no task switch), and reads with `trio.lowlevel.wait_readable` + `os.read`
+(no extra scheduler pass per read). Whatever a direct write could not send, and everything
+queued while that remainder is pending, is written by the connection's sender task in order. Other
+streams (trio memory streams in tests) always go through the sender task and `receive_some`.
 
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
@@ -14,6 +22,7 @@ the flush of a final Error, and (optionally) an idle timeout on reads.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable
 
 import trio
@@ -48,6 +57,9 @@ class Connection:
         self._outbox: list = []
         self._wake = trio.Event()
         self._closing = False
+        self._fd = stream.socket.fileno() if type(stream) is trio.SocketStream else None
+        self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
+        self._writing = False  # the sender task is in send_all: direct writes must queue behind it
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer_role} {self.peer_id!r} at {self.peer_name}>"
@@ -55,14 +67,33 @@ class Connection:
     # -- sending ----------------------------------------------------------------------------------
 
     def send(self, msg) -> None:
-        """Queue `msg` for the sender task (dropped if the connection is closed or closing)."""
-        if not self._closing:
-            self._outbox.append(msg)
-            self._wake.set()
+        """Send `msg` (dropped if the connection is closed or closing)."""
+        self.send_many((msg,))
 
     def send_many(self, msgs: Iterable) -> None:
-        if not self._closing:
+        """Send `msgs` as one burst: written at once on a socket when nothing is pending before them,
+        else queued for the sender task (dropped if the connection is closed or closing)."""
+        if self._closing:
+            return
+        if self._fd is None or self._outbox or self._unsent or self._writing:
             self._outbox.extend(msgs)
+            self._wake.set()
+            return
+        try:
+            data = encode_frames(msgs, self.max_frame)
+        except ProtocolError:
+            logger.exception("could not encode a message for %s; closing the connection", self)
+            self.close_soon()
+            return
+        try:
+            sent = os.write(self._fd, data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:  # the peer is gone: the receiving side reports it, the sender task closes
+            self.close_soon()
+            return
+        if sent < len(data):
+            self._unsent = memoryview(data)[sent:]
             self._wake.set()
 
     def close_soon(self, reason: str | None = None) -> None:
@@ -84,14 +115,19 @@ class Connection:
             while True:
                 await self._wake.wait()
                 self._wake = trio.Event()
-                if self._outbox:
-                    batch, self._outbox = self._outbox, []
-                    data = encode_frames(batch, self.max_frame)
+                while self._unsent or self._outbox:  # a direct write's tail first, then what queued behind it
+                    if self._unsent:
+                        data, self._unsent = self._unsent, b""
+                    else:
+                        batch, self._outbox = self._outbox, []
+                        data = encode_frames(batch, self.max_frame)
+                    self._writing = True
                     if self._closing:
                         with trio.move_on_after(CLOSE_TIMEOUT):
                             await self.stream.send_all(data)
                     else:
                         await self.stream.send_all(data)
+                    self._writing = False
                 if self._closing:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -112,14 +148,29 @@ class Connection:
         self._decoder.raise_error()
         while True:
             try:
-                data = await self.stream.receive_some(RECEIVE_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                if self._fd is None:
+                    data = await self.stream.receive_some(RECEIVE_SIZE)
+                else:
+                    data = await self._read_socket()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
             if not data:
                 raise ConnectionLost(f"{self.peer_name} closed the connection")
             msgs = self._decoder.feed(data)
             if msgs:
                 return msgs
+
+    async def _read_socket(self) -> bytes:
+        """One read of the socket, once it is readable (a read right after handling a batch nearly
+        always finds nothing, so waiting first saves a failed read per message)."""
+        while True:
+            await trio.lowlevel.wait_readable(self._fd)
+            if self.closed:
+                raise trio.ClosedResourceError("the connection was closed")
+            try:
+                return os.read(self._fd, RECEIVE_SIZE)
+            except BlockingIOError:
+                pass
 
     async def receive_one(self):
         batch = await self.receive_batch()
@@ -135,14 +186,14 @@ class Connection:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._send_loop)
             try:
-                with trio.CancelScope() as idle:
+                if idle_timeout is None:
                     while not self._closing:
-                        if idle_timeout is not None:
-                            idle.deadline = trio.current_time() + idle_timeout
                         on_messages(await self.receive_batch())
-                if idle.cancelled_caught:
-                    reason = f"silent for more than {idle_timeout} s"
-                    self.close_soon(f"no message for {idle_timeout} s")
+                else:
+                    await self._serve_until_silent(on_messages, idle_timeout)
+                    if not self._closing:
+                        reason = f"silent for more than {idle_timeout} s"
+                        self.close_soon(f"no message for {idle_timeout} s")
             except ProtocolError as exc:
                 reason = str(exc)
                 logger.warning("closing connection to %s: %s", self, reason)
@@ -157,10 +208,51 @@ class Connection:
                 nursery.cancel_scope.deadline = trio.current_time() + CLOSE_TIMEOUT
         return reason
 
+    async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:
+        """Deliver batches until closing, or until no batch came for `idle_timeout` seconds. The
+        deadline is re-armed only when it fires (moving a deadline on every batch costs more than
+        the rest of a wake-up)."""
+        heard = trio.current_time()
+        while not self._closing:
+            with trio.CancelScope(deadline=heard + idle_timeout):
+                while not self._closing:
+                    batch = await self.receive_batch()
+                    heard = trio.current_time()
+                    on_messages(batch)
+            if trio.current_time() >= heard + idle_timeout:
+                return
+
     async def aclose(self) -> None:
         self.closed = True
         self._closing = True
         await trio.aclose_forcefully(self.stream)
+
+
+def send_grouped(pairs: list) -> None:
+    """Send `(connection, message)` pairs with one write per connection, each connection's messages in
+    order. Connections to clients are written last: the messages that keep node monitors busy (the
+    critical path of every task) leave before the outcomes a client is waiting for."""
+    if not pairs:
+        return
+    if len(pairs) == 1:
+        peer, msg = pairs[0]
+        peer.send(msg)
+        return
+    by_peer: dict[Connection, list] = {}
+    for peer, msg in pairs:
+        msgs = by_peer.get(peer)
+        if msgs is None:
+            by_peer[peer] = [msg]
+        else:
+            msgs.append(msg)
+    later = []
+    for peer, msgs in by_peer.items():
+        if peer.peer_role == "client":
+            later.append((peer, msgs))
+        else:
+            peer.send_many(msgs)
+    for peer, msgs in later:
+        peer.send_many(msgs)
 
 
 # -- handshake ------------------------------------------------------------------------------------

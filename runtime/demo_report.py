@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
+
 from sparrow_core.sim import SimConfig, simulate
 
 from .demo_workload import JobRecord

@@ -4,8 +4,8 @@
 [0.5, 1.5] x `task_ms`, arriving as a Poisson process whose rate offers `load` of the cluster's
 slots. `run_workload` submits each job at its arrival time through one `Client` and records, per
 job, when it was submitted and when its last outcome arrived, and per task when it started and
-ended in its worker. Tasks sleep (they hold a slot, not a CPU), so the demo measures scheduling,
-not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
+ended in its worker. Tasks (demo_task.py) sleep: they hold a slot, not a CPU, so the demo measures
+scheduling, not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
 """
 
 from __future__ import annotations
@@ -14,21 +14,16 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import trio
 
 from .client import Client, build_submit
+from .demo_task import demo_task
 from .task_codec import pack_task, unpack_outcome
 
 WARMUP_TASKS_PER_SLOT = 2
-
-
-def demo_task(seconds: float) -> tuple[float, float]:
-    """A task of the demo: hold the slot for `seconds`; returns its (start, end) times."""
-    start = time.monotonic()
-    time.sleep(seconds)
-    return start, time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -104,7 +99,7 @@ async def run_workload(
     """
     progress = Progress(len(workload.arrivals), workload.n_tasks)
     async with Client(schedulers, secret=secret) as client:
-        warmup = await client.submit_job([lambda: demo_task(0.0)] * (slots * WARMUP_TASKS_PER_SLOT))
+        warmup = await client.submit_job([partial(demo_task, 0.0)] * (slots * WARMUP_TASKS_PER_SLOT))
         await warmup.results()
         records: list[JobRecord] = []
         all_done = trio.Event()

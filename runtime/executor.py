@@ -1,28 +1,38 @@
 """Executors: where a node monitor runs the tasks it launched.
 
-Both have the same small interface: `await start(nursery)`, `await run(payload) -> (ok, payload, error)`
-(never raises for a task's failure), `await aclose()`. The node monitor never runs more tasks at once
-than it has slots, and each executor has exactly that many workers.
+Both have the same small interface: `await start(nursery)`; `launch(payload, done)`, which starts a
+task and later calls `done(ok, payload, error)` from the trio thread (never for a task's failure
+raising: every failure is an outcome); `await run(payload) -> (ok, payload, error)`, the same as a
+coroutine; `await aclose()`. The node monitor never runs more tasks at once than it has slots, and
+each executor has exactly that many workers; a launch while none is free waits for one.
+
+`launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
+own per task: at a few hundred microseconds of CPU per task, each wake-up counts (docs/runtime.md).
 
 - ProcessExecutor (default): one worker process per slot (worker_main.py), each over a private Unix
-  socket pair. A worker that dies mid-task makes that task fail with the reason (exit status or
-  signal) and is replaced by a fresh process in the background; the slot is never lost.
-- ThreadExecutor: tasks run in threads of the node monitor's process (tests and benchmarks): cheap,
-  but a task that crashes the interpreter takes the node monitor with it.
+  socket pair with one long-lived reader task. A worker that dies mid-task makes that task fail with
+  the reason (exit status or signal) and is replaced by a fresh process in the background; the slot
+  is never lost.
+- ThreadExecutor: tasks run in `slots` persistent worker threads of the node monitor's process (tests
+  and benchmarks), which hand outcomes back with the trio token's `run_sync_soon`: cheap, but a task
+  that crashes the interpreter takes the node monitor with it.
 """
 
 from __future__ import annotations
 
 import logging
-import math
+import queue
 import socket
 import subprocess
 import sys
+import threading
+from collections import deque
+from collections.abc import Callable
 
 import trio
 
 from .connection import Connection
-from .errors import ConnectionLost, ProtocolError
+from .errors import ProtocolError
 from .framing import DEFAULT_MAX_FRAME
 from .messages import ExecutorResult, LaunchTask
 from .processes import child_env, describe_exit
@@ -32,29 +42,71 @@ logger = logging.getLogger("sparrow_runtime.executor")
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
 
+Done = Callable[[bool, bytes, str], None]
+
+
+async def wait_for_outcome(launch: Callable[[bytes, Done], None], payload: bytes) -> tuple[bool, bytes, str]:
+    """`launch(payload, done)` and wait for `done`'s arguments. If cancelled, the task still runs to
+    its end; its outcome is dropped."""
+    outcome: tuple[bool, bytes, str] | None = None
+    finished = trio.Event()
+
+    def done(ok: bool, data: bytes, error: str) -> None:
+        nonlocal outcome
+        outcome = (ok, data, error)
+        finished.set()
+
+    launch(payload, done)
+    await finished.wait()
+    return outcome
+
 
 class ThreadExecutor:
-    """Runs each task in a worker thread of this process, `slots` at a time."""
+    """Runs each task in one of `slots` persistent worker threads of this process."""
 
     def __init__(self, slots: int) -> None:
-        self._limiter = trio.CapacityLimiter(slots)
+        self.slots = slots
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._token: trio.lowlevel.TrioToken | None = None
 
     async def start(self, nursery: trio.Nursery) -> None:
-        pass
+        self._token = trio.lowlevel.current_trio_token()
+        for i in range(self.slots):
+            thread = threading.Thread(target=self._work, name=f"sparrow-task-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def launch(self, payload: bytes, done: Done) -> None:
+        self._inbox.put((payload, done))
 
     async def run(self, payload: bytes) -> tuple[bool, bytes, str]:
-        return await trio.to_thread.run_sync(run_task, payload, limiter=self._limiter, abandon_on_cancel=True)
+        return await wait_for_outcome(self.launch, payload)
 
     async def aclose(self) -> None:
-        pass
+        """Let the threads end once their current task is done (they are daemons: a stuck task does
+        not keep the process alive)."""
+        for _ in self._threads:
+            self._inbox.put(None)
+        self._threads.clear()
+
+    def _work(self) -> None:
+        while (item := self._inbox.get()) is not None:
+            payload, done = item
+            outcome = run_task(payload)
+            try:
+                self._token.run_sync_soon(done, *outcome)
+            except trio.RunFinishedError:  # the node monitor is gone: nobody waits for the outcome
+                return
 
 
 class _Worker:
-    __slots__ = ("process", "conn")
+    __slots__ = ("process", "conn", "done")
 
     def __init__(self, process: trio.Process, conn: Connection) -> None:
         self.process = process
         self.conn = conn
+        self.done: Done | None = None  # the callback of the task it runs, if any
 
 
 class ProcessExecutor:
@@ -65,52 +117,73 @@ class ProcessExecutor:
         self.max_frame = max_frame
         self.restarts = 0
         self._workers: set[_Worker] = set()
-        self._idle_send, self._idle_receive = trio.open_memory_channel(math.inf)
+        self._idle: deque[_Worker] = deque()
+        self._waiting: deque[tuple[bytes, Done]] = deque()  # launched while no worker was idle
         self._nursery: trio.Nursery | None = None
+        self._closed = False
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Start the worker processes (concurrently) and keep `nursery` for restarts."""
+        """Start the worker processes (concurrently) and keep `nursery` for their readers and restarts."""
         self._nursery = nursery
         async with trio.open_nursery() as spawning:
             for _ in range(self.slots):
-                spawning.start_soon(self._spawn_idle)
+                spawning.start_soon(self._spawn)
+
+    def launch(self, payload: bytes, done: Done) -> None:
+        self._waiting.append((payload, done))
+        self._dispatch()
 
     async def run(self, payload: bytes) -> tuple[bool, bytes, str]:
-        worker = await self._idle_receive.receive()
-        try:
-            if worker.process.poll() is not None:  # died while idle: replace it before use
-                await self._kill(worker)
-                self.restarts += 1
-                worker = await self._spawn()
-            await worker.conn.send_now([LaunchTask(payload)])
-            msg = await worker.conn.receive_one()
-            if not isinstance(msg, ExecutorResult):
-                raise ProtocolError(f"executor sent {type(msg).__name__} instead of ExecutorResult")
-        except (ConnectionLost, ProtocolError) as exc:
-            self._discard(worker)
-            with trio.move_on_after(REAP_TIMEOUT):
-                await worker.process.wait()
-            how = describe_exit(worker.process.poll())
-            reason = f"executor process {worker.process.pid} died while running the task ({how})"
-            if not isinstance(exc, ConnectionLost):
-                reason += f": {exc}"
-            logger.warning("%s; starting a replacement", reason)
-            self._nursery.start_soon(self._replace, worker)
-            return False, b"", reason
-        except BaseException:  # cancelled mid-task: the worker's state is unknown, replace it
-            self._discard(worker)
-            self._nursery.start_soon(self._replace, worker)
-            raise
-        self._idle_send.send_nowait(worker)
-        return msg.ok, msg.payload, msg.error
+        return await wait_for_outcome(self.launch, payload)
 
     async def aclose(self) -> None:
         """Kill every worker process and reap it."""
+        self._closed = True
         with trio.CancelScope(shield=True), trio.move_on_after(REAP_TIMEOUT):
             for worker in list(self._workers):
                 await self._kill(worker)
 
-    async def _spawn(self) -> _Worker:
+    def _dispatch(self) -> None:
+        """Give waiting tasks to idle workers (one that died while idle is skipped: its reader replaces it)."""
+        while self._waiting and self._idle:
+            worker = self._idle.popleft()
+            if worker.process.poll() is not None:
+                continue
+            payload, worker.done = self._waiting.popleft()
+            worker.conn.send(LaunchTask(payload))
+
+    async def _serve(self, worker: _Worker) -> None:
+        """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""
+
+        def on_messages(msgs: list) -> None:
+            for msg in msgs:
+                if type(msg) is not ExecutorResult or worker.done is None:
+                    raise ProtocolError(f"executor sent {type(msg).__name__} when no ExecutorResult was due")
+                done, worker.done = worker.done, None
+                self._idle.append(worker)
+                done(msg.ok, msg.payload, msg.error)
+            self._dispatch()
+
+        reason = await worker.conn.serve(on_messages)
+        self._workers.discard(worker)
+        if worker in self._idle:
+            self._idle.remove(worker)
+        with trio.move_on_after(REAP_TIMEOUT):
+            await worker.process.wait()
+        if worker.done is not None:
+            why = f"executor process {worker.process.pid} died while running the task ({describe_exit(worker.process.poll())})"
+            if worker.process.poll() is None:  # alive but broke the protocol
+                why += f": {reason}"
+            logger.warning("%s; starting a replacement", why)
+            done, worker.done = worker.done, None
+            done(False, b"", why)
+        await self._kill(worker)
+        if not self._closed:
+            self.restarts += 1
+            await self._spawn()
+
+    async def _spawn(self) -> None:
+        """Start a worker process, its reader task, and put it to work."""
         parent, child = socket.socketpair()
         try:
             process = await trio.lowlevel.open_process(
@@ -128,18 +201,9 @@ class ProcessExecutor:
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(parent))
         worker = _Worker(process, Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}"))
         self._workers.add(worker)
-        return worker
-
-    async def _spawn_idle(self) -> None:
-        self._idle_send.send_nowait(await self._spawn())
-
-    async def _replace(self, dead: _Worker) -> None:
-        await self._kill(dead)
-        self.restarts += 1
-        await self._spawn_idle()
-
-    def _discard(self, worker: _Worker) -> None:
-        self._workers.discard(worker)
+        self._nursery.start_soon(self._serve, worker)
+        self._idle.append(worker)
+        self._dispatch()
 
     async def _kill(self, worker: _Worker) -> None:
         self._workers.discard(worker)

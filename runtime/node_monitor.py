@@ -23,7 +23,7 @@ import trio
 
 from .address import Address, format_address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
+from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected, send_grouped
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
@@ -61,6 +61,7 @@ class NodeMonitorService:
             )
         self.logic = logic
         self.executor = executor
+        self._launch = getattr(executor, "launch", None)  # see executor.py; else `await executor.run`
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -141,17 +142,27 @@ class NodeMonitorService:
     # -- tasks ------------------------------------------------------------------------------------
 
     def _route(self, out: list) -> None:
+        """Start the launched tasks, then send the rest with one write per scheduler."""
+        sends = []
         for peer, msg in out:
             if type(msg) is TaskLaunch:
-                self._nursery.start_soon(self._run, peer, msg)
+                done = partial(self._finished, peer, msg.job_id, msg.task)
+                if self._launch is not None:
+                    self._launch(msg.payload, done)
+                else:
+                    self._nursery.start_soon(self._run, msg.payload, done)
             else:
-                peer.send(msg)
+                sends.append((peer, msg))
+        send_grouped(sends)
 
-    async def _run(self, scheduler: Connection, launch: TaskLaunch) -> None:
-        ok, payload, error = await self.executor.run(launch.payload)
+    async def _run(self, payload: bytes, done) -> None:
+        """Run a task on an executor that only offers `await run(payload)`."""
+        done(*await self.executor.run(payload))
+
+    def _finished(self, scheduler: Connection, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> None:
         if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
             ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
-        self._route(self.logic.on_task_done(scheduler, launch.job_id, launch.task, ok, payload, error))
+        self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error))
 
 
 def make_executor(kind, slots: int, max_frame: int):

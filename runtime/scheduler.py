@@ -1,8 +1,8 @@
 """The scheduler service: a thin trio shell around SchedulerLogic.
 
 `SchedulerService.handle_stream` authenticates one incoming stream (client or node monitor), feeds
-each batch of received messages to the logic and queues the messages it returns on their
-connections (each connection's sender writes a burst in one go). `serve_scheduler` runs it behind
+each batch of received messages to the logic and sends the messages it returns with one write per
+connection, node monitors before clients (`send_grouped`). `serve_scheduler` runs it behind
 TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
@@ -20,7 +20,7 @@ import trio
 
 from .address import Address, format_address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
+from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected, send_grouped
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
@@ -76,15 +76,13 @@ class SchedulerService:
             handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
 
         def on_messages(msgs: list) -> None:
-            for peer, msg in handle(conn, msgs):
-                peer.send(msg)
+            send_grouped(handle(conn, msgs))
 
         try:
             reason = await conn.serve(on_messages, idle_timeout=idle)
             logger.info("%s disconnected: %s", conn, reason)
         finally:
-            for peer, msg in lost(conn):
-                peer.send(msg)
+            send_grouped(lost(conn))
 
     async def keep_dialing(self, target: Address) -> None:
         """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""

@@ -9,7 +9,13 @@ from os import PathLike
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ..demo_report import PERCENTILES, DemoReport, percentiles
@@ -32,7 +38,7 @@ class DemoProgress:
         )  # fmt: skip
         self._task = self._bar.add_task("jobs", total=None, detail="")
 
-    def __enter__(self) -> DemoProgress:
+    def __enter__(self) -> DemoProgress:  # noqa: PYI034 - final class
         self._bar.start()
         return self
 

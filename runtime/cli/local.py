@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+from functools import partial
 
 import trio
 from rich.console import Console
@@ -153,10 +154,8 @@ def run_demo(s: Resolved) -> int:
             console.print("starting the cluster...")
             cluster.start()
             with DemoProgress(console) as progress:
-                records = trio.run(
-                    lambda: run_workload(cluster.schedulers, cluster.secret, workload, slots=slots,
-                                         on_progress=progress.update)  # fmt: skip
-                )
+                run = partial(run_workload, slots=slots, on_progress=progress.update)
+                records = trio.run(run, cluster.schedulers, cluster.secret, workload)
         except KeyboardInterrupt:
             console.print("sparrow local: demo interrupted")
             return 130

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
     secret = service_secret(s)
     setup_logging(s["log_level"], secret=secret)
-    options = dict(slots=s["slots"] or os.cpu_count() or 1, policy=s["policy"], weights=s["weight"])
+    options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
     metrics = None
     if s["metrics_port"] is not None:
         registry = new_registry()

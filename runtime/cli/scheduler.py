@@ -36,9 +36,7 @@ def run(args: argparse.Namespace) -> int:
     secret = service_secret(s)
     setup_logging(s["log_level"], secret=secret)
     host, port = s["listen"]
-    options = dict(
-        scheduler_id=s["id"] or default_id(port), probe_ratio=s["probe_ratio"], seed=s["seed"]
-    )
+    options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}
     metrics = None
     if s["metrics_port"] is not None:
         registry = new_registry()

@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def run_sparrow(*args: str, env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
-    return subprocess.run([*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def descendants(pid: int) -> set[int]:
@@ -68,13 +69,17 @@ class Running:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.args = args
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close(); a file, not a pipe: a chatty service never blocks on it
         self.process = subprocess.Popen(
-            [*SPARROW, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [*SPARROW, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
             start_new_session=True,
         )  # fmt: skip
         self.output = ""
         self.tree: set[int] = set()
         self.leftover: list[int] = []
+
+    def close(self) -> None:
+        self._stderr.close()
 
     def wait_for(self, pattern: str, timeout: float = STARTUP_TIMEOUT) -> re.Match:
         """Read stdout until `pattern` matches it; fail with what was printed if it does not in time."""
@@ -92,7 +97,8 @@ class Running:
         return found
 
     def stderr(self) -> str:
-        return self.process.stderr.read().decode() if self.process.poll() is not None else ""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT) -> int | None:
         """Send `sig` and wait for the exit; then note in `leftover` the processes it had started that
@@ -115,7 +121,9 @@ class Running:
             except ProcessLookupError:
                 pass
         self.process.wait()
-        self.output += self.process.stdout.read().decode()
+        if not self.process.stdout.closed:
+            self.output += self.process.stdout.read().decode()
+            self.process.stdout.close()
         return code
 
 
@@ -131,3 +139,4 @@ def running():
     yield start
     for r in started:
         r.stop(signal.SIGKILL, timeout=5)
+        r.close()

@@ -196,6 +196,15 @@ def test_pop_many_returns_str_users_as_objects():
     assert [a.size for a in empty] == [0, 0, 0]
 
 
+def test_numpy_integer_users_are_the_same_users_as_ints():
+    """pop_many hands users back as numpy int64: pushing one back must work and be the same
+    user as the Python int (the contract allows any hashable user)."""
+    q = sparrow_core.ReservationQueue("fair")
+    q.push(1, np.int64(3))
+    q.push(2, 3)
+    assert q.counts() == {3: 2} and q.pop().user == 3
+
+
 # ---- the binding against the reference model ----
 
 USERS = ["a", "b", "c", 0, 1]

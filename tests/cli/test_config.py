@@ -1,0 +1,101 @@
+"""Settings: flags, then SPARROW_* variables, then the TOML file (command table, then top level), then
+defaults; every bad value names its setting and source. Logging: one line per event, never the secret."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import pytest
+from sparrow_runtime.cli.options import COMMANDS
+from sparrow_runtime.config import CONFIG, ConfigError, resolve
+from sparrow_runtime.logsetup import OneLineFormatter
+
+
+def parse(command: str, argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    CONFIG.add_to(parser)
+    for setting in COMMANDS[command]:
+        setting.add_to(parser)
+    return parser.parse_args(argv)
+
+
+def settings(command: str, argv: list[str], env: dict[str, str] | None = None):
+    return resolve(command, COMMANDS[command], parse(command, argv), env or {}, COMMANDS)
+
+
+def test_flag_beats_environment_beats_command_table_beats_top_level_beats_default(tmp_path):
+    config = tmp_path / "sparrow.toml"
+    config.write_text('slots = 3\npolicy = "fair"\nlabel = ["ssd"]\n[node-monitor]\nslots = 5\nexecutor = "thread"\n')
+    s = settings("node-monitor", ["--config", str(config), "--slots", "9"], {"SPARROW_EXECUTOR": "process"})
+    assert (s["slots"], s.sources["slots"]) == (9, "--slots")
+    assert (s["executor"], s.sources["executor"]) == ("process", "SPARROW_EXECUTOR")
+    assert (s["policy"], s["label"]) == ("fair", ["ssd"])
+    assert (s["heartbeat_interval"], s.sources["heartbeat_interval"]) == (0.5, "default")
+    s = settings("node-monitor", [], {"SPARROW_CONFIG": str(config)})
+    assert (s["slots"], s["executor"]) == (5, "thread")  # the [node-monitor] table wins over the top level
+    assert settings("local", ["--config", str(config)])["slots"] == 3  # local has no table: the top level
+
+
+def test_lists_repeat_or_split_on_commas_and_weights_merge():
+    s = settings("node-monitor", ["--scheduler", "a:1,b:2", "--scheduler", "c:3", "--weight", "alice=3",
+                                  "--weight", "bob=1"])  # fmt: skip
+    assert s["scheduler"] == ["a:1", "b:2", "c:3"]
+    assert s["weight"] == {"alice": 3.0, "bob": 1.0}
+    assert settings("node-monitor", [], {"SPARROW_WEIGHT": "alice=3, bob=1"})["weight"] == {"alice": 3.0, "bob": 1.0}
+    assert settings("scheduler", ["--listen", "0.0.0.0:0"])["listen"] == ("0.0.0.0", 0)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[node-monitor]\nweight = { alice = -1 }\n", "[node-monitor] weight: expected USER=WEIGHT with a weight > 0"),
+        ("[node-monitor]\nheartbeat_interval = true\n", "[node-monitor] heartbeat_interval: expected a number > 0"),
+        ("[scheduler]\nslots = 2\n", "unknown setting 'slots' in [scheduler]"),
+        ("label = 7\n", "label: expected a list of strings, got 7"),
+    ],
+)
+def test_bad_file_values_name_setting_and_file(tmp_path, toml, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    with pytest.raises(ConfigError, match=str(config)) as info:
+        settings("node-monitor", ["--config", str(config)])
+    assert message in str(info.value)
+
+
+def test_unknown_environment_variable_is_an_error_but_the_secret_is_not():
+    with pytest.raises(ConfigError, match="SPARROW_SLTOS"):
+        settings("node-monitor", [], {"SPARROW_SLTOS": "2"})
+    assert settings("node-monitor", [], {"SPARROW_SECRET": "x", "SPARROW_TASK_INDEX": "3"})["slots"] is None
+
+
+def test_help_names_default_and_environment_variable():
+    parser = argparse.ArgumentParser()
+    for setting in COMMANDS["local"]:
+        setting.add_to(parser)
+    text = " ".join(parser.format_help().split())
+    assert "offered load, a fraction of the slots (default: 0.8; env SPARROW_LOAD)" in text
+
+
+def test_log_lines_are_single_and_never_show_the_secret():
+    record = logging.LogRecord("sparrow_runtime.x", logging.WARNING, __file__, 1, "peer sent %s", ("top-secret\nnext",), None)
+    line = OneLineFormatter(["top-secret"]).format(record)
+    assert "top-secret" not in line and "***" in line
+    assert "\n" not in line and line.endswith("peer sent ***\\nnext")
+
+
+def test_the_deploy_example_file_serves_every_command(tmp_path):
+    """docs/deploy.md's file; and without a [scheduler] table, `scheduler` addresses may sit at the top level."""
+    config = tmp_path / "sparrow.toml"
+    config.write_text(
+        'secret_file = "/etc/sparrow/secret"\n[scheduler]\nlisten = "0.0.0.0:7077"\nmetrics_port = 9477\n'
+        '[node-monitor]\nscheduler = ["sched-1.example:7077", "sched-2.example:7077"]\npolicy = "fair"\nweight = { analytics = 3, batch = 1 }\nmetrics_port = 9478\n'
+    )
+    scheduler = settings("scheduler", ["--config", str(config)])
+    assert (scheduler["listen"], scheduler["metrics_port"]) == (("0.0.0.0", 7077), 9477)
+    node = settings("node-monitor", ["--config", str(config)])
+    assert node["scheduler"] == ["sched-1.example:7077", "sched-2.example:7077"]
+    assert (node["weight"], node["metrics_port"], node["secret_file"]) == ({"analytics": 3.0, "batch": 1.0}, 9478, "/etc/sparrow/secret")
+    config.write_text('scheduler = ["sched-1.example:7077"]\n[status]\njson = true\n')
+    status = settings("status", ["--config", str(config)])
+    assert (status["scheduler"], status["json"]) == (["sched-1.example:7077"], True)

@@ -1,0 +1,71 @@
+"""Mistakes a user makes get one line on stderr naming the problem, and a non-zero exit status."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import clean_env, run_sparrow
+
+
+def one_line_error(done, status: int) -> str:
+    assert done.returncode == status, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["local", "--nodes", "3"], "sparrow: error: unrecognized arguments: --nodes 3"),
+        (["local", "--slots", "many"], "sparrow local: error: --slots: expected an integer >= 1, got 'many'"),
+        (["node-monitor", "--policy", "lifo"], "--policy: expected one of fifo, priority, fair, got 'lifo'"),
+        (["local", "--demo", "--load", "1.5"], "--load: expected a number > 0 and < 1, got '1.5'"),
+        (["node-monitor", "--scheduler", "nohost"], "--scheduler: expected an address host:port, got 'nohost'"),
+        (["submit"], "sparrow submit: error: the following arguments are required: TARGET"),
+    ],
+)
+def test_bad_flag_is_one_line_naming_it(tmp_path, args, message):
+    assert message in one_line_error(run_sparrow(*args, env=clean_env(tmp_path)), 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("slots = 4\n[node-monitor]\nslotz = 2\n", "unknown setting 'slotz' in [node-monitor]"),
+        ("[node-monitor]\nslots = 'four'\n", "[node-monitor] slots: expected an integer >= 1, got 'four'"),
+        ("colour = 'blue'\n", "unknown setting 'colour'"),
+        ("slots = [\n", "is not valid TOML"),
+    ],
+)
+def test_bad_config_file_is_one_line_naming_the_setting(tmp_path, text, message):
+    config = tmp_path / "sparrow.toml"
+    config.write_text(text)
+    done = run_sparrow("node-monitor", "--config", str(config), "--scheduler", "127.0.0.1:7077", env=clean_env(tmp_path))
+    line = one_line_error(done, 2)
+    assert line.startswith("sparrow node-monitor: error: ") and message in line and str(config) in line
+
+
+def test_bad_environment_variable_is_one_line_naming_it(tmp_path):
+    done = run_sparrow("status", env=clean_env(tmp_path, SPARROW_SLOT="2"))
+    assert "unknown setting in the environment: SPARROW_SLOT" in one_line_error(done, 2)
+    done = run_sparrow("local", env=clean_env(tmp_path, SPARROW_NODE_MONITORS="two"))
+    assert "SPARROW_NODE_MONITORS: expected an integer >= 1, got 'two'" in one_line_error(done, 2)
+
+
+def test_missing_secret_is_one_line(tmp_path):
+    env = clean_env(tmp_path)
+    none_given = run_sparrow("scheduler", "--listen", "127.0.0.1:0", env=env)
+    assert "no cluster secret: pass --secret-file FILE" in one_line_error(none_given, 1)
+    missing = tmp_path / "nowhere.secret"
+    no_file = run_sparrow("scheduler", "--secret-file", str(missing), env=env)
+    assert f"cannot read the secret file {missing}: No such file or directory" in one_line_error(no_file, 1)
+    no_cluster = run_sparrow("submit", "--", "true", env=env)
+    assert "no scheduler to connect to" in one_line_error(no_cluster, 1)
+
+
+def test_unreachable_scheduler_is_one_line(tmp_path):
+    env = clean_env(tmp_path, SPARROW_SECRET="s")
+    done = run_sparrow("submit", "--scheduler", "127.0.0.1:1", "--", "true", env=env)
+    assert "no scheduler reachable: 127.0.0.1:1" in one_line_error(done, 1)

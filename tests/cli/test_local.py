@@ -1,0 +1,116 @@
+"""`sparrow local` with `sparrow submit` and `sparrow status` on the same host, as a user runs them:
+the clients find the cluster with no flags; outcomes stream back; Ctrl-C and SIGTERM stop everything."""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+
+from .conftest import Running, clean_env, run_sparrow
+
+READY = r"Press Ctrl-C to stop"
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    """One `sparrow local` (2 node monitors x 1 slot) for the tests of this module."""
+    home = tmp_path_factory.mktemp("local")
+    env = clean_env(home)
+    cluster = Running(["local", "--node-monitors", "2", "--slots", "1"], env)
+    try:
+        cluster.wait_for(READY)
+        yield cluster, env, home
+    finally:
+        cluster.stop(signal.SIGKILL, timeout=10)
+        cluster.close()
+
+
+def test_local_prints_how_to_connect_and_keeps_the_secret_private(local):
+    """The addresses and the secret file are printed; the state and secret are readable by the owner only."""
+    cluster, env, _ = local
+    state_path = Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json"
+    state = json.loads(state_path.read_text())
+    assert f"schedulers:    {state['schedulers'][0]}" in cluster.output
+    assert f"secret file:   {state['secret_file']}" in cluster.output
+    for path in (state_path, Path(state["secret_file"])):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert Path(state["secret_file"]).read_text().strip() not in cluster.output
+
+
+def test_submit_shell_command_gets_each_task_index(local):
+    """Each task of `submit -- CMD` runs CMD with its own SPARROW_TASK_INDEX; exit status 0."""
+    _, env, _ = local
+    done = run_sparrow("submit", "--tasks", "5", "--", "sh", "-c", "echo index=$SPARROW_TASK_INDEX", env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(line for line in done.stdout.splitlines()) == [f"[{i}] index={i}" for i in range(5)]
+    assert "5 tasks, 5 succeeded, 0 failed" in done.stderr
+
+
+def test_submit_reports_a_failing_task_and_exits_non_zero(local):
+    """One task exiting 3 is reported with its exit status and stderr; the others succeed; exit status 1."""
+    _, env, _ = local
+    script = 'if [ "$SPARROW_TASK_INDEX" = 1 ]; then echo broken >&2; exit 3; fi; echo fine'
+    done = run_sparrow("submit", "--tasks", "3", "--", "sh", "-c", script, env=env)
+    assert done.returncode == 1
+    assert "[1] failed: exit status 3: broken" in done.stdout
+    assert "[0] fine" in done.stdout and "[2] fine" in done.stdout
+    assert "3 tasks, 2 succeeded, 1 failed" in done.stderr
+
+
+def test_submit_callable_from_a_local_module(local, tmp_path):
+    """`submit module:function` calls function(index) on the cluster, for a module the workers cannot import."""
+    _, env, _ = local
+    (tmp_path / "jobs_here.py").write_text("def square(i):\n    return i * i\n\ndef boom(i):\n    raise KeyError(i)\n")
+    done = run_sparrow("submit", "--tasks", "4", "jobs_here:square", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == ["[0] 0", "[1] 1", "[2] 4", "[3] 9"]
+    failed = run_sparrow("submit", "--tasks", "2", "--traceback", "jobs_here:boom", env=env, cwd=tmp_path)
+    assert failed.returncode == 1
+    assert "[0] failed: KeyError: 0" in failed.stdout and "in boom" in failed.stdout
+
+
+def test_status_shows_the_registered_node_monitors(local):
+    """`sparrow status` lists both node monitors with their slots; --json gives the same as data."""
+    _, env, _ = local
+    done = run_sparrow("status", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "2 node monitors" in done.stdout and "nm-0" in done.stdout and "nm-1" in done.stdout
+    data = json.loads(run_sparrow("status", "--json", env=env).stdout)
+    assert sorted((n["node_id"], n["slots"]) for n in data[0]["nodes"]) == [("nm-0", 1), ("nm-1", 1)]
+    assert all(n["silent_for"] < 5 for n in data[0]["nodes"])
+
+
+def test_scheduler_flag_and_secret_file_point_elsewhere(local, tmp_path):
+    """--scheduler and --secret-file override the local state: a wrong secret is refused in one line."""
+    _, env, _ = local
+    state = json.loads((Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").read_text())
+    elsewhere = clean_env(tmp_path)  # no local state here
+    ok = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", state["secret_file"],
+                     "math:factorial", env=elsewhere)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "[0] 1"
+    wrong = tmp_path / "wrong.secret"
+    wrong.write_text("not the secret\n")
+    refused = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", str(wrong),
+                          "math:factorial", env=elsewhere)  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1 and "authentication failed" in refused.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_every_process_and_removes_the_state(running, tmp_path, sig):
+    """Ctrl-C (SIGINT) or SIGTERM: exit 0, no service or executor process left, no state file left."""
+    env = clean_env(tmp_path)
+    cluster = running(["local", "--node-monitors", "1", "--slots", "2"], env)
+    cluster.wait_for(READY)
+    assert len(cluster.tree) >= 4  # scheduler, node monitor, its 2 executor workers
+    assert cluster.stop(sig) == 0
+    assert cluster.leftover == []
+    assert "sparrow local: stopping" in cluster.output
+    assert not (Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").exists()
+    after = run_sparrow("status", env=env)
+    assert after.returncode == 1 and "start `sparrow local`" in after.stderr

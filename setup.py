@@ -4,6 +4,7 @@ SPARROW_DEBUG=1 builds without optimisation, with Cython annotation (sparrow_cor
 and line tracing, for profiling and coverage of the binding.
 """
 
+import glob
 import os
 import sys
 
@@ -33,6 +34,7 @@ if DEBUG:
 extension = Extension(
     "sparrow_core._core",
     sources=["sparrow_core/_core.pyx"],
+    depends=sorted(glob.glob("csrc/sparrow/**/*.h", recursive=True)),
     include_dirs=["csrc", np.get_include()],
     language="c++",
     extra_compile_args=compile_args,

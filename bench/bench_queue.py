@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
+from typing import ClassVar
 
 from bench.common import queue_pushes
 from bench.measure import Case
@@ -183,7 +184,7 @@ def push_pop_case(policy: str, n_users: int, n_pushes: int = 100_000) -> Case:
             push(job, user, priority)
         return [pop()[0] for _ in range(n_pushes)]
 
-    return Case(f"queue push+pop, {policy}, {n_users} users", "pairs", n_pushes,
+    return Case(f"queue push+pop, {policy}, {n_users} users, {n_pushes:,} queued", "pairs", n_pushes,
                 {"batch": batch, "calls": calls, "python": baseline}, lambda out: sorted(map(int, out)))
 
 
@@ -194,7 +195,7 @@ class QueuePushPop:
     """100,000 reservations pushed then popped, per policy and number of users."""
 
     params = (POLICIES, [1, 100])
-    param_names = ["policy", "n_users"]
+    param_names: ClassVar[list[str]] = ["policy", "n_users"]
 
     def setup(self, policy: str, n_users: int) -> None:
         self.case = push_pop_case(policy, n_users)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import ClassVar
 
 from bench.common import candidate_set, constrained_job, job_sizes
 from bench.measure import Case
@@ -69,8 +70,7 @@ def batch_case(n_workers: int, n_tasks: int, probe_ratio: float = 2.0, n_jobs: i
     rng, py = sparrow_core.Rng(1), random.Random(1)
 
     def batch():
-        flat, offsets = sparrow_core.sample_batch_many(rng, n_workers, sizes, probe_ratio)
-        return offsets
+        return sparrow_core.sample_batch_many(rng, n_workers, sizes, probe_ratio)[1]
 
     def calls():
         return [sparrow_core.sample_batch(rng, n_workers, n_tasks, probe_ratio) for _ in range(n_jobs)]
@@ -141,7 +141,7 @@ class BatchSampling:
     """Jobs of n_tasks tasks, 2 probes per task, among n_workers workers (2,000 jobs a run)."""
 
     params = ([1_000, 10_000], [10, 100])
-    param_names = ["n_workers", "n_tasks"]
+    param_names: ClassVar[list[str]] = ["n_workers", "n_tasks"]
 
     def setup(self, n_workers: int, n_tasks: int) -> None:
         self.case = batch_case(n_workers, n_tasks)
@@ -170,7 +170,7 @@ class CandidateSampling:
     """Jobs constrained to n_candidates of 10,000 workers, 10 tasks, d = 2."""
 
     params = ([50, 1_000],)
-    param_names = ["n_candidates"]
+    param_names: ClassVar[list[str]] = ["n_candidates"]
 
     def setup(self, n_candidates: int) -> None:
         self.case = candidates_case(10_000, n_candidates, 10)

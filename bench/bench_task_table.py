@@ -10,6 +10,8 @@ skipped (setup raises NotImplementedError), never an import error.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from bench.common import late_binding_jobs
 from bench.measure import Case
 
@@ -113,7 +115,7 @@ class LateBinding:
     """1,000 jobs of n_tasks tasks, 2 reservations per task among 10,000 workers."""
 
     params = ([10, 100],)
-    param_names = ["n_tasks"]
+    param_names: ClassVar[list[str]] = ["n_tasks"]
 
     def setup(self, n_tasks: int) -> None:
         self.case = late_binding_case(1000, n_tasks)

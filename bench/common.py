@@ -16,20 +16,20 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def job_sizes(n_jobs: int, n_tasks: int) -> np.ndarray:
     """n_jobs jobs of n_tasks tasks each (int64)."""
     return _frozen(np.full(n_jobs, n_tasks, dtype=np.int64))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def candidate_set(n_workers: int, n_candidates: int, seed: int = 0) -> np.ndarray:
     """n_candidates distinct worker ids of [0, n_workers), in random order (a job constraint)."""
     rng = np.random.default_rng(seed)
     return _frozen(rng.choice(n_workers, n_candidates, replace=False).astype(np.int64))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def constrained_job(n_workers: int, n_tasks: int, constrained_fraction: float, n_candidates: int, seed: int = 0):
     """One entry per task: a tuple of n_candidates distinct workers (a constrained task, with
     probability constrained_fraction) or None (unconstrained)."""
@@ -41,7 +41,7 @@ def constrained_job(n_workers: int, n_tasks: int, constrained_fraction: float, n
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def queue_pushes(n_pushes: int, n_users: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(job_ids, users, priorities) of n_pushes reservations: jobs of 1-8 reservations, each
     job of one user drawn uniformly from n_users, priorities 0-3, jobs interleaved."""
@@ -54,7 +54,7 @@ def queue_pushes(n_pushes: int, n_users: int, seed: int = 0) -> tuple[np.ndarray
     return _frozen(job_of_push.astype(np.int64)), _frozen(users.astype(np.int64)), _frozen(priorities.astype(np.int64))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def late_binding_jobs(n_jobs: int, n_tasks: int, n_workers: int, probe_ratio: float, seed: int = 0):
     """Late binding of n_jobs jobs: (probes, offsets, request_jobs, request_workers).
     Job j's reservations are at probes[offsets[j]:offsets[j+1]] (ceil(d*m) distinct workers

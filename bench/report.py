@@ -11,20 +11,27 @@ import os
 import platform
 
 from bench.bench_queue import push_pop_case
-from bench.bench_sampling import batch_case, candidates_case, constrained_case, per_task_case
+from bench.bench_sampling import (
+    batch_case,
+    candidates_case,
+    constrained_case,
+    per_task_case,
+)
 from bench.bench_task_table import late_binding_case
 
 TARGET_SPEEDUP = 20.0
 
-# (case builder, {variant: target rate or None})
+# (case builder, {variant: target rate or None}). Queues: 10,000 reservations queued at
+# once (100 per user), and a deep queue of 100,000 (memory-bound: slower per pair).
 FIGURES = [
-    (lambda: batch_case(10_000, 100, 2.0, n_jobs=20_000), {"batch": 1_000_000, "calls": None}),
+    (lambda: batch_case(10_000, 100, 2.0), {"batch": 1_000_000, "calls": None}),
     (lambda: candidates_case(10_000, 1_000, 10), {"calls": None}),
     (lambda: per_task_case(10_000, 100), {"calls": None}),
     (lambda: constrained_case(10_000, 100), {"calls": None}),
-    (lambda: push_pop_case("fair", 100), {"batch": 5_000_000, "calls": 2_000_000}),
-    (lambda: push_pop_case("fifo", 100), {"batch": None, "calls": None}),
-    (lambda: push_pop_case("priority", 100), {"batch": None, "calls": None}),
+    (lambda: push_pop_case("fair", 100, 10_000), {"batch": 5_000_000, "calls": 2_000_000}),
+    (lambda: push_pop_case("fair", 100, 100_000), {"batch": 5_000_000, "calls": 2_000_000}),
+    (lambda: push_pop_case("fifo", 100, 10_000), {"batch": None, "calls": None}),
+    (lambda: push_pop_case("priority", 100, 10_000), {"batch": None, "calls": None}),
     (lambda: late_binding_case(1000, 100), {"batch": None, "calls": None}),
 ]
 VARIANT_NAMES = {"batch": "batch API", "calls": "single calls"}

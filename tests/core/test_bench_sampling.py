@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from bench.bench_sampling import batch_case, candidates_case, constrained_case, per_task_case, python_sample_batch
+from bench.bench_sampling import (
+    batch_case,
+    candidates_case,
+    constrained_case,
+    per_task_case,
+    python_sample_batch,
+)
 
 CASES = {
     "batch": lambda: batch_case(10_000, 100, 2.0, n_jobs=200),

@@ -33,7 +33,7 @@ def test_fair_equal_weights_round_robin_by_user(impl):
     """Backlogs {u1: 2, u2: 3, u3: 4} at equal weights: u1 u2 u3 u1 u2 u3 u2 u3 u3."""
     q = impl.ReservationQueue("fair")
     push_all(q, [(j, "u1") for j in range(2)] + [(10 + j, "u2") for j in range(3)] + [(20 + j, "u3") for j in range(4)])
-    assert [r.user for r in drain(q)] == "u1 u2 u3 u1 u2 u3 u2 u3 u3".split()
+    assert [r.user for r in drain(q)] == ["u1", "u2", "u3", "u1", "u2", "u3", "u2", "u3", "u3"]
 
 
 def test_fair_releases_jobs_in_design_round_robin_order(impl):

@@ -6,8 +6,8 @@ Cancels remove entries eagerly; the kernel's lazy deletion must not change a dec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np

@@ -54,7 +54,6 @@ cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
         int64_t cancel(int64_t job_id)
         int64_t size()
         int64_t count(int32_t user)
-        int32_t n_users()
         int32_t job_user(int64_t job_id)
         cbool can_refund(int32_t user)
 

@@ -3,7 +3,9 @@
 //
 // Algorithm: linear probing in a power-of-two table kept at most half full, Fibonacci
 // hashing, and backward-shift deletion (no tombstones, so lookups stay short however many
-// keys come and go). find/insert/erase O(1) expected; the table doubles when half full.
+// keys come and go). find/insert/erase O(1) expected; the table doubles when half full;
+// reserve(n) sizes it for n keys at once; clear() keeps the table (O(capacity)). A slot is
+// the key, the value and a flag: 16 bytes for a value of up to 4 bytes.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +68,18 @@ class FlatMap {
   }
 
   size_t size() const { return size_; }
+  size_t capacity() const { return slots_.size(); }
+
+  // Makes room for n keys without further growth.
+  void reserve(size_t n) {
+    while (2 * n > slots_.size()) grow();
+  }
+
+  void clear() {
+    if (size_ == 0) return;
+    for (Slot& s : slots_) s = Slot();
+    size_ = 0;
+  }
 
   template <typename F>
   void for_each(F&& f) {

@@ -1,25 +1,36 @@
 // ReservationQueue: the node monitor's queue of reservations (probes), in three policies.
 //
-//   Fifo      arrival order. push O(1), pop O(1).
-//   Priority  lower priority number first, FIFO within a level: a binary heap keyed by
-//             (priority, arrival sequence). push and pop O(log n).
+//   Fifo      arrival order.
+//   Priority  lower priority number first, FIFO within a level.
 //   Fair      weighted fair sharing between users by stride scheduling: each user has a FIFO
 //             of its reservations and a "pass" value; pop serves the backlogged user with
 //             the smallest pass (ties: the user backlogged longest) and charges it
 //             1 / weight. A user that becomes backlogged starts at the current virtual time
 //             (the pass of the last user served), so idle time earns no credit. With weights
 //             3:1 and both users backlogged, 75% / 25% of pops. refund(user) gives back one
-//             charge: a user whose get_task came back empty keeps its turn. push and pop
-//             O(log U) for U backlogged users.
-// cancel(job) is O(1) amortised for every policy: each job has a live token and a count;
-// cancelling erases the job's token, and entries whose token is gone are skipped (and their
-// memory reclaimed by an occasional O(n) compaction once most stored entries are dead).
+//             charge: a user whose get_task came back empty keeps its turn. The users live
+//             in a binary heap keyed by (pass, backlogged since): O(log U) per pop.
+//
+// Storage, in two forms that make the same decisions:
+//   short  up to kInline reservations held inside the object, in service order (fifo and
+//          fair: arrival; priority: by (priority, arrival)), deleted eagerly. A node
+//          monitor's usual queue (a few reservations) is one cache line, no allocation;
+//          every operation is O(kInline).
+//   long   a push beyond kInline moves the queue here (allocated once, then reused):
+//          fifo a vector FIFO, priority a binary heap keyed by (priority, arrival
+//          sequence), fair one vector FIFO per user. push O(1) / O(log n), pop O(1) /
+//          O(log n). cancel(job) is O(1) amortised: each job has a live token and a count
+//          in an open-addressing map; cancelling erases the job's token and entries whose
+//          token is gone are skipped (and reclaimed when the queue empties, or by an O(n)
+//          compaction once most stored entries are dead).
+//          The queue returns to the short form whenever it empties.
 // Users are dense numbers 0..U-1 (the binding maps strings and ints to them); a user never
 // seen before gets the default weight. All live reservations of a job belong to one user.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,7 +73,7 @@ class VecFifo {
   size_t head_ = 0;
 };
 
-enum class Policy { Fifo, Priority, Fair };
+enum class Policy : uint8_t { Fifo, Priority, Fair };
 
 struct Reservation {
   int64_t job_id;
@@ -70,8 +81,10 @@ struct Reservation {
   int32_t priority;
 };
 
-class ReservationQueue {
+class alignas(64) ReservationQueue {
  public:
+  static constexpr int kInline = 3;  // reservations of the short form: 16 + 3 * 16 = 64 bytes
+
   explicit ReservationQueue(Policy policy, double default_weight = 1.0)
       : policy_(policy), default_weight_(check_weight(default_weight, "default_weight")) {}
 
@@ -87,59 +100,68 @@ class ReservationQueue {
   }
 
   void push(int64_t job_id, int32_t user, int32_t priority = 0) {
-    UserState& u = user_state(user);
-    auto [job, inserted] = jobs_.try_emplace(job_id, JobState{next_token_, 0, user});
-    if (inserted) {
-      ++next_token_;
-    } else if (job->user != user) {
+    if (user < 0) throw std::invalid_argument("user must be >= 0, got " + std::to_string(user));
+    const int32_t owner = job_user(job_id);
+    if (owner >= 0 && owner != user)
       throw std::invalid_argument("job " + std::to_string(job_id) + " already has reservations queued for user " +
-                                  std::to_string(job->user) + ", not user " + std::to_string(user));
+                                  std::to_string(owner) + ", not user " + std::to_string(user));
+    if (!is_long_ && n_inline_ == kInline) to_long();
+    if (is_long_) {
+      push_long(job_id, user, priority);
+    } else {
+      int i = n_inline_++;
+      if (policy_ == Policy::Priority)  // keep (priority, arrival) order: after every entry <= priority
+        for (; i > 0 && inline_[i - 1].priority > priority; --i) inline_[i] = inline_[i - 1];
+      inline_[i] = Reservation{job_id, user, priority};
     }
-    ++job->count;
-    const Entry e{job_id, job->token, user, priority, next_seq_++};
-    ++u.count;
     ++size_;
-    ++stored_;
-    switch (policy_) {
-      case Policy::Fifo:
-        fifo_.push_back(e);
-        break;
-      case Policy::Priority:
-        heap_.push_back(e);
-        std::push_heap(heap_.begin(), heap_.end(), later_entry);
-        break;
-      case Policy::Fair:
-        u.queue.push_back(e);
-        if (!u.active) activate(user);
-        break;
+    if (counts_users()) {
+      UserState& u = user_state(user);
+      ++u.count;
+      if (policy_ == Policy::Fair && !u.active) activate(user);
     }
   }
 
   bool peek(Reservation& out) {
-    const Entry* e = front_live();
-    if (e == nullptr) return false;
+    if (size_ == 0) return false;
+    if (!is_long_) {
+      out = inline_[front_inline()];
+      return true;
+    }
+    const Entry* e = front_long();
     out = Reservation{e->job_id, e->user, e->priority};
     return true;
   }
 
   bool pop(Reservation& out) {
-    const Entry* e = front_live();
-    if (e == nullptr) return false;
-    out = Reservation{e->job_id, e->user, e->priority};
-    switch (policy_) {
-      case Policy::Fifo:
-        fifo_.pop_front();
-        break;
-      case Policy::Priority:
-        std::pop_heap(heap_.begin(), heap_.end(), later_entry);
-        heap_.pop_back();
-        break;
-      case Policy::Fair:
-        serve_fair_front();
-        break;
+    if (size_ == 0) return false;
+    if (!is_long_) {
+      const int i = front_inline();
+      out = inline_[i];
+      for (int j = i + 1; j < n_inline_; ++j) inline_[j - 1] = inline_[j];
+      --n_inline_;
+      if (policy_ == Policy::Fair) charge_fair_top();
+    } else {
+      const Entry* e = front_long();
+      out = Reservation{e->job_id, e->user, e->priority};
+      switch (policy_) {
+        case Policy::Fifo:
+          long_store_->fifo.pop_front();
+          break;
+        case Policy::Priority:
+          std::pop_heap(long_store_->heap.begin(), long_store_->heap.end(), later_entry);
+          long_store_->heap.pop_back();
+          break;
+        case Policy::Fair:
+          long_store_->user_fifos[out.user].pop_front();
+          charge_fair_top();
+          break;
+      }
+      --long_store_->stored;
+      JobState* job = long_store_->jobs.find(out.job_id);
+      if (--job->count == 0) long_store_->jobs.erase(out.job_id);
     }
-    --stored_;
-    consume(out.job_id, out.user);
+    forget(out.user, 1);
     return true;
   }
 
@@ -147,7 +169,7 @@ class ReservationQueue {
   // so the user is served next again (Fair only; a no-op for the other policies).
   void refund(int32_t user) {
     if (policy_ != Policy::Fair) return;
-    if (user < 0 || static_cast<size_t>(user) >= users_.size() || users_[user].unrefunded_pops == 0)
+    if (!can_refund(user))
       throw std::invalid_argument("refund: user " + std::to_string(user) + " has no pop left to refund");
     UserState& u = users_[user];
     --u.unrefunded_pops;
@@ -157,28 +179,52 @@ class ReservationQueue {
 
   // Removes every queued reservation of job_id; returns how many.
   int64_t cancel(int64_t job_id) {
-    const JobState* job = jobs_.find(job_id);
-    if (job == nullptr) return 0;
-    const int64_t n = job->count;
-    UserState& u = users_[job->user];
-    u.count -= n;
-    size_ -= n;
-    jobs_.erase(job_id);
-    if (policy_ == Policy::Fair && u.count == 0) deactivate(u);
-    if (stored_ > 1024 && stored_ > 2 * size_) compact();
+    int64_t n = 0;
+    int32_t user = 0;
+    if (!is_long_) {
+      int kept = 0;
+      for (int i = 0; i < n_inline_; ++i) {
+        if (inline_[i].job_id == job_id) {
+          user = inline_[i].user;
+          ++n;
+        } else {
+          inline_[kept++] = inline_[i];
+        }
+      }
+      n_inline_ = kept;
+      if (n == 0) return 0;
+    } else {
+      const JobState* job = long_store_->jobs.find(job_id);
+      if (job == nullptr) return 0;
+      n = job->count;
+      user = job->user;
+      long_store_->jobs.erase(job_id);
+    }
+    forget(user, n);
+    if (is_long_ && long_store_->stored > 1024 && long_store_->stored > 2 * size_) compact();
     return n;
   }
 
   int64_t size() const { return size_; }
 
   int64_t count(int32_t user) const {
+    if (!counts_users()) {
+      int64_t n = 0;
+      for (int i = 0; i < n_inline_; ++i) n += inline_[i].user == user;
+      return n;
+    }
     return user >= 0 && static_cast<size_t>(user) < users_.size() ? users_[user].count : 0;
   }
 
   // The user whose reservations of job_id are queued, or -1 if none is.
   int32_t job_user(int64_t job_id) const {
-    const JobState* job = jobs_.find(job_id);
-    return job == nullptr ? -1 : job->user;
+    if (is_long_) {
+      const JobState* job = long_store_->jobs.find(job_id);
+      return job == nullptr ? -1 : job->user;
+    }
+    for (int i = 0; i < n_inline_; ++i)
+      if (inline_[i].job_id == job_id) return inline_[i].user;
+    return -1;
   }
 
   // Whether refund(user) would be accepted now.
@@ -186,10 +232,8 @@ class ReservationQueue {
     return user >= 0 && static_cast<size_t>(user) < users_.size() && users_[user].unrefunded_pops > 0;
   }
 
-  int32_t n_users() const { return static_cast<int32_t>(users_.size()); }
-
  private:
-  struct Entry {
+  struct Entry {  // long form
     int64_t job_id;
     uint64_t token;
     int32_t user;
@@ -201,11 +245,19 @@ class ReservationQueue {
     int64_t count = 0;
     int32_t user = 0;
   };
+  struct Long {
+    VecFifo<Entry> fifo;                   // Fifo
+    std::vector<Entry> heap;               // Priority
+    std::vector<VecFifo<Entry>> user_fifos;  // Fair, indexed by user
+    FlatMap<JobState> jobs;
+    uint64_t next_token = 1;
+    uint64_t next_seq = 0;
+    int64_t stored = 0;  // entries held, live or dead
+  };
   struct UserState {
-    VecFifo<Entry> queue;  // Fair only
     double weight = 0.0;  // set from the default when the user is first seen
     double pass = 0.0;
-    int64_t count = 0;
+    int64_t count = 0;  // live reservations; kept by Fair always, by the others in the long form
     int64_t unrefunded_pops = 0;
     uint64_t backlogged_since = 0;  // tie-break: order of becoming backlogged
     uint64_t version = 0;           // heap nodes of older versions are stale
@@ -232,6 +284,10 @@ class ReservationQueue {
     return a.pass != b.pass ? a.pass > b.pass : a.backlogged_since > b.backlogged_since;
   }
 
+  // Per-user live counts are kept by Fair (it needs them to schedule) and in the long form;
+  // the short form of fifo / priority counts by scanning its entries.
+  bool counts_users() const { return is_long_ || policy_ == Policy::Fair; }
+
   UserState& user_state(int32_t user) {
     if (user < 0) throw std::invalid_argument("user must be >= 0, got " + std::to_string(user));
     if (static_cast<size_t>(user) >= users_.size()) {
@@ -242,17 +298,127 @@ class ReservationQueue {
     return users_[user];
   }
 
+  // Bookkeeping of n live reservations of `user` leaving the queue (popped or cancelled).
+  void forget(int32_t user, int64_t n) {
+    size_ -= n;
+    if (counts_users()) {
+      UserState& u = users_[user];
+      u.count -= n;
+      if (policy_ == Policy::Fair && u.count == 0 && u.active) deactivate(user);
+    }
+    if (size_ == 0 && is_long_) to_short();
+  }
+
+  // ---- the short form ----
+
+  // Index of the next entry in policy order (the queue is not empty).
+  int front_inline() {
+    if (policy_ != Policy::Fair) return 0;
+    const int32_t user = top_user();
+    int i = 0;
+    while (inline_[i].user != user) ++i;
+    return i;
+  }
+
+  // ---- the long form ----
+
+  void to_long() {
+    if (!long_store_) long_store_ = std::make_unique<Long>();
+    is_long_ = true;
+    for (int i = 0; i < n_inline_; ++i) {
+      const Reservation& r = inline_[i];
+      push_long(r.job_id, r.user, r.priority);
+      if (policy_ != Policy::Fair) ++user_state(r.user).count;  // Fair counts already
+    }
+    n_inline_ = 0;
+  }
+
+  // Back to the short form once empty: every stored entry is dead, drop them all.
+  void to_short() {
+    long_store_->fifo.clear();
+    long_store_->heap.clear();
+    for (auto& f : long_store_->user_fifos) f.clear();
+    long_store_->stored = 0;
+    is_long_ = false;
+  }
+
+  void push_long(int64_t job_id, int32_t user, int32_t priority) {
+    Long& L = *long_store_;
+    auto [job, inserted] = L.jobs.try_emplace(job_id, JobState{L.next_token, 0, user});
+    if (inserted) ++L.next_token;
+    ++job->count;
+    const Entry e{job_id, job->token, user, priority, L.next_seq++};
+    ++L.stored;
+    switch (policy_) {
+      case Policy::Fifo:
+        L.fifo.push_back(e);
+        break;
+      case Policy::Priority:
+        L.heap.push_back(e);
+        std::push_heap(L.heap.begin(), L.heap.end(), later_entry);
+        break;
+      case Policy::Fair:
+        if (static_cast<size_t>(user) >= L.user_fifos.size()) L.user_fifos.resize(static_cast<size_t>(user) + 1);
+        L.user_fifos[user].push_back(e);
+        break;
+    }
+  }
+
   bool live(const Entry& e) const {
-    const JobState* job = jobs_.find(e.job_id);
+    const JobState* job = long_store_->jobs.find(e.job_id);
     return job != nullptr && job->token == e.token;
   }
 
-  void consume(int64_t job_id, int32_t user) {
-    JobState* job = jobs_.find(job_id);
-    if (--job->count == 0) jobs_.erase(job_id);
-    --users_[user].count;
-    --size_;
+  // The next live entry in policy order, discarding dead entries on the way (not empty).
+  const Entry* front_long() {
+    Long& L = *long_store_;
+    VecFifo<Entry>* fifo = &L.fifo;
+    switch (policy_) {
+      case Policy::Priority:
+        while (!live(L.heap.front())) {
+          std::pop_heap(L.heap.begin(), L.heap.end(), later_entry);
+          L.heap.pop_back();
+          --L.stored;
+        }
+        return &L.heap.front();
+      case Policy::Fair:
+        fifo = &L.user_fifos[top_user()];
+        break;
+      case Policy::Fifo:
+        break;
+    }
+    while (!live(fifo->front())) {
+      fifo->pop_front();
+      --L.stored;
+    }
+    return &fifo->front();
   }
+
+  void compact() {
+    Long& L = *long_store_;
+    auto dead = [this](const Entry& e) { return !live(e); };
+    int64_t stored = 0;
+    switch (policy_) {
+      case Policy::Fifo:
+        L.fifo.remove_if(dead);
+        stored = static_cast<int64_t>(L.fifo.size());
+        break;
+      case Policy::Priority:
+        L.heap.erase(std::remove_if(L.heap.begin(), L.heap.end(), dead), L.heap.end());
+        std::make_heap(L.heap.begin(), L.heap.end(), later_entry);
+        stored = static_cast<int64_t>(L.heap.size());
+        break;
+      case Policy::Fair:
+        for (auto& f : L.user_fifos) {
+          f.remove_if(dead);
+          stored += static_cast<int64_t>(f.size());
+        }
+        break;
+    }
+    L.stored = stored;
+  }
+
+  // ---- fair: the users' stride scheduler ----
 
   void activate(int32_t user) {
     UserState& u = users_[user];
@@ -262,11 +428,16 @@ class ReservationQueue {
     push_node(user);
   }
 
-  void deactivate(UserState& u) {
+  // The user has no live reservation left: its stored entries (long form) are all dead.
+  void deactivate(int32_t user) {
+    UserState& u = users_[user];
     u.active = false;
-    stored_ -= static_cast<int64_t>(u.queue.size());
-    u.queue.clear();
     ++u.version;
+    if (is_long_ && static_cast<size_t>(user) < long_store_->user_fifos.size()) {
+      VecFifo<Entry>& f = long_store_->user_fifos[user];
+      long_store_->stored -= static_cast<int64_t>(f.size());
+      f.clear();
+    }
   }
 
   void push_node(int32_t user) {
@@ -286,59 +457,28 @@ class ReservationQueue {
     user_heap_.pop_back();
   }
 
-  // The next live entry in policy order, discarding dead entries on the way; nullptr if none.
-  const Entry* front_live() {
-    switch (policy_) {
-      case Policy::Fifo:
-        while (!fifo_.empty() && !live(fifo_.front())) {
-          fifo_.pop_front();
-          --stored_;
-        }
-        return fifo_.empty() ? nullptr : &fifo_.front();
-      case Policy::Priority:
-        while (!heap_.empty() && !live(heap_.front())) {
-          std::pop_heap(heap_.begin(), heap_.end(), later_entry);
-          heap_.pop_back();
-          --stored_;
-        }
-        return heap_.empty() ? nullptr : &heap_.front();
-      case Policy::Fair:
-        while (!user_heap_.empty()) {
-          const UserNode& node = user_heap_.front();
-          UserState& u = users_[node.user];
-          if (!u.active || node.version != u.version) {
-            pop_node();
-            continue;
-          }
-          while (!u.queue.empty() && !live(u.queue.front())) {
-            u.queue.pop_front();
-            --stored_;
-          }
-          return &u.queue.front();  // an active user has count > 0, so a live entry
-        }
-        return nullptr;
+  // The backlogged user served next, discarding stale heap nodes (the queue is not empty).
+  int32_t top_user() {
+    for (;;) {
+      const UserNode& node = user_heap_.front();
+      const UserState& u = users_[node.user];
+      if (u.active && node.version == u.version) return node.user;
+      pop_node();
     }
-    return nullptr;
   }
 
-  // Fair: remove the front entry of the top user and charge that user one turn.
-  void serve_fair_front() {
+  // The top user's front reservation was just taken: charge the user one turn. The user's
+  // count still includes it (forget() follows), so count > 1 means it stays backlogged.
+  void charge_fair_top() {
     const int32_t user = user_heap_.front().user;
     UserState& u = users_[user];
     pop_node();
-    u.queue.pop_front();
     vtime_ = u.pass;
     u.pass += 1.0 / u.weight;
     ++u.unrefunded_pops;
     if (u.count > 1) {
       ++u.version;
       push_node(user);
-    } else {
-      // This pop takes the user's last live reservation (consume() follows).
-      u.active = false;
-      stored_ -= static_cast<int64_t>(u.queue.size());
-      u.queue.clear();
-      ++u.version;
     }
   }
 
@@ -350,36 +490,19 @@ class ReservationQueue {
     std::make_heap(user_heap_.begin(), user_heap_.end(), later_user);
   }
 
-  void compact() {
-    auto dead = [this](const Entry& e) { return !live(e); };
-    switch (policy_) {
-      case Policy::Fifo:
-        fifo_.remove_if(dead);
-        break;
-      case Policy::Priority:
-        heap_.erase(std::remove_if(heap_.begin(), heap_.end(), dead), heap_.end());
-        std::make_heap(heap_.begin(), heap_.end(), later_entry);
-        break;
-      case Policy::Fair:
-        for (auto& u : users_) u.queue.remove_if(dead);
-        break;
-    }
-    stored_ = size_;
-  }
-
+  // First cache line: everything a push / pop / cancel of a short queue touches.
+  int64_t size_ = 0;  // live reservations
+  uint8_t n_inline_ = 0;
+  bool is_long_ = false;  // the long form (long_store_) is in use
   Policy policy_;
+  Reservation inline_[kInline];  // the short form, in service order
+  // Cold: weights and fair sharing, the long form's storage.
   double default_weight_;
-  VecFifo<Entry> fifo_;
-  std::vector<Entry> heap_;
+  std::unique_ptr<Long> long_store_;
   std::vector<UserState> users_;
   std::vector<UserNode> user_heap_;
-  FlatMap<JobState> jobs_;
-  uint64_t next_token_ = 1;
-  uint64_t next_seq_ = 0;
   uint64_t next_backlog_ = 0;
   double vtime_ = 0.0;
-  int64_t size_ = 0;    // live reservations
-  int64_t stored_ = 0;  // entries held, live or dead
 };
 
 }  // namespace sparrow

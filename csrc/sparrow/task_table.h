@@ -4,25 +4,36 @@
 // (reservations) the scheduler placed for it, each at a worker and made for a task
 // (-1: any unconstrained task). When a worker's reservation reaches the head of its queue
 // the worker asks get_task(job, worker), which consumes one of its outstanding reservations
-// and binds a task only now (late binding), preferring
-//   1. an unlaunched constrained task a reservation at this worker was made for,
-//   2. any unlaunched constrained task that has this worker as a candidate,
-//   3. the next unlaunched unconstrained task (in index order),
-// or answers none (-1). Once all m tasks are launched, workers_to_cancel lists the workers
-// still holding reservations (proactive cancellation, matched by job id value) and forgets
-// them, so asking again gives nothing.
-// Costs: add_job O(m + c log c) for c candidates; reserve O(k); get_task O(log k) after
-// one O(k log k) sort of a job's probes by (worker, task) (redone only after a new reserve), plus
-// the scan of that worker's probes and candidate tasks; workers_to_cancel O(k).
+// (one made for any task if it holds one, else the one made for the lowest task) and binds
+// a task only now (late binding), preferring
+//   1. the lowest unlaunched constrained task a reservation at this worker was made for,
+//   2. the lowest unlaunched constrained task that has this worker as a candidate,
+//   3. the lowest unlaunched unconstrained task,
+// or answers none (-1). Decisions depend on the values only, never on the order the
+// reservations were recorded in. Once all m tasks are launched, workers_to_cancel lists
+// the workers still holding reservations (proactive cancellation, matched by job id value)
+// and forgets them, so asking again gives nothing.
+//
+// Storage: a job's probes made for any task are a count per worker in an open-addressing
+// map (flat_map.h), so an unconstrained job needs no sort; probes made for a constrained task
+// are kept apart, sorted by (worker, task, reservation order) when first needed. Job
+// records are pooled and reused (their buffers with them) and found through a flat map of
+// job ids, so a steady stream of jobs allocates nothing.
+// Costs (k probes, c candidates): add_job O(m + c log c); reserve O(k); get_task O(1)
+// expected for a job without constrained tasks, else O(log k_c) after one O(k_c log k_c)
+// sort of its k_c constrained probes (redone after a new reserve), plus the scan of that
+// worker's probes and candidate tasks; workers_to_cancel O(k + w log w) for the w workers
+// returned; remove_job O(k).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "sparrow/flat_map.h"
 
 namespace sparrow {
 
@@ -30,33 +41,40 @@ class TaskTable {
  public:
   void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand = nullptr, const int64_t* cand_offsets = nullptr) {
     if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
-    if (jobs_.count(job_id)) throw std::invalid_argument("job_id " + std::to_string(job_id) + " already exists");
-    Job job;
-    job.n_tasks = n_tasks;
-    job.flags.assign(static_cast<size_t>(n_tasks), 0);
-    for (int64_t t = 0; cand_offsets && t < n_tasks; ++t) {
-      const int64_t lo = cand_offsets[t], hi = cand_offsets[t + 1];
-      if (hi < lo) throw std::invalid_argument("candidates: offsets decrease at task " + std::to_string(t));
-      if (hi == lo) continue;
-      job.flags[t] = kConstrained;
-      for (int64_t i = lo; i < hi; ++i) {
-        if (cand[i] < 0)
-          throw std::invalid_argument("candidates: task " + std::to_string(t) + " has a negative worker id " +
-                                      std::to_string(cand[i]));
-        job.candidate_index.emplace_back(cand[i], t);
+    if (index_.find(job_id) != nullptr) throw std::invalid_argument("job_id " + std::to_string(job_id) + " already exists");
+    const uint32_t record = take_record();
+    Job& job = records_[record];
+    try {
+      job.n_tasks = n_tasks;
+      job.flags.assign(static_cast<size_t>(n_tasks), 0);
+      for (int64_t t = 0; cand_offsets && t < n_tasks; ++t) {
+        const int64_t lo = cand_offsets[t], hi = cand_offsets[t + 1];
+        if (hi < lo) throw std::invalid_argument("candidates: offsets decrease at task " + std::to_string(t));
+        if (hi == lo) continue;
+        job.flags[t] = kConstrained;
+        for (int64_t i = lo; i < hi; ++i) {
+          if (cand[i] < 0)
+            throw std::invalid_argument("candidates: task " + std::to_string(t) + " has a negative worker id " +
+                                        std::to_string(cand[i]));
+          job.candidate_index.emplace_back(cand[i], t);
+        }
       }
+      std::sort(job.candidate_index.begin(), job.candidate_index.end());
+      for (size_t i = 1; i < job.candidate_index.size(); ++i)
+        if (job.candidate_index[i] == job.candidate_index[i - 1])
+          throw std::invalid_argument("candidates: task " + std::to_string(job.candidate_index[i].second) +
+                                      " lists worker " + std::to_string(job.candidate_index[i].first) + " twice");
+    } catch (...) {
+      release_record(record);
+      throw;
     }
-    std::sort(job.candidate_index.begin(), job.candidate_index.end());
-    for (size_t i = 1; i < job.candidate_index.size(); ++i)
-      if (job.candidate_index[i] == job.candidate_index[i - 1])
-        throw std::invalid_argument("candidates: task " + std::to_string(job.candidate_index[i].second) +
-                                    " lists worker " + std::to_string(job.candidate_index[i].first) + " twice");
-    jobs_.emplace(job_id, std::move(job));
+    index_.try_emplace(job_id, record);
   }
 
   // Records n reservations: probe i at workers[i], made for tasks[i] (nullptr: all -1).
   void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) {
     Job& job = find(job_id);
+    int64_t n_any = 0;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t w = workers[i], t = tasks ? tasks[i] : -1;
       if (w < 0) throw std::invalid_argument("workers: negative worker id " + std::to_string(w));
@@ -69,33 +87,42 @@ class TaskTable {
         if (!std::binary_search(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(w, t)))
           throw std::invalid_argument("workers: worker " + std::to_string(w) + " is not a candidate of task " +
                                       std::to_string(t));
+      } else {
+        ++n_any;
       }
     }
-    for (int64_t i = 0; i < n; ++i)
-      job.probes.push_back(Probe{workers[i], tasks ? tasks[i] : -1, static_cast<uint32_t>(job.probes.size()), kOutstanding});
+    if (n_any > 0) job.any.reserve(job.any.size() + static_cast<size_t>(n_any));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = tasks ? tasks[i] : -1;
+      if (t < 0) {
+        ++job.any.try_emplace(workers[i], 0).first[0];
+      } else {
+        job.tagged.push_back(Tagged{workers[i], t, job.tagged_seq++, kOutstanding});
+        job.tagged_sorted = false;
+      }
+    }
     job.outstanding += n;
-    job.probes_sorted = n == 0 && job.probes_sorted;
   }
 
   // The task `worker` should run for the job, or -1; consumes one of its reservations.
   int64_t get_task(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
-    sort_probes(job);
-    auto [lo, hi] = probe_range(job, worker);
-    Probe* held = nullptr;
-    for (Probe* p = lo; p != hi; ++p)
-      if (p->state == kOutstanding) {
-        held = p;
-        break;
-      }
-    if (held == nullptr) return -1;
-    held->state = kConsumed;
+    int64_t* any = job.any.find(worker);
+    auto [lo, hi] = tagged_range(job, worker);
+    if (any != nullptr && *any > 0) {
+      --*any;
+    } else {
+      Tagged* held = lo;
+      while (held != hi && held->state != kOutstanding) ++held;
+      if (held == hi) return -1;
+      held->state = kConsumed;
+    }
     --job.outstanding;
     if (job.n_launched == job.n_tasks) return -1;
     int64_t task = -1;
-    for (Probe* p = lo; p != hi && task < 0; ++p)
-      if (p->task >= 0 && !(job.flags[p->task] & kLaunched)) task = p->task;
-    if (task < 0) {
+    for (Tagged* p = lo; p != hi && task < 0; ++p)
+      if (!(job.flags[p->task] & kLaunched)) task = p->task;
+    if (task < 0 && !job.candidate_index.empty()) {
       auto c = std::lower_bound(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(worker, int64_t{-1}));
       for (; c != job.candidate_index.end() && c->first == worker; ++c)
         if (!(job.flags[c->second] & kLaunched)) {
@@ -125,22 +152,31 @@ class TaskTable {
   void workers_to_cancel(int64_t job_id, std::vector<int64_t>& out) {
     Job& job = find(job_id);
     if (job.n_launched < job.n_tasks || job.outstanding == 0) return;
-    sort_probes(job);
-    for (Probe& p : job.probes) {
-      if (p.state != kOutstanding) continue;
-      p.state = kCancelled;
-      if (out.empty() || out.back() != p.worker) out.push_back(p.worker);
-    }
+    const size_t start = out.size();
+    job.any.for_each([&out](int64_t worker, int64_t& count) {
+      if (count > 0) out.push_back(worker);
+      count = 0;
+    });
+    for (Tagged& p : job.tagged)
+      if (p.state == kOutstanding) {
+        p.state = kCancelled;
+        out.push_back(p.worker);
+      }
+    std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+    out.erase(std::unique(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()), out.end());
     job.outstanding = 0;
   }
 
   // Forgets the outstanding reservations of the job at a worker that is gone; returns how many.
   int64_t drop_worker(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
-    sort_probes(job);
-    auto [lo, hi] = probe_range(job, worker);
     int64_t dropped = 0;
-    for (Probe* p = lo; p != hi; ++p)
+    if (int64_t* any = job.any.find(worker)) {
+      dropped = *any;
+      *any = 0;
+    }
+    auto [lo, hi] = tagged_range(job, worker);
+    for (Tagged* p = lo; p != hi; ++p)
       if (p->state == kOutstanding) {
         p->state = kCancelled;
         ++dropped;
@@ -156,20 +192,26 @@ class TaskTable {
   }
 
   void remove_job(int64_t job_id) {
-    if (jobs_.erase(job_id) == 0) throw unknown_job(job_id);
+    const uint32_t* record = index_.find(job_id);
+    if (record == nullptr) throw unknown_job(job_id);
+    const uint32_t r = *record;
+    index_.erase(job_id);
+    release_record(r);
   }
 
-  bool contains(int64_t job_id) const { return jobs_.count(job_id) != 0; }
-  int64_t size() const { return static_cast<int64_t>(jobs_.size()); }
+  bool contains(int64_t job_id) const { return index_.find(job_id) != nullptr; }
+  int64_t size() const { return static_cast<int64_t>(index_.size()); }
   int64_t n_tasks(int64_t job_id) const { return find(job_id).n_tasks; }
   int64_t n_launched(int64_t job_id) const { return find(job_id).n_launched; }
   int64_t outstanding(int64_t job_id) const { return find(job_id).outstanding; }
 
  private:
-  static constexpr uint8_t kOutstanding = 0, kConsumed = 1, kCancelled = 2;  // Probe::state
+  static constexpr uint8_t kOutstanding = 0, kConsumed = 1, kCancelled = 2;  // Tagged::state
   static constexpr uint8_t kLaunched = 1, kConstrained = 2;                  // Job::flags bits
+  // A pooled record keeps its buffers for the next job unless they outgrew this many entries.
+  static constexpr size_t kKeptCapacity = 1 << 14;
 
-  struct Probe {
+  struct Tagged {  // a probe made for constrained task `task`
     int64_t worker;
     int64_t task;
     uint32_t seq;  // reservation order within the job
@@ -179,11 +221,13 @@ class TaskTable {
     int64_t n_tasks = 0;
     int64_t n_launched = 0;
     int64_t outstanding = 0;
-    std::vector<uint8_t> flags;  // per task: kLaunched | kConstrained
     int64_t next_unconstrained = 0;  // no unconstrained task below it is unlaunched
+    std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
-    std::vector<Probe> probes;
-    bool probes_sorted = true;
+    FlatMap<int64_t> any;           // worker -> outstanding probes made for any task
+    std::vector<Tagged> tagged;     // sorted by (worker, task, seq) when tagged_sorted
+    uint32_t tagged_seq = 0;
+    bool tagged_sorted = true;
   };
 
   static std::invalid_argument unknown_job(int64_t job_id) {
@@ -191,37 +235,70 @@ class TaskTable {
   }
 
   Job& find(int64_t job_id) {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) throw unknown_job(job_id);
-    return it->second;
+    const uint32_t* record = index_.find(job_id);
+    if (record == nullptr) throw unknown_job(job_id);
+    return records_[*record];
   }
-  const Job& find(int64_t job_id) const {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) throw unknown_job(job_id);
-    return it->second;
+  const Job& find(int64_t job_id) const { return const_cast<TaskTable*>(this)->find(job_id); }
+
+  uint32_t take_record() {
+    if (free_.empty()) {
+      records_.emplace_back();
+      return static_cast<uint32_t>(records_.size() - 1);
+    }
+    const uint32_t r = free_.back();
+    free_.pop_back();
+    return r;
   }
 
-  static void sort_probes(Job& job) {
-    if (job.probes_sorted) return;
-    // By worker, task, then reservation order: a total order, so every sort gives the same
-    // sequence, and a worker's reservations offer their tasks lowest index first.
-    std::sort(job.probes.begin(), job.probes.end(), [](const Probe& a, const Probe& b) {
-      if (a.worker != b.worker) return a.worker < b.worker;
-      return a.task != b.task ? a.task < b.task : a.seq < b.seq;
-    });
-    job.probes_sorted = true;
+  // Resets a record for the next job, keeping its buffers unless they are large.
+  void release_record(uint32_t r) {
+    Job& job = records_[r];
+    job.n_tasks = job.n_launched = job.outstanding = job.next_unconstrained = 0;
+    job.tagged_seq = 0;
+    job.tagged_sorted = true;
+    reset(job.flags);
+    reset(job.candidate_index);
+    reset(job.tagged);
+    if (job.any.capacity() > kKeptCapacity) {
+      job.any = FlatMap<int64_t>();
+    } else {
+      job.any.clear();
+    }
+    free_.push_back(r);
   }
 
-  static std::pair<Probe*, Probe*> probe_range(Job& job, int64_t worker) {
-    auto lo = std::lower_bound(job.probes.begin(), job.probes.end(), worker,
-                               [](const Probe& p, int64_t w) { return p.worker < w; });
-    auto hi = lo;
-    while (hi != job.probes.end() && hi->worker == worker) ++hi;
-    Probe* base = job.probes.data();
-    return {base + (lo - job.probes.begin()), base + (hi - job.probes.begin())};
+  template <typename T>
+  static void reset(std::vector<T>& v) {
+    if (v.capacity() > kKeptCapacity) {
+      std::vector<T>().swap(v);
+    } else {
+      v.clear();
+    }
   }
 
-  std::unordered_map<int64_t, Job> jobs_;
+  // The job's probes made for constrained tasks at `worker`, lowest task first.
+  static std::pair<Tagged*, Tagged*> tagged_range(Job& job, int64_t worker) {
+    if (job.tagged.empty()) return {nullptr, nullptr};
+    if (!job.tagged_sorted) {
+      // By worker, task, then reservation order: a total order, so every sort gives the same
+      // sequence, and a worker's reservations offer their tasks lowest index first.
+      std::sort(job.tagged.begin(), job.tagged.end(), [](const Tagged& a, const Tagged& b) {
+        if (a.worker != b.worker) return a.worker < b.worker;
+        return a.task != b.task ? a.task < b.task : a.seq < b.seq;
+      });
+      job.tagged_sorted = true;
+    }
+    Tagged* lo = std::lower_bound(job.tagged.data(), job.tagged.data() + job.tagged.size(), worker,
+                                  [](const Tagged& p, int64_t w) { return p.worker < w; });
+    Tagged* hi = lo;
+    while (hi != job.tagged.data() + job.tagged.size() && hi->worker == worker) ++hi;
+    return {lo, hi};
+  }
+
+  FlatMap<uint32_t> index_;  // job id -> record
+  std::vector<Job> records_;
+  std::vector<uint32_t> free_;
 };
 
 }  // namespace sparrow

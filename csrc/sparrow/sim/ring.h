@@ -2,9 +2,11 @@
 //
 // With one constant network delay, messages arrive in the order they were sent, so a FIFO
 // replaces a priority queue for them: push and pop are O(1) and memory follows the messages
-// in flight. Growing copies the live entries once (amortised O(1) per push).
+// in flight. Growing copies the live entries once (amortised O(1) per push). push_many and
+// pop_many move a run of entries with at most two block copies (a message's payload).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -26,6 +28,22 @@ class Ring {
   }
 
   T pop() { return buf_[head_++ & mask_]; }
+
+  void push_many(const T* values, size_t n) {
+    while (size() + n > buf_.size()) grow();
+    const size_t at = tail_ & mask_, first = std::min(n, buf_.size() - at);
+    std::copy(values, values + first, buf_.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(values + first, values + n, buf_.begin());
+    tail_ += n;
+  }
+
+  // Moves the n oldest entries (n <= size()) to out.
+  void pop_many(T* out, size_t n) {
+    const size_t at = head_ & mask_, first = std::min(n, buf_.size() - at);
+    std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(at), buf_.begin() + static_cast<std::ptrdiff_t>(at + first), out);
+    std::copy(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n - first), out + first);
+    head_ += n;
+  }
 
  private:
   void grow() {

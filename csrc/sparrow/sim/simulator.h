@@ -127,7 +127,9 @@ class Simulator {
     return p;
   }
 
+  // Weights matter to fair queues only; the others are left without per-user state.
   void set_weights(ReservationQueue& q) const {
+    if (q.policy() != Policy::Fair) return;
     for (size_t u = 0; u < p_.user_weight.size(); ++u) q.set_weight(static_cast<int32_t>(u), p_.user_weight[u]);
   }
 
@@ -138,7 +140,7 @@ class Simulator {
     Msg m{now_ + p_.network_delay, job, task, aux, worker, user, kind, 0};
     if (payload != nullptr) {
       m.n_payload = static_cast<uint32_t>(payload->size());
-      for (int64_t x : *payload) payload_.push(x);
+      payload_.push_many(payload->data(), payload->size());
     }
     msgs_.push(m);
   }
@@ -146,8 +148,8 @@ class Simulator {
   void deliver(const Msg& m) {
     now_ = m.time;
     ++out_.counters.messages;
-    words_.clear();
-    for (uint32_t i = 0; i < m.n_payload; ++i) words_.push_back(payload_.pop());
+    words_.resize(m.n_payload);
+    payload_.pop_many(words_.data(), m.n_payload);
     switch (m.kind) {
       case Kind::Reserve:
         on_reserve(m.job);
@@ -216,7 +218,7 @@ class Simulator {
     if (job.has_task_constraints()) {
       const int64_t lo = job.task_candidate_offsets[t];
       count = job.task_candidate_offsets[t + 1] - lo;
-      return job.task_candidates.data() + lo;
+      if (count > 0) return job.task_candidates.data() + lo;
     }
     count = 0;
     return nullptr;

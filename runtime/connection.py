@@ -38,6 +38,7 @@ logger = logging.getLogger("sparrow_runtime.connection")
 RECEIVE_SIZE = 64 * 1024  # larger reads make every recv allocate (and free) that much
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
+_DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (not on Windows sockets)
 
 
 class Connection:
@@ -57,7 +58,7 @@ class Connection:
         self._outbox: list = []
         self._wake = trio.Event()
         self._closing = False
-        self._fd = stream.socket.fileno() if type(stream) is trio.SocketStream else None
+        self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
         self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
         self._writing = False  # the sender task is in send_all: direct writes must queue behind it
 
@@ -164,9 +165,9 @@ class Connection:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
         always finds nothing, so waiting first saves a failed read per message)."""
         while True:
-            await trio.lowlevel.wait_readable(self._fd)
-            if self.closed:
+            if self.closed:  # its descriptor may already belong to another file
                 raise trio.ClosedResourceError("the connection was closed")
+            await trio.lowlevel.wait_readable(self._fd)  # raises if the socket is closed meanwhile
             try:
                 return os.read(self._fd, RECEIVE_SIZE)
             except BlockingIOError:

@@ -101,7 +101,7 @@ class ThreadExecutor:
 
 
 class _Worker:
-    __slots__ = ("process", "conn", "done")
+    __slots__ = ("conn", "done", "process")
 
     def __init__(self, process: trio.Process, conn: Connection) -> None:
         self.process = process

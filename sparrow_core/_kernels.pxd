@@ -6,6 +6,10 @@ from libcpp cimport bool as cbool
 from libcpp.vector cimport vector
 
 
+cdef extern from "<algorithm>" namespace "std" nogil:
+    void c_sort_int64 "std::sort"(int64_t* first, int64_t* last)
+
+
 cdef extern from "sparrow/rng.h" namespace "sparrow" nogil:
     cdef cppclass CRng "sparrow::Rng":
         CRng(uint64_t seed)
@@ -48,6 +52,8 @@ cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
         void set_weight(int32_t user, double weight) except +
         double weight(int32_t user)
         void push(int64_t job_id, int32_t user, int32_t priority) except +
+        int64_t push_many(const int64_t* job_ids, const int32_t* users, const int64_t* priorities, int64_t n,
+                          int32_t& owner) except +
         cbool peek(CReservation& out)
         cbool pop(CReservation& out)
         void refund(int32_t user) except +

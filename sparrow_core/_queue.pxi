@@ -1,4 +1,5 @@
 # Reservation queues (csrc/sparrow/reservation_queue.h): the node monitor's queue of probes.
+from cython.operator cimport dereference
 
 _POLICIES = {"fifo": CPolicy.Fifo, "priority": CPolicy.Priority, "fair": CPolicy.Fair}
 
@@ -158,33 +159,41 @@ cdef class ReservationQueue:
         return {self._users[i]: self.c.count(i) for i in range(len(self._users)) if self.c.count(i)}
 
     def push_many(self, job_ids, users, priorities=None):
-        """Queues reservations job_ids[i] for int user users[i] (priorities[i], default 0)."""
+        """Queues reservations job_ids[i] for int user users[i] (priorities[i], default 0),
+        all or nothing (GIL released): on a ValueError naming the first bad entry (its job
+        queued for another user, or a priority beyond 32 bits) nothing is queued."""
         cdef cnp.ndarray jobs = _int64_array(job_ids, "job_ids")
         cdef cnp.ndarray who = _int64_array(users, "users")
-        cdef cnp.ndarray prio = (np.zeros(jobs.shape[0], dtype=np.int64) if priorities is None
-                                 else _int64_array(priorities, "priorities"))
-        cdef Py_ssize_t n = jobs.shape[0], i
-        if who.shape[0] != n or prio.shape[0] != n:
+        cdef cnp.ndarray prio = None if priorities is None else _int64_array(priorities, "priorities")
+        cdef Py_ssize_t n = jobs.shape[0], i = 0
+        if who.shape[0] != n or (prio is not None and prio.shape[0] != n):
             raise ValueError(f"job_ids, users and priorities must have the same length, got "
-                             f"{n}, {who.shape[0]} and {prio.shape[0]}")
-        if n and (prio.min() < -2**31 or prio.max() >= 2**31):
-            raise ValueError("priorities must fit in 32 bits")
+                             f"{n}, {who.shape[0]} and {n if prio is None else prio.shape[0]}")
         cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
         cdef const int64_t* u = <const int64_t*>cnp.PyArray_DATA(who)
-        cdef const int64_t* p = <const int64_t*>cnp.PyArray_DATA(prio)
-        cdef dict batch_owner = {}  # validate the whole batch first: all or nothing
-        cdef int32_t owner
-        for i in range(n):
-            if self._number_of_int_user.count(u[i]) == 0:
-                self._number(int(u[i]))
-            owner = batch_owner.setdefault(j[i], self.c.job_user(j[i]))
-            if owner < 0:
-                batch_owner[j[i]] = self._number_of_int_user[u[i]]
-            elif owner != self._number_of_int_user[u[i]]:
-                raise ValueError(f"job_ids[{i}]: " + str(self._owner_conflict(j[i], owner, int(u[i]))))
+        cdef const int64_t* p = NULL
+        if prio is not None:
+            p = <const int64_t*>cnp.PyArray_DATA(prio)
+        cdef cnp.ndarray numbers = np.empty(n, dtype=np.int32)
+        cdef int32_t* number = <int32_t*>cnp.PyArray_DATA(numbers)
+        cdef unordered_map[int64_t, int32_t].iterator found
+        while True:  # users to dense numbers; an unseen user is registered with the GIL
+            with nogil:
+                while i < n:
+                    found = self._number_of_int_user.find(u[i])
+                    if found == self._number_of_int_user.end():
+                        break
+                    number[i] = dereference(found).second
+                    i += 1
+            if i == n:
+                break
+            self._number(int(u[i]))
+        cdef int32_t owner = -1
+        cdef int64_t bad
         with nogil:
-            for i in range(n):
-                self.c.push(j[i], self._number_of_int_user[u[i]], <int32_t>p[i])
+            bad = self.c.push_many(j, number, p, n, owner)
+        if bad >= 0:
+            raise ValueError(f"job_ids[{bad}]: " + str(self._owner_conflict(j[bad], owner, int(u[bad]))))
 
     def pop_many(self, max_count):
         """Pops up to max_count reservations (GIL released) as (job_ids, users, priorities)

@@ -78,6 +78,7 @@ cdef class TaskTable:
         reservations, which are then forgotten (asking again gives an empty array)."""
         cdef vector[int64_t] out
         self.c.workers_to_cancel(_as_int64(job_id, "job_id"), out)
+        c_sort_int64(out.data(), out.data() + out.size())  # the kernel's order is unspecified
         return _from_vector(out)
 
     def drop_worker(self, job_id, worker):

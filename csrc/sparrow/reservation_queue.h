@@ -105,21 +105,35 @@ class alignas(64) ReservationQueue {
     if (owner >= 0 && owner != user)
       throw std::invalid_argument("job " + std::to_string(job_id) + " already has reservations queued for user " +
                                   std::to_string(owner) + ", not user " + std::to_string(user));
-    if (!is_long_ && n_inline_ == kInline) to_long();
-    if (is_long_) {
-      push_long(job_id, user, priority);
-    } else {
-      int i = n_inline_++;
-      if (policy_ == Policy::Priority)  // keep (priority, arrival) order: after every entry <= priority
-        for (; i > 0 && inline_[i - 1].priority > priority; --i) inline_[i] = inline_[i - 1];
-      inline_[i] = Reservation{job_id, user, priority};
+    push_checked(job_id, user, priority);
+  }
+
+  // Pushes reservation i = (job_ids[i], users[i], priorities[i] or 0 if null) for i < n, all
+  // or nothing: returns -1 once all are queued; or, queuing nothing, the first i whose job
+  // has reservations for another user (queued, or earlier in the batch), that user in owner.
+  // Throws (queuing nothing) on a negative user or a priority beyond 32 bits. O(n) expected.
+  int64_t push_many(const int64_t* job_ids, const int32_t* users, const int64_t* priorities, int64_t n,
+                    int32_t& owner) {
+    FlatMap<int32_t> batch;  // job -> its user, for every job of the batch
+    for (int64_t i = 0; i < n; ++i) {
+      if (users[i] < 0)
+        throw std::invalid_argument("users[" + std::to_string(i) + "] must be >= 0, got " + std::to_string(users[i]));
+      if (priorities && (priorities[i] < INT32_MIN || priorities[i] > INT32_MAX))
+        throw std::invalid_argument("priorities[" + std::to_string(i) + "] must fit in 32 bits, got " +
+                                    std::to_string(priorities[i]));
+      auto [known, inserted] = batch.try_emplace(job_ids[i], users[i]);
+      if (inserted) {
+        const int32_t queued = job_user(job_ids[i]);
+        if (queued >= 0) *known = queued;
+      }
+      if (*known != users[i]) {
+        owner = *known;
+        return i;
+      }
     }
-    ++size_;
-    if (counts_users()) {
-      UserState& u = user_state(user);
-      ++u.count;
-      if (policy_ == Policy::Fair && !u.active) activate(user);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      push_checked(job_ids[i], users[i], priorities ? static_cast<int32_t>(priorities[i]) : 0);
+    return -1;
   }
 
   bool peek(Reservation& out) {
@@ -149,7 +163,7 @@ class alignas(64) ReservationQueue {
           long_store_->fifo.pop_front();
           break;
         case Policy::Priority:
-          std::pop_heap(long_store_->heap.begin(), long_store_->heap.end(), later_entry);
+          std::pop_heap(long_store_->heap.begin(), long_store_->heap.end(), LaterEntry());
           long_store_->heap.pop_back();
           break;
         case Policy::Fair:
@@ -276,13 +290,18 @@ class alignas(64) ReservationQueue {
     return w;
   }
 
-  // Heap comparators: std heaps are max-heaps, so "less" means "served later".
-  static bool later_entry(const Entry& a, const Entry& b) {
-    return a.priority != b.priority ? a.priority > b.priority : a.seq > b.seq;
-  }
-  static bool later_user(const UserNode& a, const UserNode& b) {
-    return a.pass != b.pass ? a.pass > b.pass : a.backlogged_since > b.backlogged_since;
-  }
+  // Heap comparators (function objects, so the heap code inlines them): std heaps are
+  // max-heaps, so "less" means "served later".
+  struct LaterEntry {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.priority != b.priority ? a.priority > b.priority : a.seq > b.seq;
+    }
+  };
+  struct LaterUser {
+    bool operator()(const UserNode& a, const UserNode& b) const {
+      return a.pass != b.pass ? a.pass > b.pass : a.backlogged_since > b.backlogged_since;
+    }
+  };
 
   // Per-user live counts are kept by Fair (it needs them to schedule) and in the long form;
   // the short form of fifo / priority counts by scanning its entries.
@@ -296,6 +315,25 @@ class alignas(64) ReservationQueue {
       for (size_t i = first_new; i < users_.size(); ++i) users_[i].weight = default_weight_;
     }
     return users_[user];
+  }
+
+  // push() once the user (>= 0) and the job's owner are known to be right.
+  void push_checked(int64_t job_id, int32_t user, int32_t priority) {
+    if (!is_long_ && n_inline_ == kInline) to_long();
+    if (is_long_) {
+      push_long(job_id, user, priority);
+    } else {
+      int i = n_inline_++;
+      if (policy_ == Policy::Priority)  // keep (priority, arrival) order: after every entry <= priority
+        for (; i > 0 && inline_[i - 1].priority > priority; --i) inline_[i] = inline_[i - 1];
+      inline_[i] = Reservation{job_id, user, priority};
+    }
+    ++size_;
+    if (counts_users()) {
+      UserState& u = user_state(user);
+      ++u.count;
+      if (policy_ == Policy::Fair && !u.active) activate(user);
+    }
   }
 
   // Bookkeeping of n live reservations of `user` leaving the queue (popped or cancelled).
@@ -355,7 +393,7 @@ class alignas(64) ReservationQueue {
         break;
       case Policy::Priority:
         L.heap.push_back(e);
-        std::push_heap(L.heap.begin(), L.heap.end(), later_entry);
+        std::push_heap(L.heap.begin(), L.heap.end(), LaterEntry());
         break;
       case Policy::Fair:
         if (static_cast<size_t>(user) >= L.user_fifos.size()) L.user_fifos.resize(static_cast<size_t>(user) + 1);
@@ -376,7 +414,7 @@ class alignas(64) ReservationQueue {
     switch (policy_) {
       case Policy::Priority:
         while (!live(L.heap.front())) {
-          std::pop_heap(L.heap.begin(), L.heap.end(), later_entry);
+          std::pop_heap(L.heap.begin(), L.heap.end(), LaterEntry());
           L.heap.pop_back();
           --L.stored;
         }
@@ -405,7 +443,7 @@ class alignas(64) ReservationQueue {
         break;
       case Policy::Priority:
         L.heap.erase(std::remove_if(L.heap.begin(), L.heap.end(), dead), L.heap.end());
-        std::make_heap(L.heap.begin(), L.heap.end(), later_entry);
+        std::make_heap(L.heap.begin(), L.heap.end(), LaterEntry());
         stored = static_cast<int64_t>(L.heap.size());
         break;
       case Policy::Fair:
@@ -443,7 +481,7 @@ class alignas(64) ReservationQueue {
   void push_node(int32_t user) {
     const UserState& u = users_[user];
     user_heap_.push_back(UserNode{u.pass, u.backlogged_since, u.version, user});
-    std::push_heap(user_heap_.begin(), user_heap_.end(), later_user);
+    std::push_heap(user_heap_.begin(), user_heap_.end(), LaterUser());
   }
 
   void rekey(int32_t user) {
@@ -453,7 +491,7 @@ class alignas(64) ReservationQueue {
   }
 
   void pop_node() {
-    std::pop_heap(user_heap_.begin(), user_heap_.end(), later_user);
+    std::pop_heap(user_heap_.begin(), user_heap_.end(), LaterUser());
     user_heap_.pop_back();
   }
 
@@ -468,18 +506,35 @@ class alignas(64) ReservationQueue {
   }
 
   // The top user's front reservation was just taken: charge the user one turn. The user's
-  // count still includes it (forget() follows), so count > 1 means it stays backlogged.
+  // count still includes it (forget() follows), so count > 1 means it stays backlogged and
+  // its node is re-keyed in place (one sift down instead of a pop and a push). Live nodes
+  // have distinct keys, so the order served does not depend on the heap's layout.
   void charge_fair_top() {
     const int32_t user = user_heap_.front().user;
     UserState& u = users_[user];
-    pop_node();
     vtime_ = u.pass;
     u.pass += 1.0 / u.weight;
     ++u.unrefunded_pops;
     if (u.count > 1) {
       ++u.version;
-      push_node(user);
+      user_heap_.front() = UserNode{u.pass, u.backlogged_since, u.version, user};
+      sift_down_top();
+    } else {
+      pop_node();
     }
+  }
+
+  void sift_down_top() {
+    const size_t n = user_heap_.size();
+    const UserNode x = user_heap_[0];
+    size_t i = 0;
+    for (size_t c = 1; c < n; c = 2 * i + 1) {
+      if (c + 1 < n && LaterUser()(user_heap_[c], user_heap_[c + 1])) ++c;
+      if (!LaterUser()(x, user_heap_[c])) break;
+      user_heap_[i] = user_heap_[c];
+      i = c;
+    }
+    user_heap_[i] = x;
   }
 
   void rebuild_user_heap() {
@@ -487,7 +542,7 @@ class alignas(64) ReservationQueue {
     for (size_t i = 0; i < users_.size(); ++i)
       if (users_[i].active) user_heap_.push_back(UserNode{users_[i].pass, users_[i].backlogged_since,
                                                           users_[i].version, static_cast<int32_t>(i)});
-    std::make_heap(user_heap_.begin(), user_heap_.end(), later_user);
+    std::make_heap(user_heap_.begin(), user_heap_.end(), LaterUser());
   }
 
   // First cache line: everything a push / pop / cancel of a short queue touches.

@@ -74,6 +74,9 @@ class TaskTable {
   // Records n reservations: probe i at workers[i], made for tasks[i] (nullptr: all -1).
   void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) {
     Job& job = find(job_id);
+    if (n < 0 || n > kMaxOutstanding - job.outstanding)
+      throw std::invalid_argument("workers: a job holds at most 2**31 - 1 outstanding reservations, got " +
+                                  std::to_string(job.outstanding) + " + " + std::to_string(n));
     int64_t n_any = 0;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t w = workers[i], t = tasks ? tasks[i] : -1;
@@ -95,7 +98,7 @@ class TaskTable {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = tasks ? tasks[i] : -1;
       if (t < 0) {
-        ++job.any.try_emplace(workers[i], 0).first[0];
+        ++*job.any.try_emplace(workers[i], 0).first;
       } else {
         job.tagged.push_back(Tagged{workers[i], t, job.tagged_seq++, kOutstanding});
         job.tagged_sorted = false;
@@ -107,7 +110,7 @@ class TaskTable {
   // The task `worker` should run for the job, or -1; consumes one of its reservations.
   int64_t get_task(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
-    int64_t* any = job.any.find(worker);
+    int32_t* any = job.any.find(worker);
     auto [lo, hi] = tagged_range(job, worker);
     if (any != nullptr && *any > 0) {
       --*any;
@@ -147,23 +150,28 @@ class TaskTable {
     return job.n_launched == job.n_tasks;
   }
 
-  // Once all tasks are launched: appends the workers (sorted, unique) still holding
-  // reservations of the job, and forgets those reservations. Before that: appends nothing.
+  // Once all tasks are launched: appends the workers still holding reservations of the job,
+  // each once, in an order that depends on the values only (not sorted: callers that show
+  // them sort), and forgets those reservations. Before that: appends nothing.
   void workers_to_cancel(int64_t job_id, std::vector<int64_t>& out) {
     Job& job = find(job_id);
     if (job.n_launched < job.n_tasks || job.outstanding == 0) return;
     const size_t start = out.size();
-    job.any.for_each([&out](int64_t worker, int64_t& count) {
+    job.any.for_each([&out](int64_t worker, int32_t& count) {
       if (count > 0) out.push_back(worker);
       count = 0;
     });
+    bool tagged_held = false;
     for (Tagged& p : job.tagged)
       if (p.state == kOutstanding) {
         p.state = kCancelled;
         out.push_back(p.worker);
+        tagged_held = true;
       }
-    std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
-    out.erase(std::unique(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()), out.end());
+    if (tagged_held) {  // a worker may hold both kinds: keep one of each
+      std::sort(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+      out.erase(std::unique(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()), out.end());
+    }
     job.outstanding = 0;
   }
 
@@ -171,7 +179,7 @@ class TaskTable {
   int64_t drop_worker(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
     int64_t dropped = 0;
-    if (int64_t* any = job.any.find(worker)) {
+    if (int32_t* any = job.any.find(worker)) {
       dropped = *any;
       *any = 0;
     }
@@ -210,6 +218,7 @@ class TaskTable {
   static constexpr uint8_t kLaunched = 1, kConstrained = 2;                  // Job::flags bits
   // A pooled record keeps its buffers for the next job unless they outgrew this many entries.
   static constexpr size_t kKeptCapacity = 1 << 14;
+  static constexpr int64_t kMaxOutstanding = INT32_MAX;  // so a per-worker count fits 32 bits
 
   struct Tagged {  // a probe made for constrained task `task`
     int64_t worker;
@@ -224,7 +233,7 @@ class TaskTable {
     int64_t next_unconstrained = 0;  // no unconstrained task below it is unlaunched
     std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
-    FlatMap<int64_t> any;           // worker -> outstanding probes made for any task
+    FlatMap<int32_t> any;           // worker -> outstanding probes made for any task
     std::vector<Tagged> tagged;     // sorted by (worker, task, seq) when tagged_sorted
     uint32_t tagged_seq = 0;
     bool tagged_sorted = true;
@@ -261,7 +270,7 @@ class TaskTable {
     reset(job.candidate_index);
     reset(job.tagged);
     if (job.any.capacity() > kKeptCapacity) {
-      job.any = FlatMap<int64_t>();
+      job.any = FlatMap<int32_t>();
     } else {
       job.any.clear();
     }

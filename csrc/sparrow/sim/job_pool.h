@@ -16,21 +16,21 @@
 namespace sparrow {
 namespace sim {
 
-struct Job {
+struct alignas(128) Job {  // the fields every event touches first: one 128-byte block
   int64_t id = -1;  // -1: free record
-  double arrival = 0.0;
   double dispatch = 0.0;  // when its probes / tasks reach the workers (queue waits start)
-  int32_t user = 0;
-  int32_t priority = 0;
-  int32_t scheduler = 0;
-  bool in_table = false;  // sparrow: still registered in its scheduler's task table
+  double max_wait = 0.0;
   int64_t n_tasks = 0;
   int64_t done = 0;
   int64_t launched = 0;
   int64_t live_reservations = 0;  // sparrow: in worker queues or asking their scheduler
   int64_t task_offset = 0;        // first index of its tasks in the per-task outputs
-  double max_wait = 0.0;
   std::vector<double> durations;
+  int32_t user = 0;
+  int32_t priority = 0;
+  int32_t scheduler = 0;
+  bool in_table = false;  // sparrow: still registered in its scheduler's task table
+  double arrival = 0.0;
   std::vector<int64_t> job_candidates;        // job constraint; empty = any worker
   std::vector<int64_t> task_candidates;       // per-task constraints, flat
   std::vector<int64_t> task_candidate_offsets;  // n_tasks + 1 entries, or empty = none

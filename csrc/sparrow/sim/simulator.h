@@ -79,7 +79,7 @@ class Simulator {
   void run() {
     for (;;) {
       const double t_msg = msgs_.empty() ? Workload::kNever : msgs_.front().time;
-      const double t_done = heap_.empty() ? Workload::kNever : heap_.top().time;
+      const double t_done = heap_.empty() ? Workload::kNever : heap_.top_time();
       const double t_arrival = workload_.next_arrival();
       if (t_msg == Workload::kNever && t_done == Workload::kNever && t_arrival == Workload::kNever) break;
       ++out_.counters.events;

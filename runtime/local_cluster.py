@@ -116,8 +116,8 @@ class LocalCluster:
 
     def _start(self, args: list[str]) -> str:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sparrow_runtime.service_main", *args],
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--exit-with-parent"],
+            stdin=subprocess.PIPE,  # held open while we live: the service stops when it closes
             stdout=subprocess.PIPE,
             env=child_env({SECRET_ENV: self.secret}),
             start_new_session=True,
@@ -150,6 +150,7 @@ class LocalCluster:
             _signal_group(process, signal.SIGKILL)  # whatever is left of the group, workers included
             process.wait()
             process.stdout.close()
+            process.stdin.close()
         self._processes.clear()
 
 

@@ -1,7 +1,9 @@
 """Run one service as a process: `python -m sparrow_runtime.service_main scheduler|node-monitor [options]`.
 
 Prints the bound address as one line "host:port" on stdout once the service is ready (a node monitor:
-once registered with every --scheduler), then runs until SIGTERM or SIGINT, and exits 0. Logs go to
+once registered with every --scheduler), then runs until SIGTERM or SIGINT (or, with
+--exit-with-parent, until its standard input ends: the parent holding the pipe is gone, even if it
+was killed outright), and exits 0. Logs go to
 stderr. The secret comes from --secret-file, SPARROW_SECRET or SPARROW_SECRET_FILE, never from the
 command line (where other users could read it). Used by LocalCluster; the user-facing `sparrow`
 commands are built on the same services.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from functools import partial
@@ -37,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--secret-file", default=None)
         p.add_argument("--max-frame", type=int, default=DEFAULT_MAX_FRAME)
         p.add_argument("--log-level", default="WARNING")
+        p.add_argument(
+            "--exit-with-parent",
+            action="store_true",
+            help="stop when standard input reaches end of file (the parent holding the pipe is gone)",
+        )
     s = sub.choices["scheduler"]
     s.add_argument("--probe-ratio", type=float, default=DEFAULT_PROBE_RATIO)
     s.add_argument("--node-monitor", action="append", default=[], help="address of a node monitor to dial")
@@ -94,14 +102,31 @@ def make_service(args: argparse.Namespace):
     )
 
 
-async def run(service) -> None:
+async def wait_for_parent_exit() -> None:
+    """Returns once standard input reaches end of file: the parent holding its other end is gone."""
+    fd = sys.stdin.fileno()
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        if not os.read(fd, 4096):
+            return
+
+
+async def run(service, exit_with_parent: bool = False) -> None:
+    async def stop_when(waiter) -> None:
+        await waiter()
+        nursery.cancel_scope.cancel()
+
+    async def next_signal() -> None:
+        async for _ in signals:
+            return
+
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             address = await nursery.start(service)
             print(format_address(address), flush=True)
-            async for _ in signals:
-                nursery.cancel_scope.cancel()
-                break
+            if exit_with_parent:
+                nursery.start_soon(stop_when, wait_for_parent_exit)
+            await stop_when(next_signal)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"sparrow {args.service}: {exc}", file=sys.stderr)
         return 1
-    trio.run(run, service)
+    trio.run(run, service, args.exit_with_parent)
     return 0
 
 

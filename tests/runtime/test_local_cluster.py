@@ -78,3 +78,31 @@ def test_exit_leaves_no_process_behind():
         pids = c.pids + sorted(workers)
         assert all(_alive(pid) for pid in pids)
     assert not any(_alive(pid) for pid in pids)
+
+
+def test_owner_killed_outright_leaves_no_service_behind():
+    """A LocalCluster whose owning process is SIGKILLed (no cleanup runs) still stops its
+    services and their executor processes: each service exits when its stdin pipe closes."""
+    import signal
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from sparrow_runtime import LocalCluster\n"
+         "c = LocalCluster(schedulers=1, node_monitors=1, slots=1).__enter__()\n"
+         "print(*c.pids, flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pids = [int(p) for p in owner.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        owner.stdout.close()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids)

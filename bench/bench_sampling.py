@@ -86,11 +86,17 @@ def batch_case(n_workers: int, n_tasks: int, probe_ratio: float = 2.0, n_jobs: i
 
 
 def candidates_case(n_workers: int, n_candidates: int, n_tasks: int, n_jobs: int = 2000) -> Case:
-    """Batch sampling among a job's candidate workers (a job constraint), d = 2."""
+    """Batch sampling among a job's candidate workers (a job constraint), d = 2: one
+    sample_batch call per job, and (where sample_batch_many takes candidates) all the jobs in
+    one sample_batch_many call that checks the shared candidates once."""
     require("sample_batch")
     candidates = candidate_set(n_workers, n_candidates)
     as_list = candidates.tolist()
+    sizes = job_sizes(n_jobs, n_tasks)
     rng, py = sparrow_core.Rng(2), random.Random(2)
+
+    def batch():
+        return sparrow_core.sample_batch_many(rng, n_workers, sizes, 2.0, candidates=candidates)[1]
 
     def calls():
         return [sparrow_core.sample_batch(rng, n_workers, n_tasks, 2.0, candidates=candidates) for _ in range(n_jobs)]
@@ -98,8 +104,16 @@ def candidates_case(n_workers: int, n_candidates: int, n_tasks: int, n_jobs: int
     def python():
         return [python_sample_batch(py, n_workers, n_tasks, 2.0, as_list) for _ in range(n_jobs)]
 
-    return Case(f"sampling {2 * n_tasks} of {n_candidates} candidates", "jobs", n_jobs,
-                {"calls": calls, "python": python}, lambda out: sum(len(j) for j in out))
+    def summarize(out):
+        return int(out[-1]) if hasattr(out, "dtype") else sum(len(j) for j in out)
+
+    variants = {"calls": calls, "python": python}
+    try:
+        sparrow_core.sample_batch_many(rng, n_workers, sizes[:1], 2.0, candidates=candidates)
+        variants["batch"] = batch
+    except TypeError:  # an older sparrow_core: sample_batch_many without candidates
+        pass
+    return Case(f"sampling {2 * n_tasks} of {n_candidates} candidates", "jobs", n_jobs, variants, summarize)
 
 
 def per_task_case(n_workers: int, n_tasks: int, d: int = 2, n_jobs: int = 500) -> Case:
@@ -177,6 +191,11 @@ class CandidateSampling:
 
     def time_sample_batch_candidates(self, n_candidates: int) -> None:
         self.case.variants["calls"]()
+
+    def time_sample_batch_many_candidates(self, n_candidates: int) -> None:
+        if "batch" not in self.case.variants:
+            raise NotImplementedError("sample_batch_many takes no candidates in this sparrow_core")
+        self.case.variants["batch"]()
 
     def time_python_random_sample(self, n_candidates: int) -> None:
         self.case.variants["python"]()

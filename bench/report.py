@@ -25,7 +25,7 @@ TARGET_SPEEDUP = 20.0
 # once (100 per user), and a deep queue of 100,000 (memory-bound: slower per pair).
 FIGURES = [
     (lambda: batch_case(10_000, 100, 2.0), {"batch": 1_000_000, "calls": None}),
-    (lambda: candidates_case(10_000, 1_000, 10), {"calls": None}),
+    (lambda: candidates_case(10_000, 1_000, 10), {"batch": None, "calls": None}),
     (lambda: per_task_case(10_000, 100), {"calls": None}),
     (lambda: constrained_case(10_000, 100), {"calls": None}),
     (lambda: push_pop_case("fair", 100, 10_000), {"batch": 5_000_000, "calls": 2_000_000}),

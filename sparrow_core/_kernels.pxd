@@ -27,6 +27,8 @@ cdef extern from "sparrow/sampling.h" namespace "sparrow" nogil:
     void c_check_candidates "sparrow::check_candidates"(const int64_t* candidates, int64_t n_candidates, int64_t n_workers) except +
     void c_sample_from "sparrow::sample_from"(CRng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k,
                      vector[int64_t]& out) except +
+    void c_sample_from_into "sparrow::sample_from"(CRng& rng, const int64_t* candidates, int64_t n_candidates,
+                     int64_t k, int64_t* out) except +
     void c_sample_batch "sparrow::sample_batch"(CRng& rng, int64_t n_workers, int64_t n_tasks, double probe_ratio,
                       vector[int64_t]& out) except +
     void c_sample_per_task "sparrow::sample_per_task"(CRng& rng, int64_t n_workers, int64_t n_tasks, int64_t d,

@@ -37,8 +37,10 @@ def sample_batch(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=N
     return _from_vector(out)
 
 
-def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio):
-    """Batch sampling for many jobs in one call (GIL released).
+def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=None):
+    """Batch sampling for many jobs in one call (GIL released), each job as sample_batch
+    would; with `candidates` (one job constraint shared by all the jobs, checked once) the
+    workers are drawn from those ids.
 
     Returns (flat, offsets): job j's workers are flat[offsets[j]:offsets[j + 1]].
 
@@ -54,10 +56,17 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio):
     cdef Py_ssize_t n_jobs = sizes.shape[0], j
     cdef cnp.ndarray offsets = np.empty(n_jobs + 1, dtype=np.int64)
     cdef int64_t* off = <int64_t*>cnp.PyArray_DATA(offsets)
-    cdef cnp.ndarray flat
+    cdef cnp.ndarray flat, cand
     cdef int64_t* out
+    cdef const int64_t* c = NULL
+    cdef int64_t n_cand = 0
     if n < 0:
         raise ValueError(f"n_workers must be >= 0, got {n}")
+    if candidates is not None:
+        cand = _int64_array(candidates, "candidates")
+        c = <const int64_t*>cnp.PyArray_DATA(cand)
+        n_cand = cand.shape[0]
+        c_check_candidates(c, n_cand, n)
     with nogil:
         off[0] = 0
         for j in range(n_jobs):
@@ -66,7 +75,10 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio):
     out = <int64_t*>cnp.PyArray_DATA(flat)
     with nogil:
         for j in range(n_jobs):
-            c_sample_workers_into(rng.c[0], n, off[j + 1] - off[j], out + off[j])
+            if c == NULL:
+                c_sample_workers_into(rng.c[0], n, off[j + 1] - off[j], out + off[j])
+            else:
+                c_sample_from_into(rng.c[0], c, n_cand, off[j + 1] - off[j], out + off[j])
     return flat, offsets
 
 
@@ -103,27 +115,9 @@ def sample_constrained(Rng rng not None, n_workers, task_candidates, probe_ratio
     """
     cdef int64_t n = _as_int64(n_workers, "n_workers")
     cdef double d = _as_double(probe_ratio, "probe_ratio")
-    cdef cnp.ndarray flat, offsets
-    cdef vector[int64_t] workers, tasks
+    cdef vector[int64_t] flat, offsets, workers, tasks
     if n < 0:
         raise ValueError(f"n_workers must be >= 0, got {n}")
-    flat, offsets = _flatten_candidates(task_candidates, None, "task_candidates")
-    c_sample_constrained(rng.c[0], n, <const int64_t*>cnp.PyArray_DATA(flat),
-                       <const int64_t*>cnp.PyArray_DATA(offsets), offsets.shape[0] - 1, d, workers, tasks)
+    _flatten_candidates(task_candidates, None, "task_candidates", flat, offsets)
+    c_sample_constrained(rng.c[0], n, flat.data(), offsets.data(), offsets.size() - 1, d, workers, tasks)
     return _from_vector(workers), _from_vector(tasks)
-
-
-cdef tuple _flatten_candidates(object per_task, object n_tasks, str name):
-    """(flat, offsets) int64 arrays from one entry per task (None or empty = unconstrained)."""
-    if isinstance(per_task, (str, bytes)) or not hasattr(per_task, "__len__"):
-        raise TypeError(f"{name} must be a sequence with one entry per task, got {type(per_task).__name__}")
-    if n_tasks is not None and len(per_task) != n_tasks:
-        raise ValueError(f"{name} must have one entry per task ({n_tasks}), got {len(per_task)}")
-    cdef cnp.ndarray offsets = np.zeros(len(per_task) + 1, dtype=np.int64)
-    parts = []
-    for t, entry in enumerate(per_task):
-        part = _int64_array([] if entry is None else entry, f"{name}[{t}]")
-        parts.append(part)
-        offsets[t + 1] = offsets[t] + part.shape[0]
-    flat = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-    return np.ascontiguousarray(flat, dtype=np.int64), offsets

@@ -20,14 +20,14 @@ cdef class TaskTable:
         (unconstrained) or the task's candidate worker ids."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef int64_t m = _as_int64(n_tasks, "n_tasks")
-        cdef cnp.ndarray flat, offsets
+        cdef vector[int64_t] flat, offsets
         if m < 0:
             raise ValueError(f"n_tasks must be >= 0, got {m}")
         if candidates is None:
             self.c.add_job(job, m, NULL, NULL)
             return
-        flat, offsets = _flatten_candidates(candidates, m, "candidates")
-        self.c.add_job(job, m, <const int64_t*>cnp.PyArray_DATA(flat), <const int64_t*>cnp.PyArray_DATA(offsets))
+        _flatten_candidates(candidates, m, "candidates", flat, offsets)
+        self.c.add_job(job, m, flat.data(), offsets.data())
 
     def reserve(self, job_id, workers, tasks=None):
         """Records that reservations of job_id went to `workers`; tasks[i] is the task probe i

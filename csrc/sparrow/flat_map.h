@@ -70,9 +70,17 @@ class FlatMap {
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
 
-  // Makes room for n keys without further growth.
+  // A hint that key will be looked up soon: starts loading its home slot.
+  void prefetch(int64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[slot(key)]);
+  }
+
+  // Makes room for n keys without further growth (one rehash at most).
   void reserve(size_t n) {
-    while (2 * n > slots_.size()) grow();
+    if (2 * n <= slots_.size()) return;
+    size_t capacity = slots_.empty() ? 16 : slots_.size();
+    while (2 * n > capacity) capacity *= 2;
+    rehash(capacity);
   }
 
   void clear() {
@@ -98,9 +106,10 @@ class FlatMap {
     return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ULL) >> shift_);
   }
 
-  void grow() {
+  void grow() { rehash(slots_.empty() ? 16 : 2 * slots_.size()); }
+
+  void rehash(size_t capacity) {
     std::vector<Slot> old = std::move(slots_);
-    const size_t capacity = old.empty() ? 16 : 2 * old.size();
     slots_.assign(capacity, Slot());
     mask_ = capacity - 1;
     shift_ = 64;

@@ -36,42 +36,9 @@
 #include <vector>
 
 #include "sparrow/flat_map.h"
+#include "sparrow/ring.h"
 
 namespace sparrow {
-
-// A FIFO on a vector with a moving head: no allocation until the first push, one buffer,
-// the consumed prefix dropped once it is at least half of the buffer (O(1) amortised).
-template <typename T>
-class VecFifo {
- public:
-  bool empty() const { return head_ == items_.size(); }
-  size_t size() const { return items_.size() - head_; }
-  T& front() { return items_[head_]; }
-  void push_back(const T& item) { items_.push_back(item); }
-  void pop_front() {
-    if (++head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
-    } else if (head_ >= 32 && 2 * head_ >= items_.size()) {
-      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-      head_ = 0;
-    }
-  }
-  void clear() {
-    items_.clear();
-    head_ = 0;
-  }
-  template <typename Pred>
-  void remove_if(Pred pred) {
-    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-    head_ = 0;
-    items_.erase(std::remove_if(items_.begin(), items_.end(), pred), items_.end());
-  }
-
- private:
-  std::vector<T> items_;
-  size_t head_ = 0;
-};
 
 enum class Policy : uint8_t { Fifo, Priority, Fair };
 
@@ -83,7 +50,8 @@ struct Reservation {
 
 class alignas(64) ReservationQueue {
  public:
-  static constexpr int kInline = 3;  // reservations of the short form: 16 + 3 * 16 = 64 bytes
+  static constexpr int kInline = 3;
+  static constexpr int64_t kPrefetch = 8;  // push_many: look up job i + 8's state while pushing job i  // reservations of the short form: 16 + 3 * 16 = 64 bytes
 
   explicit ReservationQueue(Policy policy, double default_weight = 1.0)
       : policy_(policy), default_weight_(check_weight(default_weight, "default_weight")) {}
@@ -116,6 +84,10 @@ class alignas(64) ReservationQueue {
                     int32_t& owner) {
     FlatMap<int32_t> batch;  // job -> its user, for every job of the batch
     for (int64_t i = 0; i < n; ++i) {
+      if (i + kPrefetch < n) {
+        batch.prefetch(job_ids[i + kPrefetch]);
+        if (is_long_) long_store_->jobs.prefetch(job_ids[i + kPrefetch]);
+      }
       if (users[i] < 0)
         throw std::invalid_argument("users[" + std::to_string(i) + "] must be >= 0, got " + std::to_string(users[i]));
       if (priorities && (priorities[i] < INT32_MIN || priorities[i] > INT32_MAX))
@@ -131,8 +103,10 @@ class alignas(64) ReservationQueue {
         return i;
       }
     }
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
+      if (is_long_ && i + kPrefetch < n) long_store_->jobs.prefetch(job_ids[i + kPrefetch]);
       push_checked(job_ids[i], users[i], priorities ? static_cast<int32_t>(priorities[i]) : 0);
+    }
     return -1;
   }
 
@@ -143,7 +117,8 @@ class alignas(64) ReservationQueue {
       return true;
     }
     const Entry* e = front_long();
-    out = Reservation{e->job_id, e->user, e->priority};
+    const JobRecord& job = long_store_->records[e->record];
+    out = Reservation{job.job_id, job.user, e->priority};
     return true;
   }
 
@@ -156,24 +131,25 @@ class alignas(64) ReservationQueue {
       --n_inline_;
       if (policy_ == Policy::Fair) charge_fair_top();
     } else {
-      const Entry* e = front_long();
-      out = Reservation{e->job_id, e->user, e->priority};
+      Long& L = *long_store_;
+      const Entry e = *front_long();
+      JobRecord& job = L.records[e.record];
+      out = Reservation{job.job_id, job.user, e.priority};
       switch (policy_) {
         case Policy::Fifo:
-          long_store_->fifo.pop_front();
+          long_store_->fifo.pop();
           break;
         case Policy::Priority:
           std::pop_heap(long_store_->heap.begin(), long_store_->heap.end(), LaterEntry());
           long_store_->heap.pop_back();
           break;
         case Policy::Fair:
-          long_store_->user_fifos[out.user].pop_front();
+          long_store_->user_fifos[out.user].pop();
           charge_fair_top();
           break;
       }
-      --long_store_->stored;
-      JobState* job = long_store_->jobs.find(out.job_id);
-      if (--job->count == 0) long_store_->jobs.erase(out.job_id);
+      --L.stored;
+      if (--job.count == 0) drop_job(e.record);
     }
     forget(out.user, 1);
     return true;
@@ -208,11 +184,12 @@ class alignas(64) ReservationQueue {
       n_inline_ = kept;
       if (n == 0) return 0;
     } else {
-      const JobState* job = long_store_->jobs.find(job_id);
-      if (job == nullptr) return 0;
-      n = job->count;
-      user = job->user;
-      long_store_->jobs.erase(job_id);
+      const uint32_t* record = long_store_->jobs.find(job_id);
+      if (record == nullptr) return 0;
+      const JobRecord& job = long_store_->records[*record];
+      n = job.count;
+      user = job.user;
+      drop_job(*record);
     }
     forget(user, n);
     if (is_long_ && long_store_->stored > 1024 && long_store_->stored > 2 * size_) compact();
@@ -233,8 +210,8 @@ class alignas(64) ReservationQueue {
   // The user whose reservations of job_id are queued, or -1 if none is.
   int32_t job_user(int64_t job_id) const {
     if (is_long_) {
-      const JobState* job = long_store_->jobs.find(job_id);
-      return job == nullptr ? -1 : job->user;
+      const uint32_t* record = long_store_->jobs.find(job_id);
+      return record == nullptr ? -1 : long_store_->records[*record].user;
     }
     for (int i = 0; i < n_inline_; ++i)
       if (inline_[i].job_id == job_id) return inline_[i].user;
@@ -247,23 +224,29 @@ class alignas(64) ReservationQueue {
   }
 
  private:
-  struct Entry {  // long form
+  // The long form. A job with queued reservations has a record (pooled, so its index is
+  // stable) holding its id, user, live count and a token unique in this queue; its entries
+  // point at the record and carry the token. Cancelling (or consuming the last entry) frees
+  // the record and clears its token, so the job's remaining entries are dead.
+  struct JobRecord {
     int64_t job_id;
-    uint64_t token;
+    uint64_t token;  // 0: free
+    int64_t count;
     int32_t user;
-    int32_t priority;
-    uint64_t seq;
   };
-  struct JobState {
-    uint64_t token = 0;
-    int64_t count = 0;
-    int32_t user = 0;
+  struct Entry {
+    uint64_t token;
+    uint32_t record;
+    int32_t priority;
+    uint64_t seq;  // arrival order (Priority)
   };
   struct Long {
-    VecFifo<Entry> fifo;                   // Fifo
-    std::vector<Entry> heap;               // Priority
-    std::vector<VecFifo<Entry>> user_fifos;  // Fair, indexed by user
-    FlatMap<JobState> jobs;
+    Ring<Entry> fifo;                     // Fifo
+    std::vector<Entry> heap;                 // Priority
+    std::vector<Ring<Entry>> user_fifos;  // Fair, indexed by user
+    FlatMap<uint32_t> jobs;                  // job id -> record
+    std::vector<JobRecord> records;
+    std::vector<uint32_t> free_records;
     uint64_t next_token = 1;
     uint64_t next_seq = 0;
     int64_t stored = 0;  // entries held, live or dead
@@ -297,9 +280,9 @@ class alignas(64) ReservationQueue {
       return a.priority != b.priority ? a.priority > b.priority : a.seq > b.seq;
     }
   };
-  struct LaterUser {
+  struct LaterUser {  // without branches: the outcome is data-dependent, so unpredictable
     bool operator()(const UserNode& a, const UserNode& b) const {
-      return a.pass != b.pass ? a.pass > b.pass : a.backlogged_since > b.backlogged_since;
+      return (a.pass > b.pass) | ((a.pass == b.pass) & (a.backlogged_since > b.backlogged_since));
     }
   };
 
@@ -382,14 +365,24 @@ class alignas(64) ReservationQueue {
 
   void push_long(int64_t job_id, int32_t user, int32_t priority) {
     Long& L = *long_store_;
-    auto [job, inserted] = L.jobs.try_emplace(job_id, JobState{L.next_token, 0, user});
-    if (inserted) ++L.next_token;
-    ++job->count;
-    const Entry e{job_id, job->token, user, priority, L.next_seq++};
+    auto [record, inserted] = L.jobs.try_emplace(job_id, 0);
+    if (inserted) {
+      if (L.free_records.empty()) {
+        L.records.push_back(JobRecord());
+        *record = static_cast<uint32_t>(L.records.size() - 1);
+      } else {
+        *record = L.free_records.back();
+        L.free_records.pop_back();
+      }
+      L.records[*record] = JobRecord{job_id, L.next_token++, 0, user};
+    }
+    JobRecord& job = L.records[*record];
+    ++job.count;
+    const Entry e{job.token, *record, priority, L.next_seq++};
     ++L.stored;
     switch (policy_) {
       case Policy::Fifo:
-        L.fifo.push_back(e);
+        L.fifo.push(e);
         break;
       case Policy::Priority:
         L.heap.push_back(e);
@@ -397,20 +390,25 @@ class alignas(64) ReservationQueue {
         break;
       case Policy::Fair:
         if (static_cast<size_t>(user) >= L.user_fifos.size()) L.user_fifos.resize(static_cast<size_t>(user) + 1);
-        L.user_fifos[user].push_back(e);
+        L.user_fifos[user].push(e);
         break;
     }
   }
 
-  bool live(const Entry& e) const {
-    const JobState* job = long_store_->jobs.find(e.job_id);
-    return job != nullptr && job->token == e.token;
+  bool live(const Entry& e) const { return long_store_->records[e.record].token == e.token; }
+
+  // The job has no live entry left: forget it and free its record.
+  void drop_job(uint32_t record) {
+    Long& L = *long_store_;
+    L.jobs.erase(L.records[record].job_id);
+    L.records[record].token = 0;
+    L.free_records.push_back(record);
   }
 
   // The next live entry in policy order, discarding dead entries on the way (not empty).
   const Entry* front_long() {
     Long& L = *long_store_;
-    VecFifo<Entry>* fifo = &L.fifo;
+    Ring<Entry>* fifo = &L.fifo;
     switch (policy_) {
       case Policy::Priority:
         while (!live(L.heap.front())) {
@@ -426,7 +424,7 @@ class alignas(64) ReservationQueue {
         break;
     }
     while (!live(fifo->front())) {
-      fifo->pop_front();
+      fifo->pop();
       --L.stored;
     }
     return &fifo->front();
@@ -472,7 +470,7 @@ class alignas(64) ReservationQueue {
     u.active = false;
     ++u.version;
     if (is_long_ && static_cast<size_t>(user) < long_store_->user_fifos.size()) {
-      VecFifo<Entry>& f = long_store_->user_fifos[user];
+      Ring<Entry>& f = long_store_->user_fifos[user];
       long_store_->stored -= static_cast<int64_t>(f.size());
       f.clear();
     }
@@ -529,7 +527,7 @@ class alignas(64) ReservationQueue {
     const UserNode x = user_heap_[0];
     size_t i = 0;
     for (size_t c = 1; c < n; c = 2 * i + 1) {
-      if (c + 1 < n && LaterUser()(user_heap_[c], user_heap_[c + 1])) ++c;
+      c += (c + 1 < n) & LaterUser()(user_heap_[c], user_heap_[c + 1]);  // the earlier child
       if (!LaterUser()(x, user_heap_[c])) break;
       user_heap_[i] = user_heap_[c];
       i = c;

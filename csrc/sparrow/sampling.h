@@ -2,9 +2,12 @@
 //
 // Algorithms and costs (k = number of probes, n = workers or candidates):
 //   probe_count        k = ceil(d * m), robust to floating-point error (1.05 * 100 -> 105).
-//   sample_workers     k distinct ids of [0, n) by Floyd's algorithm over an IdSet: O(k)
-//                      expected time and memory, never O(n). When k > n, every worker gets
-//                      floor(k / n) probes and k mod n of them (chosen by Floyd) one more.
+//   sample_workers     k distinct ids of [0, n) by Floyd's algorithm, the ids drawn so far
+//                      marked in a per-thread bitmap (cleared again after: O(k), never O(n);
+//                      the bitmap holds n bits once, up to 2^28, beyond that a hash set).
+//                      When k > n, every worker gets floor(k / n) probes and k mod n of them
+//                      (chosen by Floyd) one more.
+//   check_candidates   candidates are distinct ids of [0, n): O(c) with the same bitmap.
 //   sample_from        the same over a candidate array (job constraint): O(k).
 //   sample_batch       batch sampling (Sparrow): k = probe_count(m, d) probes for the job.
 //   sample_per_task    per-task sampling ("power of d choices"): d distinct probes per task,
@@ -44,11 +47,6 @@ inline int64_t probe_count(int64_t n_tasks, double probe_ratio) {
 
 namespace detail {
 
-inline IdSet& scratch_set() {
-  thread_local IdSet set;
-  return set;
-}
-
 // A bitmap over worker ids kept between calls: marking k ids and unmarking them again costs
 // O(k); the bitmap itself grows once to n bits (n / 8 bytes) for the largest n seen.
 class Bitmap {
@@ -70,18 +68,25 @@ class Bitmap {
   std::vector<uint64_t> bits_;
 };
 
-inline Bitmap& scratch_bitmap() {
-  thread_local Bitmap bitmap;
-  return bitmap;
+// The per-thread scratch space of the sampling kernels: each public entry point looks it up
+// once (a thread_local access costs a call in a shared library) and passes it down.
+struct Scratch {
+  IdSet set;
+  Bitmap bitmap;
+};
+
+inline Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
 }
 
 // Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set.
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
 
 // Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order.
-inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out) {
+inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch) {
   if (n <= kBitmapLimit) {
-    Bitmap& seen = scratch_bitmap();
+    Bitmap& seen = scratch.bitmap;
     seen.ensure(n);
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
       const int64_t t = static_cast<int64_t>(rng.below32(static_cast<uint32_t>(j) + 1));
@@ -90,7 +95,7 @@ inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out) {
     for (int64_t i = 0; i < k; ++i) seen.unmark(out[i]);
     return;
   }
-  IdSet& seen = scratch_set();
+  IdSet& seen = scratch.set;
   seen.reset(static_cast<size_t>(k));
   for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
     const int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j) + 1));
@@ -106,46 +111,95 @@ inline void check_sizes(int64_t n, int64_t k, const char* n_name) {
                                 " probes on");
 }
 
-}  // namespace detail
-
-// Writes k worker ids of [0, n) to out[0..k): distinct when k <= n, else the wrap rule above.
-inline void sample_workers(Rng& rng, int64_t n, int64_t k, int64_t* out) {
-  detail::check_sizes(n, k, "n_workers");
+inline void sample_workers(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch) {
+  check_sizes(n, k, "n_workers");
   if (k == 0) return;
   const int64_t rounds = k / n;
   for (int64_t round = 0; round < rounds; ++round)
     for (int64_t w = 0; w < n; ++w) *out++ = w;
-  detail::floyd(rng, n, k % n, out);
+  floyd(rng, n, k % n, out, scratch);
+}
+
+inline void sample_workers(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& out, Scratch& scratch) {
+  check_sizes(n, k, "n_workers");
+  const size_t start = out.size();
+  out.resize(start + static_cast<size_t>(k));
+  sample_workers(rng, n, k, out.data() + start, scratch);
+}
+
+// Duplicates are found with the bitmap (set, then cleared again: O(c)) up to kBitmapLimit
+// workers, else with the hash set.
+inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Scratch& scratch) {
+  const bool use_bitmap = n_workers <= kBitmapLimit;
+  if (use_bitmap) {
+    scratch.bitmap.ensure(n_workers);
+  } else {
+    scratch.set.reset(static_cast<size_t>(n_candidates));
+  }
+  int64_t i = 0;
+  const char* problem = nullptr;
+  for (; i < n_candidates; ++i) {
+    const int64_t c = candidates[i];
+    if (c < 0 || c >= n_workers) {
+      problem = "out of range";
+      break;
+    }
+    if (!(use_bitmap ? scratch.bitmap.mark(c) : scratch.set.insert(c))) {
+      problem = "twice";
+      break;
+    }
+  }
+  if (use_bitmap)  // leave the bitmap clear, whatever happened
+    for (int64_t j = 0; j < i; ++j) scratch.bitmap.unmark(candidates[j]);
+  if (problem == nullptr) return;
+  const std::string id = std::to_string(candidates[i]);
+  if (problem[0] == 'o')
+    throw std::invalid_argument("candidates: worker id " + id + " is out of range [0, " + std::to_string(n_workers) +
+                                ")");
+  throw std::invalid_argument("candidates: worker id " + id + " appears twice");
+}
+
+inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k, int64_t* out,
+                        Scratch& scratch) {
+  check_sizes(n_candidates, k, "candidates");
+  sample_workers(rng, n_candidates, k, out, scratch);
+  for (int64_t i = 0; i < k; ++i) out[i] = candidates[out[i]];
+}
+
+inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k,
+                        std::vector<int64_t>& out, Scratch& scratch) {
+  check_sizes(n_candidates, k, "candidates");
+  const size_t start = out.size();
+  out.resize(start + static_cast<size_t>(k));
+  sample_from(rng, candidates, n_candidates, k, out.data() + start, scratch);
+}
+
+}  // namespace detail
+
+// Writes k worker ids of [0, n) to out[0..k): distinct when k <= n, else the wrap rule above.
+inline void sample_workers(Rng& rng, int64_t n, int64_t k, int64_t* out) {
+  detail::sample_workers(rng, n, k, out, detail::scratch());
 }
 
 // Appends k worker ids of [0, n) to out.
 inline void sample_workers(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>& out) {
-  detail::check_sizes(n, k, "n_workers");
-  const size_t start = out.size();
-  out.resize(start + static_cast<size_t>(k));
-  sample_workers(rng, n, k, out.data() + start);
+  detail::sample_workers(rng, n, k, out, detail::scratch());
 }
 
 // Throws unless candidates are distinct ids of [0, n_workers).
 inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers) {
-  IdSet& seen = detail::scratch_set();
-  seen.reset(static_cast<size_t>(n_candidates));
-  for (int64_t i = 0; i < n_candidates; ++i) {
-    const int64_t c = candidates[i];
-    if (c < 0 || c >= n_workers)
-      throw std::invalid_argument("candidates: worker id " + std::to_string(c) + " is out of range [0, " +
-                                  std::to_string(n_workers) + ")");
-    if (!seen.insert(c)) throw std::invalid_argument("candidates: worker id " + std::to_string(c) + " appears twice");
-  }
+  detail::check_candidates(candidates, n_candidates, n_workers, detail::scratch());
 }
 
 // Appends k ids drawn from the candidate array (distinct when k <= n_candidates).
 inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k,
                         std::vector<int64_t>& out) {
-  detail::check_sizes(n_candidates, k, "candidates");
-  const size_t start = out.size();
-  sample_workers(rng, n_candidates, k, out);
-  for (size_t i = start; i < out.size(); ++i) out[i] = candidates[out[i]];
+  detail::sample_from(rng, candidates, n_candidates, k, out, detail::scratch());
+}
+
+// Writes the same to out[0..k).
+inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k, int64_t* out) {
+  detail::sample_from(rng, candidates, n_candidates, k, out, detail::scratch());
 }
 
 inline void sample_batch(Rng& rng, int64_t n_workers, int64_t n_tasks, double probe_ratio,
@@ -161,8 +215,10 @@ inline void sample_per_task(Rng& rng, int64_t n_workers, int64_t n_tasks, int64_
     throw std::invalid_argument("n_tasks * d overflows int64 (n_tasks = " + std::to_string(n_tasks) +
                                 ", d = " + std::to_string(d) + ")");
   detail::check_sizes(n_workers, n_tasks * d, "n_workers");
-  out.reserve(out.size() + static_cast<size_t>(n_tasks * d));
-  for (int64_t t = 0; t < n_tasks; ++t) sample_workers(rng, n_workers, d, out);
+  const size_t start = out.size();
+  out.resize(start + static_cast<size_t>(n_tasks * d));
+  detail::Scratch& scratch = detail::scratch();
+  for (int64_t t = 0; t < n_tasks; ++t) detail::sample_workers(rng, n_workers, d, out.data() + start + t * d, scratch);
 }
 
 // Per-task constrained sampling; see the header comment. cand_offsets has n_tasks + 1 entries.
@@ -172,8 +228,9 @@ inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand,
   if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
   if (n_tasks > 0 && cand_offsets[0] != 0) throw std::invalid_argument("candidate offsets must start at 0");
   const int64_t per_task = probe_count(1, probe_ratio);
+  detail::Scratch& scratch = detail::scratch();
   int64_t n_unconstrained = 0;
-  std::vector<int64_t> probed;
+  const size_t first = workers.size();  // workers[first..) are the constrained tasks' probes
   for (int64_t t = 0; t < n_tasks; ++t) {
     const int64_t lo = cand_offsets[t], hi = cand_offsets[t + 1];
     if (hi < lo) throw std::invalid_argument("candidate offsets must not decrease (task " + std::to_string(t) + ")");
@@ -181,20 +238,18 @@ inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand,
       ++n_unconstrained;
       continue;
     }
-    check_candidates(cand + lo, hi - lo, n_workers);
+    detail::check_candidates(cand + lo, hi - lo, n_workers, scratch);
     const size_t start = workers.size();
-    sample_from(rng, cand + lo, hi - lo, per_task, workers);
-    for (size_t i = start; i < workers.size(); ++i) {
-      tasks.push_back(t);
-      probed.push_back(workers[i]);
-    }
+    detail::sample_from(rng, cand + lo, hi - lo, per_task, workers, scratch);
+    tasks.insert(tasks.end(), workers.size() - start, t);
   }
   const int64_t k = probe_count(n_unconstrained, probe_ratio);
   if (k == 0) return;
   detail::check_sizes(n_workers, k, "n_workers");
-  IdSet& taken = detail::scratch_set();
-  taken.reset(probed.size() + static_cast<size_t>(k));
-  for (int64_t w : probed) taken.insert(w);
+  const size_t n_probed = workers.size() - first;
+  IdSet& taken = scratch.set;
+  taken.reset(n_probed + static_cast<size_t>(k));
+  for (size_t i = first; i < first + n_probed; ++i) taken.insert(workers[i]);
   const int64_t free_workers = n_workers - static_cast<int64_t>(taken.size());
   const size_t start = workers.size();
   if (free_workers >= 2 * k) {
@@ -212,11 +267,11 @@ inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand,
     for (int64_t w = 0; w < n_workers; ++w)
       if (!taken.contains(w)) free_list.push_back(w);
     if (free_list.empty()) {
-      sample_workers(rng, n_workers, k, workers);
+      detail::sample_workers(rng, n_workers, k, workers, scratch);
     } else {
       const int64_t on_free = k < free_workers ? k : free_workers;
-      sample_from(rng, free_list.data(), free_workers, on_free, workers);
-      if (k > on_free) sample_workers(rng, n_workers, k - on_free, workers);
+      detail::sample_from(rng, free_list.data(), free_workers, on_free, workers, scratch);
+      if (k > on_free) detail::sample_workers(rng, n_workers, k - on_free, workers, scratch);
     }
   }
   tasks.insert(tasks.end(), workers.size() - start, -1);

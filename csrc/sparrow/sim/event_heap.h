@@ -1,7 +1,7 @@
 // CompletionHeap: the task completions still to come, earliest first (a radix heap).
 //
 // Task durations are random, so completions need a priority queue; every other event of the
-// simulator is a constant-delay message (see ring.h) or the next job arrival. Completion
+// simulator is a constant-delay message (see sparrow/ring.h) or the next job arrival. Completion
 // times are monotone: a task is pushed at now + duration, never before the last completion
 // popped. A radix heap exploits that: the bit pattern of a non-negative double orders like
 // the double, and an entry sits in bucket "highest bit where its key differs from the last

@@ -4,7 +4,7 @@
 // Model. n workers with s slots each; a ReservationQueue per worker (fifo, priority or fair
 // between users) holds what waits for a slot. Jobs come from a Workload (workload.h) and are
 // spread round-robin over independent schedulers. Every message takes the same one-way
-// network delay, so messages are delivered in send order from a FIFO (ring.h); task
+// network delay, so messages are delivered in send order from a FIFO (sparrow/ring.h); task
 // completions come from a heap (event_heap.h). Ties in time: messages, then completions,
 // then the next arrival.
 //
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "sparrow/reservation_queue.h"
+#include "sparrow/ring.h"
 #include "sparrow/rng.h"
 #include "sparrow/sampling.h"
 #include "sparrow/sim/event_heap.h"
@@ -42,7 +43,6 @@
 #include "sparrow/sim/job_pool.h"
 #include "sparrow/sim/least_loaded.h"
 #include "sparrow/sim/params.h"
-#include "sparrow/sim/ring.h"
 #include "sparrow/sim/workload.h"
 #include "sparrow/task_table.h"
 

@@ -1,9 +1,11 @@
-// Ring: a growable FIFO ring buffer (power-of-two capacity), the simulator's message queue.
+// Ring: a growable FIFO ring buffer (power-of-two capacity), for the reservation queues'
+// long FIFOs and the simulator's messages (with one constant network delay, messages
+// arrive in the order they were sent, so a FIFO replaces a priority queue for them).
 //
-// With one constant network delay, messages arrive in the order they were sent, so a FIFO
-// replaces a priority queue for them: push and pop are O(1) and memory follows the messages
-// in flight. Growing copies the live entries once (amortised O(1) per push). push_many and
-// pop_many move a run of entries with at most two block copies (a message's payload).
+// push and pop are O(1), with no allocation until the first push and none once the ring is
+// as large as the most entries held at once; growing copies the live entries once
+// (amortised O(1) per push). push_many and pop_many move a run of entries with at most two
+// block copies (a message's payload). remove_if is an O(n) stable in-place compaction.
 #pragma once
 
 #include <algorithm>
@@ -12,13 +14,13 @@
 #include <vector>
 
 namespace sparrow {
-namespace sim {
 
 template <typename T>
 class Ring {
  public:
   bool empty() const { return head_ == tail_; }
   size_t size() const { return tail_ - head_; }
+  T& front() { return buf_[head_ & mask_]; }
   const T& front() const { return buf_[head_ & mask_]; }
   T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
 
@@ -45,9 +47,20 @@ class Ring {
     head_ += n;
   }
 
+  void clear() { head_ = tail_ = 0; }
+
+  // Removes the entries for which pred is true, keeping the others in order.
+  template <typename Pred>
+  void remove_if(Pred pred) {
+    size_t kept = head_;
+    for (size_t i = head_; i != tail_; ++i)
+      if (!pred(buf_[i & mask_])) buf_[kept++ & mask_] = std::move(buf_[i & mask_]);
+    tail_ = kept;
+  }
+
  private:
   void grow() {
-    const size_t capacity = buf_.empty() ? 64 : 2 * buf_.size();
+    const size_t capacity = buf_.empty() ? 16 : 2 * buf_.size();
     std::vector<T> next(capacity);
     const size_t n = size();
     for (size_t i = 0; i < n; ++i) next[i] = std::move(buf_[(head_ + i) & mask_]);
@@ -63,5 +76,4 @@ class Ring {
   size_t tail_ = 0;
 };
 
-}  // namespace sim
 }  // namespace sparrow

@@ -1,6 +1,5 @@
 # Argument conversion shared by the bindings: Python values and array-likes to int64, with
 # errors that name the argument.
-from cpython.long cimport PyLong_AsLongLongAndOverflow
 
 cdef inline int64_t _as_int64(object value, str name) except? -1:
     """value as a C int64 (anything with __index__); TypeError/ValueError naming `name`."""
@@ -23,22 +22,23 @@ cdef bint _append_exact_ints(object values, vector[int64_t]& out) except -1:
     bools) in the int64 range, the common case, converted here without numpy; otherwise
     leaves out as it was and returns False (the caller takes the general, checking path)."""
     cdef size_t start = out.size()
-    cdef int overflow
-    cdef long long v
     if type(values) is not list and type(values) is not tuple:
         return False
     cdef size_t needed = start + len(values)
     if out.capacity() < needed:  # grow geometrically: many short lists append to one vector
         out.reserve(max(needed, 2 * out.capacity()))
-    for x in values:
-        if type(x) is not int:
-            out.resize(start)
-            return False
-        v = PyLong_AsLongLongAndOverflow(x, &overflow)
-        if overflow:
-            out.resize(start)
-            return False
-        out.push_back(v)
+    out.resize(needed)
+    cdef int64_t* put = out.data() + start
+    try:
+        for x in values:
+            if type(x) is not int:
+                out.resize(start)
+                return False
+            put[0] = <int64_t>x  # Cython's conversion reads small ints directly
+            put += 1
+    except OverflowError:
+        out.resize(start)
+        return False
     return True
 
 

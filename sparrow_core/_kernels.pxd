@@ -72,6 +72,7 @@ cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
         void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets) except +
         void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) except +
         int64_t get_task(int64_t job_id, int64_t worker) except +
+        int64_t get_task_many(const int64_t* job_ids, const int64_t* workers, int64_t n, int64_t* out) except +
         cbool all_launched(int64_t job_id) except +
         void workers_to_cancel(int64_t job_id, vector[int64_t]& out) except +
         int64_t drop_worker(int64_t job_id, int64_t worker) except +

@@ -54,19 +54,18 @@ cdef class TaskTable:
         """get_task for many (job, worker) requests in order (GIL released); -1 means none."""
         cdef cnp.ndarray jobs = _int64_array(job_ids, "job_ids")
         cdef cnp.ndarray where = _int64_array(workers, "workers")
-        cdef Py_ssize_t n = jobs.shape[0], i
+        cdef Py_ssize_t n = jobs.shape[0]
         if where.shape[0] != n:
             raise ValueError(f"job_ids and workers must have the same length, got {n} and {where.shape[0]}")
         cdef cnp.ndarray out = np.empty(n, dtype=np.int64)
         cdef const int64_t* j = <const int64_t*>cnp.PyArray_DATA(jobs)
         cdef const int64_t* w = <const int64_t*>cnp.PyArray_DATA(where)
         cdef int64_t* o = <int64_t*>cnp.PyArray_DATA(out)
-        for i in range(n):  # validate first: a bad request must not leave earlier ones applied
-            if not self.c.contains(j[i]):
-                raise ValueError(f"job_ids[{i}]: job_id {j[i]} does not exist")
-        with nogil:
-            for i in range(n):
-                o[i] = self.c.get_task(j[i], w[i])
+        cdef int64_t bad
+        with nogil:  # all or nothing: a bad request leaves no earlier one applied
+            bad = self.c.get_task_many(j, w, n, o)
+        if bad >= 0:
+            raise ValueError(f"job_ids[{bad}]: job_id {j[bad]} does not exist")
         return out
 
     def all_launched(self, job_id):

@@ -5,7 +5,7 @@
 // hashing, and backward-shift deletion (no tombstones, so lookups stay short however many
 // keys come and go). find/insert/erase O(1) expected; the table doubles when half full;
 // reserve(n) sizes it for n keys at once; clear() keeps the table (O(capacity)). A slot is
-// the key, the value and a flag: 16 bytes for a value of up to 4 bytes.
+// the key, the value and a flag: 16 bytes for a value of up to 4 bytes. Unused slots hold V().
 #pragma once
 
 #include <cstddef>
@@ -93,6 +93,13 @@ class FlatMap {
   void for_each(F&& f) {
     for (Slot& s : slots_)
       if (s.used) f(s.key, s.value);
+  }
+
+  // Calls f(key, value) for every slot, used or not: an unused slot holds the value V(). For
+  // scans that can tell by the value alone, without a data-dependent branch per slot.
+  template <typename F>
+  void for_each_slot(F&& f) {
+    for (Slot& s : slots_) f(s.key, s.value);
   }
 
  private:

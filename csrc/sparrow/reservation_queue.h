@@ -17,13 +17,15 @@
 //          monitor's usual queue (a few reservations) is one cache line, no allocation;
 //          every operation is O(kInline).
 //   long   a push beyond kInline moves the queue here (allocated once, then reused):
-//          fifo a vector FIFO, priority a binary heap keyed by (priority, arrival
-//          sequence), fair one vector FIFO per user. push O(1) / O(log n), pop O(1) /
-//          O(log n). cancel(job) is O(1) amortised: each job has a live token and a count
-//          in an open-addressing map; cancelling erases the job's token and entries whose
-//          token is gone are skipped (and reclaimed when the queue empties, or by an O(n)
-//          compaction once most stored entries are dead).
-//          The queue returns to the short form whenever it empties.
+//          fifo one ring FIFO; priority one ring FIFO per priority level plus a min-heap of
+//          the levels holding entries; fair one ring FIFO per user. push and pop O(1)
+//          (priority: O(log L) when a level of the L levels held appears or empties).
+//          cancel(job) is O(1) amortised: a job has a pooled record (its id, user, live
+//          count and a token unique in the queue) found through an open-addressing map, and
+//          its 16-byte entries point at the record and carry the token; cancelling frees
+//          the record, so the job's remaining entries are dead: skipped when reached, and
+//          reclaimed when the queue empties or by an O(n) compaction once most stored
+//          entries are dead. The queue returns to the short form whenever it empties.
 // Users are dense numbers 0..U-1 (the binding maps strings and ints to them); a user never
 // seen before gets the default weight. All live reservations of a job belong to one user.
 #pragma once
@@ -60,7 +62,9 @@ class alignas(64) ReservationQueue {
 
   void set_weight(int32_t user, double weight) {
     check_weight(weight, "weight");
-    user_state(user).weight = weight;
+    UserState& u = user_state(user);
+    u.weight = weight;
+    u.stride = 1.0 / weight;
   }
 
   double weight(int32_t user) const {
@@ -140,8 +144,7 @@ class alignas(64) ReservationQueue {
           long_store_->fifo.pop();
           break;
         case Policy::Priority:
-          std::pop_heap(long_store_->heap.begin(), long_store_->heap.end(), LaterEntry());
-          long_store_->heap.pop_back();
+          L.levels[L.level_heap.front().second].fifo.pop();
           break;
         case Policy::Fair:
           long_store_->user_fifos[out.user].pop();
@@ -163,7 +166,7 @@ class alignas(64) ReservationQueue {
       throw std::invalid_argument("refund: user " + std::to_string(user) + " has no pop left to refund");
     UserState& u = users_[user];
     --u.unrefunded_pops;
-    u.pass -= 1.0 / u.weight;
+    u.pass -= u.stride;
     if (u.active) rekey(user);
   }
 
@@ -238,21 +241,29 @@ class alignas(64) ReservationQueue {
     uint64_t token;
     uint32_t record;
     int32_t priority;
-    uint64_t seq;  // arrival order (Priority)
+  };
+  struct Level {  // Priority: the entries of one priority, in arrival order
+    int32_t priority;
+    Ring<Entry> fifo;
   };
   struct Long {
     Ring<Entry> fifo;                     // Fifo
-    std::vector<Entry> heap;                 // Priority
+    // Priority: a FIFO per priority with stored entries (pooled), found by priority, and a
+    // min-heap of (priority, level) over them.
+    std::vector<Level> levels;
+    std::vector<uint32_t> free_levels;
+    FlatMap<uint32_t> level_of;
+    std::vector<std::pair<int32_t, uint32_t>> level_heap;
     std::vector<Ring<Entry>> user_fifos;  // Fair, indexed by user
     FlatMap<uint32_t> jobs;                  // job id -> record
     std::vector<JobRecord> records;
     std::vector<uint32_t> free_records;
     uint64_t next_token = 1;
-    uint64_t next_seq = 0;
     int64_t stored = 0;  // entries held, live or dead
   };
   struct UserState {
     double weight = 0.0;  // set from the default when the user is first seen
+    double stride = 0.0;  // 1 / weight: the charge of one pop
     double pass = 0.0;
     int64_t count = 0;  // live reservations; kept by Fair always, by the others in the long form
     int64_t unrefunded_pops = 0;
@@ -275,9 +286,9 @@ class alignas(64) ReservationQueue {
 
   // Heap comparators (function objects, so the heap code inlines them): std heaps are
   // max-heaps, so "less" means "served later".
-  struct LaterEntry {
-    bool operator()(const Entry& a, const Entry& b) const {
-      return a.priority != b.priority ? a.priority > b.priority : a.seq > b.seq;
+  struct LaterLevel {
+    bool operator()(const std::pair<int32_t, uint32_t>& a, const std::pair<int32_t, uint32_t>& b) const {
+      return a.first > b.first;
     }
   };
   struct LaterUser {  // without branches: the outcome is data-dependent, so unpredictable
@@ -295,7 +306,10 @@ class alignas(64) ReservationQueue {
     if (static_cast<size_t>(user) >= users_.size()) {
       const size_t first_new = users_.size();
       users_.resize(static_cast<size_t>(user) + 1);
-      for (size_t i = first_new; i < users_.size(); ++i) users_[i].weight = default_weight_;
+      for (size_t i = first_new; i < users_.size(); ++i) {
+        users_[i].weight = default_weight_;
+        users_[i].stride = 1.0 / default_weight_;
+      }
     }
     return users_[user];
   }
@@ -357,7 +371,8 @@ class alignas(64) ReservationQueue {
   // Back to the short form once empty: every stored entry is dead, drop them all.
   void to_short() {
     long_store_->fifo.clear();
-    long_store_->heap.clear();
+    for (const auto& [priority, level] : long_store_->level_heap) drop_level(level);
+    long_store_->level_heap.clear();
     for (auto& f : long_store_->user_fifos) f.clear();
     long_store_->stored = 0;
     is_long_ = false;
@@ -378,15 +393,14 @@ class alignas(64) ReservationQueue {
     }
     JobRecord& job = L.records[*record];
     ++job.count;
-    const Entry e{job.token, *record, priority, L.next_seq++};
+    const Entry e{job.token, *record, priority};
     ++L.stored;
     switch (policy_) {
       case Policy::Fifo:
         L.fifo.push(e);
         break;
       case Policy::Priority:
-        L.heap.push_back(e);
-        std::push_heap(L.heap.begin(), L.heap.end(), LaterEntry());
+        level(priority).fifo.push(e);
         break;
       case Policy::Fair:
         if (static_cast<size_t>(user) >= L.user_fifos.size()) L.user_fifos.resize(static_cast<size_t>(user) + 1);
@@ -396,6 +410,33 @@ class alignas(64) ReservationQueue {
   }
 
   bool live(const Entry& e) const { return long_store_->records[e.record].token == e.token; }
+
+  // Priority: the level of `priority`, made (and put in the heap) if it holds nothing yet.
+  Level& level(int32_t priority) {
+    Long& L = *long_store_;
+    auto [index, inserted] = L.level_of.try_emplace(priority, 0);
+    if (inserted) {
+      if (L.free_levels.empty()) {
+        L.levels.push_back(Level{priority, Ring<Entry>()});
+        *index = static_cast<uint32_t>(L.levels.size() - 1);
+      } else {
+        *index = L.free_levels.back();
+        L.free_levels.pop_back();
+        L.levels[*index].priority = priority;
+      }
+      L.level_heap.emplace_back(priority, *index);
+      std::push_heap(L.level_heap.begin(), L.level_heap.end(), LaterLevel());
+    }
+    return L.levels[*index];
+  }
+
+  // Priority: forgets a level (the caller takes it out of the heap); its FIFO is reused.
+  void drop_level(uint32_t level) {
+    Long& L = *long_store_;
+    L.levels[level].fifo.clear();
+    L.level_of.erase(L.levels[level].priority);
+    L.free_levels.push_back(level);
+  }
 
   // The job has no live entry left: forget it and free its record.
   void drop_job(uint32_t record) {
@@ -411,12 +452,17 @@ class alignas(64) ReservationQueue {
     Ring<Entry>* fifo = &L.fifo;
     switch (policy_) {
       case Policy::Priority:
-        while (!live(L.heap.front())) {
-          std::pop_heap(L.heap.begin(), L.heap.end(), LaterEntry());
-          L.heap.pop_back();
-          --L.stored;
+        for (;;) {  // the lowest level that still holds a live entry
+          Ring<Entry>& f = L.levels[L.level_heap.front().second].fifo;
+          while (!f.empty() && !live(f.front())) {
+            f.pop();
+            --L.stored;
+          }
+          if (!f.empty()) return &f.front();
+          drop_level(L.level_heap.front().second);
+          std::pop_heap(L.level_heap.begin(), L.level_heap.end(), LaterLevel());
+          L.level_heap.pop_back();
         }
-        return &L.heap.front();
       case Policy::Fair:
         fifo = &L.user_fifos[top_user()];
         break;
@@ -440,9 +486,10 @@ class alignas(64) ReservationQueue {
         stored = static_cast<int64_t>(L.fifo.size());
         break;
       case Policy::Priority:
-        L.heap.erase(std::remove_if(L.heap.begin(), L.heap.end(), dead), L.heap.end());
-        std::make_heap(L.heap.begin(), L.heap.end(), LaterEntry());
-        stored = static_cast<int64_t>(L.heap.size());
+        for (const auto& [priority, level] : L.level_heap) {  // emptied levels go when reached
+          L.levels[level].fifo.remove_if(dead);
+          stored += static_cast<int64_t>(L.levels[level].fifo.size());
+        }
         break;
       case Policy::Fair:
         for (auto& f : L.user_fifos) {
@@ -511,7 +558,7 @@ class alignas(64) ReservationQueue {
     const int32_t user = user_heap_.front().user;
     UserState& u = users_[user];
     vtime_ = u.pass;
-    u.pass += 1.0 / u.weight;
+    u.pass += u.stride;
     ++u.unrefunded_pops;
     if (u.count > 1) {
       ++u.version;

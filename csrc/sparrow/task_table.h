@@ -22,8 +22,9 @@
 // Costs (k probes, c candidates): add_job O(m + c log c); reserve O(k); get_task O(1)
 // expected for a job without constrained tasks, else O(log k_c) after one O(k_c log k_c)
 // sort of its k_c constrained probes (redone after a new reserve), plus the scan of that
-// worker's probes and candidate tasks; workers_to_cancel O(k + w log w) for the w workers
-// returned; remove_job O(k).
+// worker's probes and candidate tasks; workers_to_cancel O(k) (plus a sort of the workers
+// when constrained probes are held); remove_job O(k); get_task_many overlaps the cache
+// misses of its requests.
 #pragma once
 
 #include <algorithm>
@@ -145,6 +146,19 @@ class TaskTable {
     return task;
   }
 
+  // get_task for requests i < n in order, answers in out[i]; all or nothing: returns -1
+  // once all are answered, or (answering none) the first i whose job does not exist. Looks
+  // the worker up kAhead requests early, so the lookups' cache misses overlap.
+  int64_t get_task_many(const int64_t* job_ids, const int64_t* workers, int64_t n, int64_t* out) {
+    for (int64_t i = 0; i < n; ++i)
+      if (!contains(job_ids[i])) return i;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) records_[*index_.find(job_ids[i + kAhead])].any.prefetch(workers[i + kAhead]);
+      out[i] = get_task(job_ids[i], workers[i]);
+    }
+    return -1;
+  }
+
   bool all_launched(int64_t job_id) const {
     const Job& job = find(job_id);
     return job.n_launched == job.n_tasks;
@@ -157,10 +171,14 @@ class TaskTable {
     Job& job = find(job_id);
     if (job.n_launched < job.n_tasks || job.outstanding == 0) return;
     const size_t start = out.size();
-    job.any.for_each([&out](int64_t worker, int32_t& count) {
-      if (count > 0) out.push_back(worker);
+    out.resize(start + job.any.capacity());
+    size_t end = start;
+    job.any.for_each_slot([&out, &end](int64_t worker, int32_t& count) {  // unused slots count 0
+      out[end] = worker;
+      end += count > 0;
       count = 0;
     });
+    out.resize(end);
     bool tagged_held = false;
     for (Tagged& p : job.tagged)
       if (p.state == kOutstanding) {
@@ -219,6 +237,7 @@ class TaskTable {
   // A pooled record keeps its buffers for the next job unless they outgrew this many entries.
   static constexpr size_t kKeptCapacity = 1 << 14;
   static constexpr int64_t kMaxOutstanding = INT32_MAX;  // so a per-worker count fits 32 bits
+  static constexpr int64_t kAhead = 8;                   // get_task_many's lookahead
 
   struct Tagged {  // a probe made for constrained task `task`
     int64_t worker;

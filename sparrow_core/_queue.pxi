@@ -48,6 +48,7 @@ cdef class ReservationQueue:
     cdef dict _number_of_user          # user value -> dense number
     cdef list _users                   # dense number -> user value
     cdef unordered_map[int64_t, int32_t] _number_of_int_user
+    cdef vector[int32_t] _number_of_small_user  # int user u in [0, 4096) -> number + 1 (0: unseen)
     cdef bint _all_int_users
 
     def __cinit__(self, policy="fifo", weights=None, default_weight=1.0):
@@ -88,6 +89,10 @@ cdef class ReservationQueue:
         number = len(self._users)
         if isinstance(user, int):
             self._number_of_int_user[_as_int64(user, "user")] = number
+            if 0 <= user < 4096:  # push_many looks these up by index
+                if self._number_of_small_user.size() <= <size_t>user:
+                    self._number_of_small_user.resize(user + 1, 0)
+                self._number_of_small_user[user] = number + 1
         else:
             self._all_int_users = False
         self._number_of_user[user] = number
@@ -177,13 +182,20 @@ cdef class ReservationQueue:
         cdef cnp.ndarray numbers = np.empty(n, dtype=np.int32)
         cdef int32_t* number = <int32_t*>cnp.PyArray_DATA(numbers)
         cdef unordered_map[int64_t, int32_t].iterator found
+        cdef const int32_t* small
+        cdef int64_t n_small
         while True:  # users to dense numbers; an unseen user is registered with the GIL
+            small = self._number_of_small_user.data()
+            n_small = self._number_of_small_user.size()
             with nogil:
                 while i < n:
-                    found = self._number_of_int_user.find(u[i])
-                    if found == self._number_of_int_user.end():
-                        break
-                    number[i] = dereference(found).second
+                    if 0 <= u[i] < n_small and small[u[i]] != 0:
+                        number[i] = small[u[i]] - 1
+                    else:
+                        found = self._number_of_int_user.find(u[i])
+                        if found == self._number_of_int_user.end():
+                            break
+                        number[i] = dereference(found).second
                     i += 1
             if i == n:
                 break
@@ -201,20 +213,22 @@ cdef class ReservationQueue:
         cdef int64_t limit = _as_int64(max_count, "max_count")
         if limit < 0:
             raise ValueError(f"max_count must be >= 0, got {limit}")
-        cdef vector[int64_t] jobs, prios
-        cdef vector[int32_t] numbers
+        cdef int64_t n = min(limit, self.c.size()), i  # exactly n pops succeed
+        cdef cnp.ndarray jobs = np.empty(n, dtype=np.int64)
+        cdef cnp.ndarray numbers = np.empty(n, dtype=np.int32)
+        cdef cnp.ndarray prios = np.empty(n, dtype=np.int64)
+        cdef int64_t* job = <int64_t*>cnp.PyArray_DATA(jobs)
+        cdef int32_t* number = <int32_t*>cnp.PyArray_DATA(numbers)
+        cdef int64_t* prio = <int64_t*>cnp.PyArray_DATA(prios)
         cdef CReservation r
         with nogil:
-            while <int64_t>jobs.size() < limit and self.c.pop(r):
-                jobs.push_back(r.job_id)
-                numbers.push_back(r.user)
-                prios.push_back(r.priority)
-        cdef Py_ssize_t n = jobs.size(), i
+            for i in range(n):
+                self.c.pop(r)
+                job[i] = r.job_id
+                number[i] = r.user
+                prio[i] = r.priority
         users_of = np.asarray(self._users, dtype=np.int64 if self._all_int_users else object)
-        numbers_array = np.empty(n, dtype=np.int32)
-        if n:
-            memcpy(cnp.PyArray_DATA(numbers_array), numbers.data(), n * sizeof(int32_t))
-        return _from_vector(jobs), users_of[numbers_array] if n else users_of[:0], _from_vector(prios)
+        return jobs, users_of[numbers], prios
 
     def __len__(self):
         return self.c.size()

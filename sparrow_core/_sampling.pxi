@@ -60,9 +60,10 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio, candida
     cdef int64_t* out
     cdef const int64_t* c = NULL
     cdef int64_t n_cand = 0
+    cdef bint constrained = candidates is not None
     if n < 0:
         raise ValueError(f"n_workers must be >= 0, got {n}")
-    if candidates is not None:
+    if constrained:
         cand = _int64_array(candidates, "candidates")
         c = <const int64_t*>cnp.PyArray_DATA(cand)
         n_cand = cand.shape[0]
@@ -75,10 +76,10 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio, candida
     out = <int64_t*>cnp.PyArray_DATA(flat)
     with nogil:
         for j in range(n_jobs):
-            if c == NULL:
-                c_sample_workers_into(rng.c[0], n, off[j + 1] - off[j], out + off[j])
-            else:
+            if constrained:
                 c_sample_from_into(rng.c[0], c, n_cand, off[j + 1] - off[j], out + off[j])
+            else:
+                c_sample_workers_into(rng.c[0], n, off[j + 1] - off[j], out + off[j])
     return flat, offsets
 
 

@@ -52,8 +52,8 @@ struct Reservation {
 
 class alignas(64) ReservationQueue {
  public:
-  static constexpr int kInline = 3;
-  static constexpr int64_t kPrefetch = 8;  // push_many: look up job i + 8's state while pushing job i  // reservations of the short form: 16 + 3 * 16 = 64 bytes
+  static constexpr int kInline = 3;        // reservations of the short form: 16 + 3 * 16 = 64 bytes
+  static constexpr int64_t kPrefetch = 8;  // push_many starts loading job i + 8's state at job i
 
   explicit ReservationQueue(Policy policy, double default_weight = 1.0)
       : policy_(policy), default_weight_(check_weight(default_weight, "default_weight")) {}
@@ -247,15 +247,15 @@ class alignas(64) ReservationQueue {
     Ring<Entry> fifo;
   };
   struct Long {
-    Ring<Entry> fifo;                     // Fifo
-    // Priority: a FIFO per priority with stored entries (pooled), found by priority, and a
+    Ring<Entry> fifo;  // Fifo
+    // Priority: a FIFO per priority that holds entries (pooled), found by priority, and a
     // min-heap of (priority, level) over them.
     std::vector<Level> levels;
     std::vector<uint32_t> free_levels;
     FlatMap<uint32_t> level_of;
     std::vector<std::pair<int32_t, uint32_t>> level_heap;
     std::vector<Ring<Entry>> user_fifos;  // Fair, indexed by user
-    FlatMap<uint32_t> jobs;                  // job id -> record
+    FlatMap<uint32_t> jobs;               // job id -> record
     std::vector<JobRecord> records;
     std::vector<uint32_t> free_records;
     uint64_t next_token = 1;

@@ -69,13 +69,15 @@ class Bitmap {
 };
 
 // The per-thread scratch space of the sampling kernels: each public entry point looks it up
-// once (a thread_local access costs a call in a shared library) and passes it down.
+// once and passes it down. A thread_local access costs a call (__tls_get_addr) in a shared
+// library, and compilers redo that call at every use of an inlined access: not inlined, the
+// lookup happens once and its result stays in a register.
 struct Scratch {
   IdSet set;
   Bitmap bitmap;
 };
 
-inline Scratch& scratch() {
+__attribute__((noinline)) inline Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }

@@ -18,7 +18,8 @@
 // map (flat_map.h), so an unconstrained job needs no sort; probes made for a constrained task
 // are kept apart, sorted by (worker, task, reservation order) when first needed. Job
 // records are pooled and reused (their buffers with them) and found through a flat map of
-// job ids, so a steady stream of jobs allocates nothing.
+// job ids, so a steady stream of jobs allocates nothing. A job holds at most 2^31 - 1
+// outstanding reservations (the per-worker counts are 32-bit, to keep the map small).
 // Costs (k probes, c candidates): add_job O(m + c log c); reserve O(k); get_task O(1)
 // expected for a job without constrained tasks, else O(log k_c) after one O(k_c log k_c)
 // sort of its k_c constrained probes (redone after a new reserve), plus the scan of that
@@ -165,8 +166,9 @@ class TaskTable {
   }
 
   // Once all tasks are launched: appends the workers still holding reservations of the job,
-  // each once, in an order that depends on the values only (not sorted: callers that show
-  // them sort), and forgets those reservations. Before that: appends nothing.
+  // each once, in an unspecified but reproducible order (the same calls give the same order;
+  // not sorted: callers that show them sort), and forgets those reservations. Before that:
+  // appends nothing.
   void workers_to_cancel(int64_t job_id, std::vector<int64_t>& out) {
     Job& job = find(job_id);
     if (job.n_launched < job.n_tasks || job.outstanding == 0) return;

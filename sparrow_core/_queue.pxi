@@ -115,10 +115,15 @@ cdef class ReservationQueue:
         the job already has reservations queued for another user."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef int32_t number = self._number(user)
-        cdef int32_t owner = self.c.job_user(job)
-        if owner >= 0 and owner != number:
-            raise self._owner_conflict(job, owner, user)
-        self.c.push(job, number, _as_int32(priority, "priority"))
+        cdef int32_t level = _as_int32(priority, "priority")
+        cdef int32_t owner
+        try:
+            self.c.push(job, number, level)
+        except ValueError:  # the kernel names users by number: name them as pushed
+            owner = self.c.job_user(job)
+            if owner >= 0 and owner != number:
+                raise self._owner_conflict(job, owner, user) from None
+            raise
 
     cdef object _owner_conflict(self, int64_t job, int32_t owner, object user):
         return ValueError(f"job {job} already has reservations queued for user {self._users[owner]!r}, "

@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -73,10 +74,9 @@ class alignas(64) ReservationQueue {
 
   void push(int64_t job_id, int32_t user, int32_t priority = 0) {
     if (user < 0) throw std::invalid_argument("user must be >= 0, got " + std::to_string(user));
-    const int32_t owner = job_user(job_id);
-    if (owner >= 0 && owner != user)
-      throw std::invalid_argument("job " + std::to_string(job_id) + " already has reservations queued for user " +
-                                  std::to_string(owner) + ", not user " + std::to_string(user));
+    // The long form checks the job's user in the lookup it makes anyway (push_long).
+    const int32_t owner = is_long_ ? -1 : job_user(job_id);
+    if (owner >= 0 && owner != user) throw owner_conflict(job_id, owner, user);
     push_checked(job_id, user, priority);
   }
 
@@ -272,8 +272,7 @@ class alignas(64) ReservationQueue {
     bool active = false;
   };
   struct UserNode {
-    double pass;
-    uint64_t backlogged_since;
+    unsigned __int128 key;  // (pass, backlogged since) as one number: see node_key()
     uint64_t version;
     int32_t user;
   };
@@ -291,11 +290,21 @@ class alignas(64) ReservationQueue {
       return a.first > b.first;
     }
   };
-  struct LaterUser {  // without branches: the outcome is data-dependent, so unpredictable
-    bool operator()(const UserNode& a, const UserNode& b) const {
-      return (a.pass > b.pass) | ((a.pass == b.pass) & (a.backlogged_since > b.backlogged_since));
-    }
+  struct LaterUser {  // one 128-bit comparison, without branches
+    bool operator()(const UserNode& a, const UserNode& b) const { return a.key > b.key; }
   };
+
+  // The users' heap order, (pass, backlogged since) lexicographically, as one unsigned number.
+  // A double's bits, with the sign bit flipped if it is positive and all bits flipped if it
+  // is negative, order like its value (a pass can go below 0 when a refund follows a weight
+  // change); + 0.0 turns -0.0 into +0.0, which compares equal to it.
+  static unsigned __int128 node_key(double pass, uint64_t backlogged_since) {
+    uint64_t bits;
+    const double normal = pass + 0.0;
+    std::memcpy(&bits, &normal, sizeof bits);
+    bits ^= (bits >> 63) ? ~uint64_t{0} : uint64_t{1} << 63;
+    return (static_cast<unsigned __int128>(bits) << 64) | backlogged_since;
+  }
 
   // Per-user live counts are kept by Fair (it needs them to schedule) and in the long form;
   // the short form of fifo / priority counts by scanning its entries.
@@ -378,9 +387,16 @@ class alignas(64) ReservationQueue {
     is_long_ = false;
   }
 
+  static std::invalid_argument owner_conflict(int64_t job_id, int32_t owner, int32_t user) {
+    return std::invalid_argument("job " + std::to_string(job_id) + " already has reservations queued for user " +
+                                 std::to_string(owner) + ", not user " + std::to_string(user));
+  }
+
+  // Throws, changing nothing, if the job's reservations are queued for another user.
   void push_long(int64_t job_id, int32_t user, int32_t priority) {
     Long& L = *long_store_;
     auto [record, inserted] = L.jobs.try_emplace(job_id, 0);
+    if (!inserted && L.records[*record].user != user) throw owner_conflict(job_id, L.records[*record].user, user);
     if (inserted) {
       if (L.free_records.empty()) {
         L.records.push_back(JobRecord());
@@ -525,7 +541,7 @@ class alignas(64) ReservationQueue {
 
   void push_node(int32_t user) {
     const UserState& u = users_[user];
-    user_heap_.push_back(UserNode{u.pass, u.backlogged_since, u.version, user});
+    user_heap_.push_back(UserNode{node_key(u.pass, u.backlogged_since), u.version, user});
     std::push_heap(user_heap_.begin(), user_heap_.end(), LaterUser());
   }
 
@@ -562,7 +578,7 @@ class alignas(64) ReservationQueue {
     ++u.unrefunded_pops;
     if (u.count > 1) {
       ++u.version;
-      user_heap_.front() = UserNode{u.pass, u.backlogged_since, u.version, user};
+      user_heap_.front() = UserNode{node_key(u.pass, u.backlogged_since), u.version, user};
       sift_down_top();
     } else {
       pop_node();
@@ -585,8 +601,9 @@ class alignas(64) ReservationQueue {
   void rebuild_user_heap() {
     user_heap_.clear();
     for (size_t i = 0; i < users_.size(); ++i)
-      if (users_[i].active) user_heap_.push_back(UserNode{users_[i].pass, users_[i].backlogged_since,
-                                                          users_[i].version, static_cast<int32_t>(i)});
+      if (users_[i].active)
+        user_heap_.push_back(
+            UserNode{node_key(users_[i].pass, users_[i].backlogged_since), users_[i].version, static_cast<int32_t>(i)});
     std::make_heap(user_heap_.begin(), user_heap_.end(), LaterUser());
   }
 

@@ -27,7 +27,11 @@ def sample_batch(
     candidates: ArrayLikeInt | None = None,
 ) -> Int64Array: ...
 def sample_batch_many(
-    rng: Rng, n_workers: int, n_tasks: ArrayLikeInt, probe_ratio: float
+    rng: Rng,
+    n_workers: int,
+    n_tasks: ArrayLikeInt,
+    probe_ratio: float,
+    candidates: ArrayLikeInt | None = None,
 ) -> tuple[Int64Array, Int64Array]: ...
 def sample_per_task(rng: Rng, n_workers: int, n_tasks: int, d: int) -> Int64Array: ...
 def sample_constrained(

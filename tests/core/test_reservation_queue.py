@@ -274,3 +274,30 @@ def test_many_refunds_match_reference():
             user = step % 5
             assert call(ours, ("refund", user)) == call(ref, ("refund", user))
     assert ours.counts() == ref.counts()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_short_and_long_forms_alternate_like_the_reference(policy):
+    """The kernel keeps up to 3 reservations inline and switches to its long form beyond:
+    queues that repeatedly grow past 3 and drain (with cancels on the way) decide as the
+    reference does."""
+    rng = np.random.default_rng(7)
+    ours, ref = sparrow_core.ReservationQueue(policy), reference.ReservationQueue(policy)
+    for cycle in range(200):
+        depth = int(rng.integers(1, 9))
+        for k in range(depth):
+            job, user, priority = cycle * 10 + k % 4, f"u{(cycle + k % 4) % 3}", int(rng.integers(0, 3))
+            assert call(ours, ("push", job, user, priority)) == call(ref, ("push", job, user, priority))
+        if cycle % 3 == 0:
+            assert call(ours, ("cancel", cycle * 10 + 1)) == call(ref, ("cancel", cycle * 10 + 1))
+        drained = [call(ours, ("pop",)) for _ in range(depth + 1)]
+        assert drained == [call(ref, ("pop",)) for _ in range(depth + 1)]
+        assert len(ours) == len(ref) == 0
+
+
+def test_push_many_names_an_out_of_range_priority():
+    """A priority beyond 32 bits is refused before anything is queued, naming its index."""
+    q = sparrow_core.ReservationQueue("priority")
+    with pytest.raises(ValueError, match=r"priorities\[1\]"):
+        q.push_many([1, 2], [0, 0], [0, 2**40])
+    assert len(q) == 0

@@ -269,3 +269,24 @@ def test_unconstrained_part_of_a_mixed_job_is_uniform_over_free_workers():
         counts.update(w for w, t in zip(workers.tolist(), tasks.tolist()) if t < 0)
     assert min(counts) >= 0 and max(counts) < 30
     _assert_uniform([counts[w] for w in range(4, 30)])  # workers 0-3 are sometimes taken
+
+
+@given(seed=st.integers(0, 2**64 - 1), sizes=st.lists(st.integers(0, 30), max_size=10))
+def test_sample_batch_many_from_candidates_matches_single_calls(seed, sizes):
+    """With candidates, the batch API draws exactly what per-job sample_batch calls would."""
+    candidates = np.array([3, 17, 4, 40, 22, 9, 31], dtype=np.int64)
+    flat, offsets = sparrow_core.sample_batch_many(sparrow_core.Rng(seed), 50, sizes, 2.0, candidates=candidates)
+    one_by_one = sparrow_core.Rng(seed)
+    singles = [sparrow_core.sample_batch(one_by_one, 50, m, 2.0, candidates=candidates).tolist() for m in sizes]
+    assert flat.tolist() == [w for job in singles for w in job]
+    assert np.diff(offsets).tolist() == [len(job) for job in singles]
+
+
+@pytest.mark.parametrize(
+    "candidates, message",
+    [([1, 1], "appears twice"), ([1, 50], "out of range"), ([], "candidates")],
+)
+def test_sample_batch_many_rejects_bad_candidates(candidates, message):
+    """Duplicate, out-of-range and empty candidate lists are refused, naming candidates."""
+    with pytest.raises(ValueError, match=message):
+        sparrow_core.sample_batch_many(sparrow_core.Rng(1), 50, [2, 3], 2.0, candidates=candidates)

@@ -108,3 +108,14 @@ def test_spreading_jobs_over_schedulers_changes_no_decision() -> None:
     seven = simulate(replace(BASE, policy="sparrow", n_jobs=500, n_schedulers=7))
     np.testing.assert_array_equal(one.job_response, seven.job_response)
     assert one.counters == seven.counters
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_mixed_constrained_and_free_tasks_run_under_every_policy(policy: str) -> None:
+    """Jobs where a fifth of the tasks are pinned to 3 candidates complete under every policy
+    (random, per_task and omniscient once raised on them), each job no faster than its longest task."""
+    config = replace(BASE, policy=policy, load=0.5, constrained_tasks=0.2, task_candidates=3)
+    result = simulate(config)
+    assert len(result.job_response) == config.n_jobs
+    assert np.all(np.isfinite(result.job_response))
+    assert np.all(result.job_response >= result.job_ideal - 1e-12)

@@ -11,6 +11,8 @@ import math
 import random
 from typing import ClassVar
 
+import numpy as np
+
 from bench.common import candidate_set, constrained_job, job_sizes
 from bench.measure import Case
 
@@ -138,14 +140,23 @@ def constrained_case(n_workers: int, n_tasks: int, n_jobs: int = 500) -> Case:
     as_lists = [None if c is None else list(c) for c in job]
     rng, py = sparrow_core.Rng(4), random.Random(4)
 
+    flat = np.array([w for c in job if c is not None for w in c], dtype=np.int64)
+    offsets = np.cumsum([0] + [0 if c is None else len(c) for c in job], dtype=np.int64)
+
     def calls():
         return [sparrow_core.sample_constrained(rng, n_workers, as_lists, 2.0)[0] for _ in range(n_jobs)]
+
+    def flat_calls():
+        return [sparrow_core.sample_constrained_flat(rng, n_workers, flat, offsets, 2.0)[0] for _ in range(n_jobs)]
 
     def python():
         return [python_sample_constrained(py, n_workers, as_lists, 2.0)[0] for _ in range(n_jobs)]
 
+    variants = {"calls": calls, "python": python}
+    if hasattr(sparrow_core, "sample_constrained_flat"):  # the suite runs against older builds too
+        variants["flat"] = flat_calls
     return Case(f"constrained sampling, {n_tasks} tasks among {n_workers} workers", "jobs", n_jobs,
-                {"calls": calls, "python": python}, lambda out: sum(len(j) for j in out))
+                variants, lambda out: sum(len(j) for j in out))
 
 
 # ---- asv ----
@@ -235,6 +246,11 @@ class ConstrainedSampling:
 
     def time_python_sample_constrained(self) -> None:
         self.case.variants["python"]()
+
+    def time_sample_constrained_flat(self) -> None:
+        if "flat" not in self.case.variants:
+            raise NotImplementedError("this build has no sample_constrained_flat")
+        self.case.variants["flat"]()
 
     def track_speedup_over_python(self) -> float:
         return self.case.speedup("calls", repeat=3)

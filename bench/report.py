@@ -27,14 +27,14 @@ FIGURES = [
     (lambda: batch_case(10_000, 100, 2.0), {"batch": 1_000_000, "calls": None}),
     (lambda: candidates_case(10_000, 1_000, 10), {"batch": None, "calls": None}),
     (lambda: per_task_case(10_000, 100), {"calls": None}),
-    (lambda: constrained_case(10_000, 100), {"calls": None}),
+    (lambda: constrained_case(10_000, 100), {"calls": None, "flat": None}),
     (lambda: push_pop_case("fair", 100, 10_000), {"batch": 5_000_000, "calls": 2_000_000}),
     (lambda: push_pop_case("fair", 100, 100_000), {"batch": 5_000_000, "calls": 2_000_000}),
     (lambda: push_pop_case("fifo", 100, 10_000), {"batch": None, "calls": None}),
     (lambda: push_pop_case("priority", 100, 10_000), {"batch": None, "calls": None}),
     (lambda: late_binding_case(1000, 100), {"batch": None, "calls": None}),
 ]
-VARIANT_NAMES = {"batch": "batch API", "calls": "single calls"}
+VARIANT_NAMES = {"batch": "batch API", "calls": "single calls", "flat": "flat arrays"}
 
 
 def measure(repeat: int) -> list[tuple[str, str, float, float | None, float]]:

@@ -9,6 +9,7 @@ from ._core import probe_count as probe_count
 from ._core import sample_batch as sample_batch
 from ._core import sample_batch_many as sample_batch_many
 from ._core import sample_constrained as sample_constrained
+from ._core import sample_constrained_flat as sample_constrained_flat
 from ._core import sample_per_task as sample_per_task
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "sample_batch",
     "sample_batch_many",
     "sample_constrained",
+    "sample_constrained_flat",
     "sample_per_task",
 ]

@@ -41,6 +41,14 @@ def sample_constrained(
     probe_ratio: float,
 ) -> tuple[Int64Array, Int64Array]: ...
 
+def sample_constrained_flat(
+    rng: Rng,
+    n_workers: int,
+    candidates: ArrayLikeInt,
+    offsets: ArrayLikeInt,
+    probe_ratio: float,
+) -> tuple[Int64Array, Int64Array]: ...
+
 class Reservation:
     job_id: int
     user: Hashable

@@ -122,3 +122,33 @@ def sample_constrained(Rng rng not None, n_workers, task_candidates, probe_ratio
     _flatten_candidates(task_candidates, None, "task_candidates", flat, offsets)
     c_sample_constrained(rng.c[0], n, flat.data(), offsets.data(), offsets.size() - 1, d, workers, tasks)
     return _from_vector(workers), _from_vector(tasks)
+
+
+def sample_constrained_flat(Rng rng not None, n_workers, candidates, offsets, probe_ratio):
+    """sample_constrained with the candidates already flat: task t's candidate workers are
+    candidates[offsets[t]:offsets[t + 1]] (an empty range: unconstrained), offsets has one
+    entry per task plus one and starts at 0. The same draws as sample_constrained, without
+    converting a list per task: the form for callers that keep constraints as arrays.
+
+    Example:
+        >>> workers, tasks = sample_constrained_flat(Rng(1), 6, [0, 1, 2], [0, 3, 3], 2.0)
+        >>> tasks.tolist()
+        [0, 0, -1, -1]
+    """
+    cdef int64_t n = _as_int64(n_workers, "n_workers")
+    cdef double d = _as_double(probe_ratio, "probe_ratio")
+    cdef cnp.ndarray flat = _int64_array(candidates, "candidates")
+    cdef cnp.ndarray bounds = _int64_array(offsets, "offsets")
+    cdef vector[int64_t] workers, tasks
+    cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(bounds)
+    cdef Py_ssize_t n_tasks = bounds.shape[0] - 1, t
+    if n < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n}")
+    if n_tasks < 0 or off[0] != 0 or off[n_tasks] != flat.shape[0]:
+        raise ValueError(f"offsets must start at 0 and end at len(candidates) ({flat.shape[0]}), "
+                         f"one entry per task plus one")
+    for t in range(n_tasks):
+        if off[t + 1] < off[t]:
+            raise ValueError(f"offsets must not decrease (task {t})")
+    c_sample_constrained(rng.c[0], n, <const int64_t*>cnp.PyArray_DATA(flat), off, n_tasks, d, workers, tasks)
+    return _from_vector(workers), _from_vector(tasks)

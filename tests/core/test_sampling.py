@@ -290,3 +290,24 @@ def test_sample_batch_many_rejects_bad_candidates(candidates, message):
     """Duplicate, out-of-range and empty candidate lists are refused, naming candidates."""
     with pytest.raises(ValueError, match=message):
         sparrow_core.sample_batch_many(sparrow_core.Rng(1), 50, [2, 3], 2.0, candidates=candidates)
+
+
+@given(seed=st.integers(0, 2**64 - 1), job=st.lists(st.one_of(st.none(), st.lists(st.integers(0, 39), min_size=1, max_size=6, unique=True)), max_size=12))
+def test_sample_constrained_flat_draws_what_sample_constrained_draws(seed, job):
+    """The flat form (candidates + offsets) gives the same probes as the per-task lists."""
+    flat = [w for c in job if c for w in c]
+    offsets = np.cumsum([0] + [len(c) if c else 0 for c in job]).tolist()
+    got = sparrow_core.sample_constrained_flat(sparrow_core.Rng(seed), 40, flat, offsets, 2.0)
+    want = sparrow_core.sample_constrained(sparrow_core.Rng(seed), 40, job, 2.0)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+@pytest.mark.parametrize(
+    "candidates, offsets, message",
+    [([1, 2], [], "offsets must start at 0"), ([1, 2], [1, 2], "offsets must start at 0"),
+     ([1, 2], [0, 1], "end at len"), ([1, 2, 3], [0, 2, 1, 3], "must not decrease"),
+     ([1, 1], [0, 2], "appears twice"), ([1, 99], [0, 2], "out of range")],
+)
+def test_sample_constrained_flat_rejects_bad_offsets_and_candidates(candidates, offsets, message):
+    with pytest.raises(ValueError, match=message):
+        sparrow_core.sample_constrained_flat(sparrow_core.Rng(1), 40, candidates, offsets, 2.0)

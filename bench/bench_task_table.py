@@ -83,9 +83,8 @@ def late_binding_case(n_jobs: int, n_tasks: int, n_workers: int = 10_000, probe_
             table.remove_job(job)
         return int((answers >= 0).sum()), cancelled
 
-    def calls():
-        table = sparrow_core.TaskTable()
-        for job, workers in enumerate(per_job):
+    def cycle(table, jobs):
+        for job, workers in enumerate(jobs):
             table.add_job(job, n_tasks)
             table.reserve(job, workers)
         get_task = table.get_task
@@ -95,17 +94,11 @@ def late_binding_case(n_jobs: int, n_tasks: int, n_workers: int = 10_000, probe_
             table.remove_job(job)
         return launched, cancelled
 
+    def calls():
+        return cycle(sparrow_core.TaskTable(), per_job)
+
     def python():
-        table = PythonTaskTable()
-        for job, workers in enumerate(per_job_lists):
-            table.add_job(job, n_tasks)
-            table.reserve(job, workers)
-        get_task = table.get_task
-        launched = sum(get_task(job, worker) is not None for job, worker in requests)
-        cancelled = sum(len(table.workers_to_cancel(job)) for job in range(n_jobs))
-        for job in range(n_jobs):
-            table.remove_job(job)
-        return launched, cancelled
+        return cycle(PythonTaskTable(), per_job_lists)
 
     return Case(f"late binding, {n_jobs} jobs x {n_tasks} tasks, d={probe_ratio}", "jobs", n_jobs,
                 {"batch": batch, "calls": calls, "python": python}, lambda out: out)

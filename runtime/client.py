@@ -232,7 +232,14 @@ class Client:
         the priority policy), `probe_ratio` the probes per task (default: the scheduler's).
         `constraints`: one Constraint for the whole job, or one Constraint-or-None per task.
         """
-        payloads = [pack_task(task) for task in tasks]
+        tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
+        packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
+        payloads = []
+        for task in tasks:
+            payload = packed.get(id(task))
+            if payload is None:
+                payload = packed[id(task)] = pack_task(task)
+            payloads.append(payload)
         msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame)
         await trio.lowlevel.checkpoint()
         return self.send_job(msg)

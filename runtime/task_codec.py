@@ -8,11 +8,16 @@ exception (its process died, its node monitor was lost) has an empty payload and
 
 from __future__ import annotations
 
+import pickle
 import traceback
 
 import cloudpickle
 
 from .errors import RemoteTraceback, TaskFailed
+
+# Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
+# Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
+_PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 
 
 def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
@@ -38,6 +43,8 @@ def run_task(payload: bytes) -> tuple[bool, bytes, str]:
             data = b""
         return False, data, tb
     try:
+        if type(result) in _PLAIN_TYPES:
+            return True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL), ""
         return True, cloudpickle.dumps(result), ""
     except Exception as exc:  # noqa: BLE001
         return False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}"

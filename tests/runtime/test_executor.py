@@ -3,16 +3,21 @@
 import os
 from functools import partial
 
+import cloudpickle
 import pytest
 import trio
 
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
 from sparrow_runtime.executor import ProcessExecutor, ThreadExecutor
-from sparrow_runtime.task_codec import pack_task, unpack_outcome
+from sparrow_runtime.task_codec import pack_task, run_task, unpack_outcome
 
 
 def _raise_value_error(x):
     raise ValueError(f"bad {x}")
+
+
+def _identity(x):
+    return x
 
 
 async def _with_executor(kind, body):
@@ -24,6 +29,16 @@ async def _with_executor(kind, body):
         finally:
             await executor.aclose()
             nursery.cancel_scope.cancel()
+
+
+class _Int(int):
+    pass
+
+
+@pytest.mark.parametrize("value", [None, True, 7, 2**70, 1.5, "caf\u00e9", b"x", _Int(3), (1, "a"), [2.5]])
+def test_results_pickle_to_the_bytes_cloudpickle_makes(value):
+    """Plain results take the C pickler (task_codec._PLAIN_TYPES): same bytes, same value."""
+    assert run_task(pack_task(partial(_identity, value))) == (True, cloudpickle.dumps(value), "")
 
 
 @pytest.mark.parametrize("kind", ["process", "thread"])

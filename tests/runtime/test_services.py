@@ -77,6 +77,20 @@ def test_results_arrive_as_tasks_finish():
     trio.run(main)
 
 
+def test_each_task_of_a_generated_job_gets_its_own_payload():
+    """The client pickles a callable repeated in a job once (by id): temporaries from a generator,
+    freed as it goes, must not be taken for one another."""
+
+    async def main():
+        async with services() as (address, _, _):
+            async with Client([address], secret=SECRET) as client:
+                shared = partial(pow, 3, 2)
+                job = await client.submit_job(x for i in range(10) for x in (partial(pow, 2, i), shared))
+                assert await job.results() == [v for i in range(10) for v in (2**i, 9)]
+
+    trio.run(main)
+
+
 def test_job_constraint_by_label_is_respected():
     async def main():
         async with services(n_nodes=3, labels=[[], ["gpu"], []]) as (address, _, nodes):

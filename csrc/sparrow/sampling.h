@@ -63,6 +63,7 @@ class Bitmap {
     return fresh;
   }
   void unmark(int64_t id) { bits_[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63)); }
+  bool test(int64_t id) const { return (bits_[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1; }
 
  private:
   std::vector<uint64_t> bits_;
@@ -176,6 +177,15 @@ inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidate
   sample_from(rng, candidates, n_candidates, k, out.data() + start, scratch);
 }
 
+
+// The unconstrained probes of sample_constrained: k workers not taken yet. take(w) marks w and
+// says whether it was free; is_free(w) only tests; forget() drops the marks (the scratch space
+// is then free for Floyd). Rejection sampling while at least half the workers are free (O(k)
+// expected), else Floyd over the enumerated free workers (O(n)).
+template <typename Take, typename IsFree, typename Forget>
+void sample_unprobed(Rng& rng, int64_t n_workers, int64_t k, int64_t free_workers, Take take, IsFree is_free,
+                     Forget forget, std::vector<int64_t>& workers, Scratch& scratch);
+
 }  // namespace detail
 
 // Writes k worker ids of [0, n) to out[0..k): distinct when k <= n, else the wrap rule above.
@@ -223,6 +233,37 @@ inline void sample_per_task(Rng& rng, int64_t n_workers, int64_t n_tasks, int64_
   for (int64_t t = 0; t < n_tasks; ++t) detail::sample_workers(rng, n_workers, d, out.data() + start + t * d, scratch);
 }
 
+namespace detail {
+
+template <typename Take, typename IsFree, typename Forget>
+void sample_unprobed(Rng& rng, int64_t n_workers, int64_t k, int64_t free_workers, Take take, IsFree is_free,
+                     Forget forget, std::vector<int64_t>& workers, Scratch& scratch) {
+  if (free_workers >= 2 * k) {
+    for (int64_t drawn = 0; drawn < k;) {
+      const int64_t w = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n_workers)));
+      if (take(w)) {
+        workers.push_back(w);
+        ++drawn;
+      }
+    }
+    return;
+  }
+  std::vector<int64_t> free_list;
+  free_list.reserve(static_cast<size_t>(free_workers));
+  for (int64_t w = 0; w < n_workers; ++w)
+    if (is_free(w)) free_list.push_back(w);
+  forget();
+  if (free_list.empty()) {
+    sample_workers(rng, n_workers, k, workers, scratch);
+  } else {
+    const int64_t on_free = k < free_workers ? k : free_workers;
+    sample_from(rng, free_list.data(), free_workers, on_free, workers, scratch);
+    if (k > on_free) sample_workers(rng, n_workers, k - on_free, workers, scratch);
+  }
+}
+
+}  // namespace detail
+
 // Per-task constrained sampling; see the header comment. cand_offsets has n_tasks + 1 entries.
 inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand, const int64_t* cand_offsets,
                                int64_t n_tasks, double probe_ratio, std::vector<int64_t>& workers,
@@ -249,33 +290,36 @@ inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand,
   if (k == 0) return;
   detail::check_sizes(n_workers, k, "n_workers");
   const size_t n_probed = workers.size() - first;
+  if (n_workers <= detail::kBitmapLimit) {
+    // Taken workers in the bitmap (one bit test per draw), cleared again before returning.
+    detail::Bitmap& taken = scratch.bitmap;
+    taken.ensure(n_workers);
+    int64_t n_taken = 0;
+    for (size_t i = first; i < first + n_probed; ++i) n_taken += taken.mark(workers[i]);
+    const size_t start = workers.size();
+    bool marked = true;  // until forget(): then the probes are unmarked already
+    auto unmark_probes = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) taken.unmark(workers[i]);
+    };
+    detail::sample_unprobed(
+        rng, n_workers, k, n_workers - n_taken, [&taken](int64_t w) { return taken.mark(w); },
+        [&taken](int64_t w) { return !taken.test(w); },
+        [&] {
+          unmark_probes(first, start);
+          marked = false;
+        },
+        workers, scratch);
+    if (marked) unmark_probes(first, workers.size());
+    tasks.insert(tasks.end(), workers.size() - start, -1);
+    return;
+  }
   IdSet& taken = scratch.set;
   taken.reset(n_probed + static_cast<size_t>(k));
   for (size_t i = first; i < first + n_probed; ++i) taken.insert(workers[i]);
-  const int64_t free_workers = n_workers - static_cast<int64_t>(taken.size());
   const size_t start = workers.size();
-  if (free_workers >= 2 * k) {
-    // Rejection sampling: at least half of the draws land on a free worker.
-    for (int64_t drawn = 0; drawn < k;) {
-      const int64_t w = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n_workers)));
-      if (taken.insert(w)) {
-        workers.push_back(w);
-        ++drawn;
-      }
-    }
-  } else {
-    std::vector<int64_t> free_list;
-    free_list.reserve(static_cast<size_t>(free_workers));
-    for (int64_t w = 0; w < n_workers; ++w)
-      if (!taken.contains(w)) free_list.push_back(w);
-    if (free_list.empty()) {
-      detail::sample_workers(rng, n_workers, k, workers, scratch);
-    } else {
-      const int64_t on_free = k < free_workers ? k : free_workers;
-      detail::sample_from(rng, free_list.data(), free_workers, on_free, workers, scratch);
-      if (k > on_free) detail::sample_workers(rng, n_workers, k - on_free, workers, scratch);
-    }
-  }
+  detail::sample_unprobed(
+      rng, n_workers, k, n_workers - static_cast<int64_t>(taken.size()), [&taken](int64_t w) { return taken.insert(w); },
+      [&taken](int64_t w) { return !taken.contains(w); }, [] {}, workers, scratch);
   tasks.insert(tasks.end(), workers.size() - start, -1);
 }
 

@@ -16,10 +16,22 @@ class CommandError(Exception):
     """Stops a command: `sparrow` prints "sparrow COMMAND: error: MESSAGE" and exits 1."""
 
 
-def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+def add_command(
+    subparsers: argparse._SubParsersAction,  # type: ignore[type-arg]
+    command: str,
+    run,
+    *,
+    help: str,  # noqa: A002 - argparse's own name
+    description: str,
+) -> argparse.ArgumentParser:
+    """Registers `sparrow COMMAND` with its documented settings (and --config); `run(args)`
+    returns the exit code. Returns the parser for command-specific arguments."""
+    parser = subparsers.add_parser(command, help=help, description=description)
     CONFIG.add_to(parser)
     for setting in COMMANDS[command]:
         setting.add_to(parser)
+    parser.set_defaults(func=run)
+    return parser
 
 
 def settings(command: str, args: argparse.Namespace) -> Resolved:

@@ -21,21 +21,21 @@ from ..demo_workload import make_workload, run_workload
 from ..local_cluster import LocalCluster
 from ..local_state import read_state, remove_state, write_state
 from ..logsetup import setup_logging
-from .common import CommandError, add_settings, settings
+from .common import CommandError, add_command, settings
 from .demo_view import DemoProgress, plot_cdf, render_report
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "local",
+        run,
         help="start a cluster on this host (--demo: and run the demo on it)",
         description="Start schedulers and node monitors on this host (loopback) until Ctrl-C. While it runs, "
         "`sparrow submit` and `sparrow status` find it with no flags. --demo runs short parallel jobs on it at "
         "--load, shows their progress, reports response times and scheduling delays against an ideal scheduler "
         "fed the same arrivals, and stops.",
     )
-    add_settings(p, "local")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,19 +11,19 @@ from ..logsetup import setup_logging
 from ..metrics import MeteredNodeMonitorLogic, new_registry
 from ..node_monitor import serve_node_monitor
 from ..node_monitor_logic import NodeMonitorLogic
-from .common import CommandError, add_settings, service_secret, settings
+from .common import CommandError, add_command, service_secret, settings
 from .service import node_monitor_drain, run_service
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "node-monitor",
+        run,
         help="run a node monitor on this host",
         description="Run a Sparrow node monitor until SIGTERM or Ctrl-C: it registers with every --scheduler, "
         "queues their reservations and runs tasks in its slots. Prints 'listening on HOST:PORT' once registered.",
     )
-    add_settings(p, "node-monitor")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,19 +11,19 @@ from ..logsetup import setup_logging
 from ..metrics import MeteredSchedulerLogic, new_registry
 from ..scheduler import serve_scheduler
 from ..scheduler_logic import SchedulerLogic
-from .common import add_settings, service_secret, settings
+from .common import add_command, service_secret, settings
 from .service import run_service
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "scheduler",
+        run,
         help="run a scheduler on this host",
         description="Run a Sparrow scheduler until SIGTERM or Ctrl-C. Node monitors register with it; "
         "clients submit jobs to it. Prints 'listening on HOST:PORT' once ready.",
     )
-    add_settings(p, "scheduler")
-    p.set_defaults(func=run)
 
 
 def default_id(port: int) -> str:

@@ -16,19 +16,19 @@ from ..client import Client
 from ..errors import SparrowError
 from ..logsetup import setup_logging
 from ..messages import StatusReply
-from .common import CommandError, add_settings, client_target, settings
+from .common import CommandError, add_command, client_target, settings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "status",
+        run,
         help="show the node monitors and jobs the schedulers know",
         description="Ask every scheduler for its node monitors (slots, labels, queue lengths, last heartbeat), "
         "its jobs in flight and its counters. Connects to the `sparrow local` of this host unless --scheduler "
         "is given.",
     )
-    add_settings(p, "status")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

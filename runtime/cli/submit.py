@@ -25,22 +25,22 @@ from ..client import Client, TaskOutcome
 from ..command_task import CommandFailed, run_command
 from ..errors import RemoteTraceback, SparrowError, TaskFailed
 from ..logsetup import setup_logging
-from .common import CommandError, add_settings, client_target, settings
+from .common import CommandError, add_command, client_target, settings
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "submit",
+        run,
         help="run a shell command or a Python callable as one job",
         description="Run `-- CMD ARGS...` (each task gets its index in SPARROW_TASK_INDEX) or `module:function` "
         "(called with the task index) as one job of --tasks tasks, print each task's outcome as it arrives, and "
         "exit 1 if any task failed. Connects to the `sparrow local` of this host unless --scheduler is given.",
     )
-    add_settings(p, "submit")
     p.add_argument("target", nargs="+", metavar="TARGET", help="module:function, or -- CMD ARGS...")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

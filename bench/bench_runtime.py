@@ -95,9 +95,9 @@ class RuntimeNoOpTasks:
     track_job_latency_p99_ms.unit = "ms"
 
 
-def run_once(executor: str, n_tasks: int, n_jobs: int) -> tuple[float, float, float]:
+def run_once(executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False) -> tuple[float, float, float]:
     """(tasks/s, p50 ms, p99 ms) on a fresh cluster."""
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor) as cluster:
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus) as cluster:
         rate = trio.run(measure_throughput, cluster.schedulers, cluster.secret, n_tasks)
         lat = trio.run(measure_latencies, cluster.schedulers, cluster.secret, n_jobs)
     return rate, 1e3 * percentile(lat, 0.5), 1e3 * percentile(lat, 0.99)
@@ -109,11 +109,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=LATENCY_JOBS, help="10-task jobs for the latency figures")
     parser.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh cluster")
+    parser.add_argument("--share-cpus", action="store_true", help="let every service use every CPU (LocalCluster's share_cpus)")
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     load_before = os.getloadavg()[0]
-    runs = [run_once(args.executor, args.tasks, args.jobs) for _ in range(args.repeat)]
+    runs = [run_once(args.executor, args.tasks, args.jobs, args.share_cpus) for _ in range(args.repeat)]
     load_after = os.getloadavg()[0]
     rates, p50s, p99s = zip(*runs, strict=True)
     if args.repeat == 1:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .address import format_address, parse_address
+from .cpus import parse_cpu_list
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
@@ -186,7 +187,16 @@ def _weights_toml(v: Any) -> dict[str, float]:
     return dict(_weight_pair(f"{user}={weight}") for user, weight in v.items())
 
 
+def _cpu_list_toml(v: Any) -> list[int]:
+    if isinstance(v, str):
+        return parse_cpu_list(v)
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+        return sorted(set(v))
+    raise _expect("a CPU list: a string like \"0-3,6\" or a list of CPU numbers", v)
+
+
 TEXT = Kind("a non-empty string", _text, _text)
+CPU_LIST = Kind("a CPU list like 0-3,6", parse_cpu_list, _cpu_list_toml)
 BOOLEAN = Kind("true or false", _boolean_text, _boolean_toml)
 # a (host, port) pair
 LISTEN_ADDRESS = Kind("an address host:port (port 0: any free port)", _listen_address, _listen_address)

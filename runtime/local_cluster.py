@@ -6,6 +6,9 @@
 
 Each service is `python -m sparrow_runtime.service_main ...` in its own process group, started with
 the secret in its environment (never on its command line); its address is the line it prints.
+Unless `share_cpus` is set, each node monitor runs on its own share of this process's CPUs, with
+its executors, as if it had a host of its own (see cpus.py: a message that wakes a process on
+another CPU costs several times more than one on the same CPU).
 On exit every group is sent SIGTERM, then SIGKILL after `stop_timeout`, so no process (executor
 workers included) is left behind.
 
@@ -24,6 +27,7 @@ import time
 from collections.abc import Sequence
 
 from .auth import SECRET_ENV, new_secret
+from .cpus import available_cpus, format_cpu_list, local_layout
 from .node_monitor_logic import POLICIES
 from .processes import child_env, describe_exit
 
@@ -33,8 +37,11 @@ class LocalCluster:
 
     `executor` ("process" or "thread"), `policy` and `weights` apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position. Node monitor i has id
-    "nm-i", so constraints can name it. Attributes once started: `schedulers`, `node_monitors`
-    (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`.
+    "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
+    executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
+    (`scheduler_cpus`, from the last); True lets every service use every CPU. Attributes once started:
+    `schedulers`, `node_monitors` (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`,
+    `secret`.
     """
 
     def __init__(
@@ -48,6 +55,7 @@ class LocalCluster:
         weights: dict[str, float] | None = None,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
+        share_cpus: bool = False,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
     ) -> None:
@@ -71,6 +79,12 @@ class LocalCluster:
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
+        self.share_cpus = share_cpus
+        cpus = available_cpus()
+        if share_cpus:
+            self.scheduler_cpus, self.node_monitor_cpus = [cpus] * schedulers, [cpus] * node_monitors
+        else:
+            self.scheduler_cpus, self.node_monitor_cpus = local_layout(schedulers, node_monitors, cpus)
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.secret = new_secret()
@@ -95,12 +109,13 @@ class LocalCluster:
     def start(self) -> None:
         try:
             for i in range(self.n_schedulers):
-                args = ["scheduler", "--id", f"scheduler-{i}"]
+                args = ["scheduler", "--id", f"scheduler-{i}", "--cpus", format_cpu_list(self.scheduler_cpus[i])]
                 if self.probe_ratio is not None:
                     args += ["--probe-ratio", str(self.probe_ratio)]
                 self.schedulers.append(self._start(args))
             for i, node_id in enumerate(self.node_ids):
                 args = ["node-monitor", "--id", node_id, "--slots", str(self.slots)]
+                args += ["--cpus", format_cpu_list(self.node_monitor_cpus[i])]
                 args += ["--executor", self.executor, "--policy", self.policy]
                 for address in self.schedulers:
                     args += ["--scheduler", address]

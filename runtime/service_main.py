@@ -22,8 +22,13 @@ import trio
 
 from .address import format_address
 from .auth import load_secret
+from .cpus import parse_cpu_list, pin_process
 from .framing import DEFAULT_MAX_FRAME
-from .node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT, serve_node_monitor
+from .node_monitor import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_SCHEDULER_TIMEOUT,
+    serve_node_monitor,
+)
 from .node_monitor_logic import POLICIES
 from .scheduler import DEFAULT_NODE_TIMEOUT, serve_scheduler
 from .scheduler_logic import DEFAULT_PROBE_RATIO
@@ -40,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--secret-file", default=None)
         p.add_argument("--max-frame", type=int, default=DEFAULT_MAX_FRAME)
         p.add_argument("--log-level", default="WARNING")
+        p.add_argument("--cpus", type=parse_cpu_list, default=None, help="run only on these CPUs, like 0-3,6")
         p.add_argument(
             "--exit-with-parent",
             action="store_true",
@@ -134,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s")
     try:
         load_secret(None, args.secret_file)  # fail early and plainly on a missing secret
+        if args.cpus is not None:
+            pin_process(args.cpus)  # first: the executors' threads and processes inherit it
         service = make_service(args)
     except (ValueError, OSError) as exc:
         print(f"sparrow {args.service}: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ import os
 
 from ..auth import SECRET_ENV, load_secret
 from ..config import CONFIG, Resolved, resolve
+from ..cpus import pin_process
 from ..local_state import read_state
 from .options import COMMANDS
 
@@ -64,6 +65,15 @@ def service_secret(s: Resolved) -> bytes:
     if secret is None:
         raise CommandError("no cluster secret: pass --secret-file FILE, or set SPARROW_SECRET or SPARROW_SECRET_FILE")
     return secret
+
+
+def apply_cpus(s: Resolved) -> None:
+    """Pin this service's process to its `cpus` setting, if set (before it starts threads or executors)."""
+    if s["cpus"] is not None:
+        try:
+            pin_process(s["cpus"])
+        except ValueError as exc:
+            raise CommandError(f"--cpus: {exc}") from None
 
 
 def client_target(s: Resolved) -> tuple[list[str], bytes]:

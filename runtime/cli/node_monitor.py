@@ -11,7 +11,7 @@ from ..logsetup import setup_logging
 from ..metrics import MeteredNodeMonitorLogic, new_registry
 from ..node_monitor import serve_node_monitor
 from ..node_monitor_logic import NodeMonitorLogic
-from .common import CommandError, add_command, service_secret, settings
+from .common import CommandError, add_command, apply_cpus, service_secret, settings
 from .service import node_monitor_drain, run_service
 
 
@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not s["scheduler"]:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
     secret = service_secret(s)
+    apply_cpus(s)
     setup_logging(s["log_level"], secret=secret)
     options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
     metrics = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..config import (
     ADDRESSES,
     BOOLEAN,
+    CPU_LIST,
     LISTEN_ADDRESS,
     TEXT,
     TEXTS,
@@ -46,6 +47,11 @@ EXECUTOR = Setting(
 )
 PROBE_RATIO = Setting("probe_ratio", number(1.0), DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D")
 
+
+def _cpus(what: str) -> Setting:
+    return Setting("cpus", CPU_LIST, help=f"run {what} only on these CPUs, like 0-3,6 (default: all it may use)", metavar="LIST")
+
+
 SCHEDULER_SETTINGS = (
     Setting("listen", LISTEN_ADDRESS, ("0.0.0.0", 7077), "address to listen on", "HOST:PORT"),
     Setting("id", TEXT, help="this scheduler's id (default: scheduler@HOST:PORT)"),
@@ -53,6 +59,7 @@ SCHEDULER_SETTINGS = (
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
     Setting("seed", integer(0), help="seed of the probe sampling (default: random)"),
+    _cpus("the scheduler"),
     MAX_FRAME,
     SECRET_FILE,
     _log_level("info"),
@@ -71,6 +78,7 @@ NODE_MONITOR_SETTINGS = (
     Setting("heartbeat_interval", number(0.0, open_low=True), DEFAULT_HEARTBEAT_INTERVAL, "seconds between heartbeats", "S"),
     Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT, "drop a scheduler silent this long", "S"),
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
+    _cpus("the node monitor and its executors"),
     MAX_FRAME,
     SECRET_FILE,
     _log_level("info"),
@@ -85,6 +93,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PROBE_RATIO,
+    Setting("share_cpus", BOOLEAN, False, "let every service use every CPU (default: each node monitor gets its own share)"),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
     Setting("load", number(0.0, 1.0, open_low=True), 0.8, "demo: offered load, a fraction of the slots"),

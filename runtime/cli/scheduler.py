@@ -11,7 +11,7 @@ from ..logsetup import setup_logging
 from ..metrics import MeteredSchedulerLogic, new_registry
 from ..scheduler import serve_scheduler
 from ..scheduler_logic import SchedulerLogic
-from .common import add_command, service_secret, settings
+from .common import add_command, apply_cpus, service_secret, settings
 from .service import run_service
 
 
@@ -34,6 +34,7 @@ def default_id(port: int) -> str:
 def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
     secret = service_secret(s)
+    apply_cpus(s)
     setup_logging(s["log_level"], secret=secret)
     host, port = s["listen"]
     options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}

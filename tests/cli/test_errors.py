@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sparrow_runtime.cpus import available_cpus, format_cpu_list
 
 from .conftest import clean_env, run_sparrow
 
@@ -24,6 +25,7 @@ def one_line_error(done, status: int) -> str:
         (["local", "--demo", "--load", "1.5"], "--load: expected a number > 0 and < 1, got '1.5'"),
         (["node-monitor", "--scheduler", "nohost"], "--scheduler: expected an address host:port, got 'nohost'"),
         (["submit"], "sparrow submit: error: the following arguments are required: TARGET"),
+        (["node-monitor", "--cpus", "0-x"], "--cpus: CPU list '0-x': '0-x' is not a CPU number or a range like 0-3"),
     ],
 )
 def test_bad_flag_is_one_line_naming_it(tmp_path, args, message):
@@ -63,6 +65,16 @@ def test_missing_secret_is_one_line(tmp_path):
     assert f"cannot read the secret file {missing}: No such file or directory" in one_line_error(no_file, 1)
     no_cluster = run_sparrow("submit", "--", "true", env=env)
     assert "no scheduler to connect to" in one_line_error(no_cluster, 1)
+
+
+def test_cpus_this_host_cannot_give_are_one_line_naming_the_available_ones(tmp_path):
+    env = clean_env(tmp_path, SPARROW_SECRET="s")
+    allowed = format_cpu_list(available_cpus())
+    needed = {"scheduler": ["--listen", "127.0.0.1:0"], "node-monitor": ["--scheduler", "127.0.0.1:1"]}
+    for command, args in needed.items():
+        done = run_sparrow(command, "--cpus", "4096", *args, env=env)
+        line = one_line_error(done, 1)
+        assert f"sparrow {command}: error: --cpus: cannot run on CPUs 4096: this process may use {allowed}" in line
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path):

@@ -36,7 +36,8 @@ class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
     `executor` ("process" or "thread"), `policy` and `weights` apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position. Node monitor i has id
+    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
+    `result_delay` (optional) are the schedulers' (see serve_scheduler). Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True lets every service use every CPU. Attributes once started:
@@ -55,6 +56,7 @@ class LocalCluster:
         weights: dict[str, float] | None = None,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
+        result_delay: float | None = None,
         share_cpus: bool = False,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
@@ -79,6 +81,7 @@ class LocalCluster:
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
+        self.result_delay = result_delay
         self.share_cpus = share_cpus
         cpus = available_cpus()
         if share_cpus:
@@ -112,6 +115,8 @@ class LocalCluster:
                 args = ["scheduler", "--id", f"scheduler-{i}", "--cpus", format_cpu_list(self.scheduler_cpus[i])]
                 if self.probe_ratio is not None:
                     args += ["--probe-ratio", str(self.probe_ratio)]
+                if self.result_delay is not None:
+                    args += ["--result-delay", str(self.result_delay)]
                 self.schedulers.append(self._start(args))
             for i, node_id in enumerate(self.node_ids):
                 args = ["node-monitor", "--id", node_id, "--slots", str(self.slots)]

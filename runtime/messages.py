@@ -18,7 +18,7 @@ from typing import Union
 
 import msgspec
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: TaskResult.last
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -88,6 +88,7 @@ class TaskResult(_Msg, tag=13):
     ok: bool
     payload: bytes
     error: str = ""
+    last: bool = False  # the last outcome of its job (outcome_batching.py)
 
 
 class StatusRequest(_Msg, tag=14):

@@ -2,7 +2,8 @@
 
 `SchedulerService.handle_stream` authenticates one incoming stream (client or node monitor), feeds
 each batch of received messages to the logic and sends the messages it returns with one write per
-connection, node monitors before clients (`send_grouped`). `serve_scheduler` runs it behind
+connection, node monitors before clients (`send_grouped`); a task's outcome may wait up to
+`result_delay` to share its client's next write (outcome_batching.py). `serve_scheduler` runs it behind
 TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
@@ -20,9 +21,10 @@ import trio
 
 from .address import Address, format_address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected, send_grouped
+from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
+from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher
 from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
 
 logger = logging.getLogger("sparrow_runtime.scheduler")
@@ -42,8 +44,10 @@ class SchedulerService:
         node_timeout: float = DEFAULT_NODE_TIMEOUT,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        result_delay: float = DEFAULT_RESULT_DELAY,
     ) -> None:
         self.logic = logic
+        self.outcomes = OutcomeBatcher(result_delay)
         self.name = logic.scheduler_id
         self._secret = secret
         self.node_timeout = node_timeout
@@ -75,14 +79,17 @@ class SchedulerService:
         else:
             handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
 
+        send = self.outcomes.send
+
         def on_messages(msgs: list) -> None:
-            send_grouped(handle(conn, msgs))
+            send(handle(conn, msgs))
 
         try:
             reason = await conn.serve(on_messages, idle_timeout=idle)
             logger.info("%s disconnected: %s", conn, reason)
         finally:
-            send_grouped(lost(conn))
+            self.outcomes.forget(conn)
+            send(lost(conn))
 
     async def keep_dialing(self, target: Address) -> None:
         """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""
@@ -111,6 +118,7 @@ async def serve_scheduler(
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
+    result_delay: float = DEFAULT_RESULT_DELAY,
     logic: SchedulerLogic | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -118,6 +126,8 @@ async def serve_scheduler(
 
     Reports its `(host, port)` with `task_status.started`. Node monitors register by dialing it; the
     ones in `node_monitors` (addresses) are dialed by the scheduler instead, and redialed if lost.
+    A task's outcome may wait up to `result_delay` seconds to share a write to its client with others
+    (a job's last outcome never waits; 0: no waiting; see outcome_batching.py).
     `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats` in tests; otherwise
     one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set none) and `seed`.
     The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
@@ -130,9 +140,15 @@ async def serve_scheduler(
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(scheduler_id=name, probe_ratio=probe_ratio, seed=seed)
     service = SchedulerService(
-        logic, secret=key, node_timeout=node_timeout, handshake_timeout=handshake_timeout, max_frame=max_frame
+        logic,
+        secret=key,
+        node_timeout=node_timeout,
+        handshake_timeout=handshake_timeout,
+        max_frame=max_frame,
+        result_delay=result_delay,
     )
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(service.outcomes.run)
         await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
         for target in dial:
             nursery.start_soon(service.keep_dialing, target)

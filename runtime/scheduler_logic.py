@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 
 import numpy as np
+
 import sparrow_core
 
 from .errors import ProtocolError
@@ -386,8 +387,9 @@ class SchedulerLogic:
         job.done[task] = 1
         job.n_done += 1
         self.stats["outcomes"] += 1
-        out.append((job.client, TaskResult(job.ref, task, ok, payload, error)))
-        if job.n_done == len(job.done):
+        last = job.n_done == len(job.done)
+        out.append((job.client, TaskResult(job.ref, task, ok, payload, error, last)))
+        if last:
             self._finish(job)
 
     def _finish(self, job: _Job) -> None:

@@ -30,6 +30,7 @@ from .node_monitor import (
     serve_node_monitor,
 )
 from .node_monitor_logic import POLICIES
+from .outcome_batching import DEFAULT_RESULT_DELAY
 from .scheduler import DEFAULT_NODE_TIMEOUT, serve_scheduler
 from .scheduler_logic import DEFAULT_PROBE_RATIO
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--node-monitor", action="append", default=[], help="address of a node monitor to dial")
     s.add_argument("--node-timeout", type=float, default=DEFAULT_NODE_TIMEOUT)
     s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--result-delay", type=float, default=DEFAULT_RESULT_DELAY, help="seconds; 0: off")
     n = sub.choices["node-monitor"]
     n.add_argument("--scheduler", action="append", default=[], help="address of a scheduler to register with")
     n.add_argument("--slots", type=int, default=None, help="default: CPU count")
@@ -92,6 +94,7 @@ def make_service(args: argparse.Namespace):
             node_monitors=args.node_monitor,
             node_timeout=args.node_timeout,
             seed=args.seed,
+            result_delay=args.result_delay,
         )
     return partial(
         serve_node_monitor,

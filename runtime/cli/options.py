@@ -19,6 +19,7 @@ from ..config import (
 from ..framing import DEFAULT_MAX_FRAME
 from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
 from ..node_monitor_logic import POLICIES
+from ..outcome_batching import DEFAULT_RESULT_DELAY
 from ..scheduler import DEFAULT_NODE_TIMEOUT
 from ..scheduler_logic import DEFAULT_PROBE_RATIO
 
@@ -59,6 +60,10 @@ SCHEDULER_SETTINGS = (
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
     Setting("seed", integer(0), help="seed of the probe sampling (default: random)"),
+    Setting(
+        "result_delay", number(0.0), DEFAULT_RESULT_DELAY,
+        "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)", "S",
+    ),
     _cpus("the scheduler"),
     MAX_FRAME,
     SECRET_FILE,

@@ -47,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
         logic = SchedulerLogic(**options)
     service = partial(
         serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
-        max_frame=s["max_frame"], logic=logic,
+        max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
     )  # fmt: skip
     return run_service(service, "scheduler", metrics)

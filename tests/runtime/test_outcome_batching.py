@@ -1,0 +1,120 @@
+"""OutcomeBatcher: a client's task outcomes share writes, a job's last outcome never waits."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import trio
+import trio.testing
+from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
+from sparrow_runtime.messages import EnqueueReservations, JobAccepted, TaskResult
+from sparrow_runtime.outcome_batching import OutcomeBatcher
+
+
+class Peer:
+    """Records each write (one `send_many` call) it gets."""
+
+    def __init__(self, role: str) -> None:
+        self.peer_role = role
+        self.writes: list[list] = []
+
+    def send(self, msg) -> None:
+        self.send_many([msg])
+
+    def send_many(self, msgs) -> None:
+        self.writes.append(list(msgs))
+
+
+def outcome(task: int, last: bool = False) -> TaskResult:
+    return TaskResult(1, task, True, b"", "", last)
+
+
+def test_outcomes_wait_for_the_delay_then_go_in_one_write():
+    async def main():
+        client, node = Peer("client"), Peer("node-monitor")
+        batcher = OutcomeBatcher(0.001)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            batcher.send([(client, outcome(0)), (node, EnqueueReservations(1, "", 0, 1))])
+            assert node.writes == [[EnqueueReservations(1, "", 0, 1)]] and client.writes == []  # node monitors never wait
+            await trio.sleep(0.0006)
+            batcher.send([(client, outcome(1))])
+            assert client.writes == []
+            await trio.sleep(0.0005)  # 1.1 ms after the first was held
+            assert client.writes == [[outcome(0), outcome(1)]]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_no_outcome_waits_longer_than_the_delay():
+    async def main():
+        client = Peer("client")
+        batcher = OutcomeBatcher(0.001)
+        sent_at: dict[int, float] = {}
+        held_at: dict[int, float] = {}
+
+        def record(msgs) -> None:
+            for msg in msgs:
+                sent_at[msg.task] = trio.current_time()
+
+        client.send_many = record
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            for task in range(40):
+                held_at[task] = trio.current_time()
+                batcher.send([(client, outcome(task, last=task % 13 == 12))])
+                await trio.sleep(0.0003 * (task % 5))
+            await trio.sleep(0.002)
+            nursery.cancel_scope.cancel()
+        assert sorted(sent_at) == list(range(40))
+        assert max(sent_at[t] - held_at[t] for t in range(40)) <= 0.001 + 1e-9
+        assert all(sent_at[t] == held_at[t] for t in range(12, 40, 13))  # a job's last outcome at once
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_jobs_last_outcome_and_any_other_message_flush_what_is_held_first_in_order():
+    client, other = Peer("client"), Peer("client")
+    batcher = OutcomeBatcher(10.0)
+    batcher.send([(client, outcome(0)), (other, outcome(5)), (client, outcome(1))])
+    assert client.writes == [] and other.writes == []
+    batcher.send([(client, outcome(2, last=True))])
+    assert client.writes == [[outcome(0), outcome(1), outcome(2, last=True)]] and other.writes == []
+    batcher.send([(other, JobAccepted(3, 7))])
+    assert other.writes == [[outcome(5), JobAccepted(3, 7)]]
+
+
+def test_delay_zero_sends_everything_at_once_and_forget_drops_a_gone_client():
+    client = Peer("client")
+    OutcomeBatcher(0).send([(client, outcome(0)), (client, outcome(1))])
+    assert client.writes == [[outcome(0), outcome(1)]]
+    batcher = OutcomeBatcher(1.0)
+    batcher.send([(client, outcome(2))])
+    batcher.forget(client)
+    batcher.flush()
+    assert client.writes == [[outcome(0), outcome(1)]]
+
+
+@pytest.mark.parametrize("delay", [-0.001, float("nan"), float("inf"), "1ms", None])
+def test_bad_delay_is_refused(delay):
+    with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
+        OutcomeBatcher(delay)
+
+
+def test_a_job_completes_at_once_even_with_a_long_delay_over_loopback():
+    """With a 30 s delay, a job's outcomes all arrive with its last one, long before the delay."""
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(serve_scheduler, secret="s", result_delay=30.0))
+            await nursery.start(partial(serve_node_monitor, [address], secret="s", slots=1, executor="thread"))
+            async with Client([address], secret="s") as client:
+                with trio.fail_after(10):
+                    job = await client.submit_job([partial(pow, 3, i) for i in range(6)])
+                    arrivals = [o.index async for o in job.as_completed()]
+                assert sorted(arrivals) == list(range(6)) and await job.results() == [3**i for i in range(6)]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

@@ -29,16 +29,7 @@ from .auth import load_secret
 from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, connect
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .messages import (
-    Constraint,
-    Error,
-    JobAccepted,
-    JobRejected,
-    StatusReply,
-    StatusRequest,
-    SubmitJob,
-    TaskResult,
-)
+from .messages import Constraint, Error, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult
 from .task_codec import outcome_exception, pack_task, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously

@@ -16,8 +16,8 @@ import concurrent.futures
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import trio
 

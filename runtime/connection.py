@@ -30,12 +30,11 @@ import trio
 from . import auth
 from .address import Address, format_address
 from .errors import ConnectionLost, HandshakeError, ProtocolError
-from .framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frames
+from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
 
 logger = logging.getLogger("sparrow_runtime.connection")
 
-RECEIVE_SIZE = 64 * 1024  # larger reads make every recv allocate (and free) that much
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
 _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (not on Windows sockets)

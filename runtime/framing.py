@@ -18,6 +18,9 @@ from .messages import Message
 
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 HEADER_SIZE = 4
+# Bytes asked of one read. Above 128 KiB (glibc's mmap threshold) every read maps and unmaps its
+# buffer: a 256 KiB read cost 15 us more than a 64 KiB one, 65 us per task in a worker (measured).
+RECEIVE_SIZE = 64 * 1024
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)

@@ -12,7 +12,7 @@ import socket
 import sys
 
 from .errors import FrameTooLarge
-from .framing import FrameDecoder, encode_frames
+from .framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from .messages import ExecutorResult, LaunchTask
 from .task_codec import run_task
 
@@ -20,7 +20,7 @@ from .task_codec import run_task
 def serve(sock: socket.socket, max_frame: int) -> None:
     decoder = FrameDecoder(max_frame)
     while True:
-        data = sock.recv(256 * 1024)
+        data = sock.recv(RECEIVE_SIZE)
         if not data:
             return
         for msg in decoder.feed(data):

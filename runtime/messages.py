@@ -18,7 +18,7 @@ from typing import Union
 
 import msgspec
 
-PROTOCOL_VERSION = 2  # 2: TaskResult.last
+PROTOCOL_VERSION = 2  # 2: TaskResult.last, Heartbeat.draining
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -105,6 +105,7 @@ class NodeStatus(msgspec.Struct, array_like=True, gc=False):
     queued: int
     busy: int
     silent_for: float
+    draining: bool = False
 
 
 class JobStatus(msgspec.Struct, array_like=True, gc=False):
@@ -140,10 +141,13 @@ class Registered(_Msg, tag=21):
 
 
 class Heartbeat(_Msg, tag=22):
-    """From a node monitor: its reservations waiting and busy slots (a scheduler's echo: zeros)."""
+    """From a node monitor: its reservations waiting and busy slots, and whether it is draining (it
+    takes no more reservations: the scheduler stops probing it and re-probes what it held). A
+    scheduler's echo: zeros."""
 
     queued: int = 0
     busy: int = 0
+    draining: bool = False
 
 
 class EnqueueReservations(_Msg, tag=23):

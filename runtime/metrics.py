@@ -236,3 +236,6 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> list:
         (self._finished if ok else self._failed).inc()
         return self._update(super().on_task_done(scheduler, job_id, task, ok, payload, error))
+
+    def drain(self) -> list:
+        return self._update(super().drain())

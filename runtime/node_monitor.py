@@ -27,7 +27,7 @@ from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_conn
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .messages import Error, Heartbeat, Registered, RegisterNodeMonitor, TaskLaunch
+from .messages import Error, Registered, RegisterNodeMonitor, TaskLaunch
 from .node_monitor_logic import NodeMonitorLogic
 
 logger = logging.getLogger("sparrow_runtime.node_monitor")
@@ -137,7 +137,12 @@ class NodeMonitorService:
     async def _heartbeat(self, conn: Connection) -> None:
         while True:
             await trio.sleep(self.heartbeat_interval)
-            conn.send(Heartbeat(len(self.logic.queue), self.logic.busy))
+            conn.send(self.logic.heartbeat())
+
+    async def drain_when(self, event: trio.Event) -> None:
+        """Once `event` is set: drain (take no more reservations) and tell the schedulers at once."""
+        await event.wait()
+        self._route(self.logic.drain())
 
     # -- tasks ------------------------------------------------------------------------------------
 
@@ -194,6 +199,7 @@ async def serve_node_monitor(
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     logic: NodeMonitorLogic | None = None,
+    drain: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
@@ -203,7 +209,10 @@ async def serve_node_monitor(
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
     `schedulers` (it keeps retrying until then). `logic` (optional) replaces the one made from
-    `slots`, `policy` and `weights`, e.g. to read its `stats` in tests.
+    `slots`, `policy` and `weights`, e.g. to read its `stats` in tests. Setting `drain` (optional)
+    starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
+    its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
+    `logic.busy == 0`, then cancel).
     """
     key = load_secret(secret, secret_file)
     targets = [parse_address(a) for a in schedulers]
@@ -228,6 +237,8 @@ async def serve_node_monitor(
                 max_frame=max_frame,
             )
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
+            if drain is not None:
+                nursery.start_soon(service.drain_when, drain)
             registered = [trio.Event() for _ in targets]
             for target, event in zip(targets, registered, strict=True):
                 nursery.start_soon(service.keep_linked, target, event)

@@ -9,9 +9,10 @@ the answer. NoTask frees the slot, gives a fair-share user its turn back (`refun
 reservation at once. TaskLaunch is passed on as an output addressed to the executor: the shell runs
 it and calls `on_task_done`, which reports TaskFinished and frees the slot.
 
-`drain()` (for a clean shutdown) stops popping reservations: the tasks already launched or asked
-for run to the end and report, and once `busy` is 0 the shell can close its links (the schedulers
-then re-probe the reservations left here).
+`drain()` (for a clean shutdown) drops the queued reservations and takes no more (later ones are
+dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), which then stops
+probing this node monitor and re-probes the jobs whose reservations were here. The tasks already
+launched or asked for run to the end and report; once `busy` is 0 the shell can close its links.
 
 Error handling: a message a scheduler may not send raises ProtocolError (the shell answers Error
 and closes that connection). Answers about a scheduler that is gone are dropped.
@@ -114,10 +115,7 @@ class NodeMonitorLogic:
             elif kind is CancelReservations:
                 entry = jobs.get(msg.job_id)
                 if entry is not None:
-                    removed = self.queue.cancel(entry.key)
-                    entry.queued -= removed
-                    self.stats["cancelled"] += removed
-                    self._forget_if_idle(jobs, entry)
+                    self.stats["cancelled"] += self._drop_queued(jobs, entry)
             elif kind is Heartbeat or kind is Registered:
                 pass
             else:
@@ -140,9 +138,17 @@ class NodeMonitorLogic:
         """Slots running a task or waiting for a GetTask answer."""
         return self.slots - self.free
 
-    def drain(self) -> None:
-        """Take no more reservations off the queue (see the module docstring)."""
+    def drain(self) -> list:
+        """Drop the queued reservations, take no more, and tell the schedulers (module docstring)."""
         self.draining = True
+        for jobs in self._schedulers.values():
+            for entry in list(jobs.values()):
+                self._drop_queued(jobs, entry)
+        return [(scheduler, self.heartbeat()) for scheduler in self._schedulers]
+
+    def heartbeat(self) -> Heartbeat:
+        """The Heartbeat to send a scheduler now."""
+        return Heartbeat(len(self.queue), self.busy, self.draining)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -151,6 +157,9 @@ class NodeMonitorLogic:
             raise ProtocolError(f"EnqueueReservations.count must be >= 1, got {msg.count}")
         if not -INT32_LIMIT < msg.priority < INT32_LIMIT:
             raise ProtocolError(f"EnqueueReservations.priority must fit in 32 bits, got {msg.priority}")
+        if self.draining:  # sent before the scheduler heard: it drops them when it does
+            self.stats["dropped_draining"] += msg.count
+            return
         entry = jobs.get(msg.job_id)
         if entry is None:
             entry = _Reserved(self._next_key, scheduler, msg.job_id, msg.user)
@@ -164,6 +173,13 @@ class NodeMonitorLogic:
             push(entry.key, entry.user, msg.priority)
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
+
+    def _drop_queued(self, jobs: dict[int, _Reserved], entry: _Reserved) -> int:
+        """Remove the job's queued reservations; returns how many there were."""
+        removed = self.queue.cancel(entry.key)
+        entry.queued -= removed
+        self._forget_if_idle(jobs, entry)
+        return removed
 
     def _answered(self, jobs: dict[int, _Reserved], job_id: int, out: list) -> _Reserved | None:
         entry = jobs.get(job_id)

@@ -62,7 +62,7 @@ _ECHO = Heartbeat()
 
 
 class _Node:
-    __slots__ = ("peer", "worker", "node_id", "slots", "labels", "jobs", "queued", "busy", "heard")
+    __slots__ = ("peer", "worker", "node_id", "slots", "labels", "jobs", "queued", "busy", "heard", "draining")
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
         self.peer = peer
@@ -74,6 +74,7 @@ class _Node:
         self.queued = 0  # as of its last heartbeat
         self.busy = 0
         self.heard = now  # when its last message batch arrived
+        self.draining = False  # it takes no more reservations: not probed any more
 
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
@@ -155,6 +156,8 @@ class SchedulerLogic:
             elif kind is Heartbeat:
                 node.queued, node.busy = msg.queued, msg.busy
                 out.append((peer, _ECHO))
+                if msg.draining and not node.draining:
+                    self._drain_node(node, out)
             else:
                 raise ProtocolError(f"{kind.__name__} is not allowed from a registered node monitor")
         return out
@@ -200,13 +203,25 @@ class SchedulerLogic:
                 self.table.drop_worker(job_id, node.worker)
                 self._reprobe_if_starved(job, out)
 
+    def _drain_node(self, node: _Node, out: list) -> None:
+        """The node monitor drains: probe it no more, and re-probe the jobs whose reservations it dropped
+        (its running tasks still report)."""
+        node.draining = True
+        self._invalidate_live()
+        self.stats["node_monitors_draining"] += 1
+        for job_id in list(node.jobs):
+            job = self.jobs.get(job_id)
+            if job is not None and job_id in self.table:
+                self.table.drop_worker(job_id, node.worker)
+                self._reprobe_if_starved(job, out)
+
     def _invalidate_live(self) -> None:
         self._live = None
         self._matching.clear()
 
     def _live_nodes(self) -> list[_Node]:
         if self._live is None:
-            self._live = sorted(self.nodes.values(), key=lambda n: n.worker)
+            self._live = sorted((n for n in self.nodes.values() if not n.draining), key=lambda n: n.worker)
             self._live_ids = np.array([n.worker for n in self._live], dtype=np.int64)
             self._position = {n.worker: i for i, n in enumerate(self._live)}
         return self._live
@@ -238,8 +253,10 @@ class SchedulerLogic:
         """What this scheduler knows: its node monitors, its jobs in flight, its counters."""
         now = self.clock()
         nodes = [
-            NodeStatus(n.node_id, n.slots, tuple(sorted(n.labels)), n.queued, n.busy, max(now - n.heard, 0.0))
-            for n in self._live_nodes()
+            NodeStatus(
+                n.node_id, n.slots, tuple(sorted(n.labels)), n.queued, n.busy, max(now - n.heard, 0.0), n.draining
+            )
+            for n in sorted(self.nodes.values(), key=lambda n: n.worker)
         ]
         jobs = []
         for job_id, job in sorted(self.jobs.items()):

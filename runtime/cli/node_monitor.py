@@ -7,6 +7,8 @@ import os
 import socket
 from functools import partial
 
+import trio
+
 from ..logsetup import setup_logging
 from ..metrics import MeteredNodeMonitorLogic, new_registry
 from ..node_monitor import serve_node_monitor
@@ -42,9 +44,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         logic = NodeMonitorLogic(**options)
     host, port = s["listen"]
+    draining = trio.Event()
     service = partial(
         serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"] or socket.gethostname(),
         labels=s["label"], executor=s["executor"], heartbeat_interval=s["heartbeat_interval"],
-        scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic,
+        scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic, drain=draining,
     )  # fmt: skip
-    return run_service(service, "node-monitor", metrics, node_monitor_drain(logic, s["drain_timeout"]))
+    return run_service(service, "node-monitor", metrics, node_monitor_drain(logic, draining, s["drain_timeout"]))

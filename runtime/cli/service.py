@@ -18,12 +18,15 @@ logger = logging.getLogger("sparrow_runtime.cli")
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
 
 
-def node_monitor_drain(logic: NodeMonitorLogic, timeout: float) -> Callable[[], Awaitable[None]]:
-    """A drain step for `run_service`: stop taking reservations, then wait (at most `timeout`
-    seconds) until the tasks running or asked for have finished and been reported."""
+def node_monitor_drain(
+    logic: NodeMonitorLogic, start: trio.Event, timeout: float
+) -> Callable[[], Awaitable[None]]:
+    """A drain step for `run_service`: set `start` (the node monitor's `drain` event: it takes no more
+    reservations and tells its schedulers), then wait (at most `timeout` seconds) until the tasks
+    running or asked for have finished and been reported."""
 
     async def drain() -> None:
-        logic.drain()
+        start.set()
         with trio.move_on_after(timeout):
             while logic.busy:
                 await trio.sleep(DRAIN_POLL)

@@ -80,11 +80,11 @@ def _as_dict(address: str, r: StatusReply) -> dict:
 
 def _render(console: Console, address: str, r: StatusReply) -> None:
     nodes = Table(title=f"scheduler {r.scheduler_id} at {address}: {len(r.nodes)} node monitors", title_justify="left")
-    for column in ("node monitor", "slots", "labels", "queued", "busy", "last heard"):
-        nodes.add_column(column, justify="left" if column in ("node monitor", "labels") else "right")
+    for column in ("node monitor", "state", "slots", "labels", "queued", "busy", "last heard"):
+        nodes.add_column(column, justify="left" if column in ("node monitor", "state", "labels") else "right")
     for n in r.nodes:
-        nodes.add_row(n.node_id, str(n.slots), ",".join(n.labels) or "-", str(n.queued), str(n.busy),
-                      f"{n.silent_for:.1f} s ago")  # fmt: skip
+        nodes.add_row(n.node_id, "draining" if n.draining else "up", str(n.slots), ",".join(n.labels) or "-",
+                      str(n.queued), str(n.busy), f"{n.silent_for:.1f} s ago")  # fmt: skip
     console.print(nodes)
     jobs = Table(title=f"{len(r.jobs)} jobs in flight", title_justify="left")
     for column in ("job", "user", "priority", "tasks", "launched", "running", "done"):

@@ -16,6 +16,7 @@ from sparrow_runtime.messages import (
     SubmitJob,
     TaskFinished,
     TaskLaunch,
+    TaskResult,
 )
 from sparrow_runtime.metrics import MeteredNodeMonitorLogic, MeteredSchedulerLogic
 from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
@@ -56,15 +57,50 @@ def test_status_reply_shows_nodes_with_their_heartbeat_and_jobs_in_flight():
 
 def test_drained_node_monitor_finishes_what_it_started_and_takes_nothing_new():
     logic = NodeMonitorLogic(slots=1)
-    logic.on_scheduler_registered("s")
-    out = logic.on_scheduler_messages("s", [EnqueueReservations(7, "", 0, 3)])
-    assert kinds(out) == ["GetTask"] and logic.busy == 1
-    logic.drain()
+    for scheduler in ("s", "t"):
+        logic.on_scheduler_registered(scheduler)
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(7, "", 0, 3), EnqueueReservations(8, "bob", 0, 2)])
+    assert kinds(out) == ["GetTask"] and logic.busy == 1 and len(logic.queue) == 4
+    assert logic.drain() == [(s, Heartbeat(queued=0, busy=1, draining=True)) for s in ("s", "t")]
+    assert len(logic.queue) == 0  # its queued reservations are dropped: the schedulers re-probe them
+    assert logic.heartbeat() == Heartbeat(0, 1, True)  # and every later heartbeat says so
+    assert logic.on_scheduler_messages("t", [EnqueueReservations(9, "", 0, 5)]) == []  # sent before t heard
+    assert len(logic.queue) == 0 and logic.stats["dropped_draining"] == 5
     out = logic.on_scheduler_messages("s", [TaskLaunch(7, 0, b"payload")])
     assert kinds(out) == ["TaskLaunch"]  # the task asked for before the drain still runs
     out = logic.on_task_done("s", 7, 0, True, b"", "")
     assert kinds(out) == ["TaskFinished"] and logic.busy == 0  # reported, and no new GetTask
-    assert len(logic.queue) == 2
+
+
+def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_held():
+    logic = SchedulerLogic(scheduler_id="s1", seed=2)
+    for peer in ("a", "b"):
+        logic.on_node_messages(peer, [RegisterNodeMonitor(peer, 1)])
+    out = logic.on_client_messages("client", [SubmitJob(1, [b"t0", b"t1", b"t2"], probe_ratio=1.0)])
+    held = {peer: msg.count for peer, msg in out if type(msg) is EnqueueReservations}
+    assert sum(held.values()) == 3 and set(held) == {"a", "b"}
+    job_id = next(iter(logic.jobs))
+    [(_, launch)] = [m for m in logic.on_node_messages("a", [GetTask(job_id)]) if type(m[1]) is TaskLaunch]
+    out = logic.on_node_messages("a", [Heartbeat(queued=0, busy=1, draining=True)])
+    assert out[0] == ("a", Heartbeat())  # echoed as any heartbeat
+    # a held its share minus the task it runs; those are re-probed, on b only (b still holds 1 or 2)
+    reprobed = [(peer, msg.count) for peer, msg in out if type(msg) is EnqueueReservations]
+    assert all(peer == "b" for peer, _ in reprobed)
+    assert logic.stats["node_monitors_draining"] == 1
+    out = logic.on_client_messages("client", [SubmitJob(2, [b"u0", b"u1"])])
+    assert {peer for peer, msg in out if type(msg) is EnqueueReservations} == {"b"}  # new jobs avoid a
+    # a's running task still reports, and b serves every other task
+    out = logic.on_node_messages("a", [TaskFinished(job_id, launch.task, True, b"ok", "")])
+    assert [m.task for _, m in out if type(m) is TaskResult] == [launch.task]
+    served = set()
+    while True:
+        answers = [m for _, m in logic.on_node_messages("b", [GetTask(job_id)]) if type(m) in (TaskLaunch, NoTask)]
+        if type(answers[0]) is NoTask:
+            break
+        served.add(answers[0].task)
+    assert served == {0, 1, 2} - {launch.task}
+    [(_, reply)] = logic.on_client_messages("client", [StatusRequest()])
+    assert [(n.node_id, n.draining) for n in reply.nodes] == [("a", True), ("b", False)]
 
 
 def test_scheduler_metrics_count_the_protocol_traffic():

@@ -198,3 +198,34 @@ def test_lost_scheduler_fails_the_unfinished_tasks_of_its_clients():
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere():
+    async def main():
+        async with trio.open_nursery() as nursery:
+            scheduler = SchedulerLogic(seed=5)
+            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
+            leaving, drain = NodeMonitorLogic(slots=1), trio.Event()
+            await nursery.start(partial(
+                serve_node_monitor, [address], secret=SECRET, node_id="leaving", executor="thread", logic=leaving,
+                drain=drain,
+            ))  # fmt: skip
+            staying = NodeMonitorLogic(slots=1)
+            await nursery.start(
+                partial(serve_node_monitor, [address], secret=SECRET, node_id="staying", executor="thread", logic=staying)
+            )
+            async with Client([address], secret=SECRET) as client:
+                slow = await client.submit_job([partial(time.sleep, 0.5)], constraints=Constraint(node_monitors=("leaving",)))
+                with trio.fail_after(10):
+                    while not leaving.busy:
+                        await trio.sleep(0.005)
+                    drain.set()
+                    while not scheduler.stats["node_monitors_draining"]:  # told at once, not at a heartbeat
+                        await trio.sleep(0.005)
+                    jobs = [await client.submit_job([partial(abs, -i)] * 4) for i in range(6)]
+                    assert [await job.results() for job in jobs] == [[i] * 4 for i in range(6)]
+                    assert await slow.results() == [None]  # the task it had started finished and reported
+            assert leaving.stats["launched"] == 1 and staying.stats["launched"] == 24 and leaving.busy == 0
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

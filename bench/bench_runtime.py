@@ -16,6 +16,11 @@ import os
 import time
 
 try:
+    from measure import cpu_counters, steal_percent
+except ImportError:  # imported as bench.bench_runtime
+    from bench.measure import cpu_counters, steal_percent
+
+try:
     import trio
 
     from sparrow_runtime import Client, LocalCluster
@@ -113,16 +118,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
-    load_before = os.getloadavg()[0]
+    load_before, counters_before = os.getloadavg()[0], cpu_counters()
     runs = [run_once(args.executor, args.tasks, args.jobs, args.share_cpus) for _ in range(args.repeat)]
-    load_after = os.getloadavg()[0]
+    load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
+    machine = f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%")
     rates, p50s, p99s = zip(*runs, strict=True)
     if args.repeat == 1:
         print(f"executor={args.executor}: {rates[0]:,.0f} tasks/s (jobs of {THROUGHPUT_JOB_SIZE}); "
-              f"{LATENCY_JOB_SIZE}-task job latency p50 {p50s[0]:.2f} ms, p99 {p99s[0]:.2f} ms; "
-              f"load average {load_before:.2f} -> {load_after:.2f}")  # fmt: skip
+              f"{LATENCY_JOB_SIZE}-task job latency p50 {p50s[0]:.2f} ms, p99 {p99s[0]:.2f} ms; {machine}")  # fmt: skip
         return
-    print(f"executor={args.executor}, {args.repeat} runs, load average {load_before:.2f} -> {load_after:.2f}:\n"
+    print(f"executor={args.executor}, {args.repeat} runs, {machine}:\n"
           f"  tasks/s (jobs of {THROUGHPUT_JOB_SIZE}): best {max(rates):,.0f}, range {min(rates):,.0f}-{max(rates):,.0f}\n"
           f"  {LATENCY_JOB_SIZE}-task job p50 ms: best {min(p50s):.2f}, range {min(p50s):.2f}-{max(p50s):.2f}\n"
           f"  {LATENCY_JOB_SIZE}-task job p99 ms: best {min(p99s):.2f}, range {min(p99s):.2f}-{max(p99s):.2f}")  # fmt: skip

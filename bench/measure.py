@@ -39,3 +39,22 @@ class Case:
     def speedup(self, variant: str, repeat: int = 5) -> float:
         """How many times faster the variant is than the pure-Python baseline."""
         return self.rate(variant, repeat) / self.rate("python", repeat)
+
+
+def cpu_counters() -> list[int] | None:
+    """The machine's cumulative CPU time counters (the `cpu` line of /proc/stat), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def steal_percent(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Percent of the CPU time between two `cpu_counters()` the hypervisor gave to other machines
+    (steal): a shared virtual machine's figures are only comparable at similar steal."""
+    if before is None or after is None or len(before) < 8:
+        return None
+    deltas = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(deltas[:8])  # user nice system idle iowait irq softirq steal (guest time is in user)
+    return 100.0 * deltas[7] / total if total else 0.0

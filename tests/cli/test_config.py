@@ -37,6 +37,18 @@ def test_flag_beats_environment_beats_command_table_beats_top_level_beats_defaul
     assert settings("local", ["--config", str(config)])["slots"] == 3  # local has no table: the top level
 
 
+def test_cpu_lists_from_flag_environment_and_file(tmp_path):
+    config = tmp_path / "sparrow.toml"
+    config.write_text('[node-monitor]\ncpus = [3, 1, 1]\n[scheduler]\ncpus = "0-2,5"\n')
+    assert settings("node-monitor", ["--config", str(config)])["cpus"] == [1, 3]
+    assert settings("scheduler", ["--config", str(config)])["cpus"] == [0, 1, 2, 5]
+    assert settings("scheduler", ["--cpus", "4-5"], {"SPARROW_CPUS": "0"})["cpus"] == [4, 5]
+    assert settings("node-monitor", [], {"SPARROW_CPUS": "1,0"})["cpus"] == [0, 1]
+    assert settings("node-monitor", [])["cpus"] is None  # default: wherever the process may run
+    assert settings("local", ["--share-cpus"])["share_cpus"] is True
+    assert settings("scheduler", ["--result-delay", "0"])["result_delay"] == 0.0
+
+
 def test_lists_repeat_or_split_on_commas_and_weights_merge():
     s = settings("node-monitor", ["--scheduler", "a:1,b:2", "--scheduler", "c:3", "--weight", "alice=3",
                                   "--weight", "bob=1"])  # fmt: skip
@@ -53,6 +65,8 @@ def test_lists_repeat_or_split_on_commas_and_weights_merge():
         ("[node-monitor]\nheartbeat_interval = true\n", "[node-monitor] heartbeat_interval: expected a number > 0"),
         ("[scheduler]\nslots = 2\n", "unknown setting 'slots' in [scheduler]"),
         ("label = 7\n", "label: expected a list of strings, got 7"),
+        ("[node-monitor]\ncpus = [0, -1]\n", "[node-monitor] cpus: expected a CPU list"),
+        ("cpus = \"2-1\"\n", "cpus: CPU list '2-1': '2-1' is not a CPU number"),
     ],
 )
 def test_bad_file_values_name_setting_and_file(tmp_path, toml, message):

@@ -98,7 +98,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PROBE_RATIO,
-    Setting("share_cpus", BOOLEAN, False, "let every service use every CPU (default: each node monitor gets its own share)"),
+    Setting("share_cpus", BOOLEAN, False, "let every service use every CPU, instead of giving each node monitor its own share"),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
     Setting("load", number(0.0, 1.0, open_low=True), 0.8, "demo: offered load, a fraction of the slots"),

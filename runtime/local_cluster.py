@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from .auth import SECRET_ENV, new_secret
 from .cpus import available_cpus, format_cpu_list, local_layout
+from .logsetup import LOG_LEVELS
 from .node_monitor_logic import POLICIES
 from .processes import child_env, describe_exit
 
@@ -37,7 +38,8 @@ class LocalCluster:
 
     `executor` ("process" or "thread"), `policy` and `weights` apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
-    `result_delay` (optional) are the schedulers' (see serve_scheduler). Node monitor i has id
+    `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
+    `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True lets every service use every CPU. Attributes once started:
@@ -58,6 +60,7 @@ class LocalCluster:
         probe_ratio: float | None = None,
         result_delay: float | None = None,
         share_cpus: bool = False,
+        log_level: str = "warning",
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
     ) -> None:
@@ -71,6 +74,8 @@ class LocalCluster:
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if log_level.lower() not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
         if labels is not None and len(labels) != node_monitors:
             raise ValueError(f"labels must have one entry per node monitor ({node_monitors}), got {len(labels)}")
         self.n_schedulers = schedulers
@@ -83,6 +88,7 @@ class LocalCluster:
         self.probe_ratio = probe_ratio
         self.result_delay = result_delay
         self.share_cpus = share_cpus
+        self.log_level = log_level.lower()
         cpus = available_cpus()
         if share_cpus:
             self.scheduler_cpus, self.node_monitor_cpus = [cpus] * schedulers, [cpus] * node_monitors
@@ -136,7 +142,7 @@ class LocalCluster:
 
     def _start(self, args: list[str]) -> str:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--exit-with-parent"],
+            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level, "--exit-with-parent"],
             stdin=subprocess.PIPE,  # held open while we live: the service stops when it closes
             stdout=subprocess.PIPE,
             env=child_env({SECRET_ENV: self.secret}),

@@ -11,6 +11,7 @@ import logging
 import sys
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 class OneLineFormatter(logging.Formatter):

@@ -12,7 +12,6 @@ commands are built on the same services.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -24,6 +23,7 @@ from .address import format_address
 from .auth import load_secret
 from .cpus import parse_cpu_list, pin_process
 from .framing import DEFAULT_MAX_FRAME
+from .logsetup import LOG_LEVELS, setup_logging
 from .node_monitor import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_SCHEDULER_TIMEOUT,
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--id", dest="ident", default=None, help="this service's id")
         p.add_argument("--secret-file", default=None)
         p.add_argument("--max-frame", type=int, default=DEFAULT_MAX_FRAME)
-        p.add_argument("--log-level", default="WARNING")
+        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning")
         p.add_argument("--cpus", type=parse_cpu_list, default=None, help="run only on these CPUs, like 0-3,6")
         p.add_argument(
             "--exit-with-parent",
@@ -140,9 +140,9 @@ async def run(service, exit_with_parent: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(name)s %(levelname)s: %(message)s")
     try:
-        load_secret(None, args.secret_file)  # fail early and plainly on a missing secret
+        secret = load_secret(None, args.secret_file)  # fail early and plainly on a missing secret
+        setup_logging(args.log_level, secret=secret)
         if args.cpus is not None:
             pin_process(args.cpus)  # first: the executors' threads and processes inherit it
         service = make_service(args)

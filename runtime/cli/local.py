@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def _cluster(s: Resolved) -> LocalCluster:
     return LocalCluster(
         s["schedulers"], s["node_monitors"], s["slots"], executor=s["executor"], policy=s["policy"],
-        weights=s["weight"], probe_ratio=s["probe_ratio"], share_cpus=s["share_cpus"],
+        weights=s["weight"], probe_ratio=s["probe_ratio"], share_cpus=s["share_cpus"], log_level=s["log_level"],
     )  # fmt: skip
 
 

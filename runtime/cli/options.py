@@ -17,13 +17,12 @@ from ..config import (
     number,
 )
 from ..framing import DEFAULT_MAX_FRAME
+from ..logsetup import LOG_LEVELS
 from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
 from ..node_monitor_logic import POLICIES
 from ..outcome_batching import DEFAULT_RESULT_DELAY
 from ..scheduler import DEFAULT_NODE_TIMEOUT
 from ..scheduler_logic import DEFAULT_PROBE_RATIO
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _log_level(default: str) -> Setting:

@@ -7,7 +7,8 @@ in each direction, so `LocalCluster` gives each node monitor its own share of th
 would own a host, and its executor threads and worker processes inherit it (docs/runtime.md).
 
 Error handling: a malformed CPU list, or one naming a CPU this process may not use, raises
-ValueError saying which CPUs are available.
+ValueError saying which CPUs are available. Where the system cannot pin processes (not Linux),
+`pin_process` raises ValueError saying so, and `LocalCluster` lets every service use every CPU.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ import os
 from collections.abc import Iterable, Sequence
 
 
+def can_pin() -> bool:
+    """Whether this system can restrict a process to some CPUs (Linux can)."""
+    return hasattr(os, "sched_setaffinity")
+
+
 def available_cpus() -> list[int]:
-    """The CPUs this process may run on, in order."""
+    """The CPUs this process may run on, in order (all of them where it cannot pin)."""
+    if not can_pin():
+        return list(range(os.cpu_count() or 1))
     return sorted(os.sched_getaffinity(0))
 
 
@@ -58,6 +66,8 @@ def _format_run(run: list[int]) -> str:
 
 def pin_process(cpus: Sequence[int]) -> None:
     """Run this process (and the threads and processes it starts from now on) on `cpus` only."""
+    if not can_pin():
+        raise ValueError("this system cannot restrict a process to some CPUs (only Linux can)")
     allowed = available_cpus()
     outside = sorted(set(cpus) - set(allowed))
     if not cpus or outside:

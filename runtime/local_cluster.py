@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 
 from .auth import SECRET_ENV, new_secret
-from .cpus import available_cpus, format_cpu_list, local_layout
+from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import POLICIES
 from .processes import child_env, describe_exit
@@ -42,7 +42,8 @@ class LocalCluster:
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
-    (`scheduler_cpus`, from the last); True lets every service use every CPU. Attributes once started:
+    (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
+    use every CPU. Attributes once started:
     `schedulers`, `node_monitors` (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`,
     `secret`.
     """
@@ -87,10 +88,10 @@ class LocalCluster:
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
         self.result_delay = result_delay
-        self.share_cpus = share_cpus
         self.log_level = log_level.lower()
         cpus = available_cpus()
-        if share_cpus:
+        self.share_cpus = share_cpus or not can_pin()
+        if self.share_cpus:
             self.scheduler_cpus, self.node_monitor_cpus = [cpus] * schedulers, [cpus] * node_monitors
         else:
             self.scheduler_cpus, self.node_monitor_cpus = local_layout(schedulers, node_monitors, cpus)
@@ -118,7 +119,7 @@ class LocalCluster:
     def start(self) -> None:
         try:
             for i in range(self.n_schedulers):
-                args = ["scheduler", "--id", f"scheduler-{i}", "--cpus", format_cpu_list(self.scheduler_cpus[i])]
+                args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
                 if self.probe_ratio is not None:
                     args += ["--probe-ratio", str(self.probe_ratio)]
                 if self.result_delay is not None:
@@ -126,7 +127,7 @@ class LocalCluster:
                 self.schedulers.append(self._start(args))
             for i, node_id in enumerate(self.node_ids):
                 args = ["node-monitor", "--id", node_id, "--slots", str(self.slots)]
-                args += ["--cpus", format_cpu_list(self.node_monitor_cpus[i])]
+                args += self._cpus_args(self.node_monitor_cpus[i])
                 args += ["--executor", self.executor, "--policy", self.policy]
                 for address in self.schedulers:
                     args += ["--scheduler", address]
@@ -139,6 +140,9 @@ class LocalCluster:
         except BaseException:
             self.close()
             raise
+
+    def _cpus_args(self, cpus: list[int]) -> list[str]:
+        return [] if self.share_cpus else ["--cpus", format_cpu_list(cpus)]
 
     def _start(self, args: list[str]) -> str:
         process = subprocess.Popen(

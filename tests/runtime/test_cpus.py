@@ -107,3 +107,12 @@ def test_local_cluster_with_share_cpus_lets_every_service_use_every_cpu():
     with LocalCluster(schedulers=1, node_monitors=2, slots=1, share_cpus=True) as cluster:
         for pid in cluster.pids:
             assert _cpus_of(pid) == available_cpus()
+
+
+def test_without_pinning_support_the_cluster_shares_cpus_and_pinning_is_refused(monkeypatch):
+    """Where the system cannot pin (not Linux), a local cluster still starts, and --cpus says why it cannot."""
+    monkeypatch.delattr(os, "sched_setaffinity")
+    with pytest.raises(ValueError, match="this system cannot restrict a process to some CPUs"):
+        pin_process([0])
+    cluster = LocalCluster(schedulers=1, node_monitors=2)
+    assert cluster.share_cpus and cluster.node_monitor_cpus == [available_cpus()] * 2

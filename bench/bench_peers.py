@@ -2,8 +2,8 @@
 bench_runtime.py on Sparrow and on Dask distributed, alternating the two (Sparrow, Dask, Sparrow, ...)
 so that the noise of a shared machine hits both alike, and Sparrow's figures can be quoted as ratios.
 
-Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, no
-dashboard, logs silenced, a fresh cluster per run: two worker processes of one slot each and a
+Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, its
+dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster per run: two worker processes of one slot each and a
 scheduler on loopback TCP, as Sparrow's 2 node monitors x 1 slot and 1 scheduler (Dask's LocalCluster
 runs its scheduler on a thread of the calling process, Sparrow's in a process of its own). It is
 driven by an async `distributed.Client`, as Sparrow's side by its async Client (a sync Client adds a
@@ -72,7 +72,7 @@ async def dask_latencies(address, n_jobs=sparrow.LATENCY_JOBS, job_size=sparrow.
 def dask_run_once(n_tasks: int, n_jobs: int) -> tuple[float, float, float]:
     """(tasks/s, p50 ms, p99 ms) on a fresh Dask cluster: bench_runtime.run_once's figures."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
     ) as cluster:
         rate = asyncio.run(dask_throughput(cluster.scheduler_address, n_tasks))
         lat = asyncio.run(dask_latencies(cluster.scheduler_address, n_jobs))

@@ -1,6 +1,8 @@
 """Executors (executor.py, worker_main.py, task_codec.py): results, exceptions, crashes and restarts."""
 
 import os
+import threading
+import time
 from functools import partial
 
 import cloudpickle
@@ -77,3 +79,24 @@ def test_unpicklable_result_is_a_failed_outcome():
 def test_non_callable_task_is_refused_at_packing():
     with pytest.raises(TypeError, match="must be callable"):
         pack_task(42)
+
+
+def test_thread_executor_threads_end_after_aclose_and_a_slow_task_does_not_block_the_other_slot():
+    async def main():
+        async with trio.open_nursery() as nursery:
+            executor = ThreadExecutor(2)
+            await executor.start(nursery)
+            assert sum(t.name.startswith("sparrow-task-") for t in threading.enumerate()) == 2
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(executor.run, pack_task(time.sleep, (0.5,)))
+                with trio.fail_after(0.4):  # served by the other thread meanwhile
+                    for i in range(20):
+                        assert unpack_outcome(*await executor.run(pack_task(abs, (-i,)))) == i
+            await executor.aclose()
+            nursery.cancel_scope.cancel()
+        deadline = time.monotonic() + 5
+        while any(t.name.startswith("sparrow-task-") for t in threading.enumerate()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not any(t.name.startswith("sparrow-task-") for t in threading.enumerate())
+
+    trio.run(main)

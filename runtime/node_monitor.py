@@ -90,6 +90,8 @@ class NodeMonitorService:
             return
         logger.info("registered with %s", conn)
         self.logic.on_scheduler_registered(conn)
+        if self.logic.draining:  # it must not probe this node monitor, even for the one heartbeat interval
+            conn.send(self.logic.heartbeat())
         if registered is not None:
             registered.set()
 

@@ -31,7 +31,6 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 
 import numpy as np
-
 import sparrow_core
 
 from .errors import ProtocolError
@@ -194,22 +193,23 @@ class SchedulerLogic:
         reason = f"node monitor {node.node_id!r} was lost while running the task"
         for job_id in node.jobs:
             job = self.jobs.get(job_id)
-            if job is None:
-                continue
-            for task in [t for t, w in job.running.items() if w == node.worker]:
-                del job.running[task]
-                self._deliver(job, task, False, b"", reason, out)
-            if job_id in self.table:
-                self.table.drop_worker(job_id, node.worker)
-                self._reprobe_if_starved(job, out)
+            if job is not None:
+                for task in [t for t, w in job.running.items() if w == node.worker]:
+                    del job.running[task]
+                    self._deliver(job, task, False, b"", reason, out)
+        self._reprobe_held_by(node, out)
 
     def _drain_node(self, node: _Node, out: list) -> None:
-        """The node monitor drains: probe it no more, and re-probe the jobs whose reservations it dropped
-        (its running tasks still report)."""
+        """The node monitor drains: probe it no more, and re-probe what it held (its running tasks
+        still report)."""
         node.draining = True
         self._invalidate_live()
         self.stats["node_monitors_draining"] += 1
-        for job_id in list(node.jobs):
+        self._reprobe_held_by(node, out)
+
+    def _reprobe_held_by(self, node: _Node, out: list) -> None:
+        """Forget the reservations `node` held; re-probe the jobs left with none for unlaunched tasks."""
+        for job_id in list(node.jobs):  # a job that fails for want of node monitors leaves the set
             job = self.jobs.get(job_id)
             if job is not None and job_id in self.table:
                 self.table.drop_worker(job_id, node.worker)

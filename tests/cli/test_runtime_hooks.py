@@ -103,6 +103,20 @@ def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_he
     assert [(n.node_id, n.draining) for n in reply.nodes] == [("a", True), ("b", False)]
 
 
+def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_at_once():
+    logic = SchedulerLogic(seed=2)
+    logic.on_node_messages("a", [RegisterNodeMonitor("a", 1)])
+    logic.on_client_messages("client", [SubmitJob(1, [b"t0", b"t1"])])
+    job_id = next(iter(logic.jobs))
+    logic.on_node_messages("a", [GetTask(job_id)])  # task 0 runs there
+    logic.on_client_messages("client", [SubmitJob(2, [b"u0"])])  # queued there only: fails whole
+    out = logic.on_node_messages("a", [Heartbeat(0, 1, draining=True)])
+    failed = sorted((m.ref, m.task, m.ok, m.error) for _, m in out if type(m) is TaskResult)
+    assert failed == [(1, 1, False, "no live node monitor"), (2, 0, False, "no live node monitor")]
+    out = logic.on_node_messages("a", [TaskFinished(job_id, 0, True, b"v", "")])
+    assert [(m.task, m.ok, m.last) for _, m in out if type(m) is TaskResult] == [(0, True, True)] and not logic.jobs
+
+
 def test_scheduler_metrics_count_the_protocol_traffic():
     registry = prometheus_client.CollectorRegistry()
     logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)

@@ -34,7 +34,8 @@ REDIAL_DELAY = 0.5
 
 
 class SchedulerService:
-    """Connections of one scheduler to its clients and node monitors, driving one SchedulerLogic."""
+    """Connections of one scheduler to its clients and node monitors, driving one SchedulerLogic.
+    `outcomes.run()` must run beside it (serve_scheduler starts it): it sends held outcomes in time."""
 
     def __init__(
         self,

@@ -47,6 +47,7 @@ class VirtualExecutor:
 
 async def _scheduler(nursery, node_timeout=2.0):
     scheduler = SchedulerService(SchedulerLogic(seed=5, probe_ratio=1.0), secret=SECRET, node_timeout=node_timeout)
+    nursery.start_soon(scheduler.outcomes.run)
 
     async def dial(role, name):
         ours, theirs = trio.testing.memory_stream_pair()

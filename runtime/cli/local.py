@@ -16,6 +16,7 @@ import trio
 from rich.console import Console
 
 from ..config import Resolved
+from ..cpus import format_cpu_list
 from ..demo_report import build_report
 from ..demo_workload import make_workload, run_workload
 from ..local_cluster import LocalCluster
@@ -110,10 +111,19 @@ def run_cluster(s: Resolved) -> int:
     return 0
 
 
+def _cpu_layout(cluster: LocalCluster) -> str:
+    if cluster.share_cpus:
+        return "every service may use every CPU"
+    nodes = " | ".join(format_cpu_list(cpus) for cpus in cluster.node_monitor_cpus)
+    schedulers = " | ".join(format_cpu_list(cpus) for cpus in cluster.scheduler_cpus)
+    return f"node monitors {nodes}; schedulers {schedulers} (--share-cpus: any)"
+
+
 def _connect_help(cluster: LocalCluster, secret_file: str) -> str:
     return "\n".join([
         f"  schedulers:    {' '.join(cluster.schedulers)}",
         f"  node monitors: {' '.join(cluster.node_monitors)}",
+        f"  CPUs:          {_cpu_layout(cluster)}",
         f"  secret file:   {secret_file}",
         "From this host, with no flags:",
         "  sparrow submit --tasks 10 -- hostname",

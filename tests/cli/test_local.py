@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from sparrow_runtime.cpus import available_cpus, format_cpu_list, local_layout
 
 from .conftest import Running, clean_env, run_sparrow
 
@@ -35,6 +36,9 @@ def test_local_prints_how_to_connect_and_keeps_the_secret_private(local):
     state_path = Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json"
     state = json.loads(state_path.read_text())
     assert f"schedulers:    {state['schedulers'][0]}" in cluster.output
+    schedulers, nodes = local_layout(1, 2, available_cpus())  # where each service runs
+    layout = f"node monitors {' | '.join(map(format_cpu_list, nodes))}; schedulers {format_cpu_list(schedulers[0])}"
+    assert f"CPUs:          {layout} (--share-cpus: any)" in cluster.output
     assert f"secret file:   {state['secret_file']}" in cluster.output
     for path in (state_path, Path(state["secret_file"])):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .address import format_address, parse_address
-from .cpus import parse_cpu_list
+from .cpus import MAX_CPU, parse_cpu_list
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
@@ -190,7 +190,7 @@ def _weights_toml(v: Any) -> dict[str, float]:
 def _cpu_list_toml(v: Any) -> list[int]:
     if isinstance(v, str):
         return parse_cpu_list(v)
-    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+    if isinstance(v, list) and v and all(type(x) is int and 0 <= x <= MAX_CPU for x in v):
         return sorted(set(v))
     raise _expect("a CPU list: a string like \"0-3,6\" or a list of CPU numbers", v)
 

@@ -29,6 +29,9 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+MAX_CPU = 65535  # Linux's NR_CPUS is at most 8192; a larger number is a typo, not a CPU
+
+
 def parse_cpu_list(text: str) -> list[int]:
     """"0-3,6" -> [0, 1, 2, 3, 6] (the Linux cpuset list format). Raises ValueError naming the bad part."""
     cpus: set[int] = set()
@@ -42,6 +45,8 @@ def parse_cpu_list(text: str) -> list[int]:
             raise ValueError(f"CPU list {text!r}: {part!r} is not a CPU number or a range like 0-3") from None
         if first < 0 or last < first:
             raise ValueError(f"CPU list {text!r}: {part!r} is not a CPU number or a range like 0-3")
+        if last > MAX_CPU:
+            raise ValueError(f"CPU list {text!r}: {part!r} goes past CPU {MAX_CPU}")
         cpus.update(range(first, last + 1))
     return sorted(cpus)
 

@@ -26,6 +26,12 @@ def test_cpu_lists_parse_and_format_back(text, cpus):
     assert parse_cpu_list(format_cpu_list(cpus)) == cpus
 
 
+def test_a_cpu_past_any_real_machine_is_a_typo_not_a_huge_list():
+    with pytest.raises(ValueError, match="CPU list '0-4294967295': '0-4294967295' goes past CPU 65535"):
+        parse_cpu_list("0-4294967295")
+    assert parse_cpu_list("65535") == [65535]
+
+
 def test_format_joins_runs():
     assert format_cpu_list([6, 0, 1, 2, 4, 2]) == "0-2,4,6"
     assert format_cpu_list([]) == ""

@@ -30,6 +30,7 @@ from .auth import SECRET_ENV, new_secret
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import POLICIES
+from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 
 
@@ -75,6 +76,8 @@ class LocalCluster:
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if result_delay is not None:
+            check_result_delay(result_delay)
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
         if labels is not None and len(labels) != node_monitors:

@@ -21,13 +21,18 @@ from .messages import TaskResult
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
 
 
+def check_result_delay(delay: float) -> float:
+    """`delay` if it is a finite number of seconds >= 0, else ValueError naming it."""
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay < float("inf"):
+        raise ValueError(f"result_delay must be a number of seconds >= 0, got {delay!r}")
+    return delay
+
+
 class OutcomeBatcher:
     """Sends `(peer, message)` pairs, holding clients' TaskResults up to `delay` seconds."""
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY) -> None:
-        if not isinstance(delay, (int, float)) or not 0 <= delay < float("inf"):
-            raise ValueError(f"result_delay must be a number of seconds >= 0, got {delay!r}")
-        self.delay = delay
+        self.delay = check_result_delay(delay)
         self._held: dict[Hashable, list] = {}  # client -> its held TaskResults, in order
         self._started = trio.Event()  # set when a client's first outcome is held
 

@@ -24,7 +24,7 @@ from .auth import load_secret
 from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher
+from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
 
 logger = logging.getLogger("sparrow_runtime.scheduler")
@@ -134,6 +134,7 @@ async def serve_scheduler(
     The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
     """
     key = load_secret(secret, secret_file)
+    check_result_delay(result_delay)
     dial = [parse_address(a) for a in node_monitors]
     listeners = await trio.open_tcp_listeners(port, host=host)
     address = listeners[0].socket.getsockname()[:2]

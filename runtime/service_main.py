@@ -30,7 +30,7 @@ from .node_monitor import (
     serve_node_monitor,
 )
 from .node_monitor_logic import POLICIES
-from .outcome_batching import DEFAULT_RESULT_DELAY
+from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
 from .scheduler import DEFAULT_NODE_TIMEOUT, serve_scheduler
 from .scheduler_logic import DEFAULT_PROBE_RATIO
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--node-monitor", action="append", default=[], help="address of a node monitor to dial")
     s.add_argument("--node-timeout", type=float, default=DEFAULT_NODE_TIMEOUT)
     s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--result-delay", type=float, default=DEFAULT_RESULT_DELAY, help="seconds; 0: off")
+    s.add_argument("--result-delay", type=_seconds, default=DEFAULT_RESULT_DELAY, help="seconds; 0: off")
     n = sub.choices["node-monitor"]
     n.add_argument("--scheduler", action="append", default=[], help="address of a scheduler to register with")
     n.add_argument("--slots", type=int, default=None, help="default: CPU count")
@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--heartbeat-interval", type=float, default=DEFAULT_HEARTBEAT_INTERVAL)
     n.add_argument("--scheduler-timeout", type=float, default=DEFAULT_SCHEDULER_TIMEOUT)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        return check_result_delay(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}") from None
 
 
 def parse_weights(items: list[str]) -> dict[str, float]:

@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 import trio
 import trio.testing
-from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.messages import EnqueueReservations, JobAccepted, TaskResult
 from sparrow_runtime.outcome_batching import OutcomeBatcher
 
@@ -97,10 +97,14 @@ def test_delay_zero_sends_everything_at_once_and_forget_drops_a_gone_client():
     assert client.writes == [[outcome(0), outcome(1)]]
 
 
-@pytest.mark.parametrize("delay", [-0.001, float("nan"), float("inf"), "1ms", None])
-def test_bad_delay_is_refused(delay):
+@pytest.mark.parametrize("delay", [-0.001, float("nan"), float("inf"), "1ms", True])
+def test_bad_delay_is_refused_before_anything_starts(delay):
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
         OutcomeBatcher(delay)
+    with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
+        LocalCluster(result_delay=delay)
+    with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
+        trio.run(partial(serve_scheduler, secret="s", result_delay=delay))
 
 
 def test_a_job_completes_at_once_even_with_a_long_delay_over_loopback():

@@ -125,6 +125,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         double constraint_workers
         double constrained_tasks
         int64_t task_candidates
+        int (*should_stop)(void*) noexcept nogil
+        void* should_stop_arg
 
     cdef cppclass CSimCounters "sparrow::sim::Counters":
         int64_t probes
@@ -136,6 +138,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t events
         int64_t max_jobs_in_flight
         double end_time
+        bint interrupted
 
     cdef cppclass CSimOutput "sparrow::sim::SimOutput":
         CSimOutput()

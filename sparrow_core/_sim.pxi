@@ -2,6 +2,22 @@
 # GIL released. sparrow_core.sim validates the configuration and turns it into the plain
 # values taken here; this layer only checks array shapes and owns the output arrays.
 
+cdef extern from "Python.h":
+    # no `except` clause: the exception a signal handler raises stays set for _raise_interrupt
+    int _check_signals "PyErr_CheckSignals"()
+
+
+cdef int _signal_raised(void* unused) noexcept nogil:
+    """The simulator's should_stop, polled every 65,536 events: runs Python's signal handlers
+    (Ctrl-C raises KeyboardInterrupt) and says whether one raised."""
+    with gil:
+        return _check_signals() != 0
+
+
+cdef int _raise_interrupt() except -1:
+    return -1  # propagates the exception left set by _signal_raised
+
+
 def _simulate(dict params, trace=None):
     """Runs one simulation; returns a dict of numpy arrays and counters.
 
@@ -9,7 +25,8 @@ def _simulate(dict params, trace=None):
     duration and queue_policy as their enum numbers; user_weight, user_demand and
     priority_share as float sequences; keep_task_waits as a bool).
     trace: None, or (arrival float64[n], n_tasks int64[n], durations float64[sum n_tasks]).
-    Error handling: a configuration the C++ side rejects raises ValueError.
+    Error handling: a configuration the C++ side rejects raises ValueError; Ctrl-C (or any signal
+    handler that raises) stops the simulation within 65,536 events and raises its exception.
     """
     cdef CSimParams p
     cdef CSimOutput out
@@ -72,8 +89,11 @@ def _simulate(dict params, trace=None):
     out.job_user = <int32_t*>cnp.PyArray_DATA(job_user)
     out.job_priority = <int32_t*>cnp.PyArray_DATA(job_priority)
     out.task_wait = <double*>cnp.PyArray_DATA(task_wait) if params["keep_task_waits"] else NULL
+    p.should_stop = _signal_raised
     with nogil:
         c_simulate(p, out)
+    if out.counters.interrupted:
+        _raise_interrupt()
     cdef CSimCounters c = out.counters
     counters = {
         "probes": c.probes, "get_task": c.get_task, "get_task_empty": c.get_task_empty,

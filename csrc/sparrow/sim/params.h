@@ -55,7 +55,15 @@ struct SimParams {
   double constraint_workers = 0.1;
   double constrained_tasks = 0.0;
   int64_t task_candidates = 3;
+
+  // Polled every kPollEvents events from the simulating thread: nonzero stops the run early
+  // (Counters::interrupted; the outputs then hold the jobs finished so far). The Python binding
+  // checks for Ctrl-C here, so a long simulation can be interrupted.
+  int (*should_stop)(void*) = nullptr;
+  void* should_stop_arg = nullptr;
 };
+
+constexpr int64_t kPollEvents = int64_t{1} << 16;
 
 struct Counters {
   int64_t probes = 0;            // probes / reservations sent to workers
@@ -67,6 +75,7 @@ struct Counters {
   int64_t events = 0;            // events processed (messages, completions, arrivals)
   int64_t max_jobs_in_flight = 0;
   double end_time = 0.0;         // simulated time of the last event
+  bool interrupted = false;      // stopped early by SimParams::should_stop
 };
 
 struct SimOutput {

@@ -82,7 +82,10 @@ class Simulator {
       const double t_done = heap_.empty() ? Workload::kNever : heap_.top_time();
       const double t_arrival = workload_.next_arrival();
       if (t_msg == Workload::kNever && t_done == Workload::kNever && t_arrival == Workload::kNever) break;
-      ++out_.counters.events;
+      if (++out_.counters.events % kPollEvents == 0 && p_.should_stop != nullptr && p_.should_stop(p_.should_stop_arg)) {
+        out_.counters.interrupted = true;
+        return;
+      }
       if (t_msg <= t_done && t_msg <= t_arrival) {
         deliver(msgs_.pop());
       } else if (t_done <= t_arrival) {

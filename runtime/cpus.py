@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
+MAX_CPU = 65535  # Linux's NR_CPUS is at most 8192; a larger number is a typo, not a CPU
+
 
 def can_pin() -> bool:
     """Whether this system can restrict a process to some CPUs (Linux can)."""
@@ -27,9 +29,6 @@ def available_cpus() -> list[int]:
     if not can_pin():
         return list(range(os.cpu_count() or 1))
     return sorted(os.sched_getaffinity(0))
-
-
-MAX_CPU = 65535  # Linux's NR_CPUS is at most 8192; a larger number is a typo, not a CPU
 
 
 def parse_cpu_list(text: str) -> list[int]:

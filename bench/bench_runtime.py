@@ -16,9 +16,9 @@ import os
 import time
 
 try:
-    from measure import cpu_counters, steal_percent
-except ImportError:  # imported as bench.bench_runtime
     from bench.measure import cpu_counters, steal_percent
+except ModuleNotFoundError:  # run as `python bench/bench_runtime.py`: bench/ is on sys.path, its parent is not
+    from measure import cpu_counters, steal_percent
 
 try:
     import trio

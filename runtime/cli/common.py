@@ -10,6 +10,7 @@ from ..auth import SECRET_ENV, load_secret
 from ..config import CONFIG, Resolved, resolve
 from ..cpus import pin_process
 from ..local_state import read_state
+from ..logsetup import setup_logging
 from .options import COMMANDS
 
 
@@ -67,13 +68,18 @@ def service_secret(s: Resolved) -> bytes:
     return secret
 
 
-def apply_cpus(s: Resolved) -> None:
-    """Pin this service's process to its `cpus` setting, if set (before it starts threads or executors)."""
+def prepare_service(s: Resolved) -> bytes:
+    """What `sparrow scheduler` and `sparrow node-monitor` do first: read the secret, pin the process
+    to its `cpus` setting, if set (before it starts threads or executors), and set up logging.
+    Returns the secret."""
+    secret = service_secret(s)
     if s["cpus"] is not None:
         try:
             pin_process(s["cpus"])
         except ValueError as exc:
             raise CommandError(f"--cpus: {exc}") from None
+    setup_logging(s["log_level"], secret=secret)
+    return secret
 
 
 def client_target(s: Resolved) -> tuple[list[str], bytes]:

@@ -9,12 +9,11 @@ from functools import partial
 
 import trio
 
-from ..logsetup import setup_logging
-from ..metrics import MeteredNodeMonitorLogic, new_registry
+from ..metrics import MeteredNodeMonitorLogic
 from ..node_monitor import serve_node_monitor
 from ..node_monitor_logic import NodeMonitorLogic
-from .common import CommandError, add_command, apply_cpus, service_secret, settings
-from .service import node_monitor_drain, run_service
+from .common import CommandError, add_command, prepare_service, settings
+from .service import node_monitor_drain, run_service, service_logic
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -32,17 +31,9 @@ def run(args: argparse.Namespace) -> int:
     s = settings("node-monitor", args)
     if not s["scheduler"]:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
-    secret = service_secret(s)
-    apply_cpus(s)
-    setup_logging(s["log_level"], secret=secret)
+    secret = prepare_service(s)
     options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
-    metrics = None
-    if s["metrics_port"] is not None:
-        registry = new_registry()
-        logic = MeteredNodeMonitorLogic(registry, **options)
-        metrics = (registry, s["metrics_port"])
-    else:
-        logic = NodeMonitorLogic(**options)
+    logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(

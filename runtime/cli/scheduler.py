@@ -7,12 +7,11 @@ import os
 import socket
 from functools import partial
 
-from ..logsetup import setup_logging
-from ..metrics import MeteredSchedulerLogic, new_registry
+from ..metrics import MeteredSchedulerLogic
 from ..scheduler import serve_scheduler
 from ..scheduler_logic import SchedulerLogic
-from .common import add_command, apply_cpus, service_secret, settings
-from .service import run_service
+from .common import add_command, prepare_service, settings
+from .service import run_service, service_logic
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,18 +32,10 @@ def default_id(port: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
-    secret = service_secret(s)
-    apply_cpus(s)
-    setup_logging(s["log_level"], secret=secret)
+    secret = prepare_service(s)
     host, port = s["listen"]
     options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}
-    metrics = None
-    if s["metrics_port"] is not None:
-        registry = new_registry()
-        logic = MeteredSchedulerLogic(registry, **options)
-        metrics = (registry, s["metrics_port"])
-    else:
-        logic = SchedulerLogic(**options)
+    logic, metrics = service_logic(s, SchedulerLogic, MeteredSchedulerLogic, **options)
     service = partial(
         serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
         max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,

@@ -10,12 +10,22 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ..address import format_address
-from ..metrics import serve_metrics
+from ..config import Resolved
+from ..metrics import new_registry, serve_metrics
 from ..node_monitor_logic import NodeMonitorLogic
 
 logger = logging.getLogger("sparrow_runtime.cli")
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
+
+
+def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
+    """The logic of a service (`plain(**options)`), or with `--metrics-port` its metered subclass and
+    `(registry, port)` for `run_service`."""
+    if s["metrics_port"] is None:
+        return plain(**options), None
+    registry = new_registry()
+    return metered(registry, **options), (registry, s["metrics_port"])
 
 
 def node_monitor_drain(

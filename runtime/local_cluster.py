@@ -44,9 +44,8 @@ class LocalCluster:
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
-    use every CPU. Attributes once started:
-    `schedulers`, `node_monitors` (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`,
-    `secret`.
+    use every CPU. Attributes once started: `schedulers`, `node_monitors` (addresses "host:port"),
+    `node_ids`, `node_monitor_pids`, `pids`, `secret`.
     """
 
     def __init__(
@@ -149,7 +148,8 @@ class LocalCluster:
 
     def _start(self, args: list[str]) -> str:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level, "--exit-with-parent"],
+            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level,
+             "--exit-with-parent"],  # fmt: skip
             stdin=subprocess.PIPE,  # held open while we live: the service stops when it closes
             stdout=subprocess.PIPE,
             env=child_env({SECRET_ENV: self.secret}),

@@ -24,11 +24,7 @@ from .auth import load_secret
 from .cpus import parse_cpu_list, pin_process
 from .framing import DEFAULT_MAX_FRAME
 from .logsetup import LOG_LEVELS, setup_logging
-from .node_monitor import (
-    DEFAULT_HEARTBEAT_INTERVAL,
-    DEFAULT_SCHEDULER_TIMEOUT,
-    serve_node_monitor,
-)
+from .node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT, serve_node_monitor
 from .node_monitor_logic import POLICIES
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
 from .scheduler import DEFAULT_NODE_TIMEOUT, serve_scheduler

@@ -49,7 +49,8 @@ PROBE_RATIO = Setting("probe_ratio", number(1.0), DEFAULT_PROBE_RATIO, "probes p
 
 
 def _cpus(what: str) -> Setting:
-    return Setting("cpus", CPU_LIST, help=f"run {what} only on these CPUs, like 0-3,6 (default: all it may use)", metavar="LIST")
+    help_text = f"run {what} only on these CPUs, like 0-3,6 (default: all it may use)"
+    return Setting("cpus", CPU_LIST, help=help_text, metavar="LIST")
 
 
 SCHEDULER_SETTINGS = (
@@ -97,7 +98,9 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PROBE_RATIO,
-    Setting("share_cpus", BOOLEAN, False, "let every service use every CPU, instead of giving each node monitor its own share"),
+    Setting(
+        "share_cpus", BOOLEAN, False, "let every service use every CPU, instead of giving each node monitor its own share"
+    ),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
     Setting("load", number(0.0, 1.0, open_low=True), 0.8, "demo: offered load, a fraction of the slots"),

@@ -47,6 +47,7 @@ setup(
         "sparrow_core.sim",
         "sparrow_runtime",
         "sparrow_runtime.cli",
+        "sparrow_runtime.demo",
     ],
     package_dir={"sparrow_runtime": "runtime"},
     package_data={"sparrow_core": ["py.typed", "*.pyi", "*.pxd", "*.pxi", "*.pyx"]},

@@ -26,7 +26,8 @@ import trio
 
 from .address import Address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, connect
+from .connection import Connection
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .messages import Constraint, Error, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult

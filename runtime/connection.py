@@ -1,7 +1,6 @@
-"""The trio shell around one framed connection: handshake, batched reads, one write per burst.
+"""The trio shell around one framed connection: batched reads, one write per burst.
 
-`accept` (server side) and `connect` (client side) run the authenticated handshake of auth.py and
-return a `Connection`. `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
+A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
 messages freely; `send_grouped` sends a list of `(connection, message)` pairs with one write per
 connection. `Connection.serve` delivers each batch of received messages to a callback until the
 peer goes away.
@@ -15,27 +14,24 @@ streams (trio memory streams in tests) always go through the sender task and `re
 
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
-the connection is closed; only this connection is affected. Every wait has a deadline: the handshake,
-the flush of a final Error, and (optionally) an idle timeout on reads.
+the connection is closed; only this connection is affected. Every wait has a deadline: the flush
+of a final Error, and (optionally) an idle timeout on reads.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import trio
 
-from . import auth
-from .address import Address, format_address
-from .errors import ConnectionLost, HandshakeError, ProtocolError
+from .errors import ConnectionLost, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
-from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
+from .messages import Error
 
 logger = logging.getLogger("sparrow_runtime.connection")
 
-DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
 _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (not on Windows sockets)
 
@@ -253,169 +249,3 @@ def send_grouped(pairs: list) -> None:
             peer.send_many(msgs)
     for peer, msgs in later:
         peer.send_many(msgs)
-
-
-# -- handshake ------------------------------------------------------------------------------------
-
-
-async def accept(
-    stream: trio.abc.Stream,
-    *,
-    secret: bytes,
-    role: str,
-    node_id: str,
-    allowed_roles: Iterable[str],
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    peer_name: str = "peer",
-) -> Connection:
-    """Server side of the handshake. Returns the authenticated connection.
-
-    Error handling: a peer that sends garbage, another version, a role not in `allowed_roles`, a
-    wrong MAC, or does not finish within `timeout` seconds gets Error(reason), is closed, and
-    HandshakeError(reason) is raised. The reason is logged; the secret and MACs never are.
-    """
-    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
-    nonce = auth.new_nonce()
-    reason = f"handshake not completed within {timeout} s"
-    with trio.move_on_after(timeout):
-        try:
-            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce)])
-            msg = await conn.receive_one()
-            reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
-            if reason is None:
-                conn.peer_role, conn.peer_id = msg.role, msg.peer_id
-                mac = auth.proof(
-                    secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id
-                )
-                await conn.send_now([Welcome(mac)])
-                return conn
-        except ProtocolError as exc:
-            reason = str(exc)
-        except ConnectionLost as exc:
-            reason = str(exc)
-    logger.warning("refused connection from %s: %s", peer_name, reason)
-    with trio.move_on_after(CLOSE_TIMEOUT):
-        try:
-            await conn.send_now([Error(f"refused: {reason}")])
-        except ConnectionLost:
-            pass
-    await conn.aclose()
-    raise HandshakeError(reason)
-
-
-def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles) -> str | None:
-    """None if `msg` is a valid Authenticate for this server, else the reason to refuse."""
-    if not isinstance(msg, Authenticate):
-        return f"expected Authenticate, got {type(msg).__name__}"
-    if msg.version != PROTOCOL_VERSION:
-        return f"protocol version mismatch: peer speaks {msg.version}, this {role} speaks {PROTOCOL_VERSION}"
-    if msg.role not in allowed_roles:
-        return f"a {msg.role!r} may not connect to a {role} (allowed: {', '.join(sorted(allowed_roles))})"
-    expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
-    if not auth.verify(expected, msg.mac):
-        return f"authentication failed for {msg.role} {msg.peer_id!r}: it does not know the cluster secret"
-    if len(msg.nonce) != auth.NONCE_SIZE:
-        return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
-    return None
-
-
-async def connect(
-    address: Address,
-    *,
-    secret: bytes,
-    role: str,
-    peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-) -> Connection:
-    """Open a TCP connection to `address` and run the client side of the handshake.
-
-    Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
-    reason is in the message), speaks another version, cannot prove it knows the secret, or the
-    whole exchange takes longer than `timeout` seconds.
-    """
-    name = format_address(address)
-    with trio.move_on_after(timeout) as scope:
-        stream = await trio.open_tcp_stream(*address)
-    if scope.cancelled_caught:
-        raise HandshakeError(f"could not connect to {name} within {timeout} s")
-    return await connect_stream(
-        stream, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame, peer_name=name
-    )
-
-
-async def connect_stream(
-    stream: trio.abc.Stream,
-    *,
-    secret: bytes,
-    role: str,
-    peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    peer_name: str = "peer",
-) -> Connection:
-    """The client side of the handshake over an open `stream` (see `connect`); closes it on failure."""
-    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
-    with trio.move_on_after(timeout):
-        try:
-            await _client_handshake(conn, secret, role, peer_id, peer_name)
-        except BaseException:
-            await conn.aclose()
-            raise
-        return conn
-    await conn.aclose()
-    raise HandshakeError(f"handshake with {peer_name} not completed within {timeout} s")
-
-
-async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id: str, name: str) -> None:
-    try:
-        challenge = await conn.receive_one()
-        if isinstance(challenge, Error):
-            raise HandshakeError(f"{name} refused the connection: {challenge.reason}")
-        if not isinstance(challenge, Challenge):
-            raise HandshakeError(f"{name} sent {type(challenge).__name__} instead of a Challenge")
-        if challenge.version != PROTOCOL_VERSION:
-            raise HandshakeError(
-                f"{name} speaks protocol version {challenge.version}, this {role} speaks {PROTOCOL_VERSION}"
-            )
-        server_role, server_id = challenge.role, challenge.peer_id
-        nonce = auth.new_nonce()
-        mac = auth.proof(
-            secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id
-        )
-        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
-        reply = await conn.receive_one()
-    except ConnectionLost as exc:
-        raise HandshakeError(f"{name} closed the connection during the handshake ({exc})") from None
-    if isinstance(reply, Error):
-        raise HandshakeError(f"{name} refused the connection: {reply.reason}")
-    if not isinstance(reply, Welcome):
-        raise HandshakeError(f"{name} sent {type(reply).__name__} instead of Welcome")
-    expected = auth.proof(secret, "server", nonce, PROTOCOL_VERSION, server_role, server_id, role, peer_id)
-    if not auth.verify(expected, reply.mac):
-        raise HandshakeError(f"{name} did not prove it knows the cluster secret")
-    conn.peer_role, conn.peer_id = server_role, server_id
-
-
-async def keep_connected(
-    address: Address,
-    serve: Callable[[Connection], Awaitable[None]],
-    *,
-    secret: bytes,
-    role: str,
-    peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    redial_delay: float = 0.5,
-) -> None:
-    """Connect to `address` and `await serve(conn)`; whenever the connection fails or ends, wait
-    `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
-    while True:
-        try:
-            conn = await connect(address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame)
-        except (OSError, HandshakeError) as exc:
-            logger.warning("cannot reach %s: %s", format_address(address), exc)
-        else:
-            await serve(conn)
-        await trio.sleep(redial_delay)

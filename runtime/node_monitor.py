@@ -23,7 +23,8 @@ import trio
 
 from .address import Address, format_address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected, send_grouped
+from .connection import Connection, send_grouped
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept, keep_connected
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame

@@ -21,7 +21,8 @@ import trio
 
 from .address import Address, format_address, parse_address
 from .auth import load_secret
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, accept, keep_connected
+from .connection import Connection
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept, keep_connected
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay

@@ -23,7 +23,7 @@ import trio
 
 from .address import Address
 from .client import Client, build_submit
-from .connection import DEFAULT_HANDSHAKE_TIMEOUT
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from .task_codec import pack_task, unpack_outcome
 
 DEFAULT_CHUNKSIZE = 256

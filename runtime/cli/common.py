@@ -7,9 +7,9 @@ import argparse
 import os
 
 from ..auth import SECRET_ENV, load_secret
-from ..config import CONFIG, Resolved, resolve
+from .config import CONFIG, Resolved, resolve
 from ..cpus import pin_process
-from ..local_state import read_state
+from .local_state import read_state
 from ..logsetup import setup_logging
 from .options import COMMANDS
 

@@ -18,8 +18,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ..demo_report import PERCENTILES, DemoReport, percentiles
-from ..demo_workload import Progress as WorkloadProgress
+from ..demo.report import PERCENTILES, DemoReport, percentiles
+from ..demo.workload import Progress as WorkloadProgress
 
 PLAIN_INTERVAL = 2.0  # seconds between progress lines when not on a terminal
 

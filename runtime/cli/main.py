@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ..config import ConfigError
+from .config import ConfigError
 from .common import CommandError
 
 # Each module named here defines `add_parser(subparsers)`, which registers its subcommand and sets

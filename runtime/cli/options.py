@@ -3,7 +3,7 @@ docs/configuration.md, which lists them)."""
 
 from __future__ import annotations
 
-from ..config import (
+from .config import (
     ADDRESSES,
     BOOLEAN,
     CPU_LIST,

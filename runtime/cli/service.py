@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ..address import format_address
-from ..config import Resolved
+from .config import Resolved
 from ..metrics import new_registry, serve_metrics
 from ..node_monitor_logic import NodeMonitorLogic
 

@@ -1,4 +1,4 @@
-"""The analytic anchors of DESIGN.md section 1: the probability that a job sees no queueing
+"""The analytic anchors of docs/design.md: the probability that a job sees no queueing
 when each worker is busy independently with probability `load`."""
 
 from __future__ import annotations

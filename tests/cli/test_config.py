@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from sparrow_runtime.cli.options import COMMANDS
-from sparrow_runtime.config import CONFIG, ConfigError, resolve
+from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
 from sparrow_runtime.logsetup import OneLineFormatter
 
 

@@ -1,6 +1,7 @@
 """Reservation queues (csrc/sparrow/reservation_queue.h): scripted orders of the three
 policies on the binding and the reference, then the binding against the reference model on
-random operation sequences (lazy cancels, compaction and refunds included)."""
+random operation sequences (lazy cancels, compaction and refunds included).
+"Design scenario" tests follow the scenarios listed in docs/design.md."""
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def test_fair_equal_weights_round_robin_by_user(impl):
 
 
 def test_fair_releases_jobs_in_design_round_robin_order(impl):
-    """DESIGN.md 8: backlogs user1 {5, 5}, user2 {6, 7, 8}, user3 {9, 9, 9, 9} release
+    """Design scenario: backlogs user1 {5, 5}, user2 {6, 7, 8}, user3 {9, 9, 9, 9} release
     5, 6, 9, 5, 7, 9, 8, 9, 9."""
     q = impl.ReservationQueue("fair")
     push_all(q, [(5, "user1")] * 2 + [(6, "user2"), (7, "user2"), (8, "user2")] + [(9, "user3")] * 4)
@@ -57,7 +58,7 @@ def test_fair_refund_keeps_the_turn_until_the_user_is_empty(impl):
 
 
 def test_priority_serves_lower_numbers_first_fifo_within_a_level(impl):
-    """DESIGN.md 8: 5 at priority 2 (4 running), then 2 at priority 1 and 1 at priority 0:
+    """Design scenario: 5 at priority 2 (4 running), then 2 at priority 1 and 1 at priority 0:
     the next releases are priority 0, then 1, 1 (in arrival order), then 2."""
     q = impl.ReservationQueue("priority")
     push_all(q, [(job, "u", 2) for job in range(1, 6)])

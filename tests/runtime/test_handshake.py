@@ -5,7 +5,7 @@ import trio
 import trio.testing
 
 from sparrow_runtime import auth
-from sparrow_runtime.connection import accept, connect_stream
+from sparrow_runtime.handshake import accept, connect_stream
 from sparrow_runtime.errors import HandshakeError
 from sparrow_runtime.framing import FrameDecoder, encode_frames
 from sparrow_runtime.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, GetTask, Heartbeat
@@ -97,7 +97,7 @@ def test_bad_handshakes_get_an_error_and_a_closed_connection(frames, reason):
     trio.run(main)
 
 
-def test_silent_peer_is_refused_after_the_handshake_deadline():
+def test_silent_peer_is_refused_after_the_handshake_deadline(autojump_clock):
     async def main():
         left, right = trio.testing.memory_stream_pair()
         start = trio.current_time()
@@ -106,7 +106,7 @@ def test_silent_peer_is_refused_after_the_handshake_deadline():
         assert trio.current_time() - start == pytest.approx(5)
         del right
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
 def test_protocol_error_after_handshake_sends_error_and_closes():

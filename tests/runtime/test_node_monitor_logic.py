@@ -1,4 +1,5 @@
-"""NodeMonitorLogic (sans-I/O): slots, queue policies, GetTask / NoTask / launch cycle, no network."""
+"""NodeMonitorLogic (sans-I/O): slots, queue policies, GetTask / NoTask / launch cycle, no network.
+"Design scenario" tests follow the scenarios listed in docs/design.md."""
 
 from collections import Counter
 
@@ -44,7 +45,7 @@ def finish_one(logic, job, sched="s"):
 
 
 def test_fifo_runs_what_fits_and_releases_in_arrival_order():
-    """DESIGN 8: 4 slots, 3 busy; a 3-task reservation runs one and queues two, released in order."""
+    """Design scenario: 4 slots, 3 busy; a 3-task reservation runs one and queues two, released in order."""
     logic = node(4)
     busy = launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)]))
     assert busy == [1, 1, 1]
@@ -55,7 +56,7 @@ def test_fifo_runs_what_fits_and_releases_in_arrival_order():
 
 
 def test_priority_serves_lower_numbers_first():
-    """DESIGN 8: 4 slots, 5 tasks at priority 2 (4 running), then 2 at 1 and 1 at 0: release 0, 1, 1, 2."""
+    """Design scenario: 4 slots, 5 tasks at priority 2 (4 running), then 2 at 1 and 1 at 0: release 0, 1, 1, 2."""
     logic = node(4, "priority")
     assert launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 2, 5)])) == [2] * 4
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 1, 2), EnqueueReservations(0, "u", 0, 1)])
@@ -63,7 +64,7 @@ def test_priority_serves_lower_numbers_first():
 
 
 def test_round_robin_between_users():
-    """DESIGN 8: 4 slots busy, backlogs user1={5,5}, user2={6,7,8}, user3={9,9,9,9}: 5,6,9,5,7,9,8,9,9."""
+    """Design scenario: 4 slots busy, backlogs user1={5,5}, user2={6,7,8}, user3={9,9,9,9}: 5,6,9,5,7,9,8,9,9."""
     logic = node(4, "fair")
     launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(1, "u0", 0, 4)]))
     logic.on_scheduler_messages(

@@ -6,7 +6,6 @@ from functools import partial
 
 import pytest
 import trio
-import trio.testing
 from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.messages import EnqueueReservations, JobAccepted, TaskResult
 from sparrow_runtime.outcome_batching import OutcomeBatcher
@@ -30,7 +29,7 @@ def outcome(task: int, last: bool = False) -> TaskResult:
     return TaskResult(1, task, True, b"", "", last)
 
 
-def test_outcomes_wait_for_the_delay_then_go_in_one_write():
+def test_outcomes_wait_for_the_delay_then_go_in_one_write(autojump_clock):
     async def main():
         client, node = Peer("client"), Peer("node-monitor")
         batcher = OutcomeBatcher(0.001)
@@ -45,10 +44,10 @@ def test_outcomes_wait_for_the_delay_then_go_in_one_write():
             assert client.writes == [[outcome(0), outcome(1)]]
             nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
-def test_no_outcome_waits_longer_than_the_delay():
+def test_no_outcome_waits_longer_than_the_delay(autojump_clock):
     async def main():
         client = Peer("client")
         batcher = OutcomeBatcher(0.001)
@@ -72,7 +71,7 @@ def test_no_outcome_waits_longer_than_the_delay():
         assert max(sent_at[t] - held_at[t] for t in range(40)) <= 0.001 + 1e-9
         assert all(sent_at[t] == held_at[t] for t in range(12, 40, 13))  # a job's last outcome at once
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
 def test_a_jobs_last_outcome_and_any_other_message_flush_what_is_held_first_in_order():

@@ -1,4 +1,5 @@
-"""SchedulerLogic (sans-I/O): probing, late binding, cancellation, constraints and failures, no network."""
+"""SchedulerLogic (sans-I/O): probing, late binding, cancellation, constraints and failures, no network.
+"Design scenario" tests follow the scenarios listed in docs/design.md."""
 
 from collections import Counter
 
@@ -45,7 +46,7 @@ def submit(logic, n_tasks, client="c", ref=1, **kw):
 
 
 def test_two_tasks_at_ratio_1_5_probe_three_distinct_node_monitors():
-    """DESIGN 8: 6 workers, 2 tasks, d = 1.5: 3 reservations on 3 distinct workers, with job id and user."""
+    """Design scenario: 6 workers, 2 tasks, d = 1.5: 3 reservations on 3 distinct workers, with job id and user."""
     logic = cluster(6)
     out = submit(logic, 2, user="alice", probe_ratio=1.5)
     assert out[0] == ("c", JobAccepted(1, 1))
@@ -55,7 +56,7 @@ def test_two_tasks_at_ratio_1_5_probe_three_distinct_node_monitors():
 
 
 def test_one_message_per_node_monitor_per_job():
-    """DESIGN 8: 14 tasks, d = 2, 6 workers: 28 reservations, every worker 4 or 5, one message each."""
+    """Design scenario: 14 tasks, d = 2, 6 workers: 28 reservations, every worker 4 or 5, one message each."""
     logic = cluster(6)
     out = submit(logic, 14)
     sent = of_type(out, EnqueueReservations)
@@ -144,7 +145,7 @@ def test_job_constraint_by_label_and_by_node_monitor():
 
 
 def test_per_task_constraints_only_launch_where_allowed():
-    """DESIGN 8: one task with 3 preferred workers, d = 2: 2 reservations, both on preferred workers."""
+    """Design scenario: one task with 3 preferred workers, d = 2: 2 reservations, both on preferred workers."""
     logic = cluster(5)
     pref = Constraint(node_monitors=("nm1", "nm2", "nm3"))
     held = reservations(submit(logic, 1, task_constraints=[pref]))

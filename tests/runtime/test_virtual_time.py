@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from sparrow_runtime.client import build_submit
-from sparrow_runtime.connection import accept, connect_stream
+from sparrow_runtime.handshake import accept, connect_stream
 from sparrow_runtime.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
 from sparrow_runtime.node_monitor import NodeMonitorService
 from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
@@ -79,7 +79,7 @@ def _job(ref, tasks, user="", priority=0):
     return msg
 
 
-def test_fair_policy_at_weights_3_to_1_gives_75_25_of_slot_time():
+def test_fair_policy_at_weights_3_to_1_gives_75_25_of_slot_time(autojump_clock):
     async def main():
         async with trio.open_nursery() as nursery:
             _, dial = await _scheduler(nursery)
@@ -99,10 +99,10 @@ def test_fair_policy_at_weights_3_to_1_gives_75_25_of_slot_time():
             assert share == pytest.approx(0.75, abs=0.05)
             nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
-def test_priority_policy_runs_higher_priority_first():
+def test_priority_policy_runs_higher_priority_first(autojump_clock):
     async def main():
         async with trio.open_nursery() as nursery:
             _, dial = await _scheduler(nursery)
@@ -119,10 +119,10 @@ def test_priority_policy_runs_higher_priority_first():
             assert order == ["low"] + ["high"] * 5 + ["mid"] * 5 + ["low"] * 9
             nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
-def test_silent_node_monitor_is_dropped_and_gets_no_probes():
+def test_silent_node_monitor_is_dropped_and_gets_no_probes(autojump_clock):
     """A node monitor that registers but never heartbeats is dropped after node_timeout; the live one stays."""
 
     async def main():
@@ -142,10 +142,10 @@ def test_silent_node_monitor_is_dropped_and_gets_no_probes():
             assert all(r.ok for r in results)
             nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)
 
 
-def test_node_monitor_drops_a_silent_scheduler():
+def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
     """The scheduler answers every heartbeat; a scheduler that stops answering is dropped after the timeout."""
 
     async def main():
@@ -169,4 +169,4 @@ def test_node_monitor_drops_a_silent_scheduler():
             assert link_conn.closed
             nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(main, clock=autojump_clock)

@@ -1,4 +1,4 @@
-"""The simulator against queueing theory and the analytic anchors of DESIGN.md section 1."""
+"""The simulator against queueing theory and the analytic anchors of docs/design.md."""
 
 from __future__ import annotations
 

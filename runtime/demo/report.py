@@ -23,7 +23,7 @@ import numpy as np
 
 from sparrow_core.sim import SimConfig, simulate
 
-from .demo_workload import JobRecord
+from .workload import JobRecord
 
 PERCENTILES = (50, 95, 99)
 

@@ -4,7 +4,7 @@
 [0.5, 1.5] x `task_ms`, arriving as a Poisson process whose rate offers `load` of the cluster's
 slots. `run_workload` submits each job at its arrival time through one `Client` and records, per
 job, when it was submitted and when its last outcome arrived, and per task when it started and
-ended in its worker. Tasks (demo_task.py) sleep: they hold a slot, not a CPU, so the demo measures
+ended in its worker. Tasks (task.py) sleep: they hold a slot, not a CPU, so the demo measures
 scheduling, not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
 """
 
@@ -19,9 +19,9 @@ from functools import partial
 import numpy as np
 import trio
 
-from .client import Client, build_submit
-from .demo_task import demo_task
-from .task_codec import pack_task, unpack_outcome
+from ..client import Client, build_submit
+from .task import demo_task
+from ..task_codec import pack_task, unpack_outcome
 
 WARMUP_TASKS_PER_SLOT = 2
 

@@ -22,43 +22,65 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 import trio
 
+from . import limits
 from .errors import ConnectionLost, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
-from .messages import Error
+from .messages import Error, RegistrationRefused
 
 logger = logging.getLogger("sparrow_runtime.connection")
 
+FAREWELLS = (Error, RegistrationRefused)  # messages after which their sender closes the connection
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
 _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (not on Windows sockets)
 
 
 class Connection:
-    """A message connection over a trio stream; `peer_role`/`peer_id` are set by the handshake."""
+    """A message connection over a trio stream; `peer_role`/`peer_id` are set by the handshake.
+
+    Until `handshake_done()` (called by handshake.py once the peer is authenticated), frames over
+    HANDSHAKE_MAX_FRAME are refused at their length prefix; `handshake=False` (a private socket
+    pair, no handshake) starts at `max_frame`. A peer that lets more than `unsent_limit` bytes pile
+    up unsent (it does not read) is dropped: `serve` returns that reason."""
 
     def __init__(
-        self, stream: trio.abc.Stream, *, max_frame: int = DEFAULT_MAX_FRAME, peer_name: str = "peer"
+        self,
+        stream: trio.abc.Stream,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        peer_name: str = "peer",
+        handshake: bool = True,
+        unsent_limit: int | None = None,
     ) -> None:
         self.stream = stream
         self.max_frame = max_frame
+        self.unsent_limit = limits.unsent_limit(max_frame) if unsent_limit is None else unsent_limit
         self.peer_name = peer_name
         self.peer_role = ""
         self.peer_id = ""
         self.closed = False
-        self._decoder = FrameDecoder(max_frame)
+        self._decoder = FrameDecoder(min(max_frame, limits.HANDSHAKE_MAX_FRAME) if handshake else max_frame)
         self._pending: list = []
-        self._outbox: list = []
+        self._outbox = bytearray()  # encoded frames waiting for the sender task
         self._wake = trio.Event()
         self._closing = False
         self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
         self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
         self._writing = False  # the sender task is in send_all: direct writes must queue behind it
+        self._dropped: str | None = None  # why the connection was dropped without a goodbye
+        self._goodbye: str | None = None  # the reason of the peer's Error, once it came
+        self._farewell: str | None = None  # the reason of the Error we sent, once we did
+        self._scope: trio.CancelScope | None = None  # serve's, cancelled to drop the connection
 
     def __repr__(self) -> str:
-        return f"<Connection {self.peer_role} {self.peer_id!r} at {self.peer_name}>"
+        return f"<Connection {self.peer_role} {limits.clip(self.peer_id, 60)!r} at {self.peer_name}>"
+
+    def handshake_done(self) -> None:
+        """The peer is authenticated: accept frames up to `max_frame` from now on."""
+        self._decoder.max_frame = self.max_frame
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -66,14 +88,11 @@ class Connection:
         """Send `msg` (dropped if the connection is closed or closing)."""
         self.send_many((msg,))
 
-    def send_many(self, msgs: Iterable) -> None:
+    def send_many(self, msgs: Sequence) -> None:
         """Send `msgs` as one burst: written at once on a socket when nothing is pending before them,
-        else queued for the sender task (dropped if the connection is closed or closing)."""
+        else queued for the sender task (dropped if the connection is closed or closing). An Error
+        among them closes the connection after it is sent (the protocol's rule)."""
         if self._closing:
-            return
-        if self._fd is None or self._outbox or self._unsent or self._writing:
-            self._outbox.extend(msgs)
-            self._wake.set()
             return
         try:
             data = encode_frames(msgs, self.max_frame)
@@ -81,21 +100,52 @@ class Connection:
             logger.exception("could not encode a message for %s; closing the connection", self)
             self.close_soon()
             return
-        try:
-            sent = os.write(self._fd, data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:  # the peer is gone: the receiving side reports it, the sender task closes
-            self.close_soon()
+        if self._fd is None or self._outbox or self._unsent or self._writing:
+            self._queue(data)
+        else:
+            try:
+                sent = os.write(self._fd, data)
+            except BlockingIOError:
+                sent = 0
+            except OSError:  # the peer is gone: the receiving side reports it, the sender task closes
+                self.close_soon()
+                return
+            if sent < len(data):
+                self._unsent = memoryview(data)[sent:]
+                self._wake.set()
+                self._check_unsent()
+        for msg in msgs:
+            if type(msg) in FAREWELLS:  # our goodbye: the sender task flushes, then closes
+                self._farewell = msg.reason
+                self._closing = True
+                self._wake.set()
+
+    def _queue(self, data: bytearray) -> None:
+        self._outbox += data
+        self._wake.set()
+        self._check_unsent()
+
+    def _check_unsent(self) -> None:
+        unsent = len(self._outbox) + len(self._unsent)
+        if unsent > self.unsent_limit:
+            self.drop(f"{unsent} bytes unsent, over the limit of {self.unsent_limit}: the peer does not read")
+
+    def drop(self, reason: str) -> None:
+        """Drop the connection now, without flushing what is queued (a peer that does not read);
+        `serve` returns `reason`."""
+        if self._dropped is not None:
             return
-        if sent < len(data):
-            self._unsent = memoryview(data)[sent:]
-            self._wake.set()
+        self._dropped = reason
+        self._closing = True
+        self._outbox = bytearray()
+        self._unsent = b""
+        if self._scope is not None:
+            self._scope.cancel()
 
     def close_soon(self, reason: str | None = None) -> None:
         """Send Error(reason) if given, flush what is queued, then close."""
         if reason is not None:
-            self.send(Error(reason))
+            self.send(Error(limits.clip(reason, limits.MAX_REASON)))
         self._closing = True
         self._wake.set()
 
@@ -115,8 +165,7 @@ class Connection:
                     if self._unsent:
                         data, self._unsent = self._unsent, b""
                     else:
-                        batch, self._outbox = self._outbox, []
-                        data = encode_frames(batch, self.max_frame)
+                        data, self._outbox = self._outbox, bytearray()
                     self._writing = True
                     if self._closing:
                         with trio.move_on_after(CLOSE_TIMEOUT):
@@ -128,8 +177,6 @@ class Connection:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        except ProtocolError:
-            logger.exception("could not encode a message for %s; closing the connection", self)
         finally:
             self._closing = True
             await self.aclose()
@@ -176,20 +223,30 @@ class Connection:
     async def serve(self, on_messages: Callable[[list], None], *, idle_timeout: float | None = None) -> str:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
-        Returns why it ended (peer closed, protocol error, silent past `idle_timeout`, closed locally).
+        Returns why it ended (peer closed, the peer's Error, protocol error, silent past
+        `idle_timeout`, dropped, closed locally). The messages of a batch before an Error from the
+        peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
         """
         reason = "closed locally"
         async with trio.open_nursery() as nursery:
+            self._scope = nursery.cancel_scope
+            if self._dropped is not None:
+                nursery.cancel_scope.cancel()
             nursery.start_soon(self._send_loop)
             try:
                 if idle_timeout is None:
                     while not self._closing:
-                        on_messages(await self.receive_batch())
+                        self._deliver(on_messages, await self.receive_batch())
                 else:
                     await self._serve_until_silent(on_messages, idle_timeout)
-                    if not self._closing:
-                        reason = f"silent for more than {idle_timeout} s"
-                        self.close_soon(f"no message for {idle_timeout} s")
+                if self._goodbye is not None:
+                    reason = self._goodbye
+                elif self._farewell is not None:
+                    reason = f"closed by this side: {self._farewell}"
+                    logger.warning("closing connection to %s: %s", self, self._farewell)
+                elif not self._closing:  # idle_timeout passed without a message
+                    reason = f"silent for more than {idle_timeout} s"
+                    self.close_soon(f"no message for {idle_timeout} s")
             except ProtocolError as exc:
                 reason = str(exc)
                 logger.warning("closing connection to %s: %s", self, reason)
@@ -202,7 +259,22 @@ class Connection:
                 self._closing = True
                 self._wake.set()
                 nursery.cancel_scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+        if self._dropped is not None:
+            logger.warning("dropped connection to %s: %s", self, self._dropped)
+            await self.aclose()
+            return self._dropped
         return reason
+
+    def _deliver(self, on_messages: Callable[[list], None], batch: list) -> None:
+        """Pass `batch` on, up to an Error from the peer; that Error closes the connection."""
+        for i, msg in enumerate(batch):
+            if type(msg) is Error:
+                self._goodbye = f"{self.peer_name} closed the connection: {limits.clip(msg.reason, limits.MAX_REASON)}"
+                self._closing = True
+                if i:
+                    on_messages(batch[:i])
+                return
+        on_messages(batch)
 
     async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:
         """Deliver batches until closing, or until no batch came for `idle_timeout` seconds. The
@@ -214,7 +286,7 @@ class Connection:
                 while not self._closing:
                     batch = await self.receive_batch()
                     heard = trio.current_time()
-                    on_messages(batch)
+                    self._deliver(on_messages, batch)
             if trio.current_time() >= heard + idle_timeout:
                 return
 

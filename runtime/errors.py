@@ -22,6 +22,15 @@ class HandshakeError(ProtocolError):
     """The connection handshake failed: wrong secret, other protocol version, wrong role, or too slow."""
 
 
+class ServiceStop(SparrowError):
+    """Raised on purpose to stop a whole service (not just one connection): guard.py lets it through."""
+
+
+class RegistrationRefused(ServiceStop):
+    """A scheduler refused this node monitor for a reason retrying cannot fix (its id is taken by
+    another node monitor): the node monitor stops with the scheduler's reason."""
+
+
 class ConnectionLost(SparrowError):
     """The peer closed the connection (or it broke) before the exchange was complete."""
 

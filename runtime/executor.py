@@ -255,7 +255,8 @@ class ProcessExecutor(_Pool):
         finally:
             child.close()
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(parent))
-        worker = _Worker(process, Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}"))
+        conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
+        worker = _Worker(process, conn)
         self._workers.add(worker)
         self._nursery.start_soon(self._serve, worker)
         self._idle.append(worker)

@@ -4,8 +4,9 @@
 takes whatever bytes a receive returned and decodes every complete frame in them at once.
 
 Error handling: a declared length over `max_frame` raises FrameTooLarge as soon as the 4-byte header
-is seen (the body is never buffered); bytes that are not a valid message raise ProtocolError. The
-messages before the bad frame are returned first, and the error is raised by the next `feed` (or
+is seen (the body is never buffered); bytes that are not a valid message, or a message with a field
+over its limit (messages.py), raise ProtocolError naming the message and the field. The messages
+before the bad frame are returned first, and the error is raised by the next `feed` (or
 `raise_error`). Either way the decoder is then unusable: the caller closes the connection.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import msgspec
 
 from .errors import FrameTooLarge, ProtocolError
+from .limits import clip
 from .messages import Message
 
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
@@ -49,14 +51,38 @@ def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearr
     return buf
 
 
-class FrameDecoder:
-    """Accumulates received bytes and returns the complete messages in them."""
+def _message_classes() -> dict[int, type]:
+    return {cls.__struct_config__.tag: cls for cls in Message.__args__}
 
-    __slots__ = ("_buf", "_max_frame", "_error")
+
+_BY_TAG = _message_classes()
+
+
+def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
+    """Why `frame` is not a valid message, naming the message and the field when they can be told
+    (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct)."""
+    text = str(exc)
+    try:
+        raw = msgspec.msgpack.decode(frame)
+        cls = _BY_TAG[raw[0]]
+    except Exception:  # noqa: BLE001 - not even a tagged array: msgspec's reason is all there is
+        return f"undecodable message: {clip(text)}"
+    what, _, where = text.rpartition(" - at `$[")
+    index = where.split("]", 1)[0]
+    if what and index.isdigit() and 0 < int(index) <= len(cls.__struct_fields__):
+        return f"invalid {cls.__name__}.{cls.__struct_fields__[int(index) - 1]}: {clip(what)}"
+    return f"invalid {cls.__name__}: {clip(text)}"
+
+
+class FrameDecoder:
+    """Accumulates received bytes and returns the complete messages in them. `max_frame` may be
+    changed between feeds (a connection raises it once the handshake is done)."""
+
+    __slots__ = ("_buf", "max_frame", "_error")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._buf = bytearray()
-        self._max_frame = check_max_frame(max_frame)
+        self.max_frame = check_max_frame(max_frame)
         self._error: ProtocolError | None = None
 
     def raise_error(self) -> None:
@@ -77,16 +103,17 @@ class FrameDecoder:
         try:
             while end - pos >= HEADER_SIZE:
                 size = int.from_bytes(view[pos : pos + HEADER_SIZE], "big")
-                if size > self._max_frame:
-                    raise FrameTooLarge(
-                        f"frame of {size} bytes exceeds the limit of {self._max_frame} bytes"
-                    )
+                if size > self.max_frame:
+                    raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {self.max_frame} bytes")
                 if end - pos - HEADER_SIZE < size:
                     break
+                frame = view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
                 try:
-                    out.append(decode(view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]))
+                    out.append(decode(frame))
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise ProtocolError(f"undecodable message: {exc}") from None
+                    raise ProtocolError(describe_invalid(frame, exc)) from None
+                finally:
+                    frame.release()
                 pos += HEADER_SIZE + size
         except ProtocolError as exc:
             self._error = exc

@@ -11,16 +11,20 @@ HandshakeError(reason) is raised; the secret and the MACs are never logged.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
-from . import auth
+from . import auth, limits
 from .address import Address, format_address
 from .connection import CLOSE_TIMEOUT, Connection
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME
+from .guard import contained
+from .limits import clip
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
 
 logger = logging.getLogger("sparrow_runtime.handshake")
@@ -38,13 +42,63 @@ async def accept(
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     peer_name: str = "peer",
+    gate: HandshakeGate | None = None,
 ) -> Connection:
-    """Server side of the handshake. Returns the authenticated connection.
+    """Server side of the handshake. Returns the authenticated connection. Until it is done, frames
+    over HANDSHAKE_MAX_FRAME are refused at their length prefix; `gate` (optional, one per service)
+    bounds the connections in this state: one over it is closed at once.
 
     Error handling: a peer that sends garbage, another version, a role not in `allowed_roles`, a
     wrong MAC, or does not finish within `timeout` seconds gets Error(reason), is closed, and
-    HandshakeError(reason) is raised. The reason is logged; the secret and MACs never are.
+    HandshakeError(reason) is raised. The reason is logged, with what the peer sent cut short; the
+    secret and MACs never are.
     """
+    if gate is None:
+        return await _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name)
+    with gate.admit(stream, peer_name):
+        return await _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name)
+
+
+class HandshakeGate:
+    """Bounds a service's connections that have not finished the handshake (`limit`); one more is
+    closed at once, and that is logged at most once per `LOG_EVERY` seconds."""
+
+    LOG_EVERY = 10.0
+
+    def __init__(self, limit: int = limits.MAX_PENDING_HANDSHAKES) -> None:
+        self.limit = limit
+        self.pending = 0
+        self.refused = 0
+        self._logged_at = -math.inf
+
+    @contextlib.contextmanager
+    def admit(self, stream: trio.abc.Stream, peer_name: str):
+        if self.pending >= self.limit:
+            self.refused += 1
+            now = trio.current_time()
+            if now - self._logged_at >= self.LOG_EVERY:
+                self._logged_at = now
+                logger.warning(
+                    "refused connection from %s: %d connections are in the handshake already (%d refused so far)",
+                    peer_name, self.limit, self.refused,
+                )  # fmt: skip
+            _close_now(stream)
+            raise HandshakeError(f"{self.limit} connections are in the handshake already")
+        self.pending += 1
+        try:
+            yield
+        finally:
+            self.pending -= 1
+
+
+def _close_now(stream: trio.abc.Stream) -> None:
+    """Close `stream` without waiting (a socket stream's socket; others are left to the caller)."""
+    sock = getattr(stream, "socket", None)
+    if sock is not None:
+        sock.close()
+
+
+async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name) -> Connection:
     conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
     nonce = auth.new_nonce()
     reason = f"handshake not completed within {timeout} s"
@@ -59,6 +113,7 @@ async def accept(
                     secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id
                 )
                 await conn.send_now([Welcome(mac)])
+                conn.handshake_done()
                 return conn
         except ProtocolError as exc:
             reason = str(exc)
@@ -67,8 +122,8 @@ async def accept(
     logger.warning("refused connection from %s: %s", peer_name, reason)
     with trio.move_on_after(CLOSE_TIMEOUT):
         try:
-            await conn.send_now([Error(f"refused: {reason}")])
-        except ConnectionLost:
+            await conn.send_now([Error(limits.clip(f"refused: {reason}", limits.MAX_REASON))])
+        except (ConnectionLost, ProtocolError):
             pass
     await conn.aclose()
     raise HandshakeError(reason)
@@ -81,10 +136,10 @@ def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles) -> str
     if msg.version != PROTOCOL_VERSION:
         return f"protocol version mismatch: peer speaks {msg.version}, this {role} speaks {PROTOCOL_VERSION}"
     if msg.role not in allowed_roles:
-        return f"a {msg.role!r} may not connect to a {role} (allowed: {', '.join(sorted(allowed_roles))})"
+        return f"a {clip(msg.role)!r} may not connect to a {role} (allowed: {', '.join(sorted(allowed_roles))})"
     expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
     if not auth.verify(expected, msg.mac):
-        return f"authentication failed for {msg.role} {msg.peer_id!r}: it does not know the cluster secret"
+        return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"
     if len(msg.nonce) != auth.NONCE_SIZE:
         return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
     return None
@@ -142,7 +197,7 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
     try:
         challenge = await conn.receive_one()
         if isinstance(challenge, Error):
-            raise HandshakeError(f"{name} refused the connection: {challenge.reason}")
+            raise HandshakeError(f"{name} refused the connection: {clip(challenge.reason, limits.MAX_REASON)}")
         if not isinstance(challenge, Challenge):
             raise HandshakeError(f"{name} sent {type(challenge).__name__} instead of a Challenge")
         if challenge.version != PROTOCOL_VERSION:
@@ -159,13 +214,14 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
     except ConnectionLost as exc:
         raise HandshakeError(f"{name} closed the connection during the handshake ({exc})") from None
     if isinstance(reply, Error):
-        raise HandshakeError(f"{name} refused the connection: {reply.reason}")
+        raise HandshakeError(f"{name} refused the connection: {clip(reply.reason, limits.MAX_REASON)}")
     if not isinstance(reply, Welcome):
         raise HandshakeError(f"{name} sent {type(reply).__name__} instead of Welcome")
     expected = auth.proof(secret, "server", nonce, PROTOCOL_VERSION, server_role, server_id, role, peer_id)
     if not auth.verify(expected, reply.mac):
         raise HandshakeError(f"{name} did not prove it knows the cluster secret")
     conn.peer_role, conn.peer_id = server_role, server_id
+    conn.handshake_done()
 
 
 async def keep_connected(
@@ -187,5 +243,14 @@ async def keep_connected(
         except (OSError, HandshakeError) as exc:
             logger.warning("cannot reach %s: %s", format_address(address), exc)
         else:
-            await serve(conn)
+            with contained(logger, f"the link to {format_address(address)}"):
+                await serve(conn)
         await trio.sleep(redial_delay)
+
+
+def peer_name(stream: trio.abc.Stream) -> str:
+    """"host:port" of the peer of a socket stream, for log lines; "unknown peer" otherwise."""
+    try:
+        return format_address(stream.socket.getpeername()[:2])
+    except (OSError, AttributeError, TypeError, ValueError):
+        return "unknown peer"

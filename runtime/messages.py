@@ -4,21 +4,33 @@ Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
 - client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task;
   StatusRequest -> StatusReply (what the scheduler knows, for `sparrow status`).
-- node monitor <-> scheduler: RegisterNodeMonitor -> Registered; Heartbeat both ways; scheduler ->
+- node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskLaunch | NoTask; node monitor -> GetTask, TaskFinished.
 - node monitor <-> executor process (private socket pair, no handshake): LaunchTask -> ExecutorResult.
 - Error: either side, any time; the sender closes the connection after it.
 
 Structs are encoded as msgpack arrays (array_like) with a small integer tag first: compact and fast.
+Every field a peer sends has a limit (limits.py), declared here and checked by the decoder: a
+message over one is a protocol error that names the message, the field and the limit. SubmitJob
+is the exception: its limits are checked by `limits.job_problem`, so a job over one is answered
+with JobRejected and the connection stays.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Annotated, Union
 
 import msgspec
 
-PROTOCOL_VERSION = 2  # 2: TaskResult.last, Heartbeat.draining
+from .limits import MAX_COUNT, MAX_ID, MAX_LABELS, MAX_NAME, MAX_PROBES_PER_JOB, MAX_SLOTS, PRIORITY_MAX, PRIORITY_MIN
+
+PROTOCOL_VERSION = 3  # 2: TaskResult.last, Heartbeat.draining; 3: limits, RegisterNodeMonitor.instance
+
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+Id = Annotated[int, msgspec.Meta(ge=0, le=MAX_ID)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
+Priority = Annotated[int, msgspec.Meta(ge=PRIORITY_MIN, le=PRIORITY_MAX)]
+Digest = Annotated[bytes, msgspec.Meta(max_length=64)]
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -37,22 +49,22 @@ class Constraint(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 
 class Challenge(_Msg, tag=1):
-    version: int
-    role: str
-    peer_id: str
-    nonce: bytes
+    version: Count
+    role: Name
+    peer_id: Name
+    nonce: Digest
 
 
 class Authenticate(_Msg, tag=2):
-    version: int
-    role: str
-    peer_id: str
-    mac: bytes
-    nonce: bytes
+    version: Count
+    role: Name
+    peer_id: Name
+    mac: Digest
+    nonce: Digest
 
 
 class Welcome(_Msg, tag=3):
-    mac: bytes
+    mac: Digest
 
 
 class Error(_Msg, tag=4):
@@ -63,7 +75,7 @@ class Error(_Msg, tag=4):
 
 
 class SubmitJob(_Msg, tag=10):
-    ref: int
+    ref: Id
     tasks: list[bytes]
     user: str = ""
     priority: int = 0
@@ -73,18 +85,18 @@ class SubmitJob(_Msg, tag=10):
 
 
 class JobAccepted(_Msg, tag=11):
-    ref: int
-    job_id: int
+    ref: Id
+    job_id: Id
 
 
 class JobRejected(_Msg, tag=12):
-    ref: int
+    ref: Id
     reason: str
 
 
 class TaskResult(_Msg, tag=13):
-    ref: int
-    task: int
+    ref: Id
+    task: Id
     ok: bool
     payload: bytes
     error: str = ""
@@ -131,13 +143,24 @@ class StatusReply(_Msg, tag=15):
 
 
 class RegisterNodeMonitor(_Msg, tag=20):
-    node_id: str
-    slots: int
-    labels: tuple[str, ...] = ()
+    """`instance` is random per node monitor process: a node monitor that registers again under its
+    id (it redialed) replaces its old link, another process under a live id is refused."""
+
+    node_id: Name
+    slots: Annotated[int, msgspec.Meta(ge=1, le=MAX_SLOTS)]
+    labels: Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_LABELS)] = ()
+    instance: Name = ""
 
 
 class Registered(_Msg, tag=21):
-    scheduler_id: str
+    scheduler_id: Name
+
+
+class RegistrationRefused(_Msg, tag=29):
+    """The scheduler will not take this node monitor (its id is live on another link): a
+    configuration error, so the node monitor stops with `reason` instead of retrying."""
+
+    reason: str
 
 
 class Heartbeat(_Msg, tag=22):
@@ -145,39 +168,39 @@ class Heartbeat(_Msg, tag=22):
     takes no more reservations: the scheduler stops probing it and re-probes what it held). A
     scheduler's echo: zeros."""
 
-    queued: int = 0
-    busy: int = 0
+    queued: Count = 0
+    busy: Count = 0
     draining: bool = False
 
 
 class EnqueueReservations(_Msg, tag=23):
-    job_id: int
-    user: str
-    priority: int
-    count: int
+    job_id: Id
+    user: Name
+    priority: Priority
+    count: Annotated[int, msgspec.Meta(ge=1, le=MAX_PROBES_PER_JOB)]
 
 
 class CancelReservations(_Msg, tag=24):
-    job_id: int
+    job_id: Id
 
 
 class GetTask(_Msg, tag=25):
-    job_id: int
+    job_id: Id
 
 
 class TaskLaunch(_Msg, tag=26):
-    job_id: int
-    task: int
+    job_id: Id
+    task: Id
     payload: bytes
 
 
 class NoTask(_Msg, tag=27):
-    job_id: int
+    job_id: Id
 
 
 class TaskFinished(_Msg, tag=28):
-    job_id: int
-    task: int
+    job_id: Id
+    task: Id
     ok: bool
     payload: bytes
     error: str = ""
@@ -209,6 +232,7 @@ Message = Union[
     StatusReply,
     RegisterNodeMonitor,
     Registered,
+    RegistrationRefused,
     Heartbeat,
     EnqueueReservations,
     CancelReservations,

@@ -7,14 +7,18 @@ redials them when a link ends) and also listens, so a scheduler can dial it inst
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
 silent for `scheduler_timeout` seconds (it answers every heartbeat) is dropped and redialed. Either
-way its queued reservations are dropped and the slots waiting on its answers are freed. A task's
-failure, including its worker process dying, is a normal outcome reported to its scheduler.
+way its queued reservations are dropped and the slots waiting on its answers are freed. An
+exception raised while serving one link ends only that link (guard.py). A task's failure,
+including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
+that refuses the registration (this id is live from another node monitor) stops the node monitor:
+`serve_node_monitor` raises RegistrationRefused with the scheduler's reason.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 from collections.abc import Sequence
 from functools import partial
@@ -25,10 +29,14 @@ from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection, send_grouped
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept, keep_connected
-from .errors import ConnectionLost, HandshakeError, ProtocolError
+from .errors import ConnectionLost, HandshakeError, ProtocolError, RegistrationRefused
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
+from .guard import contained
+from .handshake import HandshakeGate, peer_name
+from .limits import MAX_REASON, clip
 from .messages import Error, Registered, RegisterNodeMonitor, TaskLaunch
+from .messages import RegistrationRefused as Refusal
 from .node_monitor_logic import NodeMonitorLogic
 
 logger = logging.getLogger("sparrow_runtime.node_monitor")
@@ -71,6 +79,8 @@ class NodeMonitorService:
         self.max_frame = check_max_frame(max_frame)
         self._secret = secret
         self._nursery = nursery
+        self._gate = HandshakeGate()
+        self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
 
     # -- links to schedulers ------------------------------------------------------------------------
 
@@ -78,14 +88,17 @@ class NodeMonitorService:
         """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
         try:
             with trio.fail_after(self.handshake_timeout):
-                await conn.send_now([RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels)])
+                await conn.send_now([RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels, self.instance)])
                 reply = await conn.receive_one()
         except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
             logger.warning("registration with %s failed: %s", conn, exc or "timed out")
             await conn.aclose()
             return
+        if isinstance(reply, Refusal):
+            await conn.aclose()
+            raise RegistrationRefused(f"{conn.peer_name} refused this node monitor: {clip(reply.reason, MAX_REASON)}")
         if not isinstance(reply, Registered):
-            why = reply.reason if isinstance(reply, Error) else f"got {type(reply).__name__}"
+            why = clip(reply.reason, MAX_REASON) if isinstance(reply, Error) else f"got {type(reply).__name__}"
             logger.warning("registration with %s refused: %s", conn, why)
             await conn.aclose()
             return
@@ -100,12 +113,14 @@ class NodeMonitorService:
             self._route(self.logic.on_scheduler_messages(conn, msgs))
 
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._heartbeat, conn)
-                reason = await conn.serve(on_messages, idle_timeout=self.scheduler_timeout)
-                logger.info("link to %s ended: %s", conn, reason)
-                nursery.cancel_scope.cancel()
+            with contained(logger, f"the link to {conn}"):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._heartbeat, conn)
+                    reason = await conn.serve(on_messages, idle_timeout=self.scheduler_timeout)
+                    logger.info("link to %s ended: %s", conn, reason)
+                    nursery.cancel_scope.cancel()
         finally:
+            await conn.aclose()
             self._route(self.logic.on_scheduler_lost(conn))
 
     async def keep_linked(self, target: Address, registered: trio.Event) -> None:
@@ -123,19 +138,22 @@ class NodeMonitorService:
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor."""
-        try:
-            conn = await accept(
-                stream,
-                secret=self._secret,
-                role="node-monitor",
-                node_id=self.node_id,
-                allowed_roles=("scheduler",),
-                timeout=self.handshake_timeout,
-                max_frame=self.max_frame,
-            )
-        except HandshakeError:
-            return
-        await self.link(conn)
+        with contained(logger, "a connection from a scheduler"):
+            try:
+                conn = await accept(
+                    stream,
+                    secret=self._secret,
+                    role="node-monitor",
+                    node_id=self.node_id,
+                    allowed_roles=("scheduler",),
+                    timeout=self.handshake_timeout,
+                    max_frame=self.max_frame,
+                    peer_name=peer_name(stream),
+                    gate=self._gate,
+                )
+            except HandshakeError:
+                return  # logged by accept
+            await self.link(conn)
 
     async def _heartbeat(self, conn: Connection) -> None:
         while True:

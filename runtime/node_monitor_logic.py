@@ -14,8 +14,10 @@ dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), wh
 probing this node monitor and re-probes the jobs whose reservations were here. The tasks already
 launched or asked for run to the end and report; once `busy` is 0 the shell can close its links.
 
-Error handling: a message a scheduler may not send raises ProtocolError (the shell answers Error
-and closes that connection). Answers about a scheduler that is gone are dropped.
+Error handling: a message a scheduler may not send, or reservations past MAX_QUEUED_RESERVATIONS,
+are answered with Error, which closes that link; the messages of its batch before it keep their
+effects and outputs (a TaskLaunch before a bad NoTask still runs its task and frees its slot after).
+Answers about a scheduler that is gone are dropped.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from collections.abc import Hashable
 import sparrow_core
 
 from .errors import ProtocolError
+from .limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip
 from .messages import (
     CancelReservations,
     EnqueueReservations,
+    Error,
     GetTask,
     Heartbeat,
     NoTask,
@@ -38,7 +42,6 @@ from .messages import (
 )
 
 POLICIES = ("fifo", "priority", "fair")
-INT32_LIMIT = 2**31
 
 
 class _Reserved:
@@ -97,29 +100,31 @@ class NodeMonitorLogic:
         out: list = []
         jobs = self._schedulers.get(scheduler)
         if jobs is None:
-            raise ProtocolError("message from a scheduler this node monitor is not registered with")
+            return [(scheduler, Error("message from a scheduler this node monitor is not registered with"))]
         for msg in msgs:
             kind = type(msg)
-            if kind is EnqueueReservations:
-                self._enqueue(scheduler, jobs, msg)
-            elif kind is TaskLaunch:
-                self._answered(jobs, msg.job_id, out)
-                self.stats["launched"] += 1
-                out.append((scheduler, msg))  # for the executor
-            elif kind is NoTask:
-                entry = self._answered(jobs, msg.job_id, out)
-                self.stats["no_task"] += 1
-                self.free += 1
-                if entry is not None:
+            try:
+                if kind is EnqueueReservations:
+                    self._enqueue(scheduler, jobs, msg)
+                elif kind is TaskLaunch:
+                    self._answered(jobs, msg.job_id)
+                    self.stats["launched"] += 1
+                    out.append((scheduler, msg))  # for the executor
+                elif kind is NoTask:
+                    entry = self._answered(jobs, msg.job_id)
+                    self.stats["no_task"] += 1
+                    self.free += 1
                     self.queue.refund(entry.user)
-            elif kind is CancelReservations:
-                entry = jobs.get(msg.job_id)
-                if entry is not None:
-                    self.stats["cancelled"] += self._drop_queued(jobs, entry)
-            elif kind is Heartbeat or kind is Registered:
-                pass
-            else:
-                raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
+                elif kind is CancelReservations:
+                    entry = jobs.get(msg.job_id)
+                    if entry is not None:
+                        self.stats["cancelled"] += self._drop_queued(jobs, entry)
+                elif kind is not Heartbeat and kind is not Registered:
+                    raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
+            except ProtocolError as exc:
+                self.stats["protocol_errors"] += 1
+                out.append((scheduler, Error(clip(str(exc), MAX_REASON))))
+                break
         self._fill(out)
         return out
 
@@ -153,10 +158,11 @@ class NodeMonitorLogic:
     # -- internals --------------------------------------------------------------------------------
 
     def _enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
-        if msg.count < 1:
-            raise ProtocolError(f"EnqueueReservations.count must be >= 1, got {msg.count}")
-        if not -INT32_LIMIT < msg.priority < INT32_LIMIT:
-            raise ProtocolError(f"EnqueueReservations.priority must fit in 32 bits, got {msg.priority}")
+        if len(self.queue) + msg.count > MAX_QUEUED_RESERVATIONS:
+            raise ProtocolError(
+                f"{msg.count} more reservations would make {len(self.queue) + msg.count} queued here, over the "
+                f"limit of {MAX_QUEUED_RESERVATIONS}"
+            )
         if self.draining:  # sent before the scheduler heard: it drops them when it does
             self.stats["dropped_draining"] += msg.count
             return
@@ -167,10 +173,8 @@ class NodeMonitorLogic:
             jobs[msg.job_id] = entry
             self._by_key[entry.key] = entry
         elif entry.user != msg.user:
-            raise ProtocolError(f"job {msg.job_id} was reserved for user {entry.user!r}, now {msg.user!r}")
-        push = self.queue.push
-        for _ in range(msg.count):
-            push(entry.key, entry.user, msg.priority)
+            raise ProtocolError(f"job {msg.job_id} was reserved for user {clip(entry.user)!r}, now {clip(msg.user)!r}")
+        self.queue.push(entry.key, entry.user, msg.priority, count=msg.count)
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
 
@@ -181,7 +185,7 @@ class NodeMonitorLogic:
         self._forget_if_idle(jobs, entry)
         return removed
 
-    def _answered(self, jobs: dict[int, _Reserved], job_id: int, out: list) -> _Reserved | None:
+    def _answered(self, jobs: dict[int, _Reserved], job_id: int) -> _Reserved:
         entry = jobs.get(job_id)
         if entry is None or entry.asking == 0:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")

@@ -8,8 +8,10 @@ TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
 and closed; the logic then forgets that peer (a node monitor's tasks are re-probed or reported failed,
-a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds is dropped the same
-way. Nothing a peer sends can stop the service.
+a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds, or a client that
+does not read its outcomes (over the connection's unsent limit), is dropped the same way. An
+exception raised while serving one connection ends only that connection (guard.py): nothing a peer
+sends can stop the service.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import trio
 from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept, keep_connected
+from .guard import contained
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
@@ -55,23 +58,26 @@ class SchedulerService:
         self.node_timeout = node_timeout
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
+        self._gate = HandshakeGate()
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve one incoming connection until it ends."""
-        try:
-            conn = await accept(
-                stream,
-                secret=self._secret,
-                role="scheduler",
-                node_id=self.name,
-                allowed_roles=("client", "node-monitor"),
-                timeout=self.handshake_timeout,
-                max_frame=self.max_frame,
-                peer_name=_peer_name(stream),
-            )
-        except HandshakeError:
-            return  # logged by accept
-        await self.serve_peer(conn)
+        with contained(logger, f"a connection from {peer_name(stream)}"):
+            try:
+                conn = await accept(
+                    stream,
+                    secret=self._secret,
+                    role="scheduler",
+                    node_id=self.name,
+                    allowed_roles=("client", "node-monitor"),
+                    timeout=self.handshake_timeout,
+                    max_frame=self.max_frame,
+                    peer_name=peer_name(stream),
+                    gate=self._gate,
+                )
+            except HandshakeError:
+                return  # logged by accept
+            await self.serve_peer(conn)
 
     async def serve_peer(self, conn: Connection) -> None:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""
@@ -86,12 +92,14 @@ class SchedulerService:
         def on_messages(msgs: list) -> None:
             send(handle(conn, msgs))
 
-        try:
-            reason = await conn.serve(on_messages, idle_timeout=idle)
-            logger.info("%s disconnected: %s", conn, reason)
-        finally:
-            self.outcomes.forget(conn)
-            send(lost(conn))
+        with contained(logger, f"serving {conn}"):
+            try:
+                reason = await conn.serve(on_messages, idle_timeout=idle)
+                logger.info("%s disconnected: %s", conn, reason)
+            finally:
+                await conn.aclose()
+                self.outcomes.forget(conn)
+                send(lost(conn))
 
     async def keep_dialing(self, target: Address) -> None:
         """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""
@@ -157,10 +165,3 @@ async def serve_scheduler(
             nursery.start_soon(service.keep_dialing, target)
         logger.info("scheduler %s listening on %s", service.name, format_address(address))
         task_status.started(address)
-
-
-def _peer_name(stream: trio.abc.Stream) -> str:
-    try:
-        return format_address(stream.socket.getpeername()[:2])
-    except (OSError, AttributeError, TypeError, ValueError):
-        return "unknown peer"

@@ -17,9 +17,12 @@ This class adds only bookkeeping around them:
   tasks at once with that reason instead of waiting.
 
 Error handling: a message not allowed from a peer (a client sending GetTask, a node monitor sending
-anything before RegisterNodeMonitor) raises ProtocolError; the shell answers Error and closes that
-connection. An invalid job is answered with JobRejected and changes nothing. Messages about jobs or
-tasks that are already finished are normal races and are ignored.
+anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the
+messages of its batch before it keep their effects and their outputs. An invalid job, or one over
+a limit (limits.py), is answered with JobRejected and changes nothing. A node monitor registering
+under an id that is live on another link from another process is refused (RegistrationRefused),
+one that redialed (same `instance`) replaces its old link. Messages about jobs or tasks that are
+already finished are normal races and are ignored.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import numpy as np
 import sparrow_core
 
 from .errors import ProtocolError
+from .limits import MAX_REASON, clip, job_problem
 from .messages import (
     CancelReservations,
     Constraint,
     EnqueueReservations,
+    Error,
     GetTask,
     Heartbeat,
     JobAccepted,
@@ -47,6 +52,7 @@ from .messages import (
     NoTask,
     Registered,
     RegisterNodeMonitor,
+    RegistrationRefused,
     StatusReply,
     StatusRequest,
     SubmitJob,
@@ -56,17 +62,19 @@ from .messages import (
 )
 
 DEFAULT_PROBE_RATIO = 2.0
-INT32_MAX = 2**31 - 1
 _ECHO = Heartbeat()
 
 
 class _Node:
-    __slots__ = ("peer", "worker", "node_id", "slots", "labels", "jobs", "queued", "busy", "heard", "draining")
+    __slots__ = (
+        "peer", "worker", "node_id", "instance", "slots", "labels", "jobs", "queued", "busy", "heard", "draining",
+    )  # fmt: skip
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
         self.peer = peer
         self.worker = worker
         self.node_id = reg.node_id
+        self.instance = reg.instance
         self.slots = reg.slots
         self.labels = frozenset(reg.labels)
         self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
@@ -144,22 +152,34 @@ class SchedulerLogic:
             node.heard = self.clock()
         for msg in msgs:
             kind = type(msg)
-            if node is None:
-                if kind is not RegisterNodeMonitor:
-                    raise ProtocolError(f"{kind.__name__} before RegisterNodeMonitor")
-                node = self._register(peer, msg, out)
-            elif kind is GetTask:
-                self._get_task(node, msg.job_id, out)
-            elif kind is TaskFinished:
-                self._task_finished(node, msg, out)
-            elif kind is Heartbeat:
-                node.queued, node.busy = msg.queued, msg.busy
-                out.append((peer, _ECHO))
-                if msg.draining and not node.draining:
-                    self._drain_node(node, out)
-            else:
-                raise ProtocolError(f"{kind.__name__} is not allowed from a registered node monitor")
+            try:
+                if node is None:
+                    if kind is not RegisterNodeMonitor:
+                        raise ProtocolError(f"{kind.__name__} before RegisterNodeMonitor")
+                    node = self._register(peer, msg, out)
+                    if node is None:  # refused
+                        break
+                elif kind is GetTask:
+                    self._get_task(node, msg.job_id, out)
+                elif kind is TaskFinished:
+                    self._task_finished(node, msg, out)
+                elif kind is Heartbeat:
+                    node.queued, node.busy = msg.queued, msg.busy
+                    out.append((peer, _ECHO))
+                    if msg.draining and not node.draining:
+                        self._drain_node(node, out)
+                else:
+                    raise ProtocolError(f"{kind.__name__} is not allowed from a registered node monitor")
+            except ProtocolError as exc:
+                self._violation(peer, exc, out)
+                break
         return out
+
+    def _violation(self, peer: Hashable, exc: ProtocolError, out: list) -> None:
+        """`peer` broke the protocol: answer Error (the shell closes the link after it); what its
+        batch did before stays done."""
+        self.stats["protocol_errors"] += 1
+        out.append((peer, Error(clip(str(exc), MAX_REASON))))
 
     def on_node_lost(self, peer: Hashable) -> list:
         """The node monitor behind `peer` disconnected or went silent."""
@@ -170,9 +190,18 @@ class SchedulerLogic:
         self._forget_node(node, out)
         return out
 
-    def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node:
-        if msg.slots < 1:
-            raise ProtocolError(f"RegisterNodeMonitor.slots must be >= 1, got {msg.slots}")
+    def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node | None:
+        """Register the node monitor behind `peer`, or refuse it (None) if its id is live elsewhere."""
+        stale = [(p, n) for p, n in self.nodes.items() if n.node_id == msg.node_id]
+        clones = [n for _, n in stale if n.instance != msg.instance or not msg.instance]
+        if clones:
+            self.stats["registrations_refused"] += 1
+            reason = (
+                f"node monitor id {clip(msg.node_id)!r} is already registered by another node monitor "
+                f"(its link is live): give each node monitor a unique id with --id"
+            )
+            out.append((peer, RegistrationRefused(reason)))
+            return None
         node = _Node(peer, self._next_worker, msg, self.clock())
         self._next_worker += 1
         self.nodes[peer] = node
@@ -180,10 +209,9 @@ class SchedulerLogic:
         self._invalidate_live()
         self.stats["node_monitors_registered"] += 1
         out.append((peer, Registered(self.scheduler_id)))
-        for other_peer, other in list(self.nodes.items()):
-            if other.node_id == msg.node_id and other_peer != peer:  # it reconnected: the old link is stale
-                del self.nodes[other_peer]
-                self._forget_node(other, out)
+        for other_peer, other in stale:  # the same process redialed: its old link is stale
+            del self.nodes[other_peer]
+            self._forget_node(other, out)
         return node
 
     def _forget_node(self, node: _Node, out: list) -> None:
@@ -246,7 +274,8 @@ class SchedulerLogic:
             elif kind is StatusRequest:
                 out.append((peer, self.status()))
             else:
-                raise ProtocolError(f"{kind.__name__} is not allowed from a client")
+                self._violation(peer, ProtocolError(f"{kind.__name__} is not allowed from a client"), out)
+                break
         return out
 
     def status(self) -> StatusReply:
@@ -274,14 +303,8 @@ class SchedulerLogic:
         return out
 
     def _submit(self, client: Hashable, msg: SubmitJob, out: list) -> None:
-        reason = _invalid_job(msg)
-        if reason is None:
-            try:
-                probe_ratio = _check_probe_ratio(
-                    self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio, "probe_ratio"
-                )
-            except ValueError as exc:
-                reason = str(exc)
+        probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
+        reason = job_problem(len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints)
         if reason is not None:
             self.stats["jobs_rejected"] += 1
             out.append((client, JobRejected(msg.ref, reason)))
@@ -453,13 +476,3 @@ def _check_probe_ratio(value: float, name: str) -> float:
         raise ValueError(f"{name} must be a finite number >= 1, got {value!r}")
     return float(value)
 
-
-def _invalid_job(msg: SubmitJob) -> str | None:
-    """Why `msg` is not a valid job, or None."""
-    if not msg.tasks:
-        return "a job needs at least one task"
-    if not -INT32_MAX <= msg.priority <= INT32_MAX:
-        return f"priority must fit in 32 bits, got {msg.priority}"
-    if msg.task_constraints is not None and len(msg.task_constraints) != len(msg.tasks):
-        return f"task_constraints has {len(msg.task_constraints)} entries for {len(msg.tasks)} tasks"
-    return None

@@ -110,13 +110,19 @@ cdef class ReservationQueue:
         """Sets a user's share weight (> 0); it applies to the user's next pops."""
         self.c.set_weight(self._number(user), _as_double(weight, "weight"))
 
-    def push(self, job_id, user, priority=0):
-        """Queues one reservation of job_id for user at the given priority. ValueError if
-        the job already has reservations queued for another user."""
+    def push(self, job_id, user, priority=0, count=1):
+        """Queues `count` reservations of job_id for user at the given priority (the rest with
+        the GIL released). ValueError if the job already has reservations queued for another
+        user; then nothing is queued."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef int32_t number = self._number(user)
         cdef int32_t level = _as_int32(priority, "priority")
+        cdef int64_t n = _as_int64(count, "count"), i
         cdef int32_t owner
+        if n < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        if n == 0:
+            return
         try:
             self.c.push(job, number, level)
         except ValueError:  # the kernel names users by number: name them as pushed
@@ -124,6 +130,9 @@ cdef class ReservationQueue:
             if owner >= 0 and owner != number:
                 raise self._owner_conflict(job, owner, user) from None
             raise
+        with nogil:
+            for i in range(1, n):
+                self.c.push(job, number, level)
 
     cdef object _owner_conflict(self, int64_t job, int32_t owner, object user):
         return ValueError(f"job {job} already has reservations queued for user {self._users[owner]!r}, "

@@ -302,3 +302,21 @@ def test_push_many_names_an_out_of_range_priority():
     with pytest.raises(ValueError, match=r"priorities\[1\]"):
         q.push_many([1, 2], [0, 0], [0, 2**40])
     assert len(q) == 0
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_push_with_a_count_is_count_single_pushes(policy):
+    """push(job, user, priority, count=k) queues what k single pushes queue, in the same order;
+    count 0 queues nothing; a user conflict queues nothing; a negative count is refused."""
+    batched, single = sparrow_core.ReservationQueue(policy), sparrow_core.ReservationQueue(policy)
+    for job, user, priority, count in [(1, "a", 2, 3), (2, "b", 0, 1), (3, "a", 1, 4), (4, "c", 0, 0)]:
+        batched.push(job, user, priority, count=count)
+        for _ in range(count):
+            single.push(job, user, priority)
+    assert [batched.pop() for _ in range(9)] == [single.pop() for _ in range(9)]
+    batched.push(5, "a", count=2)
+    with pytest.raises(ValueError, match="already has reservations queued for user 'a'"):
+        batched.push(5, "b", count=3)
+    assert len(batched) == 2
+    with pytest.raises(ValueError, match="count must be >= 0"):
+        batched.push(6, "a", count=-1)

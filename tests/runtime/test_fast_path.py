@@ -15,7 +15,7 @@ from sparrow_runtime.task_codec import pack_task, unpack_outcome
 
 def _socket_connections() -> tuple[Connection, Connection]:
     left, right = trio.socket.socketpair()
-    return Connection(trio.SocketStream(left)), Connection(trio.SocketStream(right))
+    return Connection(trio.SocketStream(left), handshake=False), Connection(trio.SocketStream(right), handshake=False)
 
 
 def test_direct_writes_keep_order_behind_a_write_that_did_not_fit():

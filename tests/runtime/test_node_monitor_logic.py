@@ -1,14 +1,15 @@
 """NodeMonitorLogic (sans-I/O): slots, queue policies, GetTask / NoTask / launch cycle, no network.
 "Design scenario" tests follow the scenarios listed in docs/design.md."""
 
+import re
 from collections import Counter
 
 import pytest
 
-from sparrow_runtime.errors import ProtocolError
 from sparrow_runtime.messages import (
     CancelReservations,
     EnqueueReservations,
+    Error,
     GetTask,
     NoTask,
     TaskFinished,
@@ -125,19 +126,72 @@ def test_lost_scheduler_frees_the_slots_waiting_on_it():
     [
         (NoTask(4), "did not ask"),
         (TaskLaunch(4, 0, b""), "did not ask"),
-        (EnqueueReservations(1, "u", 0, 0), "count must be >= 1"),
-        (EnqueueReservations(1, "u", 2**40, 1), "priority"),
         (GetTask(1), "not allowed from a scheduler"),
     ],
 )
-def test_scheduler_protocol_violations(msg, match):
-    with pytest.raises(ProtocolError, match=match):
-        node(1).on_scheduler_messages("s", [msg])
+def test_scheduler_protocol_violations_are_answered_with_error(msg, match):
+    """A message a scheduler may not send is answered with Error (which closes the link)."""
+    out = node(1).on_scheduler_messages("s", [msg])
+    assert len(out) == 1 and out[0][0] == "s" and type(out[0][1]) is Error
+    assert re.search(match, out[0][1].reason)
 
 
-def test_unregistered_scheduler_is_a_protocol_error():
-    with pytest.raises(ProtocolError, match="not registered"):
-        node(1).on_scheduler_messages("stranger", [EnqueueReservations(1, "u", 0, 1)])
+def test_unregistered_scheduler_is_answered_with_error():
+    out = node(1).on_scheduler_messages("stranger", [EnqueueReservations(1, "u", 0, 1)])
+    assert [(peer, type(msg)) for peer, msg in out] == [("stranger", Error)] and "not registered" in out[0][1].reason
+
+
+def test_a_launch_before_a_bad_answer_in_one_batch_still_runs_and_frees_its_slot():
+    """[TaskLaunch, NoTask] in one read (the NoTask answers nothing): the launch keeps its effect and
+    output, the violation closes the link, and the slot comes back when the task ends (not leaked)."""
+    logic = node(1)
+    assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])) == [1]
+    out = logic.on_scheduler_messages("s", [TaskLaunch(1, 0, b"p"), NoTask(1)])
+    assert out[0] == ("s", TaskLaunch(1, 0, b"p")) and type(out[1][1]) is Error and len(out) == 2
+    assert logic.free == 0
+    logic.on_scheduler_lost("s")
+    assert logic.on_task_done("s", 1, 0, True, b"", "") == [] and logic.free == 1
+
+
+def test_messages_after_a_violation_in_the_batch_are_not_handled():
+    logic = node(2)
+    out = logic.on_scheduler_messages("s", [GetTask(9), EnqueueReservations(1, "u", 0, 2)])
+    assert [type(msg) for _, msg in out] == [Error] and len(logic.queue) == 0
+
+
+def test_reservations_past_the_node_limit_close_the_link_and_queue_nothing(monkeypatch):
+    monkeypatch.setattr("sparrow_runtime.node_monitor_logic.MAX_QUEUED_RESERVATIONS", 5)
+    logic = node(1)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])  # 1 asked, 2 queued
+    assert len(logic.queue) == 2
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 3), EnqueueReservations(3, "u", 0, 4)])
+    assert [type(msg) for _, msg in out] == [Error] and "over the limit of 5" in out[0][1].reason
+    assert len(logic.queue) == 5
+
+
+def test_a_job_of_many_reservations_is_pushed_in_one_batch_call():
+    """EnqueueReservations(count=k) makes one queue call, not k (a count near the limit is cheap)."""
+    logic = node(1)
+    calls = []
+    real_push = logic.queue.push
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(real_queue, name)
+
+        def push(self, *args, **kwargs):
+            calls.append((args, kwargs))
+            return real_push(*args, **kwargs)
+
+        def __len__(self):
+            return len(real_queue)
+
+        def __bool__(self):
+            return bool(len(real_queue))
+
+    real_queue, logic.queue = logic.queue, Spy()
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 100_000)])
+    assert len(calls) == 1 and len(real_queue) == 100_000 - 1  # one popped for the free slot
 
 
 def test_bad_configuration_is_named():

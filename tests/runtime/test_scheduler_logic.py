@@ -5,11 +5,11 @@ from collections import Counter
 
 import pytest
 
-from sparrow_runtime.errors import ProtocolError
 from sparrow_runtime.messages import (
     CancelReservations,
     Constraint,
     EnqueueReservations,
+    Error,
     GetTask,
     Heartbeat,
     JobAccepted,
@@ -17,6 +17,7 @@ from sparrow_runtime.messages import (
     NoTask,
     Registered,
     RegisterNodeMonitor,
+    RegistrationRefused,
     SubmitJob,
     TaskFinished,
     TaskLaunch,
@@ -28,7 +29,8 @@ from sparrow_runtime.scheduler_logic import SchedulerLogic
 def cluster(n_nodes, labels=None, **kw):
     logic = SchedulerLogic(seed=7, **kw)
     for i in range(n_nodes):
-        out = logic.on_node_messages(f"nm{i}", [RegisterNodeMonitor(f"nm{i}", 1, tuple(labels[i]) if labels else ())])
+        reg = RegisterNodeMonitor(f"nm{i}", 1, tuple(labels[i]) if labels else (), instance=f"process-{i}")
+        out = logic.on_node_messages(f"nm{i}", [reg])
         assert out == [(f"nm{i}", Registered(logic.scheduler_id))]
     return logic
 
@@ -130,8 +132,21 @@ def test_reconnecting_node_monitor_replaces_its_stale_connection():
     logic = cluster(1)
     held = reservations(submit(logic, 1))
     assert held == Counter({"nm0": 2})
-    out = logic.on_node_messages("nm0-again", [RegisterNodeMonitor("nm0", 1)])
+    out = logic.on_node_messages("nm0-again", [RegisterNodeMonitor("nm0", 1, instance="process-0")])
     assert of_type(out, EnqueueReservations) == [("nm0-again", EnqueueReservations(1, "", 0, 2))]
+
+
+@pytest.mark.parametrize("instance", ["another-process", ""])
+def test_a_second_node_monitor_under_a_live_id_is_refused_and_the_first_keeps_its_work(instance):
+    """Two processes with one id (clones share a host name) no longer replace each other forever: the
+    newcomer is refused with a reason naming the id and --id; the live one is untouched."""
+    logic = cluster(1)
+    held = reservations(submit(logic, 1))
+    out = logic.on_node_messages("clone", [RegisterNodeMonitor("nm0", 1, instance=instance), GetTask(1)])
+    assert [(peer, type(msg)) for peer, msg in out] == [("clone", RegistrationRefused)]
+    assert "'nm0' is already registered" in out[0][1].reason and "--id" in out[0][1].reason
+    assert "clone" not in logic.nodes and held == Counter({"nm0": 2})
+    assert of_type(logic.on_node_messages("nm0", [GetTask(1)]), TaskLaunch)  # the first still works
 
 
 def test_job_constraint_by_label_and_by_node_monitor():
@@ -189,18 +204,28 @@ def test_client_lost_cancels_its_reservations():
     "peer_kind, msgs, match",
     [
         ("node", [GetTask(1)], "before RegisterNodeMonitor"),
-        ("node", [RegisterNodeMonitor("x", 0)], "slots must be >= 1"),
         ("registered", [SubmitJob(1, [b"x"])], "not allowed from a registered node monitor"),
         ("client", [GetTask(1)], "not allowed from a client"),
     ],
 )
-def test_messages_out_of_place_are_protocol_errors(peer_kind, msgs, match):
+def test_messages_out_of_place_are_answered_with_error(peer_kind, msgs, match):
+    """A message out of place gets Error (which closes that link), naming what was wrong."""
     logic = cluster(1)
-    with pytest.raises(ProtocolError, match=match):
-        if peer_kind == "client":
-            logic.on_client_messages("c", msgs)
-        else:
-            logic.on_node_messages("nm0" if peer_kind == "registered" else "new", msgs)
+    peer = {"client": "c", "registered": "nm0", "node": "new"}[peer_kind]
+    handle = logic.on_client_messages if peer_kind == "client" else logic.on_node_messages
+    out = handle(peer, msgs)
+    assert [(p, type(m)) for p, m in out] == [(peer, Error)] and match in out[0][1].reason
+
+
+def test_outcomes_before_a_bad_message_in_a_batch_are_kept():
+    """A node monitor's batch [TaskFinished, bad message]: the outcome reaches the client (it was
+    dropped with the whole batch before), then the link is answered with Error."""
+    logic = cluster(1)
+    submit(logic, 1)
+    logic.on_node_messages("nm0", [GetTask(1)])
+    out = logic.on_node_messages("nm0", [TaskFinished(1, 0, True, b"r"), SubmitJob(2, [b"x"])])
+    assert out[0] == ("c", TaskResult(1, 0, True, b"r", last=True)) and type(out[1][1]) is Error
+    assert logic.on_node_lost("nm0") == []  # nothing left to fail: exactly one outcome
 
 
 def test_heartbeat_is_echoed():

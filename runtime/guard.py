@@ -1,0 +1,29 @@
+"""Containment: an exception raised while serving one connection ends that connection only.
+
+`contained` wraps the handling of one connection (or link) in a service. Whatever it raises (a bug,
+an encoding error, anything but cancellation and a deliberate ServiceStop) is logged as one line
+naming the connection, with peer-supplied text cut short, and swallowed: the service keeps
+serving everyone else. The traceback is logged at debug level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from .errors import ServiceStop
+from .limits import MAX_REASON, clip
+
+
+@contextlib.contextmanager
+def contained(logger: logging.Logger, what: str):
+    """Run the body; log and swallow any Exception it raises except ServiceStop."""
+    try:
+        yield
+    except ServiceStop:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one connection's failure must not stop the service
+        logger.error(
+            "%s failed and was closed: %s: %s", what, type(exc).__name__, clip(str(exc), MAX_REASON),
+            exc_info=logger.isEnabledFor(logging.DEBUG),
+        )  # fmt: skip

@@ -1,0 +1,112 @@
+"""Every limit on what a peer may send or make a service hold, in one place (docs/runtime.md,
+"Limits and failure behaviour", lists them with what a peer over each one gets).
+
+The message fields' limits are declared on the messages themselves (messages.py) from these
+constants and checked by the decoder, except SubmitJob's: a job over a limit is answered with
+JobRejected naming the field and the limit (`job_problem`, used by both the client, before
+sending, and the scheduler). `clip` shortens peer-supplied text before it goes into a log line or
+an error message.
+"""
+
+from __future__ import annotations
+
+import math
+
+# -- text ------------------------------------------------------------------------------------------
+MAX_NAME = 200  # characters of an id, a role, a user, a label
+MAX_REASON = 1000  # characters of an Error / JobRejected reason / failure text this side composes
+CLIP = 200  # characters of peer-supplied text quoted in a log line or an error message
+
+# -- jobs ------------------------------------------------------------------------------------------
+MAX_TASKS_PER_JOB = 100_000
+MAX_PROBE_RATIO = 100.0
+MAX_PROBES_PER_JOB = 200_000  # ceil(probe_ratio x tasks), across every node monitor
+MAX_LABELS = 64  # labels of a node monitor or a constraint
+MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
+PRIORITY_MIN, PRIORITY_MAX = -(2**31) + 1, 2**31 - 1
+MAX_ID = 2**63 - 1  # job ids, refs, task indexes
+
+# -- node monitors ---------------------------------------------------------------------------------
+MAX_SLOTS = 4096  # slots one node monitor may register
+MAX_QUEUED_RESERVATIONS = 1_000_000  # reservations one node monitor holds, from all schedulers
+MAX_COUNT = 2**31 - 1  # heartbeat counters
+
+# -- connections -----------------------------------------------------------------------------------
+HANDSHAKE_MAX_FRAME = 8192  # bytes of a frame before the handshake completes
+MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished the handshake
+MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for a peer that does not read, at the least
+
+
+def unsent_limit(max_frame: int) -> int:
+    """The bytes a connection may have queued for its peer before the peer is dropped as too slow:
+    two of the largest frames, and at least MIN_UNSENT_LIMIT."""
+    return max(2 * max_frame, MIN_UNSENT_LIMIT)
+
+
+def clip(text: object, limit: int = CLIP) -> str:
+    """`text` as a str of at most about `limit` characters, its control characters escaped: safe to
+    put in a log line or an error message whatever a peer sent."""
+    if not isinstance(text, str):
+        text = repr(text)
+    head = text[:limit]
+    shown = head.encode("unicode_escape").decode("ascii") if not head.isprintable() else head
+    if len(text) > limit:
+        shown += f"... ({len(text)} characters)"
+    return shown
+
+
+def job_problem(
+    n_tasks: int, user: str, priority: int, probe_ratio: float | None, constraint, task_constraints
+) -> str | None:
+    """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
+    None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
+    if n_tasks < 1:
+        return "a job needs at least one task"
+    if n_tasks > MAX_TASKS_PER_JOB:
+        return f"tasks: {n_tasks} tasks, over the limit of {MAX_TASKS_PER_JOB} per job"
+    if len(user) > MAX_NAME:
+        return f"user: {len(user)} characters, over the limit of {MAX_NAME}"
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        return f"priority: {clip(priority)} is outside [{PRIORITY_MIN}, {PRIORITY_MAX}]"
+    if probe_ratio is not None:
+        problem = probe_problem(probe_ratio, n_tasks)
+        if problem is not None:
+            return problem
+    if constraint is not None:
+        problem = constraint_problem(constraint, "constraint")
+        if problem is not None:
+            return problem
+    if task_constraints is not None:
+        if len(task_constraints) != n_tasks:
+            return f"task_constraints: {len(task_constraints)} entries for {n_tasks} tasks"
+        for i, c in enumerate(task_constraints):
+            problem = None if c is None else constraint_problem(c, f"task_constraints[{i}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+def probe_problem(probe_ratio: float, n_tasks: int) -> str | None:
+    """Why `probe_ratio` for a job of `n_tasks` is not allowed, or None."""
+    if isinstance(probe_ratio, bool) or not isinstance(probe_ratio, (int, float)) or not probe_ratio >= 1:
+        return f"probe_ratio: must be a number >= 1, got {clip(probe_ratio)}"
+    if probe_ratio > MAX_PROBE_RATIO:
+        return f"probe_ratio: {probe_ratio:g} is over the limit of {MAX_PROBE_RATIO:g}"
+    probes = math.ceil(probe_ratio * n_tasks)
+    if probes > MAX_PROBES_PER_JOB:
+        return (
+            f"probe_ratio: {probe_ratio:g} x {n_tasks} tasks makes {probes} probes, over the limit of "
+            f"{MAX_PROBES_PER_JOB} per job"
+        )
+    return None
+
+
+def constraint_problem(constraint, field: str) -> str | None:
+    if len(constraint.node_monitors) > MAX_CONSTRAINT_NODES:
+        return f"{field}: names {len(constraint.node_monitors)} node monitors, over the limit of {MAX_CONSTRAINT_NODES}"
+    if len(constraint.labels) > MAX_LABELS:
+        return f"{field}: has {len(constraint.labels)} labels, over the limit of {MAX_LABELS}"
+    for name in (*constraint.node_monitors, *constraint.labels):
+        if len(name) > MAX_NAME:
+            return f"{field}: a name of {len(name)} characters, over the limit of {MAX_NAME}"
+    return None

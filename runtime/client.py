@@ -15,7 +15,6 @@ raises TaskFailed with the reason. Every task ends with exactly one outcome.
 
 from __future__ import annotations
 
-import math
 import random
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -30,7 +29,8 @@ from .connection import Connection
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .messages import Constraint, Error, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult
+from .limits import job_problem
+from .messages import Constraint, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult
 from .task_codec import outcome_exception, pack_task, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
@@ -213,8 +213,6 @@ class Client:
                 waiter = self._status_waiters.pop(0)
                 waiter.reply = msg
                 waiter.event.set()
-            elif kind is Error:
-                self._lost = f"scheduler {self._conn.peer_name} closed the connection: {msg.reason}"
             else:
                 raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
 
@@ -300,12 +298,8 @@ def build_submit(
         raise ValueError("tasks must contain at least one task")
     if not isinstance(user, str):
         raise TypeError(f"user must be a str, got {type(user).__name__}")
-    if not isinstance(priority, int) or not -(2**31) < priority < 2**31:
-        raise ValueError(f"priority must be an int that fits in 32 bits, got {priority!r}")
-    if probe_ratio is not None and (
-        not isinstance(probe_ratio, (int, float)) or not math.isfinite(probe_ratio) or probe_ratio < 1
-    ):
-        raise ValueError(f"probe_ratio must be a finite number >= 1, got {probe_ratio!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
     job_constraint, task_constraints = None, None
     if isinstance(constraints, Constraint):
         job_constraint = _normalise(constraints)
@@ -319,6 +313,9 @@ def build_submit(
             if c is not None and not isinstance(c, Constraint):
                 raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
         task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
+    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints)
+    if problem is not None:
+        raise ValueError(problem)
     size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + 1024
     if size > max_frame:
         raise ValueError(

@@ -21,6 +21,7 @@ own per task: at a few hundred microseconds of CPU per task, each wake-up counts
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import subprocess
@@ -160,14 +161,11 @@ class ThreadExecutor(_Pool):
 
 def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
     """A worker thread: run each task it is handed until the node monitor closes its end."""
-    with sock:
+    with sock, contextlib.suppress(OSError):  # OSError: the node monitor closed its end
         while sock.recv(1):
             worker.outcome = run_task(worker.payload)
             worker.payload = b""
-            try:
-                sock.send(b"\0")
-            except OSError:  # the node monitor closed its end meanwhile: nobody waits for the outcome
-                return
+            sock.send(b"\0")
 
 
 class _Worker:

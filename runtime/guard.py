@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 
 from .errors import ServiceStop
 from .limits import MAX_REASON, clip
+
+if sys.version_info < (3, 11):  # pragma: no cover - trio installs the backport there
+    from exceptiongroup import BaseExceptionGroup
 
 
 @contextlib.contextmanager
@@ -23,7 +27,10 @@ def contained(logger: logging.Logger, what: str):
     except ServiceStop:
         raise
     except Exception as exc:  # noqa: BLE001 - one connection's failure must not stop the service
+        leaf = exc
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:  # a nursery's wrapping
+            leaf = leaf.exceptions[0]
         logger.error(
-            "%s failed and was closed: %s: %s", what, type(exc).__name__, clip(str(exc), MAX_REASON),
+            "%s failed and was closed: %s: %s", what, type(leaf).__name__, clip(str(leaf), MAX_REASON),
             exc_info=logger.isEnabledFor(logging.DEBUG),
         )  # fmt: skip

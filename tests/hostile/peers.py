@@ -1,0 +1,193 @@
+"""A live cluster to attack, and a blocking peer to attack it with.
+
+`LiveCluster` runs a scheduler and two node monitors (thread executors, short handshake timeout) in
+a trio loop on a background thread, plus a steady client in the same loop that submits jobs all the
+time and checks every outcome: right values, exactly one outcome per task, and only system failures
+(a hostile node monitor that took a task and vanished) as failures. `RawPeer` is an attacker on a
+plain blocking socket: it can speak the handshake as any role (it knows the secret) or not, and
+send any bytes it likes.
+"""
+
+from __future__ import annotations
+
+import operator
+import socket
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+
+import msgspec
+import trio
+
+from sparrow_runtime import Client, TaskFailed, auth, serve_node_monitor, serve_scheduler
+from sparrow_runtime.framing import FrameDecoder, encode_frames
+from sparrow_runtime.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
+
+SECRET = b"hostile-suite-secret"
+HANDSHAKE_TIMEOUT = 0.5
+
+
+@dataclass
+class SteadyRecord:
+    jobs: int = 0
+    values: int = 0
+    system_failures: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class LiveCluster:
+    """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
+    steady client's record."""
+
+    def __init__(self) -> None:
+        self.scheduler: tuple[str, int] | None = None
+        self.node_monitors: list[tuple[str, int]] = []
+        self.record = SteadyRecord()
+        self._ready = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="hostile-cluster", daemon=True)
+
+    def start(self) -> LiveCluster:
+        self._thread.start()
+        if not self._ready.wait(30) or self._error is not None:
+            raise RuntimeError(f"the cluster did not start: {self._error!r}")
+        return self
+
+    def stop(self) -> SteadyRecord:
+        self._token.run_sync_soon(self._stop.set)
+        self._thread.join(30)
+        if self._error is not None:
+            raise self._error
+        return self.record
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by start/stop in the test's thread
+            self._error = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._stop = trio.Event()
+        common = dict(secret=SECRET, handshake_timeout=HANDSHAKE_TIMEOUT)
+        async with trio.open_nursery() as nursery:
+            self.scheduler = await nursery.start(partial(serve_scheduler, **common, node_timeout=5.0))
+            for i in range(2):
+                address = await nursery.start(
+                    partial(serve_node_monitor, [self.scheduler], **common, node_id=f"nm{i}", slots=2, executor="thread")
+                )
+                self.node_monitors.append(address)
+            nursery.start_soon(self._steady_client)
+            self._ready.set()
+            await self._stop.wait()
+            nursery.cancel_scope.cancel()
+
+    async def _steady_client(self) -> None:
+        record = self.record
+        async with Client([self.scheduler], secret=SECRET) as client:
+            while True:
+                base = record.jobs * 100
+                job = await client.submit_job([partial(operator.mul, base + i, 3) for i in range(20)])
+                for outcome in await job.outcomes():
+                    if outcome.ok:
+                        if outcome.value != (base + outcome.index) * 3:
+                            record.problems.append(f"job {record.jobs} task {outcome.index}: wrong value {outcome.value!r}")
+                        record.values += 1
+                    elif isinstance(outcome.exception, TaskFailed) and "was lost" in str(outcome.exception):
+                        record.system_failures += 1
+                    else:
+                        record.problems.append(f"job {record.jobs} task {outcome.index}: {outcome.exception!r}")
+                record.jobs += 1
+                await trio.sleep(0.005)
+
+
+class RawPeer:
+    """A blocking TCP peer that sends whatever it is told to (for attacks)."""
+
+    def __init__(self, address: tuple[str, int], timeout: float = 5.0) -> None:
+        self.sock = socket.create_connection(address, timeout=timeout)
+        self.decoder = FrameDecoder(64 * 1024 * 1024)
+        self.pending: list = []  # received, not yet returned
+
+    def receive_one(self):
+        batch = self.receive()
+        if not batch:
+            return None
+        msg, self.pending = batch[0], batch[1:]
+        return msg
+
+    def __enter__(self) -> RawPeer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError:  # the service closed on us mid-send: that is a valid answer to an attack
+            pass
+
+    def send(self, *msgs) -> None:
+        self.send_raw(bytes(encode_frames(list(msgs))))
+
+    def send_arrays(self, arrays: list) -> None:
+        """Frames of raw msgpack arrays (any tag, any fields, valid or not)."""
+        data = bytearray()
+        for array in arrays:
+            body = msgspec.msgpack.encode(array)
+            data += len(body).to_bytes(4, "big") + body
+        self.send_raw(bytes(data))
+
+    def receive(self) -> list:
+        """The next batch of messages (empty once the service closed the connection)."""
+        if self.pending:
+            batch, self.pending = self.pending, []
+            return batch
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except ConnectionResetError:
+                return []
+            if not data:
+                return []
+            msgs = self.decoder.feed(data)
+            if msgs:
+                return msgs
+
+    def read_until_closed(self) -> list:
+        """Everything the service sends until it closes the connection (socket.timeout if it does not)."""
+        got = []
+        while batch := self.receive():
+            got += batch
+        return got
+
+    def handshake(self, role: str, peer_id: str = "attacker") -> Challenge:
+        """Authenticate as `role` with the cluster secret."""
+        challenge = self.receive_one()
+        assert isinstance(challenge, Challenge), challenge
+        nonce = auth.new_nonce()
+        mac = auth.proof(
+            SECRET, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, challenge.role, challenge.peer_id
+        )
+        self.send(Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce))
+        welcome = self.receive_one()
+        assert isinstance(welcome, Welcome), welcome
+        return challenge
+
+
+def scheduler_answers(address: tuple[str, int]) -> bool:
+    """Whether a fresh client gets a StatusReply from the scheduler at `address` (it is alive)."""
+    with RawPeer(address) as peer:
+        peer.handshake("client", "prober")
+        peer.send(StatusRequest())
+        return isinstance(peer.receive_one(), StatusReply)
+
+
+def node_monitor_answers(address: tuple[str, int]) -> bool:
+    """Whether the node monitor at `address` still runs the handshake (it is alive)."""
+    with RawPeer(address) as peer:
+        return isinstance(peer.receive_one(), Challenge)

@@ -1,0 +1,154 @@
+"""Random and adversarial frames, before and after authentication, against each service while a
+steady client runs jobs: no frame stops a service, the steady client's tasks each get exactly one
+outcome with the right value, and every attack ends with the attacker's connection closed.
+
+The attacks are drawn by hypothesis with a fixed budget (derandomized: the same examples every run,
+so CI is reproducible; raise the budget locally with HOSTILE_EXAMPLES=1000)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparrow_runtime.messages import Error, Registered, RegisterNodeMonitor
+
+from .peers import LiveCluster, RawPeer, node_monitor_answers, scheduler_answers
+
+EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "100"))
+ATTACK = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+
+# Fields of any shape a msgpack array may hold: extremes of every kind.
+scalars = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.sampled_from([0, -1, 1, 2**31, 2**31 - 1, -(2**31), 2**63 - 1, 2**40]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=300),
+    st.binary(max_size=300),
+    st.booleans(),
+    st.none(),
+)
+fields = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5), max_leaves=12)
+tags = st.one_of(st.sampled_from([1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]),
+                 st.integers(-5, 300))  # fmt: skip
+arrays = st.builds(lambda tag, rest: [tag, *rest], tags, st.lists(fields, max_size=8))
+length_prefixed = st.builds(
+    lambda n, body: n.to_bytes(4, "big") + body, st.integers(0, 2**32 - 1), st.binary(max_size=64)
+)
+raw_bytes = st.one_of(st.binary(min_size=1, max_size=2000), length_prefixed)
+
+
+class _Errors(logging.Handler):
+    """Collects ERROR records: the services log one only when the catch-all of guard.py caught an
+    exception, i.e. a hostile input reached code that did not expect it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    errors = _Errors()
+    logging.getLogger("sparrow_runtime").addHandler(errors)
+    try:
+        live = LiveCluster().start()
+        yield live
+        record = live.stop()
+    finally:
+        logging.getLogger("sparrow_runtime").removeHandler(errors)
+    assert record.problems == []
+    assert record.jobs >= 5 and record.values >= 80  # the steady client really ran throughout
+    assert errors.records == []
+
+
+def _closes(peer: RawPeer) -> list:
+    """What the service answers before it closes the attacker's connection (it must close it)."""
+    try:
+        return peer.read_until_closed()
+    except socket.timeout:
+        pytest.fail("the service kept a hostile connection open")
+
+
+@ATTACK
+@given(data=raw_bytes)
+def test_bytes_before_the_handshake(cluster, data):
+    for address in (cluster.scheduler, *cluster.node_monitors):
+        with RawPeer(address) as peer:
+            peer.receive_one()  # the Challenge
+            peer.send_raw(data)
+            peer.sock.shutdown(socket.SHUT_WR)  # (the handshake deadline is tested in tests/runtime)
+            _closes(peer)
+    assert scheduler_answers(cluster.scheduler)
+
+
+def test_the_issues_frame_a_role_of_17_million_nul_characters(cluster):
+    """The adversarial run's killer frame: an Authenticate whose role is 17,000,000 NULs. Refused at
+    its length prefix (over 8 KiB before the handshake), answered with a short Error, and every
+    service lives on."""
+    for address in (cluster.scheduler, *cluster.node_monitors):
+        with RawPeer(address) as peer:
+            peer.receive_one()
+            peer.send_arrays([[2, 3, "\0" * 17_000_000, "x", b"m" * 32, b"n" * 32]])
+            answer = _closes(peer)
+        assert [type(m) for m in answer] == [Error] and "exceeds the limit of 8192 bytes" in answer[0].reason
+        assert len(answer[0].reason) < 300
+    assert scheduler_answers(cluster.scheduler)
+    assert all(node_monitor_answers(a) for a in cluster.node_monitors)
+
+
+@ATTACK
+@given(msgs=st.lists(arrays, min_size=1, max_size=6))
+def test_random_messages_from_an_authenticated_client(cluster, msgs):
+    with RawPeer(cluster.scheduler) as peer:
+        peer.handshake("client")
+        peer.send_arrays(msgs)
+        peer.sock.shutdown(socket.SHUT_WR)  # whatever the scheduler makes of them, we are done
+        _closes(peer)
+    assert scheduler_answers(cluster.scheduler)
+
+
+@ATTACK
+@given(slots=st.integers(-3, 10_000), labels=st.lists(st.text(max_size=250), max_size=70),
+       msgs=st.lists(arrays, max_size=6))  # fmt: skip
+def test_random_messages_from_an_authenticated_node_monitor(cluster, slots, labels, msgs):
+    with RawPeer(cluster.scheduler) as peer:
+        peer.handshake("node-monitor", "hostile-nm")
+        peer.send_arrays([[20, "hostile-nm", slots, labels, "instance"], *msgs])
+        peer.sock.shutdown(socket.SHUT_WR)
+        _closes(peer)
+    assert scheduler_answers(cluster.scheduler)
+
+
+@ATTACK
+@given(msgs=st.lists(arrays, min_size=1, max_size=6))
+def test_random_messages_from_an_authenticated_scheduler_to_a_node_monitor(cluster, msgs):
+    for address in cluster.node_monitors:
+        with RawPeer(address) as peer:
+            peer.handshake("scheduler", "hostile-scheduler")
+            assert isinstance(peer.receive_one(), RegisterNodeMonitor)
+            peer.send(Registered("hostile-scheduler"))
+            peer.send_arrays(msgs)
+            peer.sock.shutdown(socket.SHUT_WR)
+            _closes(peer)
+        assert node_monitor_answers(address)
+
+
+@ATTACK
+@given(junk=raw_bytes)
+def test_raw_bytes_after_the_handshake(cluster, junk):
+    with RawPeer(cluster.scheduler) as peer:
+        peer.handshake("client")
+        peer.send_raw(junk)
+        peer.sock.shutdown(socket.SHUT_WR)
+        _closes(peer)
+    assert scheduler_answers(cluster.scheduler)

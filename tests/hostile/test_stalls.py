@@ -1,0 +1,209 @@
+"""Stalls, freezes and peers that misbehave without being malicious: every task still ends with
+exactly one outcome, and the rest of the cluster keeps working.
+
+Real processes where the behaviour is the operating system's (SIGSTOP of a scheduler or a node
+monitor, as a GC pause, a slow disk or a VM pause would do), trio services in-process otherwise."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import time
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime.errors import RegistrationRefused
+from sparrow_runtime.messages import (
+    EnqueueReservations,
+    Error,
+    GetTask,
+    Registered,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TaskFinished,
+    TaskLaunch,
+    TaskResult,
+)
+from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.task_codec import pack_task
+
+from ..cli.conftest import Running, clean_env
+from .peers import SECRET, RawPeer
+
+ADDRESS = r"(\d+\.\d+\.\d+\.\d+:\d+)"
+
+
+@pytest.fixture
+def processes(tmp_path):
+    """Start `sparrow` services as processes: `start(args) -> Running`; all are killed at the end."""
+    secret_file = tmp_path / "secret"
+    secret_file.write_bytes(SECRET)
+    secret_file.chmod(0o600)
+    env = clean_env(tmp_path, SPARROW_SECRET_FILE=str(secret_file))
+    started: list[Running] = []
+
+    def start(args: list[str]) -> tuple[Running, str]:
+        started.append(Running(args, env))
+        return started[-1], started[-1].wait_for(ADDRESS).group(1)
+
+    yield start
+    for r in started:
+        r.stop(signal.SIGKILL, timeout=5)
+        r.close()
+
+
+def _small_cluster(processes, node_timeout: float, scheduler_timeout: float):
+    scheduler, address = processes(["scheduler", "--listen", "127.0.0.1:0", "--node-timeout", str(node_timeout)])
+    nodes = [
+        processes(["node-monitor", "--scheduler", address, "--id", f"nm-{i}", "--slots", "2", "--executor", "thread",
+                   "--scheduler-timeout", str(scheduler_timeout), "--heartbeat-interval", "0.2"])[0]
+        for i in range(2)
+    ]  # fmt: skip
+    return scheduler, address, nodes
+
+
+async def _run_while(address: str, freeze, n_tasks: int = 300) -> list:
+    """Submit `n_tasks` tasks of 10 ms, call `freeze()` (sync, it sleeps) once some have run, and
+    return every outcome (the JobHandle refuses a second outcome for a task)."""
+    async with Client([address], secret=SECRET) as client:
+        job = await client.submit_job([partial(time.sleep, 0.01)] * n_tasks)
+        while len(job._order) < 20:
+            await trio.sleep(0.01)
+        await trio.to_thread.run_sync(freeze)
+        with trio.fail_after(60):  # before the fix: some outcomes never came
+            return await job.outcomes()
+
+
+def _pause(running: Running, seconds: float) -> None:
+    running.process.send_signal(signal.SIGSTOP)
+    time.sleep(seconds)
+    running.process.send_signal(signal.SIGCONT)
+
+
+@pytest.mark.slow
+def test_a_frozen_scheduler_loses_no_outcome(processes):
+    """The issue's trigger: the scheduler frozen 4 s while node monitors drop it after 2 s of silence.
+    Their last TaskFinished messages arrive with their goodbye (Error) in one batch; those outcomes
+    used to be dropped with the batch (6 of 300 per round, the client waiting forever)."""
+    scheduler, address, _ = _small_cluster(processes, node_timeout=30, scheduler_timeout=2)
+    outcomes = trio.run(_run_while, address, partial(_pause, scheduler, 4.0))
+    assert len(outcomes) == 300
+    failed = [o.exception for o in outcomes if not o.ok]
+    assert all(isinstance(e, TaskFailed) for e in failed), failed[:3]  # system failures, reported
+    assert len(failed) < 300
+
+
+@pytest.mark.slow
+def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
+    """A node monitor frozen past the scheduler's node timeout is dropped (its running tasks fail,
+    its reservations go elsewhere); after SIGCONT it registers again and takes work."""
+    _, address, nodes = _small_cluster(processes, node_timeout=1.0, scheduler_timeout=5)
+    outcomes = trio.run(_run_while, address, partial(_pause, nodes[0], 3.0))
+    assert len(outcomes) == 300 and sum(o.ok for o in outcomes) >= 290
+
+    async def both_take_work():
+        async with Client([address], secret=SECRET) as client:
+            with trio.fail_after(30):
+                while len((await client.status()).nodes) < 2:
+                    await trio.sleep(0.1)
+                job = await client.submit_job([partial(time.sleep, 0.01)] * 40)
+                return await job.results()
+
+    assert trio.run(both_take_work) == [None] * 40
+
+
+def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
+    """Over loopback, a node monitor writes [TaskFinished, Error] in one go: the client gets the
+    result (not a 'lost' failure), and the scheduler does not call the goodbye a violation."""
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            logic = SchedulerLogic(seed=1)
+            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=logic))
+            async with Client([address], secret=SECRET) as client:
+                with RawPeer(address) as fake:
+                    await trio.to_thread.run_sync(fake.handshake, "node-monitor", "fake")
+                    fake.send(RegisterNodeMonitor("fake", 1, instance="x"))
+                    assert isinstance(await trio.to_thread.run_sync(fake.receive_one), Registered)
+                    job = await client.submit_job([partial(int, 7)])
+                    enqueue = await trio.to_thread.run_sync(fake.receive_one)
+                    assert isinstance(enqueue, EnqueueReservations)
+                    fake.send(GetTask(enqueue.job_id))
+                    launch = await trio.to_thread.run_sync(fake.receive_one)
+                    assert isinstance(launch, TaskLaunch)
+                    fake.send(TaskFinished(launch.job_id, launch.task, True, b"\x80\x04K\x07."), Error("going away"))
+                    with trio.fail_after(10):
+                        assert await job.results() == [7]
+            assert logic.stats["protocol_errors"] == 0
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_client_that_does_not_read_is_dropped_and_others_are_served(caplog):
+    """A client that submits jobs with 1 MB results and never reads: past its connection's unsent
+    limit (16 MiB here) the scheduler drops it, says why, forgets its jobs, and serves others."""
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            logic = SchedulerLogic(seed=1)
+            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=logic, max_frame=2 << 20))
+            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, slots=2, executor="thread"))
+            with RawPeer(address) as sloth:
+                sloth.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                await trio.to_thread.run_sync(sloth.handshake, "client", "sloth")
+                sloth.send(SubmitJob(1, [pack_task(bytes, (1 << 20,))] * 60))
+                with trio.fail_after(30):
+                    while logic.clients or logic.stats["outcomes"] < 16:
+                        await trio.sleep(0.05)
+            async with Client([address], secret=SECRET) as client:
+                job = await client.submit_job([partial(int, i) for i in range(10)])
+                with trio.fail_after(10):
+                    assert await job.results() == list(range(10))
+            nursery.cancel_scope.cancel()
+        assert logic.jobs == {}  # the sloth's job was dropped, not kept running for nobody
+
+    with caplog.at_level(logging.WARNING, "sparrow_runtime"):
+        trio.run(main)
+    assert any("the peer does not read" in r.getMessage() and "sloth" in r.getMessage() for r in caplog.records)
+
+
+def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason():
+    """Clones sharing an id used to replace each other forever (36 registrations in 23 s). Now the
+    second is refused with a reason naming the id and --id; the first keeps working."""
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(serve_scheduler, secret=SECRET))
+            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread"))
+            with pytest.raises(BaseException) as raised:  # noqa: PT011 - the leaf is checked below
+                await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread"))
+            leaf = raised.value
+            while isinstance(leaf, BaseExceptionGroup):
+                (leaf,) = leaf.exceptions
+            assert isinstance(leaf, RegistrationRefused)
+            assert "'box' is already registered" in str(leaf) and "--id" in str(leaf)
+            async with Client([address], secret=SECRET) as client:
+                job = await client.submit_job([partial(int, 3)] * 4)
+                with trio.fail_after(10):
+                    assert await job.results() == [3] * 4
+                assert [n.node_id for n in (await client.status()).nodes] == ["box"]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_the_outcome_of_a_task_is_never_duplicated_by_a_goodbye_race():
+    """TaskResult for a task is sent once even if its node monitor's goodbye comes right after
+    its TaskFinished (the lost-node path must not fail it a second time)."""
+    logic = SchedulerLogic(seed=1)
+    logic.on_node_messages("nm", [RegisterNodeMonitor("nm", 1, instance="i")])
+    logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
+    logic.on_node_messages("nm", [GetTask(1)])
+    out = logic.on_node_messages("nm", [TaskFinished(1, 0, True, b"v")])
+    out += logic.on_node_lost("nm")
+    assert [m for _, m in out if type(m) is TaskResult] == [TaskResult(1, 0, True, b"v", last=True)]

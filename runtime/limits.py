@@ -23,6 +23,7 @@ MAX_PROBE_RATIO = 100.0
 MAX_PROBES_PER_JOB = 200_000  # ceil(probe_ratio x tasks), across every node monitor
 MAX_LABELS = 64  # labels of a node monitor or a constraint
 MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
+MAX_TIMEOUT = 30 * 24 * 3600.0  # seconds a job's task may be allowed to run
 PRIORITY_MIN, PRIORITY_MAX = -(2**31) + 1, 2**31 - 1
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
 
@@ -56,7 +57,8 @@ def clip(text: object, limit: int = CLIP) -> str:
 
 
 def job_problem(
-    n_tasks: int, user: str, priority: int, probe_ratio: float | None, constraint, task_constraints
+    n_tasks: int, user: str, priority: int, probe_ratio: float | None, constraint, task_constraints,
+    timeout: float | None = None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -76,6 +78,10 @@ def job_problem(
         problem = constraint_problem(constraint, "constraint")
         if problem is not None:
             return problem
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        return f"timeout: must be a number of seconds in (0, {MAX_TIMEOUT:g}], got {clip(timeout)}"
     if task_constraints is not None:
         if len(task_constraints) != n_tasks:
             return f"task_constraints: {len(task_constraints)} entries for {n_tasks} tasks"

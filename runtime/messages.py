@@ -2,10 +2,11 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task;
-  StatusRequest -> StatusReply (what the scheduler knows, for `sparrow status`).
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task; CancelJob;
+  Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
-  EnqueueReservations, CancelReservations, TaskLaunch | NoTask; node monitor -> GetTask, TaskFinished.
+  EnqueueReservations, CancelReservations, TaskLaunch | NoTask, StopTask; node monitor -> GetTask,
+  TaskFinished.
 - node monitor <-> executor process (private socket pair, no handshake): LaunchTask -> ExecutorResult.
 - Error: either side, any time; the sender closes the connection after it.
 
@@ -22,9 +23,27 @@ from typing import Annotated, Union
 
 import msgspec
 
-from .limits import MAX_COUNT, MAX_ID, MAX_LABELS, MAX_NAME, MAX_PROBES_PER_JOB, MAX_SLOTS, PRIORITY_MAX, PRIORITY_MIN
+from .limits import (
+    MAX_COUNT,
+    MAX_ID,
+    MAX_LABELS,
+    MAX_NAME,
+    MAX_PROBES_PER_JOB,
+    MAX_SLOTS,
+    MAX_TASKS_PER_JOB,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+)
 
-PROTOCOL_VERSION = 3  # 2: TaskResult.last, Heartbeat.draining; 3: limits, RegisterNodeMonitor.instance
+PROTOCOL_VERSION = 3  # 2: TaskResult.last, Heartbeat.draining; 3: limits, instance, failures, cancel, timeouts
+
+# Why a task ended without an outcome of its own (`failure` of TaskResult / TaskFinished; 0: it
+# returned or raised). A system failure may be retried by the client; the others may not.
+SYSTEM = 1  # its worker process died, its node monitor or scheduler was lost
+CANCELLED = 2  # cancelled by its client (or killed for it, with force)
+TIMED_OUT = 3  # ran past its job's timeout and was stopped
+UNPLACEABLE = 4  # no node monitor could take it in time, or the scheduler rejected its job
+FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE)
 
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 Id = Annotated[int, msgspec.Meta(ge=0, le=MAX_ID)]
@@ -75,6 +94,8 @@ class Error(_Msg, tag=4):
 
 
 class SubmitJob(_Msg, tag=10):
+    """`timeout`: seconds each task may run before it is stopped (None: no limit)."""
+
     ref: Id
     tasks: list[bytes]
     user: str = ""
@@ -82,6 +103,17 @@ class SubmitJob(_Msg, tag=10):
     probe_ratio: Union[float, None] = None
     constraint: Union[Constraint, None] = None
     task_constraints: Union[list[Union[Constraint, None]], None] = None
+    timeout: Union[float, None] = None
+
+
+class CancelJob(_Msg, tag=16):
+    """Cancel the tasks `tasks` (None: all) of the job `ref`: not launched yet, they never are;
+    running, they finish and their result is discarded, or are killed with `force`. Each ends
+    with a CANCELLED outcome at once."""
+
+    ref: Id
+    force: bool = False
+    tasks: Union[Annotated[list[Id], msgspec.Meta(max_length=MAX_TASKS_PER_JOB)], None] = None
 
 
 class JobAccepted(_Msg, tag=11):
@@ -101,6 +133,7 @@ class TaskResult(_Msg, tag=13):
     payload: bytes
     error: str = ""
     last: bool = False  # the last outcome of its job (outcome_batching.py)
+    failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0  # SYSTEM, CANCELLED, ...
 
 
 class StatusRequest(_Msg, tag=14):
@@ -150,6 +183,7 @@ class RegisterNodeMonitor(_Msg, tag=20):
     slots: Annotated[int, msgspec.Meta(ge=1, le=MAX_SLOTS)]
     labels: Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_LABELS)] = ()
     instance: Name = ""
+    can_stop: bool = False  # its executor can stop a running task (timeouts, forced cancels)
 
 
 class Registered(_Msg, tag=21):
@@ -192,6 +226,14 @@ class TaskLaunch(_Msg, tag=26):
     job_id: Id
     task: Id
     payload: bytes
+    timeout: Annotated[float, msgspec.Meta(ge=0)] = 0.0  # seconds it may run; 0: no limit
+
+
+class StopTask(_Msg, tag=32):
+    """Stop a running task (its client cancelled it with force): the node monitor kills its worker."""
+
+    job_id: Id
+    task: Id
 
 
 class NoTask(_Msg, tag=27):
@@ -204,6 +246,7 @@ class TaskFinished(_Msg, tag=28):
     ok: bool
     payload: bytes
     error: str = ""
+    failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0
 
 
 # -- node monitor <-> executor process -------------------------------------------------------------
@@ -225,6 +268,7 @@ Message = Union[
     Welcome,
     Error,
     SubmitJob,
+    CancelJob,
     JobAccepted,
     JobRejected,
     TaskResult,
@@ -238,6 +282,7 @@ Message = Union[
     CancelReservations,
     GetTask,
     TaskLaunch,
+    StopTask,
     NoTask,
     TaskFinished,
     LaunchTask,

@@ -39,6 +39,10 @@ import sparrow_core
 from .errors import ProtocolError
 from .limits import MAX_REASON, clip, job_problem
 from .messages import (
+    CANCELLED,
+    SYSTEM,
+    UNPLACEABLE,
+    CancelJob,
     CancelReservations,
     Constraint,
     EnqueueReservations,
@@ -55,6 +59,7 @@ from .messages import (
     RegistrationRefused,
     StatusReply,
     StatusRequest,
+    StopTask,
     SubmitJob,
     TaskFinished,
     TaskLaunch,
@@ -62,6 +67,10 @@ from .messages import (
 )
 
 DEFAULT_PROBE_RATIO = 2.0
+DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
+DEFAULT_MAX_CLIENT_TASKS = 1_000_000  # unfinished tasks one client may have at this scheduler
+STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
+RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
 
 
@@ -76,7 +85,7 @@ class _Node:
         self.node_id = reg.node_id
         self.instance = reg.instance
         self.slots = reg.slots
-        self.labels = frozenset(reg.labels)
+        self.labels = frozenset((*reg.labels, STOPS_TASKS) if reg.can_stop else reg.labels)
         self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
         self.queued = 0  # as of its last heartbeat
         self.busy = 0
@@ -92,7 +101,7 @@ class _Node:
 class _Job:
     __slots__ = (
         "job_id", "client", "ref", "payloads", "user", "priority", "probe_ratio", "constraint",
-        "task_candidates", "done", "n_done", "running", "probed",
+        "task_candidates", "done", "n_done", "running", "probed", "timeout",
     )  # fmt: skip
 
     def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float) -> None:
@@ -103,7 +112,11 @@ class _Job:
         self.user = msg.user
         self.priority = msg.priority
         self.probe_ratio = probe_ratio
+        self.timeout = msg.timeout or 0.0
         self.constraint = msg.constraint
+        if self.timeout:  # only where a running task can be stopped
+            c = msg.constraint or Constraint()
+            self.constraint = Constraint(c.node_monitors, (*c.labels, STOPS_TASKS))
         # per task: None (unconstrained) or the worker ids it may run on, fixed at submission
         self.task_candidates: list[np.ndarray | None] | None = None
         self.done = bytearray(len(msg.tasks))
@@ -115,7 +128,9 @@ class _Job:
 class SchedulerLogic:
     """The state and decisions of one scheduler. Each `on_*` method returns the messages to send.
 
-    `clock` (seconds) only dates the node monitors' last messages, for StatusReply.
+    `clock` (seconds) dates the node monitors' last messages (StatusReply) and the jobs waiting for
+    a node monitor; `on_timer` (call it a few times a second) fails those waiting past
+    `placement_timeout` (0: fail at once). A client may have `max_client_tasks` unfinished tasks.
     """
 
     def __init__(
@@ -124,10 +139,21 @@ class SchedulerLogic:
         scheduler_id: str = "scheduler",
         probe_ratio: float = DEFAULT_PROBE_RATIO,
         seed: int | None = None,
+        placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
+        max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not 0 <= placement_timeout < math.inf:
+            raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
+        if not isinstance(max_client_tasks, int) or max_client_tasks < 1:
+            raise ValueError(f"max_client_tasks must be an int >= 1, got {max_client_tasks!r}")
         self.scheduler_id = scheduler_id
         self.clock = clock
+        self.placement_timeout = placement_timeout
+        self.max_client_tasks = max_client_tasks
+        self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
+        self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
+        self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
         self.probe_ratio = _check_probe_ratio(probe_ratio, "probe_ratio")
         self.rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
         self.table = sparrow_core.TaskTable()
@@ -192,6 +218,9 @@ class SchedulerLogic:
 
     def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node | None:
         """Register the node monitor behind `peer`, or refuse it (None) if its id is live elsewhere."""
+        reserved = [label for label in msg.labels if label.startswith(RESERVED_LABEL_PREFIX)]
+        if reserved:
+            raise ProtocolError(f"label {clip(reserved[0])!r}: labels starting {RESERVED_LABEL_PREFIX!r} are reserved")
         stale = [(p, n) for p, n in self.nodes.items() if n.node_id == msg.node_id]
         clones = [n for _, n in stale if n.instance != msg.instance or not msg.instance]
         if clones:
@@ -212,19 +241,20 @@ class SchedulerLogic:
         for other_peer, other in stale:  # the same process redialed: its old link is stale
             del self.nodes[other_peer]
             self._forget_node(other, out)
+        self._place_waiting(out)
         return node
 
     def _forget_node(self, node: _Node, out: list) -> None:
         del self._by_worker[node.worker]
         self._invalidate_live()
         self.stats["node_monitors_lost"] += 1
-        reason = f"node monitor {node.node_id!r} was lost while running the task"
-        for job_id in node.jobs:
+        reason = f"node monitor {clip(node.node_id)!r} was lost while running the task"
+        for job_id in list(node.jobs):
             job = self.jobs.get(job_id)
             if job is not None:
                 for task in [t for t, w in job.running.items() if w == node.worker]:
                     del job.running[task]
-                    self._deliver(job, task, False, b"", reason, out)
+                    self._deliver(job, task, False, b"", reason, out, SYSTEM)
         self._reprobe_held_by(node, out)
 
     def _drain_node(self, node: _Node, out: list) -> None:
@@ -271,6 +301,10 @@ class SchedulerLogic:
             kind = type(msg)
             if kind is SubmitJob:
                 self._submit(peer, msg, out)
+            elif kind is Heartbeat:
+                out.append((peer, _ECHO))
+            elif kind is CancelJob:
+                self._cancel(peer, msg, out)
             elif kind is StatusRequest:
                 out.append((peer, self.status()))
             else:
@@ -299,12 +333,62 @@ class SchedulerLogic:
         out: list = []
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
+            self._refs.pop((peer, job.ref), None)
+            self.waiting.pop(job_id, None)
             self._cancel_everywhere(job, out)
+        self.unfinished.pop(peer, None)
         return out
+
+    def on_timer(self) -> list:
+        """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks)."""
+        out: list = []
+        if self.waiting:
+            now = self.clock()
+            for job_id, (deadline, reason) in list(self.waiting.items()):
+                if now >= deadline and job_id in self.waiting:
+                    del self.waiting[job_id]
+                    job = self.jobs.get(job_id)
+                    if job is not None:
+                        self._abandon(job, f"{reason} (waited {self.placement_timeout:g} s)", out)
+        return out
+
+    def _cancel(self, client: Hashable, msg: CancelJob, out: list) -> None:
+        """The client cancels tasks of its job `msg.ref`: each gets a CANCELLED outcome now; those not
+        launched never are, running ones are stopped with `force` (else their result is dropped)."""
+        job = self.jobs.get(self._refs.get((client, msg.ref), -1))
+        if job is None:
+            return  # finished or rejected meanwhile: a normal race
+        self.stats["cancels"] += 1
+        tasks = range(len(job.done)) if msg.tasks is None else [t for t in msg.tasks if t < len(job.done)]
+        for task in tasks:
+            if job.done[task]:
+                continue
+            worker = job.running.pop(task, None)
+            if worker is not None and msg.force:
+                node = self._by_worker.get(worker)
+                if node is not None:
+                    out.append((node.peer, StopTask(job.job_id, task)))
+            job.payloads[task] = None
+            self._deliver(job, task, False, b"", "cancelled by its client", out, CANCELLED)
+        if job.job_id in self.jobs and msg.tasks is None:
+            self.waiting.pop(job.job_id, None)
+            self._cancel_everywhere(job, out)
 
     def _submit(self, client: Hashable, msg: SubmitJob, out: list) -> None:
         probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
-        reason = job_problem(len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints)
+        reason = job_problem(
+            len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints, msg.timeout
+        )
+        if reason is None and self.unfinished[client] + len(msg.tasks) > self.max_client_tasks:
+            reason = (
+                f"this client has {self.unfinished[client]} unfinished tasks here; {len(msg.tasks)} more would pass "
+                f"the scheduler's max_client_tasks of {self.max_client_tasks}"
+            )
+        if reason is None and msg.timeout and self.nodes and not any(STOPS_TASKS in n.labels for n in self.nodes.values()):
+            reason = (
+                f"timeout={msg.timeout:g}: none of this scheduler's node monitors can stop a running task (they run "
+                f"tasks in threads); submit without a timeout, or add node monitors with process executors"
+            )
         if reason is not None:
             self.stats["jobs_rejected"] += 1
             out.append((client, JobRejected(msg.ref, reason)))
@@ -314,6 +398,8 @@ class SchedulerLogic:
         job = _Job(job_id, client, msg, probe_ratio)
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
+        self._refs[(client, msg.ref)] = job_id
+        self.unfinished[client] += len(msg.tasks)
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
         out.append((client, JobAccepted(msg.ref, job_id)))
@@ -354,11 +440,11 @@ class SchedulerLogic:
                     continue
                 positions = [self._position[w] for w in cand.tolist() if w in self._position]
                 if not positions:
-                    self._abandon(job, f"no live node monitor satisfies the constraint of task {t}", out)
+                    self._unplaceable(job, f"no live node monitor satisfies the constraint of task {t}", out)
                     return
                 per_task.append(positions)
             if n == 0:
-                self._abandon(job, "no live node monitor", out)
+                self._unplaceable(job, "no live node monitor", out)
                 return
             positions, made_for = sparrow_core.sample_constrained(self.rng, n, per_task, job.probe_ratio)
             made_for = np.where(made_for >= 0, subset[np.maximum(made_for, 0)], -1)
@@ -367,7 +453,7 @@ class SchedulerLogic:
             candidates = None if job.constraint is None else self._positions_matching(job.constraint)
             if n == 0 or (candidates is not None and len(candidates) == 0):
                 what = "no live node monitor" + ("" if n == 0 else " satisfies the job's constraint")
-                self._abandon(job, what, out)
+                self._unplaceable(job, what, out)
                 return
             positions = sparrow_core.sample_batch(self.rng, n, m, job.probe_ratio, candidates)
             made_for = None
@@ -384,6 +470,9 @@ class SchedulerLogic:
         self.stats["get_task"] += 1
         job = self.jobs.get(job_id)
         task = self.table.get_task(job_id, node.worker) if job is not None and job_id in self.table else None
+        if task is not None and job.done[task]:  # cancelled before it launched: never launched
+            task = None
+            self._finish_in_table_if_done(job)
         if task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))
@@ -394,7 +483,7 @@ class SchedulerLogic:
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
         job.running[task] = node.worker
         self.stats["launched"] += 1
-        out.append((node.peer, TaskLaunch(job_id, task, payload)))
+        out.append((node.peer, TaskLaunch(job_id, task, payload, job.timeout)))
         if self.table.all_launched(job_id):
             for worker in self.table.workers_to_cancel(job_id).tolist():
                 holder = self._by_worker.get(worker)
@@ -406,10 +495,17 @@ class SchedulerLogic:
     def _reprobe_if_starved(self, job: _Job, out: list) -> None:
         job_id = job.job_id
         if job_id in self.table and self.table.outstanding(job_id) == 0:
-            unlaunched = self.table.unlaunched(job_id)
+            unlaunched = self._unlaunched(job)
             if len(unlaunched):
                 self.stats["reprobes"] += 1
                 self._probe(job, unlaunched, out)
+
+    def _unlaunched(self, job: _Job) -> np.ndarray:
+        """The job's tasks not launched yet and not cancelled (its table entry must exist)."""
+        unlaunched = self.table.unlaunched(job.job_id)
+        if job.n_done:
+            unlaunched = unlaunched[np.frombuffer(job.done, dtype=np.uint8)[unlaunched] == 0]
+        return unlaunched
 
     def _task_finished(self, node: _Node, msg: TaskFinished, out: list) -> None:
         job = self.jobs.get(msg.job_id)
@@ -417,24 +513,35 @@ class SchedulerLogic:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
             return
         del job.running[msg.task]
-        self._deliver(job, msg.task, msg.ok, msg.payload, msg.error, out)
+        self._deliver(job, msg.task, msg.ok, msg.payload, msg.error, out, msg.failure)
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _deliver(self, job: _Job, task: int, ok: bool, payload: bytes, error: str, out: list) -> None:
+    def _deliver(
+        self, job: _Job, task: int, ok: bool, payload: bytes, error: str, out: list, failure: int = 0
+    ) -> None:
         if job.done[task]:
             return
         job.done[task] = 1
         job.n_done += 1
+        self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1
         last = job.n_done == len(job.done)
-        out.append((job.client, TaskResult(job.ref, task, ok, payload, error, last)))
+        out.append((job.client, TaskResult(job.ref, task, ok, payload, error, last, failure)))
         if last:
             self._finish(job)
+
+    def _finish_in_table_if_done(self, job: _Job) -> None:
+        """Drop the job's table entry once no task of it is left to launch (the rest were cancelled)."""
+        job_id = job.job_id
+        if job_id in self.table and all(job.done[t] for t in self.table.unlaunched(job_id).tolist()):
+            self.table.remove_job(job_id)
 
     def _finish(self, job: _Job) -> None:
         job_id = job.job_id
         del self.jobs[job_id]
+        self.waiting.pop(job_id, None)
+        self._refs.pop((job.client, job.ref), None)
         owned = self.clients.get(job.client)
         if owned is not None:
             owned.discard(job_id)
@@ -456,7 +563,27 @@ class SchedulerLogic:
             unlaunched = [t for t in range(len(job.done)) if not job.done[t] and t not in job.running]
         for task in unlaunched:
             job.payloads[task] = None
-            self._deliver(job, task, False, b"", reason, out)
+            self._deliver(job, task, False, b"", reason, out, UNPLACEABLE)
+
+    def _unplaceable(self, job: _Job, reason: str, out: list) -> None:
+        """No live node monitor can take the job's unlaunched tasks now: wait for one up to
+        `placement_timeout` (a node monitor registering retries it; `on_timer` gives up), or
+        abandon it at once if that is 0."""
+        if not self.placement_timeout:
+            self._abandon(job, reason, out)
+        elif job.job_id not in self.waiting:
+            self.stats["waiting_for_placement"] += 1
+            self.waiting[job.job_id] = (self.clock() + self.placement_timeout, reason)
+
+    def _place_waiting(self, out: list) -> None:
+        """A node monitor joined: probe again for the jobs that were waiting for one."""
+        for job_id in list(self.waiting):
+            job = self.jobs.get(job_id)
+            if job is not None and job_id in self.table:
+                deadline_reason = self.waiting.pop(job_id)
+                self._probe(job, self._unlaunched(job), out)
+                if job_id in self.waiting:  # still unplaceable: keep its first deadline
+                    self.waiting[job_id] = deadline_reason
 
     def _cancel_everywhere(self, job: _Job, out: list) -> None:
         """Cancel the job's reservations at every live node monitor it probed and forget it in the table."""

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 
-from .auth import SECRET_ENV, new_secret
+from .auth import new_secret
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import POLICIES
@@ -119,6 +121,12 @@ class LocalCluster:
         self.close()
 
     def start(self) -> None:
+        self._secret_dir = tempfile.mkdtemp(prefix="sparrow-local-")  # mode 0700
+        secret_file = os.path.join(self._secret_dir, "secret")
+        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.secret)
+        self._secret_args = ["--secret-file", secret_file]
         try:
             for i in range(self.n_schedulers):
                 args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
@@ -142,17 +150,19 @@ class LocalCluster:
         except BaseException:
             self.close()
             raise
+        finally:  # every service has read it: no copy is left for a task to find
+            shutil.rmtree(self._secret_dir, ignore_errors=True)
 
     def _cpus_args(self, cpus: list[int]) -> list[str]:
         return [] if self.share_cpus else ["--cpus", format_cpu_list(cpus)]
 
     def _start(self, args: list[str]) -> str:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level,
-             "--exit-with-parent"],  # fmt: skip
+            [sys.executable, "-m", "sparrow_runtime.service_main", *args, *self._secret_args, "--log-level",
+             self.log_level, "--exit-with-parent"],  # fmt: skip
             stdin=subprocess.PIPE,  # held open while we live: the service stops when it closes
             stdout=subprocess.PIPE,
-            env=child_env({SECRET_ENV: self.secret}),
+            env=child_env(),
             start_new_session=True,
         )
         self._processes.append(process)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from sparrow_runtime.cpus import available_cpus, format_cpu_list
 
@@ -81,3 +83,45 @@ def test_unreachable_scheduler_is_one_line(tmp_path):
     env = clean_env(tmp_path, SPARROW_SECRET="s")
     done = run_sparrow("submit", "--scheduler", "127.0.0.1:1", "--", "true", env=env)
     assert "no scheduler reachable: 127.0.0.1:1" in one_line_error(done, 1)
+
+
+@pytest.fixture
+def taken_port():
+    """A port of 127.0.0.1 that something else listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "what"),
+    [
+        ("scheduler", ["--listen", "127.0.0.1:{port}"], "listen on"),
+        ("scheduler", ["--listen", "127.0.0.1:0", "--metrics-port", "{port}"], "serve metrics on"),
+        ("node-monitor", ["--scheduler", "127.0.0.1:1", "--listen", "127.0.0.1:{port}"], "listen on"),
+    ],
+)
+def test_port_in_use_is_one_line(tmp_path, taken_port, command, args, what):
+    """Not a 38-line ExceptionGroup traceback: where, and why."""
+    args = [arg.format(port=taken_port) for arg in args]
+    done = run_sparrow(command, *args, "--log-level", "warning", env=clean_env(tmp_path, SPARROW_SECRET="s"))
+    line = one_line_error(done, 1)
+    assert line == f"sparrow {command}: error: cannot {what} 127.0.0.1:{taken_port}: Address already in use"
+
+
+def test_metrics_at_two_places_is_refused(tmp_path):
+    done = run_sparrow("scheduler", "--metrics-port", "0", "--metrics-listen", "127.0.0.1:0", env=clean_env(tmp_path))
+    assert "--metrics-listen and --metrics-port both say where to serve metrics" in one_line_error(done, 2)
+
+
+def test_secret_file_others_can_read_is_refused_in_one_line_with_the_fix(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o644)
+    done = run_sparrow("scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), env=clean_env(tmp_path))
+    line = one_line_error(done, 1)
+    assert line == (
+        f"sparrow scheduler: error: secret file {secret} has mode 0644: group and others must have no access to "
+        f"it; fix it with: chmod 600 {secret}"
+    )

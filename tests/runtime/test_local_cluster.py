@@ -106,3 +106,15 @@ def test_owner_killed_outright_leaves_no_service_behind():
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in pids)
+
+
+def _what_a_task_can_see(secret):
+    parent_environ = open(f"/proc/{os.getppid()}/environ", "rb").read()
+    return os.environ.get("SPARROW_SECRET"), secret.encode() in parent_environ
+
+
+def test_no_task_finds_the_secret_in_its_environment_or_its_node_monitors(cluster):
+    """The services get the secret from a file (removed once they have read it), not their
+    environment: neither a task's environment nor its node monitor's /proc/PID/environ holds it."""
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        assert ex.submit(_what_a_task_can_see, cluster.secret).result(timeout=30) == (None, False)

@@ -10,9 +10,16 @@ from collections.abc import Sequence
 from .config import ConfigError
 from .common import CommandError
 
-# Each module named here defines `add_parser(subparsers)`, which registers its subcommand and sets
-# `func` on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
-SUBCOMMAND_MODULES = ("local", "submit", "status", "scheduler", "node_monitor", "simulate")
+# Each command's module defines `add_parser(subparsers)`, which registers the command and sets `func`
+# on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
+SUBCOMMAND_MODULES = {
+    "local": "local",
+    "submit": "submit",
+    "status": "status",
+    "scheduler": "scheduler",
+    "node-monitor": "node_monitor",
+    "simulate": "simulate",
+}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -22,19 +29,23 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of `command` if it names one (a service then starts
+    without importing what the other commands need)."""
     parser = OneLineErrorParser(
         prog="sparrow",
         description="Sparrow: decentralized, randomized low-latency task scheduling.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMAND_MODULES:
+    modules = [SUBCOMMAND_MODULES[command]] if command in SUBCOMMAND_MODULES else SUBCOMMAND_MODULES.values()
+    for name in modules:
         importlib.import_module(f"sparrow_runtime.cli.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:

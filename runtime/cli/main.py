@@ -23,7 +23,11 @@ SUBCOMMAND_MODULES = {
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """Usage errors as one line ("sparrow local: error: ..."), exit status 2."""
+    """Usage errors as one line ("sparrow local: error: ..."), exit status 2. Long flags must be
+    spelled out: `--task 3` is an error, not `--tasks 3` (this parser and every command's)."""
+
+    def __init__(self, *args, allow_abbrev: bool = False, **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -8,8 +8,9 @@ No handshake: the socket pair is private to the two processes, nobody else can c
 
 It dies with its node monitor, whatever kills it: a watcher thread waits for the node monitor's end
 of the socket to close (the kernel closes it when the node monitor dies, even by SIGKILL) and then
-kills this worker's process group, the processes its task started included. The socket is not
-inherited by the programs a task runs, so none of them can keep the line open.
+kills this worker's process group, the processes its task started included (at once, unless the
+task holds the GIL in one long C call: then when it returns). The socket is not inherited by the
+programs a task runs, so none of them can keep the line open.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import signal
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -94,7 +95,7 @@ async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: st
     line = ready_line(name, address, url)
     logger.info(line.removeprefix("sparrow "))
     if name == "scheduler" and _is_loopback(address[0]):
-        logger.info("only this host can reach it: --listen 0.0.0.0:%d (or this host's address) lets others in", address[1])
+        logger.info("listening on loopback: only this host can connect (--listen 0.0.0.0:%d admits others)", address[1])
     print(line, flush=True)
 
 
@@ -108,6 +109,8 @@ def _is_loopback(host: str) -> bool:
 async def _stdin_closed() -> None:
     """Returns once standard input reaches end of file: the parent holding its other end is gone."""
     fd = sys.stdin.fileno()
+    if stat.S_ISREG(os.fstat(fd).st_mode):  # a file cannot be waited on, and has its end already
+        return
     while True:
         await trio.lowlevel.wait_readable(fd)
         if not os.read(fd, 4096):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from sparrow_runtime.cpus import available_cpus, format_cpu_list
 
@@ -85,15 +83,6 @@ def test_unreachable_scheduler_is_one_line(tmp_path):
     env = clean_env(tmp_path, SPARROW_SECRET="s")
     done = run_sparrow("submit", "--scheduler", "127.0.0.1:1", "--", "true", env=env)
     assert "no scheduler reachable: 127.0.0.1:1" in one_line_error(done, 1)
-
-
-@pytest.fixture
-def taken_port():
-    """A port of 127.0.0.1 that something else listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 @pytest.mark.parametrize(

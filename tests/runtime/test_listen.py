@@ -1,6 +1,5 @@
 """A service that cannot listen says where and why in one line (listen.py), also through serve_*."""
 
-import socket
 from functools import partial
 
 import pytest
@@ -8,14 +7,6 @@ import trio
 
 from sparrow_runtime import ListenError, serve_node_monitor, serve_scheduler
 from sparrow_runtime.listen import open_listeners
-
-
-@pytest.fixture
-def taken_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 def test_port_in_use_and_foreign_address_are_one_line_errors(taken_port):

@@ -44,8 +44,9 @@ class LocalCluster:
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
-    use every CPU. Attributes once started: `schedulers`, `node_monitors` (addresses "host:port"),
-    `node_ids`, `node_monitor_pids`, `pids`, `secret`.
+    use every CPU. `dashboard` (default True) serves each scheduler's dashboard and metrics on a free
+    loopback port. Attributes once started: `schedulers`, `node_monitors` (addresses "host:port"),
+    `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and `dashboard_url` (the first).
     """
 
     def __init__(
@@ -61,6 +62,7 @@ class LocalCluster:
         probe_ratio: float | None = None,
         result_delay: float | None = None,
         share_cpus: bool = False,
+        dashboard: bool = True,
         log_level: str = "warning",
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
@@ -104,7 +106,14 @@ class LocalCluster:
         self.node_monitors: list[str] = []
         self.node_ids = [f"nm-{i}" for i in range(node_monitors)]
         self.node_monitor_pids: list[int] = []
+        self.dashboard = dashboard
+        self.dashboard_urls: list[str] = []
         self._processes: list[subprocess.Popen] = []
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """The first scheduler's dashboard (docs/dashboard.md), once started; None with dashboard=False."""
+        return self.dashboard_urls[0] if self.dashboard_urls else None
 
     @property
     def pids(self) -> list[int]:
@@ -126,7 +135,12 @@ class LocalCluster:
                     args += ["--probe-ratio", str(self.probe_ratio)]
                 if self.result_delay is not None:
                     args += ["--result-delay", str(self.result_delay)]
-                self.schedulers.append(self._start(args))
+                if self.dashboard:  # its HTTP port, on loopback: the dashboard's URL is its second line
+                    address, url = self._start([*args, "--metrics-port", "0"], lines=2)
+                    self.schedulers.append(address)
+                    self.dashboard_urls.append(url)
+                else:
+                    self.schedulers.append(self._start(args)[0])
             for i, node_id in enumerate(self.node_ids):
                 args = ["node-monitor", "--id", node_id, "--slots", str(self.slots)]
                 args += self._cpus_args(self.node_monitor_cpus[i])
@@ -137,7 +151,7 @@ class LocalCluster:
                     args += ["--label", label]
                 for user, weight in self.weights.items():
                     args += ["--weight", f"{user}={weight}"]
-                self.node_monitors.append(self._start(args))
+                self.node_monitors.append(self._start(args)[0])
                 self.node_monitor_pids.append(self._processes[-1].pid)
         except BaseException:
             self.close()
@@ -146,7 +160,8 @@ class LocalCluster:
     def _cpus_args(self, cpus: list[int]) -> list[str]:
         return [] if self.share_cpus else ["--cpus", format_cpu_list(cpus)]
 
-    def _start(self, args: list[str]) -> str:
+    def _start(self, args: list[str], lines: int = 1) -> list[str]:
+        """Start a service; returns the first `lines` lines it prints once ready (its address first)."""
         process = subprocess.Popen(
             [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level,
              "--exit-with-parent"],  # fmt: skip
@@ -158,7 +173,7 @@ class LocalCluster:
         self._processes.append(process)
         deadline = time.monotonic() + self.startup_timeout
         line = b""
-        while not line.endswith(b"\n"):
+        while line.count(b"\n") < lines:
             remaining = deadline - time.monotonic()
             ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
             if not ready:
@@ -168,7 +183,7 @@ class LocalCluster:
                 process.wait(self.stop_timeout)
                 raise RuntimeError(f"{args[0]} {args[2]} exited during startup ({describe_exit(process.returncode)})")
             line += chunk
-        return line.decode().strip()
+        return [text.strip() for text in line.decode().splitlines()[:lines]]
 
     def close(self) -> None:
         """Stop every service (node monitors first) and their executor processes; idempotent."""

@@ -18,20 +18,14 @@ Error handling: `require_prometheus` raises RuntimeError saying how to install t
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Hashable
+import socket
+import socketserver
+import threading
+import wsgiref.simple_server
+from collections import Counter
+from collections.abc import Callable, Hashable
 
-from .messages import (
-    CancelReservations,
-    EnqueueReservations,
-    GetTask,
-    JobAccepted,
-    JobRejected,
-    NoTask,
-    SubmitJob,
-    TaskLaunch,
-    TaskResult,
-)
+from .messages import JobAccepted, RegisterNodeMonitor, TaskLaunch, TaskResult
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
 
@@ -51,11 +45,43 @@ def require_prometheus():
     return prometheus_client
 
 
-def serve_metrics(registry, host: str, port: int) -> tuple[str, int]:
-    """Serve `registry` at http://host:port/metrics from a daemon thread; returns the bound address."""
-    prom = require_prometheus()
-    server, _thread = prom.start_http_server(port, addr=host, registry=registry)
+def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]:
+    """Serve HTTP on host:port from daemon threads; returns the bound address (port 0: any free one).
+
+    `/metrics`: the Prometheus metrics of `registry` (None: a 503 saying how to install
+    prometheus-client). Every other path: the WSGI app `pages` (the scheduler's dashboard), or, without
+    one, the metrics again, as prometheus-client's own server does.
+    """
+    if registry is None:
+        metrics = _no_prometheus
+    else:
+        metrics = require_prometheus().make_wsgi_app(registry)
+    other = pages if pages is not None else metrics
+
+    def app(environ, start_response):
+        return (metrics if environ.get("PATH_INFO") == "/metrics" else other)(environ, start_response)
+
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    server_class = type("HTTPServer", (_ThreadingWSGIServer,), {"address_family": family})
+    server = wsgiref.simple_server.make_server(host, port, app, server_class, _QuietHandler)
+    threading.Thread(target=server.serve_forever, name="sparrow-http", daemon=True).start()
     return host, server.server_port
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
+    daemon_threads = True  # a slow client never holds up the service's exit
+
+
+class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+        """No line on standard error per request (a dashboard polls every second)."""
+
+
+def _no_prometheus(environ, start_response):
+    body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
+    start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
+                                               ("Content-Length", str(len(body)))])  # fmt: skip
+    return [body]
 
 
 def new_registry():
@@ -66,26 +92,155 @@ def new_registry():
     return registry
 
 
-class SchedulerMetrics:
-    """The scheduler's metrics, updated from the messages its logic takes and returns."""
+def registry_if_available():
+    """`new_registry()`, or None with a warning when prometheus-client is missing: a scheduler's HTTP
+    port then serves its dashboard alone."""
+    try:
+        return new_registry()
+    except RuntimeError:
+        logger.warning("serving the dashboard without Prometheus metrics: %s", INSTALL_HINT)
+        return None
+
+
+class SchedulerObserver:
+    """What a scheduler's traffic tells beyond its counters, as events; override the ones you need.
+    Called in the scheduler's own thread, from inside its logic, once per batch of messages: keep each
+    call short."""
+
+    def traffic(self, delays: list[float], responses: list[float], ok: int, failed: int) -> None:
+        """In one batch: the scheduling delays of the tasks launched (seconds from their job's arrival),
+        the response times of the jobs whose last outcome was sent (from arrival to that outcome), and
+        the outcomes sent: `ok` tasks returned a value, `failed` did not."""
+
+    def node_registered(self, node_id: str, peer: Hashable) -> None:
+        """A node monitor registered over `peer` (a Connection in the service: `peer.peer_name`)."""
+
+    def node_lost(self, node_id: str) -> None:
+        """The node monitor's link ended and no newer link of the same id is registered."""
+
+
+class JobTimer:
+    """Follows jobs through the scheduler's messages and tells its observers (SchedulerObserver) when
+    tasks launch, outcomes are sent and jobs end, with their delays; and which node monitor is which
+    peer. Nothing in SchedulerLogic.stats says when: this is the one message-driven part."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.observers: list[SchedulerObserver] = []
+        self._arrived: dict[int, float] = {}  # job id -> arrival time
+        self._job_of: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
+        self.node_ids: dict[Hashable, str] = {}  # node monitor peer -> its id
+        self._peer_of: dict[str, Hashable] = {}  # node id -> its newest peer
+
+    def client_messages(self, client: Hashable, out: list) -> None:
+        now = self.clock()
+        for peer, msg in out:
+            if type(msg) is JobAccepted and peer == client:
+                self._arrived[msg.job_id] = now
+                self._job_of[(client, msg.ref)] = msg.job_id
+        self.outgoing(out, now)
+
+    def registration(self, peer: Hashable, msgs: list) -> None:
+        """Note which node monitor `peer` is if `msgs` (from a peer not registered yet) registers it."""
+        for msg in msgs:
+            if type(msg) is RegisterNodeMonitor:
+                self.node_ids[peer] = msg.node_id
+                self._peer_of[msg.node_id] = peer
+                for observer in self.observers:
+                    observer.node_registered(msg.node_id, peer)
+                return
+
+    def node_lost(self, peer: Hashable, out: list) -> None:
+        node_id = self.node_ids.pop(peer, None)
+        if node_id is not None and self._peer_of.get(node_id) is peer:  # not replaced by a newer link
+            del self._peer_of[node_id]
+            for observer in self.observers:
+                observer.node_lost(node_id)
+        self.outgoing(out)
+
+    def client_lost(self, client: Hashable, out: list) -> None:
+        self.outgoing(out)
+        for key in [k for k in self._job_of if k[0] == client]:  # its jobs are dropped unfinished
+            self._arrived.pop(self._job_of.pop(key), None)
+
+    def outgoing(self, out: list, now: float | None = None) -> None:
+        """Report the launches and outcomes among the messages `out` to the observers, at once."""
+        launched = finished = None  # arrival times of the launched tasks' jobs, of the jobs finished
+        ok = failed = 0
+        for peer, msg in out:
+            kind = type(msg)
+            if kind is TaskLaunch:
+                when = self._arrived.get(msg.job_id)
+                if when is not None:
+                    if launched is None:
+                        launched = [when]
+                    else:
+                        launched.append(when)
+            elif kind is TaskResult:
+                if msg.ok:
+                    ok += 1
+                else:
+                    failed += 1
+                if msg.last:
+                    job_id = self._job_of.pop((peer, msg.ref), None)
+                    when = None if job_id is None else self._arrived.pop(job_id, None)
+                    if when is not None:
+                        finished = [when] if finished is None else [*finished, when]
+        if launched is not None or ok or failed:
+            now = self.clock() if now is None else now
+            delays = [now - when for when in launched] if launched is not None else _NONE
+            responses = [now - when for when in finished] if finished is not None else _NONE
+            for observer in self.observers:
+                observer.traffic(delays, responses, ok, failed)
+
+
+_NONE: list[float] = []  # shared, never changed
+
+
+class StatsCounters:
+    """A Prometheus collector of counters read from a logic's `stats` when scraped: `table` maps a
+    metric name (without `_total`) to its help and the stats keys it adds up. Reading a Counter's
+    items from the HTTP thread is safe: each lookup is atomic under the GIL."""
+
+    def __init__(self, stats: Counter[str], table: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        self.stats = stats
+        self.table = table
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily
+
+        stats = self.stats
+        for name, (doc, keys) in self.table.items():
+            yield CounterMetricFamily(name, doc, value=sum(stats[key] for key in keys))
+
+
+# metric name -> (help, the SchedulerLogic.stats keys it adds up)
+SCHEDULER_COUNTERS = {
+    "sparrow_jobs_submitted": ("Jobs received from clients", ("jobs", "jobs_rejected")),
+    "sparrow_jobs_rejected": ("Jobs refused as invalid", ("jobs_rejected",)),
+    "sparrow_tasks_submitted": ("Tasks in the jobs accepted", ("tasks",)),
+    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskLaunch)", ("launched",)),
+    "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
+    "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
+    "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
+    "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
+}
+
+
+class SchedulerMetrics(SchedulerObserver):
+    """The scheduler's Prometheus metrics: counters from its logic's stats, outcomes and timings from
+    its JobTimer."""
 
     def __init__(self, registry, logic: SchedulerLogic) -> None:
         prom = require_prometheus()
+        registry.register(StatsCounters(logic.stats, SCHEDULER_COUNTERS))
 
         def counter(name: str, doc: str):
             return prom.Counter(name, doc, registry=registry)
 
-        self.jobs_submitted = counter("sparrow_jobs_submitted", "Jobs received from clients")
-        self.jobs_rejected = counter("sparrow_jobs_rejected", "Jobs refused as invalid")
         self.jobs_finished = counter("sparrow_jobs_finished", "Jobs whose every task has an outcome")
-        self.tasks_submitted = counter("sparrow_tasks_submitted", "Tasks in the jobs received")
-        self.tasks_launched = counter("sparrow_tasks_launched", "Tasks handed to a node monitor (TaskLaunch)")
         self.tasks_finished = counter("sparrow_tasks_finished", "Tasks that returned a value")
         self.tasks_failed = counter("sparrow_tasks_failed", "Tasks that raised or got no result of their own")
-        self.probes = counter("sparrow_probes_sent", "Reservations placed on node monitors (batch sampling)")
-        self.get_task = counter("sparrow_get_task", "GetTask requests answered")
-        self.get_task_empty = counter("sparrow_get_task_empty", "GetTask requests answered with NoTask")
-        self.cancellations = counter("sparrow_cancellations_sent", "CancelReservations messages sent")
         self.delay = prom.Histogram(
             "sparrow_scheduling_delay_seconds", "From a job's arrival to each task's launch",
             buckets=DELAY_BUCKETS, registry=registry,
@@ -100,103 +255,63 @@ class SchedulerMetrics:
         prom.Gauge("sparrow_jobs_in_flight", "Jobs with tasks still to finish", registry=registry).set_function(
             lambda: len(logic.jobs)
         )
-        self._arrived: dict[int, float] = {}  # job id -> arrival time
-        self._job_of: dict[tuple[Hashable, int], tuple[int, int]] = {}  # (client, ref) -> (job id, tasks left)
 
-    def client_messages(self, client: Hashable, msgs: list, out: list) -> None:
-        now = time.monotonic()
-        submitted = {m.ref: m for m in msgs if type(m) is SubmitJob}
-        for msg in submitted.values():
-            self.jobs_submitted.inc()
-            self.tasks_submitted.inc(len(msg.tasks))
-        for peer, msg in out:
-            if type(msg) is JobAccepted and peer == client and msg.ref in submitted:
-                self._arrived[msg.job_id] = now
-                self._job_of[(client, msg.ref)] = (msg.job_id, len(submitted[msg.ref].tasks))
-            elif type(msg) is JobRejected:
-                self.jobs_rejected.inc()
-        self.outgoing(out, now)
-
-    def node_messages(self, msgs: list, out: list) -> None:
-        self.get_task.inc(sum(1 for m in msgs if type(m) is GetTask))
-        self.outgoing(out, time.monotonic())
-
-    def outgoing(self, out: list, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        for peer, msg in out:
-            kind = type(msg)
-            if kind is TaskResult:
-                (self.tasks_finished if msg.ok else self.tasks_failed).inc()
-                self._outcome(peer, msg.ref, now)
-            elif kind is EnqueueReservations:
-                self.probes.inc(msg.count)
-            elif kind is TaskLaunch:
-                self.tasks_launched.inc()
-                arrived = self._arrived.get(msg.job_id)
-                if arrived is not None:
-                    self.delay.observe(now - arrived)
-            elif kind is NoTask:
-                self.get_task_empty.inc()
-            elif kind is CancelReservations:
-                self.cancellations.inc()
-
-    def _outcome(self, client: Hashable, ref: int, now: float) -> None:
-        key = (client, ref)
-        entry = self._job_of.get(key)
-        if entry is None:
-            return
-        job_id, left = entry
-        if left > 1:
-            self._job_of[key] = (job_id, left - 1)
-            return
-        del self._job_of[key]
-        arrived = self._arrived.pop(job_id, None)
-        self.jobs_finished.inc()
-        if arrived is not None:
-            self.response.observe(now - arrived)
-
-    def client_lost(self, client: Hashable, out: list) -> None:
-        self.outgoing(out)
-        for key in [k for k in self._job_of if k[0] == client]:  # its jobs are dropped unfinished
-            job_id, _ = self._job_of.pop(key)
-            self._arrived.pop(job_id, None)
+    def traffic(self, delays: list[float], responses: list[float], ok: int, failed: int) -> None:
+        for delay in delays:
+            self.delay.observe(delay)
+        for response in responses:
+            self.response.observe(response)
+        if responses:
+            self.jobs_finished.inc(len(responses))
+        if ok:
+            self.tasks_finished.inc(ok)
+        if failed:
+            self.tasks_failed.inc(failed)
 
 
 class MeteredSchedulerLogic(SchedulerLogic):
-    """SchedulerLogic that reports its traffic to a SchedulerMetrics (made from `registry`)."""
+    """SchedulerLogic whose traffic a JobTimer follows (`timer`: add observers to `timer.observers`),
+    with Prometheus metrics (`metrics`) in `registry` unless it is None."""
 
     def __init__(self, registry, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.metrics = SchedulerMetrics(registry, self)
+        self.registry = registry
+        self.timer = JobTimer(self.clock)
+        self.metrics = None if registry is None else SchedulerMetrics(registry, self)
+        if self.metrics is not None:
+            self.timer.observers.append(self.metrics)
 
     def on_client_messages(self, peer: Hashable, msgs: list) -> list:
         out = super().on_client_messages(peer, msgs)
-        self.metrics.client_messages(peer, msgs, out)
+        self.timer.client_messages(peer, out)
         return out
 
     def on_client_lost(self, peer: Hashable) -> list:
         out = super().on_client_lost(peer)
-        self.metrics.client_lost(peer, out)
+        self.timer.client_lost(peer, out)
         return out
 
     def on_node_messages(self, peer: Hashable, msgs: list) -> list:
         out = super().on_node_messages(peer, msgs)
-        self.metrics.node_messages(msgs, out)
+        timer = self.timer
+        if peer not in timer.node_ids:  # the hot path, inlined: the registered ones just send traffic
+            timer.registration(peer, msgs)
+        timer.outgoing(out)
         return out
 
     def on_node_lost(self, peer: Hashable) -> list:
         out = super().on_node_lost(peer)
-        self.metrics.outgoing(out)
+        self.timer.node_lost(peer, out)
         return out
 
 
-# NodeMonitorLogic.stats key -> (metric name, help)
+# metric name -> (help, the NodeMonitorLogic.stats keys it adds up)
 NODE_COUNTERS = {
-    "reservations": ("sparrow_node_reservations", "Reservations received"),
-    "get_task": ("sparrow_node_get_task", "GetTask requests sent"),
-    "no_task": ("sparrow_node_get_task_empty", "NoTask answers received"),
-    "launched": ("sparrow_node_tasks_launched", "Tasks launched on the executor"),
-    "cancelled": ("sparrow_node_reservations_cancelled", "Reservations removed by CancelReservations"),
+    "sparrow_node_reservations": ("Reservations received", ("reservations",)),
+    "sparrow_node_get_task": ("GetTask requests sent", ("get_task",)),
+    "sparrow_node_get_task_empty": ("NoTask answers received", ("no_task",)),
+    "sparrow_node_tasks_launched": ("Tasks launched on the executor", ("launched",)),
+    "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
 }
 
 
@@ -206,23 +321,17 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def __init__(self, registry, **kwargs) -> None:
         super().__init__(**kwargs)
         prom = require_prometheus()
-        self._counters = {key: prom.Counter(name, doc, registry=registry) for key, (name, doc) in NODE_COUNTERS.items()}
-        self._seen = {key: 0 for key in NODE_COUNTERS}
+        registry.register(StatsCounters(self.stats, NODE_COUNTERS))
         self._finished = prom.Counter("sparrow_node_tasks_finished", "Tasks that returned a value", registry=registry)
         self._failed = prom.Counter(
             "sparrow_node_tasks_failed", "Tasks that raised or whose worker died", registry=registry
         )
+        # set here, not read at scrape time: the queue is a kernel object that may be in use in this thread
         self._queue_length = prom.Gauge("sparrow_node_queue_length", "Reservations waiting", registry=registry)
         self._busy = prom.Gauge("sparrow_node_busy_slots", "Slots running or asking for a task", registry=registry)
         prom.Gauge("sparrow_node_slots", "Task slots", registry=registry).set(self.slots)
 
     def _update(self, out: list) -> list:
-        stats = self.stats
-        for key, counter in self._counters.items():
-            value = stats[key]
-            if value != self._seen[key]:
-                counter.inc(value - self._seen[key])
-                self._seen[key] = value
         self._queue_length.set(len(self.queue))
         self._busy.set(self.slots - self.free)
         return out

@@ -1,7 +1,8 @@
 """Run one service as a process: `python -m sparrow_runtime.service_main scheduler|node-monitor [options]`.
 
 Prints the bound address as one line "host:port" on stdout once the service is ready (a node monitor:
-once registered with every --scheduler), then runs until SIGTERM or SIGINT (or, with
+once registered with every --scheduler; a scheduler with --metrics-port: then its dashboard's URL on a
+second line), then runs until SIGTERM or SIGINT (or, with
 --exit-with-parent, until its standard input ends: the parent holding the pipe is gone, even if it
 was killed outright), and exits 0. Logs go to
 stderr. The secret comes from --secret-file, SPARROW_SECRET or SPARROW_SECRET_FILE, never from the
@@ -22,8 +23,10 @@ import trio
 from .address import format_address
 from .auth import load_secret
 from .cpus import parse_cpu_list, pin_process
+from .dashboard import scheduler_with_dashboard
 from .framing import DEFAULT_MAX_FRAME
 from .logsetup import LOG_LEVELS, setup_logging
+from .metrics import serve_metrics
 from .node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT, serve_node_monitor
 from .node_monitor_logic import POLICIES
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
@@ -54,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--node-timeout", type=float, default=DEFAULT_NODE_TIMEOUT)
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--result-delay", type=_seconds, default=DEFAULT_RESULT_DELAY, help="seconds; 0: off")
+    s.add_argument("--metrics-port", type=int, default=None, help="serve the dashboard (and metrics) here; 0: any")
     n = sub.choices["node-monitor"]
     n.add_argument("--scheduler", action="append", default=[], help="address of a scheduler to register with")
     n.add_argument("--slots", type=int, default=None, help="default: CPU count")
@@ -87,9 +91,10 @@ def parse_weights(items: list[str]) -> dict[str, float]:
 
 
 def make_service(args: argparse.Namespace):
+    """The service to run, and `(registry, port, dashboard)` to serve once it listens, or None."""
     common = dict(host=args.host, port=args.port, secret_file=args.secret_file, max_frame=args.max_frame)
     if args.service == "scheduler":
-        return partial(
+        service = partial(
             serve_scheduler,
             **common,
             scheduler_id=args.ident,
@@ -99,6 +104,11 @@ def make_service(args: argparse.Namespace):
             seed=args.seed,
             result_delay=args.result_delay,
         )
+        if args.metrics_port is None:
+            return service, None
+        options = dict(scheduler_id=args.ident or "scheduler", probe_ratio=args.probe_ratio, seed=args.seed)
+        logic, sampler, dashboard = scheduler_with_dashboard(**options)
+        return sampler.alongside(partial(service, logic=logic)), (logic.registry, args.metrics_port, dashboard)
     return partial(
         serve_node_monitor,
         args.scheduler,
@@ -111,7 +121,7 @@ def make_service(args: argparse.Namespace):
         executor=args.executor,
         heartbeat_interval=args.heartbeat_interval,
         scheduler_timeout=args.scheduler_timeout,
-    )
+    ), None
 
 
 async def wait_for_parent_exit() -> None:
@@ -123,7 +133,7 @@ async def wait_for_parent_exit() -> None:
             return
 
 
-async def run(service, exit_with_parent: bool = False) -> None:
+async def run(service, exit_with_parent: bool = False, http: tuple | None = None) -> None:
     async def stop_when(waiter) -> None:
         await waiter()
         nursery.cancel_scope.cancel()
@@ -135,7 +145,10 @@ async def run(service, exit_with_parent: bool = False) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             address = await nursery.start(service)
-            print(format_address(address), flush=True)
+            lines = [format_address(address)]
+            if http is not None:  # the dashboard's URL, on a second line
+                lines.append(f"http://{format_address(serve_metrics(http[0], address[0], *http[1:]))}/")
+            print("\n".join(lines), flush=True)
             if exit_with_parent:
                 nursery.start_soon(stop_when, wait_for_parent_exit)
             await stop_when(next_signal)
@@ -148,11 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(args.log_level, secret=secret)
         if args.cpus is not None:
             pin_process(args.cpus)  # first: the executors' threads and processes inherit it
-        service = make_service(args)
+        service, http = make_service(args)
     except (ValueError, OSError) as exc:
         print(f"sparrow {args.service}: {exc}", file=sys.stderr)
         return 1
-    trio.run(run, service, args.exit_with_parent)
+    trio.run(run, service, args.exit_with_parent, http)
     return 0
 
 

@@ -7,11 +7,11 @@ import os
 import socket
 from functools import partial
 
-from ..metrics import MeteredSchedulerLogic
+from ..dashboard import scheduler_with_dashboard
 from ..scheduler import serve_scheduler
 from ..scheduler_logic import SchedulerLogic
 from .common import add_command, prepare_service, settings
-from .service import run_service, service_logic
+from .service import run_service
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,9 +35,13 @@ def run(args: argparse.Namespace) -> int:
     secret = prepare_service(s)
     host, port = s["listen"]
     options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}
-    logic, metrics = service_logic(s, SchedulerLogic, MeteredSchedulerLogic, **options)
+    if s["metrics_port"] is None:
+        logic, sampler, http = SchedulerLogic(**options), None, None
+    else:  # the metrics port also serves the dashboard, which works without prometheus-client
+        logic, sampler, dashboard = scheduler_with_dashboard(**options)
+        http = (logic.registry, s["metrics_port"], dashboard)
     service = partial(
         serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
         max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
     )  # fmt: skip
-    return run_service(service, "scheduler", metrics)
+    return run_service(service if sampler is None else sampler.alongside(service), "scheduler", http)

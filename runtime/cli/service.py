@@ -21,11 +21,11 @@ DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy sl
 
 def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
     """The logic of a service (`plain(**options)`), or with `--metrics-port` its metered subclass and
-    `(registry, port)` for `run_service`."""
+    `(registry, port, None)` for `run_service`."""
     if s["metrics_port"] is None:
         return plain(**options), None
     registry = new_registry()
-    return metered(registry, **options), (registry, s["metrics_port"])
+    return metered(registry, **options), (registry, s["metrics_port"], None)
 
 
 def node_monitor_drain(
@@ -52,13 +52,17 @@ async def _serve_until_signal(
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             address = await nursery.start(service)
-            line = f"sparrow {name}: listening on {format_address(address)}"
+            lines = [f"sparrow {name}: listening on {format_address(address)}"]
             if metrics is not None:
-                registry, port = metrics
-                host, bound = serve_metrics(registry, address[0], port)
-                line += f", metrics on http://{format_address((host, bound))}/metrics"
-            logger.info(line.removeprefix("sparrow "))
-            print(line, flush=True)
+                registry, port, pages = metrics
+                url = "http://" + format_address(serve_metrics(registry, address[0], port, pages))
+                if registry is not None:
+                    lines[0] += f", metrics on {url}/metrics"
+                if pages is not None:
+                    lines.append(f"sparrow {name}: dashboard on {url}/")
+            for line in lines:
+                logger.info(line.removeprefix("sparrow "))
+            print("\n".join(lines), flush=True)
             async for signum in signals:
                 logger.info("%s received: stopping", signal.Signals(signum).name)
                 break
@@ -85,7 +89,8 @@ def run_service(
 ) -> int:
     """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT; print its address once ready.
 
-    `metrics` (optional): `(registry, port)` to serve on the service's host once it is listening.
+    `metrics` (optional): `(registry, port, pages)` for `serve_metrics` on the service's host once it
+    is listening (registry None: no Prometheus metrics; pages: the scheduler's dashboard, or None).
     `drain` (optional): awaited after the first signal, before the service is cancelled.
     """
     trio.run(_serve_until_signal, service, name, metrics, drain)

@@ -52,10 +52,7 @@ def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]
     prometheus-client). Every other path: the WSGI app `pages` (the scheduler's dashboard), or, without
     one, the metrics again, as prometheus-client's own server does.
     """
-    if registry is None:
-        metrics = _no_prometheus
-    else:
-        metrics = require_prometheus().make_wsgi_app(registry)
+    metrics = _no_prometheus if registry is None else require_prometheus().make_wsgi_app(registry)
     other = pages if pages is not None else metrics
 
     def app(environ, start_response):

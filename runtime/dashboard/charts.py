@@ -62,7 +62,8 @@ def line_chart(
         value = top * i / GRID_LINES
         gy = y(value)
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
-        parts.append(f'<text class="tick" x="{LEFT - 6}" y="{gy + 4:.1f}" text-anchor="end">{escape(fmt(value))}</text>')
+        label = escape(fmt(value))
+        parts.append(f'<text class="tick" x="{LEFT - 6}" y="{gy + 4:.1f}" text-anchor="end">{label}</text>')
     for age in _time_ticks(span):
         label = "now" if age == 0 else f"-{_duration(age)}"
         parts.append(

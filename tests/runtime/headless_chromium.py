@@ -5,6 +5,7 @@ browser tests need no Python package and no network access of their own."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -119,10 +120,8 @@ class HeadlessChromium:
 
     def close(self) -> None:
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(OSError, RuntimeError, TimeoutError):  # then killed below
                 self.call("Browser.close")
-            except (OSError, RuntimeError, TimeoutError):
-                pass
             try:
                 self.process.wait(5)
             except subprocess.TimeoutExpired:

@@ -1,0 +1,212 @@
+"""The Prometheus metrics (metrics.py): the scheduler's counters come from SchedulerLogic.stats, its
+timings and outcomes from one message-driven JobTimer; the node monitor's counters from its stats;
+the HTTP server serves /metrics (or says how to install prometheus-client) beside a dashboard."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import urllib.error
+import urllib.request
+
+import prometheus_client
+import pytest
+from sparrow_runtime.messages import (
+    CancelReservations,
+    EnqueueReservations,
+    GetTask,
+    NoTask,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TaskFinished,
+)
+from sparrow_runtime.metrics import (
+    MeteredNodeMonitorLogic,
+    MeteredSchedulerLogic,
+    SchedulerObserver,
+    registry_if_available,
+    serve_metrics,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Recorder(SchedulerObserver):
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self.responses: list[float] = []
+        self.ok = self.failed = 0
+        self.events: list[tuple[str, str]] = []
+
+    def traffic(self, delays, responses, ok, failed) -> None:
+        self.delays += delays
+        self.responses += responses
+        self.ok += ok
+        self.failed += failed
+
+    def node_registered(self, node_id, peer) -> None:
+        self.events.append(("registered", node_id))
+
+    def node_lost(self, node_id) -> None:
+        self.events.append(("lost", node_id))
+
+
+def kinds(out):
+    return [type(msg).__name__ for _, msg in out]
+
+
+def test_scheduler_metrics_count_the_protocol_traffic():
+    """One job of two tasks, one extra GetTask, one failure: every metric says so."""
+    registry = prometheus_client.CollectorRegistry()
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    value = registry.get_sample_value
+    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
+    logic.on_client_messages("c", [SubmitJob(1, [b"x", b"y"])])
+    job_id = next(iter(logic.jobs))
+    out = logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id), GetTask(job_id)])
+    assert kinds(out).count("TaskLaunch") == 2 and kinds(out).count("NoTask") == 1
+    assert any(isinstance(msg, CancelReservations) for _, msg in out)
+    logic.on_node_messages("nm", [TaskFinished(job_id, 0, True, b"", ""), TaskFinished(job_id, 1, False, b"", "boom")])
+    expected = {
+        "sparrow_jobs_submitted_total": 1, "sparrow_tasks_submitted_total": 2, "sparrow_probes_sent_total": 4,
+        "sparrow_get_task_total": 3, "sparrow_get_task_empty_total": 1, "sparrow_tasks_launched_total": 2,
+        "sparrow_cancellations_sent_total": 1, "sparrow_tasks_finished_total": 1, "sparrow_tasks_failed_total": 1,
+        "sparrow_jobs_finished_total": 1, "sparrow_scheduling_delay_seconds_count": 2,
+        "sparrow_job_response_seconds_count": 1, "sparrow_node_monitors": 1, "sparrow_jobs_in_flight": 0,
+        "sparrow_jobs_rejected_total": 0,
+    }  # fmt: skip
+    assert {name: value(name) for name in expected} == expected
+
+
+def test_scheduler_counters_are_the_logic_stats_themselves():
+    """The counters are read from SchedulerLogic.stats at scrape time: one source, not a recount."""
+    registry = prometheus_client.CollectorRegistry()
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    table = {"probes": "sparrow_probes_sent_total", "launched": "sparrow_tasks_launched_total",
+             "no_task": "sparrow_get_task_empty_total", "cancel_messages": "sparrow_cancellations_sent_total",
+             "get_task": "sparrow_get_task_total", "tasks": "sparrow_tasks_submitted_total"}  # fmt: skip
+    for i, key in enumerate(table, start=1):
+        logic.stats[key] += 10 * i
+    assert {key: registry.get_sample_value(name) for key, name in table.items()} == {
+        key: 10 * i for i, key in enumerate(table, start=1)
+    }
+
+
+def test_a_rejected_job_counts_as_submitted_and_rejected_and_its_tasks_do_not():
+    registry = prometheus_client.CollectorRegistry()
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    out = logic.on_client_messages("c", [SubmitJob(1, [])])
+    assert kinds(out) == ["JobRejected"]
+    value = registry.get_sample_value
+    assert (value("sparrow_jobs_submitted_total"), value("sparrow_jobs_rejected_total")) == (1, 1)
+    assert value("sparrow_tasks_submitted_total") == 0
+
+
+def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
+    """Launch 0.5 s and 1.5 s after arrival, last outcome at 4 s: those are the delays and response."""
+    clock = Clock()
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=clock)
+    seen = Recorder()
+    logic.timer.observers.append(seen)
+    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
+    logic.on_client_messages("c", [SubmitJob(7, [b"x", b"y"])])
+    job_id = next(iter(logic.jobs))
+    clock.now = 100.5
+    logic.on_node_messages("nm", [GetTask(job_id)])
+    clock.now = 101.5
+    logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id)])  # the third is answered NoTask
+    clock.now = 103.0
+    logic.on_node_messages("nm", [TaskFinished(job_id, 0, False, b"", "boom")])
+    assert (seen.responses, seen.failed) == ([], 1)
+    clock.now = 104.0
+    logic.on_node_messages("nm", [TaskFinished(job_id, 1, True, b"", "")])
+    assert (seen.delays, seen.responses, seen.ok, seen.failed) == ([0.5, 1.5], [4.0], 1, 1)
+    assert logic.metrics is None  # no registry: no Prometheus metrics, the timer still runs
+
+
+def test_job_timer_forgets_the_jobs_of_a_lost_client():
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])
+    logic.on_client_messages("c", [SubmitJob(1, [b"x"]), SubmitJob(2, [b"y"])])
+    logic.on_client_lost("c")
+    assert logic.timer._arrived == {} and logic.timer._job_of == {}
+
+
+def test_a_node_monitor_is_lost_once_and_not_when_a_newer_link_replaced_it():
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    seen = Recorder()
+    logic.timer.observers.append(seen)
+    logic.on_node_messages("old", [RegisterNodeMonitor("a", 1)])
+    logic.on_node_messages("new", [RegisterNodeMonitor("a", 1)])  # it reconnected: "old" is stale
+    logic.on_node_lost("old")
+    assert seen.events == [("registered", "a"), ("registered", "a")]
+    logic.on_node_lost("new")
+    logic.on_node_lost("new")
+    assert seen.events[2:] == [("lost", "a")]
+
+
+def test_node_monitor_metrics_follow_its_queue_and_slots():
+    registry = prometheus_client.CollectorRegistry()
+    logic = MeteredNodeMonitorLogic(registry, slots=2)
+    value = registry.get_sample_value
+    logic.on_scheduler_registered("s")
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "", 0, 5)])
+    assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (3, 2)
+    logic.on_scheduler_messages("s", [NoTask(1), CancelReservations(1)])
+    assert value("sparrow_node_reservations_total") == 5 and value("sparrow_node_get_task_empty_total") == 1
+    assert value("sparrow_node_reservations_cancelled_total") == 3  # removed before the freed slot is refilled
+    assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (0, 1)
+    logic.on_task_done("s", 1, 0, False, b"", "died")
+    assert value("sparrow_node_tasks_failed_total") == 1 and value("sparrow_node_slots") == 2
+    assert value("sparrow_node_get_task_total") == logic.stats["get_task"] == 2  # the NoTask was not re-asked
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_http_server_serves_metrics_and_the_pages_beside_them():
+    registry = prometheus_client.CollectorRegistry()
+    prometheus_client.Counter("sparrow_example", "an example", registry=registry).inc(3)
+
+    def pages(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [f"page {environ['PATH_INFO']}".encode()]
+
+    host, port = serve_metrics(registry, "127.0.0.1", 0, pages)
+    status, text = get(f"http://{host}:{port}/metrics")
+    assert status == 200 and "sparrow_example_total 3.0" in text
+    assert get(f"http://{host}:{port}/") == (200, "page /")
+    host, port = serve_metrics(registry, "127.0.0.1", 0)  # no pages: metrics everywhere, as before
+    assert "sparrow_example_total 3.0" in get(f"http://{host}:{port}/")[1]
+
+
+def test_without_prometheus_client_the_metrics_path_says_how_to_install_it(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import fails as if not installed
+    with caplog.at_level(logging.WARNING, logger="sparrow_runtime.metrics"):
+        assert registry_if_available() is None
+    assert "pip install 'sparrow-core[metrics]'" in caplog.text
+    def dashboard(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"dashboard"]
+
+    host, port = serve_metrics(None, "127.0.0.1", 0, dashboard)
+    status, text = get(f"http://{host}:{port}/metrics")
+    assert status == 503 and "pip install 'sparrow-core[metrics]'" in text
+    assert get(f"http://{host}:{port}/") == (200, "dashboard")
+
+
+def test_metered_node_monitor_still_needs_prometheus_client(monkeypatch):
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    with pytest.raises(RuntimeError, match="prometheus-client"):
+        MeteredNodeMonitorLogic(object(), slots=1)

@@ -72,8 +72,10 @@ class DashboardApp:
             body = render_page(view).encode()
         elif route == "live":
             body = render_live(view).encode()
-        else:
-            body = msgspec.json.encode(view)
+        else:  # jobs as objects, like `sparrow status --json` (JobStatus travels as an array)
+            data = msgspec.to_builtins(view)
+            data["jobs"] = [msgspec.structs.asdict(job) for job in view.jobs]
+            body = msgspec.json.encode(data)
         with self._lock:
             self._cache[route] = (view, body)
         return body

@@ -9,7 +9,6 @@ from html import escape
 
 WIDTH, HEIGHT = 560, 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 28  # margins around the plot area
-GRID_LINES = 4
 
 
 class Series:
@@ -23,15 +22,20 @@ class Series:
         self.values = values
 
 
-def nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 x 10^k that is >= value (> 0): a round top for the y axis."""
+# (top of the y axis / 10^k, grid steps up to it): every step a round number
+AXES = ((1.0, 5), (2.0, 4), (2.5, 5), (4.0, 4), (5.0, 5), (8.0, 4), (10.0, 5))
+
+
+def nice_axis(value: float) -> tuple[float, int]:
+    """The y axis for data up to `value`: a round top >= value and how many grid steps divide it into
+    round numbers (top 250: 5 steps of 50; top 40: 4 of 10)."""
     if value <= 0 or not math.isfinite(value):
-        return 1.0
+        return 1.0, 5
     power = 10.0 ** math.floor(math.log10(value))
-    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if value <= step * power * (1 + 1e-9):
-            return step * power
-    return 10.0 * power
+    for top, steps in AXES:
+        if value <= top * power * (1 + 1e-9):
+            return top * power, steps
+    return 10.0 * power, 5
 
 
 def line_chart(
@@ -46,7 +50,7 @@ def line_chart(
     `span` seconds; `fmt` writes a y-axis value. The element carries `data-points`: the values drawn."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     drawn = [v for s in series for v in s.values if v is not None]
-    top = nice_ceiling(max(drawn, default=0.0))
+    top, steps = nice_axis(max(drawn, default=0.0))
 
     def x(age: float) -> float:
         return LEFT + plot_w * (1 - min(age, span) / span)
@@ -58,8 +62,8 @@ def line_chart(
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(title)}" '
         f'data-points="{len(drawn)}">'
     ]
-    for i in range(GRID_LINES + 1):
-        value = top * i / GRID_LINES
+    for i in range(steps + 1):
+        value = top * i / steps
         gy = y(value)
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
         label = escape(fmt(value))

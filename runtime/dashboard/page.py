@@ -147,42 +147,42 @@ def _nodes(view: View) -> str:
     rows = []
     for n in view.nodes:
         lost = n.state == "lost"
-        bar = "" if lost else _bar(n.busy, n.slots)
         labels = " ".join(f'<span class="label-tag">{escape(label)}</span>' for label in n.labels)
         rows.append(
             f'<tr class="node" data-node="{escape(n.node_id)}" data-state="{n.state}">'
             f"<td><code>{escape(n.node_id)}</code></td><td><code>{escape(n.address) or '–'}</code></td>"
             f'<td><span class="state {n.state}">{n.state}</span></td>'
             f'<td class="num">{"–" if lost else n.slots}</td>'
-            f'<td class="num busy">{"–" if lost else n.busy}{bar}</td>'
+            f'<td class="num busy">{"–" if lost else n.busy}{"" if lost else _bar(n.busy, n.slots)}</td>'
             f'<td class="num">{"–" if lost else n.queued}</td>'
             f"<td>{('lost ' if lost else 'heard ') + ago(n.silent_for)}</td><td>{labels}</td></tr>"
         )
-    body = "".join(rows) or '<tr><td colspan="8" class="empty">no node monitor has registered</td></tr>'
-    return (
-        '<section class="panel" id="nodes"><h2>Node monitors</h2><table><thead><tr><th>id</th><th>address</th>'
-        '<th>state</th><th class="num">slots</th><th class="num">busy</th><th class="num">queued</th>'
-        f"<th>last message</th><th>labels</th></tr></thead><tbody>{body}</tbody></table></section>"
-    )
+    columns = ["id", "address", "state", "#slots", "#busy", "#queued", "last message", "labels"]
+    return _table("nodes", "Node monitors", columns, rows, "no node monitor has registered")
 
 
 def _jobs(view: View) -> str:
-    rows = "".join(
+    rows = [
         f'<tr class="job"><td class="num">{j.job_id}</td><td>{escape(j.user) or "–"}</td>'
         f'<td class="num">{j.priority}</td><td class="num">{j.tasks:,}</td><td class="num">{j.launched:,}</td>'
         f'<td class="num">{j.running:,}</td><td class="num">{j.done:,}{_bar(j.done, j.tasks)}</td></tr>'
         for j in view.jobs
-    )
+    ]
     more = view.jobs_in_flight - len(view.jobs)
     if more > 0:
-        rows += f'<tr><td colspan="7" class="empty">and {more:,} more</td></tr>'
-    if not rows:
-        rows = '<tr><td colspan="7" class="empty">no job in flight</td></tr>'
+        rows.append(f'<tr><td colspan="7" class="empty">and {more:,} more</td></tr>')
+    title = f'Jobs in flight <span class="note">{view.jobs_in_flight:,}, oldest first</span>'
+    columns = ["#job", "user", "#priority", "#tasks", "#launched", "#running", "#done"]
+    return _table("jobs", title, columns, rows, "no job in flight")
+
+
+def _table(section: str, title: str, columns: list[str], rows: list[str], empty: str) -> str:
+    """A panel with a table; a column name starting with # is numeric (aligned right)."""
+    head = "".join(f'<th class="num">{c[1:]}</th>' if c.startswith("#") else f"<th>{c}</th>" for c in columns)
+    body = "".join(rows) or f'<tr><td colspan="{len(columns)}" class="empty">{empty}</td></tr>'
     return (
-        f'<section class="panel" id="jobs"><h2>Jobs in flight <span class="note">{view.jobs_in_flight:,}, '
-        'oldest first</span></h2><table><thead><tr><th class="num">job</th><th>user</th><th class="num">priority</th>'
-        '<th class="num">tasks</th><th class="num">launched</th><th class="num">running</th><th class="num">done</th>'
-        f"</tr></thead><tbody>{rows}</tbody></table></section>"
+        f'<section class="panel" id="{section}"><h2>{title}</h2><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></section>"
     )
 
 

@@ -14,7 +14,7 @@ import trio
 from ..messages import StatusReply
 from ..metrics import MeteredSchedulerLogic
 from .activity import QUANTILE_WINDOW, Activity
-from .view import JOBS_LISTED, JobRow, NodeRow, Point, View
+from .view import JOBS_LISTED, NodeRow, Point, View
 
 SAMPLE_INTERVAL = 1.0  # seconds between samples
 HISTORY = 300  # samples kept: five minutes at one a second
@@ -79,10 +79,7 @@ class Sampler:
             for node_id, ago in self.activity.recently_lost()
             if node_id not in live
         ]
-        jobs = tuple(
-            JobRow(j.job_id, j.user, j.priority, j.tasks, j.launched, j.running, j.done)
-            for j in islice(status.jobs, JOBS_LISTED)
-        )
+        jobs = tuple(islice(status.jobs, JOBS_LISTED))
         return View(
             scheduler_id=status.scheduler_id, taken_at=now, uptime=now - self._started, nodes=tuple(nodes),
             jobs_in_flight=len(status.jobs), jobs=jobs, counters=self._counters(status.counters),

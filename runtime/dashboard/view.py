@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ..messages import JobStatus
+
 NODE_STATES = ("up", "draining", "lost")
 
 
@@ -22,17 +24,7 @@ class NodeRow(msgspec.Struct, frozen=True):
     labels: tuple[str, ...] = ()
 
 
-class JobRow(msgspec.Struct, frozen=True):
-    job_id: int
-    user: str
-    priority: int
-    tasks: int
-    launched: int
-    running: int
-    done: int
-
-
-class Point(msgspec.Struct, frozen=True, array_like=True):
+class Point(msgspec.Struct, frozen=True):
     """One sample: `t` (the scheduler's clock, seconds), task outcomes and launches per second since
     the previous sample, the scheduling delay and job response p50/p99 in seconds over the quantile
     window (None: nothing observed), jobs in flight and busy slots."""
@@ -49,15 +41,15 @@ class Point(msgspec.Struct, frozen=True, array_like=True):
 
 
 class View(msgspec.Struct, frozen=True):
-    """Everything on the page. `jobs` lists the oldest jobs in flight, at most `JOBS_LISTED`;
-    `jobs_in_flight` counts them all. `history` and `window` are in seconds."""
+    """Everything on the page. `jobs` lists the oldest jobs in flight (as `sparrow status` shows them),
+    at most `JOBS_LISTED`; `jobs_in_flight` counts them all. `history` and `window` are in seconds."""
 
     scheduler_id: str
     taken_at: float
     uptime: float
     nodes: tuple[NodeRow, ...]
     jobs_in_flight: int
-    jobs: tuple[JobRow, ...]
+    jobs: tuple[JobStatus, ...]
     counters: dict[str, int]
     points: tuple[Point, ...]
     history: float

@@ -14,18 +14,12 @@ import pytest
 import trio
 from sparrow_runtime.dashboard import DashboardApp, Sampler
 from sparrow_runtime.dashboard.activity import LOST_MEMORY, Quantiles, Reservoir
-from sparrow_runtime.dashboard.charts import Series, line_chart, nice_ceiling
+from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
 from sparrow_runtime.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
 from sparrow_runtime.metrics import MeteredSchedulerLogic
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from .manual_clock import ManualClock
 
 
 class Peer:
@@ -35,7 +29,7 @@ class Peer:
         self.peer_name = name
 
 
-def cluster(clock: Clock, nodes: int = 2) -> tuple[MeteredSchedulerLogic, Sampler, list[Peer]]:
+def cluster(clock: ManualClock, nodes: int = 2) -> tuple[MeteredSchedulerLogic, Sampler, list[Peer]]:
     logic = MeteredSchedulerLogic(None, scheduler_id="sched-1", seed=1, clock=clock)
     sampler = Sampler(logic, seed=1)
     peers = [Peer(f"10.0.0.{i}:5000") for i in range(nodes)]
@@ -44,7 +38,7 @@ def cluster(clock: Clock, nodes: int = 2) -> tuple[MeteredSchedulerLogic, Sample
     return logic, sampler, peers
 
 
-def run_job(logic: MeteredSchedulerLogic, clock: Clock, peer: Peer, ref: int, tasks: int, *, delay: float, ok=True):
+def run_job(logic: MeteredSchedulerLogic, clock: ManualClock, peer: Peer, ref: int, tasks: int, *, delay: float):
     """Submit a job, launch all its tasks on `peer` after `delay` s, finish them 1 s later."""
     logic.on_client_messages("client", [SubmitJob(ref, [b"t"] * tasks)])
     job_id = max(logic.jobs)
@@ -52,7 +46,7 @@ def run_job(logic: MeteredSchedulerLogic, clock: Clock, peer: Peer, ref: int, ta
     out = logic.on_node_messages(peer, [GetTask(job_id)] * tasks)
     launched = [m.task for _, m in out if type(m) is TaskLaunch]
     clock.now += 1.0
-    logic.on_node_messages(peer, [TaskFinished(job_id, t, ok, b"", "" if ok else "boom") for t in launched])
+    logic.on_node_messages(peer, [TaskFinished(job_id, t, True, b"", "") for t in launched])
     return len(launched)
 
 
@@ -88,7 +82,7 @@ def test_quantiles_cover_the_window_and_forget_older_seconds():
 
 
 def test_sample_shows_node_monitors_jobs_counters_and_rates():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     logic, sampler, peers = cluster(clock)
     logic.on_node_messages(peers[1], [Heartbeat(queued=4, busy=1)])
     logic.on_client_messages("client", [SubmitJob(1, [b"a", b"b", b"c"])])  # stays in flight
@@ -112,7 +106,7 @@ def test_sample_shows_node_monitors_jobs_counters_and_rates():
 
 
 def test_draining_and_lost_node_monitors_keep_their_rows_until_lost_ones_are_forgotten():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     logic, sampler, peers = cluster(clock, nodes=3)
     logic.on_node_messages(peers[1], [Heartbeat(queued=0, busy=0, draining=True)])
     logic.on_node_lost(peers[2])
@@ -126,7 +120,7 @@ def test_draining_and_lost_node_monitors_keep_their_rows_until_lost_ones_are_for
 
 
 def test_a_lost_node_monitor_that_registers_again_is_up():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     logic, sampler, peers = cluster(clock)
     logic.on_node_lost(peers[0])
     assert [n.state for n in sampler.sample().nodes] == ["up", "lost"]
@@ -175,7 +169,7 @@ def test_bad_sampler_settings_are_refused():
 
 def test_page_escapes_what_peers_chose():
     """Node ids, labels and the scheduler id come from peers: they are shown as text, never as markup."""
-    clock = Clock()
+    clock = ManualClock(1000.0)
     logic = MeteredSchedulerLogic(None, scheduler_id="<b>s</b>", seed=1, clock=clock)
     sampler = Sampler(logic)
     logic.on_node_messages(Peer("x"), [RegisterNodeMonitor("<script>alert(1)</script>", 1, ('"><img src=x>',))])
@@ -191,16 +185,19 @@ def test_chart_draws_each_series_and_breaks_lines_where_values_are_missing():
     )  # fmt: skip
     path = re.search(r'<path class="line s1" d="([^"]+)"', svg).group(1)
     assert path.count("M") == 2 and path.count("L") == 2  # two runs: 2 points, then 2 points
-    assert 'data-points="4"' in svg and ">5 ms<" in svg  # the y axis tops at a round 5 ms
+    assert 'data-points="4"' in svg and ">4 ms<" in svg and ">1 ms<" in svg  # the y axis: 0 to 4 ms, by 1 ms
     empty = line_chart("delay", [], [Series("p50", "s1", [])], span=60, fmt=seconds)
     assert 'data-points="0"' in empty and "<path" not in empty
 
 
 @pytest.mark.parametrize(
-    ("value", "top"), [(0.0, 1.0), (0.8, 1.0), (3.2, 5.0), (11, 20.0), (2.5, 2.5), (0.0042, 0.005)]
-)
-def test_nice_ceiling_rounds_up_to_a_round_axis_top(value, top):
-    assert nice_ceiling(value) == pytest.approx(top)
+    ("value", "axis"),
+    [(0.0, (1.0, 5)), (0.8, (0.8, 4)), (3.2, (4.0, 4)), (11, (20.0, 4)), (2.5, (2.5, 5)), (0.0042, (0.005, 5)),
+     (180, (200.0, 4)), (90, (100.0, 5)), (6.1, (8.0, 4))],
+)  # fmt: skip
+def test_y_axis_tops_at_a_round_number_cut_in_round_steps(value, axis):
+    top, steps = nice_axis(value)
+    assert (top, steps) == (pytest.approx(axis[0]), axis[1])
 
 
 def call(app: DashboardApp, path: str, method: str = "GET") -> tuple[str, dict[str, str], bytes]:
@@ -216,9 +213,10 @@ def call(app: DashboardApp, path: str, method: str = "GET") -> tuple[str, dict[s
 
 
 def test_app_serves_the_page_its_live_part_json_and_assets_read_only():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     logic, sampler, peers = cluster(clock)
     run_job(logic, clock, peers[0], ref=1, tasks=2, delay=0.1)
+    logic.on_client_messages("client", [SubmitJob(2, [b"t"] * 3)])  # in flight
     sampler.sample()
     app = DashboardApp(sampler)
     status, headers, page = call(app, "/")
@@ -229,6 +227,7 @@ def test_app_serves_the_page_its_live_part_json_and_assets_read_only():
     assert call(app, "/live")[2] in page
     data = json.loads(call(app, "/dashboard.json")[2])
     assert data["counters"]["tasks_finished"] == 2 and [n["node_id"] for n in data["nodes"]] == ["nm-0", "nm-1"]
+    assert data["jobs"][0]["tasks"] == 3 and data["points"][-1]["jobs_in_flight"] == 1
     for name, kind in (("dashboard.css", "text/css"), ("dashboard.js", "text/javascript")):
         status, headers, body = call(app, f"/static/{name}")
         assert status == "200 OK" and headers["Content-Type"].startswith(kind) and len(body) > 500
@@ -241,7 +240,7 @@ def test_app_serves_the_page_its_live_part_json_and_assets_read_only():
 
 
 def test_app_renders_a_view_once_for_all_viewers():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     _, sampler, _ = cluster(clock)
     app = DashboardApp(sampler)
     first = call(app, "/live")[2]

@@ -28,13 +28,7 @@ from sparrow_runtime.metrics import (
     serve_metrics,
 )
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from .manual_clock import ManualClock
 
 
 class Recorder(SchedulerObserver):
@@ -110,7 +104,7 @@ def test_a_rejected_job_counts_as_submitted_and_rejected_and_its_tasks_do_not():
 
 def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
     """Launch 0.5 s and 1.5 s after arrival, last outcome at 4 s: those are the delays and response."""
-    clock = Clock()
+    clock = ManualClock()
     logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=clock)
     seen = Recorder()
     logic.timer.observers.append(seen)

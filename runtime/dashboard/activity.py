@@ -2,14 +2,12 @@
 and job response times of the last seconds, failed tasks, finished jobs, and the node monitors'
 addresses, including those recently lost (the scheduler itself forgets a lost node monitor).
 
-Everything here runs in the scheduler's thread: each event is O(1); `roll()` once a second turns
-the last second's observations into quantiles over a sliding window.
+Everything here runs in the scheduler's thread: an event costs a list extend; `roll()` once a second
+turns the last second's observations into quantiles over a sliding window.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from collections import deque
 from collections.abc import Callable, Hashable
 
@@ -19,56 +17,34 @@ from ..metrics import SchedulerObserver
 
 QUANTILE_WINDOW = 10  # seconds of observations behind each p50/p99 point
 PER_SECOND_CAP = 5000  # observations kept per second and kind (a uniform sample beyond)
+PENDING_LIMIT = 200_000  # observations held between two rolls at most (every other one dropped past it)
 LOST_MEMORY = 600.0  # seconds a lost node monitor stays listed
 LOST_KEPT = 50  # at most this many lost node monitors listed
 
 
-class Reservoir:
-    """A uniform sample of at most `cap` of the values added: Li's algorithm L, which draws how many
-    values to skip, so a value not kept costs nothing past the cap."""
+class Quantiles:
+    """p50 and p99 of the values of the last `window` rolls. Adding values is a list extend; once a
+    second (the sampler's), `roll()` keeps at most `cap` of the second's values (a uniform sample: above `cap` values
+    a second, each second weighs the same in the window) and computes the quantiles."""
 
-    __slots__ = ("cap", "seen", "values", "_rng", "_w", "_next")
-
-    def __init__(self, cap: int, rng: random.Random) -> None:
+    def __init__(self, window: int, cap: int, rng: np.random.Generator) -> None:
+        self.current: list[float] = []
         self.cap = cap
         self._rng = rng
-        self.take()
-
-    def extend(self, values: list[float]) -> None:
-        start = self.seen
-        self.seen += len(values)
-        room = self.cap - len(self.values)
-        if room > 0:
-            self.values.extend(values[:room])
-        while self._next < self.seen:  # the next value to keep (0-based, in the whole stream) is here
-            self.values[self._rng.randrange(self.cap)] = values[self._next - start]
-            self._advance()
-
-    def take(self) -> np.ndarray:
-        """The sample so far, and start a new one."""
-        out = np.array(getattr(self, "values", ()), dtype=np.float64)
-        self.values: list[float] = []
-        self.seen = 0
-        self._w = math.exp(math.log(self._rng.random() or 1e-300) / self.cap)
-        self._next = self.cap - 1
-        self._advance()
-        return out
-
-    def _advance(self) -> None:
-        rng = self._rng
-        self._next += int(math.log(rng.random() or 1e-300) / math.log1p(-self._w)) + 1
-        self._w *= math.exp(math.log(rng.random() or 1e-300) / self.cap)
-
-
-class Quantiles:
-    """p50 and p99 of the values of the last `window` rolls."""
-
-    def __init__(self, window: int, cap: int, rng: random.Random) -> None:
-        self.current = Reservoir(cap, rng)
         self._past: deque[np.ndarray] = deque(maxlen=window)
 
+    def add(self, values: list[float]) -> None:
+        current = self.current
+        current += values
+        if len(current) > PENDING_LIMIT:  # not rolled for long (no sampler running): stay bounded
+            del current[::2]
+
     def roll(self) -> tuple[float | None, float | None]:
-        self._past.append(self.current.take())
+        second = np.array(self.current, dtype=np.float64)
+        self.current = []
+        if len(second) > self.cap:
+            second = self._rng.choice(second, self.cap, replace=False)
+        self._past.append(second)
         values = np.concatenate(self._past)
         if len(values) == 0:
             return None, None
@@ -81,7 +57,7 @@ class Activity(SchedulerObserver):
 
     def __init__(self, clock: Callable[[], float], *, window: int = QUANTILE_WINDOW, seed: int | None = None) -> None:
         self.clock = clock
-        rng = random.Random(seed)
+        rng = np.random.default_rng(seed)
         self.delay = Quantiles(window, PER_SECOND_CAP, rng)
         self.response = Quantiles(window, PER_SECOND_CAP, rng)
         self.tasks_failed = 0
@@ -90,10 +66,9 @@ class Activity(SchedulerObserver):
         self.lost: dict[str, float] = {}  # node id -> when it was lost, oldest first
 
     def traffic(self, delays: list[float], responses: list[float], ok: int, failed: int) -> None:
-        if delays:
-            self.delay.current.extend(delays)
+        self.delay.add(delays)
         if responses:
-            self.response.current.extend(responses)
+            self.response.add(responses)
             self.jobs_finished += len(responses)
         self.tasks_failed += failed
 

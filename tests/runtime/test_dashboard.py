@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import random
 import re
 import wsgiref.util
 
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 import trio
 from sparrow_runtime.dashboard import DashboardApp, Sampler
-from sparrow_runtime.dashboard.activity import LOST_MEMORY, Quantiles, Reservoir
+from sparrow_runtime.dashboard.activity import LOST_MEMORY, PENDING_LIMIT, Quantiles
 from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
 from sparrow_runtime.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
@@ -50,35 +49,37 @@ def run_job(logic: MeteredSchedulerLogic, clock: ManualClock, peer: Peer, ref: i
     return len(launched)
 
 
-def test_reservoir_keeps_a_uniform_sample_once_past_its_cap():
-    """100,000 values in uneven batches into a 1,000-value reservoir: each decile keeps about 10%."""
-    reservoir = Reservoir(1000, random.Random(5))
-    rng = random.Random(6)
-    start = 0
-    while start < 100_000:
-        size = rng.randint(1, 300)
-        reservoir.extend([float(v) for v in range(start, min(start + size, 100_000))])
-        start += size
-    assert reservoir.seen == 100_000
-    kept = reservoir.take()
-    assert len(kept) == len(set(kept.tolist())) == 1000
-    per_decile = np.histogram(kept, bins=10, range=(0, 100_000))[0]
-    assert per_decile.min() >= 70 and per_decile.max() <= 130, per_decile  # binomial(1000, .1): sd 9.5
-    assert reservoir.seen == 0 and len(reservoir.take()) == 0  # take() starts afresh
-
-
 def test_quantiles_cover_the_window_and_forget_older_seconds():
-    quantiles = Quantiles(window=3, cap=100, rng=random.Random(1))
-    quantiles.current.extend([1.0] * 99 + [50.0])
+    quantiles = Quantiles(window=3, cap=100, rng=np.random.default_rng(1))
+    quantiles.add([1.0] * 99 + [50.0])
     assert quantiles.roll() == (1.0, pytest.approx(1.49))  # numpy's linear interpolation
-    quantiles = Quantiles(window=3, cap=100, rng=random.Random(1))
-    quantiles.current.extend([1.0] * 100)
+    quantiles = Quantiles(window=3, cap=100, rng=np.random.default_rng(1))
+    quantiles.add([1.0] * 100)
     assert quantiles.roll() == (1.0, 1.0)
-    quantiles.current.extend([3.0] * 100)
+    quantiles.add([3.0] * 100)
     assert quantiles.roll()[0] == 2.0  # 1s and 3s half and half
     assert quantiles.roll()[0] == 2.0  # a quiet second: the window still holds both
     assert quantiles.roll() == (3.0, 3.0)  # the first second left the window
     assert quantiles.roll() == (None, None)  # nothing observed within the window
+
+
+def test_a_busy_second_is_sampled_down_to_the_cap_without_bias():
+    """100,000 values 0..1 in one second, 1,000 kept: the quantiles stay where they were."""
+    quantiles = Quantiles(window=10, cap=1000, rng=np.random.default_rng(2))
+    values = np.random.default_rng(3).random(100_000)
+    for start in range(0, len(values), 250):
+        quantiles.add(values[start : start + 250].tolist())
+    p50, p99 = quantiles.roll()
+    assert len(quantiles._past[-1]) == 1000
+    assert abs(p50 - 0.5) < 0.05 and abs(p99 - 0.99) < 0.01
+
+
+def test_values_never_rolled_stay_bounded():
+    """No sampler rolls them (a logic made with a Sampler that never runs): memory stays bounded."""
+    quantiles = Quantiles(window=10, cap=1000, rng=np.random.default_rng(2))
+    for _ in range(100):
+        quantiles.add([0.001] * 10_000)
+    assert len(quantiles.current) <= PENDING_LIMIT
 
 
 def test_sample_shows_node_monitors_jobs_counters_and_rates():

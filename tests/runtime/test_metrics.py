@@ -21,6 +21,8 @@ from sparrow_runtime.messages import (
     TaskFinished,
 )
 from sparrow_runtime.metrics import (
+    DELAY_BUCKETS,
+    BucketCounts,
     MeteredNodeMonitorLogic,
     MeteredSchedulerLogic,
     SchedulerObserver,
@@ -204,3 +206,26 @@ def test_metered_node_monitor_still_needs_prometheus_client(monkeypatch):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
     with pytest.raises(RuntimeError, match="prometheus-client"):
         MeteredNodeMonitorLogic(object(), slots=1)
+
+
+def test_bucket_counts_expose_what_prometheus_clients_histogram_would():
+    """Same values into BucketCounts and into prometheus_client.Histogram (the reference): the same
+    buckets (a value on a bound counts in it), count and sum."""
+    values = [0.0, 0.0005, 0.0007, 0.001, 0.0031, 0.5, 9.99, 10.0, 10.5, 1e6]
+    ours, reference = prometheus_client.CollectorRegistry(), prometheus_client.CollectorRegistry()
+    counts = BucketCounts("delay_seconds", "a delay", DELAY_BUCKETS)
+    ours.register(counts)
+    counts.observe(values[:4])
+    counts.observe(values[4:])
+    histogram = prometheus_client.Histogram("delay_seconds", "a delay", buckets=DELAY_BUCKETS, registry=reference)
+    for value in values:
+        histogram.observe(value)
+
+    def samples(registry):
+        return sorted(
+            (s.name, tuple(sorted(s.labels.items())), s.value)
+            for metric in registry.collect() for s in metric.samples if not s.name.endswith("_created")
+        )  # fmt: skip
+
+    assert samples(ours) == samples(reference)
+    assert ours.get_sample_value("delay_seconds_bucket", {"le": "0.001"}) == 4

@@ -257,7 +257,8 @@ class BucketCounts:
 
         cumulative = list(itertools.accumulate(list(self.counts)))
         labels = [floatToGoString(bound) for bound in self.bounds] + ["+Inf"]
-        yield HistogramMetricFamily(self.name, self.doc, buckets=list(zip(labels, cumulative)), sum_value=self.sum)
+        buckets = list(zip(labels, cumulative, strict=True))
+        yield HistogramMetricFamily(self.name, self.doc, buckets=buckets, sum_value=self.sum)
 
 
 class SchedulerMetrics(SchedulerObserver):

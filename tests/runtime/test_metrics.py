@@ -1,6 +1,6 @@
 """The Prometheus metrics (metrics.py): the scheduler's counters come from SchedulerLogic.stats, its
-timings and outcomes from one message-driven JobTimer; the node monitor's counters from its stats;
-the HTTP server serves /metrics (or says how to install prometheus-client) beside a dashboard."""
+timings and outcomes from the JobTimer (test_job_timer.py); the node monitor's counters from its
+stats; the HTTP server serves /metrics (or says how to install prometheus-client) beside a dashboard."""
 
 from __future__ import annotations
 
@@ -25,32 +25,9 @@ from sparrow_runtime.metrics import (
     BucketCounts,
     MeteredNodeMonitorLogic,
     MeteredSchedulerLogic,
-    SchedulerObserver,
     registry_if_available,
     serve_metrics,
 )
-
-from .manual_clock import ManualClock
-
-
-class Recorder(SchedulerObserver):
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-        self.responses: list[float] = []
-        self.ok = self.failed = 0
-        self.events: list[tuple[str, str]] = []
-
-    def traffic(self, delays, responses, ok, failed) -> None:
-        self.delays += delays
-        self.responses += responses
-        self.ok += ok
-        self.failed += failed
-
-    def node_registered(self, node_id, peer) -> None:
-        self.events.append(("registered", node_id))
-
-    def node_lost(self, node_id) -> None:
-        self.events.append(("lost", node_id))
 
 
 def kinds(out):
@@ -102,49 +79,6 @@ def test_a_rejected_job_counts_as_submitted_and_rejected_and_its_tasks_do_not():
     value = registry.get_sample_value
     assert (value("sparrow_jobs_submitted_total"), value("sparrow_jobs_rejected_total")) == (1, 1)
     assert value("sparrow_tasks_submitted_total") == 0
-
-
-def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
-    """Launch 0.5 s and 1.5 s after arrival, last outcome at 4 s: those are the delays and response."""
-    clock = ManualClock()
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=clock)
-    seen = Recorder()
-    logic.timer.observers.append(seen)
-    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
-    logic.on_client_messages("c", [SubmitJob(7, [b"x", b"y"])])
-    job_id = next(iter(logic.jobs))
-    clock.now = 100.5
-    logic.on_node_messages("nm", [GetTask(job_id)])
-    clock.now = 101.5
-    logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id)])  # the third is answered NoTask
-    clock.now = 103.0
-    logic.on_node_messages("nm", [TaskFinished(job_id, 0, False, b"", "boom")])
-    assert (seen.responses, seen.failed) == ([], 1)
-    clock.now = 104.0
-    logic.on_node_messages("nm", [TaskFinished(job_id, 1, True, b"", "")])
-    assert (seen.delays, seen.responses, seen.ok, seen.failed) == ([0.5, 1.5], [4.0], 1, 1)
-    assert logic.metrics is None  # no registry: no Prometheus metrics, the timer still runs
-
-
-def test_job_timer_forgets_the_jobs_of_a_lost_client():
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
-    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])
-    logic.on_client_messages("c", [SubmitJob(1, [b"x"]), SubmitJob(2, [b"y"])])
-    logic.on_client_lost("c")
-    assert logic.timer._arrived == {} and logic.timer._job_of == {}
-
-
-def test_a_node_monitor_is_lost_once_and_not_when_a_newer_link_replaced_it():
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
-    seen = Recorder()
-    logic.timer.observers.append(seen)
-    logic.on_node_messages("old", [RegisterNodeMonitor("a", 1)])
-    logic.on_node_messages("new", [RegisterNodeMonitor("a", 1)])  # it reconnected: "old" is stale
-    logic.on_node_lost("old")
-    assert seen.events == [("registered", "a"), ("registered", "a")]
-    logic.on_node_lost("new")
-    logic.on_node_lost("new")
-    assert seen.events[2:] == [("lost", "a")]
 
 
 def test_node_monitor_metrics_follow_its_queue_and_slots():

@@ -5,6 +5,8 @@ Activity observer, and publishes a new immutable View. Readers (the HTTP thread)
 
 from __future__ import annotations
 
+import logging
+import math
 from collections import deque
 from collections.abc import Callable
 from itertools import islice
@@ -16,8 +18,11 @@ from ..metrics import MeteredSchedulerLogic
 from .activity import QUANTILE_WINDOW, Activity
 from .view import JOBS_LISTED, NodeRow, Point, View
 
+logger = logging.getLogger("sparrow_runtime.dashboard")
+
 SAMPLE_INTERVAL = 1.0  # seconds between samples
 HISTORY = 300  # samples kept: five minutes at one a second
+ERROR_LOG_INTERVAL = 60.0  # seconds: a failing sample is logged at most this often
 
 
 class Sampler:
@@ -106,12 +111,21 @@ class Sampler:
         }
 
     async def run(self) -> None:
-        """Sample every `interval` seconds until cancelled."""
+        """Sample every `interval` seconds until cancelled.
+
+        Error handling: a sample that raises is skipped and logged with its traceback (at most once
+        a minute): the dashboard keeps its last view and never stops the scheduler it watches."""
         next_at = trio.current_time()
+        quiet_until = -math.inf
         while True:
             next_at = max(next_at + self.interval, trio.current_time())  # no burst after a stall
             await trio.sleep_until(next_at)
-            self.sample()
+            try:
+                self.sample()
+            except Exception:  # noqa: BLE001 - see the docstring
+                if trio.current_time() >= quiet_until:
+                    quiet_until = trio.current_time() + ERROR_LOG_INTERVAL
+                    logger.exception("dashboard: a sample failed; the page keeps showing the last one")
 
     def alongside(self, service: Callable) -> Callable:
         """`service` (an async `serve_...(*, task_status)`) with this sampler running beside it."""

@@ -249,3 +249,26 @@ def test_app_renders_a_view_once_for_all_viewers():
     clock.now += 5
     sampler.sample()
     assert call(app, "/live")[2] != first and app._cache["live"][0] is sampler.view
+
+
+def test_a_failing_sample_is_logged_and_skipped_and_the_sampler_goes_on(autojump_clock, caplog, monkeypatch):
+    """A bug in the dashboard never stops the scheduler: 30 failing samples, one log line a minute."""
+
+    async def main():
+        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time)
+        sampler = Sampler(logic)
+        calls = []
+
+        def broken_status():
+            calls.append(trio.current_time())
+            raise ZeroDivisionError("a bug")
+
+        monkeypatch.setattr(logic, "status", broken_status)
+        with trio.move_on_after(90.5):
+            await sampler.run()
+        return calls, sampler.view
+
+    calls, view = trio.run(main, clock=autojump_clock)
+    assert len(calls) == 90 and view.points == ()  # it kept trying, every second; the first view stays
+    failures = [r for r in caplog.records if r.name == "sparrow_runtime.dashboard"]
+    assert len(failures) == 2 and "ZeroDivisionError: a bug" in caplog.text  # at 1 s and at 61 s

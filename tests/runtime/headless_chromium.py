@@ -42,7 +42,8 @@ class HeadlessChromium:
         self.process = subprocess.Popen(
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio",
              "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}",
-             "--hide-scrollbars", "--disable-extensions", "--disable-background-networking", "about:blank"],
+             "--hide-scrollbars", "--disable-extensions", "--disable-background-networking", "--disable-dev-shm-usage",
+             "about:blank"],
             preexec_fn=wire_pipes, pass_fds=(3, 4), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip

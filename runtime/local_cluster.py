@@ -59,9 +59,11 @@ class LocalCluster:
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
-    use every CPU. Attributes once started: `schedulers`, `node_monitors` (addresses "host:port"),
-    `node_ids`, `node_monitor_pids`, `pids`, `secret`, and `metrics_urls` (address -> metrics URL
-    of each service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
+    use every CPU. `dashboard` (default True) serves each scheduler's dashboard and metrics on a free
+    loopback port (docs/dashboard.md). Attributes once started: `schedulers`, `node_monitors`
+    (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and
+    `dashboard_url` (the first scheduler's), and `metrics_urls` (address -> metrics URL of each
+    service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class LocalCluster:
         result_delay: float | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
+        dashboard: bool = True,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
     ) -> None:
@@ -125,8 +128,15 @@ class LocalCluster:
         self.node_ids = [f"nm-{i}" for i in range(node_monitors)]
         self.node_monitor_pids: list[int] = []
         self.metrics_urls: dict[str, str] = {}
+        self.dashboard = dashboard
+        self.dashboard_urls: list[str] = []
         self._schedulers: list[subprocess.Popen] = []
         self._node_monitors: list[subprocess.Popen] = []
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """The first scheduler's dashboard, once started; None with dashboard=False."""
+        return self.dashboard_urls[0] if self.dashboard_urls else None
 
     @property
     def pids(self) -> list[int]:
@@ -170,6 +180,8 @@ class LocalCluster:
             args += ["--probe-ratio", str(self.probe_ratio)]
         if self.result_delay is not None:
             args += ["--result-delay", str(self.result_delay)]
+        if self.dashboard:  # its HTTP port on loopback, given in its ready line
+            args += ["--metrics-port", "0"]
         return args
 
     def _node_monitor_args(self, i: int) -> list[str]:
@@ -223,10 +235,12 @@ class LocalCluster:
             parsed = parse_ready_line(lines[process.stdout.fileno()].decode())
             if parsed is None:
                 raise RuntimeError(f"{name} printed {lines[process.stdout.fileno()]!r}, not its ready line")
-            address, metrics_url = parsed
+            address, metrics_url, dashboard_url = parsed
             addresses.append(address)
             if metrics_url is not None:
                 self.metrics_urls[address] = metrics_url
+            if dashboard_url is not None:
+                self.dashboard_urls.append(dashboard_url)
         return addresses
 
     def close(self) -> None:

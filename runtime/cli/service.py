@@ -4,9 +4,10 @@ before the service is ready (a node monitor drains first), or with --exit-with-p
 input ends. Errors, such as a port in use, are one line.
 
 The ready line, on stdout once the service serves (a node monitor: once registered with every
-scheduler), is the only thing a service writes there; scripts and LocalCluster read it:
+scheduler), is the only thing a service writes there; scripts and LocalCluster read it. A scheduler
+with metrics on also serves its dashboard there (docs/dashboard.md):
 
-    sparrow scheduler: listening on 127.0.0.1:7077, metrics on http://127.0.0.1:9477/metrics
+    sparrow scheduler: listening on 127.0.0.1:7077, metrics on http://127.0.0.1:9477/metrics, dashboard on http://127.0.0.1:9477/
 """
 
 from __future__ import annotations
@@ -32,34 +33,48 @@ from .config import ConfigError, Resolved
 logger = logging.getLogger("sparrow_runtime.cli")
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
-READY = re.compile(r"sparrow (?P<service>[\w-]+): listening on (?P<address>[^\s,]+)(?:, metrics on (?P<metrics>\S+))?")
+READY = re.compile(
+    r"sparrow (?P<service>[\w-]+): listening on (?P<address>[^\s,]+)"
+    r"(?:, metrics on (?P<metrics>[^\s,]+))?(?:, dashboard on (?P<dashboard>[^\s,]+))?"
+)
 
 
-def ready_line(name: str, address: Address, metrics_url: str | None = None) -> str:
+def ready_line(name: str, address: Address, metrics_url: str | None = None, dashboard_url: str | None = None) -> str:
     line = f"sparrow {name}: listening on {format_address(address)}"
-    return line if metrics_url is None else f"{line}, metrics on {metrics_url}"
+    if metrics_url is not None:
+        line += f", metrics on {metrics_url}"
+    if dashboard_url is not None:
+        line += f", dashboard on {dashboard_url}"
+    return line
 
 
-def parse_ready_line(line: str) -> tuple[str, str | None] | None:
-    """`(address, metrics URL or None)` from a ready line, or None if `line` is not one."""
+def parse_ready_line(line: str) -> tuple[str, str | None, str | None] | None:
+    """`(address, metrics URL or None, dashboard URL or None)` from a ready line, or None if `line`
+    is not one."""
     found = READY.fullmatch(line.strip())
-    return None if found is None else (found["address"], found["metrics"])
+    return None if found is None else (found["address"], found["metrics"], found["dashboard"])
 
 
-def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
-    """The logic of a service (`plain(**options)`), or, when metrics are on (`--metrics-listen` or
-    `--metrics-port`), its metered subclass and `(registry, host or None, port)` for `run_service`
-    (None: the service's own host)."""
+def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
+    """Where a service serves metrics (`--metrics-listen`, or `--metrics-port` on the service's own
+    host: None), or None when they are off."""
     if s["metrics_listen"] is not None and s["metrics_port"] is not None:
         raise ConfigError("--metrics-listen and --metrics-port both say where to serve metrics: give one")
     if s["metrics_listen"] is not None:
-        where = s["metrics_listen"]
-    elif s["metrics_port"] is not None:
-        where = (None, s["metrics_port"])
-    else:
+        return s["metrics_listen"]
+    if s["metrics_port"] is not None:
+        return (None, s["metrics_port"])
+    return None
+
+
+def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
+    """The logic of a service (`plain(**options)`), or, when metrics are on, its metered subclass
+    and `(registry, host or None, port, None)` for `run_service` (None: the service's own host)."""
+    where = metrics_address(s)
+    if where is None:
         return plain(**options), None
     registry = new_registry()
-    return metered(registry, **options), (registry, *where)
+    return metered(registry, **options), (registry, *where, None)
 
 
 def node_monitor_drain(
@@ -81,18 +96,20 @@ def node_monitor_drain(
 
 
 async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: str, metrics: tuple | None) -> None:
-    """Start `service` in `nursery`, then its metrics, then print the ready line."""
+    """Start `service` in `nursery`, then its metrics (and dashboard), then print the ready line."""
     address = await nursery.start(service)
-    url = None
+    metrics_url = dashboard_url = None
     if metrics is not None:
-        registry, host, port = metrics
+        registry, host, port, pages = metrics
         host = address[0] if host is None else host
         try:
-            bound = serve_metrics(registry, host, port)
+            bound = serve_metrics(registry, host, port, pages)
         except OSError as exc:
             raise CommandError(f"cannot serve metrics on {format_address((host, port))}: {exc.strerror or exc}") from None
-        url = f"http://{format_address(bound)}/metrics"
-    line = ready_line(name, address, url)
+        url = f"http://{format_address(bound)}"
+        metrics_url = f"{url}/metrics" if registry is not None else None
+        dashboard_url = f"{url}/" if pages is not None else None
+    line = ready_line(name, address, metrics_url, dashboard_url)
     logger.info(line.removeprefix("sparrow "))
     if name == "scheduler" and _is_loopback(address[0]):
         logger.info("listening on loopback: only this host can connect (--listen 0.0.0.0:%d admits others)", address[1])
@@ -180,8 +197,10 @@ def run_service(
     """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT (or, with `exit_with_parent`,
     the end of standard input); print its ready line once it serves.
 
-    `metrics` (optional): `(registry, host, port)` to serve once it is listening (host None: the
-    service's). `drain` (optional): awaited after the first signal, before the service is cancelled.
+    `metrics` (optional): `(registry, host, port, pages)` for `serve_metrics` once it is listening
+    (host None: the service's; registry None: no Prometheus metrics; pages: the scheduler's
+    dashboard, or None). `drain` (optional): awaited after the first signal, before the service is
+    cancelled.
 
     Error handling: a failure to start (port in use, no such address) raises CommandError with its
     one-line reason instead of a traceback.

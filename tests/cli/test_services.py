@@ -18,7 +18,7 @@ import pytest
 from ..process_tree import descendants, survivors
 from .conftest import SPARROW, clean_env
 
-LISTENING = r"listening on (\S+), metrics on (http://\S+)\n"
+LISTENING = r"listening on (\S+), metrics on (http://[^\s,]+)"
 
 
 def scrape(url: str) -> dict[str, float]:

@@ -47,10 +47,14 @@ setup(
         "sparrow_core.sim",
         "sparrow_runtime",
         "sparrow_runtime.cli",
+        "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
     ],
     package_dir={"sparrow_runtime": "runtime"},
-    package_data={"sparrow_core": ["py.typed", "*.pyi", "*.pxd", "*.pxi", "*.pyx"]},
+    package_data={
+        "sparrow_core": ["py.typed", "*.pyi", "*.pxd", "*.pxi", "*.pyx"],
+        "sparrow_runtime.dashboard": ["assets/*.css", "assets/*.js"],
+    },
     ext_modules=cythonize(
         [extension],
         language_level=3,

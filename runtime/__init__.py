@@ -17,6 +17,7 @@ _EXPORTS = {
     "ConnectionLost": "errors",
     "FrameTooLarge": "errors",
     "HandshakeError": "errors",
+    "ListenError": "errors",
     "ProtocolError": "errors",
     "RemoteTraceback": "errors",
     "SparrowError": "errors",
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .errors import ConnectionLost as ConnectionLost
     from .errors import FrameTooLarge as FrameTooLarge
     from .errors import HandshakeError as HandshakeError
+    from .errors import ListenError as ListenError
     from .errors import ProtocolError as ProtocolError
     from .errors import RemoteTraceback as RemoteTraceback
     from .errors import SparrowError as SparrowError

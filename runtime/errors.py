@@ -35,6 +35,10 @@ class ConnectionLost(SparrowError):
     """The peer closed the connection (or it broke) before the exchange was complete."""
 
 
+class ListenError(SparrowError, OSError):
+    """A service could not listen where it was asked to (port in use, not an address of this host)."""
+
+
 class TaskFailed(SparrowError):
     """A task produced no result of its own: its executor process died, its node monitor was lost,
     no node monitor could run it, or the connection to its scheduler was lost.

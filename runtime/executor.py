@@ -9,10 +9,12 @@ each executor has exactly that many workers; a launch while none is free waits f
 `launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
 own per task: at a few hundred microseconds of CPU per task, each wake-up counts (docs/runtime.md).
 
-- ProcessExecutor (default): one worker process per slot (worker_main.py), each over a private Unix
-  socket pair with one long-lived reader task. A worker that dies mid-task makes that task fail with
-  the reason (exit status or signal) and is replaced by a fresh process in the background; the slot
-  is never lost.
+- ProcessExecutor (default): one worker process per slot (worker_main.py), each in a session of its
+  own, over a private Unix socket pair with one long-lived reader task. The node monitor learns of a
+  worker's death from the process itself (not from the socket, which a process the task forked may
+  hold open): the task it ran fails with the reason (exit status or signal) at once, its process
+  group is killed (what the task started), and a fresh worker replaces it; the slot is never lost.
+  Workers die with the node monitor however it dies (worker_main.py watches its line).
 - ThreadExecutor: tasks run in `slots` persistent worker threads of the node monitor's process (tests
   and benchmarks), each woken by a byte over a socket pair of its own, and waking the trio loop the
   same way when the outcome is ready: cheap, but a task that crashes the interpreter takes the node
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -218,7 +222,10 @@ class ProcessExecutor(_Pool):
                 self._finished(worker, msg.ok, msg.payload, msg.error)
             self._dispatch()
 
-        reason = await worker.conn.serve(on_messages)
+        async with trio.open_nursery() as watching:
+            watching.start_soon(self._end_reads_at_exit, worker)
+            reason = await worker.conn.serve(on_messages)
+            watching.cancel_scope.cancel()
         self._workers.discard(worker)
         if worker in self._idle:
             self._idle.remove(worker)
@@ -236,6 +243,16 @@ class ProcessExecutor(_Pool):
             self.restarts += 1
             await self._spawn()
 
+    @staticmethod
+    async def _end_reads_at_exit(worker: _Worker) -> None:
+        """Once the worker process exits, end its connection: the reader takes the outcomes it sent
+        before dying, then sees end of file, even if a process its task forked still holds the socket."""
+        await worker.process.wait()
+        try:
+            worker.conn.stream.socket.shutdown(socket.SHUT_RD)
+        except OSError:  # already closed
+            pass
+
     async def _spawn(self) -> None:
         """Start a worker process, its reader task, and put it to work."""
         parent, child = socket.socketpair()
@@ -246,6 +263,7 @@ class ProcessExecutor(_Pool):
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
                 env=child_env(),
+                start_new_session=True,  # its own process group: killed whole, and no terminal signals
             )
         except BaseException:
             parent.close()
@@ -261,9 +279,13 @@ class ProcessExecutor(_Pool):
         self._dispatch()
 
     async def _kill(self, worker: _Worker) -> None:
+        """Kill the worker and whatever its task started (its process group), and reap it."""
         self._workers.discard(worker)
-        if worker.process.poll() is None:
-            worker.process.kill()
+        try:
+            # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
+            os.killpg(worker.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # nothing left of it
+            pass
         await worker.conn.aclose()
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()

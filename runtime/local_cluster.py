@@ -4,34 +4,49 @@
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
             ...
 
-Each service is `python -m sparrow_runtime.service_main ...` in its own process group, started with
-the secret in its environment (never on its command line); its address is the line it prints.
+Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
+(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0`, its id,
+`--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
+killed outright, the services stop), and `--secret-file` naming a private file (mode 0600 in a 0700
+directory) removed once every service has read it: the secret is never on a command line nor in an
+environment. Its address is the ready line it prints. Settings it does not set come, as for any
+`sparrow` command, from SPARROW_* variables and the file named by SPARROW_CONFIG (docs/configuration.md).
 Unless `share_cpus` is set, each node monitor runs on its own share of this process's CPUs, with
 its executors, as if it had a host of its own (see cpus.py: a message that wakes a process on
 another CPU costs several times more than one on the same CPU).
-On exit every group is sent SIGTERM, then SIGKILL after `stop_timeout`, so no process (executor
-workers included) is left behind.
 
-Error handling: a service that exits or prints nothing within `startup_timeout` seconds stops the
-whole cluster and raises RuntimeError with its exit status.
+On exit the node monitors stop first, as on SIGTERM: they drain (running tasks finish and report,
+for up to `stop_timeout` seconds); then the schedulers. A service still running `stop_timeout`
+seconds after its signal is killed (SIGKILL; its executor workers die with it).
+
+Error handling: a bad argument raises ValueError at construction. A service that exits or prints
+nothing within `startup_timeout` seconds stops the whole cluster and raises RuntimeError with its
+exit status (its one-line error is on this process's standard error).
 """
 
 from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 
-from .auth import SECRET_ENV, new_secret
+from .auth import new_secret
+from .cli.config import WEIGHTS
+from .cli.service import parse_ready_line
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import POLICIES
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
+
+SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
+KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
 
 
 class LocalCluster:
@@ -44,8 +59,11 @@ class LocalCluster:
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
-    use every CPU. Attributes once started: `schedulers`, `node_monitors` (addresses "host:port"),
-    `node_ids`, `node_monitor_pids`, `pids`, `secret`.
+    use every CPU. `dashboard` (default True) serves each scheduler's dashboard and metrics on a free
+    loopback port (docs/dashboard.md). Attributes once started: `schedulers`, `node_monitors`
+    (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and
+    `dashboard_url` (the first scheduler's), and `metrics_urls` (address -> metrics URL of each
+    service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
     """
 
     def __init__(
@@ -62,6 +80,7 @@ class LocalCluster:
         result_delay: float | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
+        dashboard: bool = True,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
     ) -> None:
@@ -79,6 +98,10 @@ class LocalCluster:
             check_result_delay(result_delay)
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+        try:
+            WEIGHTS.from_toml(dict(weights or {}))
+        except ValueError as exc:
+            raise ValueError(f"weights: {exc}") from None
         if labels is not None and len(labels) != node_monitors:
             raise ValueError(f"labels must have one entry per node monitor ({node_monitors}), got {len(labels)}")
         self.n_schedulers = schedulers
@@ -104,12 +127,21 @@ class LocalCluster:
         self.node_monitors: list[str] = []
         self.node_ids = [f"nm-{i}" for i in range(node_monitors)]
         self.node_monitor_pids: list[int] = []
-        self._processes: list[subprocess.Popen] = []
+        self.metrics_urls: dict[str, str] = {}
+        self.dashboard = dashboard
+        self.dashboard_urls: list[str] = []
+        self._schedulers: list[subprocess.Popen] = []
+        self._node_monitors: list[subprocess.Popen] = []
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """The first scheduler's dashboard, once started; None with dashboard=False."""
+        return self.dashboard_urls[0] if self.dashboard_urls else None
 
     @property
     def pids(self) -> list[int]:
         """The process ids of the running services (schedulers first)."""
-        return [process.pid for process in self._processes]
+        return [process.pid for process in self._schedulers + self._node_monitors]
 
     def __enter__(self) -> LocalCluster:
         self.start()
@@ -119,76 +151,116 @@ class LocalCluster:
         self.close()
 
     def start(self) -> None:
+        """Start the schedulers (together), then the node monitors (together); returns once every one
+        is ready (a node monitor: registered with every scheduler)."""
+        secret_dir = tempfile.mkdtemp(prefix="sparrow-local-")  # mode 0700
+        secret_file = os.path.join(secret_dir, "secret")
+        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.secret)
+        common = ["--listen", "127.0.0.1:0", "--secret-file", secret_file, "--log-level", self.log_level,
+                  "--exit-with-parent"]  # fmt: skip
         try:
-            for i in range(self.n_schedulers):
-                args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
-                if self.probe_ratio is not None:
-                    args += ["--probe-ratio", str(self.probe_ratio)]
-                if self.result_delay is not None:
-                    args += ["--result-delay", str(self.result_delay)]
-                self.schedulers.append(self._start(args))
-            for i, node_id in enumerate(self.node_ids):
-                args = ["node-monitor", "--id", node_id, "--slots", str(self.slots)]
-                args += self._cpus_args(self.node_monitor_cpus[i])
-                args += ["--executor", self.executor, "--policy", self.policy]
-                for address in self.schedulers:
-                    args += ["--scheduler", address]
-                for label in self.labels[i]:
-                    args += ["--label", label]
-                for user, weight in self.weights.items():
-                    args += ["--weight", f"{user}={weight}"]
-                self.node_monitors.append(self._start(args))
-                self.node_monitor_pids.append(self._processes[-1].pid)
+            started = [self._start(self._scheduler_args(i) + common) for i in range(self.n_schedulers)]
+            self._schedulers = [process for process, _ in started]
+            self.schedulers = self._await_ready(started)
+            started = [self._start(self._node_monitor_args(i) + common) for i in range(self.n_node_monitors)]
+            self._node_monitors = [process for process, _ in started]
+            self.node_monitors = self._await_ready(started)
+            self.node_monitor_pids = [process.pid for process in self._node_monitors]
         except BaseException:
             self.close()
             raise
+        finally:  # every service has read it: no copy is left for a task to find
+            shutil.rmtree(secret_dir, ignore_errors=True)
+
+    def _scheduler_args(self, i: int) -> list[str]:
+        args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
+        if self.probe_ratio is not None:
+            args += ["--probe-ratio", str(self.probe_ratio)]
+        if self.result_delay is not None:
+            args += ["--result-delay", str(self.result_delay)]
+        if self.dashboard:  # its HTTP port on loopback, given in its ready line
+            args += ["--metrics-port", "0"]
+        return args
+
+    def _node_monitor_args(self, i: int) -> list[str]:
+        args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
+        args += self._cpus_args(self.node_monitor_cpus[i])
+        args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
+        for address in self.schedulers:
+            args += ["--scheduler", address]
+        for label in self.labels[i]:
+            args += ["--label", label]
+        for user, weight in self.weights.items():
+            args += ["--weight", f"{user}={weight}"]
+        return args
 
     def _cpus_args(self, cpus: list[int]) -> list[str]:
         return [] if self.share_cpus else ["--cpus", format_cpu_list(cpus)]
 
-    def _start(self, args: list[str]) -> str:
+    def _start(self, args: list[str]) -> tuple[subprocess.Popen, str]:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sparrow_runtime.service_main", *args, "--log-level", self.log_level,
-             "--exit-with-parent"],  # fmt: skip
-            stdin=subprocess.PIPE,  # held open while we live: the service stops when it closes
+            [*SPARROW, *args],
+            stdin=subprocess.PIPE,  # held open while we live: --exit-with-parent
             stdout=subprocess.PIPE,
-            env=child_env({SECRET_ENV: self.secret}),
-            start_new_session=True,
+            env=child_env(),
+            start_new_session=True,  # no signal of this process's terminal reaches it: close() stops it
         )
-        self._processes.append(process)
+        return process, f"{args[0]} {args[2]}"
+
+    def _await_ready(self, started: list[tuple[subprocess.Popen, str]]) -> list[str]:
+        """The address in each service's ready line, once all are printed; RuntimeError if one exits
+        or stays silent until the startup timeout."""
         deadline = time.monotonic() + self.startup_timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
+        lines = {process.stdout.fileno(): b"" for process, _ in started}
+        names = {process.stdout.fileno(): (process, name) for process, name in started}
+        waiting = set(lines)
+        while waiting:
+            ready, _, _ = select.select(list(waiting), [], [], max(deadline - time.monotonic(), 0))
             if not ready:
-                raise RuntimeError(f"{args[0]} {args[2]} printed no address within {self.startup_timeout} s")
-            chunk = os.read(process.stdout.fileno(), 256)
-            if not chunk:
-                process.wait(self.stop_timeout)
-                raise RuntimeError(f"{args[0]} {args[2]} exited during startup ({describe_exit(process.returncode)})")
-            line += chunk
-        return line.decode().strip()
+                name = names[min(waiting)][1]
+                raise RuntimeError(f"{name} printed no address within {self.startup_timeout} s")
+            for fd in ready:
+                chunk = os.read(fd, 4096)
+                process, name = names[fd]
+                if not chunk:
+                    process.wait(self.stop_timeout)
+                    raise RuntimeError(f"{name} exited during startup ({describe_exit(process.returncode)})")
+                lines[fd] += chunk
+                if lines[fd].endswith(b"\n"):
+                    waiting.discard(fd)
+        addresses = []
+        for process, name in started:
+            parsed = parse_ready_line(lines[process.stdout.fileno()].decode())
+            if parsed is None:
+                raise RuntimeError(f"{name} printed {lines[process.stdout.fileno()]!r}, not its ready line")
+            address, metrics_url, dashboard_url = parsed
+            addresses.append(address)
+            if metrics_url is not None:
+                self.metrics_urls[address] = metrics_url
+            if dashboard_url is not None:
+                self.dashboard_urls.append(dashboard_url)
+        return addresses
 
     def close(self) -> None:
-        """Stop every service (node monitors first) and their executor processes; idempotent."""
-        for process in reversed(self._processes):
-            _signal_group(process, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout
-        for process in reversed(self._processes):
-            try:
-                process.wait(max(deadline - time.monotonic(), 0.01))
-            except subprocess.TimeoutExpired:
-                pass
-            _signal_group(process, signal.SIGKILL)  # whatever is left of the group, workers included
+        """Stop the node monitors (they drain), then the schedulers; idempotent."""
+        for group in (self._node_monitors, self._schedulers):
+            _stop(group, self.stop_timeout)
+            group.clear()
+
+
+def _stop(processes: list[subprocess.Popen], timeout: float) -> None:
+    """SIGTERM each process, wait up to `timeout` seconds (and KILL_GRACE) for all, SIGKILL the rest."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout + KILL_GRACE
+    for process in processes:
+        try:
+            process.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            process.kill()  # its executor workers die with it
             process.wait()
-            process.stdout.close()
-            process.stdin.close()
-        self._processes.clear()
-
-
-def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        process.stdout.close()
+        process.stdin.close()

@@ -1,37 +1,36 @@
-"""Prometheus metrics of the services (`--metrics-port`), with the optional prometheus-client package.
+"""Prometheus metrics of the services (`--metrics-port`), with the optional prometheus-client package,
+and the HTTP server that serves them (with a scheduler's dashboard, runtime/dashboard/).
 
-The metrics are read off each service's sans-I/O logic, in the service's own thread: the logic
-is a subclass (`MeteredSchedulerLogic`, `MeteredNodeMonitorLogic`) that hands every batch of
-messages in and out to a metrics object. Nothing here changes a decision. Names and meanings are
-listed in docs/metrics.md.
+One source per number. The counters are the logic's own `stats` (SchedulerLogic, NodeMonitorLogic),
+read when Prometheus scrapes. What no counter holds comes from the messages a scheduler's logic
+sends, per batch, in the service's own thread: `MeteredSchedulerLogic` hands them to a `JobTimer`
+(job_timer.py), which tells its observers (these metrics, the dashboard) the scheduling delays (job received to
+task handed to a node monitor), job response times (job received to its last outcome sent) and
+outcomes. Nothing here changes a decision. Names and meanings are listed in docs/metrics.md.
 
 - scheduler: jobs and tasks submitted, launched, finished, failed; probes sent; GetTask answers,
   empty ones; cancellations sent; registered node monitors and jobs in flight; histograms of the
-  scheduling delay (job received to task handed to a node monitor) and the job response time (job
-  received to its last outcome sent).
+  scheduling delay and the job response time.
 - node monitor: reservations received, GetTask sent and empty answers, tasks launched, finished
   and failed, reservations cancelled; its queue length, slots and busy slots.
 
-Error handling: `require_prometheus` raises RuntimeError saying how to install the package.
+Error handling: `require_prometheus` raises RuntimeError saying how to install the package; a
+scheduler without it serves its dashboard alone (`registry_if_available`).
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
-import time
+import socket
+import socketserver
+import threading
+import wsgiref.simple_server
+from collections import Counter
 from collections.abc import Hashable
 
-from .messages import (
-    CancelReservations,
-    EnqueueReservations,
-    GetTask,
-    JobAccepted,
-    JobRejected,
-    NoTask,
-    SubmitJob,
-    TaskLaunch,
-    TaskResult,
-)
+from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
 
@@ -51,11 +50,40 @@ def require_prometheus():
     return prometheus_client
 
 
-def serve_metrics(registry, host: str, port: int) -> tuple[str, int]:
-    """Serve `registry` at http://host:port/metrics from a daemon thread; returns the bound address."""
-    prom = require_prometheus()
-    server, _thread = prom.start_http_server(port, addr=host, registry=registry)
+def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]:
+    """Serve HTTP on host:port from daemon threads; returns the bound address (port 0: any free one).
+
+    `/metrics`: the Prometheus metrics of `registry` (None: a 503 saying how to install
+    prometheus-client). Every other path: the WSGI app `pages` (the scheduler's dashboard), or, without
+    one, the metrics again, as prometheus-client's own server does.
+    """
+    metrics = _no_prometheus if registry is None else require_prometheus().make_wsgi_app(registry)
+    other = pages if pages is not None else metrics
+
+    def app(environ, start_response):
+        return (metrics if environ.get("PATH_INFO") == "/metrics" else other)(environ, start_response)
+
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    server_class = type("HTTPServer", (_ThreadingWSGIServer,), {"address_family": family})
+    server = wsgiref.simple_server.make_server(host, port, app, server_class, _QuietHandler)
+    threading.Thread(target=server.serve_forever, name="sparrow-http", daemon=True).start()
     return host, server.server_port
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
+    daemon_threads = True  # a slow client never holds up the service's exit
+
+
+class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+        """No line on standard error per request (a dashboard polls every second)."""
+
+
+def _no_prometheus(environ, start_response):
+    body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
+    start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
+                                               ("Content-Length", str(len(body)))])  # fmt: skip
+    return [body]
 
 
 def new_registry():
@@ -66,137 +94,160 @@ def new_registry():
     return registry
 
 
-class SchedulerMetrics:
-    """The scheduler's metrics, updated from the messages its logic takes and returns."""
+def registry_if_available():
+    """`new_registry()`, or None with a warning when prometheus-client is missing: a scheduler's HTTP
+    port then serves its dashboard alone."""
+    try:
+        return new_registry()
+    except RuntimeError:
+        logger.warning("serving the dashboard without Prometheus metrics: %s", INSTALL_HINT)
+        return None
+
+
+class StatsCounters:
+    """A Prometheus collector of counters read from a logic's `stats` when scraped: `table` maps a
+    metric name (without `_total`) to its help and the stats keys it adds up. Reading a Counter's
+    items from the HTTP thread is safe: each lookup is atomic under the GIL."""
+
+    def __init__(self, stats: Counter[str], table: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        self.stats = stats
+        self.table = table
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily
+
+        stats = self.stats
+        for name, (doc, keys) in self.table.items():
+            yield CounterMetricFamily(name, doc, value=sum(stats[key] for key in keys))
+
+
+# metric name -> (help, the SchedulerLogic.stats keys it adds up)
+SCHEDULER_COUNTERS = {
+    "sparrow_jobs_submitted": ("Jobs received from clients", ("jobs", "jobs_rejected")),
+    "sparrow_jobs_rejected": ("Jobs refused as invalid", ("jobs_rejected",)),
+    "sparrow_tasks_submitted": ("Tasks in the jobs accepted", ("tasks",)),
+    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskLaunch)", ("launched",)),
+    "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
+    "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
+    "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
+    "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
+}
+
+
+# metric name -> (help, the SchedulerMetrics.outcomes keys it adds up)
+OUTCOME_COUNTERS = {
+    "sparrow_jobs_finished": ("Jobs whose every task has an outcome", ("jobs",)),
+    "sparrow_tasks_finished": ("Tasks that returned a value", ("ok",)),
+    "sparrow_tasks_failed": ("Tasks that raised or got no result of their own", ("failed",)),
+}
+
+
+class BucketCounts:
+    """A Prometheus histogram as plain counts, made into metrics when scraped. Observing is a C
+    bisection and an increment, without the locks prometheus_client's Histogram takes per value: it
+    runs in the scheduler's loop for every task. A scrape copies the counts at once, so the buckets
+    and the count agree (the sum may be one batch ahead)."""
+
+    def __init__(self, name: str, doc: str, bounds: tuple[float, ...]) -> None:
+        self.name, self.doc, self.bounds = name, doc, list(bounds)
+        self.counts = [0] * (len(bounds) + 1)  # the last: above every bound
+        self.sum = 0.0
+
+    def observe(self, values: list[float]) -> None:
+        counts, bounds = self.counts, self.bounds
+        for value in values:
+            counts[bisect.bisect_left(bounds, value)] += 1  # le=bound holds values <= bound
+        self.sum += sum(values)
+
+    def collect(self):
+        from prometheus_client.core import HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
+        cumulative = list(itertools.accumulate(list(self.counts)))
+        labels = [floatToGoString(bound) for bound in self.bounds] + ["+Inf"]
+        buckets = list(zip(labels, cumulative, strict=True))
+        yield HistogramMetricFamily(self.name, self.doc, buckets=buckets, sum_value=self.sum)
+
+
+class SchedulerMetrics(SchedulerObserver):
+    """The scheduler's Prometheus metrics: counters from its logic's stats, outcomes and timings from
+    its JobTimer."""
 
     def __init__(self, registry, logic: SchedulerLogic) -> None:
         prom = require_prometheus()
-
-        def counter(name: str, doc: str):
-            return prom.Counter(name, doc, registry=registry)
-
-        self.jobs_submitted = counter("sparrow_jobs_submitted", "Jobs received from clients")
-        self.jobs_rejected = counter("sparrow_jobs_rejected", "Jobs refused as invalid")
-        self.jobs_finished = counter("sparrow_jobs_finished", "Jobs whose every task has an outcome")
-        self.tasks_submitted = counter("sparrow_tasks_submitted", "Tasks in the jobs received")
-        self.tasks_launched = counter("sparrow_tasks_launched", "Tasks handed to a node monitor (TaskLaunch)")
-        self.tasks_finished = counter("sparrow_tasks_finished", "Tasks that returned a value")
-        self.tasks_failed = counter("sparrow_tasks_failed", "Tasks that raised or got no result of their own")
-        self.probes = counter("sparrow_probes_sent", "Reservations placed on node monitors (batch sampling)")
-        self.get_task = counter("sparrow_get_task", "GetTask requests answered")
-        self.get_task_empty = counter("sparrow_get_task_empty", "GetTask requests answered with NoTask")
-        self.cancellations = counter("sparrow_cancellations_sent", "CancelReservations messages sent")
-        self.delay = prom.Histogram(
-            "sparrow_scheduling_delay_seconds", "From a job's arrival to each task's launch",
-            buckets=DELAY_BUCKETS, registry=registry,
-        )  # fmt: skip
-        self.response = prom.Histogram(
-            "sparrow_job_response_seconds", "From a job's arrival to its last task's outcome",
-            buckets=RESPONSE_BUCKETS, registry=registry,
-        )  # fmt: skip
+        self.outcomes: Counter[str] = Counter()
+        self.delay = BucketCounts(
+            "sparrow_scheduling_delay_seconds", "From a job's arrival to each task's launch", DELAY_BUCKETS
+        )
+        self.response = BucketCounts(
+            "sparrow_job_response_seconds", "From a job's arrival to its last task's outcome", RESPONSE_BUCKETS
+        )
+        for collector in (
+            StatsCounters(logic.stats, SCHEDULER_COUNTERS), StatsCounters(self.outcomes, OUTCOME_COUNTERS),
+            self.delay, self.response,
+        ):  # fmt: skip
+            registry.register(collector)
         prom.Gauge("sparrow_node_monitors", "Node monitors registered and live", registry=registry).set_function(
             lambda: len(logic.nodes)
         )
         prom.Gauge("sparrow_jobs_in_flight", "Jobs with tasks still to finish", registry=registry).set_function(
             lambda: len(logic.jobs)
         )
-        self._arrived: dict[int, float] = {}  # job id -> arrival time
-        self._job_of: dict[tuple[Hashable, int], tuple[int, int]] = {}  # (client, ref) -> (job id, tasks left)
 
-    def client_messages(self, client: Hashable, msgs: list, out: list) -> None:
-        now = time.monotonic()
-        submitted = {m.ref: m for m in msgs if type(m) is SubmitJob}
-        for msg in submitted.values():
-            self.jobs_submitted.inc()
-            self.tasks_submitted.inc(len(msg.tasks))
-        for peer, msg in out:
-            if type(msg) is JobAccepted and peer == client and msg.ref in submitted:
-                self._arrived[msg.job_id] = now
-                self._job_of[(client, msg.ref)] = (msg.job_id, len(submitted[msg.ref].tasks))
-            elif type(msg) is JobRejected:
-                self.jobs_rejected.inc()
-        self.outgoing(out, now)
-
-    def node_messages(self, msgs: list, out: list) -> None:
-        self.get_task.inc(sum(1 for m in msgs if type(m) is GetTask))
-        self.outgoing(out, time.monotonic())
-
-    def outgoing(self, out: list, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        for peer, msg in out:
-            kind = type(msg)
-            if kind is TaskResult:
-                (self.tasks_finished if msg.ok else self.tasks_failed).inc()
-                self._outcome(peer, msg.ref, now)
-            elif kind is EnqueueReservations:
-                self.probes.inc(msg.count)
-            elif kind is TaskLaunch:
-                self.tasks_launched.inc()
-                arrived = self._arrived.get(msg.job_id)
-                if arrived is not None:
-                    self.delay.observe(now - arrived)
-            elif kind is NoTask:
-                self.get_task_empty.inc()
-            elif kind is CancelReservations:
-                self.cancellations.inc()
-
-    def _outcome(self, client: Hashable, ref: int, now: float) -> None:
-        key = (client, ref)
-        entry = self._job_of.get(key)
-        if entry is None:
-            return
-        job_id, left = entry
-        if left > 1:
-            self._job_of[key] = (job_id, left - 1)
-            return
-        del self._job_of[key]
-        arrived = self._arrived.pop(job_id, None)
-        self.jobs_finished.inc()
-        if arrived is not None:
-            self.response.observe(now - arrived)
-
-    def client_lost(self, client: Hashable, out: list) -> None:
-        self.outgoing(out)
-        for key in [k for k in self._job_of if k[0] == client]:  # its jobs are dropped unfinished
-            job_id, _ = self._job_of.pop(key)
-            self._arrived.pop(job_id, None)
+    def traffic(self, delays: list[float], responses: list[float], ok: int, failed: int) -> None:
+        if delays:
+            self.delay.observe(delays)
+        outcomes = self.outcomes
+        if responses:
+            self.response.observe(responses)
+            outcomes["jobs"] += len(responses)
+        outcomes["ok"] += ok
+        outcomes["failed"] += failed
 
 
 class MeteredSchedulerLogic(SchedulerLogic):
-    """SchedulerLogic that reports its traffic to a SchedulerMetrics (made from `registry`)."""
+    """SchedulerLogic whose traffic a JobTimer follows (`timer`: add observers to `timer.observers`),
+    with Prometheus metrics (`metrics`) in `registry` unless it is None."""
 
     def __init__(self, registry, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.metrics = SchedulerMetrics(registry, self)
+        self.registry = registry
+        self.timer = JobTimer(self.clock)
+        self.metrics = None if registry is None else SchedulerMetrics(registry, self)
+        if self.metrics is not None:
+            self.timer.observers.append(self.metrics)
 
     def on_client_messages(self, peer: Hashable, msgs: list) -> list:
         out = super().on_client_messages(peer, msgs)
-        self.metrics.client_messages(peer, msgs, out)
+        self.timer.client_messages(peer, out)
         return out
 
     def on_client_lost(self, peer: Hashable) -> list:
         out = super().on_client_lost(peer)
-        self.metrics.client_lost(peer, out)
+        self.timer.client_lost(peer, out)
         return out
 
     def on_node_messages(self, peer: Hashable, msgs: list) -> list:
         out = super().on_node_messages(peer, msgs)
-        self.metrics.node_messages(msgs, out)
+        timer = self.timer
+        if peer not in timer.node_ids:  # the hot path, inlined: the registered ones just send traffic
+            timer.registration(peer, msgs)
+        timer.outgoing(out)
         return out
 
     def on_node_lost(self, peer: Hashable) -> list:
         out = super().on_node_lost(peer)
-        self.metrics.outgoing(out)
+        self.timer.node_lost(peer, out)
         return out
 
 
-# NodeMonitorLogic.stats key -> (metric name, help)
+# metric name -> (help, the NodeMonitorLogic.stats keys it adds up)
 NODE_COUNTERS = {
-    "reservations": ("sparrow_node_reservations", "Reservations received"),
-    "get_task": ("sparrow_node_get_task", "GetTask requests sent"),
-    "no_task": ("sparrow_node_get_task_empty", "NoTask answers received"),
-    "launched": ("sparrow_node_tasks_launched", "Tasks launched on the executor"),
-    "cancelled": ("sparrow_node_reservations_cancelled", "Reservations removed by CancelReservations"),
+    "sparrow_node_reservations": ("Reservations received", ("reservations",)),
+    "sparrow_node_get_task": ("GetTask requests sent", ("get_task",)),
+    "sparrow_node_get_task_empty": ("NoTask answers received", ("no_task",)),
+    "sparrow_node_tasks_launched": ("Tasks launched on the executor", ("launched",)),
+    "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
 }
 
 
@@ -206,23 +257,17 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def __init__(self, registry, **kwargs) -> None:
         super().__init__(**kwargs)
         prom = require_prometheus()
-        self._counters = {key: prom.Counter(name, doc, registry=registry) for key, (name, doc) in NODE_COUNTERS.items()}
-        self._seen = {key: 0 for key in NODE_COUNTERS}
+        registry.register(StatsCounters(self.stats, NODE_COUNTERS))
         self._finished = prom.Counter("sparrow_node_tasks_finished", "Tasks that returned a value", registry=registry)
         self._failed = prom.Counter(
             "sparrow_node_tasks_failed", "Tasks that raised or whose worker died", registry=registry
         )
+        # set here, not read at scrape time: the queue is a kernel object that may be in use in this thread
         self._queue_length = prom.Gauge("sparrow_node_queue_length", "Reservations waiting", registry=registry)
         self._busy = prom.Gauge("sparrow_node_busy_slots", "Slots running or asking for a task", registry=registry)
         prom.Gauge("sparrow_node_slots", "Task slots", registry=registry).set(self.slots)
 
     def _update(self, out: list) -> list:
-        stats = self.stats
-        for key, counter in self._counters.items():
-            value = stats[key]
-            if value != self._seen[key]:
-                counter.inc(value - self._seen[key])
-                self._seen[key] = value
         self._queue_length.set(len(self.queue))
         self._busy.set(self.slots - self.free)
         return out

@@ -28,13 +28,13 @@ import trio
 from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection, send_grouped
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept, keep_connected
 from .errors import ConnectionLost, HandshakeError, ProtocolError, RegistrationRefused
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .guard import contained
-from .handshake import HandshakeGate, peer_name
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
 from .limits import MAX_REASON, clip
+from .listen import open_listeners
 from .messages import Error, Registered, RegisterNodeMonitor, TaskLaunch
 from .messages import RegistrationRefused as Refusal
 from .node_monitor_logic import NodeMonitorLogic
@@ -233,14 +233,17 @@ async def serve_node_monitor(
     `slots`, `policy` and `weights`, e.g. to read its `stats` in tests. Setting `drain` (optional)
     starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
     its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
-    `logic.busy == 0`, then cancel).
+    `logic.busy == 0`, then cancel). Its id is `node_id`, by default "HOST:PORT": this host's name
+    and the port it listens on, unique per process even where clones share a host name.
+
+    Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
     key = load_secret(secret, secret_file)
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
     runner = make_executor(executor, logic.slots, max_frame)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners = await open_listeners(host, port)
     address = listeners[0].socket.getsockname()[:2]
     async with trio.open_nursery() as nursery:
         try:

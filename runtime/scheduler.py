@@ -24,10 +24,11 @@ import trio
 from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection
-from .guard import contained
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
 from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
+from .guard import contained
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
+from .listen import open_listeners
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
 
@@ -141,11 +142,13 @@ async def serve_scheduler(
     `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats` in tests; otherwise
     one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set none) and `seed`.
     The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
+
+    Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
     key = load_secret(secret, secret_file)
     check_result_delay(result_delay)
     dial = [parse_address(a) for a in node_monitors]
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners = await open_listeners(host, port)
     address = listeners[0].socket.getsockname()[:2]
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"

@@ -1,20 +1,34 @@
 """An executor worker process: runs the tasks its node monitor sends over a private Unix socket.
 
 Started by ProcessExecutor as `python -m sparrow_runtime.worker_main FD MAX_FRAME`, where FD is this
-process's end of a socket pair. It reads LaunchTask frames, runs each task (task_codec.run_task) and
-answers one ExecutorResult per task, in order. It exits when the node monitor closes the socket.
+process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node monitor does not
+reach a running task). It reads LaunchTask frames, runs each task (task_codec.run_task) and answers
+one ExecutorResult per task, in order. It exits when the node monitor closes the socket.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
+
+It dies with its node monitor, whatever kills it: a watcher thread waits for the node monitor's end
+of the socket to close (the kernel closes it when the node monitor dies, even by SIGKILL) and then
+kills this worker's process group, the processes its task started included (at once, unless the
+task holds the GIL in one long C call: then when it returns). The socket is not inherited by the
+programs a task runs, so none of them can keep the line open.
 """
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 import socket
 import sys
+import threading
 
 from .errors import FrameTooLarge
 from .framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from .messages import ExecutorResult, LaunchTask
 from .task_codec import run_task
+
+# the node monitor's end closed (or, for a socket, its writing side shut down)
+HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 
 
 def serve(sock: socket.socket, max_frame: int) -> None:
@@ -34,11 +48,25 @@ def serve(sock: socket.socket, max_frame: int) -> None:
             sock.sendall(frame)
 
 
+def die_with_node_monitor(fd: int) -> None:
+    """Wait (in a thread) until the node monitor's end of `fd` closes, then kill this process group."""
+    poller = select.poll()
+    poller.register(fd, HANGUP)
+    while not poller.poll():
+        pass
+    if os.getpgrp() == os.getpid():  # started as ProcessExecutor starts it: the group is this worker's
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m sparrow_runtime.worker_main FD MAX_FRAME", file=sys.stderr)
         return 2
-    with socket.socket(fileno=int(argv[0])) as sock:
+    fd = int(argv[0])
+    os.set_inheritable(fd, False)  # the programs a task runs must not hold the node monitor's line open
+    threading.Thread(target=die_with_node_monitor, args=(fd,), name="sparrow-lifeline", daemon=True).start()
+    with socket.socket(fileno=fd) as sock:
         serve(sock, int(argv[1]))
     return 0
 

@@ -11,6 +11,7 @@ from .config import CONFIG, Resolved, resolve
 from ..cpus import pin_process
 from .local_state import read_state
 from ..logsetup import setup_logging
+from ..processes import SECRET_VARIABLES
 from .options import COMMANDS
 
 
@@ -71,8 +72,11 @@ def service_secret(s: Resolved) -> bytes:
 def prepare_service(s: Resolved) -> bytes:
     """What `sparrow scheduler` and `sparrow node-monitor` do first: read the secret, pin the process
     to its `cpus` setting, if set (before it starts threads or executors), and set up logging.
-    Returns the secret."""
+    Returns the secret, and removes its variables from this process's environment: nothing this
+    service starts or runs inherits them."""
     secret = service_secret(s)
+    for name in SECRET_VARIABLES:
+        os.environ.pop(name, None)
     if s["cpus"] is not None:
         try:
             pin_process(s["cpus"])

@@ -215,13 +215,15 @@ WEIGHTS = Kind(
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting of a command. `default` None means "not set" (the command decides)."""
+    """One setting of a command. `default` None means "not set" (the command decides); `unset` then
+    says in `--help` what that means ("the CPU count")."""
 
     name: str
     kind: Kind
     default: Any = None
     help: str = ""
     metavar: str | None = None
+    unset: str = "none"
 
     @property
     def flag(self) -> str:
@@ -232,9 +234,10 @@ class Setting:
         return ENV_PREFIX + self.name.upper()
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
-        """Add this setting's flag; its value stays None unless given (so lower sources can fill it)."""
-        shown = "" if self.default is None else f"default: {_show(self.default)}; "
-        text = f"{self.help} ({shown}env {self.env})"
+        """Add this setting's flag, its help ending with its default and environment variable; its value
+        stays None unless given (so lower sources can fill it)."""
+        shown = self.unset if self.default is None else _show(self.default)
+        text = f"{self.help} (default: {shown}; env {self.env})".replace("%", "%%")
         if self.kind is BOOLEAN:
             parser.add_argument(self.flag, dest=self.name, action="store_const", const="true", default=None, help=text)
         elif self.kind.is_list:
@@ -244,6 +247,10 @@ class Setting:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value == "":
+        return '""'
     if isinstance(value, tuple):
         return format_address(value)
     if isinstance(value, dict):

@@ -125,6 +125,7 @@ def _connect_help(cluster: LocalCluster, secret_file: str) -> str:
         f"  node monitors: {' '.join(cluster.node_monitors)}",
         f"  CPUs:          {_cpu_layout(cluster)}",
         f"  secret file:   {secret_file}",
+        f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
         "From this host, with no flags:",
         "  sparrow submit --tasks 10 -- hostname",
         "  sparrow status",
@@ -163,6 +164,7 @@ def run_demo(s: Resolved) -> int:
         try:
             console.print("starting the cluster...")
             cluster.start()
+            console.print(f"dashboard: {cluster.dashboard_url}")
             with DemoProgress(console) as progress:
                 run = partial(run_workload, slots=slots, on_progress=progress.update)
                 records = trio.run(run, cluster.schedulers, cluster.secret, workload)

@@ -10,31 +10,46 @@ from collections.abc import Sequence
 from .config import ConfigError
 from .common import CommandError
 
-# Each module named here defines `add_parser(subparsers)`, which registers its subcommand and sets
-# `func` on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
-SUBCOMMAND_MODULES = ("local", "submit", "status", "scheduler", "node_monitor", "simulate")
+# Each command's module defines `add_parser(subparsers)`, which registers the command and sets `func`
+# on the parser's defaults to a callable taking the parsed namespace and returning an exit code.
+SUBCOMMAND_MODULES = {
+    "local": "local",
+    "submit": "submit",
+    "status": "status",
+    "scheduler": "scheduler",
+    "node-monitor": "node_monitor",
+    "simulate": "simulate",
+}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """Usage errors as one line ("sparrow local: error: ..."), exit status 2."""
+    """Usage errors as one line ("sparrow local: error: ..."), exit status 2. Long flags must be
+    spelled out: `--task 3` is an error, not `--tasks 3` (this parser and every command's)."""
+
+    def __init__(self, *args, allow_abbrev: bool = False, **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of `command` if it names one (a service then starts
+    without importing what the other commands need)."""
     parser = OneLineErrorParser(
         prog="sparrow",
         description="Sparrow: decentralized, randomized low-latency task scheduling.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMAND_MODULES:
+    modules = [SUBCOMMAND_MODULES[command]] if command in SUBCOMMAND_MODULES else SUBCOMMAND_MODULES.values()
+    for name in modules:
         importlib.import_module(f"sparrow_runtime.cli.{name}").add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 from functools import partial
 
 import trio
@@ -23,7 +22,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         run,
         help="run a node monitor on this host",
         description="Run a Sparrow node monitor until SIGTERM or Ctrl-C: it registers with every --scheduler, "
-        "queues their reservations and runs tasks in its slots. Prints 'listening on HOST:PORT' once registered.",
+        "queues their reservations and runs tasks in its slots. Prints 'sparrow node-monitor: listening on HOST:PORT' "
+        "once registered. SIGTERM or Ctrl-C drains it: running tasks finish and report (--drain-timeout), then it stops.",
     )
 
 
@@ -31,14 +31,15 @@ def run(args: argparse.Namespace) -> int:
     s = settings("node-monitor", args)
     if not s["scheduler"]:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
-    secret = prepare_service(s)
     options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
+    secret = prepare_service(s)
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(
-        serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"] or socket.gethostname(),
+        serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"],
         labels=s["label"], executor=s["executor"], heartbeat_interval=s["heartbeat_interval"],
         scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic, drain=draining,
     )  # fmt: skip
-    return run_service(service, "node-monitor", metrics, node_monitor_drain(logic, draining, s["drain_timeout"]))
+    drain = node_monitor_drain(logic, draining, s["drain_timeout"])
+    return run_service(service, "node-monitor", metrics, drain, exit_with_parent=s["exit_with_parent"])

@@ -29,17 +29,28 @@ def _log_level(default: str) -> Setting:
     return Setting("log_level", choice(*LOG_LEVELS), default, "log level: " + ", ".join(LOG_LEVELS))
 
 
-SECRET_FILE = Setting(
-    "secret_file", TEXT, help="file holding the cluster secret (or set SPARROW_SECRET)", metavar="FILE"
-)
+def _secret_file(unset: str) -> Setting:
+    return Setting("secret_file", TEXT, help="file holding the cluster secret, mode 0600 (or set SPARROW_SECRET)",
+                   metavar="FILE", unset=unset)  # fmt: skip
+
+
+def _scheduler(unset: str) -> Setting:
+    return Setting("scheduler", ADDRESSES, help="a scheduler's address (repeatable)", metavar="HOST:PORT", unset=unset)
+
+
 MAX_FRAME = Setting("max_frame", integer(16), DEFAULT_MAX_FRAME, "largest message accepted, in bytes", "BYTES")
 METRICS_PORT = Setting(
-    "metrics_port", integer(0), help="serve Prometheus metrics on this port (0: any free port; off by default)",
-    metavar="PORT",
+    "metrics_port", integer(0), help="serve Prometheus metrics on this port of the --listen host (0: any free port)",
+    metavar="PORT", unset="off",
 )  # fmt: skip
-SCHEDULER = Setting(
-    "scheduler", ADDRESSES, help="a scheduler's address (repeatable)", metavar="HOST:PORT"
-)
+METRICS_LISTEN = Setting(
+    "metrics_listen", LISTEN_ADDRESS, help="serve Prometheus metrics at this address instead, unauthenticated",
+    metavar="HOST:PORT", unset="off",
+)  # fmt: skip
+EXIT_WITH_PARENT = Setting(
+    "exit_with_parent", BOOLEAN, False,
+    "stop as on SIGTERM once standard input reaches end of file (the parent holding the other end of a pipe is gone)",
+)  # fmt: skip
 POLICY = Setting("policy", choice(*POLICIES), "fifo", "reservation queue policy: " + ", ".join(POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting(
@@ -49,33 +60,40 @@ PROBE_RATIO = Setting("probe_ratio", number(1.0), DEFAULT_PROBE_RATIO, "probes p
 
 
 def _cpus(what: str) -> Setting:
-    help_text = f"run {what} only on these CPUs, like 0-3,6 (default: all it may use)"
-    return Setting("cpus", CPU_LIST, help=help_text, metavar="LIST")
+    return Setting("cpus", CPU_LIST, help=f"run {what} only on these CPUs, like 0-3,6", metavar="LIST",
+                   unset="all it may use")  # fmt: skip
 
 
 SCHEDULER_SETTINGS = (
-    Setting("listen", LISTEN_ADDRESS, ("0.0.0.0", 7077), "address to listen on", "HOST:PORT"),
-    Setting("id", TEXT, help="this scheduler's id (default: scheduler@HOST:PORT)"),
+    Setting(
+        "listen", LISTEN_ADDRESS, ("127.0.0.1", 7077),
+        "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address)",
+        "HOST:PORT",
+    ),
+    Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
     PROBE_RATIO,
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
-    Setting("seed", integer(0), help="seed of the probe sampling (default: random)"),
+    Setting("seed", integer(0), help="seed of the probe sampling", unset="random"),
     Setting(
         "result_delay", number(0.0), DEFAULT_RESULT_DELAY,
         "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)", "S",
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
-    SECRET_FILE,
+    _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
+    METRICS_LISTEN,
+    EXIT_WITH_PARENT,
 )  # fmt: skip
 
 NODE_MONITOR_SETTINGS = (
-    SCHEDULER,
+    _scheduler("none: required"),
     Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial", "HOST:PORT"),
-    Setting("id", TEXT, help="this node monitor's id, unique in the cluster (default: the host name)"),
-    Setting("slots", integer(1), help="tasks run at once (default: the CPU count)", metavar="N"),
+    Setting("id", TEXT, help="this node monitor's id, unique in the cluster",
+            unset="HOST:PORT, this host's name and the port it listens on"),
+    Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,
     WEIGHT,
@@ -85,9 +103,11 @@ NODE_MONITOR_SETTINGS = (
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
     _cpus("the node monitor and its executors"),
     MAX_FRAME,
-    SECRET_FILE,
+    _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
+    METRICS_LISTEN,
+    EXIT_WITH_PARENT,
 )  # fmt: skip
 
 LOCAL_SETTINGS = (
@@ -108,25 +128,25 @@ LOCAL_SETTINGS = (
     Setting("min_tasks", integer(1), 10, "demo: fewest tasks in a job", "N"),
     Setting("max_tasks", integer(1), 100, "demo: most tasks in a job", "N"),
     Setting("task_ms", number(0.0, open_low=True), 20.0, "demo: mean task duration, milliseconds", "MS"),
-    Setting("seed", integer(0), help="demo: seed of the workload (default: random)"),
+    Setting("seed", integer(0), help="demo: seed of the workload", unset="random"),
     Setting("plot", TEXT, help="demo: draw the response-time CDF against the ideal to FILE (.png, .svg, .pdf)", metavar="FILE"),
 )  # fmt: skip
 
 SUBMIT_SETTINGS = (
-    SCHEDULER,
-    SECRET_FILE,
+    _scheduler("the local cluster's"),
+    _secret_file("the local cluster's"),
     Setting("tasks", integer(1), 1, "tasks in the job", "N"),
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
-    Setting("probe_ratio", number(1.0), help="probes per task (default: the scheduler's)", metavar="D"),
-    Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds (default: wait)", metavar="S"),
+    Setting("probe_ratio", number(1.0), help="probes per task", metavar="D", unset="the scheduler's"),
+    Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
     _log_level("warning"),
 )  # fmt: skip
 
 STATUS_SETTINGS = (
-    SCHEDULER,
-    SECRET_FILE,
+    _scheduler("the local cluster's"),
+    _secret_file("the local cluster's"),
     Setting("json", BOOLEAN, False, "print JSON instead of tables"),
     _log_level("warning"),
 )

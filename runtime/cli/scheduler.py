@@ -7,11 +7,11 @@ import os
 import socket
 from functools import partial
 
-from ..metrics import MeteredSchedulerLogic
+from ..dashboard import scheduler_with_dashboard
 from ..scheduler import serve_scheduler
 from ..scheduler_logic import SchedulerLogic
 from .common import add_command, prepare_service, settings
-from .service import run_service, service_logic
+from .service import metrics_address, run_service
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,7 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         run,
         help="run a scheduler on this host",
         description="Run a Sparrow scheduler until SIGTERM or Ctrl-C. Node monitors register with it; "
-        "clients submit jobs to it. Prints 'listening on HOST:PORT' once ready.",
+        "clients submit jobs to it. Prints 'sparrow scheduler: listening on HOST:PORT' once ready. Listens on "
+        "loopback unless --listen says otherwise.",
     )
 
 
@@ -32,12 +33,19 @@ def default_id(port: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
-    secret = prepare_service(s)
     host, port = s["listen"]
     options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}
-    logic, metrics = service_logic(s, SchedulerLogic, MeteredSchedulerLogic, **options)
+    where = metrics_address(s)
+    if where is None:
+        logic, sampler, metrics = SchedulerLogic(**options), None, None
+    else:  # the metrics port also serves the dashboard, which works without prometheus-client
+        logic, sampler, dashboard = scheduler_with_dashboard(**options)
+        metrics = (logic.registry, *where, dashboard)
+    secret = prepare_service(s)
     service = partial(
         serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
         max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
     )  # fmt: skip
-    return run_service(service, "scheduler", metrics)
+    if sampler is not None:
+        service = sampler.alongside(service)
+    return run_service(service, "scheduler", metrics, exit_with_parent=s["exit_with_parent"])

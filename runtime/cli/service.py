@@ -1,31 +1,80 @@
 """Running one service in the foreground (`sparrow scheduler`, `sparrow node-monitor`): logs,
-optional metrics, and a clean stop on SIGTERM or SIGINT (a node monitor drains first)."""
+optional metrics, the ready line, and a stop on the first SIGTERM or SIGINT at any moment, even
+before the service is ready (a node monitor drains first), or with --exit-with-parent once standard
+input ends. Errors, such as a port in use, are one line.
+
+The ready line, on stdout once the service serves (a node monitor: once registered with every
+scheduler), is the only thing a service writes there; scripts and LocalCluster read it. A scheduler
+with metrics on also serves its dashboard there (docs/dashboard.md):
+
+    sparrow scheduler: listening on 127.0.0.1:7077, metrics on http://127.0.0.1:9477/metrics, dashboard on http://127.0.0.1:9477/
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import os
+import re
 import signal
+import stat
+import sys
 from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..address import format_address
-from .config import Resolved
+from ..address import Address, format_address
+from ..errors import SparrowError
 from ..metrics import new_registry, serve_metrics
 from ..node_monitor_logic import NodeMonitorLogic
+from .common import CommandError
+from .config import ConfigError, Resolved
 
 logger = logging.getLogger("sparrow_runtime.cli")
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
+READY = re.compile(
+    r"sparrow (?P<service>[\w-]+): listening on (?P<address>[^\s,]+)"
+    r"(?:, metrics on (?P<metrics>[^\s,]+))?(?:, dashboard on (?P<dashboard>[^\s,]+))?"
+)
+
+
+def ready_line(name: str, address: Address, metrics_url: str | None = None, dashboard_url: str | None = None) -> str:
+    line = f"sparrow {name}: listening on {format_address(address)}"
+    if metrics_url is not None:
+        line += f", metrics on {metrics_url}"
+    if dashboard_url is not None:
+        line += f", dashboard on {dashboard_url}"
+    return line
+
+
+def parse_ready_line(line: str) -> tuple[str, str | None, str | None] | None:
+    """`(address, metrics URL or None, dashboard URL or None)` from a ready line, or None if `line`
+    is not one."""
+    found = READY.fullmatch(line.strip())
+    return None if found is None else (found["address"], found["metrics"], found["dashboard"])
+
+
+def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
+    """Where a service serves metrics (`--metrics-listen`, or `--metrics-port` on the service's own
+    host: None), or None when they are off."""
+    if s["metrics_listen"] is not None and s["metrics_port"] is not None:
+        raise ConfigError("--metrics-listen and --metrics-port both say where to serve metrics: give one")
+    if s["metrics_listen"] is not None:
+        return s["metrics_listen"]
+    if s["metrics_port"] is not None:
+        return (None, s["metrics_port"])
+    return None
 
 
 def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
-    """The logic of a service (`plain(**options)`), or with `--metrics-port` its metered subclass and
-    `(registry, port)` for `run_service`."""
-    if s["metrics_port"] is None:
+    """The logic of a service (`plain(**options)`), or, when metrics are on, its metered subclass
+    and `(registry, host or None, port, None)` for `run_service` (None: the service's own host)."""
+    where = metrics_address(s)
+    if where is None:
         return plain(**options), None
     registry = new_registry()
-    return metered(registry, **options), (registry, s["metrics_port"])
+    return metered(registry, **options), (registry, *where, None)
 
 
 def node_monitor_drain(
@@ -46,22 +95,82 @@ def node_monitor_drain(
     return drain
 
 
-async def _serve_until_signal(
-    service: Callable, name: str, metrics: tuple | None, drain: Callable[[], Awaitable[None]] | None
+async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: str, metrics: tuple | None) -> None:
+    """Start `service` in `nursery`, then its metrics (and dashboard), then print the ready line."""
+    address = await nursery.start(service)
+    metrics_url = dashboard_url = None
+    if metrics is not None:
+        registry, host, port, pages = metrics
+        host = address[0] if host is None else host
+        try:
+            bound = serve_metrics(registry, host, port, pages)
+        except OSError as exc:
+            raise CommandError(f"cannot serve metrics on {format_address((host, port))}: {exc.strerror or exc}") from None
+        url = f"http://{format_address(bound)}"
+        metrics_url = f"{url}/metrics" if registry is not None else None
+        dashboard_url = f"{url}/" if pages is not None else None
+    line = ready_line(name, address, metrics_url, dashboard_url)
+    logger.info(line.removeprefix("sparrow "))
+    if name == "scheduler" and _is_loopback(address[0]):
+        logger.info("listening on loopback: only this host can connect (--listen 0.0.0.0:%d admits others)", address[1])
+    print(line, flush=True)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _stdin_closed() -> None:
+    """Returns once standard input reaches end of file: the parent holding its other end is gone."""
+    fd = sys.stdin.fileno()
+    if stat.S_ISREG(os.fstat(fd).st_mode):  # a file cannot be waited on, and has its end already
+        return
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        if not os.read(fd, 4096):
+            return
+
+
+async def _stop_requested(signals, exit_with_parent: bool) -> str:
+    """Wait for the first SIGTERM or SIGINT (or, with `exit_with_parent`, the end of standard input);
+    returns what it was."""
+    why = ""
+
+    async def on(waiter: Callable[[], Awaitable[str]]) -> None:
+        nonlocal why
+        why = await waiter()
+        waiting.cancel_scope.cancel()
+
+    async def signal_received() -> str:
+        async for signum in signals:
+            return f"{signal.Signals(signum).name} received"
+        return "no more signals"  # pragma: no cover - the receiver never ends
+
+    async def parent_gone() -> str:
+        await _stdin_closed()
+        return "standard input closed (the parent is gone)"
+
+    async with trio.open_nursery() as waiting:
+        waiting.start_soon(on, signal_received)
+        if exit_with_parent:
+            waiting.start_soon(on, parent_gone)
+    return why
+
+
+async def _serve_until_stopped(
+    service: Callable,
+    name: str,
+    metrics: tuple | None,
+    drain: Callable[[], Awaitable[None]] | None,
+    exit_with_parent: bool,
 ) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(service)
-            line = f"sparrow {name}: listening on {format_address(address)}"
-            if metrics is not None:
-                registry, port = metrics
-                host, bound = serve_metrics(registry, address[0], port)
-                line += f", metrics on http://{format_address((host, bound))}/metrics"
-            logger.info(line.removeprefix("sparrow "))
-            print(line, flush=True)
-            async for signum in signals:
-                logger.info("%s received: stopping", signal.Signals(signum).name)
-                break
+            nursery.start_soon(_start_and_announce, nursery, service, name, metrics)
+            logger.info("%s: stopping", await _stop_requested(signals, exit_with_parent))
             if drain is not None:
                 async with trio.open_nursery() as draining:  # a second signal stops at once
                     draining.start_soon(_cancel_on_next, signals, draining.cancel_scope)
@@ -82,11 +191,34 @@ def run_service(
     name: str,
     metrics: tuple | None = None,
     drain: Callable[[], Awaitable[None]] | None = None,
+    *,
+    exit_with_parent: bool = False,
 ) -> int:
-    """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT; print its address once ready.
+    """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT (or, with `exit_with_parent`,
+    the end of standard input); print its ready line once it serves.
 
-    `metrics` (optional): `(registry, port)` to serve on the service's host once it is listening.
-    `drain` (optional): awaited after the first signal, before the service is cancelled.
+    `metrics` (optional): `(registry, host, port, pages)` for `serve_metrics` once it is listening
+    (host None: the service's; registry None: no Prometheus metrics; pages: the scheduler's
+    dashboard, or None). `drain` (optional): awaited after the first signal, before the service is
+    cancelled.
+
+    Error handling: a failure to start (port in use, no such address) raises CommandError with its
+    one-line reason instead of a traceback.
     """
-    trio.run(_serve_until_signal, service, name, metrics, drain)
+    try:
+        trio.run(_serve_until_stopped, service, name, metrics, drain, exit_with_parent)
+    except Exception as exc:  # noqa: BLE001 - only the errors below are turned into one line
+        error = _sole_error(exc)
+        if isinstance(error, (CommandError, ConfigError)):
+            raise error from None
+        if isinstance(error, (SparrowError, OSError)):
+            raise CommandError(str(error)) from None
+        raise
     return 0
+
+
+def _sole_error(exc: BaseException) -> BaseException:
+    """`exc`, or the one exception inside it if it is a group (nested) of exactly one."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

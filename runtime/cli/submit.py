@@ -3,6 +3,8 @@
     sparrow submit --tasks 100 -- CMD ARGS...   each task runs CMD with SPARROW_TASK_INDEX set
     sparrow submit --tasks 10 module:function   each task calls function(index)
 
+`module.function`, which is no program here, is refused with a hint (module:function was meant).
+
 A module imported from the current directory (not installed) is sent by value, so the workers do
 not need the file. Exit status: 0 if every task succeeded, 1 otherwise.
 """
@@ -13,6 +15,7 @@ import argparse
 import importlib
 import os
 import re
+import shutil
 import sys
 import time
 from functools import partial
@@ -28,6 +31,7 @@ from ..logsetup import setup_logging
 from .common import CommandError, add_command, client_target, settings
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # mymodule.work: module:function was likely meant
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         tasks = [partial(fn, i) for i in range(s["tasks"])]
         show = _show_value
     else:
+        _check_command(target[0])
         tasks = [partial(run_command, list(target), i) for i in range(s["tasks"])]
         show = _show_output
     schedulers, secret = client_target(s)
@@ -59,6 +64,16 @@ def run(args: argparse.Namespace) -> int:
         return trio.run(_submit, schedulers, secret, tasks, s, show)
     except (SparrowError, OSError, ValueError, TypeError) as exc:
         raise CommandError(str(exc)) from None
+
+
+def _check_command(name: str) -> None:
+    """Refuse, with a hint, a command that looks like module.function and is no program here."""
+    if DOTTED.fullmatch(name) and shutil.which(name) is None and not os.path.exists(name):
+        module, _, function = name.rpartition(".")
+        raise CommandError(
+            f"{name!r} is no command on this host; to call a Python function write MODULE:FUNCTION "
+            f"({module}:{function}); for a program only the workers have, give its path"
+        )
 
 
 def _import_callable(spec: str):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ..process_tree import descendants, survivors
+
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -33,35 +35,6 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def run_sparrow(*args: str, env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
     return subprocess.run([*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below `pid` (from /proc), zombies excluded."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Running:
@@ -96,6 +69,15 @@ class Running:
         self.tree = descendants(self.process.pid)
         return found
 
+    def wait_for_stderr(self, text: str, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Wait until `text` appears in what it logged; fail with its stderr if it does not in time."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr():
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop(signal.SIGKILL)
+                pytest.fail(f"`sparrow {' '.join(self.args)}` did not log {text!r}:\n{self.stderr()}")
+            time.sleep(0.05)
+
     def stderr(self) -> str:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
@@ -111,10 +93,7 @@ class Running:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             code = None
-        deadline = time.monotonic() + LEFTOVER_GRACE
-        while (left := [pid for pid in tree if alive(pid)]) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.leftover = left
+        left = self.leftover = survivors(tree, LEFTOVER_GRACE)
         for pid in [self.process.pid, *left]:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 
 import pytest
-from sparrow_runtime.cli.options import COMMANDS
 from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
+from sparrow_runtime.cli.main import build_parser
+from sparrow_runtime.cli.options import COMMANDS
 from sparrow_runtime.logsetup import OneLineFormatter
 
 
@@ -113,3 +115,14 @@ def test_the_deploy_example_file_serves_every_command(tmp_path):
     config.write_text('scheduler = ["sched-1.example:7077"]\n[status]\njson = true\n')
     status = settings("status", ["--config", str(config)])
     assert (status["scheduler"], status["json"]) == (["sched-1.example:7077"], True)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_shows_every_flags_default_and_environment_variable(command, capsys):
+    """`sparrow COMMAND --help`, as docs/cli.md promises: each flag's line ends with both."""
+    with pytest.raises(SystemExit):
+        build_parser(command).parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
+    for setting in (CONFIG, *COMMANDS[command]):
+        found = re.search(re.escape(setting.flag) + r"(?: \S+)? (.*?\(default: [^;()]+; env " + setting.env + r"\))", text)
+        assert found, f"{setting.flag} in `sparrow {command} --help`:\n{text}"

@@ -20,6 +20,8 @@ def one_line_error(done, status: int) -> str:
     ("args", "message"),
     [
         (["local", "--nodes", "3"], "sparrow: error: unrecognized arguments: --nodes 3"),
+        (["submit", "--task", "3", "math:factorial"], "sparrow: error: unrecognized arguments: --task"),
+        (["node-monitor", "--slot", "2"], "sparrow: error: unrecognized arguments: --slot 2"),
         (["local", "--slots", "many"], "sparrow local: error: --slots: expected an integer >= 1, got 'many'"),
         (["node-monitor", "--policy", "lifo"], "--policy: expected one of fifo, priority, fair, got 'lifo'"),
         (["local", "--demo", "--load", "1.5"], "--load: expected a number > 0 and < 1, got '1.5'"),
@@ -81,3 +83,57 @@ def test_unreachable_scheduler_is_one_line(tmp_path):
     env = clean_env(tmp_path, SPARROW_SECRET="s")
     done = run_sparrow("submit", "--scheduler", "127.0.0.1:1", "--", "true", env=env)
     assert "no scheduler reachable: 127.0.0.1:1" in one_line_error(done, 1)
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "what"),
+    [
+        ("scheduler", ["--listen", "127.0.0.1:{port}"], "listen on"),
+        ("scheduler", ["--listen", "127.0.0.1:0", "--metrics-port", "{port}"], "serve metrics on"),
+        ("node-monitor", ["--scheduler", "127.0.0.1:1", "--listen", "127.0.0.1:{port}"], "listen on"),
+    ],
+)
+def test_port_in_use_is_one_line(tmp_path, taken_port, command, args, what):
+    """Not a 38-line ExceptionGroup traceback: where, and why."""
+    args = [arg.format(port=taken_port) for arg in args]
+    done = run_sparrow(command, *args, "--log-level", "warning", env=clean_env(tmp_path, SPARROW_SECRET="s"))
+    line = one_line_error(done, 1)
+    assert line == f"sparrow {command}: error: cannot {what} 127.0.0.1:{taken_port}: Address already in use"
+
+
+def test_metrics_at_two_places_is_refused(tmp_path):
+    done = run_sparrow("scheduler", "--metrics-port", "0", "--metrics-listen", "127.0.0.1:0", env=clean_env(tmp_path))
+    assert "--metrics-listen and --metrics-port both say where to serve metrics" in one_line_error(done, 2)
+
+
+def test_secret_file_others_can_read_is_refused_in_one_line_with_the_fix(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o644)
+    done = run_sparrow("scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), env=clean_env(tmp_path))
+    line = one_line_error(done, 1)
+    assert line == (
+        f"sparrow scheduler: error: secret file {secret} has mode 0644: group and others must have no access to "
+        f"it; fix it with: chmod 600 {secret}"
+    )
+
+
+def test_module_dot_function_gets_a_hint_instead_of_running_as_a_command(tmp_path):
+    """`submit mymodule.work` (module:function was meant) is refused before anything runs."""
+    done = run_sparrow("submit", "--tasks", "3", "mymodule.work", env=clean_env(tmp_path))
+    assert one_line_error(done, 1) == (
+        "sparrow submit: error: 'mymodule.work' is no command on this host; to call a Python function write "
+        "MODULE:FUNCTION (mymodule:work); for a program only the workers have, give its path"
+    )
+
+
+def test_a_dotted_program_on_the_path_is_run_as_a_command(tmp_path):
+    """A program named like tool.sh that is on PATH is not mistaken for module.function."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tool.sh").write_text("#!/bin/sh\necho hi\n")
+    (bin_dir / "tool.sh").chmod(0o755)
+    env = clean_env(tmp_path)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    done = run_sparrow("submit", "tool.sh", env=env)
+    assert "no scheduler to connect to" in one_line_error(done, 1)  # it went on to find a cluster

@@ -99,6 +99,7 @@ def test_scheduler_flag_and_secret_file_point_elsewhere(local, tmp_path):
     assert ok.stdout.strip() == "[0] 1"
     wrong = tmp_path / "wrong.secret"
     wrong.write_text("not the secret\n")
+    wrong.chmod(0o600)
     refused = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", str(wrong),
                           "math:factorial", env=elsewhere)  # fmt: skip
     assert refused.returncode == 1

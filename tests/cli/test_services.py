@@ -1,18 +1,24 @@
 """`sparrow scheduler` and `sparrow node-monitor` as separate foreground processes, as on real hosts:
 metrics endpoints serve the counters; SIGTERM drains a node monitor (its running task finishes and
-is reported); SIGINT stops a scheduler; nothing is left running."""
+is reported); SIGINT stops a scheduler; the first signal stops a node monitor that cannot register;
+its workers die with it however it dies; tasks never see the secret; nothing is left running."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
+import pytest
+
+from ..process_tree import descendants, survivors
 from .conftest import SPARROW, clean_env
 
-LISTENING = r"listening on (\S+), metrics on (http://\S+)\n"
+LISTENING = r"listening on (\S+), metrics on (http://[^\s,]+)"
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -28,11 +34,21 @@ def wait_metric(url: str, name: str, at_least: float, timeout: float = 30.0) -> 
         time.sleep(0.05)
 
 
+def write_secret(path: Path, secret: str = "a cluster secret") -> Path:
+    path.write_text(secret + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def submit(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    """`sparrow submit ARGS` in the background, its output as text."""
+    return subprocess.Popen([*SPARROW, "submit", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+
+
 def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_path):
     env = clean_env(tmp_path)
-    secret = tmp_path / "secret"
-    secret.write_text("a cluster secret\n")
-    secret.chmod(0o600)
+    secret = write_secret(tmp_path / "secret")
     common = ["--secret-file", str(secret), "--metrics-port", "0"]
     scheduler = running(["scheduler", "--listen", "127.0.0.1:0", *common], env)
     address, scheduler_metrics = scheduler.wait_for(LISTENING).groups()
@@ -70,3 +86,93 @@ def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_
 
     assert scheduler.stop(signal.SIGINT) == 0
     assert scheduler.leftover == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("why", ["unreachable", "wrong secret"])
+def test_node_monitor_still_trying_to_register_stops_on_the_first_signal(running, tmp_path, sig, why):
+    """No scheduler to register with, or the wrong secret: it retries, and one signal stops it, exit 0."""
+    env = clean_env(tmp_path)
+    if why == "unreachable":
+        address, logged = "127.0.0.1:1", "cannot reach 127.0.0.1:1"
+    else:
+        scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(write_secret(tmp_path / "s"))], env)
+        address, logged = scheduler.wait_for(r"listening on (\S+)\n").group(1), "authentication failed"
+    other = write_secret(tmp_path / "other", "another secret")
+    node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--secret-file", str(other)], env)
+    node.wait_for_stderr(logged)
+    assert node.stop(sig, timeout=10) == 0  # today: ignored until SIGKILL
+    assert node.leftover == []
+    assert f"{sig.name} received: stopping" in node.stderr()
+
+
+def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_process(running, tmp_path):
+    """Its executor workers, and the programs their tasks run, die with it instead of running on."""
+    env = clean_env(tmp_path)
+    secret = write_secret(tmp_path / "secret")
+    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+    address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
+    node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--secret-file", str(secret)], env)
+    node.wait_for(r"listening on")
+    job = submit("--scheduler", address, "--secret-file", str(secret), "--tasks", "2", "--", "sleep", "60", env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while _count_sleepers(tree := descendants(node.process.pid)) < 2:
+            assert time.monotonic() < deadline, "the two tasks never started"
+            time.sleep(0.05)
+        assert len(tree) == 4  # 2 workers, each running `sleep 60`
+        node.process.kill()
+        assert survivors(tree, timeout=10) == []
+        _, err = job.communicate(timeout=30)
+        assert job.returncode == 1 and "2 failed" in err  # the scheduler reports both lost
+    finally:
+        job.kill()
+        job.communicate()
+
+
+def _count_sleepers(pids: set[int]) -> int:
+    count = 0
+    for pid in pids:
+        try:
+            count += Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"60"]
+        except OSError:
+            pass
+    return count
+
+
+def test_ctrl_c_in_the_node_monitors_terminal_drains_without_interrupting_its_tasks(running, tmp_path):
+    """SIGINT to the node monitor's whole process group, as a terminal sends it: the running task,
+    in a process group of its own, is not interrupted; it finishes and is reported."""
+    env = clean_env(tmp_path)
+    secret = write_secret(tmp_path / "secret")
+    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env)
+    address = scheduler.wait_for(LISTENING).group(1)
+    node = running(["node-monitor", "--scheduler", address, "--slots", "1", "--secret-file", str(secret),
+                    "--metrics-port", "0"], env)  # fmt: skip
+    node_metrics = node.wait_for(LISTENING).group(2)
+    job = submit("--scheduler", address, "--secret-file", str(secret), "--", "sh", "-c", "sleep 1; echo finished", env=env)
+    try:
+        wait_metric(node_metrics, "sparrow_node_tasks_launched_total", 1)
+        os.killpg(node.process.pid, signal.SIGINT)
+        out, err = job.communicate(timeout=30)
+    finally:
+        job.kill()
+        job.communicate()
+    assert (job.returncode, out) == (0, "[0] finished\n"), err
+    assert node.process.wait(timeout=20) == 0  # drained, then stopped by itself
+    node.stop()
+    assert node.leftover == []
+
+
+@pytest.mark.parametrize("executor", ["process", "thread"])
+def test_tasks_cannot_read_the_secret_the_node_monitor_was_given_in_its_environment(running, tmp_path, executor):
+    """SPARROW_SECRET given to the services: a shell task finds no SPARROW_SECRET nor SPARROW_SECRET_FILE."""
+    env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret")
+    scheduler = running(["scheduler", "--listen", "127.0.0.1:0"], env)
+    address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
+    node = running(["node-monitor", "--scheduler", address, "--slots", "1", "--executor", executor], env)
+    node.wait_for(r"listening on")
+    show = 'echo "[${SPARROW_SECRET-unset}] [${SPARROW_SECRET_FILE-unset}]"'
+    job = submit("--scheduler", address, "--", "sh", "-c", show, env=env)
+    out, err = job.communicate(timeout=60)
+    assert (job.returncode, out) == (0, "[0] [unset] [unset]\n"), err

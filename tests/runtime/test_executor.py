@@ -9,9 +9,12 @@ import cloudpickle
 import pytest
 import trio
 
+from sparrow_runtime.auth import SECRET_ENV, SECRET_FILE_ENV
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
 from sparrow_runtime.executor import ProcessExecutor, ThreadExecutor
 from sparrow_runtime.task_codec import pack_task, run_task, unpack_outcome
+
+from ..process_tree import survivors
 
 
 def _raise_value_error(x):
@@ -20,6 +23,21 @@ def _raise_value_error(x):
 
 def _identity(x):
     return x
+
+
+def _fork_a_sleeper_then_die(pid_file):
+    """Fork a child that lives 60 s (holding every descriptor of the worker), then kill the worker."""
+    child = os.fork()
+    if child == 0:
+        time.sleep(60)
+        os._exit(0)
+    with open(pid_file, "w") as f:
+        f.write(str(child))
+    os._exit(9)
+
+
+def _secret_variables():
+    return [os.environ.get(SECRET_ENV), os.environ.get(SECRET_FILE_ENV)]
 
 
 async def _with_executor(kind, body):
@@ -100,3 +118,31 @@ def test_thread_executor_threads_end_after_aclose_and_a_slow_task_does_not_block
         assert not any(t.name.startswith("sparrow-task-") for t in threading.enumerate())
 
     trio.run(main)
+
+
+def test_worker_whose_task_forked_a_long_lived_child_frees_its_slot_when_it_dies(tmp_path):
+    """The node monitor learns of the death from the process, not from the socket the forked child
+    still holds: the task fails at once, the slot serves the next task, and the child is killed."""
+    pid_file = tmp_path / "child.pid"
+
+    async def body(executor):
+        with trio.fail_after(20):  # the child lives 60 s
+            ok, _, error = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
+            assert not ok and "died while running the task (exit status 9)" in error
+            assert unpack_outcome(*await executor.run(pack_task(abs, (-1,)))) == 1
+        assert survivors([int(pid_file.read_text())], timeout=10) == []  # killed with its worker's group
+
+    trio.run(_with_executor, "process", body)
+
+
+def test_tasks_get_no_secret_in_their_environment_and_a_process_group_of_their_own(monkeypatch):
+    """A task cannot print the cluster secret from its environment; its worker leads its own process
+    group, so a terminal's Ctrl-C meant for the node monitor does not reach it."""
+    monkeypatch.setenv(SECRET_ENV, "the cluster secret")
+    monkeypatch.setenv(SECRET_FILE_ENV, "/etc/sparrow/secret")
+
+    async def body(executor):
+        assert unpack_outcome(*await executor.run(pack_task(_secret_variables))) == [None, None]
+        assert unpack_outcome(*await executor.run(pack_task(os.getpgrp))) != os.getpgrp()
+
+    trio.run(_with_executor, "process", body)

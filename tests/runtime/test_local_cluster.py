@@ -8,14 +8,7 @@ import trio
 
 from sparrow_runtime import Client, ConnectionLost, Constraint, LocalCluster, RemoteTraceback, SparrowExecutor, TaskFailed
 
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie is not alive
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+from ..process_tree import alive
 
 
 def _explode(x):
@@ -76,8 +69,8 @@ def test_exit_leaves_no_process_behind():
         with SparrowExecutor(c.schedulers, secret=c.secret) as ex:
             workers = set(ex.map(lambda _: (time.sleep(0.05), os.getpid())[1], range(6), chunksize=6))
         pids = c.pids + sorted(workers)
-        assert all(_alive(pid) for pid in pids)
-    assert not any(_alive(pid) for pid in pids)
+        assert all(alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_owner_killed_outright_leaves_no_service_behind():
@@ -97,12 +90,53 @@ def test_owner_killed_outright_leaves_no_service_behind():
     )
     try:
         pids = [int(p) for p in owner.stdout.readline().split()]
-        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
         owner.stdout.close()
     deadline = time.monotonic() + 15
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
+
+
+def _what_a_task_can_see(secret):
+    parent_environ = open(f"/proc/{os.getppid()}/environ", "rb").read()
+    return os.environ.get("SPARROW_SECRET"), secret.encode() in parent_environ
+
+
+def test_no_task_finds_the_secret_in_its_environment_or_its_node_monitors(cluster):
+    """The services get the secret from a file (removed once they have read it), not their
+    environment: neither a task's environment nor its node monitor's /proc/PID/environ holds it."""
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        assert ex.submit(_what_a_task_can_see, cluster.secret).result(timeout=30) == (None, False)
+
+
+def _sleep_then_report(flag, seconds):
+    open(flag, "w").close()
+    time.sleep(seconds)
+    return "finished"
+
+
+def test_close_drains_the_node_monitors_first_so_a_running_task_reports(tmp_path):
+    """Closing the cluster while a task runs: the node monitor drains (as `sparrow node-monitor`
+    does on SIGTERM), the task finishes and its outcome reaches the client before the schedulers stop."""
+
+    async def main(cluster, flag):
+        async with Client(cluster.schedulers, secret=cluster.secret) as client:
+            job = await client.submit_job([lambda: _sleep_then_report(flag, 1.0)])
+            with trio.fail_after(30):
+                while not os.path.exists(flag):
+                    await trio.sleep(0.01)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(trio.to_thread.run_sync, cluster.close)
+                    return await job.results()
+
+    with LocalCluster(schedulers=1, node_monitors=1, slots=1) as cluster:
+        assert trio.run(main, cluster, str(tmp_path / "started")) == ["finished"]
+
+
+def test_bad_weight_is_refused_at_construction():
+    with pytest.raises(ValueError, match="weights: expected USER=WEIGHT with a weight > 0, got 'alice=0'"):
+        LocalCluster(weights={"alice": 0})

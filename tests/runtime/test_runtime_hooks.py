@@ -1,11 +1,9 @@
 """The runtime hooks the commands use, sans-I/O: the scheduler's StatusReply (`sparrow status`), the
-node monitor's heartbeat contents and its drain (clean shutdown), and the Prometheus metrics."""
+node monitor's heartbeat contents and its drain (clean shutdown). The Prometheus metrics: test_metrics.py."""
 
 from __future__ import annotations
 
-import prometheus_client
 from sparrow_runtime.messages import (
-    CancelReservations,
     EnqueueReservations,
     GetTask,
     Heartbeat,
@@ -18,7 +16,6 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.metrics import MeteredNodeMonitorLogic, MeteredSchedulerLogic
 from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.scheduler_logic import SchedulerLogic
 
@@ -115,39 +112,3 @@ def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_at_once():
     assert failed == [(1, 1, False, "no live node monitor"), (2, 0, False, "no live node monitor")]
     out = logic.on_node_messages("a", [TaskFinished(job_id, 0, True, b"v", "")])
     assert [(m.task, m.ok, m.last) for _, m in out if type(m) is TaskResult] == [(0, True, True)] and not logic.jobs
-
-
-def test_scheduler_metrics_count_the_protocol_traffic():
-    registry = prometheus_client.CollectorRegistry()
-    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
-    value = registry.get_sample_value
-    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
-    logic.on_client_messages("c", [SubmitJob(1, [b"x", b"y"])])
-    job_id = next(iter(logic.jobs))
-    out = logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id), GetTask(job_id)])
-    assert kinds(out).count("TaskLaunch") == 2 and kinds(out).count("NoTask") == 1
-    assert any(isinstance(msg, CancelReservations) for _, msg in out)
-    logic.on_node_messages("nm", [TaskFinished(job_id, 0, True, b"", ""), TaskFinished(job_id, 1, False, b"", "boom")])
-    expected = {
-        "sparrow_jobs_submitted_total": 1, "sparrow_tasks_submitted_total": 2, "sparrow_probes_sent_total": 4,
-        "sparrow_get_task_total": 3, "sparrow_get_task_empty_total": 1, "sparrow_tasks_launched_total": 2,
-        "sparrow_cancellations_sent_total": 1, "sparrow_tasks_finished_total": 1, "sparrow_tasks_failed_total": 1,
-        "sparrow_jobs_finished_total": 1, "sparrow_scheduling_delay_seconds_count": 2,
-        "sparrow_job_response_seconds_count": 1, "sparrow_node_monitors": 1, "sparrow_jobs_in_flight": 0,
-    }  # fmt: skip
-    assert {name: value(name) for name in expected} == expected
-
-
-def test_node_monitor_metrics_follow_its_queue_and_slots():
-    registry = prometheus_client.CollectorRegistry()
-    logic = MeteredNodeMonitorLogic(registry, slots=2)
-    value = registry.get_sample_value
-    logic.on_scheduler_registered("s")
-    logic.on_scheduler_messages("s", [EnqueueReservations(1, "", 0, 5)])
-    assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (3, 2)
-    logic.on_scheduler_messages("s", [NoTask(1), CancelReservations(1)])
-    assert value("sparrow_node_reservations_total") == 5 and value("sparrow_node_get_task_empty_total") == 1
-    assert value("sparrow_node_reservations_cancelled_total") == 3  # removed before the freed slot is refilled
-    assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (0, 1)
-    logic.on_task_done("s", 1, 0, False, b"", "died")
-    assert value("sparrow_node_tasks_failed_total") == 1 and value("sparrow_node_slots") == 2

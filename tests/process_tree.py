@@ -1,0 +1,45 @@
+"""What the tests that start processes check about them: which are alive, which a process started
+(read from /proc, zombies excluded), and a bounded wait for them to be gone."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def survivors(pids, timeout: float) -> list[int]:
+    """The processes of `pids` still alive after waiting up to `timeout` seconds for all to be gone."""
+    deadline = time.monotonic() + timeout
+    while (left := [pid for pid in pids if alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left

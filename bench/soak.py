@@ -139,7 +139,7 @@ def _submit(client: Client, job: int, tasks: int, task_s: float, tally: Tally) -
     tally.jobs_in_flight += 1
     left = tasks
 
-    def on_outcome(task: int, ok: bool, payload: bytes, error: str) -> None:
+    def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
         nonlocal left
         tally.record(job, task, ok, payload, error)
         left -= 1

@@ -1,21 +1,37 @@
 """The async client: submit jobs of Python callables to a scheduler and collect their outcomes.
 
-    async with Client(["127.0.0.1:7077"], secret=...) as client:
-        job = await client.submit_job([partial(f, x) for x in xs], user="alice")
+    async with Client(["127.0.0.1:7077", "127.0.0.1:7078"], secret=...) as client:
+        job = await client.submit_job([partial(f, x) for x in xs], user="alice", retries=3)
         values = await job.results()            # in task order; raises the first task's exception
         async for outcome in job.as_completed():  # or one by one, as they finish
             ...
+        job.cancel()                            # what has not finished ends as cancelled
+
+`Client()` with no addresses connects to the `sparrow local` running on this host.
+
+Fault tolerance (docs/runtime.md, "Failure behaviour"): the client holds a connection to one of its
+schedulers, heartbeats it, and takes it for lost when it is silent for `scheduler_timeout` (a pause
+of this process itself is not taken for the scheduler's silence). Then it connects to another at
+once and relaunches there every task of its unfinished jobs that has no outcome yet: at-least-once,
+a task whose outcome was lost with its scheduler may run twice. A relaunch, like any retry, is one
+more attempt: a task is launched at most `retries + 1` times. System failures (its worker died, its
+node monitor or its scheduler was lost) are retried; the task's own exceptions only with
+`retry_exceptions=True`. With all schedulers gone, pending tasks fail with a TaskFailed that says so,
+and the next submission tries them all again. Backpressure: `submit_job` waits while
+`max_pending_tasks` tasks are unfinished.
 
 Error handling: bad arguments raise ValueError/TypeError at submission, before anything is sent. A
 task that raises has that exception re-raised by `TaskOutcome.result()` / `JobHandle.results()`
-with the remote traceback as its `__cause__`. A task that got no result of its own (its executor
-died, its node monitor was lost, the job was rejected, the connection to the scheduler was lost)
-raises TaskFailed with the reason. Every task ends with exactly one outcome.
+with the remote traceback as its `__cause__`. A task that got no result of its own raises TaskFailed
+with the reason (TaskTimeout past its job's timeout); a cancelled one TaskCancelled. Every task ends
+with exactly one outcome.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -23,30 +39,52 @@ from dataclasses import dataclass
 
 import trio
 
-from .address import Address, parse_address
+from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from .errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .limits import job_problem
-from .messages import Constraint, JobAccepted, JobRejected, StatusReply, StatusRequest, SubmitJob, TaskResult
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from .limits import MAX_REASON, clip, job_problem
+from .local_state import running_local_cluster
+from .messages import (
+    CANCELLED,
+    SYSTEM,
+    UNPLACEABLE,
+    CancelJob,
+    Constraint,
+    Heartbeat,
+    JobAccepted,
+    JobRejected,
+    StatusReply,
+    StatusRequest,
+    SubmitJob,
+    TaskResult,
+)
 from .task_codec import outcome_exception, pack_task, unpack_outcome
+
+logger = logging.getLogger("sparrow_runtime.client")
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
 DEFAULT_STATUS_TIMEOUT = 5.0
+DEFAULT_SCHEDULER_TIMEOUT = 1.0  # a LAN: heartbeats every 0.25 s, a dead or frozen scheduler noticed within 1 s
+DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
+DEFAULT_MAX_PENDING_TASKS = 100_000
+HEARTBEATS_PER_TIMEOUT = 4
 
-OutcomeCallback = Callable[[int, bool, bytes, str], None]
+OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
 
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """The outcome of task `index` of a job: `ok` with its return value, or the exception it stands for."""
+    """The outcome of task `index` of a job: `ok` with its return value, or the exception it stands
+    for; `attempts`: how many times it was launched (more than 1 after retries or a failover)."""
 
     index: int
     ok: bool
     value: object = None
     exception: BaseException | None = None
+    attempts: int = 1
 
     def result(self):
         """The task's return value, or raise its exception."""
@@ -55,44 +93,96 @@ class TaskOutcome:
         return self.value
 
 
+@dataclass
+class Failover:
+    """One loss of the client's scheduler, with `time.monotonic()` times: `lost_at` when the client
+    noticed, `connected_at` when it was connected to `to` (None: no scheduler was reachable), and the
+    tasks it relaunched there."""
+
+    scheduler: str
+    reason: str
+    lost_at: float
+    connected_at: float | None = None
+    to: str | None = None
+    relaunched: int = 0
+
+
 class JobHandle:
     """A submitted job: its outcomes arrive as tasks finish."""
 
-    def __init__(self, n_tasks: int, on_outcome: OutcomeCallback | None = None) -> None:
-        self.job_id: int | None = None  # the scheduler's id, once it accepted the job
-        self.n_tasks = n_tasks
-        self._raw: list[tuple[bool, bytes, str] | None] = [None] * n_tasks
+    def __init__(
+        self,
+        template: SubmitJob,
+        *,
+        retries: int = DEFAULT_RETRIES,
+        retry_exceptions: bool = False,
+        on_outcome: OutcomeCallback | None = None,
+        client: Client | None = None,
+    ) -> None:
+        self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
+        self.n_tasks = len(template.tasks)
+        self.retries = retries
+        self.retry_exceptions = retry_exceptions
+        self.cancelled = False  # the whole job
+        self._cancelled_tasks: set[int] = set()  # tasks cancelled one by one
+        self._template = template  # user, priority, constraints, timeout; tasks: payloads until done
+        self._payloads: list[bytes | None] = list(template.tasks)
+        self.attempts = [0] * self.n_tasks
+        self._raw: list[tuple[bool, bytes, str, int] | None] = [None] * self.n_tasks
         self._order: list[int] = []
         self._n_done = 0
         self._changed = trio.Event()  # replaced after each wait: wakes as_completed per outcome
         self._finished = trio.Event()  # set once: wakes wait() once per job
         self._on_outcome = on_outcome
+        self._client = client
+        self._refs: set[int] = set()  # the client's refs of this job's placements in flight
 
     def done(self) -> bool:
         return self._n_done == self.n_tasks
 
-    def _set(self, task: int, ok: bool, payload: bytes, error: str) -> None:
+    def cancel(self, force: bool = False) -> None:
+        """Cancel every task without an outcome: not launched yet, it never is; running, it finishes
+        and its result is discarded, or with `force` its worker is killed. Each ends as cancelled
+        (TaskCancelled) as soon as the scheduler hears of it."""
+        self.cancelled = True
+        self._cancelled_tasks.update(range(self.n_tasks))
+        if self._client is not None:
+            self._client._cancel(self, None, force)
+
+    def cancel_tasks(self, tasks: Sequence[int], force: bool = False) -> None:
+        """Cancel some tasks (by index) as `cancel` does."""
+        self._cancelled_tasks.update(tasks)
+        if self._client is not None:
+            self._client._cancel(self, list(tasks), force)
+
+    def _set(self, task: int, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
         if not 0 <= task < self.n_tasks or self._raw[task] is not None:
             raise ProtocolError(f"scheduler sent a second or out-of-range outcome for task {task}")
-        self._raw[task] = (ok, payload, error)
+        self._raw[task] = (ok, payload, error, failure)
+        self._payloads[task] = None
         self._order.append(task)
         self._n_done += 1
         self._changed.set()
         if self._n_done == self.n_tasks:
             self._finished.set()
+        if self._client is not None:
+            self._client._task_ended()
         if self._on_outcome is not None:
-            self._on_outcome(task, ok, payload, error)
+            self._on_outcome(task, ok, payload, error, failure)
 
-    def _fail_rest(self, reason: str) -> None:
-        for task, raw in enumerate(self._raw):
-            if raw is None:
-                self._set(task, False, b"", reason)
+    def _pending(self) -> list[int]:
+        return [t for t in range(self.n_tasks) if self._raw[t] is None]
+
+    def _fail_rest(self, reason: str, failure: int = SYSTEM) -> None:
+        for task in self._pending():
+            self._set(task, False, b"", reason, failure)
 
     def _outcome(self, task: int) -> TaskOutcome:
-        ok, payload, error = self._raw[task]
+        ok, payload, error, failure = self._raw[task]
+        attempts = max(self.attempts[task], 1)
         if ok:
-            return TaskOutcome(task, True, unpack_outcome(ok, payload, error))
-        return TaskOutcome(task, False, exception=outcome_exception(payload, error))
+            return TaskOutcome(task, True, unpack_outcome(ok, payload, error), attempts=attempts)
+        return TaskOutcome(task, False, exception=outcome_exception(payload, error, failure), attempts=attempts)
 
     async def wait(self) -> None:
         """Wait until every task has an outcome."""
@@ -124,97 +214,261 @@ class JobHandle:
 
 
 class Client:
-    """A connection to a scheduler (the first reachable of `schedulers`, tried in random order)."""
+    """A connection to one of `schedulers` (tried in random order, failing over to the others);
+    None: those of the `sparrow local` on this host (and its secret, unless one is given)."""
 
     def __init__(
         self,
-        schedulers: Sequence[str | Address],
+        schedulers: Sequence[str | Address] | str | None = None,
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
         client_id: str | None = None,
+        scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        retry_exceptions: bool = False,
+        max_pending_tasks: int = DEFAULT_MAX_PENDING_TASKS,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
+        if schedulers is None:
+            try:
+                state = running_local_cluster()
+            except LookupError as exc:
+                raise ConnectionLost(f"no scheduler given and {exc}, or pass the schedulers' addresses") from None
+            schedulers = state.schedulers
+            if secret is None and secret_file is None:
+                secret_file = state.secret_file
         if isinstance(schedulers, str):
             schedulers = [schedulers]
         self.schedulers = [parse_address(a) for a in schedulers]
         if not self.schedulers:
             raise ValueError("schedulers must name at least one scheduler address")
+        check_retries(retries)
+        if not isinstance(scheduler_timeout, (int, float)) or not 0 < scheduler_timeout < float("inf"):
+            raise ValueError(f"scheduler_timeout must be a number of seconds > 0, got {scheduler_timeout!r}")
+        if not isinstance(max_pending_tasks, int) or max_pending_tasks < 1:
+            raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
         self._secret = load_secret(secret, secret_file)
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
+        self.scheduler_timeout = float(scheduler_timeout)
+        self.retries = retries
+        self.retry_exceptions = retry_exceptions
+        self.max_pending_tasks = max_pending_tasks
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
+        self.failovers: list[Failover] = []
         self._conn: Connection | None = None
-        self._jobs: dict[int, JobHandle] = {}
+        self._placements: dict[int, tuple[JobHandle, list[int]]] = {}  # ref -> (job, its task indexes)
+        self._handles: set[JobHandle] = set()  # unfinished
         self._next_ref = 1
-        self._lost: str | None = None
+        self._unfinished = 0
+        self._room = trio.Event()  # set when an outcome frees room under max_pending_tasks
+        self._wanted = trio.Event()  # set by a submission while no scheduler is reachable
+        self._closing = False
         self._stack: AsyncExitStack | None = None
         self._status_waiters: list[_StatusWaiter] = []  # in request order: replies come in order
 
+    @property
+    def connected_to(self) -> str | None:
+        """The address of the scheduler this client is connected to now, if any."""
+        return None if self._conn is None else self._conn.peer_name
+
     async def __aenter__(self) -> Client:
-        errors = []
-        for address in random.sample(self.schedulers, len(self.schedulers)):
-            try:
-                self._conn = await connect(
-                    address,
-                    secret=self._secret,
-                    role="client",
-                    peer_id=self.client_id,
-                    timeout=self.handshake_timeout,
-                    max_frame=self.max_frame,
-                )
-                break
-            except (OSError, HandshakeError) as exc:
-                errors.append(f"{address[0]}:{address[1]}: {exc}")
-        else:
-            raise ConnectionLost("no scheduler reachable: " + "; ".join(errors))
         self._stack = AsyncExitStack()
         nursery = await self._stack.enter_async_context(trio.open_nursery())
-        nursery.start_soon(self._serve)
+        try:
+            await nursery.start(self._keep_connected)
+        except BaseException:
+            await self._stack.aclose()
+            raise
         return self
 
     async def __aexit__(self, *exc_info) -> None:
-        self._conn.close_soon()
+        self._closing = True
+        if self._conn is not None:
+            self._conn.close_soon()
+        self._wanted.set()
         await self._stack.__aexit__(*exc_info)
 
-    async def _serve(self) -> None:
-        reason = await self._conn.serve(self._on_messages)
-        self._lost = self._lost or f"connection to scheduler {self._conn.peer_name} lost: {reason}"
-        for handle in list(self._jobs.values()):
-            handle._fail_rest(self._lost)
-        self._jobs.clear()
+    # -- the connection ---------------------------------------------------------------------------
+
+    async def _connect_any(self) -> tuple[Connection | None, list[str]]:
+        """A connection to the first reachable scheduler, in random order; or None and the reasons."""
+        errors = []
+        for address in random.sample(self.schedulers, len(self.schedulers)):
+            try:
+                conn = await connect(
+                    address, secret=self._secret, role="client", peer_id=self.client_id,
+                    timeout=self.handshake_timeout, max_frame=self.max_frame,
+                )  # fmt: skip
+                return conn, errors
+            except (OSError, HandshakeError) as exc:
+                errors.append(f"{format_address(address)}: {exc}")
+        return None, errors
+
+    async def _keep_connected(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Hold a connection to one scheduler; when it is lost, fail over to another at once and
+        relaunch what had no outcome. Reports itself started once first connected (or raises)."""
+        first = True
+        while not self._closing:
+            conn, errors = await self._connect_any()
+            if conn is None:
+                reason = "no scheduler reachable: " + "; ".join(errors)
+                if first:
+                    raise ConnectionLost(reason)
+                self._fail_everything(reason)
+                self._wanted = trio.Event()
+                await self._wanted.wait()  # until something is submitted: then try them all again
+                continue
+            self._conn = conn
+            if first:
+                first = False
+                task_status.started()
+            elif self.failovers and self.failovers[-1].connected_at is None:
+                record = self.failovers[-1]
+                record.connected_at, record.to = time.monotonic(), conn.peer_name
+                record.relaunched = self._relaunch_all()
+                logger.warning("failed over to %s: %d tasks relaunched", conn.peer_name, record.relaunched)
+            else:
+                self._relaunch_all()  # after a failure to reach any: what was submitted meanwhile
+            reason = await self._serve(conn)
+            self._conn = None
+            if self._closing:
+                return
+            logger.warning("lost scheduler %s: %s", conn.peer_name, reason)
+            self.failovers.append(Failover(conn.peer_name, reason, time.monotonic()))
+            self._placements_lost(f"scheduler {conn.peer_name} was lost ({clip(reason, MAX_REASON)})")
+
+    async def _serve(self, conn: Connection) -> str:
+        """Serve `conn` with heartbeats until it ends; returns why."""
+        self._heard = trio.current_time()
+
+        def on_messages(msgs: list) -> None:
+            self._heard = trio.current_time()
+            self._on_messages(msgs)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch, conn)
+            reason = await conn.serve(on_messages)
+            nursery.cancel_scope.cancel()
         for waiter in self._status_waiters:
             waiter.event.set()
         self._status_waiters.clear()
+        return reason
+
+    async def _watch(self, conn: Connection) -> None:
+        """Heartbeat the scheduler and drop it once it is silent for `scheduler_timeout`. A wake-up
+        much later than asked means this process was paused: the scheduler then gets a fresh
+        timeout to answer, instead of being taken for dead (no failover storm after a pause)."""
+        interval = self.scheduler_timeout / HEARTBEATS_PER_TIMEOUT
+        while True:
+            asked = trio.current_time() + interval
+            await trio.sleep_until(asked)
+            now = trio.current_time()
+            if now - asked > interval:  # we were paused, not the scheduler
+                self._heard = now
+            elif now - self._heard > self.scheduler_timeout:
+                conn.drop(f"silent for more than {self.scheduler_timeout:g} s")
+                return
+            conn.send(Heartbeat())
+
+    def _placements_lost(self, reason: str) -> None:
+        """The scheduler is gone with every placement it held: relaunch what may be (on the next
+        connection), fail what may not."""
+        self._placements.clear()
+        for handle in list(self._handles):
+            handle._refs.clear()
+            pending = handle._pending()
+            for task in pending:
+                if task in handle._cancelled_tasks:
+                    handle._set(task, False, b"", "cancelled by its client", CANCELLED)
+            self._retry_or_fail(handle, [t for t in pending if t not in handle._cancelled_tasks], reason)
+
+    def _retry_or_fail(self, handle: JobHandle, tasks: list[int], reason: str) -> list[int]:
+        """Fail the tasks of `tasks` that used all their attempts (with `reason`); returns the rest."""
+        again = []
+        for task in tasks:
+            if handle.attempts[task] > handle.retries:
+                attempts = handle.attempts[task]
+                handle._set(task, False, b"", f"{reason} (after {attempts} attempt{'s' * (attempts > 1)})", SYSTEM)
+            else:
+                again.append(task)
+        return again
+
+    def _relaunch_all(self) -> int:
+        """Launch every pending task of every unfinished job on the current (new) connection: no
+        scheduler holds any of them."""
+        count = 0
+        for handle in list(self._handles):
+            pending = handle._pending()
+            if pending:
+                self._place(handle, pending)
+                count += len(pending)
+        return count
+
+    def _fail_everything(self, reason: str) -> None:
+        for handle in list(self._handles):
+            handle._fail_rest(reason)
+        self._placements.clear()
+
+    # -- messages ---------------------------------------------------------------------------------
 
     def _on_messages(self, msgs: list) -> None:
-        jobs = self._jobs
+        retry: dict[JobHandle, list[int]] = {}
         for msg in msgs:
             kind = type(msg)
             if kind is TaskResult:
-                handle = jobs.get(msg.ref)
-                if handle is None:
+                placement = self._placements.get(msg.ref)
+                if placement is None:
                     raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
-                handle._set(msg.task, msg.ok, msg.payload, msg.error)
-                if handle.done():
-                    del jobs[msg.ref]
+                handle, indexes = placement
+                if msg.last:
+                    self._forget_placement(msg.ref)
+                if msg.task >= len(indexes):
+                    raise ProtocolError(f"outcome for task {msg.task} of a job of {len(indexes)} tasks")
+                task = indexes[msg.task]
+                if handle._raw[task] is not None:
+                    continue  # cancelled here before the scheduler heard
+                if self._retryable(handle, task, msg) and handle.attempts[task] <= handle.retries:
+                    retry.setdefault(handle, []).append(task)
+                    continue
+                handle._set(task, msg.ok, msg.payload, msg.error, msg.failure)
             elif kind is JobAccepted:
-                handle = jobs.get(msg.ref)
-                if handle is not None:
-                    handle.job_id = msg.job_id
+                placement = self._placements.get(msg.ref)
+                if placement is not None and placement[0].job_id is None:
+                    placement[0].job_id = msg.job_id
             elif kind is JobRejected:
-                handle = jobs.pop(msg.ref, None)
-                if handle is not None:
-                    handle._fail_rest(f"the scheduler rejected the job: {msg.reason}")
+                placement = self._forget_placement(msg.ref)
+                if placement is not None:
+                    handle, indexes = placement
+                    reason = f"the scheduler rejected the job: {clip(msg.reason, MAX_REASON)}"
+                    for task in indexes:
+                        if handle._raw[task] is None:
+                            handle._set(task, False, b"", reason, UNPLACEABLE)
             elif kind is StatusReply:
                 if not self._status_waiters:
                     raise ProtocolError("StatusReply without a StatusRequest")
                 waiter = self._status_waiters.pop(0)
                 waiter.reply = msg
                 waiter.event.set()
-            else:
+            elif kind is not Heartbeat:
                 raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
+        for handle, tasks in retry.items():
+            self._place(handle, tasks)
+
+    def _retryable(self, handle: JobHandle, task: int, msg: TaskResult) -> bool:
+        if task in handle._cancelled_tasks:
+            return False
+        return msg.failure == SYSTEM or (handle.retry_exceptions and not msg.ok and msg.failure == 0)
+
+    def _forget_placement(self, ref: int) -> tuple[JobHandle, list[int]] | None:
+        placement = self._placements.pop(ref, None)
+        if placement is not None:
+            placement[0]._refs.discard(ref)
+        return placement
+
+    # -- submitting -------------------------------------------------------------------------------
 
     async def submit_job(
         self,
@@ -224,12 +478,18 @@ class Client:
         priority: int = 0,
         probe_ratio: float | None = None,
         constraints: Constraint | Sequence[Constraint | None] | None = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        retry_exceptions: bool | None = None,
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
         `user` is the fair-share user, `priority` the level (lower runs first where node monitors use
         the priority policy), `probe_ratio` the probes per task (default: the scheduler's).
         `constraints`: one Constraint for the whole job, or one Constraint-or-None per task.
+        `timeout`: seconds each task may run before it is stopped (TaskTimeout; needs node monitors
+        that run tasks in processes). `retries` / `retry_exceptions`: the client's, unless given
+        (retries=0 for a task with side effects). Waits while `max_pending_tasks` are unfinished.
         """
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
@@ -239,9 +499,84 @@ class Client:
             if payload is None:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
-        msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame)
+        msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout)
+        while self._unfinished and self._unfinished + len(payloads) > self.max_pending_tasks:
+            if self._room.is_set():
+                self._room = trio.Event()
+            await self._room.wait()
         await trio.lowlevel.checkpoint()
-        return self.send_job(msg)
+        return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions)
+
+    def send_job(
+        self,
+        msg: SubmitJob,
+        on_outcome: OutcomeCallback | None = None,
+        *,
+        retries: int | None = None,
+        retry_exceptions: bool | None = None,
+    ) -> JobHandle:
+        """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
+
+        `on_outcome(task, ok, payload, error, failure)` (optional) is called as each outcome arrives.
+        """
+        handle = JobHandle(
+            msg,
+            retries=self.retries if retries is None else check_retries(retries),
+            retry_exceptions=self.retry_exceptions if retry_exceptions is None else retry_exceptions,
+            on_outcome=on_outcome,
+            client=self,
+        )
+        if self._closing:
+            handle._fail_rest("the client is closed")
+            return handle
+        self._handles.add(handle)
+        self._unfinished += handle.n_tasks
+        if self._conn is None:  # reconnecting (its tasks go with the relaunch) or none reachable
+            self._wanted.set()
+            return handle
+        self._place(handle, list(range(handle.n_tasks)))
+        return handle
+
+    def _place(self, handle: JobHandle, tasks: list[int]) -> None:
+        """Send `tasks` of `handle` as one job (one more attempt each) on the current connection."""
+        if self._conn is None:
+            return  # relaunched once connected
+        template = handle._template
+        ref = self._next_ref
+        self._next_ref += 1
+        for task in tasks:
+            handle.attempts[task] += 1
+        task_constraints = template.task_constraints
+        if task_constraints is not None and len(tasks) != handle.n_tasks:
+            task_constraints = [task_constraints[t] for t in tasks]
+        payloads = template.tasks if len(tasks) == handle.n_tasks else [handle._payloads[t] for t in tasks]
+        self._placements[ref] = (handle, tasks)
+        handle._refs.add(ref)
+        self._conn.send(
+            SubmitJob(ref, payloads, template.user, template.priority, template.probe_ratio, template.constraint,
+                      task_constraints, template.timeout)  # fmt: skip
+        )
+
+    def _cancel(self, handle: JobHandle, tasks: list[int] | None, force: bool) -> None:
+        """Cancel `tasks` (None: all) of `handle` at its scheduler, and end at once those no
+        scheduler holds."""
+        wanted = set(range(handle.n_tasks) if tasks is None else tasks)
+        held = set()
+        for ref in list(handle._refs):
+            indexes = self._placements[ref][1]
+            local = [i for i, t in enumerate(indexes) if t in wanted and handle._raw[t] is None]
+            if local and self._conn is not None:
+                self._conn.send(CancelJob(ref, force, None if len(local) == len(indexes) else local))
+                held.update(indexes[i] for i in local)
+        for task in sorted(wanted - held):
+            if 0 <= task < handle.n_tasks and handle._raw[task] is None:
+                handle._set(task, False, b"", "cancelled by its client", CANCELLED)
+
+    def _task_ended(self) -> None:
+        self._unfinished -= 1
+        self._room.set()
+        for handle in [h for h in self._handles if h.done()]:
+            self._handles.discard(handle)
 
     async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:
         """What the scheduler knows: its node monitors (slots, labels, queue lengths, last heard
@@ -250,31 +585,17 @@ class Client:
         Error handling: ConnectionLost if the connection is or gets lost; trio.TooSlowError if no
         answer comes within `timeout` seconds.
         """
-        if self._conn is None or self._conn.closed or self._lost is not None:
-            raise ConnectionLost(self._lost or "the client is not connected to a scheduler")
+        conn = self._conn
+        if conn is None or conn.closed:
+            raise ConnectionLost("the client is not connected to a scheduler")
         waiter = _StatusWaiter()
         self._status_waiters.append(waiter)
-        self._conn.send(StatusRequest())
+        conn.send(StatusRequest())
         with trio.fail_after(timeout):
             await waiter.event.wait()
         if waiter.reply is None:
-            raise ConnectionLost(self._lost or "the connection to the scheduler was lost")
+            raise ConnectionLost("the connection to the scheduler was lost")
         return waiter.reply
-
-    def send_job(self, msg: SubmitJob, on_outcome: OutcomeCallback | None = None) -> JobHandle:
-        """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
-
-        `on_outcome(task, ok, payload, error)` (optional) is called as each outcome arrives.
-        """
-        handle = JobHandle(len(msg.tasks), on_outcome)
-        if self._conn is None or self._conn.closed or self._lost is not None:
-            handle._fail_rest(self._lost or "the client is not connected to a scheduler")
-            return handle
-        msg.ref = self._next_ref
-        self._next_ref += 1
-        self._jobs[msg.ref] = handle
-        self._conn.send(msg)
-        return handle
 
 
 class _StatusWaiter:
@@ -285,6 +606,12 @@ class _StatusWaiter:
         self.reply: StatusReply | None = None
 
 
+def check_retries(retries: int) -> int:
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+    return retries
+
+
 def build_submit(
     payloads: list[bytes],
     user: str,
@@ -292,6 +619,7 @@ def build_submit(
     probe_ratio: float | None,
     constraints: Constraint | Sequence[Constraint | None] | None,
     max_frame: int = DEFAULT_MAX_FRAME,
+    timeout: float | None = None,
 ) -> SubmitJob:
     """Validate a job and build its SubmitJob (ref set when sent). Raises ValueError/TypeError naming the bad argument."""
     if not payloads:
@@ -313,7 +641,7 @@ def build_submit(
             if c is not None and not isinstance(c, Constraint):
                 raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
         task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
-    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints)
+    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout)
     if problem is not None:
         raise ValueError(problem)
     size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + 1024
@@ -322,7 +650,7 @@ def build_submit(
             f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: submit fewer or smaller tasks"
         )
     return SubmitJob(0, payloads, user, priority, None if probe_ratio is None else float(probe_ratio),
-                     job_constraint, task_constraints)  # fmt: skip
+                     job_constraint, task_constraints, None if timeout is None else float(timeout))  # fmt: skip
 
 
 def _normalise(c: Constraint) -> Constraint:

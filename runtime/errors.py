@@ -47,6 +47,15 @@ class TaskFailed(SparrowError):
     """
 
 
+class TaskTimeout(TaskFailed):
+    """A task ran past its job's timeout and was stopped (its worker process killed). The message
+    names the limit."""
+
+
+class TaskCancelled(SparrowError):
+    """The task was cancelled by its client before it produced an outcome."""
+
+
 class RemoteTraceback(Exception):
     """Attached as ``__cause__`` to an exception raised by a remote task: its text is the remote traceback."""
 

@@ -1,9 +1,11 @@
 """Executors: where a node monitor runs the tasks it launched.
 
-Both have the same small interface: `await start(nursery)`; `launch(payload, done)`, which starts a
-task and later calls `done(ok, payload, error)` from the trio thread (never for a task's failure
-raising: every failure is an outcome); `await run(payload) -> (ok, payload, error)`, the same as a
-coroutine; `await aclose()`. The node monitor never runs more tasks at once than it has slots, and
+Both have the same small interface: `await start(nursery)`; `launch(payload, done) -> Ticket`,
+which starts a task and later calls `done(ok, payload, error, failure)` from the trio thread (never
+for a task's failure raising: every failure is an outcome; `failure` is 0 or a cause of
+messages.py); `stop(ticket, failure, reason)`, which ends a task before its time (a timeout, a
+forced cancel) where `can_stop`; `await run(payload) -> (ok, payload, error, failure)`, the same as
+a coroutine; `await aclose()`. The node monitor never runs more tasks at once than it has slots, and
 each executor has exactly that many workers; a launch while none is free waits for one.
 
 `launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
@@ -14,11 +16,12 @@ own per task: at a few hundred microseconds of CPU per task, each wake-up counts
   worker's death from the process itself (not from the socket, which a process the task forked may
   hold open): the task it ran fails with the reason (exit status or signal) at once, its process
   group is killed (what the task started), and a fresh worker replaces it; the slot is never lost.
-  Workers die with the node monitor however it dies (worker_main.py watches its line).
+  Workers die with the node monitor however it dies (worker_main.py watches its line). A task is
+  stopped by killing its worker (and its process group); the worker is replaced the same way.
 - ThreadExecutor: tasks run in `slots` persistent worker threads of the node monitor's process (tests
   and benchmarks), each woken by a byte over a socket pair of its own, and waking the trio loop the
   same way when the outcome is ready: cheap, but a task that crashes the interpreter takes the node
-  monitor with it.
+  monitor with it, and a running task cannot be stopped (`can_stop` is False).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import trio
 from .connection import Connection
 from .errors import ProtocolError
 from .framing import DEFAULT_MAX_FRAME
-from .messages import ExecutorResult, LaunchTask
+from .messages import SYSTEM, ExecutorResult, LaunchTask
 from .processes import child_env, describe_exit
 from .task_codec import run_task
 
@@ -47,18 +50,30 @@ logger = logging.getLogger("sparrow_runtime.executor")
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
 
-Done = Callable[[bool, bytes, str], None]
+Done = Callable[[bool, bytes, str, int], None]
+Outcome = tuple[bool, bytes, str, int]  # ok, payload, error, failure
 
 
-async def wait_for_outcome(launch: Callable[[bytes, Done], None], payload: bytes) -> tuple[bool, bytes, str]:
+class Ticket:
+    """A launched task: its payload and callback, and the worker running it (None while it waits)."""
+
+    __slots__ = ("payload", "done", "worker")
+
+    def __init__(self, payload: bytes, done: Done) -> None:
+        self.payload = payload
+        self.done: Done | None = done  # None once called
+        self.worker = None
+
+
+async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
     """`launch(payload, done)` and wait for `done`'s arguments. If cancelled, the task still runs to
     its end; its outcome is dropped."""
-    outcome: tuple[bool, bytes, str] | None = None
+    outcome: Outcome | None = None
     finished = trio.Event()
 
-    def done(ok: bool, data: bytes, error: str) -> None:
+    def done(ok: bool, data: bytes, error: str, failure: int) -> None:
         nonlocal outcome
-        outcome = (ok, data, error)
+        outcome = (ok, data, error, failure)
         finished.set()
 
     launch(payload, done)
@@ -68,32 +83,50 @@ async def wait_for_outcome(launch: Callable[[bytes, Done], None], payload: bytes
 
 class _Pool:
     """What both executors share: tasks wait for an idle worker (one per slot) and each outcome frees
-    its worker for the next. A subclass starts workers, hands a task over (`_hand`) and calls
-    `_finished` with each outcome."""
+    its worker for the next. A subclass starts workers, hands a task over (`_hand`), calls
+    `_finished` with each outcome and, if it can stop a running task, implements `_stop_running`."""
+
+    can_stop = False
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self._idle: deque = deque()
-        self._waiting: deque[tuple[bytes, Done]] = deque()  # launched while no worker was idle
+        self._waiting: deque[Ticket] = deque()  # launched while no worker was idle
 
-    def launch(self, payload: bytes, done: Done) -> None:
-        self._waiting.append((payload, done))
+    def launch(self, payload: bytes, done: Done) -> Ticket:
+        ticket = Ticket(payload, done)
+        self._waiting.append(ticket)
         self._dispatch()
+        return ticket
 
-    async def run(self, payload: bytes) -> tuple[bool, bytes, str]:
+    async def run(self, payload: bytes) -> Outcome:
         return await wait_for_outcome(self.launch, payload)
+
+    def stop(self, ticket: Ticket, failure: int, reason: str) -> bool:
+        """End `ticket`'s task now with (failure, reason): a waiting one is dropped, a running one is
+        stopped where `can_stop`. Returns whether it was ended (False: already done, or cannot be)."""
+        if ticket.done is None:
+            return False
+        if ticket.worker is None:
+            self._waiting.remove(ticket)
+            done, ticket.done = ticket.done, None
+            done(False, b"", reason, failure)
+            return True
+        return self.can_stop and self._stop_running(ticket, failure, reason)
 
     def _dispatch(self) -> None:
         while self._waiting and self._idle:
             worker = self._idle.popleft()
             if self._usable(worker):
-                payload, worker.done = self._waiting.popleft()
-                self._hand(worker, payload)
+                ticket = self._waiting.popleft()
+                ticket.worker, worker.ticket = worker, ticket
+                self._hand(worker, ticket.payload)
 
-    def _finished(self, worker, ok: bool, payload: bytes, error: str) -> None:
-        done, worker.done = worker.done, None
+    def _finished(self, worker, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+        ticket, worker.ticket = worker.ticket, None
         self._idle.append(worker)
-        done(ok, payload, error)
+        done, ticket.done = ticket.done, None
+        done(ok, payload, error, failure)
 
     def _usable(self, worker) -> bool:
         return True
@@ -101,13 +134,16 @@ class _Pool:
     def _hand(self, worker, payload: bytes) -> None:
         raise NotImplementedError
 
+    def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
+        raise NotImplementedError
+
 
 class _Thread:
-    __slots__ = ("done", "outcome", "payload", "sock")
+    __slots__ = ("ticket", "outcome", "payload", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock  # the trio side of its socket pair
-        self.done: Done | None = None
+        self.ticket: Ticket | None = None
         self.payload = b""
         self.outcome: tuple[bool, bytes, str] = (False, b"", "")
 
@@ -173,16 +209,20 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "done", "process")
+    __slots__ = ("conn", "ticket", "process", "stopped")
 
     def __init__(self, process: trio.Process, conn: Connection) -> None:
         self.process = process
         self.conn = conn
-        self.done: Done | None = None  # the callback of the task it runs, if any
+        self.ticket: Ticket | None = None  # the task it runs, if any
+        self.stopped: tuple[int, str] | None = None  # (failure, reason) if its task was stopped
 
 
 class ProcessExecutor(_Pool):
-    """One worker process per slot; a dead worker fails its task and is replaced."""
+    """One worker process per slot; a dead worker fails its task and is replaced; a task is stopped
+    by killing its worker."""
+
+    can_stop = True
 
     def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         super().__init__(slots)
@@ -217,9 +257,10 @@ class ProcessExecutor(_Pool):
 
         def on_messages(msgs: list) -> None:
             for msg in msgs:
-                if type(msg) is not ExecutorResult or worker.done is None:
+                if type(msg) is not ExecutorResult or worker.ticket is None:
                     raise ProtocolError(f"executor sent {type(msg).__name__} when no ExecutorResult was due")
-                self._finished(worker, msg.ok, msg.payload, msg.error)
+                if worker.stopped is None:  # else the kill is on its way: the task ends as stopped
+                    self._finished(worker, msg.ok, msg.payload, msg.error)
             self._dispatch()
 
         async with trio.open_nursery() as watching:
@@ -231,13 +272,18 @@ class ProcessExecutor(_Pool):
             self._idle.remove(worker)
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
-        if worker.done is not None:
-            why = f"executor process {worker.process.pid} died while running the task ({describe_exit(worker.process.poll())})"
-            if worker.process.poll() is None:  # alive but broke the protocol
-                why += f": {reason}"
-            logger.warning("%s; starting a replacement", why)
-            done, worker.done = worker.done, None
-            done(False, b"", why)
+        ticket, worker.ticket = worker.ticket, None
+        if ticket is not None:
+            if worker.stopped is not None:
+                failure, why = worker.stopped
+            else:
+                failure = SYSTEM
+                why = f"executor process {worker.process.pid} died while running the task ({describe_exit(worker.process.poll())})"
+                if worker.process.poll() is None:  # alive but broke the protocol
+                    why += f": {reason}"
+                logger.warning("%s; starting a replacement", why)
+            done, ticket.done = ticket.done, None
+            done(False, b"", why, failure)
         await self._kill(worker)
         if not self._closed:
             self.restarts += 1
@@ -278,14 +324,28 @@ class ProcessExecutor(_Pool):
         self._idle.append(worker)
         self._dispatch()
 
+    def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
+        """Kill the worker running `ticket`'s task; its reader reports (failure, reason) and replaces it."""
+        worker = ticket.worker
+        if worker.ticket is not ticket or worker.stopped is not None:
+            return False
+        worker.stopped = (failure, reason)
+        _kill_group(worker.process)
+        return True
+
     async def _kill(self, worker: _Worker) -> None:
         """Kill the worker and whatever its task started (its process group), and reap it."""
         self._workers.discard(worker)
-        try:
-            # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
-            os.killpg(worker.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):  # nothing left of it
-            pass
+        _kill_group(worker.process)
         await worker.conn.aclose()
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
+
+
+def _kill_group(process: trio.Process) -> None:
+    """SIGKILL a worker's process group: the worker and whatever its task started."""
+    try:
+        # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # nothing left of it
+        pass

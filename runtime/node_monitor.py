@@ -35,7 +35,7 @@ from .guard import contained
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
 from .limits import MAX_REASON, clip
 from .listen import open_listeners
-from .messages import Error, Registered, RegisterNodeMonitor, TaskLaunch
+from .messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
 from .messages import RegistrationRefused as Refusal
 from .node_monitor_logic import NodeMonitorLogic
 
@@ -71,6 +71,9 @@ class NodeMonitorService:
         self.logic = logic
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see executor.py; else `await executor.run`
+        self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
+        self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
+        self._deadlines: dict[tuple, trio.CancelScope] = {}  # the same key -> its timeout's timer
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -88,7 +91,8 @@ class NodeMonitorService:
         """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
         try:
             with trio.fail_after(self.handshake_timeout):
-                await conn.send_now([RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels, self.instance)])
+                reg = RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels, self.instance, self.can_stop)
+                await conn.send_now([reg])
                 reply = await conn.receive_one()
         except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
             logger.warning("registration with %s failed: %s", conn, exc or "timed out")
@@ -168,27 +172,52 @@ class NodeMonitorService:
     # -- tasks ------------------------------------------------------------------------------------
 
     def _route(self, out: list) -> None:
-        """Start the launched tasks, then send the rest with one write per scheduler."""
+        """Start the launched tasks and stop the ones asked, then send the rest with one write per
+        scheduler."""
         sends = []
         for peer, msg in out:
-            if type(msg) is TaskLaunch:
-                done = partial(self._finished, peer, msg.job_id, msg.task)
-                if self._launch is not None:
-                    self._launch(msg.payload, done)
-                else:
-                    self._nursery.start_soon(self._run, msg.payload, done)
+            kind = type(msg)
+            if kind is TaskLaunch:
+                self._start(peer, msg)
+            elif kind is StopTask:
+                ticket = self._tickets.get((peer, msg.job_id, msg.task))
+                if ticket is not None and self.can_stop:
+                    self.executor.stop(ticket, CANCELLED, "cancelled by its client with force: its worker was stopped")
             else:
                 sends.append((peer, msg))
         send_grouped(sends)
+
+    def _start(self, scheduler: Connection, msg: TaskLaunch) -> None:
+        key = (scheduler, msg.job_id, msg.task)
+        done = partial(self._finished, key)
+        if self._launch is None:
+            self._nursery.start_soon(self._run, msg.payload, done)
+            return
+        ticket = self._launch(msg.payload, done)
+        if ticket is not None and ticket.done is not None:  # still running (not refused at once)
+            self._tickets[key] = ticket
+            if msg.timeout and self.can_stop:
+                self._deadlines[key] = scope = trio.CancelScope()
+                self._nursery.start_soon(self._stop_at_deadline, scope, ticket, msg.timeout)
+
+    async def _stop_at_deadline(self, scope: trio.CancelScope, ticket, timeout: float) -> None:
+        with scope:
+            await trio.sleep(timeout)
+            self.executor.stop(ticket, TIMED_OUT, f"the task ran past its job's timeout of {timeout:g} s and was stopped")
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
         done(*await self.executor.run(payload))
 
-    def _finished(self, scheduler: Connection, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> None:
+    def _finished(self, key: tuple, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+        scheduler, job_id, task = key
+        self._tickets.pop(key, None)
+        deadline = self._deadlines.pop(key, None)
+        if deadline is not None:
+            deadline.cancel()
         if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
             ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
-        self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error))
+        self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
 
 
 def make_executor(kind, slots: int, max_frame: int):

@@ -7,7 +7,8 @@ integer keys and `(scheduler, job id)` (job ids are only unique per scheduler).
 A free slot pops a reservation and asks its scheduler for a task (GetTask); the slot stays held until
 the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
 reservation at once. TaskLaunch is passed on as an output addressed to the executor: the shell runs
-it and calls `on_task_done`, which reports TaskFinished and frees the slot.
+it and calls `on_task_done`, which reports TaskFinished and frees the slot. StopTask (a forced cancel)
+is passed on the same way: the shell stops that task if its executor can.
 
 `drain()` (for a clean shutdown) drops the queued reservations and takes no more (later ones are
 dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), which then stops
@@ -37,6 +38,7 @@ from .messages import (
     Heartbeat,
     NoTask,
     Registered,
+    StopTask,
     TaskFinished,
     TaskLaunch,
 )
@@ -119,6 +121,9 @@ class NodeMonitorLogic:
                     entry = jobs.get(msg.job_id)
                     if entry is not None:
                         self.stats["cancelled"] += self._drop_queued(jobs, entry)
+                elif kind is StopTask:
+                    self.stats["stop_requests"] += 1
+                    out.append((scheduler, msg))  # for the executor
                 elif kind is not Heartbeat and kind is not Registered:
                     raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
             except ProtocolError as exc:
@@ -128,13 +133,15 @@ class NodeMonitorLogic:
         self._fill(out)
         return out
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> list:
+    def on_task_done(
+        self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str, failure: int = 0
+    ) -> list:
         """The executor finished a launched task: report it, free the slot, start the next reservation."""
         out: list = []
         self.free += 1
         self.stats["finished"] += 1
         if scheduler in self._schedulers:
-            out.append((scheduler, TaskFinished(job_id, task, ok, payload, error)))
+            out.append((scheduler, TaskFinished(job_id, task, ok, payload, error, failure)))
         self._fill(out)
         return out
 

@@ -30,17 +30,20 @@ from .guard import contained
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
 from .listen import open_listeners
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
-from .scheduler_logic import DEFAULT_PROBE_RATIO, SchedulerLogic
+from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
 
 logger = logging.getLogger("sparrow_runtime.scheduler")
 
 DEFAULT_NODE_TIMEOUT = 2.0
+DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client.py)
 REDIAL_DELAY = 0.5
+TIMER_INTERVAL = 0.1  # seconds between checks of the jobs waiting for a node monitor
 
 
 class SchedulerService:
     """Connections of one scheduler to its clients and node monitors, driving one SchedulerLogic.
-    `outcomes.run()` must run beside it (serve_scheduler starts it): it sends held outcomes in time."""
+    `outcomes.run()` and `run_timers()` must run beside it (serve_scheduler starts them): they send
+    held outcomes in time and give up on jobs that waited too long for a node monitor."""
 
     def __init__(
         self,
@@ -48,6 +51,7 @@ class SchedulerService:
         *,
         secret: bytes,
         node_timeout: float = DEFAULT_NODE_TIMEOUT,
+        client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         result_delay: float = DEFAULT_RESULT_DELAY,
@@ -57,6 +61,7 @@ class SchedulerService:
         self.name = logic.scheduler_id
         self._secret = secret
         self.node_timeout = node_timeout
+        self.client_timeout = client_timeout
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
         self._gate = HandshakeGate()
@@ -84,7 +89,7 @@ class SchedulerService:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""
         logic = self.logic
         if conn.peer_role == "client":
-            handle, lost, idle = logic.on_client_messages, logic.on_client_lost, None
+            handle, lost, idle = logic.on_client_messages, logic.on_client_lost, self.client_timeout
         else:
             handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
 
@@ -101,6 +106,13 @@ class SchedulerService:
                 await conn.aclose()
                 self.outcomes.forget(conn)
                 send(lost(conn))
+
+    async def run_timers(self) -> None:
+        """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long (until cancelled)."""
+        while True:
+            await trio.sleep(TIMER_INTERVAL)
+            if self.logic.waiting:
+                self.outcomes.send(self.logic.on_timer())
 
     async def keep_dialing(self, target: Address) -> None:
         """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""
@@ -126,7 +138,10 @@ async def serve_scheduler(
     scheduler_id: str | None = None,
     probe_ratio: float = DEFAULT_PROBE_RATIO,
     seed: int | None = None,
+    placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
+    max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
+    client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     result_delay: float = DEFAULT_RESULT_DELAY,
@@ -139,8 +154,11 @@ async def serve_scheduler(
     ones in `node_monitors` (addresses) are dialed by the scheduler instead, and redialed if lost.
     A task's outcome may wait up to `result_delay` seconds to share a write to its client with others
     (a job's last outcome never waits; 0: no waiting; see outcome_batching.py).
-    `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats` in tests; otherwise
-    one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set none) and `seed`.
+    A node monitor silent for `node_timeout`, or a client silent for `client_timeout` (clients
+    heartbeat), is dropped. `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats`
+    in tests; otherwise one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set
+    none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it) and
+    `max_client_tasks` (unfinished tasks per client).
     The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
@@ -152,17 +170,22 @@ async def serve_scheduler(
     address = listeners[0].socket.getsockname()[:2]
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"
-        logic = SchedulerLogic(scheduler_id=name, probe_ratio=probe_ratio, seed=seed)
+        logic = SchedulerLogic(
+            scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
+            max_client_tasks=max_client_tasks,
+        )  # fmt: skip
     service = SchedulerService(
         logic,
         secret=key,
         node_timeout=node_timeout,
+        client_timeout=client_timeout,
         handshake_timeout=handshake_timeout,
         max_frame=max_frame,
         result_delay=result_delay,
     )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(service.outcomes.run)
+        nursery.start_soon(service.run_timers)
         await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
         for target in dial:
             nursery.start_soon(service.keep_dialing, target)

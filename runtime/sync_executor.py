@@ -1,13 +1,21 @@
 """SparrowExecutor: a `concurrent.futures.Executor` backed by a Sparrow cluster.
 
-A background thread runs trio with one Client. `submit` sends a job of one task; `map` sends jobs of up
-to `chunksize` tasks (one per item), so the scheduler batch-samples probes for each chunk. Tasks are
-pickled in the caller's thread; the hand-over to the trio thread does not block (`run_sync_soon`).
+A background thread runs trio with one Client (failover, heartbeats and retries are the Client's:
+client.py). `submit` sends a job of one task; `map` sends jobs of up to `chunksize` tasks (one per
+item), so the scheduler batch-samples probes for each chunk, and consumes its iterables lazily with
+at most `buffersize` tasks submitted and not yet yielded (as Python 3.14's `Executor.map`), so a map
+over millions of items runs in flat memory. Tasks are pickled in the caller's thread; the hand-over
+to the trio thread does not block (`run_sync_soon`).
 
-Error handling: the constructor raises ConnectionLost if no scheduler accepts the connection. An
-exception raised by a task is raised by `Future.result()` (and by `map`'s iterator) with the remote
-traceback as `__cause__`; a task that got no result of its own raises TaskFailed. Submitting after
-`shutdown` raises RuntimeError, like the standard executors.
+`Future.cancel()` returns True while the task has no outcome (the client is not told when a task
+starts): the scheduler then never launches it, or, if it is already running, discards its result.
+`shutdown(cancel_futures=True)` cancels that way every future not done.
+
+Error handling: the constructor raises ConnectionLost if no scheduler accepts the connection (or,
+without addresses, if no `sparrow local` runs here). An exception raised by a task is raised by
+`Future.result()` (and by `map`'s iterator) with the remote traceback as `__cause__`; a task that
+got no result of its own raises TaskFailed (TaskTimeout past `timeout`). Submitting after `shutdown`
+raises RuntimeError, like the standard executors.
 """
 
 from __future__ import annotations
@@ -16,39 +24,77 @@ import concurrent.futures
 import itertools
 import threading
 import time
-from functools import partial
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 
 import trio
 
 from .address import Address
-from .client import Client, build_submit
+from .client import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from .task_codec import pack_task, unpack_outcome
 
 DEFAULT_CHUNKSIZE = 256
+DEFAULT_BUFFERSIZE = 8 * DEFAULT_CHUNKSIZE  # map's tasks submitted and not yet yielded
+
+
+class _Job:
+    """A submitted job's handle, set in the trio thread once it is sent."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self) -> None:
+        self.handle: JobHandle | None = None
+
+
+class SparrowFuture(concurrent.futures.Future):
+    """A Future whose `cancel()` also cancels its task on the cluster."""
+
+    def __init__(self, executor: SparrowExecutor, job: _Job, task: int) -> None:
+        super().__init__()
+        self._executor = executor
+        self._job = job
+        self._task = task
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._executor._cancel_remote(self._job, self._task)
+        return True
 
 
 class SparrowExecutor(concurrent.futures.Executor):
-    """Run callables on the cluster behind `schedulers` (addresses) as `user`."""
+    """Run callables on the cluster behind `schedulers` (addresses; None: the `sparrow local` of this
+    host) as `user`. `retries`, `retry_exceptions` and `scheduler_timeout` are the Client's;
+    `timeout` (seconds, optional) is each task's time limit."""
 
     def __init__(
         self,
-        schedulers: Sequence[str | Address],
+        schedulers: Sequence[str | Address] | str | None = None,
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
         user: str = "",
         priority: int = 0,
         chunksize: int = DEFAULT_CHUNKSIZE,
+        timeout: float | None = None,
+        retries: int = DEFAULT_RETRIES,
+        retry_exceptions: bool = False,
+        scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
-        self._client = Client(schedulers, secret=secret, secret_file=secret_file, handshake_timeout=connect_timeout)
+        self._client = Client(
+            schedulers, secret=secret, secret_file=secret_file, handshake_timeout=connect_timeout, retries=retries,
+            retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout,
+        )  # fmt: skip
+        build_submit([b""], user, priority, None, None, timeout=timeout)  # checks them now, not at each submit
         self.user = user
         self.priority = priority
         self.chunksize = chunksize
+        self.timeout = timeout
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
         self._failure: BaseException | None = None
@@ -62,6 +108,11 @@ class SparrowExecutor(concurrent.futures.Executor):
         if self._failure is not None:
             self._thread.join()
             raise self._failure
+
+    @property
+    def client(self) -> Client:
+        """The Client behind this executor (its `failovers`, `connected_to`)."""
+        return self._client
 
     async def _main(self) -> None:
         try:
@@ -82,31 +133,48 @@ class SparrowExecutor(concurrent.futures.Executor):
         return self._submit_job([payload])[0]
 
     def map(
-        self, fn: Callable, *iterables: Iterable, timeout: float | None = None, chunksize: int | None = None
+        self,
+        fn: Callable,
+        *iterables: Iterable,
+        timeout: float | None = None,
+        chunksize: int | None = None,
+        buffersize: int | None = DEFAULT_BUFFERSIZE,
     ) -> Iterator:
-        """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is one job."""
+        """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is
+        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once)."""
         size = self.chunksize if chunksize is None else chunksize
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {size!r}")
+        if buffersize is not None and (not isinstance(buffersize, int) or buffersize < 1):
+            raise ValueError(f"buffersize must be an int >= 1 or None, got {buffersize!r}")
         deadline = None if timeout is None else time.monotonic() + timeout
-        futures: list[concurrent.futures.Future] = []
         items = zip(*iterables)  # noqa: B905 - stops at the shortest, as Executor.map does
-        while chunk := list(itertools.islice(items, size)):
-            futures += self._submit_job([pack_task(fn, args) for args in chunk])
-        return _results_in_order(futures, deadline)
+        window: deque[concurrent.futures.Future] = deque()
+        step = size if buffersize is None else min(size, buffersize)
+
+        def top_up() -> None:
+            """Submit chunks while the window has room for one."""
+            while buffersize is None or buffersize - len(window) >= step:
+                chunk = list(itertools.islice(items, step if buffersize is None else buffersize - len(window)))
+                if not chunk:
+                    return
+                for start in range(0, len(chunk), size):
+                    window.extend(self._submit_job([pack_task(fn, args) for args in chunk[start : start + size]]))
+
+        top_up()  # the first window now, as Executor.map submits at the call
+        return _results_in_order(window, top_up, deadline)
 
     def _submit_job(self, payloads: list[bytes]) -> list[concurrent.futures.Future]:
-        msg = build_submit(payloads, self.user, self.priority, None, None, self._client.max_frame)
-        futures = [concurrent.futures.Future() for _ in payloads]
-        for future in futures:
-            future.set_running_or_notify_cancel()
+        msg = build_submit(payloads, self.user, self.priority, None, None, self._client.max_frame, self.timeout)
+        job = _Job()
+        futures = [SparrowFuture(self, job, task) for task in range(len(payloads))]
 
-        def on_outcome(task: int, ok: bool, payload: bytes, error: str) -> None:
+        def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
             future = futures[task]
             with self._lock:
                 self._pending.discard(future)
             try:
-                value = unpack_outcome(ok, payload, error)
+                value = unpack_outcome(ok, payload, error, failure)
             except BaseException as exc:  # noqa: BLE001 - the task's exception (or an unpicklable result)
                 settle = partial(future.set_exception, exc)
             else:
@@ -114,19 +182,30 @@ class SparrowExecutor(concurrent.futures.Executor):
             try:
                 settle()
             except concurrent.futures.InvalidStateError:
-                pass  # failed by shutdown(cancel_futures=True) already
+                pass  # cancelled here already
+
+        def send() -> None:
+            job.handle = self._client.send_job(msg, on_outcome)
 
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot submit after shutdown")
             self._pending.update(futures)
-            self._token.run_sync_soon(self._client.send_job, msg, on_outcome)
+            self._token.run_sync_soon(send)
         return futures
+
+    def _cancel_remote(self, job: _Job, task: int) -> None:
+        """Cancel `task` of `job` on the cluster (after it was sent: run_sync_soon keeps the order)."""
+        with self._lock:
+            try:
+                self._token.run_sync_soon(lambda: job.handle.cancel_tasks([task]))
+            except trio.RunFinishedError:
+                pass
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; with `wait`, wait for submitted tasks' outcomes, then disconnect.
 
-        `cancel_futures` fails the tasks still pending at once (they may still run remotely).
+        `cancel_futures` cancels the tasks still pending, here and on the cluster.
         """
         with self._lock:
             already = self._shutdown
@@ -134,11 +213,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             pending = list(self._pending)
         if cancel_futures:
             for future in pending:
-                if not future.done():
-                    try:
-                        future.set_exception(concurrent.futures.CancelledError("cancelled by shutdown"))
-                    except concurrent.futures.InvalidStateError:
-                        pass
+                future.cancel()
         if not already:
             if wait:
                 concurrent.futures.wait(pending)
@@ -150,12 +225,13 @@ class SparrowExecutor(concurrent.futures.Executor):
             self._thread.join()
 
 
-def _results_in_order(futures: list[concurrent.futures.Future], deadline: float | None) -> Iterator:
+def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:
     try:
-        futures.reverse()
-        while futures:
-            future = futures.pop()
-            yield future.result() if deadline is None else future.result(deadline - time.monotonic())
+        while window:
+            future = window.popleft()
+            result = future.result() if deadline is None else future.result(deadline - time.monotonic())
+            top_up()
+            yield result
     finally:
-        for future in futures:
+        for future in window:
             future.cancel()

@@ -13,7 +13,8 @@ import traceback
 
 import cloudpickle
 
-from .errors import RemoteTraceback, TaskFailed
+from .errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
+from .messages import CANCELLED, TIMED_OUT
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -50,16 +51,21 @@ def run_task(payload: bytes) -> tuple[bool, bytes, str]:
         return False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}"
 
 
-def unpack_outcome(ok: bool, payload: bytes, error: str):
-    """The task's value; or raises its exception (with RemoteTraceback as __cause__) or TaskFailed."""
+def unpack_outcome(ok: bool, payload: bytes, error: str, failure: int = 0):
+    """The task's value; or raises its exception (with RemoteTraceback as __cause__), TaskFailed,
+    TaskTimeout or TaskCancelled (by `failure`, messages.py)."""
     if ok:
         return cloudpickle.loads(payload)
-    raise outcome_exception(payload, error)
+    raise outcome_exception(payload, error, failure)
 
 
-def outcome_exception(payload: bytes, error: str) -> BaseException:
+def outcome_exception(payload: bytes, error: str, failure: int = 0) -> BaseException:
     """The exception a failed outcome stands for."""
-    if not payload:
+    if failure == TIMED_OUT:
+        return TaskTimeout(error)
+    if failure == CANCELLED:
+        return TaskCancelled(error)
+    if failure or not payload:
         return TaskFailed(error)
     try:
         exc = cloudpickle.loads(payload)

@@ -9,7 +9,7 @@ import os
 from ..auth import SECRET_ENV, load_secret
 from .config import CONFIG, Resolved, resolve
 from ..cpus import pin_process
-from .local_state import read_state
+from ..local_state import running_local_cluster
 from ..logsetup import setup_logging
 from ..processes import SECRET_VARIABLES
 from .options import COMMANDS
@@ -93,14 +93,13 @@ def client_target(s: Resolved) -> tuple[list[str], bytes]:
     if schedulers and secret is not None:
         return schedulers, secret
     try:
-        state = read_state()
+        state = running_local_cluster()
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    if state is None or not state.alive():
-        stale = "" if state is None else f" (the one recorded in {state.path}, pid {state.pid}, is not running)"
+    except LookupError as exc:
         missing = "no scheduler to connect to" if not schedulers else "no cluster secret"
         raise CommandError(
             f"{missing}: pass --scheduler HOST:PORT and --secret-file FILE (or set SPARROW_SCHEDULER and "
-            f"SPARROW_SECRET), or start `sparrow local` on this host{stale}"
-        )
+            f"SPARROW_SECRET), or start `sparrow local` on this host ({exc})"
+        ) from None
     return schedulers or state.schedulers, secret if secret is not None else read_secret_file(state.secret_file)

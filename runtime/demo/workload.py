@@ -127,7 +127,7 @@ async def run_workload(
 
 
 def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event):
-    def on_outcome(task: int, ok: bool, payload: bytes, error: str) -> None:
+    def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
         now = time.monotonic()
         try:
             record.starts[task], record.ends[task] = unpack_outcome(ok, payload, error)

@@ -12,6 +12,7 @@ import trio
 from sparrow_runtime.auth import SECRET_ENV, SECRET_FILE_ENV
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
 from sparrow_runtime.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.messages import CANCELLED, SYSTEM, TIMED_OUT
 from sparrow_runtime.task_codec import pack_task, run_task, unpack_outcome
 
 from ..process_tree import survivors
@@ -76,8 +77,8 @@ def test_result_and_exception_with_remote_traceback(kind):
 def test_dying_process_fails_its_task_and_the_next_task_runs():
     async def body(executor):
         first_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
-        ok, payload, error = await executor.run(pack_task(os._exit, (3,)))
-        assert not ok and "died while running the task (exit status 3)" in error
+        ok, payload, error, failure = await executor.run(pack_task(os._exit, (3,)))
+        assert not ok and "died while running the task (exit status 3)" in error and failure == SYSTEM
         with pytest.raises(TaskFailed, match="exit status 3"):
             unpack_outcome(ok, payload, error)
         second_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
@@ -88,8 +89,8 @@ def test_dying_process_fails_its_task_and_the_next_task_runs():
 
 def test_unpicklable_result_is_a_failed_outcome():
     async def body(executor):
-        ok, payload, error = await executor.run(pack_task(lambda: (x for x in ())))
-        assert not ok and "could not be pickled" in error
+        ok, payload, error, failure = await executor.run(pack_task(lambda: (x for x in ())))
+        assert not ok and "could not be pickled" in error and failure == 0  # the task's own outcome
 
     trio.run(_with_executor, "thread", body)
 
@@ -127,7 +128,7 @@ def test_worker_whose_task_forked_a_long_lived_child_frees_its_slot_when_it_dies
 
     async def body(executor):
         with trio.fail_after(20):  # the child lives 60 s
-            ok, _, error = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
+            ok, _, error, failure = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
             assert not ok and "died while running the task (exit status 9)" in error
             assert unpack_outcome(*await executor.run(pack_task(abs, (-1,)))) == 1
         assert survivors([int(pid_file.read_text())], timeout=10) == []  # killed with its worker's group
@@ -146,3 +147,38 @@ def test_tasks_get_no_secret_in_their_environment_and_a_process_group_of_their_o
         assert unpack_outcome(*await executor.run(pack_task(os.getpgrp))) != os.getpgrp()
 
     trio.run(_with_executor, "process", body)
+
+
+def test_a_running_task_is_stopped_by_killing_its_worker_and_the_slot_is_reused():
+    """stop() ends a running task at once with the given cause and reason (a timeout, a forced
+    cancel); its worker is replaced and the next task runs."""
+
+    async def body(executor):
+        got = []
+        ticket = executor.launch(pack_task(time.sleep, (60,)), lambda *outcome: got.append(outcome))
+        await trio.sleep(0.5)  # running in its worker
+        assert executor.stop(ticket, TIMED_OUT, "past its time") is True
+        with trio.fail_after(10):
+            while not got:
+                await trio.sleep(0.01)
+        assert got == [(False, b"", "past its time", TIMED_OUT)]
+        assert executor.stop(ticket, TIMED_OUT, "again") is False  # already ended
+        assert unpack_outcome(*await executor.run(pack_task(abs, (-4,)))) == 4
+
+    trio.run(_with_executor, "process", body)
+
+
+@pytest.mark.parametrize("kind", ["process", "thread"])
+def test_a_task_waiting_for_a_worker_is_dropped_when_stopped(kind):
+    async def body(executor):
+        got = []
+        busy = executor.launch(pack_task(time.sleep, (0.5,)), lambda *outcome: got.append(("busy", outcome)))
+        waiting = executor.launch(pack_task(abs, (-1,)), lambda *outcome: got.append(("waiting", outcome)))
+        assert executor.stop(waiting, CANCELLED, "cancelled") is True
+        assert got == [("waiting", (False, b"", "cancelled", CANCELLED))]
+        assert executor.stop(busy, CANCELLED, "cancelled") is (kind == "process")  # threads cannot be stopped
+        with trio.fail_after(10):
+            while len(got) < 2:
+                await trio.sleep(0.01)
+
+    trio.run(_with_executor, kind, body)

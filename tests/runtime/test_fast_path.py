@@ -78,9 +78,9 @@ def test_launch_runs_more_tasks_than_slots_on_the_executor_and_reports_each_once
         outcomes = {}
         finished = trio.Event()
 
-        def done(i, ok, payload, error):
+        def done(i, ok, payload, error, failure):
             assert i not in outcomes
-            outcomes[i] = unpack_outcome(ok, payload, error)
+            outcomes[i] = unpack_outcome(ok, payload, error, failure)
             if len(outcomes) == 7:
                 finished.set()
 

@@ -100,8 +100,8 @@ def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_he
     assert [(n.node_id, n.draining) for n in reply.nodes] == [("a", True), ("b", False)]
 
 
-def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_at_once():
-    logic = SchedulerLogic(seed=2)
+def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_once_placement_gives_up():
+    logic = SchedulerLogic(seed=2, placement_timeout=0)
     logic.on_node_messages("a", [RegisterNodeMonitor("a", 1)])
     logic.on_client_messages("client", [SubmitJob(1, [b"t0", b"t1"])])
     job_id = next(iter(logic.jobs))

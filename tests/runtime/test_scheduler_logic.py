@@ -23,6 +23,7 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
+from sparrow_runtime.messages import SYSTEM, UNPLACEABLE
 from sparrow_runtime.scheduler_logic import SchedulerLogic
 
 
@@ -103,16 +104,18 @@ def test_outcomes_are_relayed_once_to_the_submitting_client():
 
 def test_lost_node_monitor_fails_its_running_task_and_reprobes_the_rest():
     """Exactly one outcome per task: the running one fails, the unlaunched ones are probed elsewhere."""
-    logic = cluster(2)
+    logic = cluster(2, placement_timeout=0)
     held = reservations(submit(logic, 2, probe_ratio=1.0))
     assert held == Counter({"nm0": 1, "nm1": 1})
     logic.on_node_messages("nm0", [GetTask(1)])  # task 0 runs on nm0
     out = logic.on_node_lost("nm0")
-    assert of_type(out, TaskResult) == [("c", TaskResult(1, 0, False, b"", "node monitor 'nm0' was lost while running the task"))]
+    lost = TaskResult(1, 0, False, b"", "node monitor 'nm0' was lost while running the task", failure=SYSTEM)
+    assert of_type(out, TaskResult) == [("c", lost)]
     assert of_type(out, EnqueueReservations) == []  # nm1 still holds a reservation: no re-probe needed
     out = logic.on_node_lost("nm1")
-    # nm1's reservation is lost too and nobody is left: the last task fails at once instead of hanging
-    assert of_type(out, TaskResult) == [("c", TaskResult(1, 1, False, b"", "no live node monitor", last=True))]
+    # nm1's reservation is lost too and nobody is left: with no placement wait, the last task fails at once
+    unplaced = TaskResult(1, 1, False, b"", "no live node monitor", last=True, failure=UNPLACEABLE)
+    assert of_type(out, TaskResult) == [("c", unplaced)]
     assert logic.on_node_messages("nm2", [RegisterNodeMonitor("nm2", 1)])  # late outcome from nm0 is ignored
     assert not logic.jobs
 
@@ -150,7 +153,7 @@ def test_a_second_node_monitor_under_a_live_id_is_refused_and_the_first_keeps_it
 
 
 def test_job_constraint_by_label_and_by_node_monitor():
-    logic = cluster(4, labels=[["gpu"], [], ["gpu", "big"], []])
+    logic = cluster(4, labels=[["gpu"], [], ["gpu", "big"], []], placement_timeout=0)
     held = reservations(submit(logic, 10, constraint=Constraint(labels=("gpu",))))
     assert set(held) == {"nm0", "nm2"}
     held = reservations(submit(logic, 10, ref=2, constraint=Constraint(node_monitors=("nm3",))))

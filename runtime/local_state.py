@@ -91,3 +91,16 @@ def _write_private(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def running_local_cluster() -> LocalState:
+    """The state of the `sparrow local` running on this host.
+
+    Error handling: LookupError saying how to start one when none runs (or the recorded one is gone);
+    ValueError for an unreadable state file.
+    """
+    state = read_state()
+    if state is None or not state.alive():
+        stale = "" if state is None else f" (the one recorded in {state.path}, pid {state.pid}, is not running)"
+        raise LookupError(f"no `sparrow local` is running on this host{stale}: start one with `sparrow local`")
+    return state

@@ -240,6 +240,11 @@ class MeteredSchedulerLogic(SchedulerLogic):
         self.timer.node_lost(peer, out)
         return out
 
+    def on_timer(self) -> list:
+        out = super().on_timer()
+        self.timer.outgoing(out)
+        return out
+
 
 # metric name -> (help, the NodeMonitorLogic.stats keys it adds up)
 NODE_COUNTERS = {
@@ -278,9 +283,9 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
         return self._update(super().on_scheduler_lost(scheduler))
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str) -> list:
+    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, *outcome) -> list:
         (self._finished if ok else self._failed).inc()
-        return self._update(super().on_task_done(scheduler, job_id, task, ok, payload, error))
+        return self._update(super().on_task_done(scheduler, job_id, task, ok, *outcome))
 
     def drain(self) -> list:
         return self._update(super().drain())

@@ -76,7 +76,8 @@ _ECHO = Heartbeat()
 
 class _Node:
     __slots__ = (
-        "peer", "worker", "node_id", "instance", "slots", "labels", "jobs", "queued", "busy", "heard", "draining",
+        "peer", "worker", "node_id", "instance", "slots", "labels", "can_stop", "jobs", "queued", "busy", "heard",
+        "draining",
     )  # fmt: skip
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
@@ -85,7 +86,8 @@ class _Node:
         self.node_id = reg.node_id
         self.instance = reg.instance
         self.slots = reg.slots
-        self.labels = frozenset((*reg.labels, STOPS_TASKS) if reg.can_stop else reg.labels)
+        self.labels = frozenset(reg.labels)
+        self.can_stop = reg.can_stop  # a constraint's STOPS_TASKS label asks for this
         self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
         self.queued = 0  # as of its last heartbeat
         self.busy = 0
@@ -95,6 +97,8 @@ class _Node:
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
             return False
+        if STOPS_TASKS in constraint.labels:
+            return self.can_stop and self.labels.issuperset(x for x in constraint.labels if x != STOPS_TASKS)
         return self.labels.issuperset(constraint.labels)
 
 
@@ -384,7 +388,7 @@ class SchedulerLogic:
                 f"this client has {self.unfinished[client]} unfinished tasks here; {len(msg.tasks)} more would pass "
                 f"the scheduler's max_client_tasks of {self.max_client_tasks}"
             )
-        if reason is None and msg.timeout and self.nodes and not any(STOPS_TASKS in n.labels for n in self.nodes.values()):
+        if reason is None and msg.timeout and self.nodes and not any(n.can_stop for n in self.nodes.values()):
             reason = (
                 f"timeout={msg.timeout:g}: none of this scheduler's node monitors can stop a running task (they run "
                 f"tasks in threads); submit without a timeout, or add node monitors with process executors"

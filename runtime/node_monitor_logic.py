@@ -37,8 +37,9 @@ from .messages import (
     TaskLaunch,
 )
 
-POLICIES = ("fifo", "priority", "fair")
-INT32_LIMIT = 2**31
+# The queue policies are the kernel's (sparrow_core.QUEUE_POLICIES); this name stays for the modules that
+# still import it from here (local_cluster, service_main, cli/options).
+POLICIES = sparrow_core.QUEUE_POLICIES
 
 
 class _Reserved:
@@ -67,8 +68,8 @@ class NodeMonitorLogic:
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if policy not in sparrow_core.QUEUE_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
         self.slots = slots
         self.free = slots
         self.draining = False
@@ -110,8 +111,7 @@ class NodeMonitorLogic:
                 entry = self._answered(jobs, msg.job_id, out)
                 self.stats["no_task"] += 1
                 self.free += 1
-                if entry is not None:
-                    self.queue.refund(entry.user)
+                self.queue.refund(entry.user)  # the user keeps its turn (fair); _fill below pops again
             elif kind is CancelReservations:
                 entry = jobs.get(msg.job_id)
                 if entry is not None:
@@ -155,7 +155,7 @@ class NodeMonitorLogic:
     def _enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
         if msg.count < 1:
             raise ProtocolError(f"EnqueueReservations.count must be >= 1, got {msg.count}")
-        if not -INT32_LIMIT < msg.priority < INT32_LIMIT:
+        if msg.priority not in sparrow_core.PRIORITY_RANGE:
             raise ProtocolError(f"EnqueueReservations.priority must fit in 32 bits, got {msg.priority}")
         if self.draining:  # sent before the scheduler heard: it drops them when it does
             self.stats["dropped_draining"] += msg.count
@@ -181,7 +181,7 @@ class NodeMonitorLogic:
         self._forget_if_idle(jobs, entry)
         return removed
 
-    def _answered(self, jobs: dict[int, _Reserved], job_id: int, out: list) -> _Reserved | None:
+    def _answered(self, jobs: dict[int, _Reserved], job_id: int, out: list) -> _Reserved:
         entry = jobs.get(job_id)
         if entry is None or entry.asking == 0:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")

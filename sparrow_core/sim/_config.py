@@ -11,9 +11,8 @@ from dataclasses import dataclass, fields
 from os import PathLike
 from typing import Any
 
-POLICIES = ("random", "per_task", "batch", "sparrow", "omniscient")
-DURATIONS = ("exponential", "constant", "bimodal", "per_job")
-QUEUE_POLICIES = ("fifo", "priority", "fair")
+from .. import QUEUE_POLICIES, check_probe_ratio
+from .._core import DURATIONS, PLACEMENT_POLICIES
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class SimConfig:
 
     def validate(self) -> None:
         """Raises ValueError (or TypeError) naming the first field that is wrong."""
-        _choice("policy", self.policy, POLICIES)
+        _choice("policy", self.policy, PLACEMENT_POLICIES)
         _choice("duration", self.duration, DURATIONS)
         _choice("queue_policy", self.queue_policy, QUEUE_POLICIES)
         _int("n_workers", self.n_workers, 1, 2**31 - 1, "a simulation needs at least one worker")
@@ -87,7 +86,7 @@ class SimConfig:
                 raise ValueError(f"load must be in (0, 1) for an open system (jobs arrive at random), got {load}")
         _number("mean_duration", self.mean_duration, low=0.0, low_open=True)
         _number("network_delay", self.network_delay, low=0.0)
-        _number("probe_ratio", self.probe_ratio, low=1.0)
+        check_probe_ratio(self.probe_ratio)
         _number("bimodal_ratio", self.bimodal_ratio, low=1.0)
         for name in ("constrained_jobs", "constrained_tasks", "bimodal_long_fraction"):
             _number(name, getattr(self, name), low=0.0, high=1.0)
@@ -110,10 +109,10 @@ class SimConfig:
         else:
             rate = 1.0
         return {
-            "policy": POLICIES.index(self.policy),
+            "policy": self.policy,
             "n_workers": self.n_workers,
             "slots": self.slots,
-            "queue_policy": QUEUE_POLICIES.index(self.queue_policy),
+            "queue_policy": self.queue_policy,
             "network_delay": float(self.network_delay),
             "probe_ratio": float(self.probe_ratio),
             "n_schedulers": self.n_schedulers,
@@ -122,7 +121,7 @@ class SimConfig:
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,
-            "duration": DURATIONS.index(self.duration),
+            "duration": self.duration,
             "mean_duration": float(self.mean_duration),
             "bimodal_long_fraction": float(self.bimodal_long_fraction),
             "bimodal_ratio": float(self.bimodal_ratio),

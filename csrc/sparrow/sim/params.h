@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sparrow/reservation_queue.h"
+
 namespace sparrow {
 namespace sim {
 
@@ -18,7 +20,7 @@ struct SimParams {
   PlacementPolicy policy = PlacementPolicy::Sparrow;
   int64_t n_workers = 1000;
   int32_t slots = 1;
-  int32_t queue_policy = 0;  // sparrow::Policy as int: 0 fifo, 1 priority, 2 fair
+  Policy queue_policy = Policy::Fifo;  // the workers' reservation queues
   double network_delay = 0.0005;
   double probe_ratio = 2.0;
   int32_t n_schedulers = 1;
@@ -41,6 +43,16 @@ struct SimParams {
   const int64_t* trace_tasks = nullptr;
   const int64_t* trace_offsets = nullptr;
   const double* trace_durations = nullptr;
+  // Optional: the trace file's line of each job (error messages name it), and the trace's
+  // constraints, which then replace the generated ones: job j may run on trace_job_candidates
+  // [trace_job_offsets[j] .. trace_job_offsets[j + 1]) (an empty range: anywhere), its task t on
+  // trace_task_candidates[trace_task_offsets[i] .. trace_task_offsets[i + 1]) with
+  // i = trace_offsets[j] + t (an empty range: unconstrained).
+  const int64_t* trace_lines = nullptr;
+  const int64_t* trace_job_candidates = nullptr;
+  const int64_t* trace_job_offsets = nullptr;
+  const int64_t* trace_task_candidates = nullptr;
+  const int64_t* trace_task_offsets = nullptr;
 
   // Users (fair sharing): job user u drawn with probability user_demand[u]; weight user_weight[u].
   std::vector<double> user_weight{1.0};

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "sparrow/job_probes.h"
 #include "sparrow/reservation_queue.h"
 #include "sparrow/ring.h"
 #include "sparrow/rng.h"
@@ -58,9 +59,9 @@ class Simulator {
         workload_(p, base_rng_.spawn()),
         rng_(base_rng_.spawn()),
         free_(static_cast<size_t>(p.n_workers), p.slots),
-        bypass_(static_cast<Policy>(p.queue_policy) != Policy::Fair),
+        bypass_(p.queue_policy != Policy::Fair),
         tables_(static_cast<size_t>(p.n_schedulers)),
-        central_(static_cast<Policy>(p.queue_policy)),
+        central_(p.queue_policy),
         idle_(p.policy == PlacementPolicy::Omniscient ? p.n_workers : 0),
         stride_(std::max<int64_t>(1, workload_.max_tasks_per_job())) {
     if (p.policy == PlacementPolicy::Omniscient) {
@@ -70,7 +71,7 @@ class Simulator {
       queued_.assign(static_cast<size_t>(p.n_workers), 0);
       queues_.reserve(static_cast<size_t>(p.n_workers));
       for (int64_t w = 0; w < p.n_workers; ++w) {
-        queues_.emplace_back(static_cast<Policy>(p.queue_policy));
+        queues_.emplace_back(p.queue_policy);
         set_weights(queues_.back());
       }
     }
@@ -118,8 +119,7 @@ class Simulator {
     if (p.slots <= 0) fail("slots must be positive");
     if (p.n_schedulers <= 0) fail("n_schedulers must be positive");
     if (!(p.network_delay >= 0) || !std::isfinite(p.network_delay)) fail("network_delay must be finite and >= 0");
-    if (!(p.probe_ratio >= 1) || !std::isfinite(p.probe_ratio)) fail("probe_ratio must be finite and >= 1");
-    if (p.queue_policy < 0 || p.queue_policy > 2) fail("queue_policy must be 0 (fifo), 1 (priority) or 2 (fair)");
+    if (!valid_probe_ratio(p.probe_ratio)) fail("probe_ratio must be a finite number >= 1");
     if (p.user_weight.size() != p.user_demand.size()) fail("user_weight and user_demand must have one entry per user");
     if (p.n_trace_jobs == 0) {
       if (p.n_jobs < 0) fail("n_jobs must be >= 0");
@@ -193,6 +193,7 @@ class Simulator {
     double ideal = 0.0;
     for (double d : job.durations) ideal = d > ideal ? d : ideal;
     out_.job_ideal[id] = ideal;
+    if (!job.job_candidates.empty() && job.has_task_constraints()) narrow_task_candidates(job);
     switch (p_.policy) {
       case PlacementPolicy::Random:
         place_random(job);
@@ -212,19 +213,43 @@ class Simulator {
     }
   }
 
-  // Task t's candidate workers (job constraint, else its own), or count 0 for any worker.
-  const int64_t* candidates(const Job& job, int64_t t, int64_t& count) const {
+  // The job's request for probes (job_probes.h): its constraints as they stand.
+  JobRequest request(const Job& job) const {
+    JobRequest r;
+    r.n_workers = p_.n_workers;
     if (!job.job_candidates.empty()) {
-      count = static_cast<int64_t>(job.job_candidates.size());
-      return job.job_candidates.data();
+      r.candidates = job.job_candidates.data();
+      r.n_candidates = static_cast<int64_t>(job.job_candidates.size());
     }
+    r.n_tasks = job.n_tasks;
+    if (job.has_task_constraints()) {
+      r.task_candidates = job.task_candidates.data();
+      r.task_offsets = job.task_candidate_offsets.data();
+    }
+    r.probe_ratio = p_.probe_ratio;
+    return r;
+  }
+
+  // A job with both constraints: each constrained task keeps only its candidates that are also
+  // the job's (the kernel's rule, candidates_within; the workload checked that none is left
+  // without), so every policy places it where sample_job would probe.
+  void narrow_task_candidates(Job& job) {
+    if (candidates_within(request(job), narrowed_, narrowed_offsets_) != kFeasible)
+      throw std::logic_error("simulator: job " + std::to_string(job.id) + " has a task that can run nowhere");
+    job.task_candidates.swap(narrowed_);
+    job.task_candidate_offsets.swap(narrowed_offsets_);
+  }
+
+  // Task t's candidate workers (its own, within the job's; else the job's), or count 0 for any
+  // worker.
+  const int64_t* candidates(const Job& job, int64_t t, int64_t& count) const {
     if (job.has_task_constraints()) {
       const int64_t lo = job.task_candidate_offsets[t];
       count = job.task_candidate_offsets[t + 1] - lo;
       if (count > 0) return job.task_candidates.data() + lo;
     }
-    count = 0;
-    return nullptr;
+    count = static_cast<int64_t>(job.job_candidates.size());
+    return count > 0 ? job.job_candidates.data() : nullptr;
   }
 
   void place_random(Job& job) {
@@ -241,23 +266,14 @@ class Simulator {
     send(Kind::Tasks, job.id, -1, -1, 0.0, 0, &pairs_);
   }
 
-  // Batch sampling for `batch` and `sparrow`: workers_ gets the probes, tags_ the task each
-  // was made for (-1: any unconstrained task). Returns whether any probe is task-specific.
-  bool sample_batch_probes(const Job& job) {
+  // Batch sampling for `batch` and `sparrow` (the kernel's sample_job: a job constraint and
+  // per-task constraints together): workers_ gets the probes, tags_ the task each was made for
+  // (-1: any unconstrained task).
+  void sample_batch_probes(const Job& job) {
     workers_.clear();
     tags_.clear();
-    if (!job.job_candidates.empty()) {
-      sample_from(rng_, job.job_candidates.data(), static_cast<int64_t>(job.job_candidates.size()),
-                  probe_count(job.n_tasks, p_.probe_ratio), workers_);
-    } else if (job.has_task_constraints()) {
-      sample_constrained(rng_, p_.n_workers, job.task_candidates.data(), job.task_candidate_offsets.data(),
-                         job.n_tasks, p_.probe_ratio, workers_, tags_);
-      return true;
-    } else {
-      sample_batch(rng_, p_.n_workers, job.n_tasks, p_.probe_ratio, workers_);
-    }
-    tags_.assign(workers_.size(), -1);
-    return false;
+    if (sample_job(rng_, request(job), workers_, tags_) != kFeasible)
+      throw std::logic_error("simulator: job " + std::to_string(job.id) + " has a task that can run nowhere");
   }
 
   void probe_batch(Job& job) {
@@ -298,7 +314,8 @@ class Simulator {
   }
 
   void reserve_sparrow(Job& job) {
-    const bool tagged = sample_batch_probes(job);
+    sample_batch_probes(job);
+    const bool tagged = job.has_task_constraints();
     TaskTable& table = tables_[job.scheduler];
     if (job.has_task_constraints()) {
       table.add_job(job.id, job.n_tasks, job.task_candidates.data(), job.task_candidate_offsets.data());
@@ -579,7 +596,7 @@ class Simulator {
   LeastLoaded least_loaded_;
 
   // scratch
-  std::vector<int64_t> words_, pairs_, workers_, tags_, cancel_, chosen_;
+  std::vector<int64_t> words_, pairs_, workers_, tags_, cancel_, chosen_, narrowed_, narrowed_offsets_;
   std::vector<ProbeAnswer> answers_;
 };
 

@@ -121,5 +121,5 @@ class TaskTable:
 # The simulator's entry point (private: the typed public face is sparrow_core.sim).
 def _simulate(
     params: dict[str, object],
-    trace: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+    trace: dict[str, npt.ArrayLike] | None = None,
 ) -> dict[str, object]: ...

@@ -123,6 +123,9 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int32_t slots
         CPolicy queue_policy
         double network_delay
+        double launch_overhead
+        double submit_delay
+        double result_delay
         double probe_ratio
         int32_t n_schedulers
         cpp_bool cancellation
@@ -144,6 +147,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         const int64_t* trace_job_offsets
         const int64_t* trace_task_candidates
         const int64_t* trace_task_offsets
+        const int64_t* trace_parents
+        const int64_t* trace_parent_offsets
         vector[double] user_weight
         vector[double] user_demand
         vector[double] priority_share

@@ -38,8 +38,9 @@ def _simulate(dict params, dict trace=None):
     duration and queue_policy by name; user_weight, user_demand and priority_share as float
     sequences; keep_task_waits as a bool).
     trace: None, or {"arrival": float64[n], "n_tasks": int64[n], "durations": float64[sum
-    n_tasks]} and optionally "lines" (int64[n], for error messages) and the constraints
-    "job_candidates", "job_offsets" (n + 1), "task_candidates", "task_offsets" (sum n_tasks + 1).
+    n_tasks]} and optionally "lines" (int64[n], for error messages), the constraints
+    "job_candidates", "job_offsets" (n + 1), "task_candidates", "task_offsets" (sum n_tasks + 1),
+    and the dependencies "parents", "parent_offsets" (n + 1; parents are earlier job indices).
     Error handling: a configuration the C++ side rejects raises ValueError; Ctrl-C (or any signal
     handler that raises) stops the simulation within 65,536 events and raises its exception.
     """
@@ -52,6 +53,9 @@ def _simulate(dict params, dict trace=None):
     p.slots = params["slots"]
     p.queue_policy = _QUEUE_POLICY[params["queue_policy"]]
     p.network_delay = params["network_delay"]
+    p.launch_overhead = params["launch_overhead"]
+    p.submit_delay = params["submit_delay"]
+    p.result_delay = params["result_delay"]
     p.probe_ratio = params["probe_ratio"]
     p.n_schedulers = params["n_schedulers"]
     p.cancellation = params["cancellation"]
@@ -142,6 +146,11 @@ cdef tuple _set_trace(CSimParams& p, dict trace, dict arrays):
         p.trace_task_offsets = <const int64_t*>cnp.PyArray_DATA(part)
         part = array("task_candidates", np.int64, _span(part, "task_offsets"))
         p.trace_task_candidates = <const int64_t*>cnp.PyArray_DATA(part)
+    if trace.get("parent_offsets") is not None:
+        part = array("parent_offsets", np.int64, n_jobs + 1)
+        p.trace_parent_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("parents", np.int64, _span(part, "parent_offsets"))
+        p.trace_parents = <const int64_t*>cnp.PyArray_DATA(part)
     return n_jobs, n_tasks_total
 
 

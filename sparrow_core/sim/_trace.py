@@ -1,9 +1,12 @@
 """Reading a workload trace: one job per line, `arrival_time n_tasks duration... [field=value...]`.
 
 A line gives either one duration (shared by all the job's tasks) or one per task, then optional
-fields: `workers=W,W,...` (the job may run only on these worker ids) and `workers.T=W,W,...`
+fields: `workers=W,W,...` (the job may run only on these worker ids), `workers.T=W,W,...`
 (task T, counted from 0, only on these; with `workers=` too, only on those of them that are
-also the job's). Blank lines and `#` comments are skipped; arrival times must not decrease.
+also the job's), `id=NAME` (a name for the job, not all digits) and `after=REF,REF,...` (the job
+is released only once these jobs have finished: each REF is an id= name, or a job number
+counting job lines from 0, of a job on an earlier line). Blank lines and `#` comments are
+skipped; arrival times must not decrease. Old traces (no fields) read as before.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ class Trace:
     """Jobs in arrival order: job j has n_tasks[j] tasks, durations flat in job order, and came
     from line lines[j] of the file. Constraints (None when no line has any): job j's workers are
     job_candidates[job_offsets[j]:job_offsets[j + 1]] (empty: any), the i-th task of the trace's
-    task_candidates[task_offsets[i]:task_offsets[i + 1]] (empty: unconstrained)."""
+    task_candidates[task_offsets[i]:task_offsets[i + 1]] (empty: unconstrained). Dependencies
+    (None when no line has any): job j waits for the earlier jobs
+    parents[parent_offsets[j]:parent_offsets[j + 1]]."""
 
     arrival: npt.NDArray[np.float64]
     n_tasks: npt.NDArray[np.int64]
@@ -31,12 +36,17 @@ class Trace:
     job_offsets: npt.NDArray[np.int64] | None = None
     task_candidates: npt.NDArray[np.int64] | None = None
     task_offsets: npt.NDArray[np.int64] | None = None
+    parents: npt.NDArray[np.int64] | None = None
+    parent_offsets: npt.NDArray[np.int64] | None = None
 
     def arrays(self) -> dict[str, npt.NDArray]:
-        """The arrays the compiled simulator takes (constraints only when the trace has some)."""
+        """The arrays the compiled simulator takes (constraints and dependencies only when the
+        trace has some)."""
         names = ["arrival", "n_tasks", "durations", "lines"]
         if self.job_offsets is not None:
             names += ["job_candidates", "job_offsets", "task_candidates", "task_offsets"]
+        if self.parent_offsets is not None:
+            names += ["parents", "parent_offsets"]
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -76,23 +86,12 @@ class _Constraints:
         self.task_offsets = [0]
         self.any = False
 
-    def add(self, fields: list[str], n_tasks: int, where: str) -> None:
-        """Records one job's `key=value` fields."""
-        job: list[int] = []
+    def add(self, fields: dict[str, str], n_tasks: int, where: str) -> None:
+        """Records one job's constraints, taking its workers= and workers.T= fields out of `fields`."""
+        job = _workers(fields.pop("workers"), "workers", where) if "workers" in fields else []
         tasks: dict[int, list[int]] = {}
-        for field in fields:
-            key, _, value = field.partition("=")
-            if key == "workers":
-                if job:
-                    raise ValueError(f"{where}: workers= is given twice")
-                job = _workers(value, key, where)
-            elif key.startswith("workers."):
-                task = self._task(key, n_tasks, where)
-                if task in tasks:
-                    raise ValueError(f"{where}: {key}= is given twice")
-                tasks[task] = _workers(value, key, where)
-            else:
-                raise ValueError(f"{where}: unknown field {key!r} (expected workers=W,... or workers.TASK=W,...)")
+        for key in [k for k in fields if k.startswith("workers.")]:
+            tasks[self._task(key, n_tasks, where)] = _workers(fields.pop(key), key, where)
         self.any = self.any or bool(job or tasks)
         self.job_candidates += job
         self.job_offsets.append(len(self.job_candidates))
@@ -111,6 +110,50 @@ class _Constraints:
         return task
 
 
+class _Dependencies:
+    """The dependencies of the jobs read so far, flat (see Trace), and the jobs' names."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}  # id= name -> job number
+        self.parents: list[int] = []
+        self.parent_offsets = [0]
+        self.any = False
+
+    def add(self, fields: dict[str, str], job: int, where: str) -> None:
+        """Records job number `job`'s id= and after= fields, taking them out of `fields`."""
+        name = fields.pop("id", None)
+        if name is not None:
+            if not name or name.isdigit() or "," in name:
+                raise ValueError(f"{where}: id must be a name, not all digits and without commas, got {name!r}")
+            if name in self.ids:
+                raise ValueError(f"{where}: id {name!r} is already the name of job {self.ids[name]}")
+        parents: list[int] = []
+        for ref in fields.pop("after").split(",") if "after" in fields else []:
+            parent = int(ref) if ref.isdigit() and int(ref) < job else self.ids.get(ref)
+            if parent is None:
+                raise ValueError(f"{where}: after={ref}: no such job on an earlier line (a job waits only for "
+                                 f"jobs listed before it, by id= name or by number from 0)")
+            if parent in parents:
+                raise ValueError(f"{where}: after= lists job {ref} twice")
+            parents.append(parent)
+        if name is not None:
+            self.ids[name] = job
+        self.any = self.any or bool(parents)
+        self.parents += parents
+        self.parent_offsets.append(len(self.parents))
+
+
+def _fields(tokens: list[str], where: str) -> dict[str, str]:
+    """`key=value` tokens as a dict; a key given twice is an error."""
+    out: dict[str, str] = {}
+    for token in tokens:
+        key, _, value = token.partition("=")
+        if key in out:
+            raise ValueError(f"{where}: {key}= is given twice")
+        out[key] = value
+    return out
+
+
 def read_trace(path: str | PathLike[str]) -> Trace:
     """Parses the trace file at `path`.
 
@@ -122,6 +165,7 @@ def read_trace(path: str | PathLike[str]) -> Trace:
     durations: list[float] = []
     lines: list[int] = []
     constraints = _Constraints()
+    dependencies = _Dependencies()
     with open(path, encoding="utf-8") as text:
         for lineno, line in enumerate(text, start=1):
             tokens = line.split("#", 1)[0].split()
@@ -148,7 +192,12 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             given = [_number(token, "duration", where) for token in tokens[2:]]
             if len(given) not in (1, m):
                 raise ValueError(f"{where}: expected 1 or {m} durations (n_tasks = {m}), got {len(given)}")
-            constraints.add(fields, m, where)
+            named = _fields(fields, where)
+            constraints.add(named, m, where)
+            dependencies.add(named, len(arrival), where)
+            if named:
+                raise ValueError(f"{where}: unknown field {next(iter(named))!r} (expected workers=, workers.TASK=, "
+                                 f"id= or after=)")
             arrival.append(time)
             n_tasks.append(m)
             durations.extend(given * m if len(given) == 1 else given)
@@ -157,10 +206,13 @@ def read_trace(path: str | PathLike[str]) -> Trace:
         raise ValueError(f"{path}: the trace holds no job")
     flat = {}
     if constraints.any:
-        flat = {
+        flat |= {
             name: np.asarray(getattr(constraints, name), dtype=np.int64)
             for name in ("job_candidates", "job_offsets", "task_candidates", "task_offsets")
         }
+    if dependencies.any:
+        flat |= {name: np.asarray(getattr(dependencies, name), dtype=np.int64)
+                 for name in ("parents", "parent_offsets")}
     return Trace(
         np.asarray(arrival, dtype=np.float64),
         np.asarray(n_tasks, dtype=np.int64),

@@ -22,6 +22,14 @@ struct SimParams {
   int32_t slots = 1;
   Policy queue_policy = Policy::Fifo;  // the workers' reservation queues
   double network_delay = 0.0005;
+  // Replaying a runtime: a slot is held launch_overhead seconds before each task's duration
+  // starts (handing the task to an executor); a job reaches its scheduler submit_delay after
+  // its arrival (the client's submission) and a task's outcome reaches the client result_delay
+  // after the task ends (job responses end there; a dependent job waits for it, then for its
+  // own submission).
+  double launch_overhead = 0.0;
+  double submit_delay = 0.0;
+  double result_delay = 0.0;
   double probe_ratio = 2.0;
   int32_t n_schedulers = 1;
   bool cancellation = true;
@@ -53,6 +61,11 @@ struct SimParams {
   const int64_t* trace_job_offsets = nullptr;
   const int64_t* trace_task_candidates = nullptr;
   const int64_t* trace_task_offsets = nullptr;
+  // Optional dependencies (DAG stages): job j is released only once the jobs
+  // trace_parents[trace_parent_offsets[j] .. trace_parent_offsets[j + 1]) (earlier jobs) have
+  // finished and their results reached the client.
+  const int64_t* trace_parents = nullptr;
+  const int64_t* trace_parent_offsets = nullptr;
 
   // Users (fair sharing): job user u drawn with probability user_demand[u]; weight user_weight[u].
   std::vector<double> user_weight{1.0};

@@ -103,6 +103,15 @@ class Workload {
       if (p.trace_offsets[j + 1] - p.trace_offsets[j] != p.trace_tasks[j]) fail("offsets do not match n_tasks", j);
       for (int64_t i = p.trace_offsets[j]; i < p.trace_offsets[j + 1]; ++i)
         if (!std::isfinite(p.trace_durations[i]) || p.trace_durations[i] < 0) fail("durations must be finite and >= 0", j);
+      if (p.trace_parent_offsets != nullptr) {
+        const int64_t* parents = p.trace_parents + p.trace_parent_offsets[j];
+        const int64_t n_parents = p.trace_parent_offsets[j + 1] - p.trace_parent_offsets[j];
+        if (n_parents < 0) fail("parent offsets must not decrease", j);
+        for (int64_t i = 0; i < n_parents; ++i) {
+          if (parents[i] < 0 || parents[i] >= j) fail("a job may only wait for earlier jobs", j);
+          if (std::count(parents, parents + i, parents[i]) > 0) fail("a parent is listed twice", j);
+        }
+      }
       if (p.trace_job_offsets == nullptr) continue;
       std::vector<int64_t> flat, offsets;
       int64_t infeasible = kFeasible;

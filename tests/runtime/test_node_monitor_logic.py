@@ -127,12 +127,25 @@ def test_lost_scheduler_frees_the_slots_waiting_on_it():
         (TaskLaunch(4, 0, b""), "did not ask"),
         (EnqueueReservations(1, "u", 0, 0), "count must be >= 1"),
         (EnqueueReservations(1, "u", 2**40, 1), "priority"),
+        (EnqueueReservations(1, "u", -(2**31) - 1, 1), "priority"),
         (GetTask(1), "not allowed from a scheduler"),
     ],
 )
 def test_scheduler_protocol_violations(msg, match):
     with pytest.raises(ProtocolError, match=match):
         node(1).on_scheduler_messages("s", [msg])
+
+
+def test_priorities_at_both_ends_of_the_kernel_range_are_served_lowest_first():
+    """The kernel's whole PRIORITY_RANGE is accepted, INT32_MIN included (once refused here), and served
+    in priority order."""
+    logic = node(1, "priority")
+    busy = launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(9, "u", 0, 1)]))
+    low, high = -(2**31), 2**31 - 1
+    queued = [EnqueueReservations(1, "u", high, 1), EnqueueReservations(2, "u", low, 1)]
+    assert logic.on_scheduler_messages("s", queued) == []
+    assert finish_one(logic, busy[0]) == [2]
+    assert finish_one(logic, 2) == [1]
 
 
 def test_unregistered_scheduler_is_a_protocol_error():

@@ -237,6 +237,14 @@ def test_invalid_jobs_are_rejected_and_change_nothing():
     assert not logic.jobs and len(logic.table) == 0
 
 
+def test_priorities_at_both_ends_of_the_kernel_range_are_accepted():
+    """A job at INT32_MIN or INT32_MAX (sparrow_core.PRIORITY_RANGE) is accepted and reserved with it."""
+    logic = cluster(2)
+    for ref, priority in ((1, -(2**31)), (2, 2**31 - 1)):
+        out = submit(logic, 1, ref=ref, priority=priority)
+        assert of_type(out, JobAccepted) and {msg.priority for _, msg in of_type(out, EnqueueReservations)} == {priority}
+
+
 def test_client_lost_cancels_its_reservations():
     logic = cluster(3)
     held = reservations(submit(logic, 5))

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from bench.common import candidate_set, constrained_job, job_sizes
+from bench.common import candidate_set, constrained_job, job_sizes, job_within_constraint
 from bench.measure import Case
 
 try:
@@ -53,6 +53,30 @@ def python_sample_constrained(rng: random.Random, n_workers: int, task_candidate
     taken, k = set(workers), math.ceil(probe_ratio * n_free - 1e-9)
     while k:
         w = rng.randrange(n_workers)
+        if w not in taken:
+            taken.add(w)
+            workers.append(w)
+            tasks.append(-1)
+            k -= 1
+    return workers, tasks
+
+
+def python_sample_job(rng: random.Random, job_candidates: list[int], task_candidates, probe_ratio: float):
+    """sample_job's work: ceil(d) probes per constrained task among its candidates that are also the
+    job's, then ceil(d*m_u) probes for the unconstrained tasks on job candidates not probed yet."""
+    per_task = math.ceil(probe_ratio - 1e-9)
+    job = set(job_candidates)
+    workers, tasks, n_free = [], [], 0
+    for t, candidates in enumerate(task_candidates):
+        if candidates is None:
+            n_free += 1
+            continue
+        allowed = [w for w in candidates if w in job]
+        workers += rng.sample(allowed, per_task) if per_task <= len(allowed) else allowed * per_task
+        tasks += [t] * per_task
+    taken, k = set(workers), math.ceil(probe_ratio * n_free - 1e-9)
+    while k:
+        w = job_candidates[rng.randrange(len(job_candidates))]
         if w not in taken:
             taken.add(w)
             workers.append(w)
@@ -159,6 +183,29 @@ def constrained_case(n_workers: int, n_tasks: int, n_jobs: int = 500) -> Case:
                 variants, lambda out: sum(len(j) for j in out))
 
 
+def job_case(n_workers: int, n_tasks: int, n_job_candidates: int, n_jobs: int = 500) -> Case:
+    """sample_job: a job constrained to n_job_candidates workers, half its tasks also constrained to
+    10 workers (5 of them the job's), d = 2; per-task lists, or flat arrays + offsets."""
+    require("sample_job")
+    job, tasks = job_within_constraint(n_workers, n_job_candidates, n_tasks, 0.5, 10)
+    as_lists, job_list = [None if c is None else list(c) for c in tasks], job.tolist()
+    flat = np.array([w for c in tasks if c is not None for w in c], dtype=np.int64)
+    offsets = np.cumsum([0] + [0 if c is None else len(c) for c in tasks], dtype=np.int64)
+    rng, py = sparrow_core.Rng(5), random.Random(5)
+
+    def calls():
+        return [sparrow_core.sample_job(rng, n_workers, n_tasks, 2.0, job, as_lists)[0] for _ in range(n_jobs)]
+
+    def flat_calls():
+        return [sparrow_core.sample_job(rng, n_workers, n_tasks, 2.0, job, flat, offsets)[0] for _ in range(n_jobs)]
+
+    def python():
+        return [python_sample_job(py, job_list, as_lists, 2.0)[0] for _ in range(n_jobs)]
+
+    return Case(f"job sampling, {n_tasks} tasks, job constraint {n_job_candidates} of {n_workers} workers", "jobs",
+                n_jobs, {"calls": calls, "flat": flat_calls, "python": python}, lambda out: sum(len(j) for j in out))
+
+
 # ---- asv ----
 
 
@@ -254,5 +301,26 @@ class ConstrainedSampling:
 
     def track_speedup_over_python(self) -> float:
         return self.case.speedup("calls", repeat=3)
+
+    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
+
+
+class JobSampling:
+    """sample_job: 100-task jobs constrained to 1,000 of 10,000 workers, half their tasks constrained too."""
+
+    def setup(self) -> None:
+        self.case = job_case(10_000, 100, 1_000)
+
+    def time_sample_job(self) -> None:
+        self.case.variants["calls"]()
+
+    def time_sample_job_flat(self) -> None:
+        self.case.variants["flat"]()
+
+    def time_python_sample_job(self) -> None:
+        self.case.variants["python"]()
+
+    def track_speedup_over_python(self) -> float:
+        return self.case.speedup("flat", repeat=3)
 
     track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]

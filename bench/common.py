@@ -42,6 +42,23 @@ def constrained_job(n_workers: int, n_tasks: int, constrained_fraction: float, n
 
 
 @functools.cache
+def job_within_constraint(n_workers: int, n_job_candidates: int, n_tasks: int, constrained_fraction: float,
+                          n_candidates: int, seed: int = 0):
+    """A job constrained to n_job_candidates distinct workers of [0, n_workers) (an int64 array),
+    and one entry per task: a tuple of n_candidates distinct workers, half of them the job's and
+    half any (a constrained task, with probability constrained_fraction), or None."""
+    rng = np.random.default_rng(seed)
+    job = rng.choice(n_workers, n_job_candidates, replace=False).astype(np.int64)
+    tasks = tuple(
+        tuple(rng.choice(job, n_candidates // 2, replace=False).tolist()
+              + rng.choice(n_workers, n_candidates - n_candidates // 2, replace=False).tolist())
+        if rng.random() < constrained_fraction else None
+        for _ in range(n_tasks)
+    )
+    return _frozen(job), tasks
+
+
+@functools.cache
 def queue_pushes(n_pushes: int, n_users: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(job_ids, users, priorities) of n_pushes reservations: jobs of 1-8 reservations, each
     job of one user drawn uniformly from n_users, priorities 0-3, jobs interleaved."""

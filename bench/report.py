@@ -15,6 +15,7 @@ from bench.bench_sampling import (
     batch_case,
     candidates_case,
     constrained_case,
+    job_case,
     per_task_case,
 )
 from bench.bench_task_table import late_binding_case
@@ -28,6 +29,7 @@ FIGURES = [
     (lambda: candidates_case(10_000, 1_000, 10), {"batch": None, "calls": None}),
     (lambda: per_task_case(10_000, 100), {"calls": None}),
     (lambda: constrained_case(10_000, 100), {"calls": None, "flat": None}),
+    (lambda: job_case(10_000, 100, 1_000), {"calls": None, "flat": None}),
     (lambda: push_pop_case("fair", 100, 10_000), {"batch": 5_000_000, "calls": 2_000_000}),
     (lambda: push_pop_case("fair", 100, 100_000), {"batch": 5_000_000, "calls": 2_000_000}),
     (lambda: push_pop_case("fifo", 100, 10_000), {"batch": None, "calls": None}),

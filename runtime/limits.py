@@ -24,7 +24,7 @@ MAX_PROBES_PER_JOB = 200_000  # ceil(probe_ratio x tasks), across every node mon
 MAX_LABELS = 64  # labels of a node monitor or a constraint
 MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
 MAX_TIMEOUT = 30 * 24 * 3600.0  # seconds a job's task may be allowed to run
-PRIORITY_MIN, PRIORITY_MAX = -(2**31) + 1, 2**31 - 1
+PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1  # the kernel's sparrow_core.PRIORITY_RANGE
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
 
 # -- node monitors ---------------------------------------------------------------------------------
@@ -94,8 +94,12 @@ def job_problem(
 
 def probe_problem(probe_ratio: float, n_tasks: int) -> str | None:
     """Why `probe_ratio` for a job of `n_tasks` is not allowed, or None."""
-    if isinstance(probe_ratio, bool) or not isinstance(probe_ratio, (int, float)) or not probe_ratio >= 1:
-        return f"probe_ratio: must be a number >= 1, got {clip(probe_ratio)}"
+    import sparrow_core  # here, not at the top: an executor worker imports this module without numpy
+
+    try:
+        sparrow_core.check_probe_ratio(probe_ratio)
+    except (TypeError, ValueError) as exc:
+        return clip(str(exc), MAX_REASON)
     if probe_ratio > MAX_PROBE_RATIO:
         return f"probe_ratio: {probe_ratio:g} is over the limit of {MAX_PROBE_RATIO:g}"
     probes = math.ceil(probe_ratio * n_tasks)

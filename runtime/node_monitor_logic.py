@@ -43,7 +43,9 @@ from .messages import (
     TaskLaunch,
 )
 
-POLICIES = ("fifo", "priority", "fair")
+# The queue policies are the kernel's (sparrow_core.QUEUE_POLICIES); this name stays for the modules that
+# still import it from here (local_cluster, service_main, cli/options).
+POLICIES = sparrow_core.QUEUE_POLICIES
 
 
 class _Reserved:
@@ -72,8 +74,8 @@ class NodeMonitorLogic:
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if policy not in sparrow_core.QUEUE_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
         self.slots = slots
         self.free = slots
         self.draining = False

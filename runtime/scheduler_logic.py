@@ -2,19 +2,20 @@
 
 Peers are opaque hashable handles chosen by the caller (the trio shell passes its Connection objects,
 tests pass strings). Every decision a kernel makes is made by the kernel: probe selection by
-`sparrow_core.sample_batch` / `sample_constrained`, late binding and cancellation by `TaskTable`.
-This class adds only bookkeeping around them:
+`sparrow_core.sample_job` (a job constraint and per-task constraints together), late binding and
+cancellation by `TaskTable`. This class adds only bookkeeping around them:
 
-- node monitors: each registered one gets a worker id (never reused); the live ones, ordered by worker
-  id, are the sampling population, so a kernel's index `i` means `live[i]`.
+- node monitors: each registered one gets a worker id (never reused); a job's candidates are the ids of
+  the live node monitors satisfying its constraint, a task's those satisfying its own (fixed at
+  submission); the kernel keeps a task to those that are also the job's.
 - jobs: payloads, owner, which tasks are running where, and which outcomes were delivered, so every
   task gets exactly one outcome (`TaskResult`) whatever happens to node monitors or clients.
 - re-probing: a job whose reservations are all consumed or lost while tasks remain unlaunched
   (`TaskTable.outstanding == 0` and `unlaunched` not empty) is probed again for those tasks.
 - a lost node monitor: its reservations are dropped (and re-probed as above), and the tasks running
   there are reported failed (not re-run: a task may have side effects).
-- a job that cannot be placed (no live node monitor satisfies its constraints) fails its unlaunched
-  tasks at once with that reason instead of waiting.
+- a job that cannot be placed (no live node monitor satisfies its constraints, or a task's constraint
+  together with the job's) fails its unlaunched tasks at once with that reason instead of waiting.
 
 Error handling: a message not allowed from a peer (a client sending GetTask, a node monitor sending
 anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the
@@ -105,7 +106,7 @@ class _Node:
 class _Job:
     __slots__ = (
         "job_id", "client", "ref", "payloads", "user", "priority", "probe_ratio", "constraint",
-        "task_candidates", "done", "n_done", "running", "probed", "timeout",
+        "task_candidates", "task_offsets", "done", "n_done", "running", "probed", "timeout",
     )  # fmt: skip
 
     def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float) -> None:
@@ -121,8 +122,10 @@ class _Job:
         if self.timeout:  # only where a running task can be stopped
             c = msg.constraint or Constraint()
             self.constraint = Constraint(c.node_monitors, (*c.labels, STOPS_TASKS))
-        # per task: None (unconstrained) or the worker ids it may run on, fixed at submission
-        self.task_candidates: list[np.ndarray | None] | None = None
+        # per-task constraints as the workers satisfying them at submission, flat: task t's are
+        # task_candidates[task_offsets[t]:task_offsets[t + 1]] (empty: unconstrained); None: no task constrained
+        self.task_candidates: np.ndarray | None = None
+        self.task_offsets: np.ndarray | None = None
         self.done = bytearray(len(msg.tasks))
         self.n_done = 0
         self.running: dict[int, int] = {}  # task -> worker
@@ -158,7 +161,7 @@ class SchedulerLogic:
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
-        self.probe_ratio = _check_probe_ratio(probe_ratio, "probe_ratio")
+        self.probe_ratio = sparrow_core.check_probe_ratio(probe_ratio)
         self.rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
         self.table = sparrow_core.TaskTable()
         self.nodes: dict[Hashable, _Node] = {}  # registered node monitors by peer
@@ -168,10 +171,7 @@ class SchedulerLogic:
         self._by_worker: dict[int, _Node] = {}
         self._next_worker = 0
         self._next_job = 1
-        self._live: list[_Node] | None = None  # cache, ordered by worker id
-        self._live_ids = np.empty(0, dtype=np.int64)
-        self._position: dict[int, int] = {}
-        self._matching: dict[Constraint, np.ndarray] = {}
+        self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -278,23 +278,19 @@ class SchedulerLogic:
                 self._reprobe_if_starved(job, out)
 
     def _invalidate_live(self) -> None:
-        self._live = None
-        self._matching.clear()
+        self._eligible.clear()
 
-    def _live_nodes(self) -> list[_Node]:
-        if self._live is None:
-            self._live = sorted((n for n in self.nodes.values() if not n.draining), key=lambda n: n.worker)
-            self._live_ids = np.array([n.worker for n in self._live], dtype=np.int64)
-            self._position = {n.worker: i for i, n in enumerate(self._live)}
-        return self._live
-
-    def _positions_matching(self, constraint: Constraint) -> np.ndarray:
-        """Positions in the live list of the node monitors satisfying `constraint` (cached)."""
-        found = self._matching.get(constraint)
+    def _eligible_workers(self, constraint: Constraint | None) -> np.ndarray:
+        """The worker ids, ascending, of the live node monitors (not draining) satisfying `constraint`
+        (None: all of them); cached until a node monitor comes, goes or drains."""
+        found = self._eligible.get(constraint)
         if found is None:
-            live = self._live_nodes()
-            found = np.array([i for i, n in enumerate(live) if n.satisfies(constraint)], dtype=np.int64)
-            self._matching[constraint] = found
+            found = np.array(
+                sorted(n.worker for n in self.nodes.values()
+                       if not n.draining and (constraint is None or n.satisfies(constraint))),
+                dtype=np.int64,
+            )
+            self._eligible[constraint] = found
         return found
 
     # -- clients ----------------------------------------------------------------------------------
@@ -407,65 +403,42 @@ class SchedulerLogic:
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
         out.append((client, JobAccepted(msg.ref, job_id)))
-        candidates = None
+        own = None
         if msg.task_constraints is not None and any(c is not None for c in msg.task_constraints):
-            self._live_nodes()  # refreshes self._live_ids
-            job.task_candidates = [
-                None if c is None else self._live_ids[self._task_positions(job, c)] for c in msg.task_constraints
-            ]
-            unplaceable = [t for t, c in enumerate(job.task_candidates) if c is not None and len(c) == 0]
-            if unplaceable:
-                self._abandon(job, f"no live node monitor satisfies the constraint of task {unplaceable[0]}", out)
+            own = [None if c is None else self._eligible_workers(c) for c in msg.task_constraints]
+            unplaceable = next((t for t, c in enumerate(own) if c is not None and len(c) == 0), None)
+            if unplaceable is not None:
+                self._abandon(job, f"no live node monitor satisfies the constraint of task {unplaceable}", out)
                 return
-            candidates = [None if c is None else c.tolist() for c in job.task_candidates]
-        self.table.add_job(job_id, len(msg.tasks), candidates)
+            job.task_offsets = np.cumsum([0] + [0 if c is None else len(c) for c in own], dtype=np.int64)
+            job.task_candidates = np.concatenate([c for c in own if c is not None])
+        self.table.add_job(job_id, len(msg.tasks), own)
         self._probe(job, None, out)
-
-    def _task_positions(self, job: _Job, task_constraint: Constraint) -> np.ndarray:
-        positions = self._positions_matching(task_constraint)
-        if job.constraint is not None:
-            positions = np.intersect1d(positions, self._positions_matching(job.constraint))
-        return positions
 
     # -- probing and late binding -----------------------------------------------------------------
 
     def _probe(self, job: _Job, tasks: np.ndarray | None, out: list) -> None:
         """Send reservations for `tasks` (None = every task) of `job`: one message per node monitor."""
-        live = self._live_nodes()
-        n = len(live)
         job_id = job.job_id
-        if job.task_candidates is not None:
-            subset = np.arange(len(job.payloads), dtype=np.int64) if tasks is None else tasks
-            per_task = []
-            for t in subset.tolist():
-                cand = job.task_candidates[t]
-                if cand is None:
-                    per_task.append(None)
-                    continue
-                positions = [self._position[w] for w in cand.tolist() if w in self._position]
-                if not positions:
-                    self._unplaceable(job, f"no live node monitor satisfies the constraint of task {t}", out)
-                    return
-                per_task.append(positions)
-            if n == 0:
-                self._unplaceable(job, "no live node monitor", out)
-                return
-            positions, made_for = sparrow_core.sample_constrained(self.rng, n, per_task, job.probe_ratio)
-            made_for = np.where(made_for >= 0, subset[np.maximum(made_for, 0)], -1)
-        else:
-            m = len(job.payloads) if tasks is None else len(tasks)
-            candidates = None if job.constraint is None else self._positions_matching(job.constraint)
-            if n == 0 or (candidates is not None and len(candidates) == 0):
-                what = "no live node monitor" + ("" if n == 0 else " satisfies the job's constraint")
-                self._unplaceable(job, what, out)
-                return
-            positions = sparrow_core.sample_batch(self.rng, n, m, job.probe_ratio, candidates)
-            made_for = None
-        self.table.reserve(job_id, self._live_ids[positions], made_for)
-        where, counts = np.unique(positions, return_counts=True)
-        self.stats["probes"] += len(positions)
-        for i, count in zip(where.tolist(), counts.tolist(), strict=True):
-            node = live[i]
+        candidates = self._eligible_workers(job.constraint)
+        if len(candidates) == 0:
+            what = "" if job.constraint is None else " satisfies the job's constraint"
+            self._unplaceable(job, "no live node monitor" + what, out)
+            return
+        try:
+            workers, made_for = sparrow_core.sample_job(
+                self.rng, self._next_worker, len(job.payloads), job.probe_ratio, candidates,
+                job.task_candidates, job.task_offsets, tasks,
+            )
+        except sparrow_core.InfeasibleTaskError as exc:
+            also = "" if job.constraint is None else " and the job's"
+            self._abandon(job, f"no live node monitor satisfies the constraint of task {exc.task}{also}", out)
+            return
+        self.table.reserve(job_id, workers, made_for)
+        where, counts = np.unique(workers, return_counts=True)
+        self.stats["probes"] += len(workers)
+        for worker, count in zip(where.tolist(), counts.tolist(), strict=True):
+            node = self._by_worker[worker]
             node.jobs.add(job_id)
             job.probed.add(node.worker)
             out.append((node.peer, EnqueueReservations(job_id, job.user, job.priority, count)))
@@ -495,6 +468,8 @@ class SchedulerLogic:
                     self.stats["cancel_messages"] += 1
                     out.append((holder.peer, CancelReservations(job_id)))
             self.table.remove_job(job_id)
+        else:  # that was its last reservation (others were lost) but not its last task
+            self._reprobe_if_starved(job, out)
 
     def _reprobe_if_starved(self, job: _Job, out: list) -> None:
         job_id = job.job_id
@@ -601,9 +576,4 @@ class SchedulerLogic:
                 self.stats["cancel_messages"] += 1
                 out.append((node.peer, CancelReservations(job_id)))
 
-
-def _check_probe_ratio(value: float, name: str) -> float:
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 1:
-        raise ValueError(f"{name} must be a finite number >= 1, got {value!r}")
-    return float(value)
 

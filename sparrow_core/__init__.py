@@ -1,26 +1,36 @@
 """sparrow_core: the compiled kernels of the Sparrow scheduler (probe selection, reservation
 queues, the late-binding task table) and the simulator built on them (sparrow_core.sim)."""
 
+from ._core import PRIORITY_RANGE as PRIORITY_RANGE
+from ._core import QUEUE_POLICIES as QUEUE_POLICIES
+from ._core import InfeasibleTaskError as InfeasibleTaskError
 from ._core import Reservation as Reservation
 from ._core import ReservationQueue as ReservationQueue
 from ._core import Rng as Rng
 from ._core import TaskTable as TaskTable
+from ._core import check_probe_ratio as check_probe_ratio
 from ._core import probe_count as probe_count
 from ._core import sample_batch as sample_batch
 from ._core import sample_batch_many as sample_batch_many
 from ._core import sample_constrained as sample_constrained
 from ._core import sample_constrained_flat as sample_constrained_flat
+from ._core import sample_job as sample_job
 from ._core import sample_per_task as sample_per_task
 
 __all__ = [
+    "PRIORITY_RANGE",
+    "QUEUE_POLICIES",
+    "InfeasibleTaskError",
     "Reservation",
     "ReservationQueue",
     "Rng",
     "TaskTable",
+    "check_probe_ratio",
     "probe_count",
     "sample_batch",
     "sample_batch_many",
     "sample_constrained",
     "sample_constrained_flat",
+    "sample_job",
     "sample_per_task",
 ]

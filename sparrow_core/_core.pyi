@@ -7,6 +7,12 @@ import numpy.typing as npt
 
 Int64Array = npt.NDArray[np.int64]
 ArrayLikeInt = npt.ArrayLike
+QueuePolicy = Literal["fifo", "priority", "fair"]
+
+QUEUE_POLICIES: tuple[QueuePolicy, ...]
+PRIORITY_RANGE: range
+PLACEMENT_POLICIES: tuple[str, ...]
+DURATIONS: tuple[str, ...]
 
 class Rng:
     """xoshiro256** seeded through splitmix64; the same seed gives the same stream everywhere."""
@@ -19,6 +25,7 @@ class Rng:
     def spawn(self) -> Rng: ...
 
 def probe_count(n_tasks: int, probe_ratio: float) -> int: ...
+def check_probe_ratio(value: float, name: str = "probe_ratio") -> float: ...
 def sample_batch(
     rng: Rng,
     n_workers: int,
@@ -40,13 +47,27 @@ def sample_constrained(
     task_candidates: Sequence[ArrayLikeInt | None],
     probe_ratio: float,
 ) -> tuple[Int64Array, Int64Array]: ...
-
 def sample_constrained_flat(
     rng: Rng,
     n_workers: int,
     candidates: ArrayLikeInt,
     offsets: ArrayLikeInt,
     probe_ratio: float,
+) -> tuple[Int64Array, Int64Array]: ...
+
+class InfeasibleTaskError(ValueError):
+    task: int
+    def __init__(self, task: int) -> None: ...
+
+def sample_job(
+    rng: Rng,
+    n_workers: int,
+    n_tasks: int,
+    probe_ratio: float,
+    candidates: ArrayLikeInt | None = None,
+    task_candidates: Sequence[ArrayLikeInt | None] | ArrayLikeInt | None = None,
+    task_offsets: ArrayLikeInt | None = None,
+    tasks: ArrayLikeInt | None = None,
 ) -> tuple[Int64Array, Int64Array]: ...
 
 class Reservation:
@@ -56,10 +77,10 @@ class Reservation:
     def __init__(self, job_id: int, user: Hashable, priority: int = 0) -> None: ...
 
 class ReservationQueue:
-    policy: Literal["fifo", "priority", "fair"]
+    policy: QueuePolicy
     def __init__(
         self,
-        policy: Literal["fifo", "priority", "fair"] = "fifo",
+        policy: QueuePolicy = "fifo",
         weights: dict[Hashable, float] | None = None,
         default_weight: float = 1.0,
     ) -> None: ...
@@ -100,5 +121,5 @@ class TaskTable:
 # The simulator's entry point (private: the typed public face is sparrow_core.sim).
 def _simulate(
     params: dict[str, object],
-    trace: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike] | None = None,
+    trace: dict[str, npt.ArrayLike] | None = None,
 ) -> dict[str, object]: ...

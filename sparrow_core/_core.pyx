@@ -10,7 +10,7 @@ cimport cython
 cimport numpy as cnp
 import numpy as np
 from cpython.number cimport PyNumber_Index
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector

@@ -21,6 +21,7 @@ cdef extern from "sparrow/rng.h" namespace "sparrow" nogil:
 
 
 cdef extern from "sparrow/sampling.h" namespace "sparrow" nogil:
+    cbool c_valid_probe_ratio "sparrow::valid_probe_ratio"(double probe_ratio)
     int64_t c_probe_count "sparrow::probe_count"(int64_t n_tasks, double probe_ratio) except +
     void c_sample_workers "sparrow::sample_workers"(CRng& rng, int64_t n, int64_t k, vector[int64_t]& out) except +
     void c_sample_workers_into "sparrow::sample_workers"(CRng& rng, int64_t n, int64_t k, int64_t* out) except +
@@ -33,9 +34,22 @@ cdef extern from "sparrow/sampling.h" namespace "sparrow" nogil:
                       vector[int64_t]& out) except +
     void c_sample_per_task "sparrow::sample_per_task"(CRng& rng, int64_t n_workers, int64_t n_tasks, int64_t d,
                          vector[int64_t]& out) except +
-    void c_sample_constrained "sparrow::sample_constrained"(CRng& rng, int64_t n_workers, const int64_t* cand, const int64_t* cand_offsets,
-                            int64_t n_tasks, double probe_ratio, vector[int64_t]& workers,
-                            vector[int64_t]& tasks) except +
+
+
+cdef extern from "sparrow/job_probes.h" namespace "sparrow" nogil:
+    cdef struct CJobRequest "sparrow::JobRequest":
+        int64_t n_workers
+        const int64_t* candidates
+        int64_t n_candidates
+        int64_t n_tasks
+        const int64_t* task_candidates
+        const int64_t* task_offsets
+        const int64_t* tasks
+        int64_t n_selected
+        double probe_ratio
+
+    int64_t c_sample_job "sparrow::sample_job"(CRng& rng, const CJobRequest& request, vector[int64_t]& workers,
+                         vector[int64_t]& made_for) except +
 
 
 cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
@@ -90,18 +104,28 @@ from libcpp cimport bool as cpp_bool
 
 cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
     cdef enum class CPlacementPolicy "sparrow::sim::PlacementPolicy":
-        pass
+        Random "sparrow::sim::PlacementPolicy::Random"
+        PerTask "sparrow::sim::PlacementPolicy::PerTask"
+        Batch "sparrow::sim::PlacementPolicy::Batch"
+        Sparrow "sparrow::sim::PlacementPolicy::Sparrow"
+        Omniscient "sparrow::sim::PlacementPolicy::Omniscient"
 
     cdef enum class CDurationKind "sparrow::sim::DurationKind":
-        pass
+        Exponential "sparrow::sim::DurationKind::Exponential"
+        Constant "sparrow::sim::DurationKind::Constant"
+        Bimodal "sparrow::sim::DurationKind::Bimodal"
+        PerJob "sparrow::sim::DurationKind::PerJob"
 
     cdef cppclass CSimParams "sparrow::sim::SimParams":
         CSimParams()
         CPlacementPolicy policy
         int64_t n_workers
         int32_t slots
-        int32_t queue_policy
+        CPolicy queue_policy
         double network_delay
+        double launch_overhead
+        double submit_delay
+        double result_delay
         double probe_ratio
         int32_t n_schedulers
         cpp_bool cancellation
@@ -118,6 +142,13 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         const int64_t* trace_tasks
         const int64_t* trace_offsets
         const double* trace_durations
+        const int64_t* trace_lines
+        const int64_t* trace_job_candidates
+        const int64_t* trace_job_offsets
+        const int64_t* trace_task_candidates
+        const int64_t* trace_task_offsets
+        const int64_t* trace_parents
+        const int64_t* trace_parent_offsets
         vector[double] user_weight
         vector[double] user_demand
         vector[double] priority_share

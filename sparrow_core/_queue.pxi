@@ -1,7 +1,11 @@
 # Reservation queues (csrc/sparrow/reservation_queue.h): the node monitor's queue of probes.
 from cython.operator cimport dereference
 
-_POLICIES = {"fifo": CPolicy.Fifo, "priority": CPolicy.Priority, "fair": CPolicy.Fair}
+_QUEUE_POLICY = {"fifo": CPolicy.Fifo, "priority": CPolicy.Priority, "fair": CPolicy.Fair}
+# The queue policies, by name: what ReservationQueue, node monitors and the simulator accept.
+QUEUE_POLICIES = tuple(_QUEUE_POLICY)
+# The priorities a reservation may carry (lower runs first): 32-bit, as the kernel stores them.
+PRIORITY_RANGE = range(INT32_MIN, <int64_t>INT32_MAX + 1)
 
 
 @cython.freelist(64)
@@ -14,7 +18,7 @@ cdef class Reservation:
     def __init__(self, job_id, user, priority=0):
         self.job_id = _as_int64(job_id, "job_id")
         self.user = user
-        self.priority = _as_int64(priority, "priority")
+        self.priority = _as_priority(priority, "priority")
 
     def __repr__(self):
         return f"Reservation(job_id={self.job_id}, user={self.user!r}, priority={self.priority})"
@@ -54,9 +58,9 @@ cdef class ReservationQueue:
     def __cinit__(self, policy="fifo", weights=None, default_weight=1.0):
         if not isinstance(policy, str):
             raise TypeError(f"policy must be a str, got {type(policy).__name__}")
-        if policy not in _POLICIES:
-            raise ValueError(f"policy must be one of {sorted(_POLICIES)}, got {policy!r}")
-        self.c = new CReservationQueue(_POLICIES[policy], _as_double(default_weight, "default_weight"))
+        if policy not in _QUEUE_POLICY:
+            raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
+        self.c = new CReservationQueue(_QUEUE_POLICY[policy], _as_double(default_weight, "default_weight"))
         self.policy = policy
         self._number_of_user = {}
         self._users = []
@@ -116,7 +120,7 @@ cdef class ReservationQueue:
         user; then nothing is queued."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef int32_t number = self._number(user)
-        cdef int32_t level = _as_int32(priority, "priority")
+        cdef int32_t level = _as_priority(priority, "priority")
         cdef int64_t n = _as_int64(count, "count"), i
         cdef int32_t owner
         if n < 0:
@@ -254,8 +258,9 @@ cdef class ReservationQueue:
         return f"ReservationQueue(policy={self.policy!r}, queued={self.c.size()})"
 
 
-cdef inline int32_t _as_int32(object value, str name) except? -1:
+cdef inline int32_t _as_priority(object value, str name) except? -1:
+    """value as a priority of PRIORITY_RANGE; ValueError naming `name` outside it."""
     cdef int64_t v = _as_int64(value, name)
-    if v < -2**31 or v >= 2**31:
-        raise ValueError(f"{name} must fit in 32 bits, got {v}")
+    if v < INT32_MIN or v > INT32_MAX:
+        raise ValueError(f"{name} must fit in 32 bits (PRIORITY_RANGE), got {v}")
     return <int32_t>v

@@ -101,7 +101,8 @@ def sample_per_task(Rng rng not None, n_workers, n_tasks, d):
 
 
 def sample_constrained(Rng rng not None, n_workers, task_candidates, probe_ratio):
-    """Per-task constrained sampling for a job whose tasks may each have candidate workers.
+    """Per-task constrained sampling for a job whose tasks may each have candidate workers:
+    sample_job without a job constraint.
 
     `task_candidates` has one entry per task: None (unconstrained) or that task's candidate
     worker ids. Each constrained task gets ceil(d) probes among its candidates; the
@@ -114,14 +115,8 @@ def sample_constrained(Rng rng not None, n_workers, task_candidates, probe_ratio
         >>> tasks.tolist()
         [0, 0, -1, -1]
     """
-    cdef int64_t n = _as_int64(n_workers, "n_workers")
-    cdef double d = _as_double(probe_ratio, "probe_ratio")
-    cdef vector[int64_t] flat, offsets, workers, tasks
-    if n < 0:
-        raise ValueError(f"n_workers must be >= 0, got {n}")
-    _flatten_candidates(task_candidates, None, "task_candidates", flat, offsets)
-    c_sample_constrained(rng.c[0], n, flat.data(), offsets.data(), offsets.size() - 1, d, workers, tasks)
-    return _from_vector(workers), _from_vector(tasks)
+    cdef CJobRequest r = _job_request(n_workers, _sequence_length(task_candidates, "task_candidates"), probe_ratio)
+    return _sample_job(rng, r, None, task_candidates, None, None)
 
 
 def sample_constrained_flat(Rng rng not None, n_workers, candidates, offsets, probe_ratio):
@@ -135,20 +130,148 @@ def sample_constrained_flat(Rng rng not None, n_workers, candidates, offsets, pr
         >>> tasks.tolist()
         [0, 0, -1, -1]
     """
-    cdef int64_t n = _as_int64(n_workers, "n_workers")
-    cdef double d = _as_double(probe_ratio, "probe_ratio")
+    cdef CJobRequest r = _job_request(n_workers, 0, probe_ratio)
     cdef cnp.ndarray flat = _int64_array(candidates, "candidates")
     cdef cnp.ndarray bounds = _int64_array(offsets, "offsets")
-    cdef vector[int64_t] workers, tasks
+    r.n_tasks = bounds.shape[0] - 1
+    _set_flat_constraints(r, flat, bounds, "candidates", "offsets")
+    return _probe(rng, r)
+
+
+class InfeasibleTaskError(ValueError):
+    """A task that can run nowhere: none of its own candidate workers is among the job's
+    candidates. `task` is its index in the job."""
+
+    def __init__(self, task):
+        super().__init__(f"task {task}: none of its candidate workers is among the job's candidates")
+        self.task = task
+
+
+def sample_job(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=None, task_candidates=None,
+               task_offsets=None, tasks=None):
+    """The probes of one job under its constraints: the workers that get its reservations and
+    the task each probe is made for (GIL released).
+
+    `candidates` is the job constraint (distinct worker ids; None: every worker of
+    range(n_workers)). Per-task constraints, as `task_candidates` with one entry per task (None
+    or empty: unconstrained), or flat with `task_offsets` (task t's candidates are
+    task_candidates[task_offsets[t]:task_offsets[t + 1]], n_tasks + 1 offsets from 0). A
+    constrained task may run on its own candidates that are also the job's, and gets ceil(d)
+    probes there; the unconstrained tasks stay among the job's candidates and together get
+    ceil(d * m_u) probes on those not already probed. A job without a constrained task is
+    sampled exactly as sample_batch would. `tasks` (increasing indices) probes for those tasks
+    only, e.g. the unlaunched ones of a job to probe again.
+
+    Returns (workers, made_for): probe i goes to workers[i] and was made for task made_for[i]
+    (-1: any unconstrained task); pass both to TaskTable.reserve.
+
+    Error handling: a constrained task with no candidate among the job's raises
+    InfeasibleTaskError (a ValueError) naming the first such task, drawing nothing (rng is
+    untouched); a bad argument raises ValueError or TypeError naming it.
+
+    Example:
+        >>> workers, made_for = sample_job(Rng(1), 8, 3, 2.0, candidates=[0, 1, 2, 3],
+        ...                                task_candidates=[[1, 6], None, None])
+        >>> workers[made_for == 0].tolist(), sorted(set(workers.tolist()) - {0, 1, 2, 3})
+        ([1, 1], [])
+    """
+    return _sample_job(rng, _job_request(n_workers, n_tasks, probe_ratio), candidates, task_candidates, task_offsets,
+                       tasks)
+
+
+cdef tuple _sample_job(Rng rng, CJobRequest r, object candidates, object task_candidates, object task_offsets,
+                       object tasks):
+    """sample_job for a request with its sizes set: converts and checks the arrays, then probes."""
+    cdef cnp.ndarray cand, flat, bounds, which
+    cdef vector[int64_t] list_flat, list_offsets
+    if candidates is not None:
+        cand = _int64_array(candidates, "candidates")
+        r.candidates = <const int64_t*>cnp.PyArray_DATA(cand)
+        r.n_candidates = cand.shape[0]
+    if task_offsets is not None:
+        if task_candidates is None:
+            raise ValueError("task_offsets needs task_candidates (the flat candidate array)")
+        flat = _int64_array(task_candidates, "task_candidates")
+        bounds = _int64_array(task_offsets, "task_offsets")
+        if bounds.shape[0] != r.n_tasks + 1:
+            raise ValueError(f"task_offsets must have n_tasks + 1 = {r.n_tasks + 1} entries, got {bounds.shape[0]}")
+        _set_flat_constraints(r, flat, bounds, "task_candidates", "task_offsets")
+    elif task_candidates is not None:
+        _flatten_candidates(task_candidates, r.n_tasks, "task_candidates", list_flat, list_offsets)
+        r.task_candidates = list_flat.data()
+        r.task_offsets = list_offsets.data()
+    if tasks is not None:
+        which = _int64_array(tasks, "tasks")
+        r.tasks = <const int64_t*>cnp.PyArray_DATA(which)
+        r.n_selected = which.shape[0]
+    return _probe(rng, r)
+
+
+def check_probe_ratio(value, name="probe_ratio"):
+    """`value` as a float when it is a valid probe ratio (probes per task: a finite number
+    >= 1, what every sampling kernel requires); ValueError naming `name` otherwise (TypeError
+    for something that is not a number).
+
+    Example:
+        >>> check_probe_ratio(2)
+        2.0
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got bool")
+    cdef double d = _as_double(value, name)
+    if not c_valid_probe_ratio(d):
+        raise ValueError(f"{name} must be a finite number >= 1, got {value!r}")
+    return d
+
+
+cdef CJobRequest _job_request(object n_workers, object n_tasks, object probe_ratio) except *:
+    """A request without constraints; sizes and the ratio converted, naming the argument."""
+    cdef CJobRequest r
+    r.n_workers = _as_int64(n_workers, "n_workers")
+    r.n_tasks = _as_int64(n_tasks, "n_tasks")
+    r.probe_ratio = _as_double(probe_ratio, "probe_ratio")
+    r.candidates = NULL
+    r.n_candidates = 0
+    r.task_candidates = NULL
+    r.task_offsets = NULL
+    r.tasks = NULL
+    r.n_selected = 0
+    if r.n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {r.n_workers}")
+    if r.n_tasks < 0:
+        raise ValueError(f"n_tasks must be >= 0, got {r.n_tasks}")
+    return r
+
+
+cdef int _set_flat_constraints(CJobRequest& r, cnp.ndarray flat, cnp.ndarray bounds, str flat_name,
+                               str offsets_name) except -1:
+    """Points r at flat per-task candidates after checking the offsets against the arrays
+    (r.n_tasks + 1 of them, from 0 to len(flat), never decreasing), naming the arguments."""
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(bounds)
-    cdef Py_ssize_t n_tasks = bounds.shape[0] - 1, t
-    if n < 0:
-        raise ValueError(f"n_workers must be >= 0, got {n}")
-    if n_tasks < 0 or off[0] != 0 or off[n_tasks] != flat.shape[0]:
-        raise ValueError(f"offsets must start at 0 and end at len(candidates) ({flat.shape[0]}), "
+    cdef Py_ssize_t t
+    if r.n_tasks < 0 or off[0] != 0 or off[r.n_tasks] != flat.shape[0]:
+        raise ValueError(f"{offsets_name} must start at 0 and end at len({flat_name}) ({flat.shape[0]}), "
                          f"one entry per task plus one")
-    for t in range(n_tasks):
+    for t in range(r.n_tasks):
         if off[t + 1] < off[t]:
-            raise ValueError(f"offsets must not decrease (task {t})")
-    c_sample_constrained(rng.c[0], n, <const int64_t*>cnp.PyArray_DATA(flat), off, n_tasks, d, workers, tasks)
-    return _from_vector(workers), _from_vector(tasks)
+            raise ValueError(f"{offsets_name} must not decrease (task {t})")
+    r.task_candidates = <const int64_t*>cnp.PyArray_DATA(flat)
+    r.task_offsets = off
+    return 0
+
+
+cdef tuple _probe(Rng rng, const CJobRequest& r):
+    """Runs sample_job with the GIL released; InfeasibleTaskError for an infeasible task."""
+    cdef vector[int64_t] workers, made_for
+    cdef int64_t infeasible
+    with nogil:
+        infeasible = c_sample_job(rng.c[0], r, workers, made_for)
+    if infeasible >= 0:
+        raise InfeasibleTaskError(infeasible)
+    return _from_vector(workers), _from_vector(made_for)
+
+
+cdef Py_ssize_t _sequence_length(object values, str name) except -1:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence with one entry per task, got {type(values).__name__}")
+    return len(values)

@@ -1,6 +1,19 @@
 # The simulator binding (csrc/sparrow/sim/simulator.h): one call runs one simulation with the
 # GIL released. sparrow_core.sim validates the configuration and turns it into the plain
-# values taken here; this layer only checks array shapes and owns the output arrays.
+# values taken here; this layer maps names to the C++ enums, checks array shapes and owns the
+# output arrays.
+
+_PLACEMENT_POLICY = {
+    "random": CPlacementPolicy.Random, "per_task": CPlacementPolicy.PerTask, "batch": CPlacementPolicy.Batch,
+    "sparrow": CPlacementPolicy.Sparrow, "omniscient": CPlacementPolicy.Omniscient,
+}
+_DURATION = {
+    "exponential": CDurationKind.Exponential, "constant": CDurationKind.Constant,
+    "bimodal": CDurationKind.Bimodal, "per_job": CDurationKind.PerJob,
+}
+# The simulator's placement policies and task duration distributions, by name.
+PLACEMENT_POLICIES = tuple(_PLACEMENT_POLICY)
+DURATIONS = tuple(_DURATION)
 
 cdef extern from "Python.h":
     # no `except` clause: the exception a signal handler raises stays set for _raise_interrupt
@@ -18,25 +31,31 @@ cdef int _raise_interrupt() except -1:
     return -1  # propagates the exception left set by _signal_raised
 
 
-def _simulate(dict params, trace=None):
+def _simulate(dict params, dict trace=None):
     """Runs one simulation; returns a dict of numpy arrays and counters.
 
     params: every field of sparrow::sim::SimParams by name, already validated (policy,
-    duration and queue_policy as their enum numbers; user_weight, user_demand and
-    priority_share as float sequences; keep_task_waits as a bool).
-    trace: None, or (arrival float64[n], n_tasks int64[n], durations float64[sum n_tasks]).
+    duration and queue_policy by name; user_weight, user_demand and priority_share as float
+    sequences; keep_task_waits as a bool).
+    trace: None, or {"arrival": float64[n], "n_tasks": int64[n], "durations": float64[sum
+    n_tasks]} and optionally "lines" (int64[n], for error messages), the constraints
+    "job_candidates", "job_offsets" (n + 1), "task_candidates", "task_offsets" (sum n_tasks + 1),
+    and the dependencies "parents", "parent_offsets" (n + 1; parents are earlier job indices).
     Error handling: a configuration the C++ side rejects raises ValueError; Ctrl-C (or any signal
     handler that raises) stops the simulation within 65,536 events and raises its exception.
     """
     cdef CSimParams p
     cdef CSimOutput out
-    cdef cnp.ndarray arrival_in, tasks_in, offsets_in, durations_in
+    cdef dict arrays = {}  # the trace's arrays, kept alive while the simulation reads them
     cdef int64_t n_jobs, n_tasks_total
-    p.policy = <CPlacementPolicy><int32_t>params["policy"]
+    p.policy = _PLACEMENT_POLICY[params["policy"]]
     p.n_workers = params["n_workers"]
     p.slots = params["slots"]
-    p.queue_policy = params["queue_policy"]
+    p.queue_policy = _QUEUE_POLICY[params["queue_policy"]]
     p.network_delay = params["network_delay"]
+    p.launch_overhead = params["launch_overhead"]
+    p.submit_delay = params["submit_delay"]
+    p.result_delay = params["result_delay"]
     p.probe_ratio = params["probe_ratio"]
     p.n_schedulers = params["n_schedulers"]
     p.cancellation = params["cancellation"]
@@ -44,7 +63,7 @@ def _simulate(dict params, trace=None):
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]
-    p.duration = <CDurationKind><int32_t>params["duration"]
+    p.duration = _DURATION[params["duration"]]
     p.mean_duration = params["mean_duration"]
     p.bimodal_long_fraction = params["bimodal_long_fraction"]
     p.bimodal_ratio = params["bimodal_ratio"]
@@ -59,22 +78,7 @@ def _simulate(dict params, trace=None):
         n_jobs = p.n_jobs
         n_tasks_total = p.n_jobs * p.tasks_per_job
     else:
-        arrival_in = np.ascontiguousarray(trace[0], dtype=np.float64)
-        tasks_in = np.ascontiguousarray(trace[1], dtype=np.int64)
-        durations_in = np.ascontiguousarray(trace[2], dtype=np.float64)
-        n_jobs = arrival_in.shape[0]
-        if tasks_in.shape[0] != n_jobs:
-            raise ValueError("trace: arrival and n_tasks must have one entry per job")
-        offsets_in = np.zeros(n_jobs + 1, dtype=np.int64)
-        np.cumsum(tasks_in, out=offsets_in[1:])
-        n_tasks_total = offsets_in[n_jobs] if n_jobs else 0
-        if durations_in.shape[0] != n_tasks_total:
-            raise ValueError("trace: durations must have one entry per task")
-        p.n_trace_jobs = n_jobs
-        p.trace_arrival = <const double*>cnp.PyArray_DATA(arrival_in)
-        p.trace_tasks = <const int64_t*>cnp.PyArray_DATA(tasks_in)
-        p.trace_offsets = <const int64_t*>cnp.PyArray_DATA(offsets_in)
-        p.trace_durations = <const double*>cnp.PyArray_DATA(durations_in)
+        n_jobs, n_tasks_total = _set_trace(p, trace, arrays)
     cdef cnp.ndarray job_arrival = np.zeros(n_jobs, dtype=np.float64)
     cdef cnp.ndarray job_response = np.zeros(n_jobs, dtype=np.float64)
     cdef cnp.ndarray job_ideal = np.zeros(n_jobs, dtype=np.float64)
@@ -105,3 +109,54 @@ def _simulate(dict params, trace=None):
         "job_wait": job_wait, "job_user": job_user, "job_priority": job_priority,
         "task_wait": task_wait, "counters": counters, "end_time": c.end_time,
     }
+
+
+cdef tuple _set_trace(CSimParams& p, dict trace, dict arrays):
+    """Points p at the trace's arrays (converted copies kept in `arrays`, after checking their
+    lengths); returns (jobs, tasks)."""
+    def array(name, dtype, length):
+        values = arrays[name] = np.ascontiguousarray(trace[name], dtype=dtype)
+        if values.ndim != 1 or (length is not None and values.shape[0] != length):
+            raise ValueError(f"trace: {name} must be one-dimensional with {length} entries, got shape {values.shape}")
+        return values
+
+    cdef cnp.ndarray arrival = array("arrival", np.float64, None)
+    cdef int64_t n_jobs = arrival.shape[0]
+    cdef cnp.ndarray tasks = array("n_tasks", np.int64, n_jobs)
+    cdef cnp.ndarray offsets = np.zeros(n_jobs + 1, dtype=np.int64)
+    arrays["offsets"] = offsets
+    np.cumsum(tasks, out=offsets[1:])
+    cdef int64_t n_tasks_total = offsets[n_jobs] if n_jobs else 0
+    cdef cnp.ndarray durations = array("durations", np.float64, n_tasks_total)
+    p.n_trace_jobs = n_jobs
+    p.trace_arrival = <const double*>cnp.PyArray_DATA(arrival)
+    p.trace_tasks = <const int64_t*>cnp.PyArray_DATA(tasks)
+    p.trace_offsets = <const int64_t*>cnp.PyArray_DATA(offsets)
+    p.trace_durations = <const double*>cnp.PyArray_DATA(durations)
+    cdef cnp.ndarray part
+    if trace.get("lines") is not None:
+        part = array("lines", np.int64, n_jobs)
+        p.trace_lines = <const int64_t*>cnp.PyArray_DATA(part)
+    if trace.get("job_offsets") is not None:
+        part = array("job_offsets", np.int64, n_jobs + 1)
+        p.trace_job_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("job_candidates", np.int64, _span(part, "job_offsets"))
+        p.trace_job_candidates = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("task_offsets", np.int64, n_tasks_total + 1)
+        p.trace_task_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("task_candidates", np.int64, _span(part, "task_offsets"))
+        p.trace_task_candidates = <const int64_t*>cnp.PyArray_DATA(part)
+    if trace.get("parent_offsets") is not None:
+        part = array("parent_offsets", np.int64, n_jobs + 1)
+        p.trace_parent_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("parents", np.int64, _span(part, "parent_offsets"))
+        p.trace_parents = <const int64_t*>cnp.PyArray_DATA(part)
+    return n_jobs, n_tasks_total
+
+
+
+cdef int64_t _span(cnp.ndarray offsets, str name) except -1:
+    """The length of the flat array that offsets (from 0, never decreasing) index."""
+    if offsets[0] != 0 or (offsets.shape[0] > 1 and np.diff(offsets).min() < 0):
+        raise ValueError(f"trace: {name} must start at 0 and never decrease")
+    return offsets[offsets.shape[0] - 1]

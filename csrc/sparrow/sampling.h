@@ -1,7 +1,8 @@
 // Probe selection: which workers a job's reservations go to.
 //
 // Algorithms and costs (k = number of probes, n = workers or candidates):
-//   probe_count        k = ceil(d * m), robust to floating-point error (1.05 * 100 -> 105).
+//   probe_count        k = ceil(d * m), robust to floating-point error (1.05 * 100 -> 105);
+//                      d must be valid_probe_ratio: finite and >= 1.
 //   sample_workers     k distinct ids of [0, n) by Floyd's algorithm, the ids drawn so far
 //                      marked in a per-thread bitmap (cleared again after: O(k), never O(n);
 //                      the bitmap holds n bits once, up to 2^28, beyond that a hash set).
@@ -12,13 +13,7 @@
 //   sample_batch       batch sampling (Sparrow): k = probe_count(m, d) probes for the job.
 //   sample_per_task    per-task sampling ("power of d choices"): d distinct probes per task,
 //                      O(m d).
-//   sample_constrained per-task constraints: each constrained task gets ceil(d) probes among
-//                      its own candidates; the job's unconstrained tasks together get
-//                      probe_count(m_u, d) probes among workers not already probed (rejection
-//                      sampling while at least half the workers are free of probes, O(k)
-//                      expected; otherwise Floyd over the enumerated free workers, O(n) only
-//                      in that crowded case). Each probe records the task it was made for
-//                      (-1: any unconstrained task).
+// Constraints (a job's candidates and per-task candidates together) are job_probes.h.
 // Outputs are appended to caller-owned vectors. Broken contracts throw std::invalid_argument.
 #pragma once
 
@@ -33,9 +28,13 @@
 
 namespace sparrow {
 
+// The probe ratio d (probes per task) is a finite number >= 1: the one definition of a valid d
+// (the binding's check_probe_ratio and the simulator's configuration check use it too).
+inline bool valid_probe_ratio(double probe_ratio) { return probe_ratio >= 1.0 && std::isfinite(probe_ratio); }
+
 inline int64_t probe_count(int64_t n_tasks, double probe_ratio) {
   if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
-  if (!(probe_ratio >= 1.0) || !std::isfinite(probe_ratio))
+  if (!valid_probe_ratio(probe_ratio))
     throw std::invalid_argument("probe_ratio must be a finite number >= 1, got " + std::to_string(probe_ratio));
   const double exact = probe_ratio * static_cast<double>(n_tasks);
   if (!(exact < 9.2e18))
@@ -130,14 +129,16 @@ inline void sample_workers(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>&
   sample_workers(rng, n, k, out.data() + start, scratch);
 }
 
-// Duplicates are found with the bitmap (set, then cleared again: O(c)) up to kBitmapLimit
-// workers, else with the hash set.
-inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Scratch& scratch) {
+// Duplicates are found with `bitmap` (set, then cleared again: O(c)) up to kBitmapLimit
+// workers, else with `set`. With keep, the candidates stay marked on success (the caller
+// clears them); on failure the bitmap is always left clear.
+inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Bitmap& bitmap,
+                             IdSet& set, bool keep) {
   const bool use_bitmap = n_workers <= kBitmapLimit;
   if (use_bitmap) {
-    scratch.bitmap.ensure(n_workers);
+    bitmap.ensure(n_workers);
   } else {
-    scratch.set.reset(static_cast<size_t>(n_candidates));
+    set.reset(static_cast<size_t>(n_candidates));
   }
   int64_t i = 0;
   const char* problem = nullptr;
@@ -147,19 +148,23 @@ inline void check_candidates(const int64_t* candidates, int64_t n_candidates, in
       problem = "out of range";
       break;
     }
-    if (!(use_bitmap ? scratch.bitmap.mark(c) : scratch.set.insert(c))) {
+    if (!(use_bitmap ? bitmap.mark(c) : set.insert(c))) {
       problem = "twice";
       break;
     }
   }
-  if (use_bitmap)  // leave the bitmap clear, whatever happened
-    for (int64_t j = 0; j < i; ++j) scratch.bitmap.unmark(candidates[j]);
+  if (use_bitmap && (problem != nullptr || !keep))  // leave the bitmap clear unless asked to keep it
+    for (int64_t j = 0; j < i; ++j) bitmap.unmark(candidates[j]);
   if (problem == nullptr) return;
   const std::string id = std::to_string(candidates[i]);
   if (problem[0] == 'o')
     throw std::invalid_argument("candidates: worker id " + id + " is out of range [0, " + std::to_string(n_workers) +
                                 ")");
   throw std::invalid_argument("candidates: worker id " + id + " appears twice");
+}
+
+inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Scratch& scratch) {
+  check_candidates(candidates, n_candidates, n_workers, scratch.bitmap, scratch.set, false);
 }
 
 inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidates, int64_t k, int64_t* out,
@@ -177,14 +182,6 @@ inline void sample_from(Rng& rng, const int64_t* candidates, int64_t n_candidate
   sample_from(rng, candidates, n_candidates, k, out.data() + start, scratch);
 }
 
-
-// The unconstrained probes of sample_constrained: k workers not taken yet. take(w) marks w and
-// says whether it was free; is_free(w) only tests; forget() drops the marks (the scratch space
-// is then free for Floyd). Rejection sampling while at least half the workers are free (O(k)
-// expected), else Floyd over the enumerated free workers (O(n)).
-template <typename Take, typename IsFree, typename Forget>
-void sample_unprobed(Rng& rng, int64_t n_workers, int64_t k, int64_t free_workers, Take take, IsFree is_free,
-                     Forget forget, std::vector<int64_t>& workers, Scratch& scratch);
 
 }  // namespace detail
 
@@ -231,96 +228,6 @@ inline void sample_per_task(Rng& rng, int64_t n_workers, int64_t n_tasks, int64_
   out.resize(start + static_cast<size_t>(n_tasks * d));
   detail::Scratch& scratch = detail::scratch();
   for (int64_t t = 0; t < n_tasks; ++t) detail::sample_workers(rng, n_workers, d, out.data() + start + t * d, scratch);
-}
-
-namespace detail {
-
-template <typename Take, typename IsFree, typename Forget>
-void sample_unprobed(Rng& rng, int64_t n_workers, int64_t k, int64_t free_workers, Take take, IsFree is_free,
-                     Forget forget, std::vector<int64_t>& workers, Scratch& scratch) {
-  if (free_workers >= 2 * k) {
-    for (int64_t drawn = 0; drawn < k;) {
-      const int64_t w = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n_workers)));
-      if (take(w)) {
-        workers.push_back(w);
-        ++drawn;
-      }
-    }
-    return;
-  }
-  std::vector<int64_t> free_list;
-  free_list.reserve(static_cast<size_t>(free_workers));
-  for (int64_t w = 0; w < n_workers; ++w)
-    if (is_free(w)) free_list.push_back(w);
-  forget();
-  if (free_list.empty()) {
-    sample_workers(rng, n_workers, k, workers, scratch);
-  } else {
-    const int64_t on_free = k < free_workers ? k : free_workers;
-    sample_from(rng, free_list.data(), free_workers, on_free, workers, scratch);
-    if (k > on_free) sample_workers(rng, n_workers, k - on_free, workers, scratch);
-  }
-}
-
-}  // namespace detail
-
-// Per-task constrained sampling; see the header comment. cand_offsets has n_tasks + 1 entries.
-inline void sample_constrained(Rng& rng, int64_t n_workers, const int64_t* cand, const int64_t* cand_offsets,
-                               int64_t n_tasks, double probe_ratio, std::vector<int64_t>& workers,
-                               std::vector<int64_t>& tasks) {
-  if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
-  if (n_tasks > 0 && cand_offsets[0] != 0) throw std::invalid_argument("candidate offsets must start at 0");
-  const int64_t per_task = probe_count(1, probe_ratio);
-  detail::Scratch& scratch = detail::scratch();
-  int64_t n_unconstrained = 0;
-  const size_t first = workers.size();  // workers[first..) are the constrained tasks' probes
-  for (int64_t t = 0; t < n_tasks; ++t) {
-    const int64_t lo = cand_offsets[t], hi = cand_offsets[t + 1];
-    if (hi < lo) throw std::invalid_argument("candidate offsets must not decrease (task " + std::to_string(t) + ")");
-    if (hi == lo) {
-      ++n_unconstrained;
-      continue;
-    }
-    detail::check_candidates(cand + lo, hi - lo, n_workers, scratch);
-    const size_t start = workers.size();
-    detail::sample_from(rng, cand + lo, hi - lo, per_task, workers, scratch);
-    tasks.insert(tasks.end(), workers.size() - start, t);
-  }
-  const int64_t k = probe_count(n_unconstrained, probe_ratio);
-  if (k == 0) return;
-  detail::check_sizes(n_workers, k, "n_workers");
-  const size_t n_probed = workers.size() - first;
-  if (n_workers <= detail::kBitmapLimit) {
-    // Taken workers in the bitmap (one bit test per draw), cleared again before returning.
-    detail::Bitmap& taken = scratch.bitmap;
-    taken.ensure(n_workers);
-    int64_t n_taken = 0;
-    for (size_t i = first; i < first + n_probed; ++i) n_taken += taken.mark(workers[i]);
-    const size_t start = workers.size();
-    bool marked = true;  // until forget(): then the probes are unmarked already
-    auto unmark_probes = [&](size_t from, size_t to) {
-      for (size_t i = from; i < to; ++i) taken.unmark(workers[i]);
-    };
-    detail::sample_unprobed(
-        rng, n_workers, k, n_workers - n_taken, [&taken](int64_t w) { return taken.mark(w); },
-        [&taken](int64_t w) { return !taken.test(w); },
-        [&] {
-          unmark_probes(first, start);
-          marked = false;
-        },
-        workers, scratch);
-    if (marked) unmark_probes(first, workers.size());
-    tasks.insert(tasks.end(), workers.size() - start, -1);
-    return;
-  }
-  IdSet& taken = scratch.set;
-  taken.reset(n_probed + static_cast<size_t>(k));
-  for (size_t i = first; i < first + n_probed; ++i) taken.insert(workers[i]);
-  const size_t start = workers.size();
-  detail::sample_unprobed(
-      rng, n_workers, k, n_workers - static_cast<int64_t>(taken.size()), [&taken](int64_t w) { return taken.insert(w); },
-      [&taken](int64_t w) { return !taken.contains(w); }, [] {}, workers, scratch);
-  tasks.insert(tasks.end(), workers.size() - start, -1);
 }
 
 }  // namespace sparrow

@@ -10,7 +10,8 @@ import math
 import sys
 from pathlib import Path
 
-from sparrow_core.sim import DURATIONS, POLICIES, QUEUE_POLICIES, SimConfig
+from sparrow_core import QUEUE_POLICIES
+from sparrow_core.sim import DURATIONS, PLACEMENT_POLICIES, SimConfig
 from sparrow_core.sim.plot import plot_sweep, require_matplotlib
 from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
 
@@ -25,7 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="simulate scheduling policies on a large cluster",
         description="Simulate Sparrow and its alternatives: one run per (policy, load).",
     )
-    p.add_argument("--policies", default=",".join(POLICIES), help=f"comma list of {', '.join(POLICIES)}")
+    p.add_argument(
+        "--policies", default=",".join(PLACEMENT_POLICIES), help=f"comma list of {', '.join(PLACEMENT_POLICIES)}"
+    )
     p.add_argument("--loads", default="0.5,0.8", help="comma list of loads in (0, 1)")
     p.add_argument("--workers", type=int, default=1000, help="number of workers")
     p.add_argument("--slots", type=int, default=1, help="slots per worker")
@@ -62,9 +65,10 @@ def _floats(text: str, name: str) -> list[float]:
 
 def _policies(text: str) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
-    unknown = [n for n in names if n not in POLICIES]
+    unknown = [n for n in names if n not in PLACEMENT_POLICIES]
     if unknown or not names:
-        raise ValueError(f"--policies: unknown {', '.join(unknown) or '(none given)'}; expected {', '.join(POLICIES)}")
+        expected = ", ".join(PLACEMENT_POLICIES)
+        raise ValueError(f"--policies: unknown {', '.join(unknown) or '(none given)'}; expected {expected}")
     return names
 
 
@@ -92,7 +96,7 @@ def _paper(args: argparse.Namespace) -> tuple[SimConfig, list[str], list[float]]
         n_workers=10_000, slots=1, tasks_per_job=100, n_jobs=args.jobs or 10_000,
         duration="exponential", mean_duration=0.1, network_delay=0.0005, probe_ratio=2.0, seed=args.seed,
     )
-    return base, list(POLICIES), list(PAPER_LOADS)
+    return base, list(PLACEMENT_POLICIES), list(PAPER_LOADS)
 
 
 def _format(value: float | str) -> str:

@@ -11,9 +11,8 @@ from dataclasses import dataclass, fields
 from os import PathLike
 from typing import Any
 
-POLICIES = ("random", "per_task", "batch", "sparrow", "omniscient")
-DURATIONS = ("exponential", "constant", "bimodal", "per_job")
-QUEUE_POLICIES = ("fifo", "priority", "fair")
+from .. import QUEUE_POLICIES, check_probe_ratio
+from .._core import DURATIONS, PLACEMENT_POLICIES
 
 
 @dataclass(frozen=True)
@@ -23,8 +22,17 @@ class SimConfig:
     The cluster is `n_workers` workers of `slots` slots each. Jobs of `tasks_per_job` tasks
     arrive as a Poisson process whose rate gives the target `load` (arrival rate x tasks per
     job x mean duration / (n_workers x slots)), or replay `trace` (a file of lines
-    `arrival_time n_tasks duration...`; `load`, `n_jobs`, `tasks_per_job` and the duration
-    fields are then unused). Jobs are spread round-robin over `n_schedulers` schedulers.
+    `arrival_time n_tasks duration... [field=value...]`, see read_trace; `load`, `n_jobs`,
+    `tasks_per_job` and the duration fields are then unused). Jobs are spread round-robin over
+    `n_schedulers` schedulers.
+
+    Delays: every scheduler-worker message takes `network_delay`. To replay a runtime:
+    each task holds its slot `launch_overhead` before its duration starts (the executor
+    handoff); a job reaches its scheduler `submit_delay` after it arrives (the client's
+    submission) and a task's outcome reaches the client `result_delay` after it ends (a job's
+    response ends there; a trace job waiting for others is released that much after they
+    finish, plus its own submit_delay). All policies pay these three; omniscient sends no
+    messages, so no network_delay.
 
     Policies: random | per_task (ceil(probe_ratio) probes per task, least loaded wins) |
     batch (ceil(probe_ratio x m) probes, the m least loaded) | sparrow (batch sampling + late
@@ -49,6 +57,9 @@ class SimConfig:
     duration: str = "exponential"
     mean_duration: float = 0.1
     network_delay: float = 0.0005
+    launch_overhead: float = 0.0
+    submit_delay: float = 0.0
+    result_delay: float = 0.0
     probe_ratio: float = 2.0
     n_schedulers: int = 1
     cancellation: bool = True
@@ -68,7 +79,7 @@ class SimConfig:
 
     def validate(self) -> None:
         """Raises ValueError (or TypeError) naming the first field that is wrong."""
-        _choice("policy", self.policy, POLICIES)
+        _choice("policy", self.policy, PLACEMENT_POLICIES)
         _choice("duration", self.duration, DURATIONS)
         _choice("queue_policy", self.queue_policy, QUEUE_POLICIES)
         _int("n_workers", self.n_workers, 1, 2**31 - 1, "a simulation needs at least one worker")
@@ -86,8 +97,9 @@ class SimConfig:
             if not 0.0 < load < 1.0:
                 raise ValueError(f"load must be in (0, 1) for an open system (jobs arrive at random), got {load}")
         _number("mean_duration", self.mean_duration, low=0.0, low_open=True)
-        _number("network_delay", self.network_delay, low=0.0)
-        _number("probe_ratio", self.probe_ratio, low=1.0)
+        for name in ("network_delay", "launch_overhead", "submit_delay", "result_delay"):
+            _number(name, getattr(self, name), low=0.0)
+        check_probe_ratio(self.probe_ratio)
         _number("bimodal_ratio", self.bimodal_ratio, low=1.0)
         for name in ("constrained_jobs", "constrained_tasks", "bimodal_long_fraction"):
             _number(name, getattr(self, name), low=0.0, high=1.0)
@@ -110,11 +122,14 @@ class SimConfig:
         else:
             rate = 1.0
         return {
-            "policy": POLICIES.index(self.policy),
+            "policy": self.policy,
             "n_workers": self.n_workers,
             "slots": self.slots,
-            "queue_policy": QUEUE_POLICIES.index(self.queue_policy),
+            "queue_policy": self.queue_policy,
             "network_delay": float(self.network_delay),
+            "launch_overhead": float(self.launch_overhead),
+            "submit_delay": float(self.submit_delay),
+            "result_delay": float(self.result_delay),
             "probe_ratio": float(self.probe_ratio),
             "n_schedulers": self.n_schedulers,
             "cancellation": self.cancellation,
@@ -122,7 +137,7 @@ class SimConfig:
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,
-            "duration": DURATIONS.index(self.duration),
+            "duration": self.duration,
             "mean_duration": float(self.mean_duration),
             "bimodal_long_fraction": float(self.bimodal_long_fraction),
             "bimodal_ratio": float(self.bimodal_ratio),

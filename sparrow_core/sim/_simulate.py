@@ -15,21 +15,19 @@ def simulate(config: SimConfig | None = None) -> SimResult:
     included, gives the same result.
 
     Error handling: an invalid configuration raises ValueError (TypeError for a wrong type)
-    that names the field; a malformed trace line raises ValueError with its line number.
+    that names the field; a malformed trace line, or a constraint naming a worker beyond
+    n_workers or leaving a task nowhere to run, raises ValueError with its line number.
     """
     config = SimConfig() if config is None else config
     if not isinstance(config, SimConfig):
         raise TypeError(f"config must be a SimConfig, got {type(config).__name__}")
     config.validate()
-    trace = None
-    if config.trace is not None:
-        t = read_trace(config.trace)
-        trace = (t.arrival, t.n_tasks, t.durations)
+    trace = None if config.trace is None else read_trace(config.trace)
     started = time.perf_counter()
-    raw = _core._simulate(config.params(), trace)
+    raw = _core._simulate(config.params(), None if trace is None else trace.arrays())
     wall = time.perf_counter() - started
     counters = dict(raw["counters"])
-    counters["tasks"] = int(trace[1].sum()) if trace is not None else config.n_jobs * config.tasks_per_job
+    counters["tasks"] = int(trace.n_tasks.sum()) if trace is not None else config.n_jobs * config.tasks_per_job
     return SimResult(
         config=config,
         job_arrival=raw["job_arrival"],

@@ -20,3 +20,11 @@ def no_queueing_batch(load: float, probe_ratio: float, n_tasks: int) -> float:
 def mm1_response(load: float, mean_duration: float) -> float:
     """Mean response time (wait + service) of an M/M/1 queue."""
     return mean_duration / (1.0 - load)
+
+
+def mg1_response(arrival_rate: float, mean_service: float, second_moment: float) -> float:
+    """Mean response time of an M/G/1 queue (Pollaczek-Khinchine): E[S] + rate E[S^2] / (2 (1 - rate E[S]))."""
+    load = arrival_rate * mean_service
+    if not 0.0 <= load < 1.0:
+        raise ValueError(f"the queue is unstable at load {load}")
+    return mean_service + arrival_rate * second_moment / (2.0 * (1.0 - load))

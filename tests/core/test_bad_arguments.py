@@ -50,6 +50,22 @@ CASES = {
     "probe_count ratio nan": (lambda: sc.probe_count(10, math.nan), ValueError, "probe_ratio"),
     "probe_count ratio inf": (lambda: sc.probe_count(10, math.inf), ValueError, "probe_ratio"),
     "probe_count ratio str": (lambda: sc.probe_count(10, "2"), TypeError, "probe_ratio"),
+    # check_probe_ratio
+    "check_probe_ratio below 1": (lambda: sc.check_probe_ratio(0.5, "d_of_job"), ValueError, "d_of_job must be a finite"),
+    "check_probe_ratio nan": (lambda: sc.check_probe_ratio(math.nan), ValueError, "probe_ratio must be a finite"),
+    "check_probe_ratio inf": (lambda: sc.check_probe_ratio(math.inf), ValueError, "probe_ratio"),
+    "check_probe_ratio str": (lambda: sc.check_probe_ratio("2", "d"), TypeError, "d must be a number"),
+    "check_probe_ratio bool": (lambda: sc.check_probe_ratio(True), TypeError, "probe_ratio must be a number"),
+    "check_probe_ratio None": (lambda: sc.check_probe_ratio(None), TypeError, "probe_ratio"),
+    # sample_job (the rest: tests/core/test_job_probes.py)
+    "sample_job negative n_tasks": (lambda: sc.sample_job(rng(), 10, -1, 2.0), ValueError, "n_tasks"),
+    "sample_job negative n_workers": (lambda: sc.sample_job(rng(), -1, 1, 2.0), ValueError, "n_workers"),
+    "sample_job zero n_workers": (lambda: sc.sample_job(rng(), 0, 1, 2.0), ValueError, "n_workers"),
+    "sample_job ratio below 1": (lambda: sc.sample_job(rng(), 10, 1, 0.5), ValueError, "probe_ratio"),
+    "sample_job str n_tasks": (lambda: sc.sample_job(rng(), 10, "1", 2.0), TypeError, "n_tasks"),
+    "sample_job float candidates": (lambda: sc.sample_job(rng(), 10, 1, 2.0, [1.5]), TypeError, "candidates"),
+    "sample_job str task entry": (lambda: sc.sample_job(rng(), 10, 1, 2.0, None, ["ab"]), TypeError, r"task_candidates\[0\]"),
+    "sample_job rng None": (lambda: sc.sample_job(None, 10, 1, 2.0), TypeError, "rng"),
     # sample_batch
     "sample_batch rng None": (lambda: sc.sample_batch(None, 10, 2, 2.0), TypeError, "rng"),
     "sample_batch rng of another kind": (lambda: sc.sample_batch(np.random.default_rng(1), 10, 2, 2.0), TypeError, "rng"),
@@ -106,6 +122,9 @@ CASES = {
     "push huge int user": (lambda: fair_queue().push(2, 2**70), ValueError, "user"),
     "push str priority": (lambda: fair_queue().push(2, "a", "high"), TypeError, "priority"),
     "push priority over 32 bits": (lambda: fair_queue().push(2, "a", 2**40), ValueError, "priority"),
+    "push priority just past the range": (lambda: fair_queue().push(2, "a", 2**31), ValueError, "PRIORITY_RANGE"),
+    "push priority just below the range": (lambda: fair_queue().push(2, "a", -(2**31) - 1), ValueError, "priority"),
+    "Reservation priority past the range": (lambda: sc.Reservation(1, "a", 2**31), ValueError, "priority"),
     "push job for a second user": (lambda: fair_queue().push(1, "b"), ValueError, "job"),
     "refund without a pop": (lambda: fair_queue().refund("a"), ValueError, "refund"),
     "refund unknown user": (lambda: fair_queue().refund("zz"), ValueError, "user"),
@@ -193,6 +212,8 @@ def test_rejected_sampling_call_leaves_the_rng_untouched():
         lambda: sc.sample_batch(r, 10, -1, 2.0),
         lambda: sc.sample_batch_many(r, 10, [3, -1], 2.0),
         lambda: sc.sample_per_task(r, 10, 2, 0),
+        lambda: sc.sample_job(r, 10, 2, 2.0, [1, 2], [None, [1, 12]]),
+        lambda: sc.sample_job(r, 10, 2, 2.0, [1, 2], [[5], [1]]),
     ):
         with pytest.raises(ValueError):
             bad()

@@ -11,8 +11,10 @@ from bench.bench_sampling import (
     batch_case,
     candidates_case,
     constrained_case,
+    job_case,
     per_task_case,
     python_sample_batch,
+    python_sample_job,
 )
 
 CASES = {
@@ -20,6 +22,7 @@ CASES = {
     "candidates": lambda: candidates_case(10_000, 1_000, 10, n_jobs=200),
     "per_task": lambda: per_task_case(10_000, 100, n_jobs=50),
     "constrained": lambda: constrained_case(10_000, 100, n_jobs=50),
+    "job": lambda: job_case(10_000, 100, 1_000, n_jobs=50),
 }
 VARIANTS = [(name, variant) for name, build in CASES.items() for variant in build().variants]
 
@@ -38,3 +41,12 @@ def test_python_baseline_follows_the_wrap_rule():
     probes = python_sample_batch(random.Random(0), 6, 14, 2.0)
     assert sorted(probes.count(w) for w in range(6)) == [4, 4, 5, 5, 5, 5]
     assert len(set(python_sample_batch(random.Random(0), 100, 10, 2.0))) == 20
+
+
+def test_python_job_baseline_keeps_every_probe_inside_the_job_constraint():
+    """The sample_job baseline does the kernel's work: constrained probes where both constraints hold,
+    the others on distinct job candidates apart from them."""
+    workers, tasks = python_sample_job(random.Random(1), list(range(10)), [[3, 40], None, [5, 6, 70], None], 2.0)
+    by_task = {t: [w for w, u in zip(workers, tasks) if u == t] for t in set(tasks)}
+    assert by_task[0] == [3, 3] and sorted(by_task[2]) == [5, 6]
+    assert len(set(by_task[-1])) == 4 and set(by_task[-1]) <= set(range(10)) - {3, 5, 6}

@@ -12,7 +12,7 @@ import sparrow_core
 
 from . import reference
 
-POLICIES = ["fifo", "priority", "fair"]
+POLICIES = list(sparrow_core.QUEUE_POLICIES)
 
 
 def push_all(queue, pushes):
@@ -320,3 +320,25 @@ def test_push_with_a_count_is_count_single_pushes(policy):
     assert len(batched) == 2
     with pytest.raises(ValueError, match="count must be >= 0"):
         batched.push(6, "a", count=-1)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_priority_range_ends_are_accepted_and_served_in_order(policy):
+    """Both ends of sparrow_core.PRIORITY_RANGE (INT32_MIN included, which the runtime once refused) are
+    valid priorities, alone and in push_many; under the priority policy the lowest goes first."""
+    low, high = sparrow_core.PRIORITY_RANGE[0], sparrow_core.PRIORITY_RANGE[-1]
+    assert (low, high) == (-(2**31), 2**31 - 1)
+    q = sparrow_core.ReservationQueue(policy)
+    q.push(1, 7, high)
+    q.push_many([2], [7], [low])
+    popped = [q.pop() for _ in range(2)]
+    assert [(r.job_id, r.priority) for r in popped] == ([(2, low), (1, high)] if policy == "priority" else [(1, high), (2, low)])
+
+
+def test_queue_policies_are_the_ones_the_queue_accepts():
+    """sparrow_core.QUEUE_POLICIES names exactly the policies ReservationQueue takes."""
+    assert sparrow_core.QUEUE_POLICIES == ("fifo", "priority", "fair")
+    for policy in sparrow_core.QUEUE_POLICIES:
+        assert sparrow_core.ReservationQueue(policy).policy == policy
+    with pytest.raises(ValueError, match="fifo, priority, fair"):
+        sparrow_core.ReservationQueue("lifo")

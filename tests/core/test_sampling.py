@@ -27,6 +27,22 @@ def test_probe_count_is_ceil_of_d_times_m(impl, n_tasks, ratio, expected):
     assert impl.probe_count(n_tasks, ratio) == expected
 
 
+@pytest.mark.parametrize("value", [1, 1.0, 1.05, 2, np.float64(2.5), 1e300])
+def test_check_probe_ratio_accepts_what_the_samplers_accept(value):
+    """check_probe_ratio returns the ratio as a float exactly when probe_count takes it."""
+    assert sparrow_core.check_probe_ratio(value) == float(value)
+    sparrow_core.probe_count(0, value)
+
+
+@pytest.mark.parametrize("value", [0.999, 0, -1.0, float("nan"), float("inf")])
+def test_check_probe_ratio_refuses_what_the_samplers_refuse(value):
+    """Below 1 or not finite: both check_probe_ratio and probe_count raise ValueError naming the ratio."""
+    with pytest.raises(ValueError, match="probe_ratio must be a finite number >= 1"):
+        sparrow_core.check_probe_ratio(value)
+    with pytest.raises(ValueError, match="probe_ratio must be a finite number >= 1"):
+        sparrow_core.probe_count(0, value)
+
+
 def test_unconstrained_job_probes_distinct_workers(impl):
     """6 workers, 2 tasks, d = 1.5: 3 reservations on 3 distinct workers."""
     for seed in range(50):
@@ -74,45 +90,6 @@ def test_per_task_rows_are_distinct(impl):
     probes = impl.sample_per_task(impl.Rng(4), 10, 6, 3)
     assert probes.shape == (6, 3)
     assert all(len(set(row)) == 3 for row in probes.tolist())
-
-
-def test_one_constrained_task_probes_its_preferred_workers(impl):
-    """One task with 3 preferred workers, d = 2: 2 reservations, both preferred."""
-    for seed in range(30):
-        workers, tasks = impl.sample_constrained(impl.Rng(seed), 10, [[2, 5, 7]], 2.0)
-        assert tasks.tolist() == [0, 0]
-        assert len(set(workers.tolist())) == 2 and set(workers.tolist()) <= {2, 5, 7}
-
-
-def test_overlapping_preferred_windows_are_all_honoured(impl):
-    """Three tasks preferring workers i..i+2 of 5, d = 2: 6 reservations, all preferred."""
-    windows = [[i, i + 1, i + 2] for i in range(3)]
-    for seed in range(30):
-        workers, tasks = impl.sample_constrained(impl.Rng(seed), 5, windows, 2.0)
-        assert len(workers) == 6
-        assert all(w in windows[t] for w, t in zip(workers.tolist(), tasks.tolist()))
-        assert Counter(tasks.tolist()) == {0: 2, 1: 2, 2: 2}
-
-
-def test_mixed_job_keeps_constrained_probes_on_preferred_workers(impl):
-    """3 constrained tasks + 1 unconstrained, d = 2: 8 reservations, at most 2 off the
-    preferred workers, and the unconstrained ones on workers not already probed."""
-    candidates = [[0, 1, 2], [1, 2, 3], [2, 3, 4], None]
-    preferred = {0, 1, 2, 3, 4}
-    for seed in range(50):
-        workers, tasks = impl.sample_constrained(impl.Rng(seed), 20, candidates, 2.0)
-        assert len(workers) == 8
-        assert sum(w not in preferred for w in workers.tolist()) <= 2
-        constrained = {w for w, t in zip(workers.tolist(), tasks.tolist()) if t >= 0}
-        free = [w for w, t in zip(workers.tolist(), tasks.tolist()) if t < 0]
-        assert len(free) == 2 and len(set(free)) == 2 and not constrained & set(free)
-
-
-def test_unconstrained_tasks_fill_the_free_workers_when_crowded(impl):
-    """With fewer free workers than probes, every free worker gets one before any wraps."""
-    workers, tasks = impl.sample_constrained(impl.Rng(3), 6, [[0, 1], [0, 1], None, None], 2.0)
-    free = [w for w, t in zip(workers.tolist(), tasks.tolist()) if t < 0]
-    assert len(free) == 4 and set(free) == {2, 3, 4, 5}
 
 
 # ---- the binding equals the reference, array for array ----
@@ -166,22 +143,6 @@ def test_sample_per_task_matches_reference(seed, n, m, d):
     """Per-task sampling gives the reference's (m, d) array."""
     got = sparrow_core.sample_per_task(sparrow_core.Rng(seed), n, m, d)
     assert got.tolist() == reference.sample_per_task(reference.Rng(seed), n, m, d).tolist()
-
-
-@st.composite
-def constrained_jobs(draw):
-    n = draw(st.integers(1, 40))
-    entry = st.one_of(st.none(), st.lists(st.integers(0, n - 1), unique=True, max_size=8))
-    return n, draw(st.lists(entry, max_size=10)), draw(st.sampled_from([1.0, 1.5, 2.0, 3.0]))
-
-
-@given(seed=st.integers(0, 2**64 - 1), job=constrained_jobs())
-def test_sample_constrained_matches_reference(seed, job):
-    """Constrained sampling (rejection and crowded paths) gives the reference's arrays."""
-    n, candidates, d = job
-    workers, tasks = sparrow_core.sample_constrained(sparrow_core.Rng(seed), n, candidates, d)
-    ref_workers, ref_tasks = reference.sample_constrained(reference.Rng(seed), n, candidates, d)
-    assert workers.tolist() == ref_workers.tolist() and tasks.tolist() == ref_tasks.tolist()
 
 
 def test_large_worker_ids_use_the_64_bit_path():
@@ -260,17 +221,6 @@ def test_sample_per_task_is_uniform_and_rows_independent():
     _assert_uniform(list(pairs.values()))
 
 
-def test_unconstrained_part_of_a_mixed_job_is_uniform_over_free_workers():
-    """The unconstrained probes of a mixed job are uniform over the workers left free."""
-    rng = sparrow_core.Rng(105)
-    counts = Counter()
-    for _ in range(4000):
-        workers, tasks = sparrow_core.sample_constrained(rng, 30, [[0, 1, 2, 3], None, None], 2.0)
-        counts.update(w for w, t in zip(workers.tolist(), tasks.tolist()) if t < 0)
-    assert min(counts) >= 0 and max(counts) < 30
-    _assert_uniform([counts[w] for w in range(4, 30)])  # workers 0-3 are sometimes taken
-
-
 @given(seed=st.integers(0, 2**64 - 1), sizes=st.lists(st.integers(0, 30), max_size=10))
 def test_sample_batch_many_from_candidates_matches_single_calls(seed, sizes):
     """With candidates, the batch API draws exactly what per-job sample_batch calls would."""
@@ -292,22 +242,3 @@ def test_sample_batch_many_rejects_bad_candidates(candidates, message):
         sparrow_core.sample_batch_many(sparrow_core.Rng(1), 50, [2, 3], 2.0, candidates=candidates)
 
 
-@given(seed=st.integers(0, 2**64 - 1), job=st.lists(st.one_of(st.none(), st.lists(st.integers(0, 39), min_size=1, max_size=6, unique=True)), max_size=12))
-def test_sample_constrained_flat_draws_what_sample_constrained_draws(seed, job):
-    """The flat form (candidates + offsets) gives the same probes as the per-task lists."""
-    flat = [w for c in job if c for w in c]
-    offsets = np.cumsum([0] + [len(c) if c else 0 for c in job]).tolist()
-    got = sparrow_core.sample_constrained_flat(sparrow_core.Rng(seed), 40, flat, offsets, 2.0)
-    want = sparrow_core.sample_constrained(sparrow_core.Rng(seed), 40, job, 2.0)
-    assert [a.tolist() for a in got] == [a.tolist() for a in want]
-
-
-@pytest.mark.parametrize(
-    "candidates, offsets, message",
-    [([1, 2], [], "offsets must start at 0"), ([1, 2], [1, 2], "offsets must start at 0"),
-     ([1, 2], [0, 1], "end at len"), ([1, 2, 3], [0, 2, 1, 3], "must not decrease"),
-     ([1, 1], [0, 2], "appears twice"), ([1, 99], [0, 2], "out of range")],
-)
-def test_sample_constrained_flat_rejects_bad_offsets_and_candidates(candidates, offsets, message):
-    with pytest.raises(ValueError, match=message):
-        sparrow_core.sample_constrained_flat(sparrow_core.Rng(1), 40, candidates, offsets, 2.0)

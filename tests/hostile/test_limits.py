@@ -101,7 +101,7 @@ JOB_CASES = [
     (dict(probe_ratio=P), dict(probe_ratio=math.nextafter(P, math.inf)), f"over the limit of {P:g}"),
     (dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4, probe_ratio=4.0),
      dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4 + 1, probe_ratio=4.0), f"over the limit of {limits.MAX_PROBES_PER_JOB} per job"),
-    (dict(probe_ratio=1.0), dict(probe_ratio=math.nextafter(1.0, 0)), "probe_ratio: must be a number >= 1"),
+    (dict(probe_ratio=1.0), dict(probe_ratio=math.nextafter(1.0, 0)), "probe_ratio must be a finite number >= 1"),
     (dict(user=NAME_OK), dict(user=NAME_OVER), f"user: {limits.MAX_NAME + 1} characters, over the limit of {limits.MAX_NAME}"),
     (dict(priority=limits.PRIORITY_MAX), dict(priority=limits.PRIORITY_MAX + 1), "priority: "),
     (dict(priority=limits.PRIORITY_MIN), dict(priority=limits.PRIORITY_MIN - 1), "priority: "),

@@ -194,6 +194,18 @@ def test_a_job_of_many_reservations_is_pushed_in_one_batch_call():
     assert len(calls) == 1 and len(real_queue) == 100_000 - 1  # one popped for the free slot
 
 
+def test_priorities_at_both_ends_of_the_kernel_range_are_served_lowest_first():
+    """The kernel's whole PRIORITY_RANGE is accepted, INT32_MIN included (once refused here), and served
+    in priority order."""
+    logic = node(1, "priority")
+    busy = launch_all(logic, logic.on_scheduler_messages("s", [EnqueueReservations(9, "u", 0, 1)]))
+    low, high = -(2**31), 2**31 - 1
+    queued = [EnqueueReservations(1, "u", high, 1), EnqueueReservations(2, "u", low, 1)]
+    assert logic.on_scheduler_messages("s", queued) == []
+    assert finish_one(logic, busy[0]) == [2]
+    assert finish_one(logic, 2) == [1]
+
+
 def test_bad_configuration_is_named():
     with pytest.raises(ValueError, match="slots"):
         NodeMonitorLogic(slots=0)

@@ -131,6 +131,18 @@ def test_job_whose_reservations_are_all_lost_is_reprobed():
     assert of_type(out, TaskLaunch)
 
 
+def test_job_left_without_reservations_by_a_launch_is_reprobed():
+    """2 tasks, d = 1: one holder is lost, the other launches a task with the job's last reservation; the
+    task left over is probed again instead of waiting forever."""
+    logic = cluster(3)
+    held = reservations(submit(logic, 2, probe_ratio=1.0))
+    lost, kept = sorted(held)
+    logic.on_node_lost(lost)
+    out = logic.on_node_messages(kept, [GetTask(1)])
+    assert [msg.task for _, msg in of_type(out, TaskLaunch)] == [0]
+    assert sum(reservations(out).values()) == 1 and logic.stats["reprobes"] == 1
+
+
 def test_reconnecting_node_monitor_replaces_its_stale_connection():
     logic = cluster(1)
     held = reservations(submit(logic, 1))
@@ -181,17 +193,74 @@ def test_per_task_constraints_only_launch_where_allowed():
     assert [msg.task for _, msg in of_type(out, TaskResult)] == [0, 1]  # unplaceable: fails, never hangs
 
 
+def test_job_constraint_holds_alongside_per_task_constraints():
+    """labels=("gpu",) on 2 of 8 node monitors plus per-task constraints: every reservation lands on a gpu
+    node monitor, and the constrained task launches only where both constraints hold."""
+    gpu = {"nm2", "nm5"}
+    logic = cluster(8, labels=[["gpu"] if f"nm{i}" in gpu else [] for i in range(8)])
+    on_gpu = {"constraint": Constraint(labels=("gpu",)), "task_constraints": [
+        Constraint(node_monitors=("nm0", "nm5", "nm7")), None, None, None, Constraint(labels=("gpu",))]}
+    for ref in range(1, 21):
+        held = reservations(submit(logic, 5, ref=ref, **on_gpu))
+        assert sum(held.values()) == 10 and set(held) <= gpu
+    held = reservations(submit(logic, 5, ref=21, **on_gpu))
+    launched = {}
+    for peer in sorted(held, key=lambda p: p != "nm2"):  # nm2 asks first: it must not get task 0
+        for _ in range(held[peer]):
+            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(21)]), TaskLaunch):
+                launched[msg.task] = peer
+    assert sorted(launched) == [0, 1, 2, 3, 4] and launched[0] == "nm5"
+
+
+def test_reprobe_of_unconstrained_tasks_stays_inside_the_job_constraint():
+    """A mixed job that lost a reservation and launched a task is probed again for the rest: on gpu only."""
+    logic = cluster(8, labels=[["gpu"] if i in (2, 5) else [] for i in range(8)])
+    task_constraints = [Constraint(node_monitors=("nm0", "nm2", "nm5")), None]
+    held = reservations(
+        submit(logic, 2, constraint=Constraint(labels=("gpu",)), task_constraints=task_constraints, probe_ratio=1.0)
+    )
+    assert held == Counter({"nm2": 1, "nm5": 1})
+    logic.on_node_lost("nm2")  # its reservation is dropped; nm5 still holds one
+    out = logic.on_node_messages("nm5", [GetTask(1)])
+    assert [msg.task for _, msg in of_type(out, TaskLaunch)] == [0]
+    assert reservations(out) == Counter({"nm5": 1}) and logic.stats["reprobes"] == 1
+
+
+def test_task_with_no_node_monitor_in_both_constraints_fails_the_job_and_the_scheduler_goes_on():
+    """A task constraint that no node monitor satisfying the job's constraint meets: the job's tasks end
+    with a reason naming the task, nothing is reserved, and the next job is scheduled as usual."""
+    logic = cluster(4, labels=[["gpu"], ["gpu"], [], []])
+    only_nm3 = Constraint(node_monitors=("nm3",))
+    out = submit(logic, 3, constraint=Constraint(labels=("gpu",)), task_constraints=[None, only_nm3, None])
+    assert of_type(out, EnqueueReservations) == []
+    results = [msg for _, msg in of_type(out, TaskResult)]
+    assert [r.task for r in results] == [0, 1, 2] and results[-1].last
+    assert {r.error for r in results} == {"no live node monitor satisfies the constraint of task 1 and the job's"}
+    assert not logic.jobs and len(logic.table) == 0
+    held = reservations(submit(logic, 2, ref=2, constraint=Constraint(labels=("gpu",))))
+    assert sum(held.values()) == 4 and set(held) <= {"nm0", "nm1"}
+
+
 def test_invalid_jobs_are_rejected_and_change_nothing():
     logic = cluster(2)
     for bad, why in [
         (SubmitJob(1, []), "at least one task"),
         (SubmitJob(2, [b"x"], probe_ratio=0.5), "probe_ratio"),
         (SubmitJob(3, [b"x"], priority=2**40), "priority"),
+        (SubmitJob(5, [b"x"], priority=2**31), "priority"),
         (SubmitJob(4, [b"x"], task_constraints=[None, None]), "task_constraints"),
     ]:
         ((peer, msg),) = logic.on_client_messages("c", [bad])
         assert isinstance(msg, JobRejected) and why in msg.reason
     assert not logic.jobs and len(logic.table) == 0
+
+
+def test_priorities_at_both_ends_of_the_kernel_range_are_accepted():
+    """A job at INT32_MIN or INT32_MAX (sparrow_core.PRIORITY_RANGE) is accepted and reserved with it."""
+    logic = cluster(2)
+    for ref, priority in ((1, -(2**31)), (2, 2**31 - 1)):
+        out = submit(logic, 1, ref=ref, priority=priority)
+        assert of_type(out, JobAccepted) and {msg.priority for _, msg in of_type(out, EnqueueReservations)} == {priority}
 
 
 def test_client_lost_cancels_its_reservations():

@@ -29,7 +29,8 @@ from sparrow_core.sim import SimConfig, read_trace, simulate
         ({"load": float("nan")}, "load must be finite"),
         ({"mean_duration": 0.0}, "mean_duration must be > 0.0"),
         ({"network_delay": -0.001}, "network_delay must be >= 0.0"),
-        ({"probe_ratio": 0.5}, "probe_ratio must be >= 1.0"),
+        ({"probe_ratio": 0.5}, "probe_ratio must be a finite number >= 1, got 0.5"),
+        ({"probe_ratio": float("inf")}, "probe_ratio must be a finite number >= 1"),
         ({"bimodal_ratio": 0.5}, "bimodal_ratio must be >= 1.0"),
         ({"constrained_jobs": 1.5}, "constrained_jobs must be <= 1.0"),
         ({"constrained_tasks": -0.1}, "constrained_tasks must be >= 0.0"),
@@ -81,7 +82,7 @@ def test_trace_ignores_load(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("0 2 0.1\n0.5 x 0.1\n", r"jobs.txt:2: n_tasks must be an integer, got 'x'"),
-        ("0 2\n", r"jobs.txt:1: expected `arrival_time n_tasks duration...`"),
+        ("0 2\n", r"jobs.txt:1: expected `arrival_time n_tasks duration\.\.\. \[field=value\.\.\.\]`"),
         ("# header\n\n0 3 0.1 0.2\n", r"jobs.txt:3: expected 1 or 3 durations \(n_tasks = 3\), got 2"),
         ("1.0 1 0.1\n0.5 1 0.1\n", r"jobs.txt:2: arrival_time 0.5 is earlier than the previous job's 1.0"),
         ("0 0 0.1\n", r"jobs.txt:1: n_tasks must be >= 1, got 0"),
@@ -122,6 +123,6 @@ def test_binding_rejects_a_bad_trace_with_value_error() -> None:
     params = SimConfig().params()
     arrival, n_tasks, durations = np.array([1.0, 0.5]), np.array([1, 1]), np.array([0.1, 0.1])
     with pytest.raises(ValueError, match="trace job 1: arrival times must not decrease"):
-        _core._simulate(params, (arrival, n_tasks, durations))
+        _core._simulate(params, {"arrival": arrival, "n_tasks": n_tasks, "durations": durations})
     with pytest.raises(ValueError, match="trace job 0: durations must be finite and >= 0"):
-        _core._simulate(params, (np.array([0.0]), np.array([1]), np.array([-1.0])))
+        _core._simulate(params, {"arrival": np.array([0.0]), "n_tasks": np.array([1]), "durations": np.array([-1.0])})

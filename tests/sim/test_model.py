@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparrow_core.sim import POLICIES, SimConfig, simulate
+from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, simulate
 
 DELAY = 0.001
 # One-way hops between a job's arrival and its tasks' start on an idle cluster.
@@ -22,7 +22,7 @@ def sparse_trace(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
 def test_idle_cluster_response_is_longest_task_plus_the_policys_hops(policy: str, sparse_trace: Path) -> None:
     """On an idle cluster a job takes exactly its longest task plus its policy's network hops."""
     result = simulate(SimConfig(policy=policy, n_workers=100, trace=sparse_trace, network_delay=DELAY))

@@ -8,20 +8,20 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sparrow_core.sim import POLICIES, SimConfig, simulate
+from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, simulate
 
 BASE = SimConfig(n_workers=500, slots=1, tasks_per_job=10, n_jobs=3000, load=0.8, seed=5)
 
 
 def test_policies_order_as_in_the_paper_at_load_08() -> None:
     """random > per_task > batch > sparrow >= omniscient in mean response time."""
-    mean = {p: simulate(replace(BASE, policy=p)).summary()["mean"] for p in POLICIES}
+    mean = {p: simulate(replace(BASE, policy=p)).summary()["mean"] for p in PLACEMENT_POLICIES}
     assert mean["random"] > mean["per_task"] > mean["batch"] > mean["sparrow"] >= mean["omniscient"]
 
 
 def test_every_policy_sees_the_same_jobs_for_a_seed() -> None:
     """Workload draws are independent of the policy (common random numbers)."""
-    results = [simulate(replace(BASE, policy=p, n_jobs=300)) for p in POLICIES]
+    results = [simulate(replace(BASE, policy=p, n_jobs=300)) for p in PLACEMENT_POLICIES]
     for r in results[1:]:
         np.testing.assert_array_equal(r.job_arrival, results[0].job_arrival)
         np.testing.assert_array_equal(r.job_ideal, results[0].job_ideal)
@@ -46,7 +46,7 @@ def test_cancellation_lowers_empty_get_task_answers() -> None:
     assert on["get_task_empty"] < 0.5 * off["get_task_empty"]
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
 def test_job_constraint_to_one_worker_serialises_the_job(policy: str) -> None:
     """A job allowed on a single worker runs its tasks one after another there."""
     config = SimConfig(
@@ -110,7 +110,7 @@ def test_spreading_jobs_over_schedulers_changes_no_decision() -> None:
     assert one.counters == seven.counters
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
 def test_mixed_constrained_and_free_tasks_run_under_every_policy(policy: str) -> None:
     """Jobs where a fifth of the tasks are pinned to 3 candidates complete under every policy
     (random, per_task and omniscient once raised on them), each job no faster than its longest task."""

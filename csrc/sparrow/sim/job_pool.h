@@ -34,6 +34,8 @@ struct alignas(128) Job {  // the fields every event touches first: one 128-byte
   std::vector<int64_t> job_candidates;        // job constraint; empty = any worker
   std::vector<int64_t> task_candidates;       // per-task constraints, flat
   std::vector<int64_t> task_candidate_offsets;  // n_tasks + 1 entries, or empty = none
+  int64_t waiting = 0;   // parents (trace dependencies) not finished yet
+  double release = 0.0;  // when it reaches its scheduler, as far as known
 
   bool has_task_constraints() const { return !task_candidate_offsets.empty(); }
 };

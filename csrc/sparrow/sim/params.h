@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sparrow/reservation_queue.h"
+
 namespace sparrow {
 namespace sim {
 
@@ -18,8 +20,16 @@ struct SimParams {
   PlacementPolicy policy = PlacementPolicy::Sparrow;
   int64_t n_workers = 1000;
   int32_t slots = 1;
-  int32_t queue_policy = 0;  // sparrow::Policy as int: 0 fifo, 1 priority, 2 fair
+  Policy queue_policy = Policy::Fifo;  // the workers' reservation queues
   double network_delay = 0.0005;
+  // Replaying a runtime: a slot is held launch_overhead seconds before each task's duration
+  // starts (handing the task to an executor); a job reaches its scheduler submit_delay after
+  // its arrival (the client's submission) and a task's outcome reaches the client result_delay
+  // after the task ends (job responses end there; a dependent job waits for it, then for its
+  // own submission).
+  double launch_overhead = 0.0;
+  double submit_delay = 0.0;
+  double result_delay = 0.0;
   double probe_ratio = 2.0;
   int32_t n_schedulers = 1;
   bool cancellation = true;
@@ -41,6 +51,21 @@ struct SimParams {
   const int64_t* trace_tasks = nullptr;
   const int64_t* trace_offsets = nullptr;
   const double* trace_durations = nullptr;
+  // Optional: the trace file's line of each job (error messages name it), and the trace's
+  // constraints, which then replace the generated ones: job j may run on trace_job_candidates
+  // [trace_job_offsets[j] .. trace_job_offsets[j + 1]) (an empty range: anywhere), its task t on
+  // trace_task_candidates[trace_task_offsets[i] .. trace_task_offsets[i + 1]) with
+  // i = trace_offsets[j] + t (an empty range: unconstrained).
+  const int64_t* trace_lines = nullptr;
+  const int64_t* trace_job_candidates = nullptr;
+  const int64_t* trace_job_offsets = nullptr;
+  const int64_t* trace_task_candidates = nullptr;
+  const int64_t* trace_task_offsets = nullptr;
+  // Optional dependencies (DAG stages): job j is released only once the jobs
+  // trace_parents[trace_parent_offsets[j] .. trace_parent_offsets[j + 1]) (earlier jobs) have
+  // finished and their results reached the client.
+  const int64_t* trace_parents = nullptr;
+  const int64_t* trace_parent_offsets = nullptr;
 
   // Users (fair sharing): job user u drawn with probability user_demand[u]; weight user_weight[u].
   std::vector<double> user_weight{1.0};

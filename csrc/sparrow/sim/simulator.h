@@ -5,8 +5,11 @@
 // between users) holds what waits for a slot. Jobs come from a Workload (workload.h) and are
 // spread round-robin over independent schedulers. Every message takes the same one-way
 // network delay, so messages are delivered in send order from a FIFO (sparrow/ring.h); task
-// completions come from a heap (event_heap.h). Ties in time: messages, then completions,
-// then the next arrival.
+// completions come from a heap (event_heap.h). A job reaches its scheduler submit_delay after
+// it arrives, and a trace job that waits for others (dependencies) only once they finished and
+// their results reached the client (result_delay later); such later releases wait in a small
+// heap. Each task holds its slot launch_overhead before its duration starts. Ties in time:
+// messages, then completions, then releases, then the next arrival.
 //
 // Policies (the scheduler side):
 //   random      each task to a uniformly random (candidate) worker: arrival -> tasks at workers.
@@ -24,16 +27,21 @@
 //               network delay.
 // A task's queue wait runs from the moment the task (early binding) or the reservation that
 // launched it (sparrow) reached its worker until a slot was assigned to it; omniscient: from
-// arrival to start. Memory: O(workers + jobs in flight + events in flight) plus the outputs.
+// release to start. A job's response runs from its arrival to its last task's result reaching
+// the client. Memory: O(workers + jobs in flight + events in flight) plus the outputs (plus,
+// with dependencies, O(trace jobs + dependencies)).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "sparrow/job_probes.h"
 #include "sparrow/reservation_queue.h"
 #include "sparrow/ring.h"
 #include "sparrow/rng.h"
@@ -58,11 +66,12 @@ class Simulator {
         workload_(p, base_rng_.spawn()),
         rng_(base_rng_.spawn()),
         free_(static_cast<size_t>(p.n_workers), p.slots),
-        bypass_(static_cast<Policy>(p.queue_policy) != Policy::Fair),
+        bypass_(p.queue_policy != Policy::Fair),
         tables_(static_cast<size_t>(p.n_schedulers)),
-        central_(static_cast<Policy>(p.queue_policy)),
+        central_(p.queue_policy),
         idle_(p.policy == PlacementPolicy::Omniscient ? p.n_workers : 0),
         stride_(std::max<int64_t>(1, workload_.max_tasks_per_job())) {
+    if (p.n_trace_jobs > 0 && p.trace_parent_offsets != nullptr) index_children();
     if (p.policy == PlacementPolicy::Omniscient) {
       for (int64_t w = 0; w < p.n_workers; ++w) idle_.add(static_cast<int32_t>(w));
       set_weights(central_);
@@ -70,7 +79,7 @@ class Simulator {
       queued_.assign(static_cast<size_t>(p.n_workers), 0);
       queues_.reserve(static_cast<size_t>(p.n_workers));
       for (int64_t w = 0; w < p.n_workers; ++w) {
-        queues_.emplace_back(static_cast<Policy>(p.queue_policy));
+        queues_.emplace_back(p.queue_policy);
         set_weights(queues_.back());
       }
     }
@@ -80,16 +89,18 @@ class Simulator {
     for (;;) {
       const double t_msg = msgs_.empty() ? Workload::kNever : msgs_.front().time;
       const double t_done = heap_.empty() ? Workload::kNever : heap_.top_time();
-      const double t_arrival = workload_.next_arrival();
-      if (t_msg == Workload::kNever && t_done == Workload::kNever && t_arrival == Workload::kNever) break;
+      const double t_job = std::min(t_release_, workload_.next_arrival());  // a release or an arrival
+      if (t_msg == Workload::kNever && t_done == Workload::kNever && t_job == Workload::kNever) break;
       if (++out_.counters.events % kPollEvents == 0 && p_.should_stop != nullptr && p_.should_stop(p_.should_stop_arg)) {
         out_.counters.interrupted = true;
         return;
       }
-      if (t_msg <= t_done && t_msg <= t_arrival) {
+      if (t_msg <= t_done && t_msg <= t_job) {
         deliver(msgs_.pop());
-      } else if (t_done <= t_arrival) {
+      } else if (t_done <= t_job) {
         complete(heap_.pop());
+      } else if (t_release_ <= workload_.next_arrival()) {
+        release_next();
       } else {
         arrive();
       }
@@ -117,9 +128,14 @@ class Simulator {
     if (p.n_workers > INT32_MAX) fail("n_workers must be < 2**31");
     if (p.slots <= 0) fail("slots must be positive");
     if (p.n_schedulers <= 0) fail("n_schedulers must be positive");
-    if (!(p.network_delay >= 0) || !std::isfinite(p.network_delay)) fail("network_delay must be finite and >= 0");
-    if (!(p.probe_ratio >= 1) || !std::isfinite(p.probe_ratio)) fail("probe_ratio must be finite and >= 1");
-    if (p.queue_policy < 0 || p.queue_policy > 2) fail("queue_policy must be 0 (fifo), 1 (priority) or 2 (fair)");
+    auto check_delay = [&fail](double seconds, const char* name) {
+      if (!(seconds >= 0) || !std::isfinite(seconds)) fail(std::string(name) + " must be finite and >= 0");
+    };
+    check_delay(p.network_delay, "network_delay");
+    check_delay(p.launch_overhead, "launch_overhead");
+    check_delay(p.submit_delay, "submit_delay");
+    check_delay(p.result_delay, "result_delay");
+    if (!valid_probe_ratio(p.probe_ratio)) fail("probe_ratio must be a finite number >= 1");
     if (p.user_weight.size() != p.user_demand.size()) fail("user_weight and user_demand must have one entry per user");
     if (p.n_trace_jobs == 0) {
       if (p.n_jobs < 0) fail("n_jobs must be >= 0");
@@ -178,7 +194,7 @@ class Simulator {
     }
   }
 
-  // ---- arrivals: the scheduler's first decision ----
+  // ---- arrivals and releases: then the scheduler's first decision ----
 
   void arrive() {
     now_ = workload_.next_arrival();
@@ -193,6 +209,47 @@ class Simulator {
     double ideal = 0.0;
     for (double d : job.durations) ideal = d > ideal ? d : ideal;
     out_.job_ideal[id] = ideal;
+    job.release = job.arrival + p_.submit_delay;
+    job.waiting = 0;
+    if (!child_offsets_.empty()) wait_for_parents(job);
+    if (job.waiting > 0) return;  // its last parent to finish releases it
+    if (job.release <= now_) {
+      dispatch(job);
+    } else {
+      schedule_release(job);
+    }
+  }
+
+  // Dependencies: job waits for its parents that have not finished; the others delay its release.
+  void wait_for_parents(Job& job) {
+    for (int64_t i = p_.trace_parent_offsets[job.id]; i < p_.trace_parent_offsets[job.id + 1]; ++i) {
+      const double finished = finished_at_[p_.trace_parents[i]];
+      if (finished < 0) {
+        ++job.waiting;
+      } else {
+        job.release = std::max(job.release, finished + p_.result_delay + p_.submit_delay);
+      }
+    }
+  }
+
+  void schedule_release(const Job& job) {
+    releases_.emplace_back(job.release, job.id);
+    std::push_heap(releases_.begin(), releases_.end(), std::greater<>());
+    t_release_ = releases_.front().first;
+  }
+
+  void release_next() {
+    std::pop_heap(releases_.begin(), releases_.end(), std::greater<>());
+    const auto [time, id] = releases_.back();
+    releases_.pop_back();
+    t_release_ = releases_.empty() ? Workload::kNever : releases_.front().first;
+    now_ = time;
+    dispatch(pool_.get(id));
+  }
+
+  // The job reaches its scheduler now: the policy's first decision.
+  void dispatch(Job& job) {
+    if (!job.job_candidates.empty() && job.has_task_constraints()) narrow_task_candidates(job);
     switch (p_.policy) {
       case PlacementPolicy::Random:
         place_random(job);
@@ -212,19 +269,43 @@ class Simulator {
     }
   }
 
-  // Task t's candidate workers (job constraint, else its own), or count 0 for any worker.
-  const int64_t* candidates(const Job& job, int64_t t, int64_t& count) const {
+  // The job's request for probes (job_probes.h): its constraints as they stand.
+  JobRequest request(const Job& job) const {
+    JobRequest r;
+    r.n_workers = p_.n_workers;
     if (!job.job_candidates.empty()) {
-      count = static_cast<int64_t>(job.job_candidates.size());
-      return job.job_candidates.data();
+      r.candidates = job.job_candidates.data();
+      r.n_candidates = static_cast<int64_t>(job.job_candidates.size());
     }
+    r.n_tasks = job.n_tasks;
+    if (job.has_task_constraints()) {
+      r.task_candidates = job.task_candidates.data();
+      r.task_offsets = job.task_candidate_offsets.data();
+    }
+    r.probe_ratio = p_.probe_ratio;
+    return r;
+  }
+
+  // A job with both constraints: each constrained task keeps only its candidates that are also
+  // the job's (the kernel's rule, candidates_within; the workload checked that none is left
+  // without), so every policy places it where sample_job would probe.
+  void narrow_task_candidates(Job& job) {
+    if (candidates_within(request(job), narrowed_, narrowed_offsets_) != kFeasible)
+      throw std::logic_error("simulator: job " + std::to_string(job.id) + " has a task that can run nowhere");
+    job.task_candidates.swap(narrowed_);
+    job.task_candidate_offsets.swap(narrowed_offsets_);
+  }
+
+  // Task t's candidate workers (its own, within the job's; else the job's), or count 0 for any
+  // worker.
+  const int64_t* candidates(const Job& job, int64_t t, int64_t& count) const {
     if (job.has_task_constraints()) {
       const int64_t lo = job.task_candidate_offsets[t];
       count = job.task_candidate_offsets[t + 1] - lo;
       if (count > 0) return job.task_candidates.data() + lo;
     }
-    count = 0;
-    return nullptr;
+    count = static_cast<int64_t>(job.job_candidates.size());
+    return count > 0 ? job.job_candidates.data() : nullptr;
   }
 
   void place_random(Job& job) {
@@ -241,23 +322,14 @@ class Simulator {
     send(Kind::Tasks, job.id, -1, -1, 0.0, 0, &pairs_);
   }
 
-  // Batch sampling for `batch` and `sparrow`: workers_ gets the probes, tags_ the task each
-  // was made for (-1: any unconstrained task). Returns whether any probe is task-specific.
-  bool sample_batch_probes(const Job& job) {
+  // Batch sampling for `batch` and `sparrow` (the kernel's sample_job: a job constraint and
+  // per-task constraints together): workers_ gets the probes, tags_ the task each was made for
+  // (-1: any unconstrained task).
+  void sample_batch_probes(const Job& job) {
     workers_.clear();
     tags_.clear();
-    if (!job.job_candidates.empty()) {
-      sample_from(rng_, job.job_candidates.data(), static_cast<int64_t>(job.job_candidates.size()),
-                  probe_count(job.n_tasks, p_.probe_ratio), workers_);
-    } else if (job.has_task_constraints()) {
-      sample_constrained(rng_, p_.n_workers, job.task_candidates.data(), job.task_candidate_offsets.data(),
-                         job.n_tasks, p_.probe_ratio, workers_, tags_);
-      return true;
-    } else {
-      sample_batch(rng_, p_.n_workers, job.n_tasks, p_.probe_ratio, workers_);
-    }
-    tags_.assign(workers_.size(), -1);
-    return false;
+    if (sample_job(rng_, request(job), workers_, tags_) != kFeasible)
+      throw std::logic_error("simulator: job " + std::to_string(job.id) + " has a task that can run nowhere");
   }
 
   void probe_batch(Job& job) {
@@ -298,7 +370,8 @@ class Simulator {
   }
 
   void reserve_sparrow(Job& job) {
-    const bool tagged = sample_batch_probes(job);
+    sample_batch_probes(job);
+    const bool tagged = job.has_task_constraints();
     TaskTable& table = tables_[job.scheduler];
     if (job.has_task_constraints()) {
       table.add_job(job.id, job.n_tasks, job.task_candidates.data(), job.task_candidate_offsets.data());
@@ -339,12 +412,14 @@ class Simulator {
     return true;
   }
 
-  // Starts task t of job on worker w (whose slot is already taken), granted at grant_time.
+  // Starts task t of job on worker w (whose slot is already taken), granted at grant_time: it
+  // holds the slot for the launch overhead, then for its duration.
   void start(int64_t w, Job& job, int64_t t, double grant_time) {
     const double wait = grant_time - job.dispatch;
     if (wait > job.max_wait) job.max_wait = wait;
     if (out_.task_wait != nullptr) out_.task_wait[job.task_offset + t] = wait;
-    heap_.push(now_ + job.durations[t], job.id, static_cast<int32_t>(w), static_cast<int32_t>(t));
+    const double end = now_ + p_.launch_overhead + job.durations[t];
+    heap_.push(end, job.id, static_cast<int32_t>(w), static_cast<int32_t>(t));
   }
 
   // Early binding: queued entries are tasks, numbered job * stride_ + task.
@@ -545,9 +620,40 @@ class Simulator {
   }
 
   void finish(Job& job) {
-    out_.job_response[job.id] = now_ - job.arrival;
+    out_.job_response[job.id] = now_ + p_.result_delay - job.arrival;
     out_.job_wait[job.id] = job.max_wait;
+    if (!child_offsets_.empty()) release_children(job.id);
     release_if_done(job);
+  }
+
+  // ---- dependencies (trace jobs that wait for earlier ones) ----
+
+  // children_[child_offsets_[j] ..) lists the jobs that wait for job j.
+  void index_children() {
+    const int64_t n = p_.n_trace_jobs;
+    const int64_t* parents = p_.trace_parents;
+    const int64_t* offsets = p_.trace_parent_offsets;
+    child_offsets_.assign(static_cast<size_t>(n + 1), 0);
+    for (int64_t i = offsets[0]; i < offsets[n]; ++i) ++child_offsets_[parents[i] + 1];
+    for (int64_t j = 0; j < n; ++j) child_offsets_[j + 1] += child_offsets_[j];
+    children_.resize(static_cast<size_t>(offsets[n] - offsets[0]));
+    std::vector<int64_t> next(child_offsets_.begin(), child_offsets_.end() - 1);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = offsets[j]; i < offsets[j + 1]; ++i) children_[next[parents[i]]++] = j;
+    finished_at_.assign(static_cast<size_t>(n), -1.0);
+  }
+
+  // Job id finished now: the children that arrived already and waited only for it are released
+  // once its result reached the client and they were submitted.
+  void release_children(int64_t id) {
+    finished_at_[id] = now_;
+    for (int64_t i = child_offsets_[id]; i < child_offsets_[id + 1]; ++i) {
+      const int64_t child = children_[i];
+      if (child >= next_id_) continue;  // not arrived yet: it will see finished_at_
+      Job& c = pool_.get(child);
+      c.release = std::max(c.release, now_ + p_.result_delay + p_.submit_delay);
+      if (--c.waiting == 0) schedule_release(c);
+    }
   }
 
   void release_if_done(Job& job) {
@@ -573,13 +679,17 @@ class Simulator {
   int64_t stride_;
 
   JobPool pool_;
+  std::vector<std::pair<double, int64_t>> releases_;  // (time, job): a min-heap by std::greater
+  double t_release_ = Workload::kNever;               // the earliest release, kNever if none
+  std::vector<int64_t> child_offsets_, children_;     // dependencies only
+  std::vector<double> finished_at_;                   // per trace job, -1 until it finishes
   Ring<Msg> msgs_;
   Ring<int64_t> payload_;
   CompletionHeap heap_;
   LeastLoaded least_loaded_;
 
   // scratch
-  std::vector<int64_t> words_, pairs_, workers_, tags_, cancel_, chosen_;
+  std::vector<int64_t> words_, pairs_, workers_, tags_, cancel_, chosen_, narrowed_, narrowed_offsets_;
   std::vector<ProbeAnswer> answers_;
 };
 

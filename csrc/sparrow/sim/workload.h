@@ -3,8 +3,10 @@
 // Generated: Poisson arrivals at SimParams::arrival_rate, tasks_per_job tasks each, with
 // durations exponential, constant, bimodal (short or long, mean kept) or per job (one
 // exponential duration shared by all the job's tasks). Or replayed from a trace given as
-// arrays. Users, priorities and constraints are drawn per job. All draws come from the
-// workload's own Rng, so every policy sees exactly the same jobs for a given seed.
+// arrays, constraints included if it has any (checked at construction: a task that could run
+// nowhere fails before the simulation starts). Users, priorities and constraints are drawn per
+// job. All draws come from the workload's own Rng, so every policy sees exactly the same jobs
+// for a given seed.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sparrow/job_probes.h"
 #include "sparrow/rng.h"
 #include "sparrow/sampling.h"
 #include "sparrow/sim/job_pool.h"
@@ -70,7 +73,11 @@ class Workload {
     }
     job.user = draw(user_cdf_);
     job.priority = draw(priority_cdf_);
-    draw_constraints(job);
+    if (p_.trace_job_offsets != nullptr) {
+      trace_constraints(id, job);
+    } else {
+      draw_constraints(job);
+    }
     if (issued_ == n_jobs_) {
       next_arrival_ = kNever;
     } else if (p_.n_trace_jobs > 0) {
@@ -84,8 +91,10 @@ class Workload {
 
  private:
   static void check_trace(const SimParams& p) {
-    auto fail = [](const std::string& what, int64_t j) {
-      throw std::invalid_argument("trace job " + std::to_string(j) + ": " + what);
+    auto fail = [&p](const std::string& what, int64_t j) {
+      const std::string where =
+          p.trace_lines ? "trace line " + std::to_string(p.trace_lines[j]) : "trace job " + std::to_string(j);
+      throw std::invalid_argument(where + ": " + what);
     };
     for (int64_t j = 0; j < p.n_trace_jobs; ++j) {
       if (!std::isfinite(p.trace_arrival[j]) || p.trace_arrival[j] < 0) fail("arrival time must be finite and >= 0", j);
@@ -94,7 +103,53 @@ class Workload {
       if (p.trace_offsets[j + 1] - p.trace_offsets[j] != p.trace_tasks[j]) fail("offsets do not match n_tasks", j);
       for (int64_t i = p.trace_offsets[j]; i < p.trace_offsets[j + 1]; ++i)
         if (!std::isfinite(p.trace_durations[i]) || p.trace_durations[i] < 0) fail("durations must be finite and >= 0", j);
+      if (p.trace_parent_offsets != nullptr) {
+        const int64_t* parents = p.trace_parents + p.trace_parent_offsets[j];
+        const int64_t n_parents = p.trace_parent_offsets[j + 1] - p.trace_parent_offsets[j];
+        if (n_parents < 0) fail("parent offsets must not decrease", j);
+        for (int64_t i = 0; i < n_parents; ++i) {
+          if (parents[i] < 0 || parents[i] >= j) fail("a job may only wait for earlier jobs", j);
+          if (std::count(parents, parents + i, parents[i]) > 0) fail("a parent is listed twice", j);
+        }
+      }
+      if (p.trace_job_offsets == nullptr) continue;
+      std::vector<int64_t> flat, offsets;
+      int64_t infeasible = kFeasible;
+      try {
+        infeasible = candidates_within(trace_request(p, j), flat, offsets);
+      } catch (const std::invalid_argument& e) {
+        fail(e.what(), j);
+      }
+      if (infeasible != kFeasible)
+        fail("task " + std::to_string(infeasible) + ": none of its candidate workers is among the job's", j);
     }
+  }
+
+  // Job j's constraints in the trace, as a request to the probe kernel.
+  static JobRequest trace_request(const SimParams& p, int64_t j) {
+    JobRequest r;
+    r.n_workers = p.n_workers;
+    const int64_t lo = p.trace_job_offsets[j], hi = p.trace_job_offsets[j + 1];
+    if (hi > lo) {
+      r.candidates = p.trace_job_candidates + lo;
+      r.n_candidates = hi - lo;
+    }
+    r.n_tasks = p.trace_tasks[j];
+    r.task_candidates = p.trace_task_candidates;
+    r.task_offsets = p.trace_task_offsets + p.trace_offsets[j];
+    r.probe_ratio = p.probe_ratio;
+    return r;
+  }
+
+  // Job `id` of the trace gets the trace's constraints (rebased: offsets from 0).
+  void trace_constraints(int64_t id, Job& job) {
+    const int64_t lo = p_.trace_job_offsets[id], hi = p_.trace_job_offsets[id + 1];
+    job.job_candidates.assign(p_.trace_job_candidates + lo, p_.trace_job_candidates + hi);
+    const int64_t* offsets = p_.trace_task_offsets + p_.trace_offsets[id];
+    if (offsets[job.n_tasks] == offsets[0]) return;  // no task constrained
+    job.task_candidates.assign(p_.trace_task_candidates + offsets[0],
+                               p_.trace_task_candidates + offsets[job.n_tasks]);
+    for (int64_t t = 0; t <= job.n_tasks; ++t) job.task_candidate_offsets.push_back(offsets[t] - offsets[0]);
   }
 
   static std::vector<double> cdf(const std::vector<double>& weights) {

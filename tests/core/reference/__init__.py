@@ -8,9 +8,11 @@ They favour plain code over speed: O(n) cancels and scans are fine here.
 from .reservation_queue import Reservation as Reservation
 from .reservation_queue import ReservationQueue as ReservationQueue
 from .rng import Rng as Rng
+from .sampling import InfeasibleTaskError as InfeasibleTaskError
 from .sampling import probe_count as probe_count
 from .sampling import sample_batch as sample_batch
 from .sampling import sample_batch_many as sample_batch_many
 from .sampling import sample_constrained as sample_constrained
+from .sampling import sample_job as sample_job
 from .sampling import sample_per_task as sample_per_task
 from .task_table import TaskTable as TaskTable

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-POLICIES = ("fifo", "priority", "fair")
+from sparrow_core import QUEUE_POLICIES
 
 
 class Reservation(NamedTuple):
@@ -47,8 +47,8 @@ def _check_weight(weight: float, name: str) -> float:
 
 class ReservationQueue:
     def __init__(self, policy: str = "fifo", weights: dict | None = None, default_weight: float = 1.0) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {sorted(POLICIES)}, got {policy!r}")
+        if policy not in QUEUE_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         self.policy = policy
         self._default_weight = _check_weight(default_weight, "default_weight")
         self._users: dict[Hashable, _User] = {}

@@ -1,6 +1,7 @@
-"""Reference model of csrc/sparrow/sampling.h: probe_count, Floyd's algorithm (bitmap path:
-below32 draws; above 2**28 ids: below draws), the wrap rule when k > n, sampling from
-candidates, per-task sampling and per-task constrained sampling, draw for draw."""
+"""Reference model of csrc/sparrow/sampling.h and job_probes.h: probe_count, Floyd's algorithm
+(bitmap path: below32 draws; above 2**28 ids: below draws), the wrap rule when k > n, sampling
+from candidates, per-task sampling and the probes of a job under a job constraint and per-task
+constraints (sample_job, sample_constrained), draw for draw."""
 
 from __future__ import annotations
 
@@ -101,44 +102,95 @@ def sample_per_task(rng: Rng, n_workers: int, n_tasks: int, d: int) -> np.ndarra
     return np.asarray(rows, dtype=np.int64).reshape(n_tasks, d)
 
 
-def sample_constrained(rng: Rng, n_workers: int, task_candidates, probe_ratio: float) -> tuple[np.ndarray, np.ndarray]:
-    """Each constrained task: ceil(d) probes among its candidates; the unconstrained tasks
-    together: probe_count(m_u, d) probes on workers not probed yet (rejection sampling with
-    below(n) while free >= 2k, else Floyd over the free workers in id order, then wrap)."""
+class InfeasibleTaskError(ValueError):
+    def __init__(self, task: int) -> None:
+        super().__init__(f"task {task}: none of its candidate workers is among the job's candidates")
+        self.task = task
+
+
+def _per_task_lists(n_tasks, task_candidates, task_offsets) -> list[list[int] | None]:
+    """One entry per task (None: unconstrained) from the list or the flat form."""
+    if task_candidates is None:
+        return [None] * n_tasks
+    if task_offsets is None:
+        if len(task_candidates) != n_tasks:
+            raise ValueError(f"task_candidates must have one entry per task ({n_tasks}), got {len(task_candidates)}")
+        return [None if c is None or len(c) == 0 else [int(w) for w in c] for c in task_candidates]
+    flat, offsets = [int(w) for w in task_candidates], [int(o) for o in task_offsets]
+    return [flat[lo:hi] or None for lo, hi in zip(offsets, offsets[1:])]
+
+
+def _unprobed(rng: Rng, population: list[int] | None, n_pop: int, k: int, taken: set[int]) -> list[int]:
+    """k members of the population not in `taken`: rejection sampling with below(n_pop) while at
+    least 2k are free, else Floyd over the free members in population order, then the wrap rule
+    over the whole population."""
+    member = (lambda i: i) if population is None else population.__getitem__
+    free = n_pop - len(taken)
+    if free >= 2 * k:
+        drawn: list[int] = []
+        while len(drawn) < k:
+            w = member(rng.below(n_pop))
+            if w not in taken:
+                taken.add(w)
+                drawn.append(w)
+        return drawn
+    free_list = [member(i) for i in range(n_pop) if member(i) not in taken]
+    on_free = min(k, free)
+    drawn = _sample_from(rng, free_list, on_free) if on_free else []
+    if k > on_free:
+        drawn += _population(rng, population, n_pop, k - on_free)
+    return drawn
+
+
+def _population(rng: Rng, population: list[int] | None, n_pop: int, k: int) -> list[int]:
+    return sample_workers(rng, n_pop, k) if population is None else _sample_from(rng, population, k)
+
+
+def sample_job(rng: Rng, n_workers: int, n_tasks: int, probe_ratio: float, candidates=None, task_candidates=None,
+               task_offsets=None, tasks=None) -> tuple[np.ndarray, np.ndarray]:
+    """A constrained task may run on its own candidates that are also the job's (none left:
+    InfeasibleTaskError, nothing drawn); it gets ceil(d) probes there. The unconstrained tasks
+    together: probe_count(m_u, d) among the job's candidates not probed yet. No constrained
+    task: batch sampling over the job's candidates."""
+    if n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
+    if n_tasks < 0:
+        raise ValueError(f"n_tasks must be >= 0, got {n_tasks}")
     per_task = probe_count(1, probe_ratio)
-    workers: list[int] = []
-    tasks: list[int] = []
-    n_unconstrained = 0
-    for t, entry in enumerate(task_candidates):
-        candidates = [] if entry is None else [int(c) for c in entry]
-        if not candidates:
+    population = None if candidates is None else [int(c) for c in candidates]
+    if population is not None:
+        _check_candidates(population, n_workers)
+    n_pop = n_workers if population is None else len(population)
+    own = _per_task_lists(n_tasks, task_candidates, task_offsets)
+    selected = range(n_tasks) if tasks is None else [int(t) for t in tasks]
+    groups, n_unconstrained = [], 0
+    for t in selected:
+        if own[t] is None:
             n_unconstrained += 1
             continue
-        _check_candidates(candidates, n_workers)
-        probes = _sample_from(rng, candidates, per_task)
-        workers += probes
-        tasks += [t] * len(probes)
+        try:
+            _check_candidates(own[t], n_workers)
+        except ValueError as exc:
+            raise ValueError(f"task {t}: {exc}") from None
+        allowed = own[t] if population is None else [w for w in own[t] if w in set(population)]
+        if not allowed:
+            raise InfeasibleTaskError(t)
+        groups.append((t, allowed))
     k = probe_count(n_unconstrained, probe_ratio)
-    if k > 0:
-        _check_sizes(n_workers, k, "n_workers")
-        taken = set(workers)
-        free = n_workers - len(taken)
-        if free >= 2 * k:
-            drawn = []
-            while len(drawn) < k:
-                w = rng.below(n_workers)
-                if w not in taken:
-                    taken.add(w)
-                    drawn.append(w)
-        else:
-            free_list = [w for w in range(n_workers) if w not in taken]
-            if not free_list:
-                drawn = sample_workers(rng, n_workers, k)
-            else:
-                on_free = min(k, free)
-                drawn = _sample_from(rng, free_list, on_free)
-                if k > on_free:
-                    drawn += sample_workers(rng, n_workers, k - on_free)
-        workers += drawn
-        tasks += [-1] * len(drawn)
-    return np.asarray(workers, dtype=np.int64), np.asarray(tasks, dtype=np.int64)
+    _check_sizes(n_pop, k, "n_workers" if population is None else "candidates")
+    if not groups:
+        return np.asarray(_population(rng, population, n_pop, k), dtype=np.int64), np.full(k, -1, dtype=np.int64)
+    workers: list[int] = []
+    made_for: list[int] = []
+    for t, allowed in groups:
+        workers += _sample_from(rng, allowed, per_task)
+        made_for += [t] * per_task
+    if k:
+        workers += _unprobed(rng, population, n_pop, k, set(workers))
+        made_for += [-1] * k
+    return np.asarray(workers, dtype=np.int64), np.asarray(made_for, dtype=np.int64)
+
+
+def sample_constrained(rng: Rng, n_workers: int, task_candidates, probe_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """sample_job without a job constraint."""
+    return sample_job(rng, n_workers, len(task_candidates), probe_ratio, task_candidates=task_candidates)

@@ -107,6 +107,26 @@ class Failover:
     relaunched: int = 0
 
 
+class Liveness:
+    """When a peer that answers every heartbeat is taken for dead: silent for `timeout` seconds,
+    checked every `interval` (timeout / HEARTBEATS_PER_TIMEOUT). A check that wakes up much later than
+    it asked (more than an interval late) means this process was paused (a stopped process, a long
+    GC, an overloaded machine): the peer then gets a fresh `timeout` to answer instead of being taken
+    for dead, so a pause of our own causes no failover storm."""
+
+    def __init__(self, timeout: float, now: float) -> None:
+        self.timeout = timeout
+        self.interval = timeout / HEARTBEATS_PER_TIMEOUT
+        self.heard = now  # when the peer was last heard from
+
+    def silent(self, now: float, asked: float) -> bool:
+        """At a check that asked to run at `asked` and runs at `now`: is the peer silent too long?"""
+        if now - asked > self.interval:  # we were paused, not the peer
+            self.heard = now
+            return False
+        return now - self.heard > self.timeout
+
+
 class JobHandle:
     """A submitted job: its outcomes arrive as tasks finish."""
 
@@ -342,10 +362,10 @@ class Client:
 
     async def _serve(self, conn: Connection) -> str:
         """Serve `conn` with heartbeats until it ends; returns why."""
-        self._heard = trio.current_time()
+        self._liveness = Liveness(self.scheduler_timeout, trio.current_time())
 
         def on_messages(msgs: list) -> None:
-            self._heard = trio.current_time()
+            self._liveness.heard = trio.current_time()
             self._on_messages(msgs)
 
         async with trio.open_nursery() as nursery:
@@ -358,17 +378,12 @@ class Client:
         return reason
 
     async def _watch(self, conn: Connection) -> None:
-        """Heartbeat the scheduler and drop it once it is silent for `scheduler_timeout`. A wake-up
-        much later than asked means this process was paused: the scheduler then gets a fresh
-        timeout to answer, instead of being taken for dead (no failover storm after a pause)."""
-        interval = self.scheduler_timeout / HEARTBEATS_PER_TIMEOUT
+        """Heartbeat the scheduler and drop it once it is silent for `scheduler_timeout` (Liveness)."""
+        liveness = self._liveness
         while True:
-            asked = trio.current_time() + interval
+            asked = trio.current_time() + liveness.interval
             await trio.sleep_until(asked)
-            now = trio.current_time()
-            if now - asked > interval:  # we were paused, not the scheduler
-                self._heard = now
-            elif now - self._heard > self.scheduler_timeout:
+            if liveness.silent(trio.current_time(), asked):
                 conn.drop(f"silent for more than {self.scheduler_timeout:g} s")
                 return
             conn.send(Heartbeat())

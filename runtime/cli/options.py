@@ -21,8 +21,10 @@ from ..logsetup import LOG_LEVELS
 from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
 from ..node_monitor_logic import POLICIES
 from ..outcome_batching import DEFAULT_RESULT_DELAY
-from ..scheduler import DEFAULT_NODE_TIMEOUT
-from ..scheduler_logic import DEFAULT_PROBE_RATIO
+from ..client import DEFAULT_RETRIES
+from ..client import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
+from ..scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
+from ..scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
 
 
 def _log_level(default: str) -> Setting:
@@ -74,6 +76,12 @@ SCHEDULER_SETTINGS = (
     PROBE_RATIO,
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
+    Setting("client_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_TIMEOUT,
+            "drop a client silent this long (clients heartbeat several times a second)", "S"),
+    Setting("placement_timeout", number(0.0), DEFAULT_PLACEMENT_TIMEOUT,
+            "how long a job waits for a node monitor that can take it before its tasks fail (0: fail at once)", "S"),
+    Setting("max_client_tasks", integer(1), DEFAULT_MAX_CLIENT_TASKS,
+            "unfinished tasks one client may have here; a job past it is rejected", "N"),
     Setting("seed", integer(0), help="seed of the probe sampling", unset="random"),
     Setting(
         "result_delay", number(0.0), DEFAULT_RESULT_DELAY,
@@ -140,6 +148,12 @@ SUBMIT_SETTINGS = (
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
     Setting("probe_ratio", number(1.0), help="probes per task", metavar="D", unset="the scheduler's"),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
+    Setting("task_timeout", number(0.0, open_low=True), help="stop a task that runs longer than this (needs process "
+            "executors)", metavar="S", unset="no limit"),
+    Setting("retries", integer(0), DEFAULT_RETRIES, "relaunch a task this many times after a system failure (its "
+            "worker, node monitor or scheduler lost; 0 for a task with side effects)", "N"),
+    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_SCHEDULER_TIMEOUT,
+            "fail over to another --scheduler when this one is silent this long", "S"),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
     _log_level("warning"),
 )  # fmt: skip

@@ -34,7 +34,10 @@ def default_id(port: int) -> str:
 def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
     host, port = s["listen"]
-    options = {"scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"]}
+    options = {
+        "scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"],
+        "placement_timeout": s["placement_timeout"], "max_client_tasks": s["max_client_tasks"],
+    }  # fmt: skip
     where = metrics_address(s)
     if where is None:
         logic, sampler, metrics = SchedulerLogic(**options), None, None
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     secret = prepare_service(s)
     service = partial(
         serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
-        max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
+        client_timeout=s["client_timeout"], max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
     )  # fmt: skip
     if sampler is not None:
         service = sampler.alongside(service)

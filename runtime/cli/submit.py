@@ -6,7 +6,9 @@
 `module.function`, which is no program here, is refused with a hint (module:function was meant).
 
 A module imported from the current directory (not installed) is sent by value, so the workers do
-not need the file. Exit status: 0 if every task succeeded, 1 otherwise.
+not need the file. Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which
+cancels the job: its running tasks are stopped). With several --scheduler it fails over between
+them; --retries relaunches a task after a system failure.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from functools import partial
@@ -31,6 +34,7 @@ from ..logsetup import setup_logging
 from .common import CommandError, add_command, client_target, settings
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+CANCEL_WAIT = 3.0  # seconds Ctrl-C waits for the cancellation to be confirmed
 DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # mymodule.work: module:function was likely meant
 
 
@@ -119,25 +123,50 @@ def _failure(outcome: TaskOutcome, traceback: bool) -> str:
 
 
 async def _submit(schedulers: list[str], secret: bytes, tasks: list, s, show) -> int:
+    """Submit the job, print each outcome as it comes; on SIGINT/SIGTERM cancel the job (its running
+    tasks are stopped) and exit 130 once the cancellation is confirmed (at most CANCEL_WAIT s)."""
     started = time.monotonic()
     failed = done = 0
-    async with Client(schedulers, secret=secret) as client:
-        job = await client.submit_job(tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"])
-        with trio.move_on_after(s["timeout"] if s["timeout"] is not None else float("inf")) as scope:
-            async for outcome in job.as_completed():
-                done += 1
-                if outcome.ok:
-                    print(show(outcome.index, outcome.value), flush=True)
-                else:
-                    failed += 1
-                    print(_failure(outcome, s["traceback"]), flush=True)
+    interrupted = False
+    async with Client(schedulers, secret=secret, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]) as client:
+        job = await client.submit_job(
+            tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"], timeout=s["task_timeout"]
+        )
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+
+                async def cancel_on_signal() -> None:
+                    nonlocal interrupted
+                    async for _ in signals:
+                        interrupted = True
+                        print(f"sparrow submit: cancelling job {job.job_id}", file=sys.stderr, flush=True)
+                        job.cancel(force=True)
+                        await trio.sleep(CANCEL_WAIT)
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(cancel_on_signal)
+                with trio.move_on_after(s["timeout"] if s["timeout"] is not None else float("inf")) as scope:
+                    async for outcome in job.as_completed():
+                        done += 1
+                        if outcome.ok:
+                            print(show(outcome.index, outcome.value), flush=True)
+                        else:
+                            failed += 1
+                            print(_failure(outcome, s["traceback"]), flush=True)
+                nursery.cancel_scope.cancel()
     elapsed = time.monotonic() - started
+    if interrupted:
+        print(f"sparrow submit: job {job.job_id} cancelled: {done} of {len(tasks)} tasks had ended", file=sys.stderr)
+        return 130
     if scope.cancelled_caught:
         print(f"sparrow submit: timed out after {s['timeout']:g} s with {done} of {len(tasks)} tasks done", file=sys.stderr)
         return 1
+    attempts = sum(job.attempts) - len(tasks)
+    retried = f" ({attempts} relaunched after a failure)" if attempts > 0 else ""
     print(
         f"sparrow submit: job {job.job_id}: {len(tasks)} tasks, {len(tasks) - failed} succeeded, {failed} failed "
-        f"in {elapsed:.2f} s",
+        f"in {elapsed:.2f} s{retried}",
         file=sys.stderr,
     )
     return 1 if failed else 0

@@ -1,0 +1,187 @@
+"""The scheduler's task-control rules, sans-I/O on a fake clock: jobs waiting for a node monitor
+(placement_timeout), cancel (with and without force), per-job timeouts only where tasks can be
+stopped, the per-client bound, client heartbeats; and the client's liveness rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparrow_runtime.client import Liveness
+from sparrow_runtime.messages import (
+    CANCELLED,
+    UNPLACEABLE,
+    CancelJob,
+    EnqueueReservations,
+    Error,
+    GetTask,
+    Heartbeat,
+    JobAccepted,
+    JobRejected,
+    NoTask,
+    RegisterNodeMonitor,
+    StopTask,
+    SubmitJob,
+    TaskFinished,
+    TaskLaunch,
+    TaskResult,
+)
+from sparrow_runtime.scheduler_logic import SchedulerLogic
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def logic_with(*nodes: tuple[str, bool], **kw) -> tuple[SchedulerLogic, Clock]:
+    """A scheduler with node monitors (id, can_stop) and a fake clock."""
+    clock = Clock()
+    logic = SchedulerLogic(seed=3, clock=clock, **kw)
+    for node_id, can_stop in nodes:
+        logic.on_node_messages(node_id, [RegisterNodeMonitor(node_id, 1, instance=node_id, can_stop=can_stop)])
+    return logic, clock
+
+
+def of(out, kind):
+    return [(peer, msg) for peer, msg in out if type(msg) is kind]
+
+
+def submit(logic, n, ref=1, client="c", **kw):
+    return logic.on_client_messages(client, [SubmitJob(ref, [b"t%d" % i for i in range(n)], **kw)])
+
+
+def test_a_job_waits_for_a_node_monitor_and_runs_when_one_registers():
+    """No live node monitor for a moment (a restart, a partition) is not a failure: the job waits."""
+    logic, clock = logic_with(placement_timeout=5.0)
+    out = submit(logic, 2)
+    assert of(out, JobAccepted) and not of(out, TaskResult) and logic.waiting
+    clock.now += 4.9
+    assert logic.on_timer() == []
+    out = logic.on_node_messages("late", [RegisterNodeMonitor("late", 1, instance="x")])
+    assert sum(m.count for _, m in of(out, EnqueueReservations)) == 4 and not logic.waiting
+    clock.now += 10
+    assert logic.on_timer() == []  # placed: nothing expires
+
+
+def test_a_job_that_waits_past_placement_timeout_fails_with_its_reason():
+    logic, clock = logic_with(placement_timeout=5.0)
+    submit(logic, 2)
+    clock.now += 5.0
+    out = logic.on_timer()
+    results = [m for _, m in of(out, TaskResult)]
+    assert [(m.task, m.failure) for m in results] == [(0, UNPLACEABLE), (1, UNPLACEABLE)]
+    assert results[0].error == "no live node monitor (waited 5 s)" and not logic.jobs and not logic.waiting
+
+
+def test_placement_timeout_zero_fails_at_once():
+    logic, _ = logic_with(placement_timeout=0)
+    assert [m.failure for _, m in of(submit(logic, 1), TaskResult)] == [UNPLACEABLE]
+
+
+def test_cancel_before_launch_never_launches_and_answers_at_once():
+    logic, _ = logic_with(("nm", True))
+    submit(logic, 2)
+    out = logic.on_client_messages("c", [CancelJob(1)])
+    assert [(m.task, m.failure) for _, m in of(out, TaskResult)] == [(0, CANCELLED), (1, CANCELLED)]
+    assert of(out, TaskResult)[-1][1].last
+    assert logic.on_node_messages("nm", [GetTask(1)]) == [("nm", NoTask(1))]  # its reservations were dropped
+
+
+def test_cancel_of_a_running_task_without_force_drops_its_result():
+    logic, _ = logic_with(("nm", True))
+    submit(logic, 1)
+    logic.on_node_messages("nm", [GetTask(1)])
+    out = logic.on_client_messages("c", [CancelJob(1)])
+    assert [(m.task, m.failure) for _, m in of(out, TaskResult)] == [(0, CANCELLED)] and not of(out, StopTask)
+    assert logic.on_node_messages("nm", [TaskFinished(1, 0, True, b"late")]) == []  # discarded
+
+
+def test_cancel_with_force_stops_the_running_task_on_its_node_monitor():
+    logic, _ = logic_with(("nm", True))
+    submit(logic, 1)
+    logic.on_node_messages("nm", [GetTask(1)])
+    out = logic.on_client_messages("c", [CancelJob(1, force=True)])
+    assert of(out, StopTask) == [("nm", StopTask(1, 0))]
+    assert [m.failure for _, m in of(out, TaskResult)] == [CANCELLED]
+
+
+def test_cancelling_some_tasks_of_a_job_leaves_the_others_to_run():
+    """Future.cancel() on one future of a map chunk: only that task ends as cancelled; a reservation
+    that comes up for it is answered with NoTask, and the job's other task still launches."""
+    logic, _ = logic_with(("nm", True), placement_timeout=0)
+    submit(logic, 2, probe_ratio=1.0)
+    out = logic.on_client_messages("c", [CancelJob(1, tasks=[0])])
+    assert [(m.task, m.failure, m.last) for _, m in of(out, TaskResult)] == [(0, CANCELLED, False)]
+    launched = []
+    for _ in range(4):  # the node monitor's reservations, each answered
+        for _, msg in logic.on_node_messages("nm", [GetTask(1)]):
+            if type(msg) is TaskLaunch:
+                launched.append(msg.task)
+    assert launched == [1]
+
+
+def test_cancel_of_a_finished_or_unknown_job_is_a_harmless_race():
+    logic, _ = logic_with(("nm", True))
+    assert logic.on_client_messages("c", [CancelJob(42)]) == []
+
+
+def test_a_job_with_a_timeout_is_placed_only_where_tasks_can_be_stopped():
+    logic, _ = logic_with(("threads", False), ("processes", True))
+    out = submit(logic, 3, timeout=2.5)
+    assert {peer for peer, _ in of(out, EnqueueReservations)} == {"processes"}
+    (_, launch), = of(logic.on_node_messages("processes", [GetTask(1)]), TaskLaunch)
+    assert launch.timeout == 2.5
+
+
+def test_a_job_with_a_timeout_is_rejected_by_a_cluster_that_cannot_stop_tasks():
+    logic, _ = logic_with(("threads", False))
+    (_, rejected), = of(submit(logic, 1, timeout=1.0), JobRejected)
+    assert "can stop a running task" in rejected.reason and "process executors" in rejected.reason
+
+
+def test_the_per_client_bound_rejects_a_job_naming_the_setting():
+    logic, _ = logic_with(("nm", True), max_client_tasks=5)
+    assert of(submit(logic, 3), JobAccepted)
+    (_, rejected), = of(submit(logic, 3, ref=2), JobRejected)
+    assert "max_client_tasks of 5" in rejected.reason
+    assert of(submit(logic, 2, ref=3), JobAccepted)  # up to the bound
+    assert of(submit(logic, 1, client="other"), JobAccepted)  # per client
+
+
+def test_a_clients_heartbeat_is_echoed():
+    logic, _ = logic_with()
+    assert logic.on_client_messages("c", [Heartbeat()]) == [("c", Heartbeat())]
+
+
+def test_labels_starting_sparrow_colon_are_reserved():
+    logic, _ = logic_with()
+    out = logic.on_node_messages("liar", [RegisterNodeMonitor("liar", 1, ("sparrow:stops-tasks",), "i")])
+    assert [type(m) for _, m in out] == [Error] and "reserved" in out[0][1].reason
+
+
+@pytest.mark.parametrize("bad", [{"placement_timeout": -1}, {"max_client_tasks": 0}])
+def test_bad_task_control_settings_are_refused(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        SchedulerLogic(**bad)
+
+
+def test_liveness_takes_a_silent_peer_for_dead_after_the_timeout():
+    live = Liveness(1.0, now=0.0)
+    assert live.interval == 0.25
+    assert not live.silent(now=0.75, asked=0.75)
+    assert not live.silent(now=1.0, asked=1.0)  # exactly the timeout: not yet
+    assert live.silent(now=1.25, asked=1.25)
+    live.heard = 1.3
+    assert not live.silent(now=2.0, asked=2.0)
+
+
+def test_liveness_forgives_a_pause_of_this_process():
+    """A check that wakes 10 s late (this process was stopped) gives the peer a fresh timeout instead
+    of a failover; only silence after that counts."""
+    live = Liveness(1.0, now=0.0)
+    assert not live.silent(now=10.25, asked=0.25)
+    assert not live.silent(now=11.0, asked=11.0)
+    assert live.silent(now=11.5, asked=11.5)

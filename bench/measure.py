@@ -4,9 +4,11 @@ pure-Python baseline, timed in the same process so every figure is also a ratio.
 
 from __future__ import annotations
 
+import abc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 
 def best_seconds(fn: Callable[[], object], repeat: int = 5) -> float:
@@ -36,9 +38,32 @@ class Case:
         """Units of work per second of the variant, best of `repeat` runs."""
         return self.work / best_seconds(self.variants[variant], repeat)
 
-    def speedup(self, variant: str, repeat: int = 5) -> float:
-        """How many times faster the variant is than the pure-Python baseline."""
-        return self.rate(variant, repeat) / self.rate("python", repeat)
+    def relative_time(self, variant: str, repeat: int = 5) -> float:
+        """The variant's time over the pure-Python baseline's, both measured now (0.05: 20x faster)."""
+        return self.rate("python", repeat) / self.rate(variant, repeat)
+
+
+class KernelBenchmark(abc.ABC):
+    """Base of the asv classes over one Case: `setup` builds it with `make_case(*params)`, and
+    `track_time_vs_python` is the time of the `compared` variant over the pure-Python baseline's,
+    both measured in the same run. Lower is better, as asv assumes of every benchmark (its
+    regression checks, `asv continuous`, the dashboard's regressions), and a ratio of one run
+    cancels most of a shared machine's noise: `python -m bench.gate` holds these to a factor.
+    asv skips this class itself (it is abstract)."""
+
+    compared: ClassVar[str] = "batch"
+
+    @abc.abstractmethod
+    def make_case(self, *params: Any) -> Case:
+        """The Case of one combination of the class's params."""
+
+    def setup(self, *params: Any) -> None:
+        self.case = self.make_case(*params)
+
+    def track_time_vs_python(self, *params: Any) -> float:
+        return self.case.relative_time(self.compared, repeat=3)
+
+    track_time_vs_python.unit = "x python's time"  # type: ignore[attr-defined]
 
 
 def cpu_counters() -> list[int] | None:

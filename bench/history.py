@@ -24,7 +24,7 @@ from bench.asv_project import REPOSITORY, asv, ensure_machine, git
 from bench.dashboard import publish
 
 HISTORY_BENCHMARKS = (
-    r"\.track_time_vs_python$",
+    r"\.track_time_vs_python\b",  # \b, not $: asv matches NAME(PARAMS) of parametrized ones
     r"^bench_runtime\.RuntimeNoOpTasks\.track_",
     r"^bench_runtime\.RuntimeAtLoad\.track_",
     r"^bench_sim\.SimulatorThroughput\.track_",

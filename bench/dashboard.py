@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -70,6 +71,17 @@ def install_offline_page(folder: Path) -> None:
         raise SystemExit(f"asv-tachyon install failed: {done.stderr.strip() or done.stdout.strip()}")
 
 
+def mark_directions(folder: Path) -> None:
+    """Says in the published index.json which benchmarks are better higher (a rate: a unit per
+    second) and which lower (everything else: times, ms, ratios to the baseline): asv-tachyon
+    reads `less_is_better` and otherwise takes every track_ benchmark for a rate."""
+    index = folder / "index.json"
+    data = json.loads(index.read_text())
+    for benchmark in data["benchmarks"].values():
+        benchmark["less_is_better"] = not str(benchmark.get("unit", "")).endswith("/s")
+    index.write_text(json.dumps(data))
+
+
 def publish(project: Path) -> Path:
     """`asv publish` in `project`, then the offline page; the dashboard's folder.
 
@@ -78,6 +90,7 @@ def publish(project: Path) -> Path:
         raise SystemExit("`asv publish` failed: see its output above (no results yet? run asv run first)")
     folder = html_dir(project)
     install_offline_page(folder)
+    mark_directions(folder)
     problems = off_machine_references(folder)
     if problems:
         raise SystemExit("the dashboard still loads from other machines:\n  " + "\n  ".join(problems))

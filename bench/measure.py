@@ -72,7 +72,7 @@ class KernelBenchmark(abc.ABC):
     def track_time_vs_python(self, *params: Any) -> float:
         return self.case.relative_time(self.compared)
 
-    track_time_vs_python.unit = "x python's time"  # type: ignore[attr-defined]
+    track_time_vs_python.unit = "ratio"  # type: ignore[attr-defined]
 
 
 def cpu_counters() -> list[int] | None:

@@ -7,7 +7,7 @@ figures of a commit come from that commit's code. Results go to .asv/results/<ma
 per commit; a commit's benchmarks that already have a result are not run again, so a second run
 only adds the new commits. Works from a fresh clone: asv creates what it needs under .asv/.
 
-By default only HISTORY_BENCHMARKS run (about a minute per commit on 2 cores, build included,
+By default only HISTORY_BENCHMARKS run (under a minute per commit on 2 cores, build included,
 against about two for the whole suite): the ratios to the Python baselines, the runtime's
 throughput, latency and 80%-load overhead, the simulator's speed. `--all` runs everything.
 """

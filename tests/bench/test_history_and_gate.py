@@ -117,3 +117,9 @@ def test_gate_refuses_the_same_commit_and_a_factor_of_one(toy) -> None:
     assert same.returncode == 2 and "are the same commit" in same.stderr
     one = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "1")
     assert one.returncode == 2 and "--factor must be > 1" in one.stderr
+
+
+def test_history_refuses_fewer_than_one_commit(toy) -> None:
+    """--commits 0 is a usage error (exit 2) before asv runs."""
+    done = toy.run("bench.history", "--commits", "0")
+    assert done.returncode == 2 and "--commits must be >= 1" in done.stderr

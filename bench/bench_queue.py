@@ -15,7 +15,7 @@ from collections import deque
 from typing import ClassVar
 
 from bench.common import queue_pushes
-from bench.measure import Case
+from bench.measure import Case, KernelBenchmark
 
 try:
     import sparrow_core
@@ -192,14 +192,14 @@ def push_pop_case(policy: str, n_users: int, n_pushes: int = 100_000) -> Case:
 # ---- asv ----
 
 
-class QueuePushPop:
+class QueuePushPop(KernelBenchmark):
     """100,000 reservations pushed then popped, per policy and number of users."""
 
     params = (POLICIES, [1, 100])
     param_names: ClassVar[list[str]] = ["policy", "n_users"]
 
-    def setup(self, policy: str, n_users: int) -> None:
-        self.case = push_pop_case(policy, n_users)
+    def make_case(self, policy: str, n_users: int) -> Case:
+        return push_pop_case(policy, n_users)
 
     def time_push_many_pop_many(self, policy: str, n_users: int) -> None:
         self.case.variants["batch"]()
@@ -219,9 +219,3 @@ class QueuePushPop:
         return self.case.rate("calls")
 
     track_pairs_per_second_calls.unit = "pairs/s"  # type: ignore[attr-defined]
-
-    def track_speedup_batch_over_python(self, policy: str, n_users: int) -> float:
-        return self.case.speedup("batch", repeat=3)
-
-    track_speedup_batch_over_python.unit = "x"  # type: ignore[attr-defined]
-

@@ -2,7 +2,8 @@
 processes on loopback), driven by the async Client.
 
 asv: `track_tasks_per_second` (jobs of 100 tasks, several in flight) and `track_job_latency_p50_ms` /
-`track_job_latency_p99_ms` (one 10-task job at a time, submit to last outcome), per executor kind.
+`track_job_latency_p99_ms` (one 10-task job at a time, submit to last outcome), per executor kind;
+and RuntimeAtLoad: the 80%-load overhead against the zero-overhead floor (bench/open_loop.py).
 Script: `python bench/bench_runtime.py [--executor process|thread] [--tasks N] [--jobs N] [--repeat N]`
 prints them; with `--repeat`, each figure's best and range over N fresh clusters, and the load average
 (the machine may be shared: the best run is the one least disturbed).
@@ -16,8 +17,10 @@ import os
 import time
 
 try:
+    from bench import open_loop
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_runtime.py`: bench/ is on sys.path, its parent is not
+    import open_loop
     from measure import cpu_counters, steal_percent
 
 try:
@@ -98,6 +101,42 @@ class RuntimeNoOpTasks:
         return 1e3 * percentile(trio.run(measure_latencies, self.cluster.schedulers, self.cluster.secret), 0.99)
 
     track_job_latency_p99_ms.unit = "ms"
+
+
+class RuntimeAtLoad:
+    """Open-loop Poisson arrivals of 10-task jobs of 10 ms at 80% of a LocalCluster of 2 node monitors
+    x 1 slot (process executors) for 4 s, against the zero-overhead floor (bench/open_loop.py): the
+    p50 of (job response - 10 ms) on the runtime and on the floor, and what the runtime adds. One run
+    (setup_cache) serves the three figures."""
+
+    timeout = 120
+
+    def setup_cache(self) -> dict[str, float | str]:
+        try:
+            run = open_loop.run_on_local_cluster(open_loop.LoadSpec())
+        except NotImplementedError as missing:  # not None: asv would then call setup without the cache
+            return {"unavailable": str(missing)}
+        runtime, floor = run.beyond_task_ms(50)
+        return {"runtime": runtime, "floor": floor}
+
+    def setup(self, figures: dict[str, float | str]) -> None:
+        if "unavailable" in figures:
+            raise NotImplementedError(figures["unavailable"])
+
+    def track_response_p50_minus_task_ms(self, figures: dict[str, float]) -> float:
+        return figures["runtime"]
+
+    track_response_p50_minus_task_ms.unit = "ms"
+
+    def track_floor_p50_minus_task_ms(self, figures: dict[str, float]) -> float:
+        return figures["floor"]
+
+    track_floor_p50_minus_task_ms.unit = "ms"
+
+    def track_overhead_p50_ms(self, figures: dict[str, float]) -> float:
+        return figures["runtime"] - figures["floor"]
+
+    track_overhead_p50_ms.unit = "ms"
 
 
 def run_once(executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False) -> tuple[float, float, float]:

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from bench.common import candidate_set, constrained_job, job_sizes, job_within_constraint
-from bench.measure import Case
+from bench.measure import Case, KernelBenchmark
 
 try:
     import sparrow_core
@@ -209,14 +209,14 @@ def job_case(n_workers: int, n_tasks: int, n_job_candidates: int, n_jobs: int = 
 # ---- asv ----
 
 
-class BatchSampling:
+class BatchSampling(KernelBenchmark):
     """Jobs of n_tasks tasks, 2 probes per task, among n_workers workers (2,000 jobs a run)."""
 
     params = ([1_000, 10_000], [10, 100])
     param_names: ClassVar[list[str]] = ["n_workers", "n_tasks"]
 
-    def setup(self, n_workers: int, n_tasks: int) -> None:
-        self.case = batch_case(n_workers, n_tasks)
+    def make_case(self, n_workers: int, n_tasks: int) -> Case:
+        return batch_case(n_workers, n_tasks)
 
     def time_sample_batch_many(self, n_workers: int, n_tasks: int) -> None:
         self.case.variants["batch"]()
@@ -232,20 +232,16 @@ class BatchSampling:
 
     track_jobs_per_second_batch.unit = "jobs/s"  # type: ignore[attr-defined]
 
-    def track_speedup_batch_over_python(self, n_workers: int, n_tasks: int) -> float:
-        return self.case.speedup("batch", repeat=3)
 
-    track_speedup_batch_over_python.unit = "x"  # type: ignore[attr-defined]
-
-
-class CandidateSampling:
+class CandidateSampling(KernelBenchmark):
     """Jobs constrained to n_candidates of 10,000 workers, 10 tasks, d = 2."""
 
     params = ([50, 1_000],)
     param_names: ClassVar[list[str]] = ["n_candidates"]
+    compared = "calls"
 
-    def setup(self, n_candidates: int) -> None:
-        self.case = candidates_case(10_000, n_candidates, 10)
+    def make_case(self, n_candidates: int) -> Case:
+        return candidates_case(10_000, n_candidates, 10)
 
     def time_sample_batch_candidates(self, n_candidates: int) -> None:
         self.case.variants["calls"]()
@@ -258,17 +254,14 @@ class CandidateSampling:
     def time_python_random_sample(self, n_candidates: int) -> None:
         self.case.variants["python"]()
 
-    def track_speedup_over_python(self, n_candidates: int) -> float:
-        return self.case.speedup("calls", repeat=3)
 
-    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
-
-
-class PerTaskSampling:
+class PerTaskSampling(KernelBenchmark):
     """Per-task sampling ("power of two choices") of 100-task jobs among 10,000 workers."""
 
-    def setup(self) -> None:
-        self.case = per_task_case(10_000, 100)
+    compared = "calls"
+
+    def make_case(self) -> Case:
+        return per_task_case(10_000, 100)
 
     def time_sample_per_task(self) -> None:
         self.case.variants["calls"]()
@@ -276,17 +269,14 @@ class PerTaskSampling:
     def time_python_random_sample(self) -> None:
         self.case.variants["python"]()
 
-    def track_speedup_over_python(self) -> float:
-        return self.case.speedup("calls", repeat=3)
 
-    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
-
-
-class ConstrainedSampling:
+class ConstrainedSampling(KernelBenchmark):
     """Mixed jobs of 100 tasks (half constrained to 10 workers) among 10,000 workers."""
 
-    def setup(self) -> None:
-        self.case = constrained_case(10_000, 100)
+    compared = "calls"
+
+    def make_case(self) -> Case:
+        return constrained_case(10_000, 100)
 
     def time_sample_constrained(self) -> None:
         self.case.variants["calls"]()
@@ -299,17 +289,14 @@ class ConstrainedSampling:
             raise NotImplementedError("this build has no sample_constrained_flat")
         self.case.variants["flat"]()
 
-    def track_speedup_over_python(self) -> float:
-        return self.case.speedup("calls", repeat=3)
 
-    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]
-
-
-class JobSampling:
+class JobSampling(KernelBenchmark):
     """sample_job: 100-task jobs constrained to 1,000 of 10,000 workers, half their tasks constrained too."""
 
-    def setup(self) -> None:
-        self.case = job_case(10_000, 100, 1_000)
+    compared = "flat"
+
+    def make_case(self) -> Case:
+        return job_case(10_000, 100, 1_000)
 
     def time_sample_job(self) -> None:
         self.case.variants["calls"]()
@@ -319,8 +306,3 @@ class JobSampling:
 
     def time_python_sample_job(self) -> None:
         self.case.variants["python"]()
-
-    def track_speedup_over_python(self) -> float:
-        return self.case.speedup("flat", repeat=3)
-
-    track_speedup_over_python.unit = "x"  # type: ignore[attr-defined]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from bench.common import late_binding_jobs
-from bench.measure import Case
+from bench.measure import Case, KernelBenchmark
 
 try:
     import sparrow_core
@@ -104,14 +104,14 @@ def late_binding_case(n_jobs: int, n_tasks: int, n_workers: int = 10_000, probe_
                 {"batch": batch, "calls": calls, "python": python}, lambda out: out)
 
 
-class LateBinding:
+class LateBinding(KernelBenchmark):
     """1,000 jobs of n_tasks tasks, 2 reservations per task among 10,000 workers."""
 
     params = ([10, 100],)
     param_names: ClassVar[list[str]] = ["n_tasks"]
 
-    def setup(self, n_tasks: int) -> None:
-        self.case = late_binding_case(1000, n_tasks)
+    def make_case(self, n_tasks: int) -> Case:
+        return late_binding_case(1000, n_tasks)
 
     def time_cycle_get_task_many(self, n_tasks: int) -> None:
         self.case.variants["batch"]()
@@ -126,8 +126,3 @@ class LateBinding:
         return self.case.rate("batch") * (3 * 2 * n_tasks // 4)  # requests answered per job
 
     track_requests_per_second_batch.unit = "get_task/s"  # type: ignore[attr-defined]
-
-    def track_speedup_batch_over_python(self, n_tasks: int) -> float:
-        return self.case.speedup("batch", repeat=3)
-
-    track_speedup_batch_over_python.unit = "x"  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
 """`sparrow simulate`: a sweep of the simulator (policies x loads) with a progress bar, a
-table, CSV/JSON output and paper-style plots; `--paper` regenerates the paper's simulation."""
+table, CSV/JSON output and paper-style plots; `--paper` runs the paper's simulation and writes
+its files to a folder of their own (never over tracked files unless `--out` says so)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sparrow_core import QUEUE_POLICIES
@@ -18,6 +22,14 @@ from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
 PAPER_LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The console shows these; the files get every column of sweep.COLUMNS.
 SHOWN = ("policy", "load", "mean", "p50", "p99", "vs_omniscient", "no_queueing", "tasks_per_second")
+# The paper's files hold every column but the simulator's speed, which changes with the machine and
+# every run: the same seed and kernels give the same files (docs/paper/ stays as committed).
+PAPER_COLUMNS = tuple(c for c in COLUMNS if c != "tasks_per_second")
+PAPER_FILES = {
+    "results.csv": "every point, every column but the machine-dependent speed",
+    "table.md": "the same as a Markdown table",
+    "figure.png": "mean response / omniscient's against load; response-time CDFs at load 0.8",
+}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,9 +62,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--paper",
         action="store_true",
         help="the paper's simulation: 10,000 workers, 100-task jobs, exponential durations, loads 0.1-0.9, "
-        "all policies; writes results.csv, table.md and figure.png to --paper-dir",
+        "all policies; writes results.csv, table.md and figure.png to --out",
     )
-    p.add_argument("--paper-dir", type=Path, default=Path("docs/paper"))
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="with --paper: the folder for its files, created if missing (default: a new folder "
+        "sparrow-paper-DATE-TIME in the current directory); `--out docs/paper` regenerates the committed copy",
+    )
     p.set_defaults(func=run)
 
 
@@ -107,8 +125,18 @@ def _format(value: float | str) -> str:
     return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.3e}"
 
 
-def _print_table(sweep: Sweep) -> None:
+def _console():
+    """A rich Console for stdout; piped or redirected, as wide as the table needs (rich's default
+    there is 80 columns, which wraps and cuts the table) unless COLUMNS says otherwise."""
     from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=100_000)
+    return console
+
+
+def _print_table(sweep: Sweep) -> None:
     from rich.table import Table
 
     table = Table(title="sparrow simulate (response times in seconds)")
@@ -119,38 +147,77 @@ def _print_table(sweep: Sweep) -> None:
             table.add_column(column, justify="right")
     for row in sweep.rows:
         table.add_row(*(_format(row[c]) for c in SHOWN))
-    Console().print(table)
+    _console().print(table)
 
 
 def markdown_table(sweep: Sweep) -> str:
-    """The rows as a Markdown table, without the machine-dependent speed column (so the
-    committed table is the same on every machine for a seed)."""
-    columns = [c for c in COLUMNS if c != "tasks_per_second"]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_format(row[c]) for c in columns) + " |" for row in sweep.rows]
+    """The rows as a Markdown table of the paper's columns (the same on every machine for a seed)."""
+    lines = ["| " + " | ".join(PAPER_COLUMNS) + " |", "|" + "---|" * len(PAPER_COLUMNS)]
+    lines += ["| " + " | ".join(_format(row[c]) for c in PAPER_COLUMNS) + " |" for row in sweep.rows]
     return "\n".join(lines) + "\n"
 
 
-def write_rows(sweep: Sweep, path: Path) -> None:
-    """CSV or JSON by the file's suffix."""
+def write_rows(sweep: Sweep, path: Path, columns: Sequence[str] = COLUMNS) -> None:
+    """CSV or JSON by the file's suffix, of `columns` (default: all)."""
+    rows = [{c: row[c] for c in columns} for row in sweep.rows]
     if path.suffix == ".json":
-        path.write_text(json.dumps(sweep.rows, indent=1) + "\n")
+        path.write_text(json.dumps(rows, indent=1) + "\n")
     elif path.suffix == ".csv":
         with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer = csv.DictWriter(f, fieldnames=columns)
             writer.writeheader()
-            writer.writerows(sweep.rows)
+            writer.writerows(rows)
     else:
         raise ValueError(f"--output must end in .csv or .json, got {path.name!r}")
+
+
+def _new_paper_dir() -> Path:
+    """A folder of the current directory that did not exist: sparrow-paper-DATE-TIME[-N]."""
+    stem = Path.cwd() / time.strftime("sparrow-paper-%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        candidate = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise OSError(f"no free folder name like {stem}")
+
+
+def _paper_dir(out: Path | None) -> tuple[Path, bool]:
+    """(folder, whether it was made now): --out (created with its parents if missing; an existing
+    folder is reused), or a new folder."""
+    if out is None:
+        return _new_paper_dir(), True
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"--out {out} is a file, not a folder")
+        return out, False
+    out.mkdir(parents=True)
+    return out, True
+
+
+def write_paper(sweep: Sweep, folder: Path) -> None:
+    """The paper's files (PAPER_FILES) into `folder`, each named on stdout with its full path."""
+    write_rows(sweep, folder / "results.csv", PAPER_COLUMNS)
+    (folder / "table.md").write_text(markdown_table(sweep))
+    plot_sweep(
+        sweep, folder / "figure.png",
+        title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)", cdf_load=0.8,
+    )  # fmt: skip
+    print(f"paper files written to {folder.resolve()}:")
+    for name, what in PAPER_FILES.items():
+        print(f"  {folder.resolve() / name}  ({what})")
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     try:
+        if args.out is not None and not args.paper:
+            raise ValueError("--out is the folder of --paper's files; a sweep writes its rows with --output FILE")
         if args.paper:
             base, policies, loads = _paper(args)
-            args.paper_dir.mkdir(parents=True, exist_ok=True)
         else:
             base, policies, loads = _config(args), _policies(args.policies), _floats(args.loads, "loads")
             if args.trace is not None:
@@ -159,24 +226,27 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--output must end in .csv or .json, got {args.output.name!r}")
         if args.plot is not None or args.paper:
             require_matplotlib()
-        with Progress(transient=True) as progress:
-            bar = progress.add_task("simulating", total=len(policies) * len(loads))
-            sweep = run_sweep(
-                base, policies, loads, warmup=args.warmup, on_point=lambda _p, _l: progress.advance(bar)
-            )
+        paper_dir, made = _paper_dir(args.out) if args.paper else (None, False)
+        try:
+            with Progress(transient=True) as progress:
+                bar = progress.add_task("simulating", total=len(policies) * len(loads))
+                sweep = run_sweep(
+                    base, policies, loads, warmup=args.warmup, on_point=lambda _p, _l: progress.advance(bar)
+                )
+        except BaseException:  # an error or Ctrl-C: leave no empty folder behind
+            if made and paper_dir is not None and not any(paper_dir.iterdir()):
+                paper_dir.rmdir()
+            raise
     except (ValueError, ImportError, OSError) as error:
         print(f"sparrow simulate: error: {error}", file=sys.stderr)
         return 2
     _print_table(sweep)
     if args.output is not None:
         write_rows(sweep, args.output)
+        print(f"rows written to {args.output.resolve()}")
     if args.plot is not None:
         plot_sweep(sweep, args.plot)
-    if args.paper:
-        write_rows(sweep, args.paper_dir / "results.csv")
-        (args.paper_dir / "table.md").write_text(markdown_table(sweep))
-        plot_sweep(
-            sweep, args.paper_dir / "figure.png",
-            title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)", cdf_load=0.8,
-        )
+        print(f"figure written to {args.plot.resolve()}")
+    if paper_dir is not None:
+        write_paper(sweep, paper_dir)
     return 0

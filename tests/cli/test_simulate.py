@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,11 +72,70 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_paper_writes_results_table_and_figure(tmp_path: Path) -> None:
-    """--paper runs all five policies at loads 0.1-0.9 on 10,000 workers (few jobs here)."""
-    done = sparrow("--paper", "--jobs", "10", "--paper-dir", tmp_path / "paper", cwd=tmp_path)
+    """--paper --out DIR runs all five policies at loads 0.1-0.9 on 10,000 workers (few jobs here),
+    writes its three files there and names each with its full path."""
+    out = tmp_path / "nested" / "paper"
+    done = sparrow("--paper", "--jobs", "10", "--out", out, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    rows = list(csv.DictReader((tmp_path / "paper" / "results.csv").read_text().splitlines()))
+    rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
     assert len(rows) == 5 * 9
     assert {r["policy"] for r in rows} == {"random", "per_task", "batch", "sparrow", "omniscient"}
-    assert (tmp_path / "paper" / "table.md").read_text().startswith("| policy | load |")
-    assert (tmp_path / "paper" / "figure.png").stat().st_size > 0
+    assert (out / "table.md").read_text().startswith("| policy | load |")
+    assert (out / "figure.png").stat().st_size > 0
+    for name in ("results.csv", "table.md", "figure.png"):
+        assert str(out / name) in done.stdout
+
+
+def test_paper_files_are_the_same_on_every_run(tmp_path: Path) -> None:
+    """The paper's files hold no machine-dependent column: two runs of a seed give identical
+    results.csv and table.md, so regenerating docs/paper/ leaves git clean."""
+    for name in ("a", "b"):
+        done = sparrow("--paper", "--jobs", "10", "--out", tmp_path / name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    header = (tmp_path / "a" / "results.csv").read_text().splitlines()[0]
+    assert "tasks_per_second" not in header and "tasks_per_second" not in (tmp_path / "a" / "table.md").read_text()
+    for name in ("results.csv", "table.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_paper_without_out_makes_a_new_folder_and_says_where(tmp_path: Path) -> None:
+    """Without --out, --paper writes to a new folder of the current directory (never ./docs/paper),
+    and a second run gets another folder rather than overwriting the first."""
+    first = sparrow("--paper", "--jobs", "10", cwd=tmp_path)
+    second = sparrow("--paper", "--jobs", "10", cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    folders = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+    assert len(folders) == 2 and all(p.name.startswith("sparrow-paper-") for p in folders)
+    assert not (tmp_path / "docs").exists()
+    for folder, done in zip(folders, (first, second), strict=True):
+        assert f"paper files written to {folder}" in done.stdout
+        assert sorted(p.name for p in folder.iterdir()) == ["figure.png", "results.csv", "table.md"]
+
+
+def test_out_is_refused_without_paper_and_when_it_is_a_file(tmp_path: Path) -> None:
+    """--out belongs to --paper; a file where the folder should go is refused before simulating."""
+    alone = sparrow(*TINY, "--out", tmp_path / "x", cwd=tmp_path)
+    assert alone.returncode == 2 and "--out is the folder of --paper's files" in alone.stderr
+    (tmp_path / "taken").write_text("")
+    on_file = sparrow("--paper", "--jobs", "10", "--out", tmp_path / "taken", cwd=tmp_path)
+    assert on_file.returncode == 2 and "is a file, not a folder" in on_file.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_a_failed_paper_run_leaves_no_empty_folder(tmp_path: Path) -> None:
+    """A paper run refused after its folder was made (a bad --jobs) removes the folder it made."""
+    done = sparrow("--paper", "--jobs", "-1", cwd=tmp_path)
+    assert done.returncode == 2 and "n_jobs" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_piped_table_is_not_cut_at_80_columns(tmp_path: Path) -> None:
+    """Piped (as here: stdout is a pipe), the table is as wide as its columns, none wrapped or cut."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    command = [sys.executable, "-m", "sparrow_runtime.cli.main", "simulate", *TINY, "--loads", "0.5"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if "policy" in line)
+    assert "tasks_per_second" in header and "vs_omniscient" in header
+    assert max(len(line) for line in done.stdout.splitlines()) > 80
+    assert "…" not in done.stdout

@@ -1,0 +1,125 @@
+"""`python -m bench.history` and `python -m bench.gate` on a toy project (conftest.py), end to end
+with asv building each commit: on a machine asv has never seen, the history saves one result per
+commit and publishes an offline dashboard that a browser draws with every commit's point; the gate
+fails on the toy's 2.4x regression and passes on its steady commits. About 40 s, mostly asv."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from bench.dashboard import off_machine_references
+from tests.bench.cdp import Browser, find_chromium
+
+# Columns of the chart's canvas holding a coloured (series) pixel: a line through several points
+# crosses most of the plot; a single point would colour a few columns.
+COLOURED_COLUMNS = """(() => {
+  const canvas = document.querySelector(".uplot canvas");
+  if (!canvas || !canvas.width) return [0, 0];
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  const columns = new Set();
+  for (let i = 0; i < data.length; i += 4) {
+    const [r, g, b, a] = data.slice(i, i + 4);
+    if (a > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 80) columns.add((i / 4) % canvas.width);
+  }
+  return [columns.size, canvas.width];
+})()"""
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+@pytest.fixture(scope="module")
+def history(toy):
+    """The toy's three commits benchmarked and published by bench.history."""
+    done = toy.run("bench.history", "--commits", "3", "--bench", "track_")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_history_saves_a_result_per_commit_on_a_new_machine(toy, history) -> None:
+    """From no machine file and no .asv/, the history records the machine without asking, saves
+    one result file per commit, and says how long a commit took and where the dashboard is."""
+    assert (Path(toy.env["HOME"]) / ".asv-machine.json").exists()
+    saved = {p.name.split("-")[0] for p in (toy.root / ".asv" / "results").glob("*/*.json") if p.name != "machine.json"}
+    assert saved == {commit[:8] for commit in toy.commits}
+    assert "3 commits in" in history.stdout and "s per commit" in history.stdout
+    assert f"dashboard (offline) in {toy.root / '.asv' / 'html'}" in history.stdout
+
+
+def test_history_dashboard_loads_nothing_from_other_machines(toy, history) -> None:
+    """Every page and stylesheet of the published dashboard points inside its folder."""
+    html = toy.root / ".asv" / "html"
+    assert (html / "index.json").exists() and (html / "index.html").exists()
+    assert off_machine_references(html) == []
+    assert len(json.loads((html / "index.json").read_text())["revision_to_hash"]) == 3
+
+
+def test_dashboard_draws_every_commit_offline_in_chromium(toy, history, tmp_path: Path) -> None:
+    """Served on loopback to a headless Chromium that cannot resolve any other host, the dashboard
+    requests only local files and draws the toy's benchmark with one point per commit. The
+    screenshot is saved (its path is printed)."""
+    chromium = find_chromium()
+    if chromium is None:
+        message = "no chromium on PATH: apt-get install -y chromium (CI's .ci/run installs it)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    handler = partial(QuietHandler, directory=str(toy.root / ".asv" / "html"))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        browser = Browser(chromium, tmp_path / "profile")
+        try:
+            base = f"http://127.0.0.1:{server.server_address[1]}/"
+            browser.navigate(base + "#view=explore&bench=bench_toy.Toy.track_time_vs_python")
+            browser.wait_for('document.querySelectorAll(".point-list .point-row").length >= 3')
+            shown = browser.evaluate('[...document.querySelectorAll(".point-list .point-row code")].map(e => e.textContent)')
+            try:
+                browser.wait_for(f"(([coloured, width]) => coloured > width / 2)({COLOURED_COLUMNS})", timeout=15)
+            except TimeoutError:
+                pass  # the assertion below says what was drawn
+            coloured, width = browser.evaluate(COLOURED_COLUMNS)
+            screenshot = tmp_path / "dashboard.png"
+            browser.screenshot(screenshot)
+        finally:
+            browser.close()
+            server.shutdown()
+    print(f"dashboard screenshot: {screenshot}")
+    assert sorted(shown) == sorted(commit[:8] for commit in toy.commits)
+    assert coloured > width / 2, f"the series covers {coloured} of {width} columns"
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert browser.requests and all(url.startswith((base, "data:", "blob:")) for url in browser.requests), browser.requests
+
+
+def test_gate_fails_on_a_regression_past_the_factor(toy, history) -> None:
+    """HEAD's ratio is 2.4x its parent's: past the gate's factor, asv continuous fails and so does the gate."""
+    done = toy.run("bench.gate", "--base", "HEAD~1")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "bench_toy.Toy.track_time_vs_python" in done.stdout and "gate: FAILED" in done.stdout
+
+
+def test_gate_passes_a_change_within_the_factor(toy, history) -> None:
+    """1.05x between the two older commits is within the factor: the gate passes."""
+    done = toy.run("bench.gate", "--base", "HEAD~2", "--head", "HEAD~1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "gate: passed" in done.stdout
+
+
+def test_gate_refuses_the_same_commit_and_a_factor_of_one(toy) -> None:
+    """Comparing a commit with itself, or a factor that fails on noise, is a usage error (exit 2)."""
+    same = toy.run("bench.gate", "--base", "HEAD", "--head", "main")
+    assert same.returncode == 2 and "are the same commit" in same.stderr
+    one = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "1")
+    assert one.returncode == 2 and "--factor must be > 1" in one.stderr
+
+
+def test_history_refuses_fewer_than_one_commit(toy) -> None:
+    """--commits 0 is a usage error (exit 2) before asv runs."""
+    done = toy.run("bench.history", "--commits", "0")
+    assert done.returncode == 2 and "--commits must be >= 1" in done.stderr

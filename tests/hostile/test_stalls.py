@@ -15,7 +15,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
 from sparrow_runtime.messages import (
     EnqueueReservations,
@@ -93,8 +93,7 @@ def test_a_frozen_scheduler_loses_no_outcome(processes):
     outcomes = trio.run(_run_while, address, partial(_pause, scheduler, 4.0))
     assert len(outcomes) == 300
     failed = [o.exception for o in outcomes if not o.ok]
-    assert all(isinstance(e, TaskFailed) for e in failed), failed[:3]  # system failures, reported
-    assert len(failed) < 300
+    assert failed == []  # the client relaunched what the freeze cost (at least once, issue 10)
 
 
 @pytest.mark.slow
@@ -103,7 +102,7 @@ def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
     its reservations go elsewhere); after SIGCONT it registers again and takes work."""
     _, address, nodes = _small_cluster(processes, node_timeout=1.0, scheduler_timeout=5)
     outcomes = trio.run(_run_while, address, partial(_pause, nodes[0], 3.0))
-    assert len(outcomes) == 300 and sum(o.ok for o in outcomes) >= 290
+    assert len(outcomes) == 300 and all(o.ok for o in outcomes)  # the lost ones were retried elsewhere
 
     async def both_take_work():
         async with Client([address], secret=SECRET) as client:

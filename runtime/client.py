@@ -313,10 +313,13 @@ class Client:
 
     # -- the connection ---------------------------------------------------------------------------
 
-    async def _connect_any(self) -> tuple[Connection | None, list[str]]:
-        """A connection to the first reachable scheduler, in random order; or None and the reasons."""
+    async def _connect_any(self, last: str | None = None) -> tuple[Connection | None, list[str]]:
+        """A connection to the first reachable scheduler, in random order but `last` (the one just
+        lost, which may be frozen: its handshake would only time out) last; or None and the reasons."""
         errors = []
-        for address in random.sample(self.schedulers, len(self.schedulers)):
+        order = random.sample(self.schedulers, len(self.schedulers))
+        order.sort(key=lambda address: format_address(address) == last)
+        for address in order:
             try:
                 conn = await connect(
                     address, secret=self._secret, role="client", peer_id=self.client_id,
@@ -331,8 +334,9 @@ class Client:
         """Hold a connection to one scheduler; when it is lost, fail over to another at once and
         relaunch what had no outcome. Reports itself started once first connected (or raises)."""
         first = True
+        lost = None
         while not self._closing:
-            conn, errors = await self._connect_any()
+            conn, errors = await self._connect_any(lost)
             if conn is None:
                 reason = "no scheduler reachable: " + "; ".join(errors)
                 if first:
@@ -356,6 +360,7 @@ class Client:
             self._conn = None
             if self._closing:
                 return
+            lost = conn.peer_name
             logger.warning("lost scheduler %s: %s", conn.peer_name, reason)
             self.failovers.append(Failover(conn.peer_name, reason, time.monotonic()))
             self._placements_lost(f"scheduler {conn.peer_name} was lost ({clip(reason, MAX_REASON)})")

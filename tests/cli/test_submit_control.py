@@ -1,0 +1,113 @@
+"""`sparrow submit` under faults and Ctrl-C, and a client process that is itself paused, as a user
+meets them: real processes on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from ..process_tree import descendants, survivors
+from .conftest import clean_env
+from .test_services import submit, write_secret
+
+ADDRESS = r"listening on (\S+?)[,\n]"
+
+
+def _cluster(running, tmp_path, schedulers: int):
+    env = clean_env(tmp_path)
+    secret = write_secret(tmp_path / "secret")
+    addresses, procs = [], []
+    for _ in range(schedulers):
+        proc = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+        addresses.append(proc.wait_for(ADDRESS).group(1))
+        procs.append(proc)
+    args = ["node-monitor", "--slots", "2", "--secret-file", str(secret)]
+    for address in addresses:
+        args += ["--scheduler", address]
+    node = running(args, env)
+    node.wait_for(ADDRESS)
+    return env, secret, addresses, procs, node
+
+
+def test_submit_fails_over_when_its_scheduler_is_killed(running, tmp_path):
+    """Two --scheduler: whichever the command holds is SIGKILLed mid-job; every task still succeeds."""
+    env, secret, addresses, procs, _ = _cluster(running, tmp_path, 2)
+    schedulers = [arg for address in addresses for arg in ("--scheduler", address)]
+    job = submit(*schedulers, "--secret-file", str(secret), "--tasks", "40", "--scheduler-timeout", "0.5",
+                 "--", "sh", "-c", "sleep 0.2; echo done", env=env)  # fmt: skip
+    time.sleep(1.5)  # some tasks ran; the command is connected to one of the two
+    for proc in procs:
+        os.kill(proc.process.pid, signal.SIGKILL)
+        if job.poll() is None:
+            time.sleep(0.5)
+            break
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 0, err
+    assert out.count(" done\n") == 40 and "40 succeeded, 0 failed" in err
+
+
+def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, tmp_path):
+    env, secret, addresses, _, node = _cluster(running, tmp_path, 1)
+    job = submit("--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--",
+                 "sleep", "60", env=env)  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not _sleepers(node.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sleepers = _sleepers(node.process.pid)
+    assert sleepers, "the tasks did not start"
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
+    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+
+
+def _sleepers(root: int) -> list[int]:
+    """`sleep 60` processes below `root`."""
+    found = []
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", b"60"]:
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+CLIENT = textwrap.dedent(
+    """
+    import sys, time, trio
+    from functools import partial
+    from sparrow_runtime import Client
+
+    async def main():
+        async with Client([sys.argv[1]], secret_file=sys.argv[2], scheduler_timeout=0.5) as client:
+            job = await client.submit_job([partial(time.sleep, 0.5)] * 8)
+            print("submitted", flush=True)
+            await job.results()
+            print("failovers", len(client.failovers), flush=True)
+
+    trio.run(main)
+    """
+)
+
+
+def test_a_paused_client_does_not_fail_over(running, tmp_path):
+    """The client process itself is stopped for 3 s (6 of its heartbeat timeouts): when it resumes
+    it does not take its scheduler for dead, and its job completes without a failover."""
+    env, secret, addresses, _, _ = _cluster(running, tmp_path, 1)
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, addresses[0], str(secret)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert client.stdout.readline() == "submitted\n"
+        client.send_signal(signal.SIGSTOP)
+        time.sleep(3)
+        client.send_signal(signal.SIGCONT)
+        out, err = client.communicate(timeout=60)
+    finally:
+        client.kill()
+    assert out == "failovers 0\n", err

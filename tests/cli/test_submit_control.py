@@ -86,7 +86,7 @@ CLIENT = textwrap.dedent(
 
     async def main():
         async with Client([sys.argv[1]], secret_file=sys.argv[2], scheduler_timeout=0.5) as client:
-            job = await client.submit_job([partial(time.sleep, 0.5)] * 8)
+            job = await client.submit_job([partial(time.sleep, 5)] * 2)  # no outcome during the pause
             print("submitted", flush=True)
             await job.results()
             print("failovers", len(client.failovers), flush=True)

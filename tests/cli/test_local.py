@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,36 @@ def test_signal_stops_every_process_and_removes_the_state(running, tmp_path, sig
     assert not (Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").exists()
     after = run_sparrow("status", env=env)
     assert after.returncode == 1 and "start `sparrow local`" in after.stderr
+
+
+PYTHON_CLIENTS = """
+import trio
+from sparrow_runtime import Client, SparrowExecutor
+
+with SparrowExecutor() as ex:
+    print(sum(ex.map(abs, range(-50, 0))))
+
+async def main():
+    async with Client() as client:
+        job = await client.submit_job([lambda: 1] * 3)
+        print("client", await job.results())
+
+trio.run(main)
+"""
+
+
+def test_python_clients_with_no_address_find_the_local_cluster(local):
+    """SparrowExecutor() and Client(), like `sparrow submit`, connect to the `sparrow local` here."""
+    _, env, home = local
+    script = Path(home) / "clients.py"
+    script.write_text(PYTHON_CLIENTS)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "1275\nclient [1, 1, 1]\n"), done.stderr
+
+
+def test_python_clients_with_no_address_and_no_local_cluster_say_how_to_start_one(tmp_path):
+    code = "from sparrow_runtime import SparrowExecutor\nSparrowExecutor()"
+    done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert "no `sparrow local` is running on this host: start one with `sparrow local`" in done.stderr

@@ -36,12 +36,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+from sparrow_core import QUEUE_POLICIES
+
 from .auth import new_secret
 from .cli.config import WEIGHTS
 from .cli.service import parse_ready_line
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import POLICIES
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 
@@ -92,8 +93,8 @@ class LocalCluster:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
         if executor not in ("process", "thread"):
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        if policy not in QUEUE_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
         if log_level.lower() not in LOG_LEVELS:

@@ -43,9 +43,6 @@ from .messages import (
     TaskLaunch,
 )
 
-# The queue policies are the kernel's (sparrow_core.QUEUE_POLICIES); this name stays for the modules that
-# still import it from here (local_cluster, service_main, cli/options).
-POLICIES = sparrow_core.QUEUE_POLICIES
 
 
 class _Reserved:

@@ -3,6 +3,16 @@ docs/configuration.md, which lists them)."""
 
 from __future__ import annotations
 
+from sparrow_core import QUEUE_POLICIES, check_probe_ratio
+
+from ..client import DEFAULT_RETRIES
+from ..client import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
+from ..framing import DEFAULT_MAX_FRAME
+from ..logsetup import LOG_LEVELS
+from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
+from ..outcome_batching import DEFAULT_RESULT_DELAY
+from ..scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
+from ..scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
 from .config import (
     ADDRESSES,
     BOOLEAN,
@@ -11,21 +21,12 @@ from .config import (
     TEXT,
     TEXTS,
     WEIGHTS,
+    Kind,
     Setting,
     choice,
     integer,
     number,
 )
-from ..framing import DEFAULT_MAX_FRAME
-from ..logsetup import LOG_LEVELS
-from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
-from ..node_monitor_logic import POLICIES
-from ..outcome_batching import DEFAULT_RESULT_DELAY
-from ..client import DEFAULT_RETRIES
-from ..client import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
-from ..scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
-from ..scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
-
 
 def _log_level(default: str) -> Setting:
     return Setting("log_level", choice(*LOG_LEVELS), default, "log level: " + ", ".join(LOG_LEVELS))
@@ -53,12 +54,22 @@ EXIT_WITH_PARENT = Setting(
     "exit_with_parent", BOOLEAN, False,
     "stop as on SIGTERM once standard input reaches end of file (the parent holding the other end of a pipe is gone)",
 )  # fmt: skip
-POLICY = Setting("policy", choice(*POLICIES), "fifo", "reservation queue policy: " + ", ".join(POLICIES))
+POLICY = Setting(
+    "policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES)
+)
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting(
     "executor", choice("process", "thread"), "process", "run tasks in worker processes or threads"
 )
-PROBE_RATIO = Setting("probe_ratio", number(1.0), DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D")
+def _probe_ratio(value) -> float:
+    try:
+        return check_probe_ratio(float(value))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"expected a probe ratio: {exc}") from None
+
+
+PROBE_RATIO_KIND = Kind("a finite number >= 1", _probe_ratio, _probe_ratio)  # sparrow_core's own check
+PROBE_RATIO = Setting("probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D")
 
 
 def _cpus(what: str) -> Setting:
@@ -146,7 +157,7 @@ SUBMIT_SETTINGS = (
     Setting("tasks", integer(1), 1, "tasks in the job", "N"),
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
-    Setting("probe_ratio", number(1.0), help="probes per task", metavar="D", unset="the scheduler's"),
+    Setting("probe_ratio", PROBE_RATIO_KIND, help="probes per task", metavar="D", unset="the scheduler's"),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting("task_timeout", number(0.0, open_low=True), help="stop a task that runs longer than this (needs process "
             "executors)", metavar="S", unset="no limit"),

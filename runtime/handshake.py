@@ -59,6 +59,26 @@ async def accept(
         return await _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name)
 
 
+async def accept_and_serve(
+    stream: trio.abc.Stream,
+    serve: Callable[[Connection], Awaitable[None]],
+    *,
+    log: logging.Logger,
+    gate: HandshakeGate,
+    **accept_options,
+) -> None:
+    """A service's handler of one incoming stream: the handshake (`accept` with `accept_options`,
+    bounded by `gate`), then `await serve(conn)`. Whatever that raises ends only this connection,
+    logged to `log` (guard.py); a refused handshake is logged by `accept`."""
+    name = peer_name(stream)
+    with contained(log, f"a connection from {name}"):
+        try:
+            conn = await accept(stream, peer_name=name, gate=gate, **accept_options)
+        except HandshakeError:
+            return
+        await serve(conn)
+
+
 class HandshakeGate:
     """Bounds a service's connections that have not finished the handshake (`limit`); one more is
     closed at once, and that is logged at most once per `LOG_EVERY` seconds."""

@@ -28,11 +28,11 @@ import trio
 from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection, send_grouped
-from .errors import ConnectionLost, HandshakeError, ProtocolError, RegistrationRefused
+from .errors import ConnectionLost, ProtocolError, RegistrationRefused
 from .executor import ProcessExecutor, ThreadExecutor
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .guard import contained
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from .limits import MAX_REASON, clip
 from .listen import open_listeners
 from .messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
@@ -142,22 +142,10 @@ class NodeMonitorService:
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor."""
-        with contained(logger, "a connection from a scheduler"):
-            try:
-                conn = await accept(
-                    stream,
-                    secret=self._secret,
-                    role="node-monitor",
-                    node_id=self.node_id,
-                    allowed_roles=("scheduler",),
-                    timeout=self.handshake_timeout,
-                    max_frame=self.max_frame,
-                    peer_name=peer_name(stream),
-                    gate=self._gate,
-                )
-            except HandshakeError:
-                return  # logged by accept
-            await self.link(conn)
+        await accept_and_serve(
+            stream, self.link, log=logger, gate=self._gate, secret=self._secret, role="node-monitor",
+            node_id=self.node_id, allowed_roles=("scheduler",), timeout=self.handshake_timeout, max_frame=self.max_frame,
+        )  # fmt: skip
 
     async def _heartbeat(self, conn: Connection) -> None:
         while True:

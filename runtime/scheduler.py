@@ -24,10 +24,9 @@ import trio
 from .address import Address, format_address, parse_address
 from .auth import load_secret
 from .connection import Connection
-from .errors import HandshakeError
 from .framing import DEFAULT_MAX_FRAME, check_max_frame
 from .guard import contained
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept, keep_connected, peer_name
+from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from .listen import open_listeners
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
@@ -67,23 +66,12 @@ class SchedulerService:
         self._gate = HandshakeGate()
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
-        """Serve one incoming connection until it ends."""
-        with contained(logger, f"a connection from {peer_name(stream)}"):
-            try:
-                conn = await accept(
-                    stream,
-                    secret=self._secret,
-                    role="scheduler",
-                    node_id=self.name,
-                    allowed_roles=("client", "node-monitor"),
-                    timeout=self.handshake_timeout,
-                    max_frame=self.max_frame,
-                    peer_name=peer_name(stream),
-                    gate=self._gate,
-                )
-            except HandshakeError:
-                return  # logged by accept
-            await self.serve_peer(conn)
+        """Serve one incoming connection (a client or a node monitor) until it ends."""
+        await accept_and_serve(
+            stream, self.serve_peer, log=logger, gate=self._gate, secret=self._secret, role="scheduler",
+            node_id=self.name, allowed_roles=("client", "node-monitor"), timeout=self.handshake_timeout,
+            max_frame=self.max_frame,
+        )  # fmt: skip
 
     async def serve_peer(self, conn: Connection) -> None:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""

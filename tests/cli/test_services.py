@@ -176,3 +176,21 @@ def test_tasks_cannot_read_the_secret_the_node_monitor_was_given_in_its_environm
     job = submit("--scheduler", address, "--", "sh", "-c", show, env=env)
     out, err = job.communicate(timeout=60)
     assert (job.returncode, out) == (0, "[0] [unset] [unset]\n"), err
+
+
+def test_a_second_node_monitor_with_a_live_id_exits_with_a_one_line_reason(running, tmp_path):
+    """Clones that share an id: the second is refused by the scheduler and stops, saying which id and
+    how to fix it; the first keeps serving."""
+    env = clean_env(tmp_path)
+    secret = write_secret(tmp_path / "secret")
+    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+    address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
+    args = ["node-monitor", "--scheduler", address, "--secret-file", str(secret), "--id", "box", "--slots", "1"]
+    first = running(args, env)
+    first.wait_for("listening on")
+    second = running(args, env)
+    assert second.process.wait(timeout=30) == 1
+    lines = second.stderr().strip().splitlines()
+    assert lines[-1].startswith("sparrow node-monitor: error: ") and "'box' is already registered" in lines[-1]
+    assert "--id" in lines[-1]
+    assert first.process.poll() is None

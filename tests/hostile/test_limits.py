@@ -165,3 +165,11 @@ def test_heartbeat_and_enqueue_defaults_decode():
     """Messages this side sends itself stay inside the limits (an echo, a reservation message)."""
     for msg in (Heartbeat(), EnqueueReservations(2**40, NAME_OK, -5, 3), GetTask(0), TaskFinished(1, 2, False, b"", "e")):
         assert FrameDecoder().feed(bytes(encode_frames([msg]))) == [msg]
+
+
+def test_the_wire_priority_limits_are_the_kernels_range():
+    """limits.py cannot import the kernel (an executor worker imports it without numpy): its priority
+    bounds must stay sparrow_core.PRIORITY_RANGE's."""
+    import sparrow_core
+
+    assert range(limits.PRIORITY_MIN, limits.PRIORITY_MAX + 1) == sparrow_core.PRIORITY_RANGE

@@ -13,9 +13,15 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - re-probing: a job whose reservations are all consumed or lost while tasks remain unlaunched
   (`TaskTable.outstanding == 0` and `unlaunched` not empty) is probed again for those tasks.
 - a lost node monitor: its reservations are dropped (and re-probed as above), and the tasks running
-  there are reported failed (not re-run: a task may have side effects).
-- a job that cannot be placed (no live node monitor satisfies its constraints, or a task's constraint
-  together with the job's) fails its unlaunched tasks at once with that reason instead of waiting.
+  there are reported failed as system failures (the client decides whether to retry them: a task
+  may have side effects).
+- a job that no live node monitor can take (none, or none satisfying its constraint) waits up to
+  `placement_timeout` for one to register (`on_timer` gives up); a task whose own constraint and
+  the job's leave it no node monitor fails at once.
+- task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
+  running one with `force`), a job's `timeout` goes to the node monitors with each TaskLaunch (and
+  such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
+  client may have at most `max_client_tasks` unfinished tasks.
 
 Error handling: a message not allowed from a peer (a client sending GetTask, a node monitor sending
 anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the

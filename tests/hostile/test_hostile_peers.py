@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -151,4 +152,28 @@ def test_raw_bytes_after_the_handshake(cluster, junk):
         peer.send_raw(junk)
         peer.sock.shutdown(socket.SHUT_WR)
         _closes(peer)
+    assert scheduler_answers(cluster.scheduler)
+
+
+def test_connections_stuck_in_the_handshake_are_bounded(cluster):
+    """64 connections that never authenticate are held (until the handshake deadline); the 65th is
+    closed at once, unanswered; once they are gone, the service accepts again."""
+    from sparrow_runtime.limits import MAX_PENDING_HANDSHAKES
+
+    idle = [RawPeer(cluster.scheduler) for _ in range(MAX_PENDING_HANDSHAKES)]
+    try:
+        for peer in idle:
+            peer.receive_one()  # each got its Challenge: it is in the handshake now
+        with RawPeer(cluster.scheduler, timeout=5) as extra:
+            assert extra.receive_one() is None  # closed without a Challenge
+    finally:
+        for peer in idle:
+            peer.sock.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if scheduler_answers(cluster.scheduler):
+                break
+        except (OSError, AssertionError):
+            time.sleep(0.05)
     assert scheduler_answers(cluster.scheduler)

@@ -159,6 +159,21 @@ class SparrowExecutor(concurrent.futures.Executor):
         payload = pack_task(fn, args, kwargs)
         return self._submit_job([payload])[0]
 
+    def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
+        """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
+        so the scheduler batch-samples them together; a future per call. Their arguments are sent as
+        they are (futures as inputs: `submit`). Raises ValueError before anything is sent if one call is
+        over the frame limit."""
+        payloads = [pack_task(fn, args, kwargs) for fn, args, kwargs in calls]
+        for payload in payloads:
+            problem = oversize_problem(len(payload), self._client.max_frame)
+            if problem is not None:
+                raise ValueError(problem)
+        futures: list[SparrowFuture] = []
+        for group in split_jobs([len(p) for p in payloads], self._client.max_frame):
+            futures += self._submit_job(payloads[group.start : group.stop])
+        return futures
+
     def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""
         known: dict[SparrowFuture, bytes] = {}  # inputs done now, pickled here rather than in the trio thread

@@ -41,6 +41,7 @@ import cloudpickle
 
 from .client import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
 from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
+from .framing import DEFAULT_MAX_FRAME
 from .handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from .messages import CANCELLED
 from .task_codec import pack_task, unpack_outcome
@@ -71,6 +72,7 @@ class SparrowFuture(concurrent.futures.Future):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
+        self.set_running_or_notify_cancel()  # so concurrent.futures.wait and as_completed see it done
         self._executor._cancel_remote(self)
         return True
 
@@ -87,8 +89,9 @@ DONE, FAILED, CANCELLED_INPUT = "done", "failed", "cancelled"
 
 class SparrowExecutor(concurrent.futures.Executor):
     """Run callables on the cluster behind `schedulers` (addresses; None: the `sparrow local` of this
-    host) as `user`. `retries`, `retry_exceptions` and `scheduler_timeout` are the Client's;
-    `timeout` (seconds, optional) is each task's time limit."""
+    host) as `user`. `retries`, `retry_exceptions`, `scheduler_timeout` and `max_frame` (the largest
+    frame, so the largest task with its inputs, and result) are the Client's; `timeout` (seconds,
+    optional) is each task's time limit."""
 
     def __init__(
         self,
@@ -104,12 +107,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         retry_exceptions: bool = False,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
         self._client = Client(
             schedulers, secret=secret, secret_file=secret_file, handshake_timeout=connect_timeout, retries=retries,
-            retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout,
+            retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout, max_frame=max_frame,
         )  # fmt: skip
         build_submit([b""], user, priority, None, None, timeout=timeout)  # checks them now, not at each submit
         self.user = user
@@ -220,7 +224,8 @@ class SparrowExecutor(concurrent.futures.Executor):
         for waiting, path in self._deps.failed(upstream):
             future = waiting.target
             if how == CANCELLED_INPUT:
-                if concurrent.futures.Future.cancel(future):
+                if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: it was never sent
+                    future.set_running_or_notify_cancel()
                     self._settle_input(future, CANCELLED_INPUT)
             else:
                 error = dependency_failed(path, detail)

@@ -31,6 +31,12 @@ class Slot:
     def __reduce__(self):
         return Slot, (self.index,)
 
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Slot and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((Slot, self.index))
+
     def __repr__(self) -> str:
         return f"Slot({self.index})"
 
@@ -50,15 +56,16 @@ class Inputs:
 
 
 def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -> Inputs | None:
-    """The inputs (objects for which `is_input` is true) in `args` and `kwargs`, or None if there are none."""
+    """The inputs (hashable objects for which `is_input` is true) in `args` and `kwargs`, or None if
+    there are none. Equal inputs are one input."""
     found = Inputs()
-    index: dict[int, int] = {}  # id(input) -> its slot: an input given twice is one input
+    index: dict[Hashable, int] = {}  # input -> its slot
 
     def walk(obj, path: str):
         if is_input(obj):
-            slot = index.get(id(obj))
+            slot = index.get(obj)
             if slot is None:
-                slot = index[id(obj)] = len(found.keys)
+                slot = index[obj] = len(found.keys)
                 found.keys.append(obj)
                 found.paths.append(path)
             return Slot(slot)

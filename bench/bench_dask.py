@@ -12,7 +12,10 @@ Graphs (`GRAPHS`):
 No-op tasks are builtins (`int`, `sum`), as bench_peers.py's, so no system pays for pickling a function.
 
 Sparrow: `LocalCluster(1 scheduler, 2 node monitors x 1 slot)` and a `DaskScheduler` on it; its waves
-(jobs sent) are printed with each graph (tasks / waves: how well the readiness of a stage was batched).
+(jobs sent) are printed with each graph (tasks / waves: how well the readiness of a stage was batched),
+and the CPU time of this process (the client: Dask's graph walk, pickling, outcomes). The row "wide
+without Dask" sends the wide graph's 200 waves with `SparrowExecutor.submit_many`, one after the
+other, on the same cluster: what the cluster takes for those waves when no graph is walked.
 Dask distributed: `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, a synchronous
 `Client`, `dask.compute(..., scheduler=client)`. Local: `dask.compute(...)` with the collection's default
 scheduler (threads for all four: 2 threads on this machine). Each cluster is fresh per round and warmed
@@ -24,6 +27,7 @@ Script: `python bench/bench_dask.py [--executor process|thread] [--repeat N] [--
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import logging
 import os
 import time
@@ -94,6 +98,7 @@ def dataframe_graph(rows: int = FRAME_ROWS, partitions: int = FRAME_PARTITIONS):
 
 
 GRAPHS = {"wide": wide_graph, "chain": chain_graph, "array": array_graph, "dataframe": dataframe_graph}
+WITHOUT_DASK = "wide without Dask"
 
 
 def timed(graph, scheduler) -> float:
@@ -102,16 +107,33 @@ def timed(graph, scheduler) -> float:
     return time.perf_counter() - start
 
 
-def sparrow_round(graphs: dict, executor: str) -> dict[str, tuple[float, int, int]]:
-    """Graph -> (seconds, waves, tasks) on a fresh Sparrow cluster."""
+def waves_without_dask(executor, stages: int = WIDE_STAGES, width: int = WIDE_WIDTH) -> float:
+    """Seconds for the wide graph's waves sent one after the other with submit_many, no graph walked."""
+    start = time.perf_counter()
+    for _ in range(stages):
+        concurrent.futures.wait(executor.submit_many([(int, (), {})] * width))
+        executor.submit(sum, [0] * width).result()
+    return time.perf_counter() - start
+
+
+def sparrow_round(
+    graphs: dict, executor: str, wide_shape: tuple[int, int] = (WIDE_STAGES, WIDE_WIDTH)
+) -> dict[str, tuple[float, int, int, float]]:
+    """Graph -> (seconds, waves, tasks, client CPU seconds) on a fresh Sparrow cluster; with a "wide"
+    graph of `wide_shape` (stages, width), also its waves without Dask."""
     results = {}
     with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, dashboard=False) as cluster:
         with DaskScheduler(cluster) as sparrow:
             dask.compute(chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
             for name, graph in graphs.items():
-                waves, tasks = sparrow.waves, sparrow.tasks
+                waves, tasks, cpu = sparrow.waves, sparrow.tasks, time.process_time()
                 seconds = timed(graph, sparrow)
-                results[name] = (seconds, sparrow.waves - waves, sparrow.tasks - tasks)
+                results[name] = (seconds, sparrow.waves - waves, sparrow.tasks - tasks, time.process_time() - cpu)
+            if "wide" in graphs:
+                cpu = time.process_time()
+                seconds = waves_without_dask(sparrow.executor, *wide_shape)
+                stages, width = wide_shape
+                results[WITHOUT_DASK] = (seconds, 2 * stages, stages * (width + 1), time.process_time() - cpu)
     return results
 
 
@@ -154,22 +176,25 @@ def main() -> None:
     load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
 
     table = Table()
-    columns = ["graph", "tasks", "tasks/wave", "Sparrow s"]
+    columns = ["graph", "tasks", "tasks/wave", "Sparrow s", "client CPU s"]
     columns += ["distributed s", "vs distributed"] if distributed_runs else []
     columns += ["local s", "vs local"]
     for column in columns:
         table.add_column(column, justify="left" if column == "graph" else "right")
-    for name in names:
+    for name in names + ([WITHOUT_DASK] if "wide" in names else []):
         best = min(run[name][0] for run in sparrow_runs)
-        _, waves, tasks = sparrow_runs[0][name]
-        row = [name, f"{tasks:,}", f"{tasks / max(waves, 1):.1f}", f"{best:.3f}"]
+        _, waves, tasks, cpu = min(run[name] for run in sparrow_runs)
+        row = [name, f"{tasks:,}", f"{tasks / max(waves, 1):.1f}", f"{best:.3f}", f"{cpu:.3f}"]
+        if name == WITHOUT_DASK:
+            table.add_row(*row)
+            continue
         if distributed_runs:
             peer = min(run[name] for run in distributed_runs)
             row += [f"{peer:.3f}", f"{peer / best:.2f}x"]
         local = min(run[name] for run in local_runs)
         row += [f"{local:.3f}", f"{local / best:.2f}x"]
         table.add_row(*row)
-    Console().print(table)
+    Console(width=max(Console().width, 140)).print(table)
     print(f"best of {args.repeat} round(s), wall seconds of dask.compute; vs: the other's seconds / Sparrow's "
           f"(> 1: Sparrow faster)\nSparrow executor={args.executor}, 1 scheduler + 2 node monitors x 1 slot; "
           + (f"distributed {distributed.__version__} 2 workers x 1 thread; " if distributed_runs else "")

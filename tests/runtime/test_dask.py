@@ -15,29 +15,23 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from dask.diagnostics import ProgressBar  # noqa: E402
 
-from sparrow_runtime import ConnectionLost, LocalCluster, SparrowExecutor  # noqa: E402
+from sparrow_runtime import ConnectionLost, SparrowExecutor  # noqa: E402
 from sparrow_runtime.dask import DaskScheduler  # noqa: E402
 from sparrow_runtime.errors import RemoteTraceback  # noqa: E402
 
+from .conftest import count_jobs  # noqa: E402
 
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as c:
-        yield c
+
+@pytest.fixture
+def cluster(thread_cluster):
+    return thread_cluster
 
 
 @pytest.fixture
 def sparrow(cluster):
     """A DaskScheduler whose `jobs` lists the size of each job it sent."""
     with DaskScheduler(cluster) as scheduler:
-        scheduler.jobs = []
-        send_job = scheduler.executor.client.send_job
-
-        def counted(msg, *args, **kwargs):
-            scheduler.jobs.append(len(msg.tasks))
-            return send_job(msg, *args, **kwargs)
-
-        scheduler.executor.client.send_job = counted
+        scheduler.jobs = count_jobs(scheduler.executor.client)
         yield scheduler
 
 

@@ -11,13 +11,15 @@ import cloudpickle
 import pytest
 import trio
 
-from sparrow_runtime import Client, DependencyFailed, LocalCluster, SparrowExecutor, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
 from sparrow_runtime.dependencies import Dependencies, Settler, TickBatch, dependency_failed, oversize_problem, split_jobs
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.limits import MAX_TASKS_PER_JOB
 from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.scheduler_logic import SchedulerLogic
 from sparrow_runtime.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+
+from .conftest import count_jobs
 
 SECRET = "test-secret"
 
@@ -177,23 +179,15 @@ def _blob(n):
     return b"x" * n
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as c:
-        yield c
+@pytest.fixture
+def cluster(thread_cluster):
+    return thread_cluster
 
 
 @pytest.fixture
 def executor(cluster):
     with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
-        ex.jobs = []  # the size of each job the executor sends
-        send_job = ex.client.send_job
-
-        def counted(msg, *args, **kwargs):
-            ex.jobs.append(len(msg.tasks))
-            return send_job(msg, *args, **kwargs)
-
-        ex.client.send_job = counted
+        ex.jobs = count_jobs(ex.client)  # the size of each job the executor sends
         yield ex
 
 

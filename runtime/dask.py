@@ -140,7 +140,7 @@ class _Wave:
         self._owed -= len(args[0]) if fn is batch_execute_tasks else 1
         if self._owed <= 0:
             self._owed = 0
-            if self._processed == self._delivered:
+            if self._processed == self._delivered or not self._processed:  # none: posttask is not called
                 self._send()
         return future
 

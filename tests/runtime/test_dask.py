@@ -1,6 +1,7 @@
 """sparrow_runtime.dask: Dask collections computed on a local Sparrow cluster give what Dask's
 synchronous scheduler gives, exceptions reach dask.compute, and each wave of ready tasks is one job."""
 
+import concurrent.futures
 import io
 import operator
 
@@ -139,3 +140,36 @@ def test_without_a_cluster_on_this_host_the_default_scheduler_says_so(monkeypatc
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where `sparrow local` records itself
     with pytest.raises(ConnectionLost, match="no scheduler given"):
         DaskScheduler()
+
+
+class _Recorder:
+    """Stands for a DaskScheduler: records the calls each wave sends; their futures stay pending."""
+
+    def __init__(self):
+        self.sent = []
+        self.executor = self
+
+    def submit_many(self, calls):
+        self.sent.append(len(calls))
+        return [concurrent.futures.Future() for _ in calls]
+
+    def _count(self, tasks):
+        pass
+
+
+def test_without_dask_callbacks_each_submission_still_goes_out():
+    from sparrow_runtime.dask import _Wave
+
+    recorder = _Recorder()
+    wave = _Wave(recorder, in_flight=100)
+    wave.submit(_inc, [])  # no pretask announced it
+    assert recorder.sent == [1]
+    wave._deliver([(concurrent.futures.Future(), _done(1))])  # an outcome handed over, never followed by posttask
+    wave.submit(_inc, [])
+    assert recorder.sent == [1, 1]
+
+
+def _done(value):
+    future = concurrent.futures.Future()
+    future.set_result(value)
+    return future

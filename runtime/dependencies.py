@@ -200,7 +200,9 @@ class ClientInputs:
         for ref in known:
             self._upstream_outcome(ref.handle, ref.index, *ref.handle._raw[ref.index])
 
-    def _upstream_outcome(self, handle: JobHandle, task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
+    def _upstream_outcome(
+        self, handle: JobHandle, task: int, ok: bool, payload: bytes, error: str, failure: int
+    ) -> None:
         key = TaskRef(handle, task)
         if self._deps.awaited(key):
             self._settle(key, ok, payload, error, failure)

@@ -12,7 +12,14 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
-from sparrow_runtime.dependencies import Dependencies, Settler, TickBatch, dependency_failed, oversize_problem, split_jobs
+from sparrow_runtime.dependencies import (
+    Dependencies,
+    Settler,
+    TickBatch,
+    dependency_failed,
+    oversize_problem,
+    split_jobs,
+)
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.limits import MAX_TASKS_PER_JOB
 from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
@@ -224,7 +231,8 @@ def test_a_failed_input_fails_its_dependents_without_running_them_naming_the_fai
     second = executor.submit(_touch, str(tmp_path / "second"), first)
     with pytest.raises(DependencyFailed, match=r"input args\[2\]\[0\] failed: ValueError: bad row 7") as caught:
         first.result(timeout=30)
-    assert isinstance(caught.value.__cause__, ValueError) and isinstance(caught.value.__cause__.__cause__, RemoteTraceback)
+    upstream = caught.value.__cause__
+    assert isinstance(upstream, ValueError) and isinstance(upstream.__cause__, RemoteTraceback)
     with pytest.raises(DependencyFailed, match=r"input args\[1\] failed: ValueError: bad row 7"):
         second.result(timeout=30)
     assert not (tmp_path / "first").exists() and not (tmp_path / "second").exists()
@@ -273,7 +281,7 @@ def test_inputs_over_the_frame_limit_are_refused_before_anything_is_sent(cluster
     with SparrowExecutor(cluster.schedulers, secret=cluster.secret, max_frame=1 << 20) as ex:
         done = ex.submit(_blob, 700_000)
         done.result(timeout=30)
-        with pytest.raises(ValueError, match="over the frame limit of 1,048,576 bytes: values travel through the client"):
+        with pytest.raises(ValueError, match="over the frame limit of 1,048,576 bytes: values travel through the"):
             ex.submit(_add, done, done, b"y" * 700_000)  # at submission: the input's value is known
         late_a, late_b = ex.submit(_blob, 600_000), ex.submit(_blob, 600_000)
         both = ex.submit(_combine, late_a, late_b, None)  # known only once both are done
@@ -305,7 +313,11 @@ def test_a_job_task_takes_another_jobs_task_outcome_and_the_ready_ones_are_place
         client._place = lambda handle, tasks: (placed.append(len(tasks)), place(handle, tasks))
         first = await client.submit_job([partial(_add, i) for i in range(4)])
         second = await client.submit_job(
-            [partial(_add, first[0], 100), partial(_combine, first[1], [first[2]], key={"k": first[3]}), partial(_add, 5)]
+            [
+                partial(_add, first[0], 100),
+                partial(_combine, first[1], [first[2]], key={"k": first[3]}),
+                partial(_add, 5),
+            ]
         )
         assert await second.results() == [100, (1, [2], {"k": 3}), 5]
         assert placed[:2] == [4, 1]  # the first job; the task of the second that needs no input

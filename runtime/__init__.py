@@ -15,6 +15,7 @@ _EXPORTS = {
     "JobHandle": "client",
     "TaskOutcome": "client",
     "ConnectionLost": "errors",
+    "DependencyFailed": "errors",
     "FrameTooLarge": "errors",
     "HandshakeError": "errors",
     "ListenError": "errors",
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from .client import JobHandle as JobHandle
     from .client import TaskOutcome as TaskOutcome
     from .errors import ConnectionLost as ConnectionLost
+    from .errors import DependencyFailed as DependencyFailed
     from .errors import FrameTooLarge as FrameTooLarge
     from .errors import HandshakeError as HandshakeError
     from .errors import ListenError as ListenError

@@ -36,6 +36,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
@@ -62,10 +63,12 @@ from .messages import (
     TaskResult,
 )
 from .task_codec import outcome_exception, pack_task, unpack_outcome
+from .task_inputs import Inputs, find_inputs, pack_template
 
 logger = logging.getLogger("sparrow_runtime.client")
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
+FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously
 DEFAULT_STATUS_TIMEOUT = 5.0
 DEFAULT_SCHEDULER_TIMEOUT = 1.0  # a LAN: heartbeats every 0.25 s, a dead or frozen scheduler noticed within 1 s
 DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
@@ -73,6 +76,7 @@ DEFAULT_MAX_PENDING_TASKS = 100_000
 HEARTBEATS_PER_TIMEOUT = 4
 
 OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
+OutcomeWatcher = Callable[["JobHandle", int, bool, bytes, str, int], None]
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,14 @@ class JobHandle:
         self._on_outcome = on_outcome
         self._client = client
         self._refs: set[int] = set()  # the client's refs of this job's placements in flight
+        self._held: set[int] = set()  # tasks waiting for other tasks' outcomes (dependencies.py)
+        self._watchers: list[OutcomeWatcher] = []  # called as each outcome arrives (dependencies.py)
+
+    def __getitem__(self, task: int) -> TaskRef:
+        """Task `task`'s outcome as an input of another job's task: `partial(f, job[0])`."""
+        if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
+            raise IndexError(f"task index must be an int in [0, {self.n_tasks}), got {task!r}")
+        return TaskRef(self, task)
 
     def done(self) -> bool:
         return self._n_done == self.n_tasks
@@ -189,13 +201,17 @@ class JobHandle:
             self._client._task_ended()
         if self._on_outcome is not None:
             self._on_outcome(task, ok, payload, error, failure)
+        for watcher in self._watchers:
+            watcher(self, task, ok, payload, error, failure)
 
     def _pending(self) -> list[int]:
-        return [t for t in range(self.n_tasks) if self._raw[t] is None]
+        """The tasks without an outcome that can be placed (not waiting for inputs)."""
+        return [t for t in range(self.n_tasks) if self._raw[t] is None and t not in self._held]
 
     def _fail_rest(self, reason: str, failure: int = SYSTEM) -> None:
-        for task in self._pending():
-            self._set(task, False, b"", reason, failure)
+        for task in range(self.n_tasks):
+            if self._raw[task] is None:
+                self._set(task, False, b"", reason, failure)
 
     def _outcome(self, task: int) -> TaskOutcome:
         ok, payload, error, failure = self._raw[task]
@@ -231,6 +247,31 @@ class JobHandle:
             if self.done():
                 return
             await self._wait_change()
+
+
+class TaskRef:
+    """Task `index` of the job `handle` (`handle[index]`), as an input of another job's task."""
+
+    __slots__ = ("handle", "index")
+
+    def __init__(self, handle: JobHandle, index: int) -> None:
+        self.handle = handle
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is TaskRef and other.handle is self.handle and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((id(self.handle), self.index))
+
+    def __reduce__(self):
+        raise TypeError(
+            "a TaskRef is an input only as an argument of a functools.partial task (also nested in lists, "
+            "tuples, sets and dict values), not inside other objects"
+        )
+
+    def __repr__(self) -> str:
+        return f"TaskRef(job {self.handle.job_id}, task {self.index})"
 
 
 class Client:
@@ -288,6 +329,7 @@ class Client:
         self._closing = False
         self._stack: AsyncExitStack | None = None
         self._status_waiters: list[_StatusWaiter] = []  # in request order: replies come in order
+        self._inputs = None  # dependencies.ClientInputs, once a task takes another's outcome
 
     @property
     def connected_to(self) -> str | None:
@@ -510,11 +552,19 @@ class Client:
         `timeout`: seconds each task may run before it is stopped (TaskTimeout; needs node monitors
         that run tasks in processes). `retries` / `retry_exceptions`: the client's, unless given
         (retries=0 for a task with side effects). Waits while `max_pending_tasks` are unfinished.
+        A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
+        and Dask"): it is placed once its inputs are done, with their values.
         """
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
         payloads = []
+        held: dict[int, tuple[bytes, Inputs]] = {}  # task -> its call and inputs, for those that take outcomes
         for task in tasks:
+            inputs = self._task_inputs(task)
+            if inputs is not None:
+                held[len(payloads)] = (pack_template(task.func, inputs), inputs)
+                payloads.append(b"")  # set once its inputs are done
+                continue
             payload = packed.get(id(task))
             if payload is None:
                 payload = packed[id(task)] = pack_task(task)
@@ -525,7 +575,18 @@ class Client:
                 self._room = trio.Event()
             await self._room.wait()
         await trio.lowlevel.checkpoint()
-        return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions)
+        return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
+
+    def _task_inputs(self, task) -> Inputs | None:
+        """The TaskRefs in a partial task's arguments (ValueError for another client's), or None."""
+        if type(task) is not partial:
+            return None
+        inputs = find_inputs(task.args, task.keywords, lambda obj: type(obj) is TaskRef)
+        if inputs is not None:
+            for ref in inputs.keys:
+                if ref.handle._client is not self:
+                    raise ValueError(f"{ref!r} is a task of another client's job")
+        return inputs
 
     def send_job(
         self,
@@ -534,10 +595,12 @@ class Client:
         *,
         retries: int | None = None,
         retry_exceptions: bool | None = None,
+        held: dict[int, tuple[bytes, Inputs]] | None = None,
     ) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
         `on_outcome(task, ok, payload, error, failure)` (optional) is called as each outcome arrives.
+        `held`: tasks that wait for inputs (task -> its call with Slots and its inputs, task_inputs.py).
         """
         handle = JobHandle(
             msg,
@@ -551,11 +614,29 @@ class Client:
             return handle
         self._handles.add(handle)
         self._unfinished += handle.n_tasks
+        if held:
+            from .dependencies import ClientInputs  # imports this module
+
+            handle._held.update(held)
+            if self._inputs is None:
+                self._inputs = ClientInputs(self)
+            self._inputs.hold(handle, held)
         if self._conn is None:  # reconnecting (its tasks go with the relaunch) or none reachable
             self._wanted.set()
             return handle
-        self._place(handle, list(range(handle.n_tasks)))
+        placeable = handle._pending()
+        if placeable:
+            self._place(handle, placeable)
         return handle
+
+    def place_held(self, handle: JobHandle, tasks: list[int], payloads: list[bytes]) -> None:
+        """Place tasks of `handle` that were held for their inputs, with their payloads now known."""
+        for task, payload in zip(tasks, payloads, strict=True):
+            handle._payloads[task] = handle._template.tasks[task] = payload
+            handle._held.discard(task)
+        if self._conn is None:
+            self._wanted.set()  # placed with the relaunch once connected
+        self._place(handle, tasks)
 
     def _place(self, handle: JobHandle, tasks: list[int]) -> None:
         """Send `tasks` of `handle` as one job (one more attempt each) on the current connection."""
@@ -664,7 +745,7 @@ def build_submit(
     problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout)
     if problem is not None:
         raise ValueError(problem)
-    size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + 1024
+    size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB
     if size > max_frame:
         raise ValueError(
             f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: submit fewer or smaller tasks"

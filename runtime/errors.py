@@ -56,6 +56,22 @@ class TaskCancelled(SparrowError):
     """The task was cancelled by its client before it produced an outcome."""
 
 
+class DependencyFailed(SparrowError):
+    """A task did not run because one of its inputs (a task whose result it takes) failed.
+
+    `path` names the input in the task's arguments ("args[0]", "kwargs['x'][2]"), `reason` the first
+    failure upstream ("ValueError: ..."); ``__cause__`` is the input's own exception, where it is known.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(path, reason)
+        self.path = path
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"input {self.path} failed: {self.reason}"
+
+
 class RemoteTraceback(Exception):
     """Attached as ``__cause__`` to an exception raised by a remote task: its text is the remote traceback."""
 

@@ -1,0 +1,206 @@
+"""Dask on Sparrow: a Dask scheduler that runs any Dask collection's graph on a Sparrow cluster.
+
+    import dask
+    from sparrow_runtime.dask import DaskScheduler
+
+    with DaskScheduler(cluster) as sparrow:      # a LocalCluster, a SparrowExecutor, addresses, or None
+        dask.compute(x, scheduler=sparrow)
+    dask.compute(x, scheduler=sparrow_runtime.dask.get)  # the `sparrow local` of this host
+
+The graph is walked by Dask's own `dask.local.get_async`, the engine of Dask's threaded,
+multiprocessing and synchronous schedulers: it orders the tasks, keeps the ready ones, runs Dask's
+callbacks (progress bars) and releases intermediate values once no task needs them. The tasks that
+become ready together, when the outcomes of one pass of the client's trio loop are in, go to Sparrow
+as one job, so the scheduler batch-samples them: a stage of a dask.array computation is one job.
+`_Wave` finds where a wave ends from get_async's callbacks (`pretask` announces each task it is about
+to submit, `posttask` follows each outcome it has handled); should a Dask release call them in
+another order, calls go out sooner, in smaller jobs: slower, never stuck.
+
+Values travel through the client: a task is sent with its inputs' values, and its result comes back
+(docs/runtime.md, "Dependencies and Dask"). Results and exceptions are as with Dask's local
+schedulers: a task's exception is raised by `dask.compute` as its original type with the remote
+traceback (RemoteTraceback) as its `__cause__`; the tasks of the graph still running are cancelled.
+Needs the optional extra `dask` (`pip install 'sparrow-core[dask]'`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import threading
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+import trio
+from dask.callbacks import local_callbacks, normalize_callback
+from dask.local import batch_execute_tasks, get_async
+
+from .dependencies import TickBatch
+from .local_cluster import LocalCluster
+from .sync_executor import SparrowExecutor
+
+DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
+
+
+class DaskScheduler:
+    """A Dask scheduler function (`dask.compute(x, scheduler=DaskScheduler(...))`) on a Sparrow cluster.
+
+    `cluster`: a SparrowExecutor (used as it is), a LocalCluster, scheduler addresses, or None for the
+    `sparrow local` of this host; for the last three an executor is made with `executor_options`
+    (secret, user, priority, timeout, retries, ...) and closed by `close()` / the `with` block.
+    `max_in_flight`: at most this many tasks of one graph are on the cluster at once (also
+    `dask.compute(..., num_workers=N)`). `waves` and `tasks` count what was sent, over all graphs.
+    """
+
+    def __init__(
+        self,
+        cluster: SparrowExecutor | LocalCluster | Sequence[str] | str | None = None,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        **executor_options,
+    ) -> None:
+        check_max_in_flight(max_in_flight)
+        if isinstance(cluster, SparrowExecutor):
+            if executor_options:
+                raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
+            self.executor, self._owned = cluster, False
+        elif isinstance(cluster, LocalCluster):
+            executor_options.setdefault("secret", cluster.secret)
+            self.executor, self._owned = SparrowExecutor(cluster.schedulers, **executor_options), True
+        else:
+            self.executor, self._owned = SparrowExecutor(cluster, **executor_options), True
+        self.max_in_flight = max_in_flight
+        self.waves = 0
+        self.tasks = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, dsk: Mapping, keys, *, num_workers: int | None = None, callbacks=None, **kwargs):
+        """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
+        in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
+        wave = _Wave(self, in_flight)
+        with local_callbacks(callbacks) as active:  # Dask's global callbacks (a ProgressBar), as its own schedulers
+            ours = (None, None, wave.announce, wave.processed, None)
+            kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
+            try:
+                return get_async(
+                    wave.submit, in_flight, dsk, keys, callbacks=[ours, *map(normalize_callback, active)],
+                    chunksize=1, **kwargs,
+                )  # fmt: skip
+            finally:
+                wave.cancel_running()
+
+    def _count(self, tasks: int) -> None:
+        with self._lock:
+            self.waves += 1
+            self.tasks += tasks
+
+    def close(self) -> None:
+        """Shut the executor down if this scheduler made it."""
+        if self._owned:
+            self.executor.shutdown()
+
+    def __enter__(self) -> DaskScheduler:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+class _Wave:
+    """One graph's traffic: sends what get_async submits while it handles the outcomes of one pass of
+    the client's trio loop as one job, and hands it those outcomes together.
+
+    get_async takes one outcome at a time from its queue and fires what became ready after each, so
+    a firing is not a wave. Here outcomes are handed over once per trio pass (`_deliver`), and the
+    calls submitted are held until get_async has handled every outcome handed over and is about to
+    wait for more: at the end of a firing (the `pretask` announcements are all submitted) once no
+    outcome is left in its queue, or at the last outcome's `posttask` if that one fires nothing.
+    """
+
+    def __init__(self, scheduler: DaskScheduler, in_flight: int) -> None:
+        self._scheduler = scheduler
+        self._in_flight = in_flight  # get_async's num_workers: it fires nothing while this many run
+        self._owed = 0  # tasks announced (pretask) and not submitted yet
+        self._calls: list[tuple] = []
+        self._futures: list[concurrent.futures.Future] = []
+        self._running: set[concurrent.futures.Future] = set()  # sent and not done: cancelled if the graph fails
+        self._delivered = 0  # outcomes handed to get_async (written in the trio thread only)
+        self._processed = 0  # outcomes get_async has handled (posttask)
+        self._outcomes = TickBatch(self._deliver)
+
+    def announce(self, key, dsk, state) -> None:
+        """get_async's pretask callback: a task of the current firing is about to be submitted."""
+        self._owed += 1
+
+    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+        """get_async's submit: a future now; the call goes out with the rest of its wave."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.append((fn, args, kwargs))
+        self._futures.append(future)
+        self._owed -= len(args[0]) if fn is batch_execute_tasks else 1
+        if self._owed <= 0:
+            self._owed = 0
+            if self._processed == self._delivered or not self._processed:  # none: posttask is not called
+                self._send()
+        return future
+
+    def processed(self, key, result, dsk, state, worker_id) -> None:
+        """get_async's posttask callback: it has handled one outcome."""
+        self._processed += 1
+        if self._calls and self._processed == self._delivered:
+            fires = state["ready"] and len(state["running"]) < self._in_flight
+            if not fires:  # get_async waits for its queue next: what it submitted must go now
+                self._send()
+
+    def _send(self) -> None:
+        calls, futures = self._calls, self._futures
+        self._calls, self._futures = [], []
+        sent = self._scheduler.executor.submit_many(calls)
+        self._scheduler._count(len(sent))
+        for mine, theirs in zip(futures, sent, strict=True):
+            self._running.add(theirs)
+            theirs.add_done_callback(partial(self._settled, mine))
+
+    def _settled(self, mine: concurrent.futures.Future, theirs: concurrent.futures.Future) -> None:
+        self._running.discard(theirs)
+        if trio.lowlevel.in_trio_run():  # the executor's trio thread, handling outcomes
+            self._outcomes.add((mine, theirs))
+        else:  # done before its callback was added
+            self._deliver([(mine, theirs)])
+
+    def _deliver(self, pairs: list[tuple[concurrent.futures.Future, concurrent.futures.Future]]) -> None:
+        self._delivered += len(pairs)  # first: get_async may handle the first before the last is set
+        for mine, theirs in pairs:
+            if theirs.cancelled():
+                mine.cancel()
+            elif theirs.exception() is not None:
+                mine.set_exception(theirs.exception())
+            else:
+                mine.set_result(theirs.result())
+
+    def cancel_running(self) -> None:
+        """Cancel the graph's tasks still on the cluster (get_async returned or raised)."""
+        for future in list(self._running):
+            future.cancel()
+
+
+def check_max_in_flight(value: int, name: str = "max_in_flight") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+_local: DaskScheduler | None = None
+_local_lock = threading.Lock()
+
+
+def get(dsk: Mapping, keys, **kwargs):
+    """A Dask scheduler function on the `sparrow local` of this host, connected at first use:
+    `dask.compute(x, scheduler=get)` or `dask.config.set(scheduler=get)`. Raises ConnectionLost if
+    none runs here."""
+    global _local
+    with _local_lock:
+        if _local is None:
+            _local = DaskScheduler()
+            atexit.register(_local.close)
+    return _local(dsk, keys, **kwargs)

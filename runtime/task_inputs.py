@@ -1,0 +1,111 @@
+"""Tasks that take other tasks' results: finding those inputs in a call's arguments, and the call that
+runs once their values are known.
+
+Inputs are found, as Dask's `Client.submit` finds futures, anywhere in the positional and keyword
+arguments, nested in lists, tuples, sets and dicts (their values) of exactly those types; other
+objects (a namedtuple, a dataclass) are left as they are. A dependent task travels as
+`call_with_inputs(template, inputs)`: `template` is the pickled `(fn, args, kwargs)` with each input
+replaced by a `Slot`, `inputs` the pickled values, as the upstream tasks' outcomes brought them back
+(the client does not unpickle and pickle them again). Executor workers import this module: no trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+import cloudpickle
+
+from .task_codec import pack_task
+
+CONTAINERS = (list, tuple, set, frozenset)
+
+
+class Slot:
+    """Stands for input `index` in a dependent task's template."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __reduce__(self):
+        return Slot, (self.index,)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Slot and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((Slot, self.index))
+
+    def __repr__(self) -> str:
+        return f"Slot({self.index})"
+
+
+class Inputs:
+    """The inputs found in one call's arguments: `keys` (each once, in order of first appearance) and
+    `paths` (where each first appears, e.g. "args[0]", "kwargs['x'][2]"), with the arguments in which
+    each input is a `Slot`."""
+
+    __slots__ = ("args", "kwargs", "keys", "paths")
+
+    def __init__(self) -> None:
+        self.keys: list[Hashable] = []
+        self.paths: list[str] = []
+        self.args: tuple = ()
+        self.kwargs: dict = {}
+
+
+def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -> Inputs | None:
+    """The inputs (hashable objects for which `is_input` is true) in `args` and `kwargs`, or None if
+    there are none. Equal inputs are one input."""
+    found = Inputs()
+    index: dict[Hashable, int] = {}  # input -> its slot
+
+    def walk(obj, path: str):
+        if is_input(obj):
+            slot = index.get(obj)
+            if slot is None:
+                slot = index[obj] = len(found.keys)
+                found.keys.append(obj)
+                found.paths.append(path)
+            return Slot(slot)
+        kind = type(obj)
+        if kind is dict:
+            return {k: walk(v, f"{path}[{k!r}]") for k, v in obj.items()}
+        if kind in CONTAINERS:
+            items = [walk(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+            return kind(items)
+        return obj
+
+    found.args = tuple(walk(a, f"args[{i}]") for i, a in enumerate(args))
+    found.kwargs = {k: walk(v, f"kwargs[{k!r}]") for k, v in kwargs.items()}
+    return found if found.keys else None
+
+
+def fill(obj, values: list):
+    """`obj` with every Slot replaced by its value (the containers find_inputs walks, rebuilt)."""
+    kind = type(obj)
+    if kind is Slot:
+        return values[obj.index]
+    if kind is dict:
+        return {k: fill(v, values) for k, v in obj.items()}
+    if kind in CONTAINERS:
+        return kind([fill(v, values) for v in obj])
+    return obj
+
+
+def call_with_inputs(template: bytes, inputs: list[bytes]):
+    """Run a dependent task: unpickle its call and its inputs' values, put the values in, call."""
+    fn, args, kwargs = cloudpickle.loads(template)
+    values = [cloudpickle.loads(payload) for payload in inputs]
+    return fn(*fill(args, values), **fill(kwargs, values))
+
+
+def pack_template(fn, inputs: Inputs) -> bytes:
+    """The pickled call of `fn` with its inputs as Slots; TypeError naming `fn` if it cannot be pickled."""
+    return pack_task(fn, inputs.args, inputs.kwargs)
+
+
+def pack_dependent(template: bytes, inputs: list[bytes]) -> bytes:
+    """The task payload that runs `template` with the pickled input values `inputs`."""
+    return pack_task(call_with_inputs, (template, inputs))

@@ -1,0 +1,175 @@
+"""sparrow_runtime.dask: Dask collections computed on a local Sparrow cluster give what Dask's
+synchronous scheduler gives, exceptions reach dask.compute, and each wave of ready tasks is one job."""
+
+import concurrent.futures
+import io
+import operator
+
+import pytest
+
+dask = pytest.importorskip("dask")
+
+import dask.array as da  # noqa: E402
+import dask.bag as db  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from dask.diagnostics import ProgressBar  # noqa: E402
+
+from sparrow_runtime import ConnectionLost, SparrowExecutor  # noqa: E402
+from sparrow_runtime.dask import DaskScheduler  # noqa: E402
+from sparrow_runtime.errors import RemoteTraceback  # noqa: E402
+
+from .conftest import count_jobs  # noqa: E402
+
+
+@pytest.fixture
+def cluster(thread_cluster):
+    return thread_cluster
+
+
+@pytest.fixture
+def sparrow(cluster):
+    """A DaskScheduler whose `jobs` lists the size of each job it sent."""
+    with DaskScheduler(cluster) as scheduler:
+        scheduler.jobs = count_jobs(scheduler.executor.client)
+        yield scheduler
+
+
+def _inc(x):
+    return x + 1
+
+
+def _total(*xs):
+    return sum(xs)
+
+
+def test_a_delayed_graph_with_fan_out_and_fan_in_gives_what_the_synchronous_scheduler_gives(sparrow):
+    inc, total = dask.delayed(_inc), dask.delayed(_total)
+    root = inc(1)
+    middle = [inc(root + i) for i in range(20)]
+    out = total(*middle, *[inc(m) for m in middle[::3]])
+    assert dask.compute(out, root, scheduler=sparrow) == dask.compute(out, root, scheduler="sync")
+
+
+def test_a_bag_pipeline_gives_what_the_synchronous_scheduler_gives(sparrow):
+    bag = db.from_sequence(range(1000), npartitions=8).map(lambda v: v * 3).filter(lambda v: v % 2).fold(operator.add)
+    words = db.from_sequence(["a b", "b c", "c a b"] * 10, npartitions=4).str.split().flatten().frequencies()
+    ours = dask.compute(bag, words, scheduler=sparrow)
+    assert ours[0] == bag.compute(scheduler="sync")
+    assert sorted(ours[1]) == sorted(words.compute(scheduler="sync"))
+
+
+def test_an_array_reduction_on_chunked_random_data_matches_numpy(sparrow):
+    x = da.random.RandomState(42).random_sample((2000, 2000), chunks=(500, 500))
+    result = (x + x.T).mean(axis=0).compute(scheduler=sparrow)
+    data = x.compute(scheduler="sync")
+    np.testing.assert_allclose(result, (data + data.T).mean(axis=0))
+
+
+def test_a_dataframe_groupby_aggregate_over_several_partitions_gives_what_the_synchronous_scheduler_gives(sparrow):
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"key": rng.integers(0, 13, 5000), "value": rng.random(5000)})
+    grouped = dd.from_pandas(frame, npartitions=5).groupby("key").value.agg(["sum", "mean", "count"])
+    ours = grouped.compute(scheduler=sparrow).sort_index()
+    pd.testing.assert_frame_equal(ours, grouped.compute(scheduler="sync").sort_index())
+    pd.testing.assert_frame_equal(ours, frame.groupby("key").value.agg(["sum", "mean", "count"]), check_exact=False)
+
+
+class Unlucky(Exception):
+    pass
+
+
+def _fail(x):
+    raise Unlucky(f"no luck with {x}")
+
+
+def test_an_exception_raised_in_a_graph_reaches_dask_compute_as_its_type_with_the_remote_traceback(sparrow):
+    out = dask.delayed(_total)(dask.delayed(_inc)(1), dask.delayed(_fail)(7))
+    with pytest.raises(Unlucky, match="no luck with 7") as caught:
+        dask.compute(out, scheduler=sparrow)
+    assert isinstance(caught.value.__cause__, RemoteTraceback) and "_fail" in caught.value.__cause__.tb
+    assert dask.compute(dask.delayed(_inc)(1), scheduler=sparrow) == (2,)  # the scheduler serves the next graph
+
+
+def test_tasks_that_become_ready_together_are_one_job(sparrow):
+    root = dask.delayed(_inc)(0)
+    leaves = [dask.delayed(_inc)(root, dask_key_name=f"leaf-{i}") for i in range(100)]
+    total = dask.delayed(_total)(*leaves)
+    assert dask.compute(total, scheduler=sparrow) == (200,)
+    assert sparrow.jobs == [1, 100, 1]
+    assert (sparrow.waves, sparrow.tasks) == (3, 102)
+
+
+def test_a_stage_of_an_array_computation_is_one_job(sparrow):
+    x = da.ones((400, 400), chunks=(100, 100))  # 16 chunks, made by one stage of 16 tasks
+    assert float((x * 2).sum().compute(scheduler=sparrow, optimize_graph=False)) == 2 * 400 * 400
+    assert sparrow.jobs[0] == 16  # every chunk of the first stage in one job
+
+
+def test_num_workers_bounds_the_tasks_in_flight(sparrow):
+    leaves = [dask.delayed(_inc)(i) for i in range(30)]
+    assert dask.compute(dask.delayed(_total)(*leaves), scheduler=sparrow, num_workers=4) == (sum(range(1, 31)),)
+    assert max(sparrow.jobs) <= 4
+
+
+def test_a_dask_config_scheduler_and_dask_progress_bars_work(sparrow):
+    out = io.StringIO()
+    with dask.config.set(scheduler=sparrow), ProgressBar(out=out):
+        assert dask.compute(dask.delayed(_inc)(41)) == (42,)
+    assert "100%" in out.getvalue()
+
+
+def test_an_executor_given_is_used_and_left_open(cluster):
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        with DaskScheduler(ex) as scheduler:
+            assert dask.compute(dask.delayed(_inc)(1), scheduler=scheduler) == (2,)
+        assert ex.submit(_inc, 2).result(timeout=30) == 3
+        with pytest.raises(TypeError, match="need a cluster, not an executor"):
+            DaskScheduler(ex, user="alice")
+
+
+def test_bad_arguments_are_refused(sparrow):
+    with pytest.raises(ValueError, match="max_in_flight must be an int >= 1"):
+        DaskScheduler(sparrow.executor, max_in_flight=0)
+    with pytest.raises(ValueError, match="num_workers must be an int >= 1"):
+        dask.compute(dask.delayed(_inc)(1), scheduler=sparrow, num_workers=-1)
+
+
+def test_without_a_cluster_on_this_host_the_default_scheduler_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where `sparrow local` records itself
+    with pytest.raises(ConnectionLost, match="no scheduler given"):
+        DaskScheduler()
+
+
+class _Recorder:
+    """Stands for a DaskScheduler: records the calls each wave sends; their futures stay pending."""
+
+    def __init__(self):
+        self.sent = []
+        self.executor = self
+
+    def submit_many(self, calls):
+        self.sent.append(len(calls))
+        return [concurrent.futures.Future() for _ in calls]
+
+    def _count(self, tasks):
+        pass
+
+
+def test_without_dask_callbacks_each_submission_still_goes_out():
+    from sparrow_runtime.dask import _Wave
+
+    recorder = _Recorder()
+    wave = _Wave(recorder, in_flight=100)
+    wave.submit(_inc, [])  # no pretask announced it
+    assert recorder.sent == [1]
+    wave._deliver([(concurrent.futures.Future(), _done(1))])  # an outcome handed over, never followed by posttask
+    wave.submit(_inc, [])
+    assert recorder.sent == [1, 1]
+
+
+def _done(value):
+    future = concurrent.futures.Future()
+    future.set_result(value)
+    return future

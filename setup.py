@@ -47,8 +47,11 @@ setup(
         "sparrow_core.sim",
         "sparrow_runtime",
         "sparrow_runtime.cli",
+        "sparrow_runtime.client",
         "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
+        "sparrow_runtime.services",
+        "sparrow_runtime.wire",
     ],
     package_dir={"sparrow_runtime": "runtime"},
     package_data={

@@ -34,8 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.measure import cpu_counters, steal_percent
-from sparrow_runtime.client import Client
-from sparrow_runtime.local_cluster import LocalCluster
+from sparrow_runtime.client.core import Client
+from sparrow_runtime.client.local_cluster import LocalCluster
 
 JOB_TASKS = 10
 TASK_SECONDS = 0.01

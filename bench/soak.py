@@ -27,9 +27,9 @@ from pathlib import Path
 
 import trio
 
-from sparrow_runtime.client import Client, build_submit
-from sparrow_runtime.local_cluster import LocalCluster
-from sparrow_runtime.task_codec import pack_task, unpack_outcome
+from sparrow_runtime.client.core import Client, build_submit
+from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 PROGRESS_EVERY = 30.0  # seconds
 WARMUP = 30.0  # seconds of load before the "warm" snapshot (or a tenth of the run, if shorter)

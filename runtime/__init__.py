@@ -11,9 +11,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
-    "Client": "client",
-    "JobHandle": "client",
-    "TaskOutcome": "client",
+    "Client": "client.core",
+    "JobHandle": "client.core",
+    "TaskOutcome": "client.core",
     "ConnectionLost": "errors",
     "DependencyFailed": "errors",
     "FrameTooLarge": "errors",
@@ -22,20 +22,22 @@ _EXPORTS = {
     "ProtocolError": "errors",
     "RemoteTraceback": "errors",
     "SparrowError": "errors",
+    "TaskCancelled": "errors",
     "TaskFailed": "errors",
-    "LocalCluster": "local_cluster",
-    "Constraint": "messages",
-    "serve_node_monitor": "node_monitor",
-    "serve_scheduler": "scheduler",
-    "SparrowExecutor": "sync_executor",
+    "TaskTimeout": "errors",
+    "LocalCluster": "client.local_cluster",
+    "Constraint": "wire.messages",
+    "serve_node_monitor": "services.node_monitor",
+    "serve_scheduler": "services.scheduler",
+    "SparrowExecutor": "client.executor",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .client import Client as Client
-    from .client import JobHandle as JobHandle
-    from .client import TaskOutcome as TaskOutcome
+    from .client.core import Client as Client
+    from .client.core import JobHandle as JobHandle
+    from .client.core import TaskOutcome as TaskOutcome
     from .errors import ConnectionLost as ConnectionLost
     from .errors import DependencyFailed as DependencyFailed
     from .errors import FrameTooLarge as FrameTooLarge
@@ -44,12 +46,14 @@ if TYPE_CHECKING:
     from .errors import ProtocolError as ProtocolError
     from .errors import RemoteTraceback as RemoteTraceback
     from .errors import SparrowError as SparrowError
+    from .errors import TaskCancelled as TaskCancelled
     from .errors import TaskFailed as TaskFailed
-    from .local_cluster import LocalCluster as LocalCluster
-    from .messages import Constraint as Constraint
-    from .node_monitor import serve_node_monitor as serve_node_monitor
-    from .scheduler import serve_scheduler as serve_scheduler
-    from .sync_executor import SparrowExecutor as SparrowExecutor
+    from .errors import TaskTimeout as TaskTimeout
+    from .client.local_cluster import LocalCluster as LocalCluster
+    from .wire.messages import Constraint as Constraint
+    from .services.node_monitor import serve_node_monitor as serve_node_monitor
+    from .services.scheduler import serve_scheduler as serve_scheduler
+    from .client.executor import SparrowExecutor as SparrowExecutor
 
 
 def __getattr__(name: str):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..auth import SECRET_ENV, load_secret
+from ..wire.auth import SECRET_ENV, load_secret
 from .config import CONFIG, Resolved, resolve
-from ..cpus import pin_process
-from ..local_state import running_local_cluster
-from ..logsetup import setup_logging
-from ..processes import SECRET_VARIABLES
+from ..services.cpus import pin_process
+from ..client.local_state import running_local_cluster
+from ..services.logsetup import setup_logging
+from ..services.processes import SECRET_VARIABLES
 from .options import COMMANDS
 
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..address import format_address, parse_address
-from ..cpus import MAX_CPU, parse_cpu_list
+from ..wire.address import format_address, parse_address
+from ..services.cpus import MAX_CPU, parse_cpu_list
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index

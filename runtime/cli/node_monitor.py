@@ -8,9 +8,9 @@ from functools import partial
 
 import trio
 
-from ..metrics import MeteredNodeMonitorLogic
-from ..node_monitor import serve_node_monitor
-from ..node_monitor_logic import NodeMonitorLogic
+from ..services.metrics import MeteredNodeMonitorLogic
+from ..services.node_monitor import serve_node_monitor
+from ..services.node_monitor_logic import NodeMonitorLogic
 from .common import CommandError, add_command, prepare_service, settings
 from .service import node_monitor_drain, run_service, service_logic
 

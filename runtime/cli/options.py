@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
-from ..client import DEFAULT_RETRIES
-from ..client import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
-from ..framing import DEFAULT_MAX_FRAME
-from ..logsetup import LOG_LEVELS
-from ..node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
-from ..outcome_batching import DEFAULT_RESULT_DELAY
-from ..scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
-from ..scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..client.core import DEFAULT_RETRIES
+from ..client.core import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..services.logsetup import LOG_LEVELS
+from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
+from ..services.outcome_batching import DEFAULT_RESULT_DELAY
+from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
+from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
 from .config import (
     ADDRESSES,
     BOOLEAN,

@@ -8,8 +8,8 @@ import socket
 from functools import partial
 
 from ..dashboard import scheduler_with_dashboard
-from ..scheduler import serve_scheduler
-from ..scheduler_logic import SchedulerLogic
+from ..services.scheduler import serve_scheduler
+from ..services.scheduler_logic import SchedulerLogic
 from .common import add_command, prepare_service, settings
 from .service import metrics_address, run_service
 

@@ -23,14 +23,14 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..address import Address, format_address
+from ..wire.address import Address, format_address
 from ..errors import SparrowError
-from ..metrics import new_registry, serve_metrics
-from ..node_monitor_logic import NodeMonitorLogic
+from ..services.metrics import new_registry, serve_metrics
+from ..services.node_monitor_logic import NodeMonitorLogic
 from .common import CommandError
 from .config import ConfigError, Resolved
 
-logger = logging.getLogger("sparrow_runtime.cli")
+logger = logging.getLogger(__name__)
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
 READY = re.compile(

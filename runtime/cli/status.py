@@ -12,10 +12,10 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
-from ..client import Client
+from ..client.core import Client
 from ..errors import SparrowError
-from ..logsetup import setup_logging
-from ..messages import StatusReply
+from ..services.logsetup import setup_logging
+from ..wire.messages import StatusReply
 from .common import CommandError, add_command, client_target, settings
 
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import cloudpickle
 import trio
 
-from ..client import Client, TaskOutcome
-from ..command_task import CommandFailed, run_command
+from ..client.core import Client, TaskOutcome
+from .command_task import CommandFailed, run_command
 from ..errors import RemoteTraceback, SparrowError, TaskFailed
-from ..logsetup import setup_logging
+from ..services.logsetup import setup_logging
 from .common import CommandError, add_command, client_target, settings
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")

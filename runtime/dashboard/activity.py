@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from ..job_timer import SchedulerObserver
+from ..services.job_timer import SchedulerObserver
 
 QUANTILE_WINDOW = 10  # seconds of observations behind each p50/p99 point
 PER_SECOND_CAP = 5000  # observations kept per second and kind (a uniform sample beyond)

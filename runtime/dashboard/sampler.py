@@ -13,12 +13,12 @@ from itertools import islice
 
 import trio
 
-from ..messages import StatusReply
-from ..metrics import MeteredSchedulerLogic
+from ..wire.messages import StatusReply
+from ..services.metrics import MeteredSchedulerLogic
 from .activity import QUANTILE_WINDOW, Activity
 from .view import JOBS_LISTED, NodeRow, Point, View
 
-logger = logging.getLogger("sparrow_runtime.dashboard")
+logger = logging.getLogger(__name__)
 
 SAMPLE_INTERVAL = 1.0  # seconds between samples
 HISTORY = 300  # samples kept: five minutes at one a second

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..metrics import MeteredSchedulerLogic, registry_if_available
+from ..services.metrics import MeteredSchedulerLogic, registry_if_available
 from .app import DashboardApp
 from .sampler import Sampler
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..messages import JobStatus
+from ..wire.messages import JobStatus
 
 NODE_STATES = ("up", "draining", "lost")
 

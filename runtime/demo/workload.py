@@ -19,9 +19,9 @@ from functools import partial
 import numpy as np
 import trio
 
-from ..client import Client, build_submit
+from ..client.core import Client, build_submit
 from .task import demo_task
-from ..task_codec import pack_task, unpack_outcome
+from ..wire.task_codec import pack_task, unpack_outcome
 
 WARMUP_TASKS_PER_SLOT = 2
 

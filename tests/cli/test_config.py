@@ -11,7 +11,7 @@ import pytest
 from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS
-from sparrow_runtime.logsetup import OneLineFormatter
+from sparrow_runtime.services.logsetup import OneLineFormatter
 
 
 def parse(command: str, argv: list[str]) -> argparse.Namespace:

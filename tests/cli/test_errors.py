@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sparrow_runtime.cpus import available_cpus, format_cpu_list
+from sparrow_runtime.services.cpus import available_cpus, format_cpu_list
 
 from .conftest import clean_env, run_sparrow
 

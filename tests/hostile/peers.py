@@ -19,9 +19,10 @@ from functools import partial
 import msgspec
 import trio
 
-from sparrow_runtime import Client, TaskFailed, auth, serve_node_monitor, serve_scheduler
-from sparrow_runtime.framing import FrameDecoder, encode_frames
-from sparrow_runtime.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
+from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime.wire import auth
+from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
 
 SECRET = b"hostile-suite-secret"
 HANDSHAKE_TIMEOUT = 0.5

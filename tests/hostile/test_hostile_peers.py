@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparrow_runtime.messages import Error, Registered, RegisterNodeMonitor
+from sparrow_runtime.wire.messages import Error, Registered, RegisterNodeMonitor
 
 from .peers import LiveCluster, RawPeer, node_monitor_answers, scheduler_answers
 
@@ -158,7 +158,7 @@ def test_raw_bytes_after_the_handshake(cluster, junk):
 def test_connections_stuck_in_the_handshake_are_bounded(cluster):
     """64 connections that never authenticate are held (until the handshake deadline); the 65th is
     closed at once, unanswered; once they are gone, the service accepts again."""
-    from sparrow_runtime.limits import MAX_PENDING_HANDSHAKES
+    from sparrow_runtime.wire.limits import MAX_PENDING_HANDSHAKES
 
     idle = [RawPeer(cluster.scheduler) for _ in range(MAX_PENDING_HANDSHAKES)]
     try:

@@ -9,11 +9,11 @@ import math
 import msgspec
 import pytest
 
-from sparrow_runtime import limits
-from sparrow_runtime.client import build_submit
+from sparrow_runtime.wire import limits
+from sparrow_runtime.client.core import build_submit
 from sparrow_runtime.errors import FrameTooLarge, ProtocolError
-from sparrow_runtime.framing import FrameDecoder, encode_frames
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.messages import (
     Authenticate,
     Constraint,
     EnqueueReservations,
@@ -25,7 +25,7 @@ from sparrow_runtime.messages import (
     SubmitJob,
     TaskFinished,
 )
-from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 def _decode(fields: list) -> list:

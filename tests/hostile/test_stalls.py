@@ -17,7 +17,7 @@ import trio
 
 from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
@@ -28,8 +28,8 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.scheduler_logic import SchedulerLogic
-from sparrow_runtime.task_codec import pack_task
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.task_codec import pack_task
 
 from ..cli.conftest import Running, clean_env
 from .peers import SECRET, RawPeer

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from sparrow_runtime import auth
+from sparrow_runtime.wire import auth
 
 
 def test_secret_precedence_argument_then_file_then_environment(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from sparrow_runtime import LocalCluster
-from sparrow_runtime.cpus import (
+from sparrow_runtime.services.cpus import (
     available_cpus,
     format_cpu_list,
     local_layout,
@@ -62,7 +62,7 @@ def test_layout_needs_a_service_and_a_cpu():
 
 
 def _pin_in_child(cpus) -> subprocess.CompletedProcess:
-    code = f"import os; from sparrow_runtime.cpus import pin_process; pin_process({cpus!r}); print(sorted(os.sched_getaffinity(0)))"
+    code = f"import os; from sparrow_runtime.services.cpus import pin_process; pin_process({cpus!r}); print(sorted(os.sched_getaffinity(0)))"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 

@@ -15,8 +15,8 @@ from sparrow_runtime.dashboard import DashboardApp, Sampler
 from sparrow_runtime.dashboard.activity import LOST_MEMORY, PENDING_LIMIT, Quantiles
 from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
-from sparrow_runtime.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
-from sparrow_runtime.metrics import MeteredSchedulerLogic
+from sparrow_runtime.wire.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
+from sparrow_runtime.services.metrics import MeteredSchedulerLogic
 
 from .manual_clock import ManualClock
 
@@ -270,5 +270,5 @@ def test_a_failing_sample_is_logged_and_skipped_and_the_sampler_goes_on(autojump
 
     calls, view = trio.run(main, clock=autojump_clock)
     assert len(calls) == 90 and view.points == ()  # it kept trying, every second; the first view stays
-    failures = [r for r in caplog.records if r.name == "sparrow_runtime.dashboard"]
+    failures = [r for r in caplog.records if r.name == "sparrow_runtime.dashboard.sampler"]
     assert len(failures) == 2 and "ZeroDivisionError: a bug" in caplog.text  # at 1 s and at 61 s

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from sparrow_runtime.local_cluster import LocalCluster
-from sparrow_runtime.sync_executor import SparrowExecutor
+from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.client.executor import SparrowExecutor
 
 from .headless_chromium import HeadlessChromium, find_chromium
 

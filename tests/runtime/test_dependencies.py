@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
-from sparrow_runtime.dependencies import (
+from sparrow_runtime.client.dependencies import (
     Dependencies,
     Settler,
     TickBatch,
@@ -21,10 +21,10 @@ from sparrow_runtime.dependencies import (
     split_jobs,
 )
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
-from sparrow_runtime.limits import MAX_TASKS_PER_JOB
-from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.scheduler_logic import SchedulerLogic
-from sparrow_runtime.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.wire.limits import MAX_TASKS_PER_JOB
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
 
 from .conftest import count_jobs
 

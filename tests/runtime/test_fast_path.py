@@ -7,10 +7,10 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime.connection import Connection, send_grouped
-from sparrow_runtime.executor import ProcessExecutor, ThreadExecutor
-from sparrow_runtime.messages import GetTask, TaskLaunch
-from sparrow_runtime.task_codec import pack_task, unpack_outcome
+from sparrow_runtime.wire.connection import Connection, send_grouped
+from sparrow_runtime.services.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.wire.messages import GetTask, TaskLaunch
+from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 
 def _socket_connections() -> tuple[Connection, Connection]:

@@ -4,8 +4,8 @@ import msgspec
 import pytest
 
 from sparrow_runtime.errors import FrameTooLarge, ProtocolError
-from sparrow_runtime.framing import FrameDecoder, encode_frames
-from sparrow_runtime.messages import Constraint, GetTask, Heartbeat, SubmitJob, TaskLaunch
+from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.messages import Constraint, GetTask, Heartbeat, SubmitJob, TaskLaunch
 
 
 def test_burst_round_trips_when_fed_byte_by_byte():

@@ -4,9 +4,9 @@ and the jobs it forgets."""
 
 from __future__ import annotations
 
-from sparrow_runtime.job_timer import SchedulerObserver
-from sparrow_runtime.messages import GetTask, RegisterNodeMonitor, SubmitJob, TaskFinished
-from sparrow_runtime.metrics import MeteredSchedulerLogic
+from sparrow_runtime.services.job_timer import SchedulerObserver
+from sparrow_runtime.wire.messages import GetTask, RegisterNodeMonitor, SubmitJob, TaskFinished
+from sparrow_runtime.services.metrics import MeteredSchedulerLogic
 
 from .manual_clock import ManualClock
 

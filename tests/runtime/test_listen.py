@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from sparrow_runtime import ListenError, serve_node_monitor, serve_scheduler
-from sparrow_runtime.listen import open_listeners
+from sparrow_runtime.services.listen import open_listeners
 
 
 def test_port_in_use_and_foreign_address_are_one_line_errors(taken_port):

@@ -10,8 +10,8 @@ def test_services_log_at_the_clusters_level_without_the_secret(capfd):
     with LocalCluster(schedulers=1, node_monitors=1, log_level="info") as cluster:
         secret = cluster.secret
     err = capfd.readouterr().err
-    assert "sparrow_runtime.scheduler: scheduler scheduler-0 listening on" in err
-    assert "sparrow_runtime.node_monitor: registered with" in err
+    assert "sparrow_runtime.services.scheduler: scheduler scheduler-0 listening on" in err
+    assert "sparrow_runtime.services.node_monitor: registered with" in err
     assert secret not in err
 
 

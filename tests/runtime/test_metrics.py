@@ -11,7 +11,7 @@ import urllib.request
 
 import prometheus_client
 import pytest
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.messages import (
     CancelReservations,
     EnqueueReservations,
     GetTask,
@@ -20,7 +20,7 @@ from sparrow_runtime.messages import (
     SubmitJob,
     TaskFinished,
 )
-from sparrow_runtime.metrics import (
+from sparrow_runtime.services.metrics import (
     DELAY_BUCKETS,
     BucketCounts,
     MeteredNodeMonitorLogic,
@@ -123,7 +123,7 @@ def test_http_server_serves_metrics_and_the_pages_beside_them():
 
 def test_without_prometheus_client_the_metrics_path_says_how_to_install_it(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import fails as if not installed
-    with caplog.at_level(logging.WARNING, logger="sparrow_runtime.metrics"):
+    with caplog.at_level(logging.WARNING, logger="sparrow_runtime.services.metrics"):
         assert registry_if_available() is None
     assert "pip install 'sparrow-core[metrics]'" in caplog.text
     def dashboard(environ, start_response):

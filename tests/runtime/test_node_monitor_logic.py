@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.messages import (
     CancelReservations,
     EnqueueReservations,
     Error,
@@ -15,7 +15,7 @@ from sparrow_runtime.messages import (
     TaskFinished,
     TaskLaunch,
 )
-from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 
 
 def node(slots, policy="fifo", weights=None, schedulers=("s",)):
@@ -160,7 +160,7 @@ def test_messages_after_a_violation_in_the_batch_are_not_handled():
 
 
 def test_reservations_past_the_node_limit_close_the_link_and_queue_nothing(monkeypatch):
-    monkeypatch.setattr("sparrow_runtime.node_monitor_logic.MAX_QUEUED_RESERVATIONS", 5)
+    monkeypatch.setattr("sparrow_runtime.services.node_monitor_logic.MAX_QUEUED_RESERVATIONS", 5)
     logic = node(1)
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])  # 1 asked, 2 queued
     assert len(logic.queue) == 2

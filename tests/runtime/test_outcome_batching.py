@@ -7,8 +7,8 @@ from functools import partial
 import pytest
 import trio
 from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
-from sparrow_runtime.messages import EnqueueReservations, JobAccepted, TaskResult
-from sparrow_runtime.outcome_batching import OutcomeBatcher
+from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, TaskResult
+from sparrow_runtime.services.outcome_batching import OutcomeBatcher
 
 
 class Peer:

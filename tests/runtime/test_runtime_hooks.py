@@ -3,7 +3,7 @@ node monitor's heartbeat contents and its drain (clean shutdown). The Prometheus
 
 from __future__ import annotations
 
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     GetTask,
     Heartbeat,
@@ -16,8 +16,8 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 class Clock:

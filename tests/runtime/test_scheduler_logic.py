@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from sparrow_runtime.messages import (
+from sparrow_runtime.wire.messages import (
     CancelReservations,
     Constraint,
     EnqueueReservations,
@@ -23,8 +23,8 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.messages import SYSTEM, UNPLACEABLE
-from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.messages import SYSTEM, UNPLACEABLE
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 def cluster(n_nodes, labels=None, **kw):

@@ -8,8 +8,8 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, Constraint, TaskFailed, serve_node_monitor, serve_scheduler
-from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 SECRET = "test-secret"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.client import Liveness
-from sparrow_runtime.messages import (
+from sparrow_runtime.client.core import Liveness
+from sparrow_runtime.wire.messages import (
     CANCELLED,
     UNPLACEABLE,
     CancelJob,
@@ -25,7 +25,7 @@ from sparrow_runtime.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 class Clock:

@@ -8,14 +8,14 @@ import pytest
 import trio
 import trio.testing
 
-from sparrow_runtime.client import build_submit
-from sparrow_runtime.handshake import accept, connect_stream
-from sparrow_runtime.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
-from sparrow_runtime.node_monitor import NodeMonitorService
-from sparrow_runtime.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.scheduler import SchedulerService
-from sparrow_runtime.scheduler_logic import SchedulerLogic
-from sparrow_runtime.task_codec import pack_task, run_task
+from sparrow_runtime.client.core import build_submit
+from sparrow_runtime.wire.handshake import accept, connect_stream
+from sparrow_runtime.wire.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
+from sparrow_runtime.services.node_monitor import NodeMonitorService
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler import SchedulerService
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.task_codec import pack_task, run_task
 
 SECRET = b"virtual"
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import sys
 
-from .errors import ServiceStop
+from ..errors import ServiceStop
 from .limits import MAX_REASON, clip
 
 if sys.version_info < (3, 11):  # pragma: no cover - trio installs the backport there

@@ -25,21 +25,21 @@ from functools import partial
 
 import trio
 
-from .address import Address, format_address, parse_address
-from .auth import load_secret
-from .connection import Connection, send_grouped
-from .errors import ConnectionLost, ProtocolError, RegistrationRefused
+from ..wire.address import Address, format_address, parse_address
+from ..wire.auth import load_secret
+from ..wire.connection import Connection, send_grouped
+from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
 from .executor import ProcessExecutor, ThreadExecutor
-from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .guard import contained
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from .limits import MAX_REASON, clip
+from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.guard import contained
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.limits import MAX_REASON, clip
 from .listen import open_listeners
-from .messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
-from .messages import RegistrationRefused as Refusal
+from ..wire.messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
+from ..wire.messages import RegistrationRefused as Refusal
 from .node_monitor_logic import NodeMonitorLogic
 
-logger = logging.getLogger("sparrow_runtime.node_monitor")
+logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL = 0.5
 DEFAULT_SCHEDULER_TIMEOUT = 2.0

@@ -1,6 +1,6 @@
 """An executor worker process: runs the tasks its node monitor sends over a private Unix socket.
 
-Started by ProcessExecutor as `python -m sparrow_runtime.worker_main FD MAX_FRAME`, where FD is this
+Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME`, where FD is this
 process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node monitor does not
 reach a running task). It reads LaunchTask frames, runs each task (task_codec.run_task) and answers
 one ExecutorResult per task, in order. It exits when the node monitor closes the socket.
@@ -22,10 +22,10 @@ import socket
 import sys
 import threading
 
-from .errors import FrameTooLarge
-from .framing import RECEIVE_SIZE, FrameDecoder, encode_frames
-from .messages import ExecutorResult, LaunchTask
-from .task_codec import run_task
+from ..errors import FrameTooLarge
+from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
+from ..wire.messages import ExecutorResult, LaunchTask
+from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
 HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
@@ -61,7 +61,7 @@ def die_with_node_monitor(fd: int) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m sparrow_runtime.worker_main FD MAX_FRAME", file=sys.stderr)
+        print("usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME", file=sys.stderr)
         return 2
     fd = int(argv[0])
     os.set_inheritable(fd, False)  # the programs a task runs must not hold the node monitor's line open

@@ -21,17 +21,17 @@ from collections.abc import Sequence
 
 import trio
 
-from .address import Address, format_address, parse_address
-from .auth import load_secret
-from .connection import Connection
-from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .guard import contained
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.address import Address, format_address, parse_address
+from ..wire.auth import load_secret
+from ..wire.connection import Connection
+from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.guard import contained
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from .listen import open_listeners
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
 
-logger = logging.getLogger("sparrow_runtime.scheduler")
+logger = logging.getLogger(__name__)
 
 DEFAULT_NODE_TIMEOUT = 2.0
 DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client.py)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from .messages import JobAccepted, RegisterNodeMonitor, TaskLaunch, TaskResult
+from ..wire.messages import JobAccepted, RegisterNodeMonitor, TaskLaunch, TaskResult
 
 
 class SchedulerObserver:

@@ -34,7 +34,7 @@ from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
 
-logger = logging.getLogger("sparrow_runtime.metrics")
+logger = logging.getLogger(__name__)
 
 DELAY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 RESPONSE_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)

@@ -39,14 +39,14 @@ from collections.abc import Callable
 
 import trio
 
-from .connection import Connection
-from .errors import ProtocolError
-from .framing import DEFAULT_MAX_FRAME
-from .messages import SYSTEM, ExecutorResult, LaunchTask
+from ..wire.connection import Connection
+from ..errors import ProtocolError
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.messages import SYSTEM, ExecutorResult, LaunchTask
 from .processes import child_env, describe_exit
-from .task_codec import run_task
+from ..wire.task_codec import run_task
 
-logger = logging.getLogger("sparrow_runtime.executor")
+logger = logging.getLogger(__name__)
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
 
@@ -304,7 +304,7 @@ class ProcessExecutor(_Pool):
         parent, child = socket.socketpair()
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "sparrow_runtime.worker_main", str(child.fileno()), str(self.max_frame)],
+                [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 
 import cloudpickle
 
-from .task_codec import pack_task
+from ..wire.task_codec import pack_task
 
 CONTAINERS = (list, tuple, set, frozenset)
 

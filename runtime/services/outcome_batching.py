@@ -15,8 +15,8 @@ from collections.abc import Hashable
 
 import trio
 
-from .connection import send_grouped
-from .messages import TaskResult
+from ..wire.connection import send_grouped
+from ..wire.messages import TaskResult
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
 

@@ -43,9 +43,9 @@ from collections.abc import Callable, Hashable
 import numpy as np
 import sparrow_core
 
-from .errors import ProtocolError
-from .limits import MAX_REASON, clip, job_problem
-from .messages import (
+from ..errors import ProtocolError
+from ..wire.limits import MAX_REASON, clip, job_problem
+from ..wire.messages import (
     CANCELLED,
     SYSTEM,
     UNPLACEABLE,

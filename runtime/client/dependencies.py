@@ -18,13 +18,13 @@ from collections.abc import Callable, Hashable, Sequence
 import cloudpickle
 import trio
 
-from .client import FRAME_OVERHEAD_PER_JOB, FRAME_OVERHEAD_PER_TASK, Client, JobHandle, TaskRef
-from .errors import DependencyFailed
-from .limits import MAX_TASKS_PER_JOB
-from .messages import CANCELLED
+from .core import FRAME_OVERHEAD_PER_JOB, FRAME_OVERHEAD_PER_TASK, Client, JobHandle, TaskRef
+from ..errors import DependencyFailed
+from ..wire.limits import MAX_TASKS_PER_JOB
+from ..wire.messages import CANCELLED
 from .task_inputs import Inputs, pack_dependent
 
-logger = logging.getLogger("sparrow_runtime.dependencies")
+logger = logging.getLogger(__name__)
 
 class Waiting:
     """A task waiting for its inputs: `target` is its owner's name for it (a future, a job's task),

@@ -21,13 +21,13 @@ import trio
 from . import auth, limits
 from .address import Address, format_address
 from .connection import CLOSE_TIMEOUT, Connection
-from .errors import ConnectionLost, HandshakeError, ProtocolError
+from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
 from .limits import clip
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
 
-logger = logging.getLogger("sparrow_runtime.handshake")
+logger = logging.getLogger(__name__)
 
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 

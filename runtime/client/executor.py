@@ -36,15 +36,15 @@ from functools import partial
 
 import trio
 
-from .address import Address
+from ..wire.address import Address
 import cloudpickle
 
-from .client import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
+from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
 from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
-from .framing import DEFAULT_MAX_FRAME
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from .messages import CANCELLED
-from .task_codec import pack_task, unpack_outcome
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
+from ..wire.messages import CANCELLED
+from ..wire.task_codec import pack_task, unpack_outcome
 from .task_inputs import Inputs, find_inputs, pack_dependent, pack_template
 
 DEFAULT_CHUNKSIZE = 256

@@ -40,15 +40,15 @@ from functools import partial
 
 import trio
 
-from .address import Address, format_address, parse_address
-from .auth import load_secret
-from .connection import Connection
-from .errors import ConnectionLost, HandshakeError, ProtocolError
-from .framing import DEFAULT_MAX_FRAME, check_max_frame
-from .handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
-from .limits import MAX_REASON, clip, job_problem
+from ..wire.address import Address, format_address, parse_address
+from ..wire.auth import load_secret
+from ..wire.connection import Connection
+from ..errors import ConnectionLost, HandshakeError, ProtocolError
+from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.limits import MAX_REASON, clip, job_problem
 from .local_state import running_local_cluster
-from .messages import (
+from ..wire.messages import (
     CANCELLED,
     SYSTEM,
     UNPLACEABLE,
@@ -62,10 +62,10 @@ from .messages import (
     SubmitJob,
     TaskResult,
 )
-from .task_codec import outcome_exception, pack_task, unpack_outcome
+from ..wire.task_codec import outcome_exception, pack_task, unpack_outcome
 from .task_inputs import Inputs, find_inputs, pack_template
 
-logger = logging.getLogger("sparrow_runtime.client")
+logger = logging.getLogger(__name__)
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
 FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously

@@ -13,7 +13,7 @@ import traceback
 
 import cloudpickle
 
-from .errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
+from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
 from .messages import CANCELLED, TIMED_OUT
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's

@@ -28,9 +28,9 @@ from collections.abc import Hashable
 
 import sparrow_core
 
-from .errors import ProtocolError
-from .limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip
-from .messages import (
+from ..errors import ProtocolError
+from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip
+from ..wire.messages import (
     CancelReservations,
     EnqueueReservations,
     Error,

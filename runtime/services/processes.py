@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from .auth import SECRET_ENV, SECRET_FILE_ENV
+from ..wire.auth import SECRET_ENV, SECRET_FILE_ENV
 
 # Never handed to a child through its environment: a task could print it (and a service started by
 # LocalCluster gets the secret as a file, so it is not in /proc/PID/environ either).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .errors import FrameTooLarge, ProtocolError
+from ..errors import FrameTooLarge, ProtocolError
 from .limits import clip
 from .messages import Message
 

@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 import trio
 
 from . import limits
-from .errors import ConnectionLost, ProtocolError
+from ..errors import ConnectionLost, ProtocolError
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
 from .messages import Error, RegistrationRefused
 
-logger = logging.getLogger("sparrow_runtime.connection")
+logger = logging.getLogger(__name__)
 
 FAREWELLS = (Error, RegistrationRefused)  # messages after which their sender closes the connection
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped

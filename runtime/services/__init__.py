@@ -1,0 +1,2 @@
+"""The services: the scheduler and the node monitor (each a sans-I/O logic class and a trio shell),
+the executors and their worker processes, metrics, and what running a service needs."""

@@ -100,7 +100,8 @@ class SchedulerService:
         while True:
             await trio.sleep(TIMER_INTERVAL)
             if self.logic.waiting:
-                self.outcomes.send(self.logic.on_timer())
+                with contained(logger, "failing the jobs that waited too long"):
+                    self.outcomes.send(self.logic.on_timer())
 
     async def keep_dialing(self, target: Address) -> None:
         """Connect to the node monitor at `target` and serve it; redial whenever the link ends."""

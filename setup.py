@@ -49,6 +49,7 @@ setup(
         "sparrow_runtime.cli",
         "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
+        "sparrow_runtime.experiment",
     ],
     package_dir={"sparrow_runtime": "runtime"},
     package_data={

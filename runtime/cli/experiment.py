@@ -20,27 +20,24 @@ from ..experiment.run import run_queries
 from ..local_cluster import LocalCluster
 from ..logsetup import setup_logging
 from .common import CommandError
+from .config import Kind, integer, number
 from .demo_view import DemoProgress
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
+def _flag(kind: Kind):
+    """An argparse type that reads a flag as the other commands' settings do (config.py's kinds)."""
+
+    def convert(text: str):
+        try:
+            return kind.from_text(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
-    return value
+POSITIVE_INT = _flag(integer(1))
+POSITIVE_NUMBER = _flag(number(0.0, open_low=True))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,13 +58,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "OUT/cluster.png. About 1 minute per run with the defaults.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--runs", type=_positive_int, default=3, help="runs, each on a fresh cluster with its own seed")
-    p.add_argument("--seconds", type=_positive_float, default=40.0, help="seconds during which queries arrive, per run")
-    p.add_argument("--load", type=float, default=0.8, help="offered load, a fraction of the slots")
-    p.add_argument("--schedulers", type=_positive_int, default=4, help="schedulers, and as many clients")
-    p.add_argument("--node-monitors", type=_positive_int, default=8, help="node monitors")
-    p.add_argument("--slots", type=_positive_int, default=4, help="slots per node monitor")
-    p.add_argument("--time-scale", type=_positive_float, default=1.0, help="multiplies every task duration")
+    p.add_argument("--runs", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
+    p.add_argument("--seconds", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
+    p.add_argument("--load", type=_flag(number(0.0, 1.0, open_low=True)), default=0.8,
+                   help="offered load, a fraction of the slots")
+    p.add_argument("--schedulers", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
+    p.add_argument("--node-monitors", type=POSITIVE_INT, default=8, help="node monitors")
+    p.add_argument("--slots", type=POSITIVE_INT, default=4, help="slots per node monitor")
+    p.add_argument("--time-scale", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
     p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
     p.add_argument("--seed", type=int, default=0, help="seed of the first run (run i: seed + i)")
     p.add_argument("--out", type=Path, default=Path("docs/paper"), help="folder for cluster.md and cluster.png")

@@ -110,6 +110,7 @@ def test_the_verdicts_follow_the_numbers_of_every_run():
     lines = verdicts(close)
     assert lines[0].startswith("Mean query response time: 1.05 (1.03-1.07) x the ideal's (within the paper's 12%")
     assert "Median queueing delay per task: 4.0 (4.0-4.0) ms" in lines[1]
+    assert "The network and late-binding part at the median task: 1.0 (1.0-1.0) ms" in lines[1]
     # the model's worst: run 2 at p95, (1.0 + 0.95 x 1.1) / (1.1 + 0.95 x 0.9) = 1.046
     assert lines[2].endswith("met.") and "within 5%" in lines[2]
     far = [_figures([2.0, 4.0], [1.0, 2.0], [1.0, 2.0])]
@@ -121,8 +122,9 @@ def test_the_page_quotes_the_command_the_machine_and_every_table():
     notes = [MachineNote(1.0, 2.5, 3.25, 2), MachineNote(2.5, 2.0, None, 2)]
     page = render([_figures([1.0], [1.0], [1.0])] * 2, notes, setup, "cluster.png")
     assert "sparrow experiment cluster --runs 2" in page
-    assert "- run 1: load average 1.00 -> 2.50 on 2 CPUs, steal 3.2%" in page
-    assert "- run 2: load average 2.50 -> 2.00 on 2 CPUs, steal unknown" in page
+    # each run's offered load: its task time (busy 0.5 s) over the arrival period's slot time (40 s x 1 slot)
+    assert "- run 1: offered load 1%, 1 queries; load average 1.00 -> 2.50 on 2 CPUs, steal 3.2%" in page
+    assert "- run 2: offered load 1%, 1 queries; load average 2.50 -> 2.00 on 2 CPUs, steal unknown" in page
     for heading in ("| query response | sparrow | ideal |", "| queueing delay per task |", "| simulated / sparrow |",
                     "| measured in the run (mean) | ms |", "![query response time CDFs"):  # fmt: skip
         assert heading in page

@@ -174,8 +174,8 @@ def render(runs: Sequence[RunFigures], notes: Sequence[MachineNote], setup: Setu
     lines = [
         "# The paper's cluster experiment, on the runtime",
         "",
-        "Sparrow's headline result on a real cluster (SOSP 2013, section 7): TPC-H queries on 100 16-core",
-        "machines with 10 schedulers at 80% load, \"within 12% of ideal\", with a median queueing delay of",
+        "Sparrow's headline result on a real cluster (SOSP 2013): TPC-H queries on 100 16-core machines",
+        "with 10 schedulers at 80% load, \"within 12% of ideal\", with a median queueing delay of",
         "9 ms. This page is the same experiment at the size of one machine, on the runtime",
         "(`sparrow_runtime`), written by one command:",
         "",

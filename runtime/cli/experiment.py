@@ -58,17 +58,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "OUT/cluster.png. About 1 minute per run with the defaults.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--runs", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
-    p.add_argument("--seconds", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
-    p.add_argument("--load", type=_flag(number(0.0, 1.0, open_low=True)), default=0.8,
+    p.add_argument("--runs", metavar="N", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
+    p.add_argument("--seconds", metavar="S", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
+    p.add_argument("--load", metavar="FRACTION", type=_flag(number(0.0, 1.0, open_low=True)), default=0.8,
                    help="offered load, a fraction of the slots")
-    p.add_argument("--schedulers", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
-    p.add_argument("--node-monitors", type=POSITIVE_INT, default=8, help="node monitors")
-    p.add_argument("--slots", type=POSITIVE_INT, default=4, help="slots per node monitor")
-    p.add_argument("--time-scale", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
+    p.add_argument("--schedulers", metavar="N", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
+    p.add_argument("--node-monitors", metavar="N", type=POSITIVE_INT, default=8, help="node monitors")
+    p.add_argument("--slots", metavar="N", type=POSITIVE_INT, default=4, help="slots per node monitor")
+    p.add_argument("--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
     p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first run (run i: seed + i)")
-    p.add_argument("--out", type=Path, default=Path("docs/paper"), help="folder for cluster.md and cluster.png")
+    p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
+    p.add_argument("--out", metavar="DIR", type=Path, default=Path("docs/paper"), help="folder for cluster.md and cluster.png")
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     p.set_defaults(func=run)
 

@@ -50,6 +50,7 @@ setup(
         "sparrow_runtime.client",
         "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
+        "sparrow_runtime.experiment",
         "sparrow_runtime.services",
         "sparrow_runtime.wire",
     ],

@@ -1,6 +1,19 @@
-"""Sparrow's runtime figures beside a peer's, measured in the same run: the throughput and latency of
-bench_runtime.py on Sparrow and on Dask distributed, alternating the two (Sparrow, Dask, Sparrow, ...)
-so that the noise of a shared machine hits both alike, and Sparrow's figures can be quoted as ratios.
+"""Sparrow's runtime figures beside its peers', measured in the same run, alternating the systems
+(Sparrow, ProcessPoolExecutor, Dask, Sparrow, ...) so that the noise of a shared machine hits all alike,
+and Sparrow's figures can be quoted as ratios:
+
+- no-op tasks: the throughput and latency of bench_runtime.py;
+- 10 ms tasks (issue 13): the saturated rate (jobs of 100 sleeping tasks kept queued; nominal
+  2 slots / 10 ms = 200/s), and at 80% load (open loop: jobs of 10 tasks at Poisson arrival times
+  whatever the system is doing, the same arrivals for every system) the job response time beyond
+  the task's own 10 ms, at p50 and p95, beside its floor: the simulator's omniscient policy (one
+  infinitely fast central queue over the same 2 slots, no overhead) replaying the same arrivals with
+  the durations Sparrow's tasks measured (a sleep ends a little late).
+
+ProcessPoolExecutor setup: `concurrent.futures.ProcessPoolExecutor(2)`, what a Python user picks
+first for parallel tasks on one host: no scheduler, no network, one queue in the submitting
+process. A job is `[pool.submit(f, x) for x in ...]`, waited for with `wait`; the load case records
+each job's end from its futures' callbacks.
 
 Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, its
 dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster per run: two worker processes of one slot each and a
@@ -14,7 +27,8 @@ The Sparrow side and the structure (warm-up, jobs in flight, 20 warm-up jobs the
 time, percentiles) are bench_runtime.py's. `--executor` is Sparrow's: a Dask worker runs tasks on a
 thread of its own process, where Sparrow's process executor adds a worker process behind the node
 monitor. Optional (`pip install -e '.[peers]'`); CI does not install Dask.
-Script: `python bench/bench_peers.py [--executor process|thread] [--repeat N] [--tasks N] [--jobs N]`
+Script: `python bench/bench_peers.py [--executor process|thread] [--repeat N] [--tasks N] [--jobs N]
+[--load-seconds S]` (`--load-seconds 0` skips the 10 ms-task case).
 """
 
 from __future__ import annotations
@@ -23,7 +37,13 @@ import argparse
 import asyncio
 import logging
 import os
+import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
 
 from rich.console import Console
 from rich.table import Table
@@ -39,6 +59,24 @@ try:
     import distributed
 except ImportError:  # an optional extra: main() says how to install it
     distributed = None
+
+try:
+    import trio
+
+    from sparrow_runtime import Client, LocalCluster
+    from sparrow_runtime.demo.replay import ReplayJob, ideal
+    from sparrow_runtime.demo.task import demo_task
+    from sparrow_runtime.demo.workload import Workload, make_workload, run_workload
+except ImportError:  # the suite must import with any version of the package
+    LocalCluster = None
+
+SLOTS = 2  # every system: 2 workers of 1 slot
+TASK_S = 0.010  # the load case's task: sleeps 10 ms
+LOAD = 0.8
+LOAD_JOB_SIZE = 10
+SATURATED_TASKS = 1000  # 10 ms tasks for the saturated rate, in jobs of 100
+SATURATED_JOB_SIZE = 100
+SATURATED_IN_FLIGHT = 4  # jobs queued at once: the slots never wait for the client
 
 
 async def dask_throughput(address, n_tasks=sparrow.THROUGHPUT_TASKS, job_size=sparrow.THROUGHPUT_JOB_SIZE) -> float:
@@ -79,54 +117,257 @@ def dask_run_once(n_tasks: int, n_jobs: int) -> tuple[float, float, float]:
     return rate, 1e3 * sparrow.percentile(lat, 0.5), 1e3 * sparrow.percentile(lat, 0.99)
 
 
+def pool_run_once(n_tasks: int, n_jobs: int) -> tuple[float, float, float]:
+    """(tasks/s, p50 ms, p99 ms) of no-op tasks on a fresh ProcessPoolExecutor(2): bench_runtime's figures."""
+    with ProcessPoolExecutor(SLOTS) as pool:
+        wait([pool.submit(int, 0) for _ in range(sparrow.THROUGHPUT_JOB_SIZE)])  # start the workers
+        job = sparrow.THROUGHPUT_JOB_SIZE
+        start = time.perf_counter()
+        pending = []
+        for _ in range(n_tasks // job):
+            pending.append([pool.submit(int, i) for i in range(job)])
+            if len(pending) >= sparrow.IN_FLIGHT:
+                wait(pending.pop(0))
+        for futures in pending:
+            wait(futures)
+        rate = (n_tasks // job) * job / (time.perf_counter() - start)
+        for _ in range(20):  # warm up, as bench_runtime.measure_latencies
+            wait([pool.submit(int, i) for i in range(sparrow.LATENCY_JOB_SIZE)])
+        latencies = []
+        for _ in range(n_jobs):
+            start = time.perf_counter()
+            wait([pool.submit(int, i) for i in range(sparrow.LATENCY_JOB_SIZE)])
+            latencies.append(time.perf_counter() - start)
+    latencies.sort()
+    return rate, 1e3 * sparrow.percentile(latencies, 0.5), 1e3 * sparrow.percentile(latencies, 0.99)
+
+
+# -- 10 ms tasks: saturated rate and 80% load ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadFigures:
+    """One system's 10 ms-task figures: saturated tasks/s, and per job of the load case its response
+    time (seconds, in arrival order)."""
+
+    rate: float
+    response: np.ndarray
+
+    def beyond_task_ms(self, q: float) -> float:
+        """The q-th percentile of (response - TASK_S), in ms."""
+        return 1e3 * float(np.percentile(self.response - TASK_S, q))
+
+
+def load_arrivals(seconds: float, seed: int) -> np.ndarray:
+    """The load case's job arrival offsets: Poisson at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
+    drawn = make_workload(load=LOAD, duration=seconds, slots=SLOTS, min_tasks=LOAD_JOB_SIZE,
+                          max_tasks=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seed=seed, spread=0.0)  # fmt: skip
+    return drawn.arrivals
+
+
+def sparrow_load(executor: str, arrivals: np.ndarray) -> tuple[LoadFigures, LoadFigures]:
+    """(Sparrow's figures, the floor's) on a fresh cluster of 2 node monitors x 1 slot."""
+    workload = Workload(arrivals, [np.full(LOAD_JOB_SIZE, TASK_S)] * len(arrivals))
+    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor=executor) as cluster:
+        rate = trio.run(_sparrow_saturated, cluster.schedulers, cluster.secret)
+        records = trio.run(partial(run_workload, slots=SLOTS), cluster.schedulers, cluster.secret, workload)
+    failed = sum(r.failed for r in records)
+    if failed:
+        raise RuntimeError(f"{failed} tasks failed under load: {[e for r in records for e in r.errors][:3]}")
+    durations = [r.ends - r.starts for r in records]
+    floor = ideal([ReplayJob(a, d) for a, d in zip(arrivals.tolist(), durations, strict=True)],
+                  node_monitors=SLOTS, slots=1)  # fmt: skip
+    mean_task = float(np.mean(np.concatenate(durations)))
+    return (
+        LoadFigures(rate, np.array([r.finished - r.submitted for r in records])),
+        LoadFigures(SLOTS / mean_task, floor.job_response),
+    )
+
+
+async def _sparrow_saturated(schedulers, secret) -> float:
+    async with Client(schedulers, secret=secret) as client:
+        await (await client.submit_job([partial(demo_task, 0.0)] * SLOTS)).wait()
+        start = time.perf_counter()
+        pending = []
+        for _ in range(SATURATED_TASKS // SATURATED_JOB_SIZE):
+            pending.append(await client.submit_job([partial(demo_task, TASK_S)] * SATURATED_JOB_SIZE))
+            if len(pending) >= SATURATED_IN_FLIGHT:
+                await pending.pop(0).wait()
+        for job in pending:
+            await job.wait()
+        return SATURATED_TASKS / (time.perf_counter() - start)
+
+
+def pool_load(arrivals: np.ndarray) -> LoadFigures:
+    """ProcessPoolExecutor(2)'s figures: all the saturated tasks queued at once, then the open loop."""
+    with ProcessPoolExecutor(SLOTS) as pool:
+        wait([pool.submit(demo_task, 0.0) for _ in range(SLOTS)])
+        start = time.perf_counter()
+        wait([pool.submit(demo_task, TASK_S) for _ in range(SATURATED_TASKS)])
+        rate = SATURATED_TASKS / (time.perf_counter() - start)
+        finished = np.full(len(arrivals), np.nan)
+        submitted = np.full(len(arrivals), np.nan)
+        lock = threading.Lock()
+        left = [LOAD_JOB_SIZE] * len(arrivals)
+
+        def on_done(job: int, _future) -> None:
+            now = time.monotonic()
+            with lock:
+                left[job] -= 1
+                if left[job] == 0:
+                    finished[job] = now
+
+        begin = time.monotonic()
+        futures = []
+        for job, offset in enumerate(arrivals.tolist()):
+            time.sleep(max(0.0, begin + offset - time.monotonic()))
+            submitted[job] = time.monotonic()
+            for _ in range(LOAD_JOB_SIZE):
+                future = pool.submit(demo_task, TASK_S)
+                future.add_done_callback(partial(on_done, job))
+                futures.append(future)
+        for future in futures:
+            future.result()  # a task that raised fails the benchmark
+    return LoadFigures(rate, finished - submitted)  # the pool's shutdown ran every callback
+
+
+async def _dask_load(address, arrivals: np.ndarray) -> LoadFigures:
+    async with distributed.Client(address, asynchronous=True) as client:
+        await client.gather(client.map(demo_task, [0.0] * SLOTS, pure=False))
+        start = time.perf_counter()
+        pending = []
+        for _ in range(SATURATED_TASKS // SATURATED_JOB_SIZE):
+            pending.append(client.map(demo_task, [TASK_S] * SATURATED_JOB_SIZE, pure=False))
+            if len(pending) >= SATURATED_IN_FLIGHT:
+                await client.gather(pending.pop(0))
+        for job in pending:
+            await client.gather(job)
+        rate = SATURATED_TASKS / (time.perf_counter() - start)
+        response = np.full(len(arrivals), np.nan)
+
+        async def one(job: int) -> None:
+            submitted = time.monotonic()
+            await client.gather(client.map(demo_task, [TASK_S] * LOAD_JOB_SIZE, pure=False))
+            response[job] = time.monotonic() - submitted
+
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        jobs = []
+        for job, offset in enumerate(arrivals.tolist()):
+            await asyncio.sleep(max(0.0, begin + offset - loop.time()))
+            jobs.append(asyncio.ensure_future(one(job)))
+        await asyncio.gather(*jobs)
+        return LoadFigures(rate, response)
+
+
+def dask_load(arrivals: np.ndarray) -> LoadFigures:
+    with distributed.LocalCluster(
+        n_workers=SLOTS, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    ) as cluster:
+        return asyncio.run(_dask_load(cluster.scheduler_address, arrivals))
+
+
 def best_and_range(runs: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
     """(best, lowest, highest) of tasks/s (higher is better), p50 and p99 ms (lower is better)."""
     rates, p50s, p99s = zip(*runs, strict=True)
     return [(max(rates), min(rates), max(rates)), (min(p50s), min(p50s), max(p50s)), (min(p99s), min(p99s), max(p99s))]
 
 
+def _cells(figures: list[tuple[float, ...]], formats: tuple[str, ...], higher_better: tuple[bool, ...]) -> list[str]:
+    """Each column's best over the rounds, with the range when there are several."""
+    cells = []
+    for column, fmt, higher in zip(zip(*figures, strict=True), formats, higher_better, strict=True):
+        best = max(column) if higher else min(column)
+        spread = f" ({fmt.format(min(column))}-{fmt.format(max(column))})" if len(column) > 1 else ""
+        cells.append(fmt.format(best) + spread)
+    return cells
+
+
+def noop_table(runs: dict[str, list[tuple[float, float, float]]]) -> Table:
+    table = Table(title="no-op tasks")
+    for column in ("", "tasks/s", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="right" if column else "left")
+    for name, system_runs in runs.items():
+        table.add_row(name, *_cells(system_runs, ("{:,.0f}", "{:.2f}", "{:.2f}"), (True, False, False)))
+    # Of the bests, and with several rounds the range of the ratios within a round (its runs minutes apart).
+    (s_rate, s_p50, s_p99), (d_rate, d_p50, d_p99) = (
+        [best for best, _, _ in best_and_range(runs[name])] for name in ("Sparrow", "Dask")
+    )
+    bests = (s_rate / d_rate, d_p50 / s_p50, d_p99 / s_p99)
+    pairs = zip(runs["Sparrow"], runs["Dask"], strict=True)
+    rounds = [(sr / dr, d50 / s50, d99 / s99) for (sr, s50, s99), (dr, d50, d99) in pairs]
+    spread = len(rounds) > 1
+    row = [f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
+           for best, r in zip(bests, zip(*rounds, strict=True), strict=True)]  # fmt: skip
+    table.add_row("Sparrow / Dask", *row)
+    return table
+
+
+def load_table(runs: dict[str, list[LoadFigures]]) -> Table:
+    ms = f"{TASK_S * 1e3:g} ms"
+    table = Table(title=f"{ms} tasks on {SLOTS} slots: saturated rate; at {LOAD:.0%} load, job response - {ms}")
+    table.add_column("", no_wrap=True)
+    for column in (f"tasks/s (of {SLOTS / TASK_S:.0f})", "p50 ms", "p95 ms", "p50 / floor"):
+        table.add_column(column, justify="right")
+    floors = runs["floor"]
+    for name, system_runs in runs.items():
+        figures = [(f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
+                   for f, floor in zip(system_runs, floors, strict=True)]  # fmt: skip
+        table.add_row(name, *_cells(figures, ("{:,.0f}", "{:,.0f}", "{:,.0f}", "{:.2f}x"), (True, False, False, False)))
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executor", choices=("process", "thread"), default="process", help="Sparrow's executors")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds, each a fresh Sparrow then a fresh Dask cluster")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=sparrow.LATENCY_JOBS, help="10-task jobs for the latency figures")
+    parser.add_argument("--load-seconds", type=float, default=15.0,
+                        help="seconds of arrivals in the 10 ms-task load case (0: skip it)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="seed of the load case's arrivals (every round: the same)")
     args = parser.parse_args()
     if distributed is None:
         parser.exit(2, "bench_peers.py needs Dask distributed: pip install -e '.[peers]'\n")
+    if LocalCluster is None:
+        parser.exit(2, "bench_peers.py needs sparrow_runtime: pip install -e .\n")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
+    if args.load_seconds < 0:
+        parser.error(f"--load-seconds must be >= 0, got {args.load_seconds}")
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
-    sparrow_runs, dask_runs = [], []
+    noop: dict[str, list] = {"Sparrow": [], "ProcessPoolExecutor(2)": [], "Dask": []}
+    loaded: dict[str, list] = {"floor": [], "ProcessPoolExecutor(2)": [], "Sparrow": [], "Dask": []}
+    arrivals = load_arrivals(args.load_seconds, args.seed) if args.load_seconds else None
     for _ in range(args.repeat):
-        sparrow_runs.append(sparrow.run_once(args.executor, args.tasks, args.jobs))
-        dask_runs.append(dask_run_once(args.tasks, args.jobs))
+        noop["Sparrow"].append(sparrow.run_once(args.executor, args.tasks, args.jobs))
+        noop["ProcessPoolExecutor(2)"].append(pool_run_once(args.tasks, args.jobs))
+        noop["Dask"].append(dask_run_once(args.tasks, args.jobs))
+        if arrivals is not None:
+            ours, floor = sparrow_load(args.executor, arrivals)
+            loaded["Sparrow"].append(ours)
+            loaded["floor"].append(floor)
+            loaded["ProcessPoolExecutor(2)"].append(pool_load(arrivals))
+            loaded["Dask"].append(dask_load(arrivals))
     load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
 
-    table = Table()
-    for column in ("", "tasks/s", "p50 ms", "p99 ms"):
-        table.add_column(column, justify="right" if column else "left")
-    spread = args.repeat > 1
-    figures = {name: best_and_range(runs) for name, runs in (("Sparrow", sparrow_runs), ("Dask", dask_runs))}
-    for name, system_figures in figures.items():
-        row = [fmt.format(best) + (f" ({fmt.format(lo)}-{fmt.format(hi)})" if spread else "")
-               for fmt, (best, lo, hi) in zip(("{:,.0f}", "{:.2f}", "{:.2f}"), system_figures, strict=True)]  # fmt: skip
-        table.add_row(name, *row)
-    # Of the bests, and with --repeat the range of the ratios within a round (its two runs minutes apart).
-    (s_rate, s_p50, s_p99), (d_rate, d_p50, d_p99) = ([best for best, _, _ in f] for f in figures.values())
-    bests = (s_rate / d_rate, d_p50 / s_p50, d_p99 / s_p99)
-    pairs = zip(sparrow_runs, dask_runs, strict=True)
-    rounds = [(sr / dr, d50 / s50, d99 / s99) for (sr, s50, s99), (dr, d50, d99) in pairs]
-    row = [f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
-           for best, r in zip(bests, zip(*rounds, strict=True), strict=True)]  # fmt: skip
-    table.add_row("ratio", *row)
-    Console().print(table)
-    print(f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
-          f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
-          + (f"best of {args.repeat} rounds (range)\n" if spread else "one round\n")
-          + "ratio: Sparrow/Dask for tasks/s, Dask/Sparrow for ms (> 1: Sparrow better)\n"
-          + f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
-          f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"))  # fmt: skip
+    console = Console(width=None if os.isatty(1) else 120)  # a log keeps each table's rows on one line
+    console.print(noop_table(noop))
+    console.print(f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
+                  f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
+                  + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
+                  + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
+                  highlight=False)  # fmt: skip
+    if arrivals is not None:
+        console.print(load_table(loaded))
+        console.print(f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
+                      f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
+                      "the same for every system and round); floor: the omniscient replay of the arrivals with the "
+                      "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
+                      highlight=False)  # fmt: skip
+    console.print(f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
+                  f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
+                  highlight=False)  # fmt: skip
 
 
 if __name__ == "__main__":

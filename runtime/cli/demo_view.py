@@ -8,6 +8,7 @@ import time
 from os import PathLike
 
 import numpy as np
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -58,8 +59,8 @@ class DemoProgress:
             self.console.print(f"{elapsed:5.1f} s  jobs {p.jobs_done}/{p.jobs_total}, {detail}", highlight=False)
 
 
-def _ms(seconds: float) -> str:
-    return "-" if math.isnan(seconds) else f"{seconds * 1000:,.1f} ms"
+def _number(seconds: float) -> str:
+    return "-" if math.isnan(seconds) else f"{seconds * 1000:,.1f}"
 
 
 def _ratio(a: float, b: float) -> str:
@@ -77,25 +78,41 @@ def render_report(console: Console, report: DemoReport, title: str) -> None:
     summary.add_row("slot utilisation", f"{report.utilisation:.0%} of {report.slots} slots")
     console.print(summary)
 
-    compare = Table(title="Sparrow against an ideal scheduler fed the same arrivals", title_justify="left")
-    compare.add_column("")
-    compare.add_column("sparrow", justify="right")
-    compare.add_column("ideal", justify="right")
-    compare.add_column("sparrow / ideal", justify="right")
-    for name, measured, ideal in (
-        ("job response", report.response, report.ideal_response),
-        ("scheduling delay", report.delay, report.ideal_delay),
+    compare = Table(
+        title="Sparrow against an ideal scheduler and the simulator, fed the same arrivals (ms)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    compare.add_column("", no_wrap=True)
+    for column in ("sparrow", "ideal", "sparrow / ideal", "simulated", "simulated / sparrow"):
+        compare.add_column(column, justify="right")
+    for name, measured, ideal, simulated in (
+        ("job response", report.response, report.ideal_response, report.simulated_response),
+        ("scheduling delay", report.delay, report.ideal_delay, report.simulated_delay),
     ):
-        for q, a, b in zip(PERCENTILES, percentiles(measured), percentiles(ideal), strict=True):
-            compare.add_row(f"{name} p{q}", _ms(a), _ms(b), _ratio(a, b))
+        rows = zip(PERCENTILES, percentiles(measured), percentiles(ideal), percentiles(simulated), strict=True)
+        for q, a, b, c in rows:
+            compare.add_row(f"{name} p{q}", _number(a), _number(b), _ratio(a, b), _number(c), _ratio(c, a))
     console.print(compare)
     console.print(
         f"Mean job response time: {report.mean_response_over_ideal:.2f}x the ideal's "
         "(the ideal: one infinitely fast central queue over the same slots, no network; see docs/cli.md).",
         highlight=False,
     )
+    console.print(_model_line(report), highlight=False)
     for error in report.errors:
         console.print(f"failed task: {error}", highlight=False, markup=False)
+
+
+def _model_line(report: DemoReport) -> str:
+    hops = report.hops
+    if hops is None:
+        return "Simulated: too few tasks queued and too few found a free slot to measure this run's delays."
+    return (
+        "Simulated: the simulator's sparrow policy replaying these jobs with the delays this run measured "
+        f"(a slot's gap between queued tasks {hops.chain_gap * 1e3:.2f} ms, an idle slot's start "
+        f"{hops.idle_start * 1e3:.2f} ms, outcome to client {hops.result * 1e3:.2f} ms; docs/cli.md)."
+    )
 
 
 def plot_cdf(report: DemoReport, path: str | PathLike[str], title: str) -> None:
@@ -106,7 +123,10 @@ def plot_cdf(report: DemoReport, path: str | PathLike[str], title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, values in (("sparrow (measured)", report.response), ("ideal (same arrivals)", report.ideal_response)):
+    curves = [("sparrow (measured)", report.response), ("ideal (same arrivals)", report.ideal_response)]
+    if report.simulated_response.size:
+        curves.append(("simulated (same arrivals, measured delays)", report.simulated_response))
+    for label, values in curves:
         data = np.sort(values) * 1000
         ax.plot(data, np.arange(1, data.size + 1) / data.size, label=label)
     ax.set_xlabel("job response time (ms)")

@@ -174,7 +174,7 @@ def run_demo(s: Resolved) -> int:
         finally:
             with _uninterrupted():
                 cluster.close()
-    report = build_report(records, node_monitors=s["node_monitors"], slots=s["slots"])
+    report = build_report(records, node_monitors=s["node_monitors"], slots=s["slots"], schedulers=s["schedulers"])
     render_report(console, report, "Demo report")
     if s["plot"]:
         plot_cdf(report, s["plot"], title=f"job response time, load {s['load']:.0%}")

@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = {
     "scheduler": "scheduler",
     "node-monitor": "node_monitor",
     "simulate": "simulate",
+    "experiment": "experiment",
 }
 
 

@@ -1,11 +1,13 @@
 """The numbers of `sparrow local --demo`: what the runtime achieved, against an ideal scheduler fed
-the same arrivals.
+the same arrivals and against the simulator's prediction of this very run.
 
 The ideal is the simulator's `omniscient` policy (`sparrow_core.sim`, the same kernels): one
 infinitely fast central queue that starts a task the moment any of the cluster's slots is free,
 with no network delay. It replays a trace of the demo itself: each job at the moment it was
 submitted, with the durations its tasks measured in their workers. Whatever the runtime adds
 (messages, probes, queueing at the wrong node monitor, Python) is the gap between the two.
+The simulated column replays the same trace with the `sparrow` policy and the delays this run
+measured (replay.py): how far the runtime is from its model.
 
 - scheduling delay of a task: from its job's submission to the task's start in a worker;
 - job response time: from submission to the arrival of its last outcome at the client (ideal:
@@ -15,14 +17,11 @@ submitted, with the durations its tasks measured in their workers. Whatever the 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from sparrow_core.sim import SimConfig, simulate
-
+from .replay import Hops, ideal, measure_hops, model, replay_jobs
 from .workload import JobRecord
 
 PERCENTILES = (50, 95, 99)
@@ -41,6 +40,9 @@ class DemoReport:
     delay: np.ndarray  # per task that ran, seconds
     ideal_delay: np.ndarray
     errors: list[str]
+    simulated_response: np.ndarray = field(default_factory=lambda: np.empty(0))  # the model's jobs, all seeds
+    simulated_delay: np.ndarray = field(default_factory=lambda: np.empty(0))
+    hops: Hops | None = None  # what the model was given (None: too few tasks to measure)
 
     @property
     def throughput(self) -> float:
@@ -63,15 +65,23 @@ def percentiles(values: np.ndarray) -> list[float]:
     return [float(v) for v in np.percentile(values, PERCENTILES)]
 
 
-def build_report(records: list[JobRecord], *, node_monitors: int, slots: int) -> DemoReport:
-    """Summarise the demo's jobs and replay them on the ideal scheduler (`slots` per node monitor)."""
+def build_report(records: list[JobRecord], *, node_monitors: int, slots: int, schedulers: int = 1) -> DemoReport:
+    """Summarise the demo's jobs and replay them on the ideal scheduler and on the model (`slots` per
+    node monitor)."""
     if not records:
         raise ValueError("the demo ran no job")
     first = records[0].submitted
-    durations = [np.nan_to_num(r.ends - r.starts, nan=0.0).clip(min=0.0) for r in records]
-    ideal = _ideal(records, durations, first, node_monitors, slots)
+    jobs = replay_jobs(records)
+    durations = [job.durations for job in jobs]
+    best = ideal(jobs, node_monitors=node_monitors, slots=slots)
     delay = np.concatenate([r.starts - r.submitted for r in records])
-    ideal_delay = ideal.task_wait[~np.isnan(delay)]
+    ideal_delay = best.task_wait[~np.isnan(delay)]
+    try:
+        hops = measure_hops(records)
+    except ValueError:
+        hops, simulated = None, []
+    else:
+        simulated = model(jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers)
     return DemoReport(
         jobs=len(records),
         tasks=sum(r.n_tasks for r in records),
@@ -80,20 +90,11 @@ def build_report(records: list[JobRecord], *, node_monitors: int, slots: int) ->
         busy=float(sum(d.sum() for d in durations)),
         slots=node_monitors * slots,
         response=np.array([r.finished - r.submitted for r in records]),
-        ideal_response=ideal.job_response,
+        ideal_response=best.job_response,
         delay=delay[~np.isnan(delay)],
         ideal_delay=ideal_delay,
         errors=[e for r in records for e in r.errors][:5],
+        simulated_response=np.concatenate([np.empty(0)] + [s.job_response for s in simulated]),
+        simulated_delay=np.concatenate([np.empty(0)] + [s.task_wait + hops.outside_queue for s in simulated]),
+        hops=hops,
     )
-
-
-def _ideal(records: list[JobRecord], durations: list[np.ndarray], first: float, node_monitors: int, slots: int):
-    fd, path = tempfile.mkstemp(prefix="sparrow-demo-", suffix=".trace")
-    try:
-        with os.fdopen(fd, "w") as f:
-            for record, d in zip(records, durations, strict=True):
-                f.write(f"{record.submitted - first:.9f} {len(d)} {' '.join(f'{x:.9f}' for x in d.tolist())}\n")
-        config = SimConfig(policy="omniscient", n_workers=node_monitors, slots=slots, network_delay=0.0, trace=path)
-        return simulate(config)
-    finally:
-        os.unlink(path)

@@ -1,10 +1,10 @@
 """The workload of `sparrow local --demo`: short parallel jobs arriving at random, run on a cluster.
 
 `make_workload` draws jobs of `min_tasks`..`max_tasks` tasks whose durations are uniform in
-[0.5, 1.5] x `task_ms`, arriving as a Poisson process whose rate offers `load` of the cluster's
+[1 - spread, 1 + spread] x `task_ms` (spread 0.5 by default; 0: every task `task_ms`), arriving as a Poisson process whose rate offers `load` of the cluster's
 slots. `run_workload` submits each job at its arrival time through one `Client` and records, per
 job, when it was submitted and when its last outcome arrived, and per task when it started and
-ended in its worker. Tasks (task.py) sleep: they hold a slot, not a CPU, so the demo measures
+ended in its worker and which worker (slot) ran it. Tasks (task.py) sleep: they hold a slot, not a CPU, so the demo measures
 scheduling, not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
 """
 
@@ -39,16 +39,20 @@ class Workload:
 
 
 def make_workload(
-    *, load: float, duration: float, slots: int, min_tasks: int, max_tasks: int, task_ms: float, seed: int | None
+    *, load: float, duration: float, slots: int, min_tasks: int, max_tasks: int, task_ms: float, seed: int | None,
+    spread: float = 0.5,
 ) -> Workload:
     """Jobs arriving during `duration` seconds at the rate that keeps `load` of `slots` busy.
 
-    Error handling: ValueError naming the bad argument (min_tasks > max_tasks, load outside (0, 1)).
+    Error handling: ValueError naming the bad argument (min_tasks > max_tasks, load outside (0, 1),
+    spread outside [0, 1)).
     """
     if min_tasks > max_tasks:
         raise ValueError(f"min_tasks ({min_tasks}) must not exceed max_tasks ({max_tasks})")
     if not 0 < load < 1:
         raise ValueError(f"load must be in (0, 1), got {load}")
+    if not 0 <= spread < 1:
+        raise ValueError(f"spread must be in [0, 1), got {spread}")
     rng = np.random.default_rng(seed)
     mean_task = task_ms / 1000.0
     rate = load * slots / ((min_tasks + max_tasks) / 2 * mean_task)  # jobs per second
@@ -56,12 +60,15 @@ def make_workload(
     arrivals = np.concatenate(([0.0], np.cumsum(gaps)))
     arrivals = arrivals[arrivals < duration]  # the first job arrives at 0
     sizes = rng.integers(min_tasks, max_tasks + 1, len(arrivals))
-    durations = [rng.uniform(0.5 * mean_task, 1.5 * mean_task, int(m)) for m in sizes]
+    durations = [rng.uniform((1 - spread) * mean_task, (1 + spread) * mean_task, int(m)) for m in sizes]
     return Workload(arrivals, durations)
 
 
 @dataclass
 class JobRecord:
+    """One job as it ran: submitted and finished (its last outcome at the client) by the client's
+    clock, and per task its start, end and worker (demo_task's; NaN / -1 for a task that failed)."""
+
     submitted: float
     n_tasks: int
     starts: np.ndarray
@@ -70,6 +77,26 @@ class JobRecord:
     failed: int = 0
     n_done: int = 0
     errors: list[str] = field(default_factory=list)
+    workers: np.ndarray | None = None
+
+    @classmethod
+    def submitted_now(cls, n_tasks: int) -> JobRecord:
+        return cls(time.monotonic(), n_tasks, np.full(n_tasks, np.nan), np.full(n_tasks, np.nan),
+                   workers=np.full(n_tasks, -1, dtype=np.int64))  # fmt: skip
+
+    def on_outcome(self, task: int, ok: bool, payload: bytes, error: str, failure: int = 0) -> bool:
+        """Record task `task`'s outcome (a demo_task's); returns whether the job is now complete."""
+        now = time.monotonic()
+        try:
+            self.starts[task], self.ends[task], self.workers[task] = unpack_outcome(ok, payload, error, failure)
+        except Exception as exc:  # noqa: BLE001 - a failed task is counted and reported, not raised
+            self.failed += 1
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+        self.n_done += 1
+        if self.n_done == self.n_tasks:
+            self.finished = now
+            return True
+        return False
 
 
 @dataclass
@@ -115,8 +142,7 @@ async def run_workload(
             for offset, durations in zip(workload.arrivals.tolist(), workload.durations, strict=True):
                 await trio.sleep_until(start + offset)
                 msg = build_submit([pack_task(demo_task, (d,)) for d in durations.tolist()], "", 0, None, None)
-                record = JobRecord(time.monotonic(), len(durations), np.full(len(durations), np.nan),
-                                   np.full(len(durations), np.nan))  # fmt: skip
+                record = JobRecord.submitted_now(len(durations))
                 records.append(record)
                 client.send_job(msg, _recorder(record, progress, all_done))
                 progress.jobs_submitted += 1
@@ -128,17 +154,11 @@ async def run_workload(
 
 def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event):
     def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
-        now = time.monotonic()
-        try:
-            record.starts[task], record.ends[task] = unpack_outcome(ok, payload, error)
-        except Exception as exc:  # noqa: BLE001 - a failed task is counted and reported, not raised
-            record.failed += 1
-            progress.tasks_failed += 1
-            record.errors.append(f"{type(exc).__name__}: {exc}")
-        record.n_done += 1
+        failed = record.failed
+        complete = record.on_outcome(task, ok, payload, error, failure)
+        progress.tasks_failed += record.failed - failed
         progress.tasks_done += 1
-        if record.n_done == record.n_tasks:
-            record.finished = now
+        if complete:
             progress.jobs_done += 1
             if progress.jobs_done == progress.jobs_total:
                 all_done.set()

@@ -28,6 +28,8 @@ def test_small_demo_prints_progress_and_its_table_without_a_terminal(tmp_path):
     for row in ("job response p50", "job response p95", "job response p99", "scheduling delay p50",
                 "scheduling delay p99", "throughput"):  # fmt: skip
         assert row in out
+    assert re.search(r"job response p50 +[\d.,]+ +[\d.,]+ +[\d.]+x +[\d.,]+ +[\d.]+x", out)  # sparrow, ideal, simulated
+    assert "Simulated: the simulator's sparrow policy replaying these jobs" in out
     assert "\x1b[" not in out  # no terminal control codes in CI
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -46,8 +48,9 @@ def test_workload_offers_the_requested_load():
     assert all(10 <= len(d) <= 30 for d in w.durations)
 
 
-def _job(submitted: float, starts: list[float], ends: list[float], finished: float) -> JobRecord:
-    return JobRecord(submitted, len(starts), np.array(starts), np.array(ends), finished=finished, n_done=len(starts))
+def _job(submitted: float, starts: list[float], ends: list[float], finished: float, workers=None) -> JobRecord:
+    return JobRecord(submitted, len(starts), np.array(starts), np.array(ends), finished=finished, n_done=len(starts),
+                     workers=None if workers is None else np.array(workers))  # fmt: skip
 
 
 def test_ideal_replays_the_arrivals_and_measured_durations_on_the_same_slots():
@@ -62,3 +65,19 @@ def test_ideal_replays_the_arrivals_and_measured_durations_on_the_same_slots():
     # on 1 slot the ideal must queue the second task of each job behind the first
     one_slot = build_report(records, node_monitors=1, slots=1)
     assert one_slot.ideal_response.tolist() == pytest.approx([2.0, 3.0])
+
+
+def test_the_simulated_column_replays_the_jobs_with_the_delays_they_measured():
+    # one slot: job 2 (submitted at 10.05) waits for job 1's task, then starts 0.4 ms after it ends
+    records = [_job(10.0, [10.002], [11.002], 11.0026, workers=[5]), _job(10.05, [11.0024], [12.0024], 12.003, [5])]
+    report = build_report(records, node_monitors=1, slots=1)
+    assert (report.hops.chain_gap, report.hops.idle_start) == pytest.approx((0.0004, 0.002))
+    assert report.hops.result == pytest.approx(0.0006)
+    assert report.simulated_response.size == 2 * 5  # every seed of the model, pooled
+    # the model reproduces the run: job 1 idle_start + 1 s + result; job 2 waits for it, then the chain gap
+    assert report.simulated_response.tolist() == pytest.approx([1.0026, 12.003 - 10.05] * 5, abs=1e-9)
+
+
+def test_records_that_do_not_name_their_workers_get_no_simulated_column():
+    report = build_report([_job(10.0, [10.1], [11.1], 11.2)], node_monitors=1, slots=1)
+    assert report.hops is None and report.simulated_response.size == 0

@@ -1,15 +1,42 @@
-"""bench/bench_peers.py's Dask side on tiny sizes (skipped without the optional `peers` extra)."""
+"""bench/bench_peers.py on tiny sizes: the ProcessPoolExecutor row, the 10 ms-task load case's pieces,
+and Dask's side (skipped without the optional `peers` extra)."""
 
 import math
 
+import numpy as np
 import pytest
 
-from bench.bench_peers import dask_run_once
+from bench.bench_peers import TASK_S, LoadFigures, load_arrivals, pool_load, pool_run_once
 
-pytest.importorskip("distributed")
+
+def test_pool_run_once_gives_positive_finite_throughput_and_latencies():
+    rate, p50_ms, p99_ms = pool_run_once(n_tasks=200, n_jobs=5)
+    assert all(math.isfinite(x) and x > 0 for x in (rate, p50_ms, p99_ms))
+    assert p50_ms <= p99_ms
+
+
+def test_load_arrivals_are_the_same_for_every_system_and_offer_80_percent_of_2_slots():
+    a, b = load_arrivals(200.0, seed=3), load_arrivals(200.0, seed=3)
+    assert np.array_equal(a, b)
+    assert len(a) * 10 * TASK_S / (200.0 * 2) == pytest.approx(0.8, rel=0.1)  # jobs of 10 tasks of 10 ms
+
+
+def test_figures_beyond_the_task_subtract_its_10_ms():
+    figures = LoadFigures(rate=190.0, response=np.array([0.010, 0.020, 0.030]))
+    assert figures.beyond_task_ms(50) == pytest.approx(10.0)
+    assert figures.beyond_task_ms(100) == pytest.approx(20.0)
+
+
+def test_pool_load_records_one_response_per_job_at_least_its_task():
+    figures = pool_load(load_arrivals(0.3, seed=0))
+    assert figures.rate > 0
+    assert figures.response.size >= 1 and np.all(figures.response >= TASK_S)
 
 
 def test_dask_run_once_gives_positive_finite_throughput_and_latencies():
+    pytest.importorskip("distributed")
+    from bench.bench_peers import dask_run_once
+
     rate, p50_ms, p99_ms = dask_run_once(n_tasks=200, n_jobs=5)
     assert all(math.isfinite(x) and x > 0 for x in (rate, p50_ms, p99_ms))
     assert p50_ms <= p99_ms

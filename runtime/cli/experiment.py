@@ -1,0 +1,136 @@
+"""`sparrow experiment cluster`: the paper's cluster experiment on a local cluster, run several times,
+reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import trio
+from rich.console import Console
+from rich.table import Table
+
+from ..experiment.document import Setup, verdicts, write
+from ..experiment.machine import MachineWatch
+from ..experiment.queries import make_queries
+from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
+from ..experiment.run import run_queries
+from ..client.local_cluster import LocalCluster
+from ..services.logsetup import setup_logging
+from .common import CommandError
+from .config import Kind, integer, number
+from .demo_view import DemoProgress
+
+
+def _flag(kind: Kind):
+    """An argparse type that reads a flag as the other commands' settings do (config.py's kinds)."""
+
+    def convert(text: str):
+        try:
+            return kind.from_text(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+POSITIVE_INT = _flag(integer(1))
+POSITIVE_NUMBER = _flag(number(0.0, open_low=True))
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "experiment",
+        help="run one of the paper's experiments on this host and write its report",
+        description="Experiments that reproduce the paper's results on the runtime.",
+    )
+    experiments = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    p = experiments.add_parser(
+        "cluster",
+        help="TPC-H-like queries on a local cluster, against the ideal and the simulator",
+        description="The paper's cluster experiment at the size of this machine: TPC-H-like queries (DAGs of "
+        "stages, each stage one job) submitted by one client per scheduler at --load of the slots, --runs "
+        "times on a fresh local cluster. Reports each query's response time against an ideal scheduler fed the "
+        "same arrivals and against the simulator given the run's measured delays, and each task's queueing "
+        "delay split into its network/late-binding and waiting-for-a-slot parts; writes OUT/cluster.md and "
+        "OUT/cluster.png. About 1 minute per run with the defaults.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--runs", metavar="N", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
+    p.add_argument("--seconds", metavar="S", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
+    p.add_argument("--load", metavar="FRACTION", type=_flag(number(0.0, 1.0, open_low=True)), default=0.8,
+                   help="offered load, a fraction of the slots")
+    p.add_argument("--schedulers", metavar="N", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
+    p.add_argument("--node-monitors", metavar="N", type=POSITIVE_INT, default=8, help="node monitors")
+    p.add_argument("--slots", metavar="N", type=POSITIVE_INT, default=4, help="slots per node monitor")
+    p.add_argument("--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
+    p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
+    p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
+    p.add_argument("--out", metavar="DIR", type=Path, default=Path("docs/paper"), help="folder for cluster.md and cluster.png")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from sparrow_core.sim.plot import require_matplotlib
+
+        require_matplotlib()
+    except ImportError as exc:
+        raise CommandError(str(exc)) from None
+    setup_logging(args.log_level)
+    slots = args.node_monitors * args.slots
+    seeds = tuple(args.seed + i for i in range(args.runs))
+    try:
+        workloads = [make_queries(load=args.load, seconds=args.seconds, slots=slots, seed=seed,
+                                  time_scale=args.time_scale) for seed in seeds]  # fmt: skip
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    console = Console(highlight=False)
+    runs, notes = [], []
+    for i, workload in enumerate(workloads, start=1):
+        console.print(
+            f"run {i} of {args.runs}: {len(workload.queries):,} queries ({workload.n_stages:,} stages, "
+            f"{workload.n_tasks:,} tasks, offered load {workload.offered_load:.0%}) on {args.schedulers} schedulers, "
+            f"{args.node_monitors} node monitors x {args.slots} slots"
+        )
+        watch = MachineWatch()
+        with LocalCluster(args.schedulers, args.node_monitors, args.slots, executor=args.executor,
+                          log_level=args.log_level) as cluster, DemoProgress(console) as progress:  # fmt: skip
+            records = trio.run(
+                lambda: run_queries(cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
+            )
+        notes.append(watch.note())
+        figures = run_figures(records, node_monitors=args.node_monitors, slots=args.slots, schedulers=args.schedulers)
+        if figures.failed:
+            raise CommandError(f"run {i}: {figures.failed} tasks failed; the figures would not describe the load")
+        runs.append(figures)
+    setup = Setup(
+        command=" ".join(["sparrow", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["experiment"]
+        else "sparrow experiment cluster",
+        schedulers=args.schedulers, node_monitors=args.node_monitors, slots=args.slots, load=args.load,
+        seconds=args.seconds, time_scale=args.time_scale, executor=args.executor, seeds=seeds,
+    )  # fmt: skip
+    _print_summary(console, runs)
+    page, figure = write(runs, notes, setup, args.out)
+    console.print(f"wrote {page} and {figure}")
+    return 0
+
+
+def _print_summary(console: Console, runs: list) -> None:
+    title = "query response time" + (f", median of {len(runs)} runs (range)" if len(runs) > 1 else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("", "sparrow ms", "ideal ms", "simulated ms"):
+        table.add_column(column, justify="right" if column else "left")
+
+    def cell(name: str, q: float) -> str:
+        s = summarise(runs, lambda r: percentiles(getattr(r, name), [q])[0])
+        return f"{s.median * 1e3:,.0f} ({s.low * 1e3:,.0f}-{s.high * 1e3:,.0f})"
+
+    for q in RESPONSE_PERCENTILES:
+        table.add_row(f"p{q}", cell("response", q), cell("ideal_response", q), cell("simulated_response", q))
+    console.print(table)
+    for line in verdicts(runs):
+        console.print(line, markup=False)

@@ -10,6 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+try:  # the runtime's own (runtime/experiment/machine.py)
+    from sparrow_runtime.experiment.machine import cpu_counters as cpu_counters
+    from sparrow_runtime.experiment.machine import steal_percent as steal_percent
+except ImportError:  # an older sparrow_runtime (asv history): no steal figure
+
+    def cpu_counters() -> list[int] | None:
+        return None
+
+    def steal_percent(before: list[int] | None, after: list[int] | None) -> float | None:
+        return None
+
 
 def best_seconds(fn: Callable[[], object], repeat: int = 5, clock: Callable[[], float] = time.perf_counter) -> float:
     """The best (smallest) time of fn() by `clock` (default: wall time) over `repeat` runs: the
@@ -73,22 +84,3 @@ class KernelBenchmark(abc.ABC):
         return self.case.relative_time(self.compared)
 
     track_time_vs_python.unit = "ratio"  # type: ignore[attr-defined]
-
-
-def cpu_counters() -> list[int] | None:
-    """The machine's cumulative CPU time counters (the `cpu` line of /proc/stat), or None off Linux."""
-    try:
-        with open("/proc/stat") as f:
-            return [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-
-
-def steal_percent(before: list[int] | None, after: list[int] | None) -> float | None:
-    """Percent of the CPU time between two `cpu_counters()` the hypervisor gave to other machines
-    (steal): a shared virtual machine's figures are only comparable at similar steal."""
-    if before is None or after is None or len(before) < 8:
-        return None
-    deltas = [b - a for a, b in zip(before, after, strict=True)]
-    total = sum(deltas[:8])  # user nice system idle iowait irq softirq steal (guest time is in user)
-    return 100.0 * deltas[7] / total if total else 0.0

@@ -7,13 +7,23 @@ import os
 from dataclasses import dataclass
 
 
-def _cpu_counters() -> list[int] | None:
-    """The cumulative CPU time counters of /proc/stat's `cpu` line, or None off Linux."""
+def cpu_counters() -> list[int] | None:
+    """The machine's cumulative CPU time counters (the `cpu` line of /proc/stat), or None off Linux."""
     try:
         with open("/proc/stat") as f:
             return [int(x) for x in f.readline().split()[1:]]
     except (OSError, ValueError):
         return None
+
+
+def steal_percent(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Percent of the CPU time between two `cpu_counters()` the hypervisor gave to other machines
+    (steal): a shared virtual machine's figures are only comparable at similar steal."""
+    if before is None or after is None or len(before) < 8:
+        return None
+    deltas = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(deltas[:8])  # user nice system idle iowait irq softirq steal (guest time is in user)
+    return 100.0 * deltas[7] / total if total else 0.0
 
 
 @dataclass(frozen=True)
@@ -31,13 +41,8 @@ class MachineWatch:
 
     def __init__(self) -> None:
         self._load = os.getloadavg()[0]
-        self._counters = _cpu_counters()
+        self._counters = cpu_counters()
 
     def note(self) -> MachineNote:
-        after = _cpu_counters()
-        steal = None
-        if self._counters is not None and after is not None and len(after) >= 8:
-            deltas = [b - a for a, b in zip(self._counters, after, strict=True)]
-            total = sum(deltas[:8])  # user nice system idle iowait irq softirq steal
-            steal = 100.0 * deltas[7] / total if total else 0.0
+        steal = steal_percent(self._counters, cpu_counters())
         return MachineNote(self._load, os.getloadavg()[0], steal, os.cpu_count() or 1)

@@ -32,11 +32,24 @@ PAPER_FILES = {
 }
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Every flag's help ends with its default ("none" / "off" where it is unset)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or action.default is argparse.SUPPRESS:
+            return text
+        shown = "none" if action.default is None else "off" if action.default is False else "%(default)s"
+        return f"{text} (default: {shown})"
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "simulate",
         help="simulate scheduling policies on a large cluster",
-        description="Simulate Sparrow and its alternatives: one run per (policy, load).",
+        description="Simulate Sparrow and its alternatives: one run per (policy, load). A simulation is "
+        "described by its command line alone: these flags have no environment variables or config-file keys.",
+        formatter_class=_DefaultsShown,
     )
     p.add_argument(
         "--policies", default=",".join(PLACEMENT_POLICIES), help=f"comma list of {', '.join(PLACEMENT_POLICIES)}"
@@ -44,17 +57,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--loads", default="0.5,0.8", help="comma list of loads in (0, 1)")
     p.add_argument("--workers", type=int, default=1000, help="number of workers")
     p.add_argument("--slots", type=int, default=1, help="slots per worker")
-    p.add_argument("--tasks-per-job", type=int, default=100)
-    p.add_argument("--jobs", type=int, help="jobs per run (default 1000; --paper: 10000)")
+    p.add_argument("--tasks-per-job", type=int, default=100, help="tasks in each job")
+    p.add_argument("--jobs", type=int, help="jobs per run (default: 1000; with --paper: 10000)")
     p.add_argument("--duration", choices=DURATIONS, default="exponential", help="task duration distribution")
     p.add_argument("--mean-duration", type=float, default=0.1, help="mean task duration, seconds")
     p.add_argument("--network-delay", type=float, default=0.0005, help="one-way message delay, seconds")
-    p.add_argument("--probe-ratio", type=float, default=2.0)
-    p.add_argument("--schedulers", type=int, default=1)
+    p.add_argument("--probe-ratio", type=float, default=2.0, help="probes per task (batch sampling)")
+    p.add_argument("--schedulers", type=int, default=1, help="schedulers the jobs are spread over, round-robin")
     p.add_argument("--no-cancellation", action="store_true", help="sparrow: keep leftover reservations")
-    p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo")
+    p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo", help="the workers' reservation queues")
     p.add_argument("--trace", type=Path, help="replay a trace (lines: arrival_time n_tasks duration...)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (the same seed, the same results)")
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of the first jobs left out of the stats")
     p.add_argument("--output", "-o", type=Path, help="write the rows to FILE.csv or FILE.json")
     p.add_argument("--plot", type=Path, help="draw the figures to FILE (.png, .svg, .pdf)")

@@ -139,3 +139,18 @@ def test_piped_table_is_not_cut_at_80_columns(tmp_path: Path) -> None:
     assert "tasks_per_second" in header and "vs_omniscient" in header
     assert max(len(line) for line in done.stdout.splitlines()) > 80
     assert "…" not in done.stdout
+
+
+def test_help_shows_every_flags_default(tmp_path):
+    """Every flag of `sparrow simulate --help` ends with its default (none / off where unset)."""
+    text = sparrow("--help", cwd=tmp_path).stdout.split("options:", 1)[1]
+    entries: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("  -"):
+            entries.append(line)
+        elif entries:
+            entries[-1] += " " + line.strip()
+    entries = [" ".join(e.split()) for e in entries if not e.lstrip().startswith("-h")]
+    assert len(entries) > 15
+    assert all("(default: " in entry for entry in entries), [e for e in entries if "(default: " not in e]
+    assert "--seed SEED seed of every random draw (the same seed, the same results) (default: 0)" in entries

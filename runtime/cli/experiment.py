@@ -22,6 +22,8 @@ from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import Kind, integer, number
 from .demo_view import DemoProgress
+from .help_format import DefaultsShown
+from .output import output_folder
 
 
 def _flag(kind: Kind):
@@ -55,8 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "times on a fresh local cluster. Reports each query's response time against an ideal scheduler fed the "
         "same arrivals and against the simulator given the run's measured delays, and each task's queueing "
         "delay split into its network/late-binding and waiting-for-a-slot parts; writes OUT/cluster.md and "
-        "OUT/cluster.png. About 1 minute per run with the defaults.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        "OUT/cluster.png. About 1 minute per run with the defaults. Its flags have no environment variables.",
+        formatter_class=DefaultsShown,
     )
     p.add_argument("--runs", metavar="N", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
     p.add_argument("--seconds", metavar="S", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
@@ -68,8 +70,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
     p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
     p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
-    p.add_argument("--out", metavar="DIR", type=Path, default=Path("docs/paper"), help="folder for cluster.md and cluster.png")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    p.add_argument("--out", metavar="DIR", type=Path, help="folder for cluster.md and cluster.png, created if missing "
+                   "(default: a new folder sparrow-cluster-DATE-TIME here; `--out docs/paper` regenerates the committed copy)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                   help="of the command and its cluster's services")
     p.set_defaults(func=run)
 
 
@@ -88,6 +92,18 @@ def run(args: argparse.Namespace) -> int:
                                   time_scale=args.time_scale) for seed in seeds]  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
+    try:
+        folder, made = output_folder(args.out, "sparrow-cluster")
+    except (OSError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        return _run(args, workloads, seeds, folder)
+    finally:
+        if made and not any(folder.iterdir()):  # a run that failed leaves no empty folder behind
+            folder.rmdir()
+
+
+def _run(args: argparse.Namespace, workloads: list, seeds: tuple[int, ...], folder: Path) -> int:
     console = Console(highlight=False)
     runs, notes = [], []
     for i, workload in enumerate(workloads, start=1):
@@ -114,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         seconds=args.seconds, time_scale=args.time_scale, executor=args.executor, seeds=seeds,
     )  # fmt: skip
     _print_summary(console, runs)
-    page, figure = write(runs, notes, setup, args.out)
+    page, figure = write(runs, notes, setup, folder)
     console.print(f"wrote {page} and {figure}")
     return 0
 

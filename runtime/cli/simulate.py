@@ -19,6 +19,9 @@ from sparrow_core.sim import DURATIONS, PLACEMENT_POLICIES, SimConfig
 from sparrow_core.sim.plot import plot_sweep, require_matplotlib
 from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
 
+from .help_format import DefaultsShown
+from .output import output_folder
+
 PAPER_LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The console shows these; the files get every column of sweep.COLUMNS.
 SHOWN = ("policy", "load", "mean", "p50", "p99", "vs_omniscient", "no_queueing", "tasks_per_second")
@@ -32,24 +35,13 @@ PAPER_FILES = {
 }
 
 
-class _DefaultsShown(argparse.HelpFormatter):
-    """Every flag's help ends with its default ("none" / "off" where it is unset)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "(default" in text or action.default is argparse.SUPPRESS:
-            return text
-        shown = "none" if action.default is None else "off" if action.default is False else "%(default)s"
-        return f"{text} (default: {shown})"
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "simulate",
         help="simulate scheduling policies on a large cluster",
         description="Simulate Sparrow and its alternatives: one run per (policy, load). A simulation is "
         "described by its command line alone: these flags have no environment variables or config-file keys.",
-        formatter_class=_DefaultsShown,
+        formatter_class=DefaultsShown,
     )
     p.add_argument(
         "--policies", default=",".join(PLACEMENT_POLICIES), help=f"comma list of {', '.join(PLACEMENT_POLICIES)}"
@@ -184,32 +176,6 @@ def write_rows(sweep: Sweep, path: Path, columns: Sequence[str] = COLUMNS) -> No
         raise ValueError(f"--output must end in .csv or .json, got {path.name!r}")
 
 
-def _new_paper_dir() -> Path:
-    """A folder of the current directory that did not exist: sparrow-paper-DATE-TIME[-N]."""
-    stem = Path.cwd() / time.strftime("sparrow-paper-%Y%m%d-%H%M%S")
-    for n in range(1, 1000):
-        candidate = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            continue
-    raise OSError(f"no free folder name like {stem}")
-
-
-def _paper_dir(out: Path | None) -> tuple[Path, bool]:
-    """(folder, whether it was made now): --out (created with its parents if missing; an existing
-    folder is reused), or a new folder."""
-    if out is None:
-        return _new_paper_dir(), True
-    if out.exists():
-        if not out.is_dir():
-            raise ValueError(f"--out {out} is a file, not a folder")
-        return out, False
-    out.mkdir(parents=True)
-    return out, True
-
-
 def write_paper(sweep: Sweep, folder: Path) -> None:
     """The paper's files (PAPER_FILES) into `folder`, each named on stdout with its full path."""
     write_rows(sweep, folder / "results.csv", PAPER_COLUMNS)
@@ -239,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--output must end in .csv or .json, got {args.output.name!r}")
         if args.plot is not None or args.paper:
             require_matplotlib()
-        paper_dir, made = _paper_dir(args.out) if args.paper else (None, False)
+        paper_dir, made = output_folder(args.out, "sparrow-paper") if args.paper else (None, False)
         try:
             with Progress(transient=True) as progress:
                 bar = progress.add_task("simulating", total=len(policies) * len(loads))

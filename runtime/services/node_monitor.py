@@ -205,7 +205,8 @@ class NodeMonitorService:
             deadline.cancel()
         if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
             ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
-        self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
+        with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
+            self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
 
 
 def make_executor(kind, slots: int, max_frame: int):

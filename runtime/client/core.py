@@ -198,7 +198,7 @@ class JobHandle:
         if self._n_done == self.n_tasks:
             self._finished.set()
         if self._client is not None:
-            self._client._task_ended()
+            self._client._task_ended(self)
         if self._on_outcome is not None:
             self._on_outcome(task, ok, payload, error, failure)
         for watcher in self._watchers:
@@ -673,10 +673,10 @@ class Client:
             if 0 <= task < handle.n_tasks and handle._raw[task] is None:
                 handle._set(task, False, b"", "cancelled by its client", CANCELLED)
 
-    def _task_ended(self) -> None:
+    def _task_ended(self, handle: JobHandle) -> None:
         self._unfinished -= 1
         self._room.set()
-        for handle in [h for h in self._handles if h.done()]:
+        if handle.done():
             self._handles.discard(handle)
 
     async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:

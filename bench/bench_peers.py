@@ -51,9 +51,11 @@ from rich.table import Table
 try:
     from bench import bench_runtime as sparrow
     from bench.measure import cpu_counters, steal_percent
+    from bench.open_loop import LoadSpec, run_open_loop
 except ModuleNotFoundError:  # run as `python bench/bench_peers.py`: bench/ is on sys.path, its parent is not
     import bench_runtime as sparrow
     from measure import cpu_counters, steal_percent
+    from open_loop import LoadSpec, run_open_loop
 
 try:
     import distributed
@@ -64,9 +66,7 @@ try:
     import trio
 
     from sparrow_runtime import Client, LocalCluster
-    from sparrow_runtime.demo.replay import ReplayJob, ideal
     from sparrow_runtime.demo.task import demo_task
-    from sparrow_runtime.demo.workload import Workload, make_workload, run_workload
 except ImportError:  # the suite must import with any version of the package
     LocalCluster = None
 
@@ -158,30 +158,24 @@ class LoadFigures:
         return 1e3 * float(np.percentile(self.response - TASK_S, q))
 
 
+def load_spec(seconds: float = 4.0, seed: int = 0) -> LoadSpec:
+    """The load case: Poisson arrivals at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
+    return LoadSpec(load=LOAD, tasks_per_job=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seconds=seconds,
+                    node_monitors=SLOTS, slots=1, seed=seed)  # fmt: skip
+
+
 def load_arrivals(seconds: float, seed: int) -> np.ndarray:
-    """The load case's job arrival offsets: Poisson at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
-    drawn = make_workload(load=LOAD, duration=seconds, slots=SLOTS, min_tasks=LOAD_JOB_SIZE,
-                          max_tasks=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seed=seed, spread=0.0)  # fmt: skip
-    return drawn.arrivals
+    """The load case's job arrival offsets, the same for every system."""
+    return load_spec(seconds, seed).workload().arrivals
 
 
 def sparrow_load(executor: str, arrivals: np.ndarray) -> tuple[LoadFigures, LoadFigures]:
-    """(Sparrow's figures, the floor's) on a fresh cluster of 2 node monitors x 1 slot."""
-    workload = Workload(arrivals, [np.full(LOAD_JOB_SIZE, TASK_S)] * len(arrivals))
+    """(Sparrow's figures, the floor's) on a fresh cluster of 2 node monitors x 1 slot (the open-loop
+    run and its floor: bench/open_loop.py)."""
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor=executor) as cluster:
         rate = trio.run(_sparrow_saturated, cluster.schedulers, cluster.secret)
-        records = trio.run(partial(run_workload, slots=SLOTS), cluster.schedulers, cluster.secret, workload)
-    failed = sum(r.failed for r in records)
-    if failed:
-        raise RuntimeError(f"{failed} tasks failed under load: {[e for r in records for e in r.errors][:3]}")
-    durations = [r.ends - r.starts for r in records]
-    floor = ideal([ReplayJob(a, d) for a, d in zip(arrivals.tolist(), durations, strict=True)],
-                  node_monitors=SLOTS, slots=1)  # fmt: skip
-    mean_task = float(np.mean(np.concatenate(durations)))
-    return (
-        LoadFigures(rate, np.array([r.finished - r.submitted for r in records])),
-        LoadFigures(SLOTS / mean_task, floor.job_response),
-    )
+        report = run_open_loop(cluster, load_spec(), arrivals).report
+    return LoadFigures(rate, report.response), LoadFigures(SLOTS * report.tasks / report.busy, report.ideal_response)
 
 
 async def _sparrow_saturated(schedulers, secret) -> float:

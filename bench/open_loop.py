@@ -55,17 +55,19 @@ class LoadSpec:
     slots: int = 1
     seed: int = 0
 
-    def workload(self) -> Workload:
-        """Poisson arrivals during `seconds` at `load`; every task `task_ms` long.
+    def workload(self, arrivals: np.ndarray | None = None) -> Workload:
+        """Poisson arrivals during `seconds` at `load` (or the `arrivals` given, e.g. the ones other
+        systems get in the same comparison); every task `task_ms` long.
 
         Error handling: ValueError naming the bad argument (load outside (0, 1), ...)."""
         require_runtime()
-        drawn = make_workload(
-            load=self.load, duration=self.seconds, slots=self.node_monitors * self.slots,
-            min_tasks=self.tasks_per_job, max_tasks=self.tasks_per_job, task_ms=self.task_ms, seed=self.seed,
-        )  # fmt: skip
+        if arrivals is None:
+            arrivals = make_workload(
+                load=self.load, duration=self.seconds, slots=self.node_monitors * self.slots,
+                min_tasks=self.tasks_per_job, max_tasks=self.tasks_per_job, task_ms=self.task_ms, seed=self.seed,
+            ).arrivals  # fmt: skip
         task = np.full(self.tasks_per_job, self.task_ms / 1e3)
-        return Workload(drawn.arrivals, [task] * len(drawn.arrivals))
+        return Workload(arrivals, [task] * len(arrivals))
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,13 @@ class LoadRun:
         return runtime - floor
 
 
-def run_open_loop(cluster: LocalCluster, spec: LoadSpec) -> LoadRun:
-    """Runs spec's workload on a started `cluster` of spec.node_monitors x spec.slots (after one
-    unrecorded warm-up job) and replays it on the floor.
+def run_open_loop(cluster: LocalCluster, spec: LoadSpec, arrivals: np.ndarray | None = None) -> LoadRun:
+    """Runs spec's workload (with `arrivals`, if given) on a started `cluster` of spec.node_monitors x
+    spec.slots (after one unrecorded warm-up job) and replays it on the floor.
 
     Error handling: RuntimeError if any task failed (the figures would not describe the load)."""
     run = partial(run_workload, slots=spec.node_monitors * spec.slots)
-    records = trio.run(run, cluster.schedulers, cluster.secret, spec.workload())
+    records = trio.run(run, cluster.schedulers, cluster.secret, spec.workload(arrivals))
     report = build_report(records, node_monitors=spec.node_monitors, slots=spec.slots)
     if report.failed:
         raise RuntimeError(f"{report.failed} of {report.tasks} tasks failed under load: {report.errors}")

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-
 from rich.console import Console
 from rich.table import Table
 

@@ -185,8 +185,13 @@ def push_pop_case(policy: str, n_users: int, n_pushes: int = 100_000) -> Case:
             push(job, user, priority)
         return [pop()[0] for _ in range(n_pushes)]
 
-    return Case(f"queue push+pop, {policy}, {n_users} users, {n_pushes:,} queued", "pairs", n_pushes,
-                {"batch": batch, "calls": calls, "python": baseline}, lambda out: sorted(map(int, out)))
+    return Case(
+        f"queue push+pop, {policy}, {n_users} users, {n_pushes:,} queued",
+        "pairs",
+        n_pushes,
+        {"batch": batch, "calls": calls, "python": baseline},
+        lambda out: sorted(map(int, out)),
+    )
 
 
 # ---- asv ----

@@ -153,7 +153,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=LATENCY_JOBS, help="10-task jobs for the latency figures")
     parser.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh cluster")
-    parser.add_argument("--share-cpus", action="store_true", help="let every service use every CPU (LocalCluster's share_cpus)")
+    parser.add_argument(
+        "--share-cpus", action="store_true", help="let every service use every CPU (LocalCluster's share_cpus)"
+    )
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")

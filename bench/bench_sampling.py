@@ -107,8 +107,13 @@ def batch_case(n_workers: int, n_tasks: int, probe_ratio: float = 2.0, n_jobs: i
     def summarize(out):
         return (len(out) - 1, int(out[-1])) if hasattr(out, "dtype") else (len(out), sum(len(j) for j in out))
 
-    return Case(f"batch sampling, {n_tasks} tasks x d={probe_ratio} among {n_workers} workers", "jobs", n_jobs,
-                {"batch": batch, "calls": calls, "python": python}, summarize)
+    return Case(
+        f"batch sampling, {n_tasks} tasks x d={probe_ratio} among {n_workers} workers",
+        "jobs",
+        n_jobs,
+        {"batch": batch, "calls": calls, "python": python},
+        summarize,
+    )
 
 
 def candidates_case(n_workers: int, n_candidates: int, n_tasks: int, n_jobs: int = 2000) -> Case:
@@ -153,8 +158,13 @@ def per_task_case(n_workers: int, n_tasks: int, d: int = 2, n_jobs: int = 500) -
     def python():
         return [[py.sample(range(n_workers), d) for _ in range(n_tasks)] for _ in range(n_jobs)]
 
-    return Case(f"per-task sampling, {n_tasks} tasks x {d} among {n_workers} workers", "jobs", n_jobs,
-                {"calls": calls, "python": python}, lambda out: sum(len(j) * len(j[0]) for j in out))
+    return Case(
+        f"per-task sampling, {n_tasks} tasks x {d} among {n_workers} workers",
+        "jobs",
+        n_jobs,
+        {"calls": calls, "python": python},
+        lambda out: sum(len(j) * len(j[0]) for j in out),
+    )
 
 
 def constrained_case(n_workers: int, n_tasks: int, n_jobs: int = 500) -> Case:
@@ -179,8 +189,13 @@ def constrained_case(n_workers: int, n_tasks: int, n_jobs: int = 500) -> Case:
     variants = {"calls": calls, "python": python}
     if hasattr(sparrow_core, "sample_constrained_flat"):  # the suite runs against older builds too
         variants["flat"] = flat_calls
-    return Case(f"constrained sampling, {n_tasks} tasks among {n_workers} workers", "jobs", n_jobs,
-                variants, lambda out: sum(len(j) for j in out))
+    return Case(
+        f"constrained sampling, {n_tasks} tasks among {n_workers} workers",
+        "jobs",
+        n_jobs,
+        variants,
+        lambda out: sum(len(j) for j in out),
+    )
 
 
 def job_case(n_workers: int, n_tasks: int, n_job_candidates: int, n_jobs: int = 500) -> Case:
@@ -202,8 +217,13 @@ def job_case(n_workers: int, n_tasks: int, n_job_candidates: int, n_jobs: int = 
     def python():
         return [python_sample_job(py, job_list, as_lists, 2.0)[0] for _ in range(n_jobs)]
 
-    return Case(f"job sampling, {n_tasks} tasks, job constraint {n_job_candidates} of {n_workers} workers", "jobs",
-                n_jobs, {"calls": calls, "flat": flat_calls, "python": python}, lambda out: sum(len(j) for j in out))
+    return Case(
+        f"job sampling, {n_tasks} tasks, job constraint {n_job_candidates} of {n_workers} workers",
+        "jobs",
+        n_jobs,
+        {"calls": calls, "flat": flat_calls, "python": python},
+        lambda out: sum(len(j) for j in out),
+    )
 
 
 # ---- asv ----

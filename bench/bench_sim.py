@@ -14,8 +14,16 @@ except ImportError:  # an older package: asv skips benchmarks whose setup raises
 
 def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
     return SimConfig(
-        policy=policy, n_workers=n_workers, slots=4, tasks_per_job=100, load=0.8, n_jobs=n_jobs,
-        duration="exponential", mean_duration=0.1, keep_task_waits=False, seed=1,
+        policy=policy,
+        n_workers=n_workers,
+        slots=4,
+        tasks_per_job=100,
+        load=0.8,
+        n_jobs=n_jobs,
+        duration="exponential",
+        mean_duration=0.1,
+        keep_task_waits=False,
+        seed=1,
     )
 
 

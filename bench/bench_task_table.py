@@ -100,8 +100,13 @@ def late_binding_case(n_jobs: int, n_tasks: int, n_workers: int = 10_000, probe_
     def python():
         return cycle(PythonTaskTable(), per_job_lists)
 
-    return Case(f"late binding, {n_jobs} jobs x {n_tasks} tasks, d={probe_ratio}", "jobs", n_jobs,
-                {"batch": batch, "calls": calls, "python": python}, lambda out: out)
+    return Case(
+        f"late binding, {n_jobs} jobs x {n_tasks} tasks, d={probe_ratio}",
+        "jobs",
+        n_jobs,
+        {"batch": batch, "calls": calls, "python": python},
+        lambda out: out,
+    )
 
 
 class LateBinding(KernelBenchmark):

@@ -35,24 +35,29 @@ def constrained_job(n_workers: int, n_tasks: int, constrained_fraction: float, n
     probability constrained_fraction) or None (unconstrained)."""
     rng = np.random.default_rng(seed)
     return tuple(
-        tuple(rng.choice(n_workers, n_candidates, replace=False).tolist()) if rng.random() < constrained_fraction
+        tuple(rng.choice(n_workers, n_candidates, replace=False).tolist())
+        if rng.random() < constrained_fraction
         else None
         for _ in range(n_tasks)
     )
 
 
 @functools.cache
-def job_within_constraint(n_workers: int, n_job_candidates: int, n_tasks: int, constrained_fraction: float,
-                          n_candidates: int, seed: int = 0):
+def job_within_constraint(
+    n_workers: int, n_job_candidates: int, n_tasks: int, constrained_fraction: float, n_candidates: int, seed: int = 0
+):
     """A job constrained to n_job_candidates distinct workers of [0, n_workers) (an int64 array),
     and one entry per task: a tuple of n_candidates distinct workers, half of them the job's and
     half any (a constrained task, with probability constrained_fraction), or None."""
     rng = np.random.default_rng(seed)
     job = rng.choice(n_workers, n_job_candidates, replace=False).astype(np.int64)
     tasks = tuple(
-        tuple(rng.choice(job, n_candidates // 2, replace=False).tolist()
-              + rng.choice(n_workers, n_candidates - n_candidates // 2, replace=False).tolist())
-        if rng.random() < constrained_fraction else None
+        tuple(
+            rng.choice(job, n_candidates // 2, replace=False).tolist()
+            + rng.choice(n_workers, n_candidates - n_candidates // 2, replace=False).tolist()
+        )
+        if rng.random() < constrained_fraction
+        else None
         for _ in range(n_tasks)
     )
     return _frozen(job), tasks

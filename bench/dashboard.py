@@ -40,7 +40,9 @@ class _References(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
             if value and name in LOADING_ATTRIBUTES.get(tag, ()):
-                self.found += [part.split()[0] for part in value.split(",") if part.strip()] if name == "srcset" else [value]
+                self.found += (
+                    [part.split()[0] for part in value.split(",") if part.strip()] if name == "srcset" else [value]
+                )
 
 
 def off_machine_references(folder: Path) -> list[str]:
@@ -102,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project", type=Path, default=REPOSITORY, help="the asv project (default: this repository)")
     args = parser.parse_args(argv)
     folder = publish(args.project)
-    print(f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints")
+    print(
+        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints"
+    )
     return 0
 
 

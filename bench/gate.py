@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.factor > 1.0:
         parser.error(f"--factor must be > 1, got {args.factor}")
-    base, head = (git(args.project, "rev-parse", "--verify", f"{name}^{{commit}}").strip() for name in (args.base, args.head))
+    base, head = (
+        git(args.project, "rev-parse", "--verify", f"{name}^{{commit}}").strip() for name in (args.base, args.head)
+    )
     if base == head:
         parser.error(f"--base {args.base} and --head {args.head} are the same commit ({base[:8]}): nothing to compare")
     ensure_machine(args.project)

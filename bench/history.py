@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=20, help="how many commits back from HEAD (default 20)")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument("--all", action="store_true", help="run every benchmark, not only HISTORY_BENCHMARKS")
-    selection.add_argument("--bench", action="append", metavar="REGEX", help="run the benchmarks matching REGEX (repeatable)")
+    selection.add_argument(
+        "--bench", action="append", metavar="REGEX", help="run the benchmarks matching REGEX (repeatable)"
+    )
     parser.add_argument("--project", type=Path, default=REPOSITORY, help="the asv project (default: this repository)")
     args = parser.parse_args(argv)
     if args.commits < 1:
@@ -70,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = publish(args.project)
     print(f"{len(commits)} commits in {seconds:.0f} s ({seconds / len(commits):.0f} s per commit, builds included; "
           "commits benchmarked before are not run again)")  # fmt: skip
-    print(f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints")
+    print(
+        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints"
+    )
     if status != 0:
         print("asv reported failures (a commit that does not build, a benchmark that raised): see its output above")
     return 0 if status == 0 else 1

@@ -81,7 +81,7 @@ class Row:
     target: Target | None
 
     def verdict(self) -> str:
-        """"ok", "BELOW (what is missed)", or "-" where no target applies."""
+        """ "ok", "BELOW (what is missed)", or "-" where no target applies."""
         if self.target is None:
             return "-"
         missed = self.target.missed(self.rate, self.speedup)
@@ -105,7 +105,9 @@ def measure(repeat: int) -> list[Row]:
 
 def format_table(rows: list[Row]) -> str:
     """The rows as a fixed-width table, then a note on what the verdicts hold each figure to."""
-    targets = [row.target.describe(row.unit) if row.target is not None else "none (single calls: see below)" for row in rows]
+    targets = [
+        row.target.describe(row.unit) if row.target is not None else "none (single calls: see below)" for row in rows
+    ]
     width = max(map(len, targets + ["target"]))
     lines = [f"{'figure':<72} {'rate /s':>14} {'x python':>9}  {'target':<{width}}  verdict"]
     for row, target in zip(rows, targets, strict=True):

@@ -173,7 +173,10 @@ def report(args: argparse.Namespace, elapsed: float, tally: Tally, snapshots: di
     ok = verdict["exactly one outcome"] == verdict["tasks"] and not (
         verdict["outcomes for unknown tasks"] or verdict["failed"] or verdict["wrong value"]
     )
-    print(f"\nsoak: {'PASS' if ok else 'FAIL'}: every task had exactly one successful outcome" + ("" if ok else " (not so)"))
+    print(
+        f"\nsoak: {'PASS' if ok else 'FAIL'}: every task had exactly one successful outcome"
+        + ("" if ok else " (not so)")
+    )
     return ok
 
 
@@ -191,7 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.minutes <= 0 or not 0 < args.load < 1 or args.task_ms <= 0 or min(args.node_monitors, args.slots, args.tasks_per_job) < 1:
+    if (
+        args.minutes <= 0
+        or not 0 < args.load < 1
+        or args.task_ms <= 0
+        or min(args.node_monitors, args.slots, args.tasks_per_job) < 1
+    ):
         print("soak: --minutes and --task-ms must be > 0, --load in (0, 1), the counts >= 1", file=sys.stderr)
         return 2
     tally, snapshots = Tally(), {}

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from .client.core import Client as Client
     from .client.core import JobHandle as JobHandle
     from .client.core import TaskOutcome as TaskOutcome
+    from .client.executor import SparrowExecutor as SparrowExecutor
+    from .client.local_cluster import LocalCluster as LocalCluster
     from .errors import ConnectionLost as ConnectionLost
     from .errors import DependencyFailed as DependencyFailed
     from .errors import FrameTooLarge as FrameTooLarge
@@ -49,11 +51,9 @@ if TYPE_CHECKING:
     from .errors import TaskCancelled as TaskCancelled
     from .errors import TaskFailed as TaskFailed
     from .errors import TaskTimeout as TaskTimeout
-    from .client.local_cluster import LocalCluster as LocalCluster
-    from .wire.messages import Constraint as Constraint
     from .services.node_monitor import serve_node_monitor as serve_node_monitor
     from .services.scheduler import serve_scheduler as serve_scheduler
-    from .client.executor import SparrowExecutor as SparrowExecutor
+    from .wire.messages import Constraint as Constraint
 
 
 def __getattr__(name: str):

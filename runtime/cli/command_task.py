@@ -31,7 +31,9 @@ class CommandFailed(Exception):
 def run_command(argv: list[str], index: int) -> str:
     """Run `argv` as task `index`; return its standard output, or raise CommandFailed."""
     env = dict(os.environ, **{TASK_INDEX_ENV: str(index)})
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False)
+    done = subprocess.run(
+        argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", check=False
+    )
     if done.returncode != 0:
         raise CommandFailed(done.returncode, done.stderr)
     return done.stdout

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..wire.auth import SECRET_ENV, load_secret
-from .config import CONFIG, Resolved, resolve
-from ..services.cpus import pin_process
 from ..client.local_state import running_local_cluster
+from ..services.cpus import pin_process
 from ..services.logsetup import setup_logging
 from ..services.processes import SECRET_VARIABLES
+from ..wire.auth import SECRET_ENV, load_secret
+from .config import CONFIG, Resolved, resolve
 from .options import COMMANDS
 
 
@@ -24,7 +24,7 @@ def add_command(
     command: str,
     run,
     *,
-    help: str,  # noqa: A002 - argparse's own name
+    help: str,
     description: str,
 ) -> argparse.ArgumentParser:
     """Registers `sparrow COMMAND` with its documented settings (and --config); `run(args)`

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..wire.address import format_address, parse_address
 from ..services.cpus import MAX_CPU, parse_cpu_list
+from ..wire.address import format_address, parse_address
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
@@ -192,7 +192,7 @@ def _cpu_list_toml(v: Any) -> list[int]:
         return parse_cpu_list(v)
     if isinstance(v, list) and v and all(type(x) is int and 0 <= x <= MAX_CPU for x in v):
         return sorted(set(v))
-    raise _expect("a CPU list: a string like \"0-3,6\" or a list of CPU numbers", v)
+    raise _expect('a CPU list: a string like "0-3,6" or a list of CPU numbers', v)
 
 
 TEXT = Kind("a non-empty string", _text, _text)
@@ -241,7 +241,9 @@ class Setting:
         if self.kind is BOOLEAN:
             parser.add_argument(self.flag, dest=self.name, action="store_const", const="true", default=None, help=text)
         elif self.kind.is_list:
-            parser.add_argument(self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text)
+            parser.add_argument(
+                self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text
+            )
         else:
             parser.add_argument(self.flag, dest=self.name, default=None, metavar=self.metavar, help=text)
 

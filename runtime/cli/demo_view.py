@@ -39,7 +39,7 @@ class DemoProgress:
         )  # fmt: skip
         self._task = self._bar.add_task("jobs", total=None, detail="")
 
-    def __enter__(self) -> DemoProgress:  # noqa: PYI034 - final class
+    def __enter__(self) -> DemoProgress:
         self._bar.start()
         return self
 

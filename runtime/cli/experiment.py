@@ -12,12 +12,12 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
+from ..client.local_cluster import LocalCluster
 from ..experiment.document import Setup, verdicts, write
 from ..experiment.machine import MachineWatch
 from ..experiment.queries import make_queries
 from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
 from ..experiment.run import run_queries
-from ..client.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import Kind, integer, number
@@ -60,20 +60,44 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "OUT/cluster.png. About 1 minute per run with the defaults. Its flags have no environment variables.",
         formatter_class=DefaultsShown,
     )
-    p.add_argument("--runs", metavar="N", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed")
-    p.add_argument("--seconds", metavar="S", type=POSITIVE_NUMBER, default=40.0, help="seconds during which queries arrive, per run")
-    p.add_argument("--load", metavar="FRACTION", type=_flag(number(0.0, 1.0, open_low=True)), default=0.8,
-                   help="offered load, a fraction of the slots")
+    p.add_argument(
+        "--runs", metavar="N", type=POSITIVE_INT, default=3, help="runs, each on a fresh cluster with its own seed"
+    )
+    p.add_argument(
+        "--seconds",
+        metavar="S",
+        type=POSITIVE_NUMBER,
+        default=40.0,
+        help="seconds during which queries arrive, per run",
+    )
+    p.add_argument(
+        "--load",
+        metavar="FRACTION",
+        type=_flag(number(0.0, 1.0, open_low=True)),
+        default=0.8,
+        help="offered load, a fraction of the slots",
+    )
     p.add_argument("--schedulers", metavar="N", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
     p.add_argument("--node-monitors", metavar="N", type=POSITIVE_INT, default=8, help="node monitors")
     p.add_argument("--slots", metavar="N", type=POSITIVE_INT, default=4, help="slots per node monitor")
-    p.add_argument("--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration")
+    p.add_argument(
+        "--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration"
+    )
     p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
     p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
-    p.add_argument("--out", metavar="DIR", type=Path, help="folder for cluster.md and cluster.png, created if missing "
-                   "(default: a new folder sparrow-cluster-DATE-TIME here; `--out docs/paper` regenerates the committed copy)")
-    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
-                   help="of the command and its cluster's services")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="folder for cluster.md and cluster.png, created if missing "
+        "(default: a new folder sparrow-cluster-DATE-TIME here; `--out docs/paper` regenerates the committed copy)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="of the command and its cluster's services",
+    )
     p.set_defaults(func=run)
 
 

@@ -15,14 +15,14 @@ from functools import partial
 import trio
 from rich.console import Console
 
-from .config import Resolved
-from ..services.cpus import format_cpu_list
-from ..demo.report import build_report
-from ..demo.workload import make_workload, run_workload
 from ..client.local_cluster import LocalCluster
 from ..client.local_state import read_state, remove_state, write_state
+from ..demo.report import build_report
+from ..demo.workload import make_workload, run_workload
+from ..services.cpus import format_cpu_list
 from ..services.logsetup import setup_logging
 from .common import CommandError, add_command, settings
+from .config import Resolved
 from .demo_view import DemoProgress, plot_cdf, render_report
 
 

@@ -7,8 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from .config import ConfigError
 from .common import CommandError
+from .config import ConfigError
 
 # Each command's module defines `add_parser(subparsers)`, which registers the command and sets `func`
 # on the parser's defaults to a callable taking the parsed namespace and returning an exit code.

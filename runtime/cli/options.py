@@ -7,12 +7,12 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
 from ..client.core import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
-from ..wire.framing import DEFAULT_MAX_FRAME
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..wire.framing import DEFAULT_MAX_FRAME
 from .config import (
     ADDRESSES,
     BOOLEAN,
@@ -27,6 +27,7 @@ from .config import (
     integer,
     number,
 )
+
 
 def _log_level(default: str) -> Setting:
     return Setting("log_level", choice(*LOG_LEVELS), default, "log level: " + ", ".join(LOG_LEVELS))
@@ -54,13 +55,11 @@ EXIT_WITH_PARENT = Setting(
     "exit_with_parent", BOOLEAN, False,
     "stop as on SIGTERM once standard input reaches end of file (the parent holding the other end of a pipe is gone)",
 )  # fmt: skip
-POLICY = Setting(
-    "policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES)
-)
+POLICY = Setting("policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
-EXECUTOR = Setting(
-    "executor", choice("process", "thread"), "process", "run tasks in worker processes or threads"
-)
+EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
+
+
 def _probe_ratio(value) -> float:
     try:
         return check_probe_ratio(float(value))

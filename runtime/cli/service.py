@@ -23,10 +23,10 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..wire.address import Address, format_address
 from ..errors import SparrowError
 from ..services.metrics import new_registry, serve_metrics
 from ..services.node_monitor_logic import NodeMonitorLogic
+from ..wire.address import Address, format_address
 from .common import CommandError
 from .config import ConfigError, Resolved
 
@@ -77,9 +77,7 @@ def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[o
     return metered(registry, **options), (registry, *where, None)
 
 
-def node_monitor_drain(
-    logic: NodeMonitorLogic, start: trio.Event, timeout: float
-) -> Callable[[], Awaitable[None]]:
+def node_monitor_drain(logic: NodeMonitorLogic, start: trio.Event, timeout: float) -> Callable[[], Awaitable[None]]:
     """A drain step for `run_service`: set `start` (the node monitor's `drain` event: it takes no more
     reservations and tells its schedulers), then wait (at most `timeout` seconds) until the tasks
     running or asked for have finished and been reported."""
@@ -105,7 +103,9 @@ async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: st
         try:
             bound = serve_metrics(registry, host, port, pages)
         except OSError as exc:
-            raise CommandError(f"cannot serve metrics on {format_address((host, port))}: {exc.strerror or exc}") from None
+            raise CommandError(
+                f"cannot serve metrics on {format_address((host, port))}: {exc.strerror or exc}"
+            ) from None
         url = f"http://{format_address(bound)}"
         metrics_url = f"{url}/metrics" if registry is not None else None
         dashboard_url = f"{url}/" if pages is not None else None
@@ -207,7 +207,7 @@ def run_service(
     """
     try:
         trio.run(_serve_until_stopped, service, name, metrics, drain, exit_with_parent)
-    except Exception as exc:  # noqa: BLE001 - only the errors below are turned into one line
+    except Exception as exc:
         error = _sole_error(exc)
         if isinstance(error, (CommandError, ConfigError)):
             raise error from None

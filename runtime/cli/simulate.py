@@ -10,7 +10,6 @@ import json
 import math
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -116,8 +115,15 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 def _paper(args: argparse.Namespace) -> tuple[SimConfig, list[str], list[float]]:
     base = SimConfig(
-        n_workers=10_000, slots=1, tasks_per_job=100, n_jobs=args.jobs or 10_000,
-        duration="exponential", mean_duration=0.1, network_delay=0.0005, probe_ratio=2.0, seed=args.seed,
+        n_workers=10_000,
+        slots=1,
+        tasks_per_job=100,
+        n_jobs=args.jobs or 10_000,
+        duration="exponential",
+        mean_duration=0.1,
+        network_delay=0.0005,
+        probe_ratio=2.0,
+        seed=args.seed,
     )
     return base, list(PLACEMENT_POLICIES), list(PAPER_LOADS)
 

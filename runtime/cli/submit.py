@@ -28,9 +28,9 @@ import cloudpickle
 import trio
 
 from ..client.core import Client, TaskOutcome
-from .command_task import CommandFailed, run_command
 from ..errors import RemoteTraceback, SparrowError, TaskFailed
 from ..services.logsetup import setup_logging
+from .command_task import CommandFailed, run_command
 from .common import CommandError, add_command, client_target, settings
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -128,7 +128,9 @@ async def _submit(schedulers: list[str], secret: bytes, tasks: list, s, show) ->
     started = time.monotonic()
     failed = done = 0
     interrupted = False
-    async with Client(schedulers, secret=secret, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]) as client:
+    async with Client(
+        schedulers, secret=secret, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
+    ) as client:
         job = await client.submit_job(
             tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"], timeout=s["task_timeout"]
         )
@@ -160,7 +162,10 @@ async def _submit(schedulers: list[str], secret: bytes, tasks: list, s, show) ->
         print(f"sparrow submit: job {job.job_id} cancelled: {done} of {len(tasks)} tasks had ended", file=sys.stderr)
         return 130
     if scope.cancelled_caught:
-        print(f"sparrow submit: timed out after {s['timeout']:g} s with {done} of {len(tasks)} tasks done", file=sys.stderr)
+        print(
+            f"sparrow submit: timed out after {s['timeout']:g} s with {done} of {len(tasks)} tasks done",
+            file=sys.stderr,
+        )
         return 1
     attempts = sum(job.attempts) - len(tasks)
     retried = f" ({attempts} relaunched after a failure)" if attempts > 0 else ""

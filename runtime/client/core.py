@@ -40,14 +40,13 @@ from functools import partial
 
 import trio
 
+from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
-from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.limits import MAX_REASON, clip, job_problem
-from .local_state import running_local_cluster
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -63,6 +62,7 @@ from ..wire.messages import (
     TaskResult,
 )
 from ..wire.task_codec import outcome_exception, pack_task, unpack_outcome
+from .local_state import running_local_cluster
 from .task_inputs import Inputs, find_inputs, pack_template
 
 logger = logging.getLogger(__name__)
@@ -654,8 +654,16 @@ class Client:
         self._placements[ref] = (handle, tasks)
         handle._refs.add(ref)
         self._conn.send(
-            SubmitJob(ref, payloads, template.user, template.priority, template.probe_ratio, template.constraint,
-                      task_constraints, template.timeout)  # fmt: skip
+            SubmitJob(
+                ref,
+                payloads,
+                template.user,
+                template.priority,
+                template.probe_ratio,
+                template.constraint,
+                task_constraints,
+                template.timeout,
+            )  # fmt: skip
         )
 
     def _cancel(self, handle: JobHandle, tasks: list[int] | None, force: bool) -> None:

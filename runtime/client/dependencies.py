@@ -18,19 +18,20 @@ from collections.abc import Callable, Hashable, Sequence
 import cloudpickle
 import trio
 
-from .core import FRAME_OVERHEAD_PER_JOB, FRAME_OVERHEAD_PER_TASK, Client, JobHandle, TaskRef
 from ..errors import DependencyFailed
 from ..wire.limits import MAX_TASKS_PER_JOB
 from ..wire.messages import CANCELLED
+from .core import FRAME_OVERHEAD_PER_JOB, FRAME_OVERHEAD_PER_TASK, Client, JobHandle, TaskRef
 from .task_inputs import Inputs, pack_dependent
 
 logger = logging.getLogger(__name__)
+
 
 class Waiting:
     """A task waiting for its inputs: `target` is its owner's name for it (a future, a job's task),
     `template` its pickled call with Slots, `values` the pickled values of the inputs known so far."""
 
-    __slots__ = ("target", "template", "keys", "paths", "values", "missing")
+    __slots__ = ("keys", "missing", "paths", "target", "template", "values")
 
     def __init__(self, target: Hashable, template: bytes, inputs: Inputs) -> None:
         self.target = target

@@ -34,17 +34,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 
+import cloudpickle
 import trio
 
 from ..wire.address import Address
-import cloudpickle
-
-from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
-from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED
 from ..wire.task_codec import pack_task, unpack_outcome
+from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
+from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
 from .task_inputs import Inputs, find_inputs, pack_dependent, pack_template
 
 DEFAULT_CHUNKSIZE = 256
@@ -276,7 +275,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         if buffersize is not None and (not isinstance(buffersize, int) or buffersize < 1):
             raise ValueError(f"buffersize must be an int >= 1 or None, got {buffersize!r}")
         deadline = None if timeout is None else time.monotonic() + timeout
-        items = zip(*iterables)  # noqa: B905 - stops at the shortest, as Executor.map does
+        items = zip(*iterables)
         window: deque[concurrent.futures.Future] = deque()
         step = size if buffersize is None else min(size, buffersize)
 
@@ -317,7 +316,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             error_raised = None
             try:
                 value = unpack_outcome(ok, payload, error, failure)
-            except BaseException as exc:  # noqa: BLE001 - the task's exception (or an unpicklable result)
+            except BaseException as exc:
                 settle = partial(future.set_exception, exc)
                 error_raised = exc
             else:

@@ -38,13 +38,13 @@ from collections.abc import Sequence
 
 from sparrow_core import QUEUE_POLICIES
 
-from ..wire.auth import new_secret
 from ..cli.config import WEIGHTS
 from ..cli.service import parse_ready_line
 from ..services.cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from ..services.logsetup import LOG_LEVELS
 from ..services.outcome_batching import check_result_delay
 from ..services.processes import child_env, describe_exit
+from ..wire.auth import new_secret
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over

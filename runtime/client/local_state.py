@@ -66,7 +66,12 @@ def write_state(schedulers: list[str], node_monitors: list[str], secret: str) ->
     secret_path = directory / SECRET_NAME
     _write_private(secret_path, secret + "\n")
     state = LocalState(os.getpid(), schedulers, node_monitors, str(secret_path), directory / STATE_NAME)
-    record = {"pid": state.pid, "schedulers": schedulers, "node_monitors": node_monitors, "secret_file": state.secret_file}
+    record = {
+        "pid": state.pid,
+        "schedulers": schedulers,
+        "node_monitors": node_monitors,
+        "secret_file": state.secret_file,
+    }
     _write_private(state.path, json.dumps(record, indent=1) + "\n")
     return state
 

@@ -46,7 +46,7 @@ class Inputs:
     `paths` (where each first appears, e.g. "args[0]", "kwargs['x'][2]"), with the arguments in which
     each input is a `Slot`."""
 
-    __slots__ = ("args", "kwargs", "keys", "paths")
+    __slots__ = ("args", "keys", "kwargs", "paths")
 
     def __init__(self) -> None:
         self.keys: list[Hashable] = []

@@ -53,8 +53,8 @@ class DashboardApp:
             body, kind = self._rendered("live"), "text/html; charset=utf-8"
         elif path == "/dashboard.json":
             body, kind = self._rendered("json"), "application/json"
-        elif path.startswith("/static/") and path[len("/static/"):] in ASSETS:
-            name = path[len("/static/"):]
+        elif path.startswith("/static/") and path[len("/static/") :] in ASSETS:
+            name = path[len("/static/") :]
             return _reply(start_response, "200 OK", ASSETS[name], self._assets[name], method,
                           [("Cache-Control", "max-age=300")])  # fmt: skip
         else:

@@ -14,7 +14,7 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 28  # margins around the plot area
 class Series:
     """One line: its legend `label`, a CSS class naming its colour, and one value (or None) per time."""
 
-    __slots__ = ("label", "css", "values")
+    __slots__ = ("css", "label", "values")
 
     def __init__(self, label: str, css: str, values: Sequence[float | None]) -> None:
         self.label = label
@@ -70,9 +70,7 @@ def line_chart(
         parts.append(f'<text class="tick" x="{LEFT - 6}" y="{gy + 4:.1f}" text-anchor="end">{label}</text>')
     for age in _time_ticks(span):
         label = "now" if age == 0 else f"-{_duration(age)}"
-        parts.append(
-            f'<text class="tick" x="{x(age):.1f}" y="{HEIGHT - 8}" text-anchor="middle">{label}</text>'
-        )
+        parts.append(f'<text class="tick" x="{x(age):.1f}" y="{HEIGHT - 8}" text-anchor="middle">{label}</text>')
     for s in reversed(series):  # the first series is drawn last: on top
         path = _path(ages, s.values, x, y, span)
         if path:
@@ -83,9 +81,7 @@ def line_chart(
 
 def legend(series: Sequence[Series]) -> str:
     """The chart's legend as HTML: a colour swatch and a label per series."""
-    items = "".join(
-        f'<li><span class="swatch {escape(s.css)}"></span>{escape(s.label)}</li>' for s in series
-    )
+    items = "".join(f'<li><span class="swatch {escape(s.css)}"></span>{escape(s.label)}</li>' for s in series)
     return f'<ul class="legend">{items}</ul>'
 
 

@@ -76,8 +76,11 @@ def render_page(view: View) -> str:
 </main>
 <footer>Read-only. Refreshed every {REFRESH_MS / 1000:g} s.
 The same data as JSON: <a href="dashboard.json">dashboard.json</a>.
-{'Prometheus metrics: <a href="metrics">metrics</a>.' if view.metrics else
- 'Prometheus metrics need the prometheus-client package.'}</footer>
+{
+        'Prometheus metrics: <a href="metrics">metrics</a>.'
+        if view.metrics
+        else "Prometheus metrics need the prometheus-client package."
+    }</footer>
 </body>
 </html>
 """

@@ -13,8 +13,8 @@ from itertools import islice
 
 import trio
 
-from ..wire.messages import StatusReply
 from ..services.metrics import MeteredSchedulerLogic
+from ..wire.messages import StatusReply
 from .activity import QUANTILE_WINDOW, Activity
 from .view import JOBS_LISTED, NodeRow, Point, View
 
@@ -122,7 +122,7 @@ class Sampler:
             await trio.sleep_until(next_at)
             try:
                 self.sample()
-            except Exception:  # noqa: BLE001 - see the docstring
+            except Exception:
                 if trio.current_time() >= quiet_until:
                     quiet_until = trio.current_time() + ERROR_LOG_INTERVAL
                     logger.exception("dashboard: a sample failed; the page keeps showing the last one")

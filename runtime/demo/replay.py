@@ -135,8 +135,14 @@ def write_trace(jobs: Sequence[ReplayJob], path: str | os.PathLike[str]) -> None
 
 
 def replay(
-    jobs: Sequence[ReplayJob], *, policy: str, node_monitors: int, slots: int, schedulers: int = 1,
-    hops: Hops | None = None, seeds: Iterable[int] = (0,),
+    jobs: Sequence[ReplayJob],
+    *,
+    policy: str,
+    node_monitors: int,
+    slots: int,
+    schedulers: int = 1,
+    hops: Hops | None = None,
+    seeds: Iterable[int] = (0,),
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
     the delays they give, else with none."""
@@ -146,10 +152,18 @@ def replay(
     try:
         write_trace(jobs, path)
         return [
-            simulate(SimConfig(
-                policy=policy, n_workers=node_monitors, slots=slots, n_schedulers=schedulers,
-                probe_ratio=RUNTIME_PROBE_RATIO, seed=seed, trace=path, **delays,
-            ))  # fmt: skip
+            simulate(
+                SimConfig(
+                    policy=policy,
+                    n_workers=node_monitors,
+                    slots=slots,
+                    n_schedulers=schedulers,
+                    probe_ratio=RUNTIME_PROBE_RATIO,
+                    seed=seed,
+                    trace=path,
+                    **delays,
+                )
+            )  # fmt: skip
             for seed in seeds
         ]
     finally:
@@ -166,6 +180,11 @@ def model(
 ) -> list[SimResult]:
     """The sparrow replay with the run's hops, MODEL_SEEDS times (module docstring)."""
     return replay(
-        jobs, policy="sparrow", node_monitors=node_monitors, slots=slots, schedulers=schedulers, hops=hops,
+        jobs,
+        policy="sparrow",
+        node_monitors=node_monitors,
+        slots=slots,
+        schedulers=schedulers,
+        hops=hops,
         seeds=range(MODEL_SEEDS),
     )

@@ -160,8 +160,7 @@ def verdicts(runs: Sequence[RunFigures]) -> list[str]:
         f"part at the median task: {_ms(network)} ms; the rest is waiting for a slot, which grows as the "
         "cluster shrinks at a given load (the paper's had 50 times more slots to spread a query over).",
         f"The simulator's prediction of the query response time is within {worst:.0%} of the runtime at p50 "
-        f"and p95 in every run (target {MODEL_TARGET:.0%}): "
-        + ("met." if worst <= MODEL_TARGET else "not met."),
+        f"and p95 in every run (target {MODEL_TARGET:.0%}): " + ("met." if worst <= MODEL_TARGET else "not met."),
     ]
 
 
@@ -175,7 +174,7 @@ def render(runs: Sequence[RunFigures], notes: Sequence[MachineNote], setup: Setu
         "# The paper's cluster experiment, on the runtime",
         "",
         "Sparrow's headline result on a real cluster (SOSP 2013): TPC-H queries on 100 16-core machines",
-        "with 10 schedulers at 80% load, \"within 12% of ideal\", with a median queueing delay of",
+        'with 10 schedulers at 80% load, "within 12% of ideal", with a median queueing delay of',
         "9 ms. This page is the same experiment at the size of one machine, on the runtime",
         "(`sparrow_runtime`), written by one command:",
         "",
@@ -277,8 +276,7 @@ def plot(runs: Sequence[RunFigures], path: str | PathLike[str]) -> None:
                "ideal_delay")}  # fmt: skip
     cdf(left, pooled["response"], "sparrow (runtime)")
     cdf(left, pooled["ideal_response"], "ideal (omniscient, same arrivals)", linestyle="--")
-    cdf(left, pooled["simulated_response"], "simulated (sparrow policy, measured delays)", linestyle=":",
-        linewidth=2.5)
+    cdf(left, pooled["simulated_response"], "simulated (sparrow policy, measured delays)", linestyle=":", linewidth=2.5)
     left.set_xlabel("query response time (ms)")
     left.set_ylabel("fraction of queries")
     left.set_xscale("log")

@@ -113,9 +113,7 @@ def mean_work(template: str, slots: int, time_scale: float = 1.0) -> float:
     return float(sum(w * m for w, m in zip(stage_widths(template, slots), means, strict=True)))
 
 
-def make_queries(
-    *, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0
-) -> QueryWorkload:
+def make_queries(*, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0) -> QueryWorkload:
     """Queries arriving during `seconds` at the rate that offers `load` of `slots` (module docstring).
 
     Error handling: ValueError naming the bad argument.

@@ -32,7 +32,7 @@ def available_cpus() -> list[int]:
 
 
 def parse_cpu_list(text: str) -> list[int]:
-    """"0-3,6" -> [0, 1, 2, 3, 6] (the Linux cpuset list format). Raises ValueError naming the bad part."""
+    """ "0-3,6" -> [0, 1, 2, 3, 6] (the Linux cpuset list format). Raises ValueError naming the bad part."""
     cpus: set[int] = set()
     for part in text.split(","):
         part = part.strip()

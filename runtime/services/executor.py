@@ -39,12 +39,12 @@ from collections.abc import Callable
 
 import trio
 
-from ..wire.connection import Connection
 from ..errors import ProtocolError
+from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.messages import SYSTEM, ExecutorResult, LaunchTask
-from .processes import child_env, describe_exit
 from ..wire.task_codec import run_task
+from .processes import child_env, describe_exit
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ Outcome = tuple[bool, bytes, str, int]  # ok, payload, error, failure
 class Ticket:
     """A launched task: its payload and callback, and the worker running it (None while it waits)."""
 
-    __slots__ = ("payload", "done", "worker")
+    __slots__ = ("done", "payload", "worker")
 
     def __init__(self, payload: bytes, done: Done) -> None:
         self.payload = payload
@@ -139,7 +139,7 @@ class _Pool:
 
 
 class _Thread:
-    __slots__ = ("ticket", "outcome", "payload", "sock")
+    __slots__ = ("outcome", "payload", "sock", "ticket")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock  # the trio side of its socket pair
@@ -209,7 +209,7 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "ticket", "process", "stopped")
+    __slots__ = ("conn", "process", "stopped", "ticket")
 
     def __init__(self, process: trio.Process, conn: Connection) -> None:
         self.process = process
@@ -304,7 +304,13 @@ class ProcessExecutor(_Pool):
         parent, child = socket.socketpair()
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)],
+                [
+                    sys.executable,
+                    "-m",
+                    "sparrow_runtime.services.worker_main",
+                    str(child.fileno()),
+                    str(self.max_frame),
+                ],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout

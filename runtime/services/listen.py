@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import trio
 
-from ..wire.address import format_address
 from ..errors import ListenError
+from ..wire.address import format_address
 
 
 async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:

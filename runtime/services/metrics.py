@@ -75,7 +75,7 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WS
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format, *args) -> None:
         """No line on standard error per request (a dashboard polls every second)."""
 
 

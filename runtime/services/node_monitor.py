@@ -25,18 +25,18 @@ from functools import partial
 
 import trio
 
+from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
-from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
-from .executor import ProcessExecutor, ThreadExecutor
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.limits import MAX_REASON, clip
-from .listen import open_listeners
 from ..wire.messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
 from ..wire.messages import RegistrationRefused as Refusal
+from .executor import ProcessExecutor, ThreadExecutor
+from .listen import open_listeners
 from .node_monitor_logic import NodeMonitorLogic
 
 logger = logging.getLogger(__name__)
@@ -191,7 +191,9 @@ class NodeMonitorService:
     async def _stop_at_deadline(self, scope: trio.CancelScope, ticket, timeout: float) -> None:
         with scope:
             await trio.sleep(timeout)
-            self.executor.stop(ticket, TIMED_OUT, f"the task ran past its job's timeout of {timeout:g} s and was stopped")
+            self.executor.stop(
+                ticket, TIMED_OUT, f"the task ran past its job's timeout of {timeout:g} s and was stopped"
+            )
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
@@ -210,7 +212,7 @@ class NodeMonitorService:
 
 
 def make_executor(kind, slots: int, max_frame: int):
-    """"process" or "thread", or an executor object (see executor.py) used as is."""
+    """ "process" or "thread", or an executor object (see executor.py) used as is."""
     if kind == "process":
         return ProcessExecutor(slots, max_frame=max_frame)
     if kind == "thread":

@@ -44,11 +44,10 @@ from ..wire.messages import (
 )
 
 
-
 class _Reserved:
     """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
 
-    __slots__ = ("key", "scheduler", "job_id", "user", "queued", "asking")
+    __slots__ = ("asking", "job_id", "key", "queued", "scheduler", "user")
 
     def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str) -> None:
         self.key = key

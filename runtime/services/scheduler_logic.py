@@ -41,6 +41,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable
 
 import numpy as np
+
 import sparrow_core
 
 from ..errors import ProtocolError
@@ -83,8 +84,18 @@ _ECHO = Heartbeat()
 
 class _Node:
     __slots__ = (
-        "peer", "worker", "node_id", "instance", "slots", "labels", "can_stop", "jobs", "queued", "busy", "heard",
+        "busy",
+        "can_stop",
         "draining",
+        "heard",
+        "instance",
+        "jobs",
+        "labels",
+        "node_id",
+        "peer",
+        "queued",
+        "slots",
+        "worker",
     )  # fmt: skip
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
@@ -111,8 +122,21 @@ class _Node:
 
 class _Job:
     __slots__ = (
-        "job_id", "client", "ref", "payloads", "user", "priority", "probe_ratio", "constraint",
-        "task_candidates", "task_offsets", "done", "n_done", "running", "probed", "timeout",
+        "client",
+        "constraint",
+        "done",
+        "job_id",
+        "n_done",
+        "payloads",
+        "priority",
+        "probe_ratio",
+        "probed",
+        "ref",
+        "running",
+        "task_candidates",
+        "task_offsets",
+        "timeout",
+        "user",
     )  # fmt: skip
 
     def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float) -> None:
@@ -292,8 +316,11 @@ class SchedulerLogic:
         found = self._eligible.get(constraint)
         if found is None:
             found = np.array(
-                sorted(n.worker for n in self.nodes.values()
-                       if not n.draining and (constraint is None or n.satisfies(constraint))),
+                sorted(
+                    n.worker
+                    for n in self.nodes.values()
+                    if not n.draining and (constraint is None or n.satisfies(constraint))
+                ),
                 dtype=np.int64,
             )
             self._eligible[constraint] = found
@@ -433,8 +460,14 @@ class SchedulerLogic:
             return
         try:
             workers, made_for = sparrow_core.sample_job(
-                self.rng, self._next_worker, len(job.payloads), job.probe_ratio, candidates,
-                job.task_candidates, job.task_offsets, tasks,
+                self.rng,
+                self._next_worker,
+                len(job.payloads),
+                job.probe_ratio,
+                candidates,
+                job.task_candidates,
+                job.task_offsets,
+                tasks,
             )
         except sparrow_core.InfeasibleTaskError as exc:
             also = "" if job.constraint is None else " and the job's"
@@ -502,9 +535,7 @@ class SchedulerLogic:
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _deliver(
-        self, job: _Job, task: int, ok: bool, payload: bytes, error: str, out: list, failure: int = 0
-    ) -> None:
+    def _deliver(self, job: _Job, task: int, ok: bool, payload: bytes, error: str, out: list, failure: int = 0) -> None:
         if job.done[task]:
             return
         job.done[task] = 1
@@ -581,5 +612,3 @@ class SchedulerLogic:
             if node is not None:
                 self.stats["cancel_messages"] += 1
                 out.append((node.peer, CancelReservations(job_id)))
-
-

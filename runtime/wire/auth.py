@@ -36,9 +36,7 @@ def load_secret(secret: str | bytes | None = None, secret_file: str | os.PathLik
     if secret is None and secret_file is not None:
         secret = read_secret_file(secret_file)
     if secret is None:
-        raise ValueError(
-            f"no cluster secret: pass secret= or secret_file=, or set {SECRET_ENV} or {SECRET_FILE_ENV}"
-        )
+        raise ValueError(f"no cluster secret: pass secret= or secret_file=, or set {SECRET_ENV} or {SECRET_FILE_ENV}")
     if isinstance(secret, str):
         secret = secret.encode()
     if not isinstance(secret, bytes):

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from . import limits
 from ..errors import ConnectionLost, ProtocolError
+from . import limits
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
 from .messages import Error, RegistrationRefused
 

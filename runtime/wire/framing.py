@@ -65,7 +65,7 @@ def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
     try:
         raw = msgspec.msgpack.decode(frame)
         cls = _BY_TAG[raw[0]]
-    except Exception:  # noqa: BLE001 - not even a tagged array: msgspec's reason is all there is
+    except Exception:
         return f"undecodable message: {clip(text)}"
     what, _, where = text.rpartition(" - at `$[")
     index = where.split("]", 1)[0]
@@ -78,7 +78,7 @@ class FrameDecoder:
     """Accumulates received bytes and returns the complete messages in them. `max_frame` may be
     changed between feeds (a connection raises it once the handshake is done)."""
 
-    __slots__ = ("_buf", "max_frame", "_error")
+    __slots__ = ("_buf", "_error", "max_frame")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._buf = bytearray()

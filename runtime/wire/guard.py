@@ -26,7 +26,7 @@ def contained(logger: logging.Logger, what: str):
         yield
     except ServiceStop:
         raise
-    except Exception as exc:  # noqa: BLE001 - one connection's failure must not stop the service
+    except Exception as exc:
         leaf = exc
         while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:  # a nursery's wrapping
             leaf = leaf.exceptions[0]

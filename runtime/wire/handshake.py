@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
+from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from . import auth, limits
 from .address import Address, format_address
 from .connection import CLOSE_TIMEOUT, Connection
-from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
 from .limits import clip
@@ -129,9 +129,7 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
             reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
             if reason is None:
                 conn.peer_role, conn.peer_id = msg.role, msg.peer_id
-                mac = auth.proof(
-                    secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id
-                )
+                mac = auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
                 await conn.send_now([Welcome(mac)])
                 conn.handshake_done()
                 return conn
@@ -226,9 +224,7 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
             )
         server_role, server_id = challenge.role, challenge.peer_id
         nonce = auth.new_nonce()
-        mac = auth.proof(
-            secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id
-        )
+        mac = auth.proof(secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id)
         await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
         reply = await conn.receive_one()
     except ConnectionLost as exc:
@@ -259,7 +255,9 @@ async def keep_connected(
     `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
     while True:
         try:
-            conn = await connect(address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame)
+            conn = await connect(
+                address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame
+            )
         except (OSError, HandshakeError) as exc:
             logger.warning("cannot reach %s: %s", format_address(address), exc)
         else:
@@ -269,7 +267,7 @@ async def keep_connected(
 
 
 def peer_name(stream: trio.abc.Stream) -> str:
-    """"host:port" of the peer of a socket stream, for log lines; "unknown peer" otherwise."""
+    """ "host:port" of the peer of a socket stream, for log lines; "unknown peer" otherwise."""
     try:
         return format_address(stream.socket.getpeername()[:2])
     except (OSError, AttributeError, TypeError, ValueError):

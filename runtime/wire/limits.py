@@ -57,7 +57,12 @@ def clip(text: object, limit: int = CLIP) -> str:
 
 
 def job_problem(
-    n_tasks: int, user: str, priority: int, probe_ratio: float | None, constraint, task_constraints,
+    n_tasks: int,
+    user: str,
+    priority: int,
+    probe_ratio: float | None,
+    constraint,
+    task_constraints,
     timeout: float | None = None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or

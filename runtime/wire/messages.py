@@ -100,10 +100,10 @@ class SubmitJob(_Msg, tag=10):
     tasks: list[bytes]
     user: str = ""
     priority: int = 0
-    probe_ratio: Union[float, None] = None
-    constraint: Union[Constraint, None] = None
-    task_constraints: Union[list[Union[Constraint, None]], None] = None
-    timeout: Union[float, None] = None
+    probe_ratio: float | None = None
+    constraint: Constraint | None = None
+    task_constraints: list[Constraint | None] | None = None
+    timeout: float | None = None
 
 
 class CancelJob(_Msg, tag=16):
@@ -113,7 +113,7 @@ class CancelJob(_Msg, tag=16):
 
     ref: Id
     force: bool = False
-    tasks: Union[Annotated[list[Id], msgspec.Meta(max_length=MAX_TASKS_PER_JOB)], None] = None
+    tasks: Annotated[list[Id], msgspec.Meta(max_length=MAX_TASKS_PER_JOB)] | None = None
 
 
 class JobAccepted(_Msg, tag=11):

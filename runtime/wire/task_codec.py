@@ -36,18 +36,18 @@ def run_task(payload: bytes) -> tuple[bool, bytes, str]:
     try:
         fn, args, kwargs = cloudpickle.loads(payload)
         result = fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001 - a task's failure, whatever it is, is its outcome
+    except BaseException as exc:
         tb = "".join(traceback.format_exception(exc))
         try:
             data = cloudpickle.dumps(exc)
-        except Exception:  # noqa: BLE001
+        except Exception:
             data = b""
         return False, data, tb
     try:
         if type(result) in _PLAIN_TYPES:
             return True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL), ""
         return True, cloudpickle.dumps(result), ""
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}"
 
 
@@ -69,7 +69,7 @@ def outcome_exception(payload: bytes, error: str, failure: int = 0) -> BaseExcep
         return TaskFailed(error)
     try:
         exc = cloudpickle.loads(payload)
-    except Exception as load_error:  # noqa: BLE001
+    except Exception as load_error:
         return TaskFailed(f"the task raised an exception that cannot be unpickled here ({load_error!r}):\n{error}")
     if not isinstance(exc, BaseException):
         return TaskFailed(f"the task's failure payload is not an exception:\n{error}")

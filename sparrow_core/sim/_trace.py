@@ -131,8 +131,10 @@ class _Dependencies:
         for ref in fields.pop("after").split(",") if "after" in fields else []:
             parent = int(ref) if ref.isdigit() and int(ref) < job else self.ids.get(ref)
             if parent is None:
-                raise ValueError(f"{where}: after={ref}: no such job on an earlier line (a job waits only for "
-                                 f"jobs listed before it, by id= name or by number from 0)")
+                raise ValueError(
+                    f"{where}: after={ref}: no such job on an earlier line (a job waits only for "
+                    f"jobs listed before it, by id= name or by number from 0)"
+                )
             if parent in parents:
                 raise ValueError(f"{where}: after= lists job {ref} twice")
             parents.append(parent)
@@ -176,8 +178,9 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             fields = tokens[n_given:]
             tokens = tokens[:n_given]
             if len(tokens) < 3:
-                raise ValueError(f"{where}: expected `arrival_time n_tasks duration... [field=value...]`, "
-                                 f"got {line.strip()!r}")
+                raise ValueError(
+                    f"{where}: expected `arrival_time n_tasks duration... [field=value...]`, got {line.strip()!r}"
+                )
             if any("=" not in field for field in fields):
                 raise ValueError(f"{where}: durations must come before the field=value fields")
             time = _number(tokens[0], "arrival_time", where)
@@ -196,8 +199,9 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             constraints.add(named, m, where)
             dependencies.add(named, len(arrival), where)
             if named:
-                raise ValueError(f"{where}: unknown field {next(iter(named))!r} (expected workers=, workers.TASK=, "
-                                 f"id= or after=)")
+                raise ValueError(
+                    f"{where}: unknown field {next(iter(named))!r} (expected workers=, workers.TASK=, id= or after=)"
+                )
             arrival.append(time)
             n_tasks.append(m)
             durations.extend(given * m if len(given) == 1 else given)
@@ -211,8 +215,9 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             for name in ("job_candidates", "job_offsets", "task_candidates", "task_offsets")
         }
     if dependencies.any:
-        flat |= {name: np.asarray(getattr(dependencies, name), dtype=np.int64)
-                 for name in ("parents", "parent_offsets")}
+        flat |= {
+            name: np.asarray(getattr(dependencies, name), dtype=np.int64) for name in ("parents", "parent_offsets")
+        }
     return Trace(
         np.asarray(arrival, dtype=np.float64),
         np.asarray(n_tasks, dtype=np.int64),

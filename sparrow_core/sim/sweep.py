@@ -12,8 +12,20 @@ from ._config import SimConfig
 from ._simulate import simulate
 
 COLUMNS = (
-    "policy", "load", "mean", "p50", "p95", "p99", "vs_omniscient", "response_over_ideal", "no_queueing",
-    "mean_task_wait", "probes", "get_task_empty", "cancelled", "tasks_per_second",
+    "policy",
+    "load",
+    "mean",
+    "p50",
+    "p95",
+    "p99",
+    "vs_omniscient",
+    "response_over_ideal",
+    "no_queueing",
+    "mean_task_wait",
+    "probes",
+    "get_task_empty",
+    "cancelled",
+    "tasks_per_second",
 )
 
 

@@ -60,7 +60,9 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
     root = tmp_path_factory.mktemp("toy")
     home = tmp_path_factory.mktemp("home")
     (root / "asv.conf.json").write_text(json.dumps(_asv_config(), indent=1))
-    (root / "pyproject.toml").write_text('[project]\nname = "toy"\nversion = "0"\n[tool.setuptools]\npy-modules = ["toy"]\n')
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "toy"\nversion = "0"\n[tool.setuptools]\npy-modules = ["toy"]\n'
+    )
     (root / ".gitignore").write_text(".asv/\n")
     (root / "benchmarks").mkdir()
     (root / "benchmarks" / "__init__.py").write_text("")

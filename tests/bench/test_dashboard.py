@@ -47,7 +47,9 @@ def test_every_kind_of_off_machine_reference_is_found(tmp_path: Path) -> None:
 
 def test_a_local_page_passes(tmp_path: Path) -> None:
     """A page whose every reference stays in its folder has nothing to report."""
-    (tmp_path / "index.html").write_text('<script type="module" src="./assets/index.js"></script><link href="./assets/a.css">')
+    (tmp_path / "index.html").write_text(
+        '<script type="module" src="./assets/index.js"></script><link href="./assets/a.css">'
+    )
     assert off_machine_references(tmp_path) == []
 
 

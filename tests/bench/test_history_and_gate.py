@@ -33,7 +33,7 @@ COLOURED_COLUMNS = """(() => {
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -79,7 +79,9 @@ def test_dashboard_draws_every_commit_offline_in_chromium(toy, history, tmp_path
             base = f"http://127.0.0.1:{server.server_address[1]}/"
             browser.navigate(base + "#view=explore&bench=bench_toy.Toy.track_time_vs_python")
             browser.wait_for('document.querySelectorAll(".point-list .point-row").length >= 3')
-            shown = browser.evaluate('[...document.querySelectorAll(".point-list .point-row code")].map(e => e.textContent)')
+            shown = browser.evaluate(
+                '[...document.querySelectorAll(".point-list .point-row code")].map(e => e.textContent)'
+            )
             try:
                 browser.wait_for(f"(([coloured, width]) => coloured > width / 2)({COLOURED_COLUMNS})", timeout=15)
             except TimeoutError:
@@ -94,7 +96,9 @@ def test_dashboard_draws_every_commit_offline_in_chromium(toy, history, tmp_path
     assert sorted(shown) == sorted(commit[:8] for commit in toy.commits)
     assert coloured > width / 2, f"the series covers {coloured} of {width} columns"
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert browser.requests and all(url.startswith((base, "data:", "blob:")) for url in browser.requests), browser.requests
+    assert browser.requests and all(url.startswith((base, "data:", "blob:")) for url in browser.requests), (
+        browser.requests
+    )
 
 
 def test_gate_fails_on_a_regression_past_the_factor(toy, history) -> None:

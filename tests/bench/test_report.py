@@ -16,7 +16,9 @@ def test_a_row_without_target_gets_no_verdict_and_the_note_says_why() -> None:
 def test_a_row_below_its_target_names_the_target_and_what_it_misses() -> None:
     """A bulk form under 20x and a rate under its target say so, beside the target itself."""
     target = Target(rate=5_000_000, speedup=20)
-    table = format_table([Row("fair [batch API]", "pairs", 4e6, 11.0, target), Row("fifo [batch API]", "pairs", 9e6, 30.0, target)])
+    table = format_table(
+        [Row("fair [batch API]", "pairs", 4e6, 11.0, target), Row("fifo [batch API]", "pairs", 9e6, 30.0, target)]
+    )
     below, ok = table.splitlines()[1:3]
     assert ">= 5,000,000 pairs/s and >= 20x python" in below
     assert below.endswith("BELOW (rate < 5,000,000/s, x python < 20)")

@@ -34,7 +34,9 @@ def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def run_sparrow(*args: str, env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
-    return subprocess.run([*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [*SPARROW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 class Running:
@@ -42,7 +44,7 @@ class Running:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.args = args
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close(); a file, not a pipe: a chatty service never blocks on it
+        self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [*SPARROW, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
             start_new_session=True,
@@ -64,7 +66,9 @@ class Running:
             chunk = os.read(self.process.stdout.fileno(), 65536) if ready else b""
             if not chunk:
                 self.stop(signal.SIGKILL)
-                pytest.fail(f"`sparrow {' '.join(self.args)}` did not print {pattern!r}:\n{self.output}\n{self.stderr()}")
+                pytest.fail(
+                    f"`sparrow {' '.join(self.args)}` did not print {pattern!r}:\n{self.output}\n{self.stderr()}"
+                )
             self.output += chunk.decode()
         self.tree = descendants(self.process.pid)
         return found

@@ -8,6 +8,7 @@ import logging
 import re
 
 import pytest
+
 from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS
@@ -68,7 +69,7 @@ def test_lists_repeat_or_split_on_commas_and_weights_merge():
         ("[scheduler]\nslots = 2\n", "unknown setting 'slots' in [scheduler]"),
         ("label = 7\n", "label: expected a list of strings, got 7"),
         ("[node-monitor]\ncpus = [0, -1]\n", "[node-monitor] cpus: expected a CPU list"),
-        ("cpus = \"2-1\"\n", "cpus: CPU list '2-1': '2-1' is not a CPU number"),
+        ('cpus = "2-1"\n', "cpus: CPU list '2-1': '2-1' is not a CPU number"),
     ],
 )
 def test_bad_file_values_name_setting_and_file(tmp_path, toml, message):
@@ -94,7 +95,9 @@ def test_help_names_default_and_environment_variable():
 
 
 def test_log_lines_are_single_and_never_show_the_secret():
-    record = logging.LogRecord("sparrow_runtime.x", logging.WARNING, __file__, 1, "peer sent %s", ("top-secret\nnext",), None)
+    record = logging.LogRecord(
+        "sparrow_runtime.x", logging.WARNING, __file__, 1, "peer sent %s", ("top-secret\nnext",), None
+    )
     line = OneLineFormatter(["top-secret"]).format(record)
     assert "top-secret" not in line and "***" in line
     assert "\n" not in line and line.endswith("peer sent ***\\nnext")
@@ -111,7 +114,11 @@ def test_the_deploy_example_file_serves_every_command(tmp_path):
     assert (scheduler["listen"], scheduler["metrics_port"]) == (("0.0.0.0", 7077), 9477)
     node = settings("node-monitor", ["--config", str(config)])
     assert node["scheduler"] == ["sched-1.example:7077", "sched-2.example:7077"]
-    assert (node["weight"], node["metrics_port"], node["secret_file"]) == ({"analytics": 3.0, "batch": 1.0}, 9478, "/etc/sparrow/secret")
+    assert (node["weight"], node["metrics_port"], node["secret_file"]) == (
+        {"analytics": 3.0, "batch": 1.0},
+        9478,
+        "/etc/sparrow/secret",
+    )
     config.write_text('scheduler = ["sched-1.example:7077"]\n[status]\njson = true\n')
     status = settings("status", ["--config", str(config)])
     assert (status["scheduler"], status["json"]) == (["sched-1.example:7077"], True)
@@ -124,5 +131,7 @@ def test_help_shows_every_flags_default_and_environment_variable(command, capsys
         build_parser(command).parse_args([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
     for setting in (CONFIG, *COMMANDS[command]):
-        found = re.search(re.escape(setting.flag) + r"(?: \S+)? (.*?\(default: [^;()]+; env " + setting.env + r"\))", text)
+        found = re.search(
+            re.escape(setting.flag) + r"(?: \S+)? (.*?\(default: [^;()]+; env " + setting.env + r"\))", text
+        )
         assert found, f"{setting.flag} in `sparrow {command} --help`:\n{text}"

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+
 from sparrow_runtime.demo.report import build_report
 from sparrow_runtime.demo.workload import JobRecord, make_workload
 

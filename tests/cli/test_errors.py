@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sparrow_runtime.services.cpus import available_cpus, format_cpu_list
 
 from .conftest import clean_env, run_sparrow
@@ -46,7 +47,9 @@ def test_bad_flag_is_one_line_naming_it(tmp_path, args, message):
 def test_bad_config_file_is_one_line_naming_the_setting(tmp_path, text, message):
     config = tmp_path / "sparrow.toml"
     config.write_text(text)
-    done = run_sparrow("node-monitor", "--config", str(config), "--scheduler", "127.0.0.1:7077", env=clean_env(tmp_path))
+    done = run_sparrow(
+        "node-monitor", "--config", str(config), "--scheduler", "127.0.0.1:7077", env=clean_env(tmp_path)
+    )
     line = one_line_error(done, 2)
     assert line.startswith("sparrow node-monitor: error: ") and message in line and str(config) in line
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sparrow_runtime.services.cpus import available_cpus, format_cpu_list, local_layout
 
 from .conftest import Running, clean_env, run_sparrow

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import trio
+
 from sparrow_runtime import Client, LocalCluster
 
 from .conftest import clean_env, run_sparrow

@@ -96,7 +96,9 @@ def test_node_monitor_still_trying_to_register_stops_on_the_first_signal(running
     if why == "unreachable":
         address, logged = "127.0.0.1:1", "cannot reach 127.0.0.1:1"
     else:
-        scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(write_secret(tmp_path / "s"))], env)
+        scheduler = running(
+            ["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(write_secret(tmp_path / "s"))], env
+        )
         address, logged = scheduler.wait_for(r"listening on (\S+)\n").group(1), "authentication failed"
     other = write_secret(tmp_path / "other", "another secret")
     node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--secret-file", str(other)], env)
@@ -145,12 +147,16 @@ def test_ctrl_c_in_the_node_monitors_terminal_drains_without_interrupting_its_ta
     in a process group of its own, is not interrupted; it finishes and is reported."""
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env)
+    scheduler = running(
+        ["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env
+    )
     address = scheduler.wait_for(LISTENING).group(1)
     node = running(["node-monitor", "--scheduler", address, "--slots", "1", "--secret-file", str(secret),
                     "--metrics-port", "0"], env)  # fmt: skip
     node_metrics = node.wait_for(LISTENING).group(2)
-    job = submit("--scheduler", address, "--secret-file", str(secret), "--", "sh", "-c", "sleep 1; echo finished", env=env)
+    job = submit(
+        "--scheduler", address, "--secret-file", str(secret), "--", "sh", "-c", "sleep 1; echo finished", env=env
+    )
     try:
         wait_metric(node_metrics, "sparrow_node_tasks_launched_total", 1)
         os.killpg(node.process.pid, signal.SIGINT)

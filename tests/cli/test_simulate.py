@@ -27,7 +27,10 @@ def test_sweep_prints_a_table_and_writes_csv(tmp_path: Path) -> None:
     assert "sparrow" in done.stdout and "omniscient" in done.stdout
     rows = list(csv.DictReader(out.read_text().splitlines()))
     assert [(r["policy"], float(r["load"])) for r in rows] == [
-        ("sparrow", 0.3), ("omniscient", 0.3), ("sparrow", 0.6), ("omniscient", 0.6),
+        ("sparrow", 0.3),
+        ("omniscient", 0.3),
+        ("sparrow", 0.6),
+        ("omniscient", 0.6),
     ]
     assert all(float(r["vs_omniscient"]) >= 1.0 for r in rows)
 

@@ -51,7 +51,11 @@ CASES = {
     "probe_count ratio inf": (lambda: sc.probe_count(10, math.inf), ValueError, "probe_ratio"),
     "probe_count ratio str": (lambda: sc.probe_count(10, "2"), TypeError, "probe_ratio"),
     # check_probe_ratio
-    "check_probe_ratio below 1": (lambda: sc.check_probe_ratio(0.5, "d_of_job"), ValueError, "d_of_job must be a finite"),
+    "check_probe_ratio below 1": (
+        lambda: sc.check_probe_ratio(0.5, "d_of_job"),
+        ValueError,
+        "d_of_job must be a finite",
+    ),
     "check_probe_ratio nan": (lambda: sc.check_probe_ratio(math.nan), ValueError, "probe_ratio must be a finite"),
     "check_probe_ratio inf": (lambda: sc.check_probe_ratio(math.inf), ValueError, "probe_ratio"),
     "check_probe_ratio str": (lambda: sc.check_probe_ratio("2", "d"), TypeError, "d must be a number"),
@@ -64,11 +68,19 @@ CASES = {
     "sample_job ratio below 1": (lambda: sc.sample_job(rng(), 10, 1, 0.5), ValueError, "probe_ratio"),
     "sample_job str n_tasks": (lambda: sc.sample_job(rng(), 10, "1", 2.0), TypeError, "n_tasks"),
     "sample_job float candidates": (lambda: sc.sample_job(rng(), 10, 1, 2.0, [1.5]), TypeError, "candidates"),
-    "sample_job str task entry": (lambda: sc.sample_job(rng(), 10, 1, 2.0, None, ["ab"]), TypeError, r"task_candidates\[0\]"),
+    "sample_job str task entry": (
+        lambda: sc.sample_job(rng(), 10, 1, 2.0, None, ["ab"]),
+        TypeError,
+        r"task_candidates\[0\]",
+    ),
     "sample_job rng None": (lambda: sc.sample_job(None, 10, 1, 2.0), TypeError, "rng"),
     # sample_batch
     "sample_batch rng None": (lambda: sc.sample_batch(None, 10, 2, 2.0), TypeError, "rng"),
-    "sample_batch rng of another kind": (lambda: sc.sample_batch(np.random.default_rng(1), 10, 2, 2.0), TypeError, "rng"),
+    "sample_batch rng of another kind": (
+        lambda: sc.sample_batch(np.random.default_rng(1), 10, 2, 2.0),
+        TypeError,
+        "rng",
+    ),
     "sample_batch negative n_workers": (lambda: sc.sample_batch(rng(), -1, 2, 2.0), ValueError, "n_workers"),
     "sample_batch zero n_workers": (lambda: sc.sample_batch(rng(), 0, 2, 2.0), ValueError, "n_workers"),
     "sample_batch str n_workers": (lambda: sc.sample_batch(rng(), "10", 2, 2.0), TypeError, "n_workers"),
@@ -78,7 +90,11 @@ CASES = {
     "sample_batch ratio nan": (lambda: sc.sample_batch(rng(), 10, 2, math.nan), ValueError, "probe_ratio"),
     "sample_batch ratio str": (lambda: sc.sample_batch(rng(), 10, 2, "2"), TypeError, "probe_ratio"),
     "candidates duplicate": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1, 1]), ValueError, "candidates"),
-    "candidates out of range": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1, 10]), ValueError, "candidates"),
+    "candidates out of range": (
+        lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[1, 10]),
+        ValueError,
+        "candidates",
+    ),
     "candidates negative": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[-1, 2]), ValueError, "candidates"),
     "candidates empty": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[]), ValueError, "candidates"),
     "candidates 2-d": (lambda: sc.sample_batch(rng(), 10, 2, 1.0, candidates=[[1, 2]]), ValueError, "candidates"),
@@ -99,7 +115,11 @@ CASES = {
     "per_task zero n_workers": (lambda: sc.sample_per_task(rng(), 0, 2, 1), ValueError, "n_workers"),
     # sample_constrained
     "constrained not a sequence": (lambda: sc.sample_constrained(rng(), 10, 5, 2.0), TypeError, "task_candidates"),
-    "constrained str entry": (lambda: sc.sample_constrained(rng(), 10, ["ab"], 2.0), TypeError, r"task_candidates\[0\]"),
+    "constrained str entry": (
+        lambda: sc.sample_constrained(rng(), 10, ["ab"], 2.0),
+        TypeError,
+        r"task_candidates\[0\]",
+    ),
     "constrained duplicate": (lambda: sc.sample_constrained(rng(), 10, [[1, 1]], 2.0), ValueError, "candidates"),
     "constrained out of range": (lambda: sc.sample_constrained(rng(), 10, [None, [10]], 2.0), ValueError, "candidates"),
     "constrained ratio below 1": (lambda: sc.sample_constrained(rng(), 10, [None], 0.5), ValueError, "probe_ratio"),

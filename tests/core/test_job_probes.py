@@ -72,8 +72,9 @@ def test_selected_tasks_only_are_probed(impl):
 def test_crowded_job_candidates_fill_the_free_ones_before_wrapping(impl):
     """Unconstrained probes outnumbering the job's free candidates: every free candidate gets one,
     then the rest wrap over all the job's candidates, never outside them."""
-    workers, made_for = impl.sample_job(impl.Rng(3), 50, 4, 2.0, candidates=[10, 20, 30, 40],
-                                        task_candidates=[[10], None, None, None])
+    workers, made_for = impl.sample_job(
+        impl.Rng(3), 50, 4, 2.0, candidates=[10, 20, 30, 40], task_candidates=[[10], None, None, None]
+    )
     unconstrained = probes_by_task(workers, made_for)[-1]
     assert len(unconstrained) == 6 and {20, 30, 40} <= set(unconstrained) <= {10, 20, 30, 40}
 
@@ -144,7 +145,9 @@ def test_unconstrained_part_of_a_mixed_job_is_uniform_over_free_workers():
     assert stats.chisquare([counts[w] for w in range(4, 30)]).pvalue > 0.001  # workers 0-3 are sometimes taken
 
 
-TASK_LISTS = st.lists(st.one_of(st.none(), st.lists(st.integers(0, 39), min_size=1, max_size=6, unique=True)), max_size=12)
+TASK_LISTS = st.lists(
+    st.one_of(st.none(), st.lists(st.integers(0, 39), min_size=1, max_size=6, unique=True)), max_size=12
+)
 
 
 @given(seed=st.integers(0, 2**64 - 1), job=TASK_LISTS)
@@ -159,9 +162,14 @@ def test_sample_constrained_flat_draws_what_sample_constrained_draws(seed, job):
 
 @pytest.mark.parametrize(
     "candidates, offsets, message",
-    [([1, 2], [], "offsets must start at 0"), ([1, 2], [1, 2], "offsets must start at 0"),
-     ([1, 2], [0, 1], "end at len"), ([1, 2, 3], [0, 2, 1, 3], "must not decrease"),
-     ([1, 1], [0, 2], "appears twice"), ([1, 99], [0, 2], "out of range")],
+    [
+        ([1, 2], [], "offsets must start at 0"),
+        ([1, 2], [1, 2], "offsets must start at 0"),
+        ([1, 2], [0, 1], "end at len"),
+        ([1, 2, 3], [0, 2, 1, 3], "must not decrease"),
+        ([1, 1], [0, 2], "appears twice"),
+        ([1, 99], [0, 2], "out of range"),
+    ],
 )
 def test_sample_constrained_flat_rejects_bad_offsets_and_candidates(candidates, offsets, message):
     with pytest.raises(ValueError, match=message):

@@ -332,7 +332,9 @@ def test_priority_range_ends_are_accepted_and_served_in_order(policy):
     q.push(1, 7, high)
     q.push_many([2], [7], [low])
     popped = [q.pop() for _ in range(2)]
-    assert [(r.job_id, r.priority) for r in popped] == ([(2, low), (1, high)] if policy == "priority" else [(1, high), (2, low)])
+    assert [(r.job_id, r.priority) for r in popped] == (
+        [(2, low), (1, high)] if policy == "priority" else [(1, high), (2, low)]
+    )
 
 
 def test_queue_policies_are_the_ones_the_queue_accepts():

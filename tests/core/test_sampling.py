@@ -240,5 +240,3 @@ def test_sample_batch_many_rejects_bad_candidates(candidates, message):
     """Duplicate, out-of-range and empty candidate lists are refused, naming candidates."""
     with pytest.raises(ValueError, match=message):
         sparrow_core.sample_batch_many(sparrow_core.Rng(1), 50, [2, 3], 2.0, candidates=candidates)
-
-

@@ -66,7 +66,7 @@ class LiveCluster:
     def _run(self) -> None:
         try:
             trio.run(self._main)
-        except BaseException as exc:  # noqa: BLE001 - re-raised by start/stop in the test's thread
+        except BaseException as exc:
             self._error = exc
             self._ready.set()
 
@@ -78,7 +78,9 @@ class LiveCluster:
             self.scheduler = await nursery.start(partial(serve_scheduler, **common, node_timeout=5.0))
             for i in range(2):
                 address = await nursery.start(
-                    partial(serve_node_monitor, [self.scheduler], **common, node_id=f"nm{i}", slots=2, executor="thread")
+                    partial(
+                        serve_node_monitor, [self.scheduler], **common, node_id=f"nm{i}", slots=2, executor="thread"
+                    )
                 )
                 self.node_monitors.append(address)
             nursery.start_soon(self._steady_client)
@@ -95,7 +97,9 @@ class LiveCluster:
                 for outcome in await job.outcomes():
                     if outcome.ok:
                         if outcome.value != (base + outcome.index) * 3:
-                            record.problems.append(f"job {record.jobs} task {outcome.index}: wrong value {outcome.value!r}")
+                            record.problems.append(
+                                f"job {record.jobs} task {outcome.index}: wrong value {outcome.value!r}"
+                            )
                         record.values += 1
                     elif isinstance(outcome.exception, TaskFailed) and "was lost" in str(outcome.exception):
                         record.system_failures += 1

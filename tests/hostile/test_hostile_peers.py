@@ -21,9 +21,7 @@ from sparrow_runtime.wire.messages import Error, Registered, RegisterNodeMonitor
 from .peers import LiveCluster, RawPeer, node_monitor_answers, scheduler_answers
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "100"))
-ATTACK = settings(
-    max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+ATTACK = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 # Fields of any shape a msgpack array may hold: extremes of every kind.
 scalars = st.one_of(
@@ -76,7 +74,7 @@ def _closes(peer: RawPeer) -> list:
     """What the service answers before it closes the attacker's connection (it must close it)."""
     try:
         return peer.read_until_closed()
-    except socket.timeout:
+    except TimeoutError:
         pytest.fail("the service kept a hostile connection open")
 
 

@@ -9,9 +9,10 @@ import math
 import msgspec
 import pytest
 
-from sparrow_runtime.wire import limits
 from sparrow_runtime.client.core import build_submit
 from sparrow_runtime.errors import FrameTooLarge, ProtocolError
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire import limits
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.messages import (
     Authenticate,
@@ -25,7 +26,6 @@ from sparrow_runtime.wire.messages import (
     SubmitJob,
     TaskFinished,
 )
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 def _decode(fields: list) -> list:
@@ -43,19 +43,35 @@ COUNT_OK, COUNT_OVER = limits.MAX_PROBES_PER_JOB, limits.MAX_PROBES_PER_JOB + 1
     [
         ([23, 1, "u", 0, COUNT_OK], [23, 1, "u", 0, COUNT_OVER], "EnqueueReservations.count"),
         ([23, 1, "u", 0, 1], [23, 1, "u", 0, 0], "EnqueueReservations.count"),
-        ([23, 1, "u", limits.PRIORITY_MAX, 1], [23, 1, "u", limits.PRIORITY_MAX + 1, 1], "EnqueueReservations.priority"),
-        ([23, 1, "u", limits.PRIORITY_MIN, 1], [23, 1, "u", limits.PRIORITY_MIN - 1, 1], "EnqueueReservations.priority"),
+        (
+            [23, 1, "u", limits.PRIORITY_MAX, 1],
+            [23, 1, "u", limits.PRIORITY_MAX + 1, 1],
+            "EnqueueReservations.priority",
+        ),
+        (
+            [23, 1, "u", limits.PRIORITY_MIN, 1],
+            [23, 1, "u", limits.PRIORITY_MIN - 1, 1],
+            "EnqueueReservations.priority",
+        ),
         ([23, 1, NAME_OK, 0, 1], [23, 1, NAME_OVER, 0, 1], "EnqueueReservations.user"),
         ([20, "nm", limits.MAX_SLOTS], [20, "nm", limits.MAX_SLOTS + 1], "RegisterNodeMonitor.slots"),
         ([20, "nm", 1], [20, "nm", 0], "RegisterNodeMonitor.slots"),
         ([20, NAME_OK, 1], [20, NAME_OVER, 1], "RegisterNodeMonitor.node_id"),
-        ([20, "nm", 1, ["l"] * limits.MAX_LABELS], [20, "nm", 1, ["l"] * (limits.MAX_LABELS + 1)], "RegisterNodeMonitor.labels"),
+        (
+            [20, "nm", 1, ["l"] * limits.MAX_LABELS],
+            [20, "nm", 1, ["l"] * (limits.MAX_LABELS + 1)],
+            "RegisterNodeMonitor.labels",
+        ),
         ([20, "nm", 1, [NAME_OK]], [20, "nm", 1, [NAME_OVER]], "RegisterNodeMonitor.labels"),
         ([22, limits.MAX_COUNT, 0], [22, limits.MAX_COUNT + 1, 0], "Heartbeat.queued"),
         ([22, 0, 0], [22, -1, 0], "Heartbeat.queued"),
         ([25, limits.MAX_ID], [25, limits.MAX_ID + 1], "GetTask.job_id"),
         ([28, 1, limits.MAX_ID, True, b""], [28, 1, -1, True, b""], "TaskFinished.task"),
-        ([2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32], [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32], "Authenticate.peer_id"),
+        (
+            [2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32],
+            [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32],
+            "Authenticate.peer_id",
+        ),
         ([2, 3, "client", "c", b"m" * 64, b"n" * 32], [2, 3, "client", "c", b"m" * 65, b"n" * 32], "Authenticate.mac"),
         ([10, limits.MAX_ID, [b"t"]], [10, limits.MAX_ID + 1, [b"t"]], "SubmitJob.ref"),
     ],
@@ -71,9 +87,9 @@ def test_frame_limits_are_checked_at_the_length_prefix():
     decoder = FrameDecoder(max_frame=limits.HANDSHAKE_MAX_FRAME)
     fits = encode_frames([Authenticate(3, "client", "x" * 100, b"m" * 32, b"n" * 32)])
     assert decoder.feed(bytes(fits))
-    assert FrameDecoder(max_frame=limits.HANDSHAKE_MAX_FRAME).feed(
-        limits.HANDSHAKE_MAX_FRAME.to_bytes(4, "big")
-    ) == []  # exactly the limit: waits for the body
+    assert (
+        FrameDecoder(max_frame=limits.HANDSHAKE_MAX_FRAME).feed(limits.HANDSHAKE_MAX_FRAME.to_bytes(4, "big")) == []
+    )  # exactly the limit: waits for the body
     with pytest.raises(FrameTooLarge, match="8193 bytes exceeds the limit of 8192"):
         FrameDecoder(max_frame=limits.HANDSHAKE_MAX_FRAME).feed((limits.HANDSHAKE_MAX_FRAME + 1).to_bytes(4, "big"))
 
@@ -163,7 +179,12 @@ def test_unsent_limit_allows_two_frames_at_least():
 
 def test_heartbeat_and_enqueue_defaults_decode():
     """Messages this side sends itself stay inside the limits (an echo, a reservation message)."""
-    for msg in (Heartbeat(), EnqueueReservations(2**40, NAME_OK, -5, 3), GetTask(0), TaskFinished(1, 2, False, b"", "e")):
+    for msg in (
+        Heartbeat(),
+        EnqueueReservations(2**40, NAME_OK, -5, 3),
+        GetTask(0),
+        TaskFinished(1, 2, False, b"", "e"),
+    ):
         assert FrameDecoder().feed(bytes(encode_frames([msg]))) == [msg]
 
 

@@ -17,6 +17,7 @@ import trio
 
 from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     Error,
@@ -28,7 +29,6 @@ from sparrow_runtime.wire.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.task_codec import pack_task
 
 from ..cli.conftest import Running, clean_env
@@ -179,8 +179,10 @@ def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason():
         async with trio.open_nursery() as nursery:
             address = await nursery.start(partial(serve_scheduler, secret=SECRET))
             await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread"))
-            with pytest.raises(BaseException) as raised:  # noqa: PT011 - the leaf is checked below
-                await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread"))
+            with pytest.raises(BaseException) as raised:
+                await nursery.start(
+                    partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread")
+                )
             leaf = raised.value
             while isinstance(leaf, BaseExceptionGroup):
                 (leaf,) = leaf.exceptions

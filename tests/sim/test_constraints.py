@@ -50,7 +50,9 @@ def test_per_task_constraints_alone_are_honoured(tmp_path: Path, policy: str) ->
 
 def test_constrained_trace_is_deterministic(tmp_path: Path) -> None:
     """The same trace and seed give the same results; another seed other ones (sparrow's probes differ)."""
-    lines = [f"{0.1 * j:.1f} 4 0.3 0.5 0.2 0.4 workers=0,1,2,3,4,5 workers.0={j % 6},{(j + 2) % 6},7" for j in range(40)]
+    lines = [
+        f"{0.1 * j:.1f} 4 0.3 0.5 0.2 0.4 workers=0,1,2,3,4,5 workers.0={j % 6},{(j + 2) % 6},7" for j in range(40)
+    ]
     first = run(tmp_path, lines, "sparrow", seed=3)
     assert first == run(tmp_path, lines, "sparrow", seed=3)
     assert first != run(tmp_path, lines, "sparrow", seed=4)

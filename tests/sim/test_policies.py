@@ -50,8 +50,16 @@ def test_cancellation_lowers_empty_get_task_answers() -> None:
 def test_job_constraint_to_one_worker_serialises_the_job(policy: str) -> None:
     """A job allowed on a single worker runs its tasks one after another there."""
     config = SimConfig(
-        policy=policy, n_workers=100, tasks_per_job=4, n_jobs=50, load=1e-5, duration="constant",
-        mean_duration=1.0, network_delay=0.0, constrained_jobs=1.0, constraint_workers=0.01,
+        policy=policy,
+        n_workers=100,
+        tasks_per_job=4,
+        n_jobs=50,
+        load=1e-5,
+        duration="constant",
+        mean_duration=1.0,
+        network_delay=0.0,
+        constrained_jobs=1.0,
+        constraint_workers=0.01,
     )
     np.testing.assert_allclose(simulate(config).job_response, 4.0)
 
@@ -60,8 +68,16 @@ def test_job_constraint_to_one_worker_serialises_the_job(policy: str) -> None:
 def test_task_constraints_pin_tasks_to_their_candidates(policy: str) -> None:
     """Two tasks each pinned to one random worker of two share it half the time (response 2d)."""
     config = SimConfig(
-        policy=policy, n_workers=2, tasks_per_job=2, n_jobs=2000, load=1e-5, duration="constant",
-        mean_duration=1.0, network_delay=0.0, constrained_tasks=1.0, task_candidates=1,
+        policy=policy,
+        n_workers=2,
+        tasks_per_job=2,
+        n_jobs=2000,
+        load=1e-5,
+        duration="constant",
+        mean_duration=1.0,
+        network_delay=0.0,
+        constrained_tasks=1.0,
+        task_candidates=1,
     )
     response = simulate(config).job_response
     assert set(np.round(response, 9)) == {1.0, 2.0}

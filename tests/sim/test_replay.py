@@ -57,16 +57,27 @@ def test_new_parameters_at_zero_reproduce_the_earlier_simulator_bit_for_bit(
     """300 trace jobs on 20 x 2 slots, two schedulers: the same outputs, bit for bit, as before."""
     durations = (0.05, 0.1, 0.25, 0.4)
     path = trace_file(tmp_path, [f"{0.013 * j:.3f} {j * 7 % 9 + 1} {durations[j % 4]}" for j in range(300)])
-    config = SimConfig(policy=policy, n_workers=20, slots=2, n_schedulers=2, queue_policy=queue_policy,
-                       user_weights=(1.0,) if queue_policy == "fifo" else (3.0, 1.0), trace=path, seed=7,
-                       launch_overhead=0.0, submit_delay=0.0, result_delay=0.0)
+    config = SimConfig(
+        policy=policy,
+        n_workers=20,
+        slots=2,
+        n_schedulers=2,
+        queue_policy=queue_policy,
+        user_weights=(1.0,) if queue_policy == "fifo" else (3.0, 1.0),
+        trace=path,
+        seed=7,
+        launch_overhead=0.0,
+        submit_delay=0.0,
+        result_delay=0.0,
+    )
     assert digest(simulate(config)) == BEFORE[(policy, queue_policy)]
 
 
 # ---- launch overhead ----
 
-QUIET = SimConfig(n_workers=100, slots=100, tasks_per_job=10, load=0.05, n_jobs=300, duration="constant",
-                  mean_duration=0.1, seed=2)
+QUIET = SimConfig(
+    n_workers=100, slots=100, tasks_per_job=10, load=0.05, n_jobs=300, duration="constant", mean_duration=0.1, seed=2
+)
 
 
 @pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
@@ -83,8 +94,18 @@ def test_random_placement_with_launch_overhead_is_mg1() -> None:
     """1-task jobs at random on 1-slot workers, exponential durations (mean m) plus an overhead o: each
     worker is an M/G/1 queue with service o + Exp(m); the mean response matches Pollaczek-Khinchine."""
     m, o, load = 1.0, 0.5, 0.4  # arrival rate per worker load / m; utilisation load (o + m) / m = 0.6
-    config = SimConfig(policy="random", n_workers=100, slots=1, tasks_per_job=1, load=load, n_jobs=200_000,
-                       mean_duration=m, launch_overhead=o, network_delay=0.0, seed=5)
+    config = SimConfig(
+        policy="random",
+        n_workers=100,
+        slots=1,
+        tasks_per_job=1,
+        load=load,
+        n_jobs=200_000,
+        mean_duration=m,
+        launch_overhead=o,
+        network_delay=0.0,
+        seed=5,
+    )
     mean = simulate(config).summary(warmup=0.1)["mean"]
     assert mean == pytest.approx(mg1_response(load / m, o + m, (o + m) ** 2 + m**2), rel=0.04)
 
@@ -134,8 +155,16 @@ def test_chain_response_is_the_sum_of_its_stages_when_idle(tmp_path: Path, polic
 def test_chain_under_sparrow_pays_its_hops_per_stage(tmp_path: Path) -> None:
     """With a 1 ms network delay each sparrow stage adds its three hops (reservation, get_task, reply),
     and the client delays and launch overhead add to every stage."""
-    config = SimConfig(policy="sparrow", n_workers=10, slots=1, network_delay=0.001, launch_overhead=0.01,
-                       submit_delay=0.002, result_delay=0.004, trace=trace_file(tmp_path, CHAIN))
+    config = SimConfig(
+        policy="sparrow",
+        n_workers=10,
+        slots=1,
+        network_delay=0.001,
+        launch_overhead=0.01,
+        submit_delay=0.002,
+        result_delay=0.004,
+        trace=trace_file(tmp_path, CHAIN),
+    )
     per_stage = 3 * 0.001 + 0.01 + 0.002 + 0.004
     expected = np.cumsum([1.0, 2.0, 0.5]) + per_stage * np.arange(1, 4)
     np.testing.assert_allclose(simulate(config).job_response, expected, rtol=0, atol=1e-12)
@@ -145,8 +174,7 @@ def test_chain_under_sparrow_pays_its_hops_per_stage(tmp_path: Path) -> None:
 def test_job_waits_for_all_its_parents(tmp_path: Path, policy: str) -> None:
     """A diamond: b (2 s) and c (0.5 s) after a (1 s), d after both: d starts when b ends, at 3 s; a
     job whose parent finished before it arrived is not held back."""
-    lines = ["0 1 1.0 id=a", "0 2 2.0 after=a id=b", "0 2 0.5 after=a id=c", "0 1 0.25 after=b,c",
-             "10 1 0.5 after=a"]
+    lines = ["0 1 1.0 id=a", "0 2 2.0 after=a id=b", "0 2 0.5 after=a id=c", "0 1 0.25 after=b,c", "10 1 0.5 after=a"]
     config = SimConfig(policy=policy, n_workers=10, slots=1, network_delay=0.0, trace=trace_file(tmp_path, lines))
     assert simulate(config).job_response.tolist() == [1.0, 3.0, 1.5, 3.25, 0.5]
 
@@ -157,8 +185,12 @@ def test_stages_release_in_order_amid_other_jobs(tmp_path: Path) -> None:
     lines = []
     for q in range(10):
         t = 0.3 * q
-        lines += [f"{t:.1f} 8 0.2 id=q{q}s0", f"{t:.1f} 3 0.1 0.3 0.2", f"{t:.1f} 4 0.4 after=q{q}s0 id=q{q}s1",
-                  f"{t:.1f} 2 0.1 after=q{q}s1"]
+        lines += [
+            f"{t:.1f} 8 0.2 id=q{q}s0",
+            f"{t:.1f} 3 0.1 0.3 0.2",
+            f"{t:.1f} 4 0.4 after=q{q}s0 id=q{q}s1",
+            f"{t:.1f} 2 0.1 after=q{q}s1",
+        ]
     config = SimConfig(policy="sparrow", n_workers=6, slots=2, trace=trace_file(tmp_path, lines), seed=4)
     first = simulate(config)
     response = first.job_response.reshape(10, 4)
@@ -188,7 +220,12 @@ def test_binding_refuses_a_dependency_on_a_later_job() -> None:
     """The C++ side checks dependencies it is handed directly too: ValueError, never a hang."""
     from sparrow_core import _core
 
-    trace = {"arrival": np.zeros(2), "n_tasks": np.ones(2, dtype=np.int64), "durations": np.ones(2),
-             "parents": np.array([1]), "parent_offsets": np.array([0, 1, 1])}
+    trace = {
+        "arrival": np.zeros(2),
+        "n_tasks": np.ones(2, dtype=np.int64),
+        "durations": np.ones(2),
+        "parents": np.array([1]),
+        "parent_offsets": np.array([0, 1, 1]),
+    }
     with pytest.raises(ValueError, match="trace job 0: a job may only wait for earlier jobs"):
         _core._simulate(SimConfig().params(), trace)

@@ -174,5 +174,3 @@ class ReservationQueue:
 
     def __bool__(self) -> bool:
         return len(self) > 0
-
-

@@ -146,8 +146,16 @@ def _population(rng: Rng, population: list[int] | None, n_pop: int, k: int) -> l
     return sample_workers(rng, n_pop, k) if population is None else _sample_from(rng, population, k)
 
 
-def sample_job(rng: Rng, n_workers: int, n_tasks: int, probe_ratio: float, candidates=None, task_candidates=None,
-               task_offsets=None, tasks=None) -> tuple[np.ndarray, np.ndarray]:
+def sample_job(
+    rng: Rng,
+    n_workers: int,
+    n_tasks: int,
+    probe_ratio: float,
+    candidates=None,
+    task_candidates=None,
+    task_offsets=None,
+    tasks=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """A constrained task may run on its own candidates that are also the job's (none left:
     InfeasibleTaskError, nothing drawn); it gets ceil(d) probes there. The unconstrained tasks
     together: probe_count(m_u, d) among the job's candidates not probed yet. No constrained

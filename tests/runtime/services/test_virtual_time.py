@@ -9,12 +9,12 @@ import trio
 import trio.testing
 
 from sparrow_runtime.client.core import build_submit
-from sparrow_runtime.wire.handshake import accept, connect_stream
-from sparrow_runtime.wire.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler import SchedulerService
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.handshake import accept, connect_stream
+from sparrow_runtime.wire.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
 from sparrow_runtime.wire.task_codec import pack_task, run_task
 
 SECRET = b"virtual"
@@ -154,6 +154,7 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
             logic = NodeMonitorLogic(slots=1)
             service = NodeMonitorService(logic, VirtualExecutor(), nursery, secret=SECRET, node_id="nm0",
                                          heartbeat_interval=0.5, scheduler_timeout=2.0)  # fmt: skip
+
             async def fake_scheduler():
                 conn = await accept(theirs, secret=SECRET, role="scheduler", node_id="s",
                                     allowed_roles=("node-monitor",))  # fmt: skip

@@ -3,6 +3,8 @@ node monitor's heartbeat contents and its drain (clean shutdown). The Prometheus
 
 from __future__ import annotations
 
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     GetTask,
@@ -16,8 +18,6 @@ from sparrow_runtime.wire.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 class Clock:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("dask")
 
-from bench.bench_dask import chain_graph, distributed_round, local_round, sparrow_round, wide_graph  # noqa: E402
+from bench.bench_dask import chain_graph, distributed_round, local_round, sparrow_round, wide_graph
 
 
 def test_sparrow_round_times_each_graph_and_sends_each_stage_of_the_wide_graph_as_one_wave():

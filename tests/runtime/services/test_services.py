@@ -166,7 +166,9 @@ def test_scheduler_can_dial_a_node_monitor_instead():
         async with trio.open_nursery() as nursery:
             node = await nursery.start(partial(serve_node_monitor, [], secret=SECRET, executor="thread", slots=1))
             scheduler = SchedulerLogic(seed=1)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET, node_monitors=[node], logic=scheduler))
+            address = await nursery.start(
+                partial(serve_scheduler, secret=SECRET, node_monitors=[node], logic=scheduler)
+            )
             with trio.fail_after(10):
                 while not scheduler.nodes:
                     await trio.sleep(0.01)
@@ -212,10 +214,14 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
             ))  # fmt: skip
             staying = NodeMonitorLogic(slots=1)
             await nursery.start(
-                partial(serve_node_monitor, [address], secret=SECRET, node_id="staying", executor="thread", logic=staying)
+                partial(
+                    serve_node_monitor, [address], secret=SECRET, node_id="staying", executor="thread", logic=staying
+                )
             )
             async with Client([address], secret=SECRET) as client:
-                slow = await client.submit_job([partial(time.sleep, 0.5)], constraints=Constraint(node_monitors=("leaving",)))
+                slow = await client.submit_job(
+                    [partial(time.sleep, 0.5)], constraints=Constraint(node_monitors=("leaving",))
+                )
                 with trio.fail_after(10):
                     while not leaving.busy:
                         await trio.sleep(0.005)

@@ -5,7 +5,10 @@ from collections import Counter
 
 import pytest
 
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
+    SYSTEM,
+    UNPLACEABLE,
     CancelReservations,
     Constraint,
     EnqueueReservations,
@@ -23,8 +26,6 @@ from sparrow_runtime.wire.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.wire.messages import SYSTEM, UNPLACEABLE
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 def cluster(n_nodes, labels=None, **kw):
@@ -97,7 +98,10 @@ def test_outcomes_are_relayed_once_to_the_submitting_client():
     assert [msg.payload for _, msg in of_type(out, TaskLaunch)] == [b"t0", b"t0"]
     out = logic.on_node_messages("nm0", [TaskFinished(2, 0, True, b"B"), TaskFinished(1, 0, False, b"", "boom")])
     # each job's only task: its last outcome, so no scheduler holds it back for a shared write
-    assert out == [("bob", TaskResult(4, 0, True, b"B", last=True)), ("alice", TaskResult(9, 0, False, b"", "boom", last=True))]
+    assert out == [
+        ("bob", TaskResult(4, 0, True, b"B", last=True)),
+        ("alice", TaskResult(9, 0, False, b"", "boom", last=True)),
+    ]
     assert logic.on_node_messages("nm0", [TaskFinished(1, 0, True, b"again")]) == []  # duplicate ignored
     assert not logic.jobs and len(logic.table) == 0
 
@@ -171,7 +175,9 @@ def test_job_constraint_by_label_and_by_node_monitor():
     held = reservations(submit(logic, 10, ref=2, constraint=Constraint(node_monitors=("nm3",))))
     assert set(held) == {"nm3"}
     out = submit(logic, 2, ref=3, constraint=Constraint(labels=("tpu",)))
-    assert [msg.error for _, msg in of_type(out, TaskResult)] == ["no live node monitor satisfies the job's constraint"] * 2
+    assert [msg.error for _, msg in of_type(out, TaskResult)] == [
+        "no live node monitor satisfies the job's constraint"
+    ] * 2
 
 
 def test_per_task_constraints_only_launch_where_allowed():
@@ -198,8 +204,16 @@ def test_job_constraint_holds_alongside_per_task_constraints():
     node monitor, and the constrained task launches only where both constraints hold."""
     gpu = {"nm2", "nm5"}
     logic = cluster(8, labels=[["gpu"] if f"nm{i}" in gpu else [] for i in range(8)])
-    on_gpu = {"constraint": Constraint(labels=("gpu",)), "task_constraints": [
-        Constraint(node_monitors=("nm0", "nm5", "nm7")), None, None, None, Constraint(labels=("gpu",))]}
+    on_gpu = {
+        "constraint": Constraint(labels=("gpu",)),
+        "task_constraints": [
+            Constraint(node_monitors=("nm0", "nm5", "nm7")),
+            None,
+            None,
+            None,
+            Constraint(labels=("gpu",)),
+        ],
+    }
     for ref in range(1, 21):
         held = reservations(submit(logic, 5, ref=ref, **on_gpu))
         assert sum(held.values()) == 10 and set(held) <= gpu
@@ -260,7 +274,9 @@ def test_priorities_at_both_ends_of_the_kernel_range_are_accepted():
     logic = cluster(2)
     for ref, priority in ((1, -(2**31)), (2, 2**31 - 1)):
         out = submit(logic, 1, ref=ref, priority=priority)
-        assert of_type(out, JobAccepted) and {msg.priority for _, msg in of_type(out, EnqueueReservations)} == {priority}
+        assert of_type(out, JobAccepted) and {msg.priority for _, msg in of_type(out, EnqueueReservations)} == {
+            priority
+        }
 
 
 def test_client_lost_cancels_its_reservations():

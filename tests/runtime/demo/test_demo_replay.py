@@ -31,9 +31,7 @@ def test_hops_are_the_means_of_chain_gaps_idle_starts_and_result_hops():
 
 def test_the_chain_gap_is_the_round_trip_and_the_idle_start_sets_the_submission():
     hops = Hops(chain_gap=0.0006, idle_start=0.0025, result=0.0007)
-    assert hops.sim_delays() == pytest.approx(
-        {"network_delay": 0.0003, "submit_delay": 0.0016, "result_delay": 0.0007}
-    )
+    assert hops.sim_delays() == pytest.approx({"network_delay": 0.0003, "submit_delay": 0.0016, "result_delay": 0.0007})
     assert hops.outside_queue == pytest.approx(0.0025)  # submission + reservation + GetTask round trip
     assert Hops(chain_gap=0.004, idle_start=0.001, result=0.0).submit == 0.0  # never negative
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from sparrow_runtime import LocalCluster
 from sparrow_runtime.services.cpus import (
     available_cpus,

@@ -11,14 +11,15 @@ import wsgiref.util
 import numpy as np
 import pytest
 import trio
+
 from sparrow_runtime.dashboard import DashboardApp, Sampler
 from sparrow_runtime.dashboard.activity import LOST_MEMORY, PENDING_LIMIT, Quantiles
 from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
-from sparrow_runtime.wire.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
 from sparrow_runtime.services.metrics import MeteredSchedulerLogic
+from sparrow_runtime.wire.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
 
-from .manual_clock import ManualClock
+from ..manual_clock import ManualClock
 
 
 class Peer:

@@ -6,9 +6,17 @@ import time
 import pytest
 import trio
 
-from sparrow_runtime import Client, ConnectionLost, Constraint, LocalCluster, RemoteTraceback, SparrowExecutor, TaskFailed
+from sparrow_runtime import (
+    Client,
+    ConnectionLost,
+    Constraint,
+    LocalCluster,
+    RemoteTraceback,
+    SparrowExecutor,
+    TaskFailed,
+)
 
-from ..process_tree import alive
+from ...process_tree import alive
 
 
 def _explode(x):
@@ -81,10 +89,13 @@ def test_owner_killed_outright_leaves_no_service_behind():
     import sys
 
     owner = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from sparrow_runtime import LocalCluster\n"
-         "c = LocalCluster(schedulers=1, node_monitors=1, slots=1).__enter__()\n"
-         "print(*c.pids, flush=True); time.sleep(60)"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from sparrow_runtime import LocalCluster\n"
+            "c = LocalCluster(schedulers=1, node_monitors=1, slots=1).__enter__()\n"
+            "print(*c.pids, flush=True); time.sleep(60)",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

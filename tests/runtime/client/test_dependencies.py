@@ -20,13 +20,13 @@ from sparrow_runtime.client.dependencies import (
     oversize_problem,
     split_jobs,
 )
+from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
-from sparrow_runtime.wire.limits import MAX_TASKS_PER_JOB
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
-from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.wire.limits import MAX_TASKS_PER_JOB
 
-from .conftest import count_jobs
+from ..conftest import count_jobs
 
 SECRET = "test-secret"
 

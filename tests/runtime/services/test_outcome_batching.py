@@ -6,9 +6,10 @@ from functools import partial
 
 import pytest
 import trio
+
 from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
-from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, TaskResult
 from sparrow_runtime.services.outcome_batching import OutcomeBatcher
+from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, TaskResult
 
 
 class Peer:
@@ -36,7 +37,9 @@ def test_outcomes_wait_for_the_delay_then_go_in_one_write(autojump_clock):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(batcher.run)
             batcher.send([(client, outcome(0)), (node, EnqueueReservations(1, "", 0, 1))])
-            assert node.writes == [[EnqueueReservations(1, "", 0, 1)]] and client.writes == []  # node monitors never wait
+            assert (
+                node.writes == [[EnqueueReservations(1, "", 0, 1)]] and client.writes == []
+            )  # node monitors never wait
             await trio.sleep(0.0006)
             batcher.send([(client, outcome(1))])
             assert client.writes == []

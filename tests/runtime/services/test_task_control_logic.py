@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sparrow_runtime.client.core import Liveness
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     UNPLACEABLE,
@@ -25,7 +26,6 @@ from sparrow_runtime.wire.messages import (
     TaskLaunch,
     TaskResult,
 )
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 
 class Clock:
@@ -132,20 +132,20 @@ def test_a_job_with_a_timeout_is_placed_only_where_tasks_can_be_stopped():
     logic, _ = logic_with(("threads", False), ("processes", True))
     out = submit(logic, 3, timeout=2.5)
     assert {peer for peer, _ in of(out, EnqueueReservations)} == {"processes"}
-    (_, launch), = of(logic.on_node_messages("processes", [GetTask(1)]), TaskLaunch)
+    ((_, launch),) = of(logic.on_node_messages("processes", [GetTask(1)]), TaskLaunch)
     assert launch.timeout == 2.5
 
 
 def test_a_job_with_a_timeout_is_rejected_by_a_cluster_that_cannot_stop_tasks():
     logic, _ = logic_with(("threads", False))
-    (_, rejected), = of(submit(logic, 1, timeout=1.0), JobRejected)
+    ((_, rejected),) = of(submit(logic, 1, timeout=1.0), JobRejected)
     assert "can stop a running task" in rejected.reason and "process executors" in rejected.reason
 
 
 def test_the_per_client_bound_rejects_a_job_naming_the_setting():
     logic, _ = logic_with(("nm", True), max_client_tasks=5)
     assert of(submit(logic, 3), JobAccepted)
-    (_, rejected), = of(submit(logic, 3, ref=2), JobRejected)
+    ((_, rejected),) = of(submit(logic, 3, ref=2), JobRejected)
     assert "max_client_tasks of 5" in rejected.reason
     assert of(submit(logic, 2, ref=3), JobAccepted)  # up to the bound
     assert of(submit(logic, 1, client="other"), JobAccepted)  # per client

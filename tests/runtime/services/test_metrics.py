@@ -11,6 +11,15 @@ import urllib.request
 
 import prometheus_client
 import pytest
+
+from sparrow_runtime.services.metrics import (
+    DELAY_BUCKETS,
+    BucketCounts,
+    MeteredNodeMonitorLogic,
+    MeteredSchedulerLogic,
+    registry_if_available,
+    serve_metrics,
+)
 from sparrow_runtime.wire.messages import (
     CancelReservations,
     EnqueueReservations,
@@ -19,14 +28,6 @@ from sparrow_runtime.wire.messages import (
     RegisterNodeMonitor,
     SubmitJob,
     TaskFinished,
-)
-from sparrow_runtime.services.metrics import (
-    DELAY_BUCKETS,
-    BucketCounts,
-    MeteredNodeMonitorLogic,
-    MeteredSchedulerLogic,
-    registry_if_available,
-    serve_metrics,
 )
 
 
@@ -126,6 +127,7 @@ def test_without_prometheus_client_the_metrics_path_says_how_to_install_it(monke
     with caplog.at_level(logging.WARNING, logger="sparrow_runtime.services.metrics"):
         assert registry_if_available() is None
     assert "pip install 'sparrow-core[metrics]'" in caplog.text
+
     def dashboard(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"dashboard"]

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.wire.messages import (
     CancelReservations,
     EnqueueReservations,
@@ -15,7 +16,6 @@ from sparrow_runtime.wire.messages import (
     TaskFinished,
     TaskLaunch,
 )
-from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 
 
 def node(slots, policy="fifo", weights=None, schedulers=("s",)):

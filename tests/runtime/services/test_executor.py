@@ -9,13 +9,13 @@ import cloudpickle
 import pytest
 import trio
 
-from sparrow_runtime.wire.auth import SECRET_ENV, SECRET_FILE_ENV
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
 from sparrow_runtime.services.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.wire.auth import SECRET_ENV, SECRET_FILE_ENV
 from sparrow_runtime.wire.messages import CANCELLED, SYSTEM, TIMED_OUT
 from sparrow_runtime.wire.task_codec import pack_task, run_task, unpack_outcome
 
-from ..process_tree import survivors
+from ...process_tree import survivors
 
 
 def _raise_value_error(x):

@@ -7,8 +7,8 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, HandshakeError, serve_node_monitor, serve_scheduler
-from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error
 
 SECRET = "refusal-secret"

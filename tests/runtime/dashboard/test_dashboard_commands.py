@@ -8,7 +8,7 @@ import signal
 import time
 import urllib.request
 
-from ..cli.conftest import Running, clean_env
+from ...cli.conftest import Running, clean_env
 
 DASHBOARD_LINE = r"dashboard: +(http://\S+/)\n"
 

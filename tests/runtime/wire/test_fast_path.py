@@ -7,8 +7,8 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime.wire.connection import Connection, send_grouped
 from sparrow_runtime.services.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.wire.connection import Connection, send_grouped
 from sparrow_runtime.wire.messages import GetTask, TaskLaunch
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 

@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
-from sparrow_runtime.client.local_cluster import LocalCluster
-from sparrow_runtime.client.executor import SparrowExecutor
 
-from .headless_chromium import HeadlessChromium, find_chromium
+from sparrow_runtime.client.executor import SparrowExecutor
+from sparrow_runtime.client.local_cluster import LocalCluster
+
+from ..headless_chromium import HeadlessChromium, find_chromium
 
 CHROMIUM = find_chromium()
 

@@ -5,10 +5,10 @@ and the jobs it forgets."""
 from __future__ import annotations
 
 from sparrow_runtime.services.job_timer import SchedulerObserver
-from sparrow_runtime.wire.messages import GetTask, RegisterNodeMonitor, SubmitJob, TaskFinished
 from sparrow_runtime.services.metrics import MeteredSchedulerLogic
+from sparrow_runtime.wire.messages import GetTask, RegisterNodeMonitor, SubmitJob, TaskFinished
 
-from .manual_clock import ManualClock
+from ..manual_clock import ManualClock
 
 
 class Recorder(SchedulerObserver):

@@ -4,10 +4,10 @@ import pytest
 import trio
 import trio.testing
 
-from sparrow_runtime.wire import auth
-from sparrow_runtime.wire.handshake import accept, connect_stream
 from sparrow_runtime.errors import HandshakeError
+from sparrow_runtime.wire import auth
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.handshake import accept, connect_stream
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, GetTask, Heartbeat
 
 SECRET = b"cluster-secret"

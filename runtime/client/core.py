@@ -170,6 +170,7 @@ class JobHandle:
         return TaskRef(self, task)
 
     def done(self) -> bool:
+        """True once every task of the job has its outcome."""
         return self._n_done == self.n_tasks
 
     def cancel(self, force: bool = False) -> None:

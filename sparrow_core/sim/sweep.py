@@ -27,6 +27,7 @@ COLUMNS = (
     "cancelled",
     "tasks_per_second",
 )
+"""The columns of a sweep's rows, in order (the keys of SimResult.summary, less the counters)."""
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sparrow_runtime.client.executor import SparrowExecutor
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "sparrow.json"

@@ -54,15 +54,21 @@ def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, t
     env, secret, addresses, _, node = _cluster(running, tmp_path, 1)
     job = submit("--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--",
                  "sleep", "60", env=env)  # fmt: skip
+    sleepers = _started_sleepers(node)
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=30)
+    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
+    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+
+
+def _started_sleepers(node) -> list[int]:
+    """The `sleep 60` tasks running under the node monitor `node`, once they run (at most 30 s)."""
     deadline = time.monotonic() + 30
     while not _sleepers(node.process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     sleepers = _sleepers(node.process.pid)
     assert sleepers, "the tasks did not start"
-    job.send_signal(signal.SIGINT)
-    out, err = job.communicate(timeout=30)
-    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
-    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+    return sleepers
 
 
 def _sleepers(root: int) -> list[int]:
@@ -119,10 +125,7 @@ def test_one_ctrl_c_while_submit_reconnects_to_a_frozen_scheduler_ends_it_within
     env, secret, addresses, procs, node = _cluster(running, tmp_path, 1)
     job = submit("--scheduler", addresses[0], "--secret-file", str(secret), "--scheduler-timeout", "0.3", "--",
                  "sleep", "60", env=env)  # fmt: skip
-    deadline = time.monotonic() + 30
-    while not _sleepers(node.process.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _sleepers(node.process.pid), "the task did not start"
+    _started_sleepers(node)
     scheduler = procs[0].process.pid
     os.kill(scheduler, signal.SIGSTOP)
     try:

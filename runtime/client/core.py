@@ -56,10 +56,11 @@ from ..wire.messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    Outcome,
+    OutcomeToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
-    TaskResult,
 )
 from ..wire.task_codec import outcome_exception, pack_task, unpack_outcome
 from .local_state import running_local_cluster
@@ -214,11 +215,11 @@ class JobHandle:
                 self._set(task, False, b"", reason, failure)
 
     def _outcome(self, task: int) -> TaskOutcome:
-        ok, payload, error, failure = self._raw[task]
+        outcome = Outcome(*self._raw[task])
         attempts = max(self.attempts[task], 1)
-        if ok:
-            return TaskOutcome(task, True, unpack_outcome(ok, payload, error), attempts=attempts)
-        return TaskOutcome(task, False, exception=outcome_exception(payload, error, failure), attempts=attempts)
+        if outcome.ok:
+            return TaskOutcome(task, True, unpack_outcome(outcome), attempts=attempts)
+        return TaskOutcome(task, False, exception=outcome_exception(outcome), attempts=attempts)
 
     async def wait(self) -> None:
         """Wait until every task has an outcome."""
@@ -480,7 +481,7 @@ class Client:
         retry: dict[JobHandle, list[int]] = {}
         for msg in msgs:
             kind = type(msg)
-            if kind is TaskResult:
+            if kind is OutcomeToClient:
                 placement = self._placements.get(msg.ref)
                 if placement is None:
                     raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
@@ -495,7 +496,8 @@ class Client:
                 if self._retryable(handle, task, msg) and handle.attempts[task] <= handle.retries:
                     retry.setdefault(handle, []).append(task)
                     continue
-                handle._set(task, msg.ok, msg.payload, msg.error, msg.failure)
+                outcome = msg.outcome
+                handle._set(task, outcome.ok, outcome.payload, outcome.error, outcome.failure)
             elif kind is JobAccepted:
                 placement = self._placements.get(msg.ref)
                 if placement is not None and placement[0].job_id is None:
@@ -519,10 +521,11 @@ class Client:
         for handle, tasks in retry.items():
             self._place(handle, tasks)
 
-    def _retryable(self, handle: JobHandle, task: int, msg: TaskResult) -> bool:
+    def _retryable(self, handle: JobHandle, task: int, msg: OutcomeToClient) -> bool:
         if task in handle._cancelled_tasks:
             return False
-        return msg.failure == SYSTEM or (handle.retry_exceptions and not msg.ok and msg.failure == 0)
+        outcome = msg.outcome
+        return outcome.failure == SYSTEM or (handle.retry_exceptions and not outcome.ok and outcome.failure == 0)
 
     def _forget_placement(self, ref: int) -> tuple[JobHandle, list[int]] | None:
         placement = self._placements.pop(ref, None)

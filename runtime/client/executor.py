@@ -40,7 +40,7 @@ import trio
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED
+from ..wire.messages import CANCELLED, Outcome
 from ..wire.task_codec import pack_task, unpack_outcome
 from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
 from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
@@ -315,7 +315,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self._pending.discard(future)
             error_raised = None
             try:
-                value = unpack_outcome(ok, payload, error, failure)
+                value = unpack_outcome(Outcome(ok, payload, error, failure))
             except BaseException as exc:
                 settle = partial(future.set_exception, exc)
                 error_raised = exc

@@ -58,6 +58,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--probe-ratio", type=float, default=2.0, help="probes per task (batch sampling)")
     p.add_argument("--schedulers", type=int, default=1, help="schedulers the jobs are spread over, round-robin")
     p.add_argument("--no-cancellation", action="store_true", help="sparrow: keep leftover reservations")
+    p.add_argument("--steal-victims", type=int, default=8, help="sparrow_steal: peers an idle worker asks")
+    p.add_argument("--steal-max-take", type=int, default=1, help="sparrow_steal: reservations moved per steal at most")
+    p.add_argument(
+        "--steal-min-blocked",
+        type=float,
+        default=0.0,
+        help="sparrow_steal: seconds a peer's slot must have been held for it to be stolen from",
+    )
     p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo", help="the workers' reservation queues")
     p.add_argument("--trace", type=Path, help="replay a trace (lines: arrival_time n_tasks duration...)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (the same seed, the same results)")
@@ -109,6 +117,9 @@ def _config(args: argparse.Namespace) -> SimConfig:
         probe_ratio=args.probe_ratio,
         n_schedulers=args.schedulers,
         cancellation=not args.no_cancellation,
+        steal_victims=args.steal_victims,
+        steal_max_take=args.steal_max_take,
+        steal_min_blocked=args.steal_min_blocked,
         queue_policy=args.queue_policy,
         trace=args.trace,
         seed=args.seed,

@@ -35,6 +35,18 @@ def test_sweep_prints_a_table_and_writes_csv(tmp_path: Path) -> None:
     assert all(float(r["vs_omniscient"]) >= 1.0 for r in rows)
 
 
+def test_sweep_runs_work_stealing_with_its_settings(tmp_path: Path) -> None:
+    """--policies sparrow_steal runs the stealing policy; its steal settings reach the simulator
+    (a min-blocked no task reaches steals nothing, so the row equals sparrow's)."""
+    out = tmp_path / "rows.csv"
+    args = [*TINY, "--policies", "sparrow,sparrow_steal", "--loads", "0.9", "--steal-min-blocked", "1e9", "-o", out]
+    done = sparrow(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    plain, steal = list(csv.DictReader(out.read_text().splitlines()))
+    assert (plain["policy"], steal["policy"]) == ("sparrow", "sparrow_steal")
+    assert plain["mean"] == steal["mean"] and plain["p99"] == steal["p99"]
+
+
 def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
     """--output FILE.json holds the rows; --plot draws a PNG."""
     out, figure = tmp_path / "rows.json", tmp_path / "figure.png"
@@ -52,6 +64,8 @@ def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
         (["--policies", "sparrow,fifo"], "--policies: unknown fifo"),
         (["--workers", "0"], "n_workers must be >= 1"),
         (["-o", "rows.txt"], "--output must end in .csv or .json"),
+        (["--steal-victims", "0"], "steal_victims must be >= 1"),
+        (["--steal-min-blocked", "-1"], "steal_min_blocked must be >= 0"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: list[str], message: str) -> None:

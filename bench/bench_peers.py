@@ -16,9 +16,10 @@ process. A job is `[pool.submit(f, x) for x in ...]`, waited for with `wait`; th
 each job's end from its futures' callbacks.
 
 Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, its
-dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster per run: two worker processes of one slot each and a
-scheduler on loopback TCP, as Sparrow's 2 node monitors x 1 slot and 1 scheduler (Dask's LocalCluster
-runs its scheduler on a thread of the calling process, Sparrow's in a process of its own). It is
+dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster
+per run: two worker processes of one slot each and a scheduler on loopback TCP, as Sparrow's 2 node
+monitors x 1 slot and 1 scheduler (Dask's LocalCluster runs its scheduler on a thread of the calling
+process, Sparrow's in a process of its own). It is
 driven by an async `distributed.Client`, as Sparrow's side by its async Client (a sync Client adds a
 thread hop per call). A job of k tasks is what a Dask user writes for k calls:
 `client.gather(client.map(int, range(k), pure=False))`: `int` as Sparrow's no-op, `pure=False` so
@@ -159,8 +160,15 @@ class LoadFigures:
 
 def load_spec(seconds: float = 4.0, seed: int = 0) -> LoadSpec:
     """The load case: Poisson arrivals at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
-    return LoadSpec(load=LOAD, tasks_per_job=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seconds=seconds,
-                    node_monitors=SLOTS, slots=1, seed=seed)  # fmt: skip
+    return LoadSpec(
+        load=LOAD,
+        tasks_per_job=LOAD_JOB_SIZE,
+        task_ms=TASK_S * 1e3,
+        seconds=seconds,
+        node_monitors=SLOTS,
+        slots=1,
+        seed=seed,
+    )
 
 
 def load_arrivals(seconds: float, seed: int) -> np.ndarray:
@@ -290,8 +298,10 @@ def noop_table(runs: dict[str, list[tuple[float, float, float]]]) -> Table:
     pairs = zip(runs["Sparrow"], runs["Dask"], strict=True)
     rounds = [(sr / dr, d50 / s50, d99 / s99) for (sr, s50, s99), (dr, d50, d99) in pairs]
     spread = len(rounds) > 1
-    row = [f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
-           for best, r in zip(bests, zip(*rounds, strict=True), strict=True)]  # fmt: skip
+    row = [
+        f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
+        for best, r in zip(bests, zip(*rounds, strict=True), strict=True)
+    ]
     table.add_row("Sparrow / Dask", *row)
     return table
 
@@ -304,8 +314,10 @@ def load_table(runs: dict[str, list[LoadFigures]]) -> Table:
         table.add_column(column, justify="right")
     floors = runs["floor"]
     for name, system_runs in runs.items():
-        figures = [(f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
-                   for f, floor in zip(system_runs, floors, strict=True)]  # fmt: skip
+        figures = [
+            (f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
+            for f, floor in zip(system_runs, floors, strict=True)
+        ]
         table.add_row(name, *_cells(figures, ("{:,.0f}", "{:,.0f}", "{:,.0f}", "{:.2f}x"), (True, False, False, False)))
     return table
 
@@ -316,8 +328,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=sparrow.LATENCY_JOBS, help="10-task jobs for the latency figures")
-    parser.add_argument("--load-seconds", type=float, default=15.0,
-                        help="seconds of arrivals in the 10 ms-task load case (0: skip it)")  # fmt: skip
+    parser.add_argument(
+        "--load-seconds", type=float, default=15.0, help="seconds of arrivals in the 10 ms-task load case (0: skip it)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the load case's arrivals (every round: the same)")
     args = parser.parse_args()
     if distributed is None:
@@ -346,21 +359,27 @@ def main() -> None:
 
     console = Console(width=None if os.isatty(1) else 120)  # a log keeps each table's rows on one line
     console.print(noop_table(noop))
-    console.print(f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
-                  f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
-                  + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
-                  + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
-                  highlight=False)  # fmt: skip
+    console.print(
+        f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
+        f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
+        + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
+        + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
+        highlight=False,
+    )
     if arrivals is not None:
         console.print(load_table(loaded))
-        console.print(f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
-                      f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
-                      "the same for every system and round); floor: the omniscient replay of the arrivals with the "
-                      "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
-                      highlight=False)  # fmt: skip
-    console.print(f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
-                  f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
-                  highlight=False)  # fmt: skip
+        console.print(
+            f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
+            f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
+            "the same for every system and round); floor: the omniscient replay of the arrivals with the "
+            "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
+            highlight=False,
+        )
+    console.print(
+        f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
+        f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":

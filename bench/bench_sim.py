@@ -31,7 +31,7 @@ class SimulatorThroughput:
     """Simulated tasks per wall-clock second, per policy, 10,000 workers x 4 slots."""
 
     params = (["sparrow", "batch", "per_task", "random", "omniscient"],)
-    param_names = ["policy"]
+    param_names = ("policy",)
     timeout = 300
 
     def setup(self, policy: str) -> None:
@@ -54,7 +54,7 @@ class SimulatorMemory:
     """Peak memory of a simulation: bounded by workers + jobs in flight, not by jobs run."""
 
     params = ([10_000, 100_000], [2_000, 20_000])
-    param_names = ["n_workers", "n_jobs"]
+    param_names = ("n_workers", "n_jobs")
     timeout = 600
 
     def setup(self, n_workers: int, n_jobs: int) -> None:

@@ -89,7 +89,7 @@ def test_dying_process_fails_its_task_and_the_next_task_runs():
 
 def test_unpicklable_result_is_a_failed_outcome():
     async def body(executor):
-        ok, payload, error, failure = await executor.run(pack_task(lambda: (x for x in ())))
+        ok, _, error, failure = await executor.run(pack_task(lambda: (x for x in ())))
         assert not ok and "could not be pickled" in error and failure == 0  # the task's own outcome
 
     trio.run(_with_executor, "thread", body)
@@ -128,7 +128,7 @@ def test_worker_whose_task_forked_a_long_lived_child_frees_its_slot_when_it_dies
 
     async def body(executor):
         with trio.fail_after(20):  # the child lives 60 s
-            ok, _, error, failure = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
+            ok, _, error, _ = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
             assert not ok and "died while running the task (exit status 9)" in error
             assert unpack_outcome(*await executor.run(pack_task(abs, (-1,)))) == 1
         assert survivors([int(pid_file.read_text())], timeout=10) == []  # killed with its worker's group

@@ -21,6 +21,7 @@ import numpy as np
 import trio
 
 from ..client.core import Client, build_submit
+from ..wire.messages import Outcome
 from ..wire.task_codec import pack_task, unpack_outcome
 from .task import demo_task
 
@@ -103,7 +104,7 @@ class JobRecord:
         workers = self.workers
         assert workers is not None  # submitted_now gives a live record its array
         try:
-            self.starts[task], self.ends[task], workers[task] = unpack_outcome(ok, payload, error, failure)
+            self.starts[task], self.ends[task], workers[task] = unpack_outcome(Outcome(ok, payload, error, failure))
         except Exception as exc:
             self.failed += 1
             self.errors.append(f"{type(exc).__name__}: {exc}")

@@ -57,16 +57,22 @@ class StealThroughput:
     slot, 100-task jobs with per_job durations, load 0.9 (issue 18's speed target)."""
 
     params = (["sparrow", "sparrow_steal"],)
-    param_names = ["policy"]
+    param_names = ("policy",)
     timeout = 300
 
     def setup(self, policy: str) -> None:
         if simulate is None or policy not in PLACEMENT_POLICIES:
             raise NotImplementedError(f"policy {policy} is not available")
         self.config = SimConfig(
-            policy=policy, n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=5_000, duration="per_job",
-            keep_task_waits=False, seed=1,
-        )  # fmt: skip
+            policy=policy,
+            n_workers=10_000,
+            tasks_per_job=100,
+            load=0.9,
+            n_jobs=5_000,
+            duration="per_job",
+            keep_task_waits=False,
+            seed=1,
+        )
 
     def track_tasks_per_second(self, policy: str) -> float:
         result = simulate(self.config)

@@ -164,8 +164,15 @@ class LoadFigures:
 
 def load_spec(seconds: float = 4.0, seed: int = 0) -> LoadSpec:
     """The load case: Poisson arrivals at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
-    return LoadSpec(load=LOAD, tasks_per_job=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seconds=seconds,
-                    node_monitors=SLOTS, slots=1, seed=seed)  # fmt: skip
+    return LoadSpec(
+        load=LOAD,
+        tasks_per_job=LOAD_JOB_SIZE,
+        task_ms=TASK_S * 1e3,
+        seconds=seconds,
+        node_monitors=SLOTS,
+        slots=1,
+        seed=seed,
+    )
 
 
 def load_arrivals(seconds: float, seed: int) -> np.ndarray:
@@ -295,8 +302,10 @@ def noop_table(runs: dict[str, list[tuple[float, float, float]]]) -> Table:
     pairs = zip(runs["Sparrow"], runs["Dask"], strict=True)
     rounds = [(sr / dr, d50 / s50, d99 / s99) for (sr, s50, s99), (dr, d50, d99) in pairs]
     spread = len(rounds) > 1
-    row = [f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
-           for best, r in zip(bests, zip(*rounds, strict=True), strict=True)]  # fmt: skip
+    row = [
+        f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
+        for best, r in zip(bests, zip(*rounds, strict=True), strict=True)
+    ]
     table.add_row("Sparrow / Dask", *row)
     return table
 
@@ -320,8 +329,10 @@ def load_table(runs: dict[str, list[LoadFigures]]) -> Table:
         table.add_column(column, justify="right")
     floors = runs["floor"]
     for name, system_runs in runs.items():
-        figures = [(f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
-                   for f, floor in zip(system_runs, floors, strict=True)]  # fmt: skip
+        figures = [
+            (f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
+            for f, floor in zip(system_runs, floors, strict=True)
+        ]
         table.add_row(name, *_cells(figures, ("{:,.0f}", "{:,.0f}", "{:,.0f}", "{:.2f}x"), (True, False, False, False)))
     return table
 
@@ -332,11 +343,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=sparrow.LATENCY_JOBS, help="10-task jobs for the latency figures")
-    parser.add_argument("--load-seconds", type=float, default=15.0,
-                        help="seconds of arrivals in the 10 ms-task load case (0: skip it)")  # fmt: skip
+    parser.add_argument(
+        "--load-seconds", type=float, default=15.0, help="seconds of arrivals in the 10 ms-task load case (0: skip it)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the load case's arrivals (every round: the same)")
-    parser.add_argument("--submit-tasks", type=int, default=SUBMIT_TASKS,
-                        help="no-op tasks of the submit loop, one submit call each (0: skip it)")  # fmt: skip
+    parser.add_argument(
+        "--submit-tasks",
+        type=int,
+        default=SUBMIT_TASKS,
+        help="no-op tasks of the submit loop, one submit call each (0: skip it)",
+    )
     args = parser.parse_args()
     if distributed is None:
         parser.exit(2, "bench_peers.py needs Dask distributed: pip install -e '.[peers]'\n")
@@ -368,26 +384,34 @@ def main() -> None:
 
     console = Console(width=None if os.isatty(1) else 120)  # a log keeps each table's rows on one line
     console.print(noop_table(noop))
-    console.print(f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
-                  f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
-                  + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
-                  + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
-                  highlight=False)  # fmt: skip
+    console.print(
+        f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
+        f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
+        + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
+        + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
+        highlight=False,
+    )
     if args.submit_tasks:
         console.print(submit_table(submits))
-        console.print(f"{args.submit_tasks:,} no-op tasks, `executor.submit(int, i)` one call per task, then waiting "
-                      "for them all (SparrowExecutor: what reaches its trio thread together is one job)",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"{args.submit_tasks:,} no-op tasks, `executor.submit(int, i)` one call per task, then waiting "
+            "for them all (SparrowExecutor: what reaches its trio thread together is one job)",
+            highlight=False,
+        )
     if arrivals is not None:
         console.print(load_table(loaded))
-        console.print(f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
-                      f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
-                      "the same for every system and round); floor: the omniscient replay of the arrivals with the "
-                      "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
-                      highlight=False)  # fmt: skip
-    console.print(f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
-                  f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
-                  highlight=False)  # fmt: skip
+        console.print(
+            f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
+            f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
+            "the same for every system and round); floor: the omniscient replay of the arrivals with the "
+            "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
+            highlight=False,
+        )
+    console.print(
+        f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
+        f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":

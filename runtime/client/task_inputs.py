@@ -12,6 +12,7 @@ replaced by a `Slot`, `inputs` the pickled values, as the upstream tasks' outcom
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import cloudpickle
 
@@ -50,7 +51,7 @@ class Inputs:
     __slots__ = ("args", "keys", "kwargs", "paths")
 
     def __init__(self) -> None:
-        self.keys: list[Hashable] = []
+        self.keys: list[Any] = []  # what is_input found; its owner may rename them (the logic's: (Job, task))
         self.paths: list[str] = []
         self.args: tuple = ()
         self.kwargs: dict = {}

@@ -98,7 +98,7 @@ class _Node:
         "queued",
         "slots",
         "worker",
-    )  # fmt: skip
+    )
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
         self.peer = peer
@@ -139,7 +139,7 @@ class _Job:
         "task_offsets",
         "timeout",
         "user",
-    )  # fmt: skip
+    )
 
     def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float) -> None:
         self.job_id = job_id
@@ -487,17 +487,20 @@ class SchedulerLogic:
     def _get_task(self, node: _Node, job_id: int, out: list) -> None:
         self.stats["get_task"] += 1
         job = self.jobs.get(job_id)
-        task = self.table.get_task(job_id, node.worker) if job is not None and job_id in self.table else None
-        if task is not None and job.done[task]:  # cancelled before it launched: never launched
-            task = None
-            self._finish_in_table_if_done(job)
-        if task is None:
+        task = None
+        if job is not None and job_id in self.table:
+            task = self.table.get_task(job_id, node.worker)
+            if task is not None and job.done[task]:  # cancelled before it launched: never launched
+                task = None
+                self._finish_in_table_if_done(job)
+        if job is None or task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))
             if job is not None:
                 self._reprobe_if_starved(job, out)
             return
         payload = job.payloads[task]
+        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
         job.running[task] = node.worker
         self.stats["launched"] += 1

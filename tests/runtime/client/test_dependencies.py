@@ -277,7 +277,7 @@ def test_a_future_of_another_executor_is_refused(executor, cluster):
 
 def test_a_future_inside_another_object_is_refused_with_a_clear_error(executor):
     a = executor.submit(_add, 1)
-    with pytest.raises(TypeError, match="a future is an input only as an argument of SparrowExecutor.submit"):
+    with pytest.raises(TypeError, match=r"a future is an input only as an argument of SparrowExecutor\.submit"):
         executor.submit(_add, namedtuple("box", "value")(a))
     a.result(timeout=30)
 
@@ -303,9 +303,15 @@ async def _with_services(test):
         address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=SchedulerLogic(seed=3)))
         for i in range(2):
             await nursery.start(
-                partial(serve_node_monitor, [address], secret=SECRET, node_id=f"nm{i}", executor="thread",
-                        logic=NodeMonitorLogic(slots=1))
-            )  # fmt: skip
+                partial(
+                    serve_node_monitor,
+                    [address],
+                    secret=SECRET,
+                    node_id=f"nm{i}",
+                    executor="thread",
+                    logic=NodeMonitorLogic(slots=1),
+                )
+            )
         async with Client([address], secret=SECRET) as client:
             await test(client)
         nursery.cancel_scope.cancel()

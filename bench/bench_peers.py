@@ -16,9 +16,10 @@ process. A job is `[pool.submit(f, x) for x in ...]`, waited for with `wait`; th
 each job's end from its futures' callbacks.
 
 Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, its
-dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster per run: two worker processes of one slot each and a
-scheduler on loopback TCP, as Sparrow's 2 node monitors x 1 slot and 1 scheduler (Dask's LocalCluster
-runs its scheduler on a thread of the calling process, Sparrow's in a process of its own). It is
+dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster
+per run: two worker processes of one slot each and a scheduler on loopback TCP, as Sparrow's 2 node
+monitors x 1 slot and 1 scheduler (Dask's LocalCluster runs its scheduler on a thread of the calling
+process, Sparrow's in a process of its own). It is
 driven by an async `distributed.Client`, as Sparrow's side by its async Client (a sync Client adds a
 thread hop per call). A job of k tasks is what a Dask user writes for k calls:
 `client.gather(client.map(int, range(k), pure=False))`: `int` as Sparrow's no-op, `pure=False` so

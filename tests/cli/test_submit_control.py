@@ -69,7 +69,7 @@ def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, t
     )
     sleepers = _started_sleepers(node)
     job.send_signal(signal.SIGINT)
-    out, err = job.communicate(timeout=30)
+    _, err = job.communicate(timeout=30)
     assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
     assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
 

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 
 from sparrow_core import QUEUE_POLICIES
 
+from .. import views
 from ..wire.auth import new_secret
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
@@ -147,6 +148,12 @@ class LocalCluster:
     def pids(self) -> list[int]:
         """The process ids of the running services (schedulers first)."""
         return [process.pid for process in self._schedulers + self._node_monitors]
+
+    def __repr__(self) -> str:
+        return views.cluster_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.cluster_html(self)
 
     def __enter__(self) -> LocalCluster:
         self.start()

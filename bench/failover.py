@@ -35,7 +35,7 @@ from rich.table import Table
 
 from bench.measure import cpu_counters, steal_percent
 from sparrow_runtime.client.core import Client
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 
 JOB_TASKS = 10
 TASK_SECONDS = 0.01

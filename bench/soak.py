@@ -28,7 +28,7 @@ from pathlib import Path
 import trio
 
 from sparrow_runtime.client.core import Client, build_submit
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 PROGRESS_EVERY = 30.0  # seconds

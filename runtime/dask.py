@@ -37,7 +37,7 @@ from dask.local import batch_execute_tasks, get_async
 
 from .client.dependencies import TickBatch
 from .client.executor import SparrowExecutor
-from .client.local_cluster import LocalCluster
+from .services.local_cluster import LocalCluster
 
 DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
 

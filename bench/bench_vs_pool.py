@@ -111,10 +111,11 @@ def ratios(sparrow: dict[str, float], pool: dict[str, float]) -> dict[str, float
     }
 
 
-def run_rounds(rounds: int = ROUNDS, **sizes: int) -> list[dict[str, dict[str, float]]]:
+def run_rounds(rounds: int = ROUNDS, transport: str = "tcp", **sizes: int) -> list[dict[str, dict[str, float]]]:
     """`rounds` rounds alternating one cluster and one pool: per round {"sparrow": ..., "pool": ...}."""
     results = []
-    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process") as cluster:
+    options = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
+    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
             for _ in range(rounds):
                 results.append({"sparrow": measure(ex, **sizes), "pool": measure(pool, **sizes)})
@@ -196,7 +197,8 @@ def _one_build(pythons: list[str], args: argparse.Namespace) -> list[list[dict]]
     for _ in range(args.rounds):
         for i, python in enumerate(pythons):
             command = [python, os.path.abspath(__file__), "--json", "--rounds", "1", "--map-tasks", str(args.map_tasks),
-                       "--submit-tasks", str(args.submit_tasks), "--jobs", str(args.jobs)]  # fmt: skip
+                       "--submit-tasks", str(args.submit_tasks), "--jobs", str(args.jobs),
+                       "--transport", args.transport]  # fmt: skip
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=600).stdout
             per_python[i].extend(json.loads(out.splitlines()[-1]))
     return per_python
@@ -209,6 +211,7 @@ def main() -> None:
     parser.add_argument("--submit-tasks", type=int, default=SUBMIT_TASKS)
     parser.add_argument("--jobs", type=int, default=JOBS, help="10-task jobs per round for the p50")
     parser.add_argument("--load", action="store_true", help="also the 80%%-load overhead over the floor")
+    parser.add_argument("--transport", choices=("tcp", "unix"), default="tcp", help="LocalCluster's (default tcp)")
     parser.add_argument("--json", action="store_true", help="print the rounds as one JSON line")
     parser.add_argument("--python", action="append", default=[],
                         help="run under this interpreter too (repeatable), alternating with this one")  # fmt: skip
@@ -224,7 +227,7 @@ def main() -> None:
         builds = _one_build(pythons, args)
     else:
         pythons = [sys.executable]
-        builds = [run_rounds(args.rounds, **sizes)]
+        builds = [run_rounds(args.rounds, args.transport, **sizes)]
     if args.json:
         print(json.dumps(builds[0]))
         return

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
+from functools import partial
 
 try:
     from bench import open_loop
@@ -41,85 +42,120 @@ except ImportError:  # the suite must import with any version of the package
     LocalCluster = None
 
 SLOTS = 2
-MAP_TASKS = 5_000
-SUBMIT_TASKS = 2_000
-JOBS = 50  # 10-task jobs, one at a time, per round
+MAP_TASKS = 500  # per round
+SUBMIT_TASKS = 200
+JOBS = 10  # 10-task jobs, one at a time
 JOB_SIZE = 10
-ROUNDS = 3
+ROUNDS = 10
 
-# Per system and round: map and submit in tasks/s, job_p50 in seconds; *_cpu: CPU seconds per task of
-# every process involved (this one, the cluster's or the pool's), which a busy machine moves less.
+# Each gated figure, Sparrow's over the pool's (lower is better): the map's and the submit loop's time
+# per task, the 10-task job's p50, and the CPU seconds per task of every process involved (this one and
+# the cluster's or the pool's), which a busy machine moves less than wall time.
 FIGURES = ("map", "submit", "job_p50", "map_cpu", "submit_cpu", "job_cpu")
 
 
 def tree_cpu_seconds() -> float:
-    """User + system CPU seconds of this process and every live descendant (Linux /proc; 0.0 elsewhere)."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    """CPU seconds of this process and every live descendant, all their threads (Linux: schedstat in
+    ns, else the clock ticks of stat; 0.0 without /proc)."""
+    parents: dict[int, list[int]] = {}
     try:
-        entries = os.listdir("/proc")
+        entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
     except OSError:
         return 0.0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for pid in entries:
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rpartition(")")[2].split()
+            with open(f"/proc/{pid}/stat") as f:
+                parents.setdefault(int(f.read().rpartition(")")[2].split()[1]), []).append(pid)
         except OSError:
             continue  # ended meanwhile
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
     total, todo = 0.0, [os.getpid()]
     while todo:
         pid = todo.pop()
-        total += cpu.get(pid, 0.0)
-        todo.extend(children.get(pid, ()))
+        total += _process_cpu(pid)
+        todo.extend(parents.get(pid, ()))
     return total
 
 
-def measure(ex, map_tasks: int = MAP_TASKS, submit_tasks: int = SUBMIT_TASKS, jobs: int = JOBS) -> dict[str, float]:
-    """One round of the no-op figures on `ex` (a SparrowExecutor or a ProcessPoolExecutor)."""
-    list(ex.map(int, range(JOB_SIZE * 10)))  # warm up: workers, connections
+def _process_cpu(pid: int) -> float:
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+        ns = 0
+        for tid in threads:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns += int(f.read().split()[0])
+        return ns / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _timed(work) -> tuple[float, float, list[float]]:
+    """(wall seconds, CPU seconds of the process tree) of `work()`, and what it returned."""
     cpu, start = tree_cpu_seconds(), time.perf_counter()
-    list(ex.map(int, range(map_tasks)))
-    map_rate = map_tasks / (time.perf_counter() - start)
-    now = tree_cpu_seconds()
-    map_cpu, cpu = (now - cpu) / map_tasks, now
-    start = time.perf_counter()
-    wait([ex.submit(int, i) for i in range(submit_tasks)])
-    submit_rate = submit_tasks / (time.perf_counter() - start)
-    now = tree_cpu_seconds()
-    submit_cpu, cpu = (now - cpu) / submit_tasks, now
+    out = work()
+    return time.perf_counter() - start, tree_cpu_seconds() - cpu, out
+
+
+def _jobs(ex, jobs: int) -> list[float]:
     latencies = []
     for _ in range(jobs):
         start = time.perf_counter()
         list(ex.map(int, range(JOB_SIZE)))
         latencies.append(time.perf_counter() - start)
-    job_cpu = (tree_cpu_seconds() - cpu) / (jobs * JOB_SIZE)
-    return {"map": map_rate, "submit": submit_rate, "job_p50": statistics.median(latencies),
-            "map_cpu": map_cpu, "submit_cpu": submit_cpu, "job_cpu": job_cpu}  # fmt: skip
+    return latencies
 
 
-def ratios(sparrow: dict[str, float], pool: dict[str, float]) -> dict[str, float]:
-    """Sparrow's time over the pool's per figure (lower is better)."""
-    return {
-        "map": pool["map"] / sparrow["map"],
-        "submit": pool["submit"] / sparrow["submit"],
-        **{k: sparrow[k] / pool[k] for k in ("job_p50", "map_cpu", "submit_cpu", "job_cpu")},
-    }
+def one_round(executors: dict, map_tasks: int, submit_tasks: int, jobs: int) -> dict[str, dict]:
+    """Each figure on each executor in turn (Sparrow, pool, then the next figure), so that both see the
+    same moments of a shared machine: per executor, seconds and CPU seconds per figure, the latencies."""
+    out: dict[str, dict] = {name: {} for name in executors}
+    for figure, tasks, work in (
+        ("map", map_tasks, lambda ex: list(ex.map(int, range(map_tasks)))),
+        ("submit", submit_tasks, lambda ex: wait([ex.submit(int, i) for i in range(submit_tasks)])),
+        ("job", jobs * JOB_SIZE, lambda ex: _jobs(ex, jobs)),
+    ):
+        for name, ex in executors.items():
+            wall, cpu, result = _timed(partial(work, ex))
+            out[name].update({f"{figure}_s": wall, f"{figure}_cpu_s": cpu, f"{figure}_tasks": tasks})
+            if figure == "job":
+                out[name]["latencies"] = result
+    return out
 
 
-def run_rounds(rounds: int = ROUNDS, transport: str = "tcp", **sizes: int) -> list[dict[str, dict[str, float]]]:
-    """`rounds` rounds alternating one cluster and one pool: per round {"sparrow": ..., "pool": ...}."""
-    results = []
+def ratios(rounds: list[dict[str, dict]]) -> dict[str, float]:
+    """Sparrow's time over the pool's per figure, over all `rounds` together (lower is better)."""
+
+    def total(side: str, key: str) -> float:
+        return sum(r[side][key] for r in rounds)
+
+    out = {}
+    for figure in ("map", "submit", "job"):
+        per_task = {
+            side: total(side, f"{figure}_cpu_s") / total(side, f"{figure}_tasks") for side in ("sparrow", "pool")
+        }
+        out[f"{figure}_cpu"] = per_task["sparrow"] / per_task["pool"]
+        if figure != "job":
+            out[figure] = total("sparrow", f"{figure}_s") / total("pool", f"{figure}_s")
+    p50 = {side: statistics.median(x for r in rounds for x in r[side]["latencies"]) for side in ("sparrow", "pool")}
+    out["job_p50"] = p50["sparrow"] / p50["pool"]
+    return out
+
+
+def run_rounds(rounds: int = ROUNDS, transport: str = "tcp", **sizes: int) -> list[dict[str, dict]]:
+    """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round)."""
+    sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
     options = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
-            for _ in range(rounds):
-                results.append({"sparrow": measure(ex, **sizes), "pool": measure(pool, **sizes)})
-    return results
+            executors = {"sparrow": ex, "pool": pool}
+            for executor in executors.values():
+                list(executor.map(int, range(JOB_SIZE * 10)))  # warm up: workers, connections
+            return [one_round(executors, **sizes) for _ in range(rounds)]
 
 
 def load_ratio() -> float:
@@ -137,8 +173,7 @@ class RuntimeVsPool:
     def setup_cache(self) -> dict[str, float | str]:
         if LocalCluster is None:  # not None: asv would then call setup without the cache
             return {"unavailable": "sparrow_runtime has no LocalCluster / SparrowExecutor"}
-        runs = [ratios(r["sparrow"], r["pool"]) for r in run_rounds()]
-        figures: dict[str, float | str] = {k: statistics.median(r[k] for r in runs) for k in FIGURES}
+        figures: dict[str, float | str] = dict(ratios(run_rounds()))
         try:
             figures["load"] = load_ratio()
         except NotImplementedError as missing:
@@ -187,70 +222,96 @@ class RuntimeVsPool:
     track_load_overhead_vs_floor.unit = "ratio"
 
 
+def absolute(rounds: list[dict[str, dict]], side: str) -> dict[str, float]:
+    """One executor's figures over `rounds`: tasks/s of the map and the submit loop, the 10-task job's
+    p50 in ms, and CPU microseconds per task of each."""
+
+    def total(key: str) -> float:
+        return sum(r[side][key] for r in rounds)
+
+    out = {f: total(f"{f}_tasks") / total(f"{f}_s") for f in ("map", "submit")}
+    out["job_p50"] = 1e3 * statistics.median(x for r in rounds for x in r[side]["latencies"])
+    out.update({f"{f}_cpu": 1e6 * total(f"{f}_cpu_s") / total(f"{f}_tasks") for f in ("map", "submit", "job")})
+    return out
+
+
 def _span(values: list[float], fmt: str) -> str:
+    if len(values) == 1:
+        return fmt.format(values[0])
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
-def _one_build(pythons: list[str], args: argparse.Namespace) -> list[list[dict]]:
-    """Per interpreter, its rounds: each a child `--json --rounds 1` run, interpreters alternating."""
-    per_python: list[list[dict]] = [[] for _ in pythons]
-    for _ in range(args.rounds):
+def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[dict]]]:
+    """Per interpreter, its blocks of rounds: `--repeat` child `--json` runs each (a fresh cluster and
+    pool each), the interpreters alternating."""
+    per_python: list[list[list[dict]]] = [[] for _ in pythons]
+    for _ in range(args.repeat):
         for i, python in enumerate(pythons):
-            command = [python, os.path.abspath(__file__), "--json", "--rounds", "1", "--map-tasks", str(args.map_tasks),
-                       "--submit-tasks", str(args.submit_tasks), "--jobs", str(args.jobs),
-                       "--transport", args.transport]  # fmt: skip
-            out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=600).stdout
-            per_python[i].extend(json.loads(out.splitlines()[-1]))
+            command = [python, os.path.abspath(__file__), "--json", "--rounds", str(args.rounds),
+                       "--map-tasks", str(args.map_tasks), "--submit-tasks", str(args.submit_tasks),
+                       "--jobs", str(args.jobs), "--transport", args.transport]  # fmt: skip
+            out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
+            per_python[i].append(json.loads(out.splitlines()[-1]))
     return per_python
+
+
+ROWS = (  # figure, label, format, Sparrow/pool shown as a rate ratio (higher is better)?
+    ("map", "map tasks/s", "{:,.0f}", True),
+    ("submit", "submit-loop tasks/s", "{:,.0f}", True),
+    ("job_p50", "10-task job p50 ms", "{:.2f}", False),
+    ("map_cpu", "map CPU us/task", "{:.0f}", False),
+    ("submit_cpu", "submit CPU us/task", "{:.0f}", False),
+    ("job_cpu", "10-task job CPU us/task", "{:.0f}", False),
+)
+
+
+def print_build(name: str, blocks: list[list[dict]]) -> None:
+    """The figures of one build: each block's (a run's) over its rounds; median (range) over blocks."""
+    print(f"{name}:")
+    per_block = [(absolute(b, "sparrow"), absolute(b, "pool"), ratios(b)) for b in blocks]
+    for figure, label, fmt, rate in ROWS:
+        ours = [s[figure] for s, _, _ in per_block]
+        theirs = [p[figure] for _, p, _ in per_block]
+        ratio = [1 / r[figure] if rate else r[figure] for _, _, r in per_block]
+        print(f"  {label:<24} Sparrow {_span(ours, fmt)}  pool {_span(theirs, fmt)}  "
+              f"Sparrow/pool {_span(ratio, '{:.2f}x')}")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds alternating Sparrow and the pool")
-    parser.add_argument("--map-tasks", type=int, default=MAP_TASKS)
-    parser.add_argument("--submit-tasks", type=int, default=SUBMIT_TASKS)
-    parser.add_argument("--jobs", type=int, default=JOBS, help="10-task jobs per round for the p50")
-    parser.add_argument("--load", action="store_true", help="also the 80%%-load overhead over the floor")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds per run, each figure alternating the two")
+    parser.add_argument("--repeat", type=int, default=1, help="runs, each on a fresh cluster and pool")
+    parser.add_argument("--map-tasks", type=int, default=MAP_TASKS, help="per round")
+    parser.add_argument("--submit-tasks", type=int, default=SUBMIT_TASKS, help="per round")
+    parser.add_argument("--jobs", type=int, default=JOBS, help="10-task jobs per round")
+    parser.add_argument("--load", action="store_true", help="also the 80%%-load p50 over the floor's, per run")
     parser.add_argument("--transport", choices=("tcp", "unix"), default="tcp", help="LocalCluster's (default tcp)")
-    parser.add_argument("--json", action="store_true", help="print the rounds as one JSON line")
+    parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
     parser.add_argument("--python", action="append", default=[],
                         help="run under this interpreter too (repeatable), alternating with this one")  # fmt: skip
     args = parser.parse_args()
-    if min(args.rounds, args.map_tasks, args.submit_tasks, args.jobs) < 1:
-        parser.error("--rounds, --map-tasks, --submit-tasks and --jobs must be >= 1")
+    if min(args.rounds, args.repeat, args.map_tasks, args.submit_tasks, args.jobs) < 1:
+        parser.error("--rounds, --repeat, --map-tasks, --submit-tasks and --jobs must be >= 1")
     if LocalCluster is None:
         parser.exit(2, "bench_vs_pool.py needs sparrow_runtime: pip install -e .\n")
     sizes = {"map_tasks": args.map_tasks, "submit_tasks": args.submit_tasks, "jobs": args.jobs}
-    load_before = os.getloadavg()[0]
-    if args.python:
-        pythons = [sys.executable, *args.python]
-        builds = _one_build(pythons, args)
-    else:
-        pythons = [sys.executable]
-        builds = [run_rounds(args.rounds, args.transport, **sizes)]
     if args.json:
-        print(json.dumps(builds[0]))
+        print(json.dumps(run_rounds(args.rounds, args.transport, **sizes)))
         return
-    load_after = os.getloadavg()[0]
-    print(f"{args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs per round; "
-          f"{args.rounds} rounds; median (range); load average {load_before:.2f} -> {load_after:.2f}")  # fmt: skip
-    for python, rounds in zip(pythons, builds, strict=True):
-        rs = [ratios(r["sparrow"], r["pool"]) for r in rounds]
-        print(f"{python}:")
-        for name, label in (("map", "map tasks/s"), ("submit", "submit-loop tasks/s")):
-            print(f"  {label:<22} Sparrow {_span([r['sparrow'][name] for r in rounds], '{:,.0f}')}  "
-                  f"pool {_span([r['pool'][name] for r in rounds], '{:,.0f}')}  "
-                  f"Sparrow/pool {_span([1 / r[name] for r in rs], '{:.2f}x')}")  # fmt: skip
-        ms = {side: _span([1e3 * r[side]["job_p50"] for r in rounds], "{:.2f}") for side in ("sparrow", "pool")}
-        print(f"  {'10-task job p50 ms':<22} Sparrow {ms['sparrow']}  pool {ms['pool']}  "
-              f"Sparrow/pool {_span([r['job_p50'] for r in rs], '{:.2f}x')}")  # fmt: skip
-        for name in ("map", "submit", "job"):
-            us = {side: _span([1e6 * r[side][name + "_cpu"] for r in rounds], "{:.0f}") for side in ("sparrow", "pool")}
-            print(f"  {name + ' CPU us/task':<22} Sparrow {us['sparrow']}  pool {us['pool']}  "
-                  f"Sparrow/pool {_span([r[name + '_cpu'] for r in rs], '{:.2f}x')}")  # fmt: skip
-    if args.load:
-        loads = [load_ratio() for _ in range(args.rounds)]
-        print(f"80%-load p50 of (response - 10 ms), runtime / floor: {_span(loads, '{:.2f}x')}")
+    load_before = os.getloadavg()[0]
+    pythons = [sys.executable, *args.python]
+    if args.python or args.repeat > 1:
+        builds = _children(pythons, args)
+    else:
+        builds = [[run_rounds(args.rounds, args.transport, **sizes)]]
+    loads = [load_ratio() for _ in range(args.repeat)] if args.load else []
+    print(f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
+          f"{args.rounds} rounds per run, {args.repeat} runs" + (", builds alternating" if args.python else "")
+          + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}")  # fmt: skip
+    for python, blocks in zip(pythons, builds, strict=True):
+        print_build(python, blocks)
+    if loads:
+        print(f"80%-load p50 of (response - 10 ms), runtime / floor ({sys.executable}): {_span(loads, '{:.2f}x')}")
 
 
 if __name__ == "__main__":

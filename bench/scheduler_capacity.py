@@ -28,8 +28,8 @@ import sys
 import tempfile
 import time
 
-NODE_MONITORS = 32
-SLOTS = 4
+NODE_MONITORS = 8
+SLOTS = 16  # per node monitor: the paper's hosts had 16 cores
 JOB_SIZE = 100
 IN_FLIGHT = 20
 SECONDS = 10.0

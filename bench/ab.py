@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--factor", type=float, default=FACTOR, help=f"the worsening that fails (default {FACTOR:g})")
     parser.add_argument("--repeat", type=int, default=3, help="runs per build, alternating (default 3)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per run (bench_vs_pool --rounds)")
+    parser.add_argument("--base-python", help="run the base with this interpreter (its installed build) instead")
+    parser.add_argument("--head-python", help="run the head with this interpreter instead of building it")
     parser.add_argument("--project", type=Path, default=REPOSITORY)
     args = parser.parse_args(argv)
     if not args.factor > 1.0:
@@ -82,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.repeat, args.rounds) < 1:
         parser.error("--repeat and --rounds must be >= 1")
     commits = [git(args.project, "rev-parse", "--verify", f"{c}^{{commit}}").strip() for c in (args.base, args.head)]
-    if commits[0] == commits[1]:
+    if commits[0] == commits[1] and not (args.base_python and args.head_python):
         parser.error(f"{args.base} and {args.head} are the same commit ({commits[0][:8]}): nothing to compare")
     from bench.bench_vs_pool import absolute  # imports numpy: not at module level
 
-    pythons = [build(args.project, commit) for commit in commits]
+    given = (args.base_python, args.head_python)
+    pythons = [python or build(args.project, commit) for python, commit in zip(given, commits, strict=True)]
     script = str(Path(__file__).with_name("bench_vs_pool.py"))
     runs: list[list[dict]] = [[], []]
     for _ in range(args.repeat):

@@ -50,6 +50,9 @@ def start_scheduler(secret_file: str) -> tuple[subprocess.Popen, str]:
     parsed = parse_ready_line(line)
     if parsed is None:
         process.kill()
+        process.wait()
+        process.stdin.close()
+        process.stdout.close()
         raise SystemExit(f"the scheduler did not start: {line!r}")
     return process, parsed[0]
 
@@ -196,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             process.stdin.close()
             process.terminate()
             process.wait(10)
+            process.stdout.close()
     per_core = window["tasks"] / window["cpu"]
     print(f"one scheduler, {args.node_monitors} light node monitors x {args.slots} slots, jobs of {args.job_size}, "
           f"{args.in_flight} in flight, {args.seconds:g} s measured ({os.cpu_count()} CPUs, load average "

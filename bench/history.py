@@ -49,9 +49,10 @@ def benchmark_commits(project: Path, commits: list[str], patterns: tuple[str, ..
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0].replace("`", ""), formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
-    )  # fmt: skip
+    )
     parser.add_argument("--commits", type=int, default=20, help="how many commits back from HEAD (default 20)")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument("--all", action="store_true", help="run every benchmark, not only HISTORY_BENCHMARKS")
@@ -66,16 +67,22 @@ def main(argv: list[str] | None = None) -> int:
 
     commits = last_commits(args.project, args.commits)
     ensure_machine(args.project)
-    print(f"benchmarking {len(commits)} commits ({commits[-1][:8]}..{commits[0][:8]}), "
-          + ("every benchmark" if not patterns else "benchmarks matching " + " | ".join(patterns)), flush=True)  # fmt: skip
+    print(
+        f"benchmarking {len(commits)} commits ({commits[-1][:8]}..{commits[0][:8]}), "
+        + ("every benchmark" if not patterns else "benchmarks matching " + " | ".join(patterns)),
+        flush=True,
+    )
     start = time.monotonic()
     status = benchmark_commits(args.project, commits, patterns)
     seconds = time.monotonic() - start
     folder = publish(args.project)
-    print(f"{len(commits)} commits in {seconds:.0f} s ({seconds / len(commits):.0f} s per commit, builds included; "
-          "commits benchmarked before are not run again)")  # fmt: skip
     print(
-        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints"
+        f"{len(commits)} commits in {seconds:.0f} s ({seconds / len(commits):.0f} s per commit, builds included; "
+        "commits benchmarked before are not run again)"
+    )
+    print(
+        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, "
+        "then open the address it prints"
     )
     if status != 0:
         print("asv reported failures (a commit that does not build, a benchmark that raised): see its output above")

@@ -35,8 +35,8 @@ import trio
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
-from .client.dependencies import TickBatch
 from .client.executor import SparrowExecutor
+from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
 
 DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
@@ -83,9 +83,14 @@ class DaskScheduler:
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
             try:
                 return get_async(
-                    wave.submit, in_flight, dsk, keys, callbacks=[ours, *map(normalize_callback, active)],
-                    chunksize=1, **kwargs,
-                )  # fmt: skip
+                    wave.submit,
+                    in_flight,
+                    dsk,
+                    keys,
+                    callbacks=[ours, *map(normalize_callback, active)],
+                    chunksize=1,
+                    **kwargs,
+                )
             finally:
                 wave.cancel_running()
 

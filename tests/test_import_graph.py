@@ -14,8 +14,6 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 PACKAGES = ("sparrow_core", "sparrow_runtime")
 
 ROOMS = (
@@ -24,6 +22,7 @@ ROOMS = (
     "sparrow_core.demo",
     "sparrow_runtime.errors",  # the exception hierarchy
     "sparrow_runtime.wire",  # messages, limits, framing, connections, handshake, task codec
+    "sparrow_runtime.views",  # notebook views and reprs of the user objects (duck-typed: no service, no client)
     "sparrow_runtime.services",  # scheduler, node monitor, executors, metrics, ready line, LocalCluster
     "sparrow_runtime.client",  # Client, SparrowExecutor, dependencies
     "sparrow_runtime.dask",
@@ -32,15 +31,6 @@ ROOMS = (
     "sparrow_runtime.experiment",
     "sparrow_runtime.cli",  # the `sparrow` command reads everything below it
     "sparrow_runtime",  # the package's own __init__: the public names, re-exported
-)
-
-# Cycles known and being broken, each with who is breaking it. An entry here is an expected failure:
-# test_known_cycle_is_still_there fails (XPASS, strict) once the cycle is gone, to say "delete me".
-KNOWN_CYCLES = (
-    # issue 17, the client part: the `client` helper is rewriting client/core.py and
-    # client/dependencies.py around a sans-I/O client logic, which ends this cycle. Delete this entry
-    # when that work lands.
-    frozenset({"sparrow_runtime.client.core", "sparrow_runtime.client.dependencies"}),
 )
 
 
@@ -167,19 +157,10 @@ def test_no_import_from_a_lower_room_to_a_higher_one():
 
 
 def test_no_import_cycle_between_modules():
-    """No modules import each other, directly or around a loop, except the known cycles being broken."""
+    """No modules import each other, directly or around a loop."""
     graph = _graph()
-    unknown = [c for c in cycles(graph) if frozenset(c) not in KNOWN_CYCLES]
-    assert not unknown, "import cycles:\n" + "\n".join(_describe(c, graph) for c in unknown)
-
-
-@pytest.mark.xfail(strict=True, reason="a known cycle of KNOWN_CYCLES, being broken (see its comment)")
-@pytest.mark.parametrize("known", [sorted(c) for c in KNOWN_CYCLES], ids=" <-> ".join)
-def test_known_cycle_is_still_there(known):
-    """A known cycle of KNOWN_CYCLES is reported, and fails as expected until it is broken."""
-    graph = _graph()
-    found = [c for c in cycles(graph) if c == known]
-    assert not found, "known import cycle, still there: " + _describe(known, graph)
+    found = cycles(graph)
+    assert not found, "import cycles:\n" + "\n".join(_describe(c, graph) for c in found)
 
 
 def test_the_checks_see_a_planted_cycle_and_arrow_up():

@@ -6,13 +6,13 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
-from ..client.core import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
-from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
+from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
 from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
     BOOLEAN,
@@ -165,7 +165,7 @@ SUBMIT_SETTINGS = (
             "executors)", metavar="S", unset="no limit"),
     Setting("retries", integer(0), DEFAULT_RETRIES, "relaunch a task this many times after a system failure (its "
             "worker, node monitor or scheduler lost; 0 for a task with side effects)", "N"),
-    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_SCHEDULER_TIMEOUT,
+    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT,
             "fail over to another --scheduler when this one is silent this long", "S"),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
     _log_level("warning"),

@@ -6,7 +6,8 @@ and runs each launched task on the executor. `serve_node_monitor` dials the give
 redials them when a link ends) and also listens, so a scheduler can dial it instead.
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
-silent for `scheduler_timeout` seconds (it answers every heartbeat) is dropped and redialed. Either
+silent for `scheduler_timeout` seconds (it answers every heartbeat; a pause of this process does not
+count, wire/liveness.py) is dropped and redialed. Either
 way its queued reservations are dropped and the slots waiting on its answers are freed. An
 exception raised while serving one link ends only that link (guard.py). A task's failure,
 including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
@@ -33,6 +34,7 @@ from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.limits import MAX_REASON, clip
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import CANCELLED, TIMED_OUT, Error, Outcome, Registered, RegisterNodeMonitor, StopTask, TaskToNode
 from ..wire.messages import RegistrationRefused as Refusal
 from .listen import listener_address, open_listeners, remove_unix_socket
@@ -41,8 +43,7 @@ from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HEARTBEAT_INTERVAL = 0.5
-DEFAULT_SCHEDULER_TIMEOUT = 2.0
+DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
 

@@ -8,10 +8,10 @@ TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
 and closed; the logic then forgets that peer (a node monitor's tasks are re-probed or reported failed,
-a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds, or a client that
-does not read its outcomes (over the connection's unsent limit), is dropped the same way. An
-exception raised while serving one connection ends only that connection (guard.py): nothing a peer
-sends can stop the service.
+a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds (a pause of this
+process does not count: wire/liveness.py), or a client that does not read its outcomes (over the
+connection's unsent limit), is dropped the same way. An exception raised while serving one
+connection ends only that connection (guard.py): nothing a peer sends can stop the service.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ job state, placement, retries, relaunch on failover, cancel, close, and the one 
 Its shell (core.py, under Client and SparrowExecutor) tells it what happened: a job added, a batch of
 messages from the scheduler, a connection made or lost with the time, a cancel, the close. Each call
 returns the messages to send; the outcomes it decided are taken with `take_events()`, each a
-`(job, task)` whose outcome is now in `job.outcomes[task]` (a TaskResult, as the scheduler sent it or
+`(job, task)` whose outcome is now in `job.outcomes[task]` (an Outcome, as the scheduler sent it or
 as decided here). Placement: the tasks added or made ready in one pass (the shell flushes once after
 it) go as one SubmitJob per job, and jobs marked `coalesce` with the same settings share one.
 
@@ -38,10 +38,11 @@ from ..wire.messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    Outcome,
+    OutcomeToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
-    TaskResult,
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
@@ -75,9 +76,9 @@ class Placement:
         self.members = members  # the distinct jobs, in order
 
 
-def local_outcome(reason: str, failure: int) -> TaskResult:
+def local_outcome(reason: str, failure: int) -> Outcome:
     """An outcome decided by the client (no task ran for it)."""
-    return TaskResult(0, 0, False, b"", reason, failure=failure)
+    return Outcome(False, b"", reason, failure)
 
 
 class ClientLogic:
@@ -167,7 +168,7 @@ class ClientLogic:
         placements = self._placements
         for msg in msgs:
             kind = type(msg)
-            if kind is TaskResult:
+            if kind is OutcomeToClient:
                 placement = placements.get(msg.ref)
                 if placement is None:
                     raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
@@ -179,16 +180,17 @@ class ClientLogic:
                 task = placement.tasks[msg.task]
                 if job.outcomes[task] is not None:
                     continue  # cancelled here before the scheduler heard
-                failure = msg.failure
+                outcome = msg.outcome
+                failure = outcome.failure
                 if (
-                    (failure == SYSTEM or (failure == 0 and not msg.ok and job.retry_exceptions))
+                    (failure == SYSTEM or (failure == 0 and not outcome.ok and job.retry_exceptions))
                     and job.attempts[task] <= job.retries
                     and task not in job.cancelled_tasks
                 ):
                     job.ref[task] = 0
                     self._enqueue(job, [task])
                     continue
-                self._end(job, task, msg)
+                self._end(job, task, outcome)
             elif kind is JobAccepted:
                 placement = placements.get(msg.ref)
                 if placement is not None:
@@ -341,7 +343,7 @@ class ClientLogic:
         if self._deps and self._deps.awaited((job, task)):
             self._settle((job, task), False)
 
-    def _end_all(self, outcome: TaskResult) -> None:
+    def _end_all(self, outcome: Outcome) -> None:
         self._queue.clear()
         for job in list(self._jobs):
             for task in range(job.n_tasks):
@@ -352,7 +354,7 @@ class ClientLogic:
         """End `task` with `exc`, decided here (`error`: the text its outcome carries)."""
         if job.outcomes[task] is None:
             job.errors[task] = exc
-            self._end(job, task, TaskResult(0, 0, False, cloudpickle.dumps(exc), error or str(exc)))
+            self._end(job, task, Outcome(False, cloudpickle.dumps(exc), error or str(exc)))
 
     def _settle_one(self, key: tuple[Job, int], cancelled: bool) -> None:
         """Input `key` ended (or, `cancelled`, was cancelled): what waits for it is ready, fails or is cancelled."""

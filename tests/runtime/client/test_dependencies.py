@@ -14,8 +14,8 @@ import trio
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
 from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
 from sparrow_runtime.client.job import oversize_problem, split_jobs
-from sparrow_runtime.client.tick_batch import TickBatch
 from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.client.tick_batch import TickBatch
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic

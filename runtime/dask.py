@@ -84,9 +84,14 @@ class DaskScheduler:
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
             try:
                 return get_async(
-                    wave.submit, in_flight, dsk, keys, callbacks=[ours, *map(normalize_callback, active)],
-                    chunksize=1, **kwargs,
-                )  # fmt: skip
+                    wave.submit,
+                    in_flight,
+                    dsk,
+                    keys,
+                    callbacks=[ours, *map(normalize_callback, active)],
+                    chunksize=1,
+                    **kwargs,
+                )
             finally:
                 wave.cancel_running()
 

@@ -34,8 +34,6 @@ ROOMS = (
 )
 
 
-# Cycles known and being broken, each with who is breaking it. An entry here is an expected failure:
-# test_known_cycle_is_still_there fails (XPASS, strict) once the cycle is gone, to say "delete me".
 def _modules() -> dict[str, Path]:
     """Every module of PACKAGES, by dotted name: its .py source, or its .pyi stub for a compiled one."""
     found: dict[str, Path] = {}
@@ -159,7 +157,7 @@ def test_no_import_from_a_lower_room_to_a_higher_one():
 
 
 def test_no_import_cycle_between_modules():
-    """No modules import each other, directly or around a loop, except the known cycles being broken."""
+    """No modules import each other, directly or around a loop."""
     graph = _graph()
     found = cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(_describe(c, graph) for c in found)

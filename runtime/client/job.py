@@ -22,7 +22,7 @@ DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
 
 class Job:
     """A submitted job: its settings (a SubmitJob whose `tasks` are not used), each task's payload
-    until it has an outcome, its attempts and its outcomes (a TaskResult each, as the scheduler sent it
+    until it has an outcome, its attempts and its outcomes (an Outcome each, as the scheduler sent it
     or as the client decided it). `listener(job, task)` is called by the client's shell as each outcome
     arrives; `owner` is its owner's (a JobHandle, a list of futures)."""
 
@@ -89,13 +89,13 @@ class Job:
         if error is not None:
             return error
         outcome = self.outcomes[task]
-        return outcome_exception(outcome.payload, outcome.error, outcome.failure)
+        return outcome_exception(outcome)
 
     def value(self, task: int):
         """Task `task`'s value, or raise the exception its outcome stands for."""
         outcome = self.outcomes[task]
         if outcome.ok:
-            return unpack_outcome(True, outcome.payload, "")
+            return unpack_outcome(outcome)
         raise self.exception(task)
 
     def __repr__(self) -> str:

@@ -4,7 +4,7 @@ job state, placement, retries, relaunch on failover, cancel, close, and the one 
 Its shell (core.py, under Client and SparrowExecutor) tells it what happened: a job added, a batch of
 messages from the scheduler, a connection made or lost with the time, a cancel, the close. Each call
 returns the messages to send; the outcomes it decided are taken with `take_events()`, each a
-`(job, task)` whose outcome is now in `job.outcomes[task]` (a TaskResult, as the scheduler sent it or
+`(job, task)` whose outcome is now in `job.outcomes[task]` (an Outcome, as the scheduler sent it or
 as decided here). Placement: the tasks added or made ready in one pass (the shell flushes once after
 it) go as one SubmitJob per job, and jobs marked `coalesce` with the same settings share one.
 
@@ -38,16 +38,18 @@ from ..wire.messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    Outcome,
+    OutcomeToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
-    TaskResult,
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
 from .task_inputs import Inputs, pack_dependent
 
-Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a (Job, task)
+TaskKey = tuple[Job, int]  # a task of a job: the dependency engine's name for it
+Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a TaskKey
 
 
 @dataclass
@@ -75,9 +77,9 @@ class Placement:
         self.members = members  # the distinct jobs, in order
 
 
-def local_outcome(reason: str, failure: int) -> TaskResult:
+def local_outcome(reason: str, failure: int) -> Outcome:
     """An outcome decided by the client (no task ran for it)."""
-    return TaskResult(0, 0, False, b"", reason, failure=failure)
+    return Outcome(False, b"", reason, failure)
 
 
 class ClientLogic:
@@ -95,7 +97,7 @@ class ClientLogic:
         self._next_ref = 1
         self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
         self._events: list[tuple[Job, int]] = []
-        self._deps = Dependencies()  # held tasks, by input: keys are (Job, task)
+        self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._status_requests = 0
 
@@ -124,7 +126,7 @@ class ClientLogic:
             self._enqueue(job, list(range(job.n_tasks)))
             return
         job.held.update(held)
-        known = {}
+        known: dict[TaskKey, None] = {}
         for task, (template, inputs) in held.items():
             self._deps.wait((job, task), template, inputs)
             for key in inputs.keys:
@@ -151,12 +153,19 @@ class ClientLogic:
                 outcomes, job_payloads = job.outcomes, job.payloads
                 for task in some:
                     if outcomes[task] is None:  # not cancelled meanwhile
+                        payload = job_payloads[task]
+                        assert payload is not None  # cleared only with its outcome
                         jobs.append(job)
                         tasks.append(task)
-                        payloads.append(job_payloads[task])
+                        payloads.append(payload)
             for group in split_jobs([len(p) for p in payloads], self.max_frame) if tasks else ():
-                msgs.append(self._place(jobs[group.start : group.stop], tasks[group.start : group.stop],
-                                        payloads[group.start : group.stop]))  # fmt: skip
+                msgs.append(
+                    self._place(
+                        jobs[group.start : group.stop],
+                        tasks[group.start : group.stop],
+                        payloads[group.start : group.stop],
+                    )
+                )
         return msgs
 
     def on_messages(self, msgs: list) -> list:
@@ -167,7 +176,7 @@ class ClientLogic:
         placements = self._placements
         for msg in msgs:
             kind = type(msg)
-            if kind is TaskResult:
+            if kind is OutcomeToClient:
                 placement = placements.get(msg.ref)
                 if placement is None:
                     raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
@@ -179,16 +188,17 @@ class ClientLogic:
                 task = placement.tasks[msg.task]
                 if job.outcomes[task] is not None:
                     continue  # cancelled here before the scheduler heard
-                failure = msg.failure
+                outcome = msg.outcome
+                failure = outcome.failure
                 if (
-                    (failure == SYSTEM or (failure == 0 and not msg.ok and job.retry_exceptions))
+                    (failure == SYSTEM or (failure == 0 and not outcome.ok and job.retry_exceptions))
                     and job.attempts[task] <= job.retries
                     and task not in job.cancelled_tasks
                 ):
                     job.ref[task] = 0
                     self._enqueue(job, [task])
                     continue
-                self._end(job, task, msg)
+                self._end(job, task, outcome)
             elif kind is JobAccepted:
                 placement = placements.get(msg.ref)
                 if placement is not None:
@@ -218,7 +228,7 @@ class ClientLogic:
         once the scheduler confirms (the CancelJobs returned); the tasks that take their results now."""
         if tasks is None:
             job.cancelled = True
-            tasks = range(job.n_tasks)
+            tasks = list(range(job.n_tasks))
         job.cancelled_tasks.update(tasks)
         by_ref: dict[int, list[int]] = {}
         for task in tasks:
@@ -341,7 +351,7 @@ class ClientLogic:
         if self._deps and self._deps.awaited((job, task)):
             self._settle((job, task), False)
 
-    def _end_all(self, outcome: TaskResult) -> None:
+    def _end_all(self, outcome: Outcome) -> None:
         self._queue.clear()
         for job in list(self._jobs):
             for task in range(job.n_tasks):
@@ -352,7 +362,7 @@ class ClientLogic:
         """End `task` with `exc`, decided here (`error`: the text its outcome carries)."""
         if job.outcomes[task] is None:
             job.errors[task] = exc
-            self._end(job, task, TaskResult(0, 0, False, cloudpickle.dumps(exc), error or str(exc)))
+            self._end(job, task, Outcome(False, cloudpickle.dumps(exc), error or str(exc)))
 
     def _settle_one(self, key: tuple[Job, int], cancelled: bool) -> None:
         """Input `key` ended (or, `cancelled`, was cancelled): what waits for it is ready, fails or is cancelled."""
@@ -372,12 +382,12 @@ class ClientLogic:
             for waiting, path in self._deps.failed(key):
                 self._fail(*waiting.target, dependency_failed(path, upstream), outcome.error)
 
-    def _ready(self, waiting: Waiting) -> None:
+    def _ready(self, waiting: Waiting[TaskKey]) -> None:
         """A held task has all its inputs: its payload is made now, and it is placed at the next flush."""
         job, task = waiting.target
         if job.outcomes[task] is not None:
             return
-        payload = pack_dependent(waiting.template, waiting.values)
+        payload = pack_dependent(waiting.template, waiting.all_values())
         problem = oversize_problem(len(payload), self.max_frame)
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)

@@ -22,9 +22,10 @@ from sparrow_runtime.wire.messages import (
     JobAccepted,
     JobRejected,
     NoTask,
+    Outcome,
+    OutcomeToClient,
     StatusReply,
     SubmitJob,
-    TaskResult,
 )
 
 from ..manual_clock import ManualClock
@@ -43,16 +44,16 @@ def connected_logic(**kw) -> tuple[ClientLogic, ManualClock]:
     return logic, clock
 
 
-def ok(ref: int, task: int, value=None, last: bool = False) -> TaskResult:
-    return TaskResult(ref, task, True, pickle.dumps(value), last=last)
+def ok(ref: int, task: int, value=None, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(True, pickle.dumps(value)), last=last)
 
 
-def failed(ref: int, task: int, failure: int = SYSTEM, last: bool = False) -> TaskResult:
-    return TaskResult(ref, task, False, b"", "it broke", last=last, failure=failure)
+def failed(ref: int, task: int, failure: int = SYSTEM, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(False, b"", "it broke", failure=failure), last=last)
 
 
-def raised(ref: int, task: int, exc: BaseException, last: bool = False) -> TaskResult:
-    return TaskResult(ref, task, False, cloudpickle.dumps(exc), "Traceback: ...", last=last)
+def raised(ref: int, task: int, exc: BaseException, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(False, cloudpickle.dumps(exc), "Traceback: ..."), last=last)
 
 
 def events(logic: ClientLogic) -> list[tuple[Job, int]]:
@@ -220,7 +221,9 @@ def test_cancel_ends_what_no_scheduler_holds_at_once_and_asks_for_the_rest():
     placed = job_of(3)
     [msg] = add_and_flush(logic, placed)
     assert logic.cancel(placed, None, force=True) == [CancelJob(msg.ref, True, None)]
-    logic.on_messages([TaskResult(msg.ref, t, False, b"", "cancelled", failure=CANCELLED) for t in range(3)])
+    logic.on_messages(
+        [OutcomeToClient(msg.ref, t, Outcome(False, b"", "cancelled", failure=CANCELLED)) for t in range(3)]
+    )
     with pytest.raises(TaskCancelled):
         placed.value(0)
 
@@ -276,8 +279,8 @@ def test_status_replies_match_requests_in_order_and_an_unasked_one_is_a_protocol
 @pytest.mark.parametrize(
     "msg, match",
     [
-        (TaskResult(99, 0, True, b""), "does not wait for"),
-        (TaskResult(1, 5, True, b""), "task 5 of a job of 1 tasks"),
+        (OutcomeToClient(99, 0, Outcome(True, b"")), "does not wait for"),
+        (OutcomeToClient(1, 5, Outcome(True, b"")), "task 5 of a job of 1 tasks"),
         (NoTask(1), "NoTask is not allowed from a scheduler"),
     ],
 )

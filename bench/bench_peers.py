@@ -28,8 +28,11 @@ The Sparrow side and the structure (warm-up, jobs in flight, 20 warm-up jobs the
 time, percentiles) are bench_runtime.py's. `--executor` is Sparrow's: a Dask worker runs tasks on a
 thread of its own process, where Sparrow's process executor adds a worker process behind the node
 monitor. Optional (`pip install -e '.[peers]'`); CI does not install Dask.
+The submit loop (issue 21): `executor.submit(int, i)` called once per task, SparrowExecutor against the
+pool's own submit loop (bench/submit_loop.py).
 Script: `python bench/bench_peers.py [--executor process|thread] [--repeat N] [--tasks N] [--jobs N]
-[--load-seconds S]` (`--load-seconds 0` skips the 10 ms-task case).
+[--load-seconds S] [--submit-tasks N]` (`--load-seconds 0` skips the 10 ms-task case, `--submit-tasks 0`
+the submit loop).
 """
 
 from __future__ import annotations
@@ -52,10 +55,12 @@ try:
     from bench import bench_runtime as sparrow
     from bench.measure import cpu_counters, steal_percent
     from bench.open_loop import LoadSpec, run_open_loop
+    from bench.submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
 except ModuleNotFoundError:  # run as `python bench/bench_peers.py`: bench/ is on sys.path, its parent is not
     import bench_runtime as sparrow
     from measure import cpu_counters, steal_percent
     from open_loop import LoadSpec, run_open_loop
+    from submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
 
 try:
     import distributed
@@ -306,6 +311,17 @@ def noop_table(runs: dict[str, list[tuple[float, float, float]]]) -> Table:
     return table
 
 
+def submit_table(runs: dict[str, list[float]]) -> Table:
+    table = Table(title="submit loop: one call per task")
+    table.add_column("", no_wrap=True)
+    table.add_column("tasks/s", justify="right")
+    for name, rates in runs.items():
+        table.add_row(name, *_cells([(r,) for r in rates], ("{:,.0f}",), (True,)))
+    ratios = [ours / pool for ours, pool in zip(runs["Sparrow"], runs["ProcessPoolExecutor(2)"], strict=True)]
+    table.add_row("Sparrow / pool", f"{min(ratios):.2f}-{max(ratios):.2f}x" if len(ratios) > 1 else f"{ratios[0]:.2f}x")
+    return table
+
+
 def load_table(runs: dict[str, list[LoadFigures]]) -> Table:
     ms = f"{TASK_S * 1e3:g} ms"
     table = Table(title=f"{ms} tasks on {SLOTS} slots: saturated rate; at {LOAD:.0%} load, job response - {ms}")
@@ -332,6 +348,12 @@ def main() -> None:
         "--load-seconds", type=float, default=15.0, help="seconds of arrivals in the 10 ms-task load case (0: skip it)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the load case's arrivals (every round: the same)")
+    parser.add_argument(
+        "--submit-tasks",
+        type=int,
+        default=SUBMIT_TASKS,
+        help="no-op tasks of the submit loop, one submit call each (0: skip it)",
+    )
     args = parser.parse_args()
     if distributed is None:
         parser.exit(2, "bench_peers.py needs Dask distributed: pip install -e '.[peers]'\n")
@@ -344,11 +366,15 @@ def main() -> None:
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
     noop: dict[str, list] = {"Sparrow": [], "ProcessPoolExecutor(2)": [], "Dask": []}
     loaded: dict[str, list] = {"floor": [], "ProcessPoolExecutor(2)": [], "Sparrow": [], "Dask": []}
+    submits: dict[str, list[float]] = {"Sparrow": [], "ProcessPoolExecutor(2)": []}
     arrivals = load_arrivals(args.load_seconds, args.seed) if args.load_seconds else None
     for _ in range(args.repeat):
         noop["Sparrow"].append(sparrow.run_once(args.executor, args.tasks, args.jobs))
         noop["ProcessPoolExecutor(2)"].append(pool_run_once(args.tasks, args.jobs))
         noop["Dask"].append(dask_run_once(args.tasks, args.jobs))
+        if args.submit_tasks:
+            submits["Sparrow"].append(sparrow_submit_loop(args.executor, args.submit_tasks))
+            submits["ProcessPoolExecutor(2)"].append(pool_submit_loop(args.submit_tasks))
         if arrivals is not None:
             ours, floor = sparrow_load(args.executor, arrivals)
             loaded["Sparrow"].append(ours)
@@ -366,6 +392,13 @@ def main() -> None:
         + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
         highlight=False,
     )
+    if args.submit_tasks:
+        console.print(submit_table(submits))
+        console.print(
+            f"{args.submit_tasks:,} no-op tasks, `executor.submit(int, i)` one call per task, then waiting "
+            "for them all (SparrowExecutor: what reaches its trio thread together is one job)",
+            highlight=False,
+        )
     if arrivals is not None:
         console.print(load_table(loaded))
         console.print(

@@ -19,6 +19,7 @@ import cloudpickle
 from ..wire.task_codec import pack_task
 
 CONTAINERS = (list, tuple, set, frozenset)
+SCALARS = frozenset((type(None), bool, int, float, complex, str, bytes))  # never an input, never holding one
 
 
 class Slot:
@@ -59,6 +60,8 @@ class Inputs:
 def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -> Inputs | None:
     """The inputs (hashable objects for which `is_input` is true) in `args` and `kwargs`, or None if
     there are none. Equal inputs are one input."""
+    if not kwargs and all(type(a) in SCALARS for a in args):
+        return None  # the common call, f(1, "x"): nothing to walk
     found = Inputs()
     index: dict[Hashable, int] = {}  # input -> its slot
 

@@ -67,15 +67,21 @@ def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, t
     job = submit(
         "--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--", "sleep", "60", env=env
     )
+    sleepers = _started_sleepers(node)
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)
+    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
+    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+
+
+def _started_sleepers(node) -> list[int]:
+    """The `sleep 60` tasks running under the node monitor `node`, once they run (at most 30 s)."""
     deadline = time.monotonic() + 30
     while not _sleepers(node.process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     sleepers = _sleepers(node.process.pid)
     assert sleepers, "the tasks did not start"
-    job.send_signal(signal.SIGINT)
-    _, err = job.communicate(timeout=30)
-    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
-    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+    return sleepers
 
 
 def _sleepers(root: int) -> list[int]:
@@ -129,3 +135,35 @@ def test_a_paused_client_does_not_fail_over(running, tmp_path):
     finally:
         client.kill()
     assert out == "failovers 0\n", err
+
+
+def test_one_ctrl_c_while_submit_reconnects_to_a_frozen_scheduler_ends_it_within_a_second(running, tmp_path):
+    """The only scheduler is SIGSTOPped: the command loses it and hangs in the handshake of its
+    reconnect (5 s); one SIGINT then ends it, its task cancelled, within a second."""
+    env, secret, addresses, procs, node = _cluster(running, tmp_path, 1)
+    job = submit(
+        "--scheduler",
+        addresses[0],
+        "--secret-file",
+        str(secret),
+        "--scheduler-timeout",
+        "0.3",
+        "--",
+        "sleep",
+        "60",
+        env=env,
+    )
+    _started_sleepers(node)
+    scheduler = procs[0].process.pid
+    os.kill(scheduler, signal.SIGSTOP)
+    try:
+        time.sleep(1.5)  # lost after 0.3 s, then reconnecting until the handshake's 5 s
+        assert job.poll() is None
+        job.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, err = job.communicate(timeout=30)
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(scheduler, signal.SIGCONT)
+    assert job.returncode == 130 and "cancelled" in err, err
+    assert elapsed < 1.0, f"took {elapsed:.2f} s after Ctrl-C"

@@ -199,6 +199,16 @@ def test_futures_nested_in_arguments_are_replaced_by_their_values(executor):
     assert c.result(timeout=30) == (3, [10, (3,)], {"k": 10})
 
 
+def test_submits_made_while_the_client_is_busy_go_out_as_one_job(executor):
+    """Issue 21 item 3: the submits that reach the trio thread together (here: while it sleeps) are
+    one job, batch-sampled together, each future with its own value."""
+    assert executor.submit(_add, 0).result(timeout=30) == 0
+    executor._token.run_sync_soon(time.sleep, 0.3)  # the trio thread is busy for a moment
+    futures = [executor.submit(_add, i, 1) for i in range(100)]
+    assert [f.result(timeout=30) for f in futures] == [i + 1 for i in range(100)]
+    assert executor.jobs == [1, 100]
+
+
 def test_the_dependents_of_one_task_go_out_as_one_job(executor):
     root = executor.submit(_sleep, 1)  # running until all its dependents are submitted
     dependents = [executor.submit(_add, root, i) for i in range(100)]

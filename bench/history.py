@@ -9,7 +9,8 @@ only adds the new commits. Works from a fresh clone: asv creates what it needs u
 
 By default only HISTORY_BENCHMARKS run (under a minute per commit on 2 cores, build included,
 against about two for the whole suite): the ratios to the Python baselines, the runtime's
-throughput, latency and 80%-load overhead, the simulator's speed. `--all` runs everything.
+throughput, latency and 80%-load overhead, their ratios to a process pool, the simulator's speed.
+`--all` runs everything.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ HISTORY_BENCHMARKS = (
     r"\.track_time_vs_python\b",  # \b, not $: asv matches NAME(PARAMS) of parametrized ones
     r"^bench_runtime\.RuntimeNoOpTasks\.track_",
     r"^bench_runtime\.RuntimeAtLoad\.track_",
+    r"^bench_vs_pool\.RuntimeVsPool\.track_",
     r"^bench_sim\.SimulatorThroughput\.track_",
 )
 

@@ -135,6 +135,7 @@ SCHEDULER_COUNTERS = {
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
     "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
+    "sparrow_node_monitors_lost": ("Node monitors dropped: silent, disconnected or redialed", ("node_monitors_lost",)),
 }
 
 

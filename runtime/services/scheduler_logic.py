@@ -476,9 +476,8 @@ class SchedulerLogic:
             self._abandon(job, f"no live node monitor satisfies the constraint of task {exc.task}{also}", out)
             return
         self.table.reserve(job_id, workers, made_for)
-        where, counts = np.unique(workers, return_counts=True)
         self.stats["probes"] += len(workers)
-        for worker, count in zip(where.tolist(), counts.tolist(), strict=True):
+        for worker, count in _per_worker(workers):
             node = self._by_worker[worker]
             node.jobs.add(job_id)
             job.probed.add(node.worker)
@@ -617,3 +616,14 @@ class SchedulerLogic:
             if node is not None:
                 self.stats["cancel_messages"] += 1
                 out.append((node.peer, CancelReservations(job_id)))
+
+
+SMALL_PROBE_SET = 256  # probes up to which counting in Python beats np.unique (about 2 us against 14 for 2)
+
+
+def _per_worker(workers: np.ndarray) -> list[tuple[int, int]]:
+    """(worker, reservations there) for each distinct worker of `workers`, in worker order."""
+    if len(workers) <= SMALL_PROBE_SET:
+        return sorted(Counter(workers.tolist()).items())
+    where, counts = np.unique(workers, return_counts=True)
+    return list(zip(where.tolist(), counts.tolist(), strict=True))

@@ -60,6 +60,8 @@ def test_lists_repeat_or_split_on_commas_and_weights_merge():
     assert s["weight"] == {"alice": 3.0, "bob": 1.0}
     assert settings("node-monitor", [], {"SPARROW_WEIGHT": "alice=3, bob=1"})["weight"] == {"alice": 3.0, "bob": 1.0}
     assert settings("scheduler", ["--listen", "0.0.0.0:0"])["listen"] == ("0.0.0.0", 0)
+    assert settings("scheduler", ["--listen", "unix:/run/s.sock"])["listen"] == ("unix:/run/s.sock", 0)
+    assert settings("node-monitor", ["--scheduler", "unix:/run/s.sock"])["scheduler"] == ["unix:/run/s.sock"]
 
 
 @pytest.mark.parametrize(

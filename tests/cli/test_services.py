@@ -214,3 +214,18 @@ def test_a_second_node_monitor_with_a_live_id_exits_with_a_one_line_reason(runni
     assert lines[-1].startswith("sparrow node-monitor: error: ") and "'box' is already registered" in lines[-1]
     assert "--id" in lines[-1]
     assert first.process.poll() is None
+
+
+def test_services_and_submit_speak_over_unix_sockets(running, tmp_path):
+    """`--listen unix:PATH` for the scheduler and the node monitor, `--scheduler unix:PATH` to dial it: the
+    ready lines give the socket addresses, metrics stay on loopback TCP, and a submitted command runs."""
+    env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret")
+    path = tmp_path / "scheduler.sock"
+    scheduler = running(["scheduler", "--listen", f"unix:{path}", "--metrics-port", "0"], env)
+    address, metrics = scheduler.wait_for(LISTENING).groups()
+    assert address == f"unix:{path}" and metrics.startswith("http://127.0.0.1:")
+    node = running(["node-monitor", "--scheduler", address, "--listen", f"unix:{tmp_path / 'nm.sock'}"], env)
+    assert node.wait_for(r"listening on (\S+)\n").group(1) == f"unix:{tmp_path / 'nm.sock'}"
+    job = submit("--scheduler", address, "--", "echo", "over a unix socket", env=env)
+    out, err = job.communicate(timeout=60)
+    assert (job.returncode, out) == (0, "[0] over a unix socket\n"), err

@@ -67,7 +67,8 @@ class NodeMonitorService:
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
-                f"heartbeat_interval ({heartbeat_interval}) must be shorter than scheduler_timeout ({scheduler_timeout})"
+                f"heartbeat_interval ({heartbeat_interval}) must be shorter than "
+                f"scheduler_timeout ({scheduler_timeout})"
             )
         self.logic = logic
         self.executor = executor
@@ -144,9 +145,17 @@ class NodeMonitorService:
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor."""
         await accept_and_serve(
-            stream, self.link, log=logger, gate=self._gate, secret=self._secret, role="node-monitor",
-            node_id=self.node_id, allowed_roles=("scheduler",), timeout=self.handshake_timeout, max_frame=self.max_frame,
-        )  # fmt: skip
+            stream,
+            self.link,
+            log=logger,
+            gate=self._gate,
+            secret=self._secret,
+            role="node-monitor",
+            node_id=self.node_id,
+            allowed_roles=("scheduler",),
+            timeout=self.handshake_timeout,
+            max_frame=self.max_frame,
+        )
 
     async def _heartbeat(self, conn: Connection) -> None:
         while True:

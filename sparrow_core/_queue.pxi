@@ -40,7 +40,7 @@ cdef class ReservationQueue:
     fair shares pops between users in proportion to their weights (unknown users get
     `default_weight`), FIFO within a user. Users are str or int values.
 
-    Example:
+    Examples:
         >>> q = ReservationQueue("fair", weights={"a": 3, "b": 1})
         >>> for job in range(8):
         ...     q.push(job, "a" if job % 2 else "b")

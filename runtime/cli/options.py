@@ -39,7 +39,8 @@ def _secret_file(unset: str) -> Setting:
 
 
 def _scheduler(unset: str) -> Setting:
-    return Setting("scheduler", ADDRESSES, help="a scheduler's address (repeatable)", metavar="HOST:PORT", unset=unset)
+    return Setting("scheduler", ADDRESSES, help="a scheduler's address, HOST:PORT or unix:PATH (repeatable)",
+                   metavar="HOST:PORT", unset=unset)  # fmt: skip
 
 
 MAX_FRAME = Setting("max_frame", integer(16), DEFAULT_MAX_FRAME, "largest message accepted, in bytes", "BYTES")
@@ -79,7 +80,8 @@ def _cpus(what: str) -> Setting:
 SCHEDULER_SETTINGS = (
     Setting(
         "listen", LISTEN_ADDRESS, ("127.0.0.1", 7077),
-        "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address)",
+        "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address; "
+        "unix:PATH: a Unix socket, for this host's node monitors and clients only)",
         "HOST:PORT",
     ),
     Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
@@ -108,9 +110,10 @@ SCHEDULER_SETTINGS = (
 
 NODE_MONITOR_SETTINGS = (
     _scheduler("none: required"),
-    Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial", "HOST:PORT"),
+    Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial (or unix:PATH)",
+            "HOST:PORT"),
     Setting("id", TEXT, help="this node monitor's id, unique in the cluster",
-            unset="HOST:PORT, this host's name and the port it listens on"),
+            unset="HOST:PORT, this host's name and the port (or socket path) it listens on"),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,

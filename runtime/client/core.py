@@ -41,6 +41,7 @@ from functools import partial
 import trio
 
 from ..errors import ConnectionLost, HandshakeError
+from .. import views
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
@@ -128,6 +129,12 @@ class JobHandle:
         """Whether the whole job was cancelled."""
         return self._job.cancelled
 
+    def __repr__(self) -> str:
+        return views.job_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.job_html(self)
+
     def __getitem__(self, task: int) -> TaskRef:
         """Task `task`'s outcome as an input of another job's task: `partial(f, job[0])`."""
         if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
@@ -135,6 +142,7 @@ class JobHandle:
         return TaskRef(self, task)
 
     def done(self) -> bool:
+        """True once every task of the job has its outcome."""
         return self._job.done()
 
     def cancel(self, force: bool = False) -> None:
@@ -298,6 +306,12 @@ class Client:
     def unfinished(self) -> int:
         """How many submitted tasks have no outcome yet."""
         return self._logic.unfinished
+
+    def __repr__(self) -> str:
+        return views.client_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.client_html(self)
 
     async def __aenter__(self) -> Client:
         self._stack = AsyncExitStack()

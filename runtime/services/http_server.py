@@ -26,7 +26,9 @@ def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]
 
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     server_class = type("HTTPServer", (_ThreadingWSGIServer,), {"address_family": family})
-    server = wsgiref.simple_server.make_server(host, port, app, server_class, _QuietHandler)
+    server: wsgiref.simple_server.WSGIServer = wsgiref.simple_server.make_server(
+        host, port, app, server_class, _QuietHandler
+    )
     threading.Thread(target=server.serve_forever, name="sparrow-http", daemon=True).start()
     return host, server.server_port
 

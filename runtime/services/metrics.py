@@ -24,7 +24,7 @@ import bisect
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from ..wire.messages import Outcome
 from .job_timer import JobTimer, SchedulerObserver
@@ -70,7 +70,7 @@ class StatsCounters:
     metric name (without `_total`) to its help and the stats keys it adds up. Reading a Counter's
     items from the HTTP thread is safe: each lookup is atomic under the GIL."""
 
-    def __init__(self, stats: Counter[str], table: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    def __init__(self, stats: Counter[str], table: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
         self.stats = stats
         self.table = table
 
@@ -92,6 +92,7 @@ SCHEDULER_COUNTERS = {
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
     "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
+    "sparrow_node_monitors_lost": ("Node monitors dropped: silent, disconnected or redialed", ("node_monitors_lost",)),
 }
 
 
@@ -144,9 +145,11 @@ class SchedulerMetrics(SchedulerObserver):
             "sparrow_job_response_seconds", "From a job's arrival to its last task's outcome", RESPONSE_BUCKETS
         )
         for collector in (
-            StatsCounters(logic.stats, SCHEDULER_COUNTERS), StatsCounters(self.outcomes, OUTCOME_COUNTERS),
-            self.delay, self.response,
-        ):  # fmt: skip
+            StatsCounters(logic.stats, SCHEDULER_COUNTERS),
+            StatsCounters(self.outcomes, OUTCOME_COUNTERS),
+            self.delay,
+            self.response,
+        ):
             registry.register(collector)
         prom.Gauge("sparrow_node_monitors", "Node monitors registered and live", registry=registry).set_function(
             lambda: len(logic.nodes)

@@ -29,7 +29,7 @@ from functools import partial
 import trio
 
 from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
-from ..wire.address import Address, format_address, parse_address
+from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
@@ -37,7 +37,7 @@ from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import Outcome, TaskToNode
-from .listen import open_listeners
+from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
@@ -208,6 +208,12 @@ def make_executor(kind, slots: int, max_frame: int):
     return kind
 
 
+def default_node_id(address: Address) -> str:
+    """ "HOST:PORT" (this host's name and the port listened on), or "HOST:PATH" on a Unix socket: unique
+    per process on a host."""
+    return f"{socket.gethostname()}:{unix_path(address) or address[1]}"
+
+
 async def serve_node_monitor(
     schedulers: Sequence[str | Address] = (),
     host: str = "127.0.0.1",
@@ -253,7 +259,7 @@ async def serve_node_monitor(
         )
     runner = make_executor(executor, logic.slots, max_frame)
     listeners = await open_listeners(host, port)
-    address = listeners[0].socket.getsockname()[:2]
+    address = listener_address(listeners[0])
     async with trio.open_nursery() as nursery:
         try:
             await runner.start(nursery)
@@ -262,7 +268,7 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 secret=key,
-                node_id=node_id or f"{socket.gethostname()}:{address[1]}",
+                node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,
                 scheduler_timeout=scheduler_timeout,
@@ -282,4 +288,5 @@ async def serve_node_monitor(
             task_status.started(address)
             await trio.sleep_forever()
         finally:
+            remove_unix_socket(address)
             await runner.aclose()

@@ -1,8 +1,8 @@
 """The trio shell around one framed connection: batched reads, one write per burst.
 
-A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
-messages freely; `send_grouped` sends a list of `(connection, message)` pairs with one write per
-connection. `Connection.serve` delivers each batch of received messages to a callback until the
+A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous,
+so sans-I/O logic can emit messages freely; `send_grouped` sends a list of `(connection, message)` pairs
+with one write per connection. `Connection.serve` delivers each batch of received messages to a callback until the
 peer goes away.
 
 Fast path (socket streams): per-wake-up overhead, not bytes, is what a message costs here, so a
@@ -70,7 +70,7 @@ class Connection:
         self._wake = trio.Event()
         self._closing = False
         self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
-        self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
+        self._unsent: bytes | memoryview = b""  # the tail of a direct write that did not fit; the sender task writes it
         self._writing = False  # the sender task is in send_all: direct writes must queue behind it
         self._dropped: str | None = None  # why the connection was dropped without a goodbye
         self._goodbye: str | None = None  # the reason of the peer's Error, once it came
@@ -164,6 +164,7 @@ class Connection:
                 await self._wake.wait()
                 self._wake = trio.Event()
                 while self._unsent or self._outbox:  # a direct write's tail first, then what queued behind it
+                    data: bytes | memoryview | bytearray
                     if self._unsent:
                         data, self._unsent = self._unsent, b""
                     else:
@@ -196,7 +197,7 @@ class Connection:
                 if self._fd is None:
                     data = await self.stream.receive_some(RECEIVE_SIZE)
                 else:
-                    data = await self._read_socket()
+                    data = await self._read_socket(self._fd)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
             if not data:
@@ -205,15 +206,15 @@ class Connection:
             if msgs:
                 return msgs
 
-    async def _read_socket(self) -> bytes:
+    async def _read_socket(self, fd: int) -> bytes:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
         always finds nothing, so waiting first saves a failed read per message)."""
         while True:
             if self.closed:  # its descriptor may already belong to another file
                 raise trio.ClosedResourceError("the connection was closed")
-            await trio.lowlevel.wait_readable(self._fd)  # raises if the socket is closed meanwhile
+            await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
             try:
-                return os.read(self._fd, RECEIVE_SIZE)
+                return os.read(fd, RECEIVE_SIZE)
             except BlockingIOError:
                 pass
 

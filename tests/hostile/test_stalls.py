@@ -9,11 +9,15 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import sys
 import time
 from functools import partial
 
 import pytest
 import trio
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup  # trio's dependency on Python 3.10
 
 from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
@@ -60,10 +64,25 @@ def processes(tmp_path):
 def _small_cluster(processes, node_timeout: float, scheduler_timeout: float):
     scheduler, address = processes(["scheduler", "--listen", "127.0.0.1:0", "--node-timeout", str(node_timeout)])
     nodes = [
-        processes(["node-monitor", "--scheduler", address, "--id", f"nm-{i}", "--slots", "2", "--executor", "thread",
-                   "--scheduler-timeout", str(scheduler_timeout), "--heartbeat-interval", "0.2"])[0]
+        processes(
+            [
+                "node-monitor",
+                "--scheduler",
+                address,
+                "--id",
+                f"nm-{i}",
+                "--slots",
+                "2",
+                "--executor",
+                "thread",
+                "--scheduler-timeout",
+                str(scheduler_timeout),
+                "--heartbeat-interval",
+                "0.2",
+            ]
+        )[0]
         for i in range(2)
-    ]  # fmt: skip
+    ]
     return scheduler, address, nodes
 
 

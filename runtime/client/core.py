@@ -40,8 +40,8 @@ from functools import partial
 
 import trio
 
-from ..errors import ConnectionLost, HandshakeError
 from .. import views
+from ..errors import ConnectionLost, HandshakeError
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import trio
 
 from ..errors import SparrowError
-from ..services.metrics import new_registry, serve_metrics
+from ..services.http_server import serve_metrics
+from ..services.metrics import new_registry
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.ready_line import ready_line
 from ..wire.address import format_address, unix_path

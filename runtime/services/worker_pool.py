@@ -195,7 +195,9 @@ class ThreadExecutor(_Pool):
                 return
             if not signal:  # the thread is gone (it only leaves when its socket closes)
                 return
-            self._finished(worker, worker.outcome)
+            outcome, worker.outcome = worker.outcome, None
+            assert outcome is not None  # the thread sets it before it signals
+            self._finished(worker, outcome)
             self._dispatch()
 
 

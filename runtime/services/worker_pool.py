@@ -145,7 +145,7 @@ class _Thread:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
-        self.outcome = failed("no task ran yet")  # each task's replaces it before the thread signals
+        self.outcome: Outcome | None = failed("no task ran yet")  # each task's replaces it before the thread signals
 
 
 class ThreadExecutor(_Pool):

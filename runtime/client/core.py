@@ -62,6 +62,7 @@ from ..wire.messages import (
     TaskResult,
 )
 from ..wire.task_codec import outcome_exception, pack_task, unpack_outcome
+from ..wire.tls import TLS, load_tls
 from .local_state import running_local_cluster
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -276,7 +277,12 @@ class TaskRef:
 
 class Client:
     """A connection to one of `schedulers` (tried in random order, failing over to the others);
-    None: those of the `sparrow local` on this host (and its secret, unless one is given)."""
+    None: those of the `sparrow local` on this host (and its credentials, unless some are given).
+
+    Credentials: `tls` (tls.TLS: the cluster CA, this client's certificate and key), else `secret` or
+    `secret_file` (the insecure shared-secret mode), else (with no `schedulers`) the `sparrow local`'s,
+    else the SPARROW_TLS_CA/CERT/KEY variables, else SPARROW_SECRET / SPARROW_SECRET_FILE. Under TLS,
+    jobs run as the user named in the certificate."""
 
     def __init__(
         self,
@@ -284,6 +290,7 @@ class Client:
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
+        tls: TLS | None = None,
         client_id: str | None = None,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
@@ -298,7 +305,8 @@ class Client:
             except LookupError as exc:
                 raise ConnectionLost(f"no scheduler given and {exc}, or pass the schedulers' addresses") from None
             schedulers = state.schedulers
-            if secret is None and secret_file is None:
+            if secret is None and secret_file is None and tls is None:
+                tls = state.tls()
                 secret_file = state.secret_file
         if isinstance(schedulers, str):
             schedulers = [schedulers]
@@ -310,7 +318,10 @@ class Client:
             raise ValueError(f"scheduler_timeout must be a number of seconds > 0, got {scheduler_timeout!r}")
         if not isinstance(max_pending_tasks, int) or max_pending_tasks < 1:
             raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
-        self._secret = load_secret(secret, secret_file)
+        if tls is None and secret is None and secret_file is None:
+            tls = load_tls()
+        self._tls = tls
+        self._secret = None if tls is not None else load_secret(secret, secret_file)
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
         self.scheduler_timeout = float(scheduler_timeout)
         self.retries = retries
@@ -365,7 +376,7 @@ class Client:
             try:
                 conn = await connect(
                     address, secret=self._secret, role="client", peer_id=self.client_id,
-                    timeout=self.handshake_timeout, max_frame=self.max_frame,
+                    timeout=self.handshake_timeout, max_frame=self.max_frame, tls=self._tls,
                 )  # fmt: skip
                 return conn, errors
             except (OSError, HandshakeError) as exc:

@@ -42,6 +42,7 @@ from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED
 from ..wire.task_codec import pack_task, unpack_outcome
+from ..wire.tls import TLS
 from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
 from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
 from .task_inputs import Inputs, find_inputs, pack_dependent, pack_template
@@ -88,7 +89,8 @@ DONE, FAILED, CANCELLED_INPUT = "done", "failed", "cancelled"
 
 class SparrowExecutor(concurrent.futures.Executor):
     """Run callables on the cluster behind `schedulers` (addresses; None: the `sparrow local` of this
-    host) as `user`. `retries`, `retry_exceptions`, `scheduler_timeout` and `max_frame` (the largest
+    host) as `user` (under TLS, by default the user of the client certificate `tls`; see Client for
+    the credentials). `retries`, `retry_exceptions`, `scheduler_timeout` and `max_frame` (the largest
     frame, so the largest task with its inputs, and result) are the Client's; `timeout` (seconds,
     optional) is each task's time limit."""
 
@@ -98,6 +100,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
+        tls: TLS | None = None,
         user: str = "",
         priority: int = 0,
         chunksize: int = DEFAULT_CHUNKSIZE,
@@ -111,8 +114,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
         self._client = Client(
-            schedulers, secret=secret, secret_file=secret_file, handshake_timeout=connect_timeout, retries=retries,
-            retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout, max_frame=max_frame,
+            schedulers, secret=secret, secret_file=secret_file, tls=tls, handshake_timeout=connect_timeout,
+            retries=retries, retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout,
+            max_frame=max_frame,
         )  # fmt: skip
         build_submit([b""], user, priority, None, None, timeout=timeout)  # checks them now, not at each submit
         self.user = user

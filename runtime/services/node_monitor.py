@@ -35,6 +35,7 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_an
 from ..wire.limits import MAX_REASON, clip
 from ..wire.messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
 from ..wire.messages import RegistrationRefused as Refusal
+from ..wire.tls import TLS
 from .executor import ProcessExecutor, ThreadExecutor
 from .listen import open_listeners
 from .node_monitor_logic import NodeMonitorLogic
@@ -56,7 +57,8 @@ class NodeMonitorService:
         executor,
         nursery: trio.Nursery,
         *,
-        secret: bytes,
+        secret: bytes | None,
+        tls: TLS | None = None,
         node_id: str,
         labels: Sequence[str] = (),
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
@@ -81,6 +83,7 @@ class NodeMonitorService:
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
         self._secret = secret
+        self._tls = tls
         self._nursery = nursery
         self._gate = HandshakeGate()
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
@@ -138,13 +141,15 @@ class NodeMonitorService:
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
             redial_delay=REDIAL_DELAY,
+            tls=self._tls,
         )
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor."""
         await accept_and_serve(
             stream, self.link, log=logger, gate=self._gate, secret=self._secret, role="node-monitor",
-            node_id=self.node_id, allowed_roles=("scheduler",), timeout=self.handshake_timeout, max_frame=self.max_frame,
+            node_id=self.node_id, allowed_roles=("scheduler",), timeout=self.handshake_timeout,
+            max_frame=self.max_frame, tls=self._tls,
         )  # fmt: skip
 
     async def _heartbeat(self, conn: Connection) -> None:
@@ -229,6 +234,7 @@ async def serve_node_monitor(
     *,
     secret: str | bytes | None = None,
     secret_file: str | None = None,
+    tls: TLS | None = None,
     node_id: str | None = None,
     slots: int | None = None,
     labels: Sequence[str] = (),
@@ -254,11 +260,12 @@ async def serve_node_monitor(
     starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
     its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
     `logic.busy == 0`, then cancel). Its id is `node_id`, by default "HOST:PORT": this host's name
-    and the port it listens on, unique per process even where clones share a host name.
+    and the port it listens on, unique per process even where clones share a host name. With `tls`
+    (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
-    key = load_secret(secret, secret_file)
+    key = None if tls is not None else load_secret(secret, secret_file)
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
@@ -273,6 +280,7 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 secret=key,
+                tls=tls,
                 node_id=node_id or f"{socket.gethostname()}:{address[1]}",
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,

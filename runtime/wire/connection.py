@@ -39,7 +39,8 @@ _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (no
 
 
 class Connection:
-    """A message connection over a trio stream; `peer_role`/`peer_id` are set by the handshake.
+    """A message connection over a trio stream; `peer_role`/`peer_id` (and `identity` under TLS) are
+    set by the handshake.
 
     Until `handshake_done()` (called by handshake.py once the peer is authenticated), frames over
     HANDSHAKE_MAX_FRAME are refused at their length prefix; `handshake=False` (a private socket
@@ -61,6 +62,7 @@ class Connection:
         self.peer_name = peer_name
         self.peer_role = ""
         self.peer_id = ""
+        self.identity = None  # under TLS, the peer's certificate's (tls.Identity), set by the handshake
         self.closed = False
         self._decoder = FrameDecoder(min(max_frame, limits.HANDSHAKE_MAX_FRAME) if handshake else max_frame)
         self._pending: list = []

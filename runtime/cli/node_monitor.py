@@ -33,11 +33,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
     options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
-    secret = prepare_service(s)
+    credentials = prepare_service(s, "node-monitor")
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(
-        serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"],
+        serve_node_monitor, s["scheduler"], host, port, **credentials, node_id=s["id"],
         labels=s["label"], executor=s["executor"], heartbeat_interval=s["heartbeat_interval"],
         scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic, drain=draining,
     )  # fmt: skip

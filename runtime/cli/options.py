@@ -12,6 +12,7 @@ from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULE
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from .config import (
     ADDRESSES,
@@ -36,6 +37,23 @@ def _log_level(default: str) -> Setting:
 def _secret_file(unset: str) -> Setting:
     return Setting("secret_file", TEXT, help="file holding the cluster secret, mode 0600 (or set SPARROW_SECRET)",
                    metavar="FILE", unset=unset)  # fmt: skip
+
+
+def _tls(unset: str) -> tuple[Setting, ...]:
+    return (
+        Setting("tls_ca", TEXT, help="the cluster CA's certificate, for TLS (sparrow certs init)", metavar="FILE",
+                unset=unset),
+        Setting("tls_cert", TEXT, help="this peer's certificate, signed by the CA (sparrow certs issue)",
+                metavar="FILE", unset=unset),
+        Setting("tls_key", TEXT, help="this peer's private key, mode 0600", metavar="FILE", unset=unset),
+    )  # fmt: skip
+
+
+INSECURE = Setting(
+    "insecure", BOOLEAN, False,
+    "no TLS: peers prove only that they know the cluster secret, and frames are neither encrypted nor "
+    "authenticated (a single trusted host only)",
+)  # fmt: skip
 
 
 def _scheduler(unset: str) -> Setting:
@@ -99,6 +117,8 @@ SCHEDULER_SETTINGS = (
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
@@ -121,6 +141,8 @@ NODE_MONITOR_SETTINGS = (
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
     _cpus("the node monitor and its executors"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
@@ -139,6 +161,10 @@ LOCAL_SETTINGS = (
     Setting(
         "share_cpus", BOOLEAN, False, "let every service use every CPU, instead of giving each node monitor its own share"
     ),
+    Setting(
+        "insecure", BOOLEAN, False,
+        "no TLS: the services authenticate with a shared secret only (frames neither encrypted nor authenticated)",
+    ),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
     Setting("load", number(0.0, 1.0, open_low=True), 0.8, "demo: offered load, a fraction of the slots"),
@@ -152,6 +178,7 @@ LOCAL_SETTINGS = (
 
 SUBMIT_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("tasks", integer(1), 1, "tasks in the job", "N"),
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
@@ -170,10 +197,18 @@ SUBMIT_SETTINGS = (
 
 STATUS_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("json", BOOLEAN, False, "print JSON instead of tables"),
     _log_level("warning"),
 )
+
+CERTS_SETTINGS = (
+    Setting("certs_dir", TEXT, "sparrow-certs", "folder of the CA (ca.pem, ca-key.pem) and the certificates", "DIR"),
+    Setting("days", number(0.0, open_low=True), help="days the certificate is valid", metavar="N",
+            unset=f"{DEFAULT_CA_DAYS} for a CA, {DEFAULT_DAYS} for others"),
+    Setting("force", BOOLEAN, False, "replace files that exist"),
+)  # fmt: skip
 
 COMMANDS = {
     "scheduler": SCHEDULER_SETTINGS,
@@ -181,4 +216,5 @@ COMMANDS = {
     "local": LOCAL_SETTINGS,
     "submit": SUBMIT_SETTINGS,
     "status": STATUS_SETTINGS,
+    "certs": CERTS_SETTINGS,
 }

@@ -44,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
     else:  # the metrics port also serves the dashboard, which works without prometheus-client
         logic, sampler, dashboard = scheduler_with_dashboard(**options)
         metrics = (logic.registry, *where, dashboard)
-    secret = prepare_service(s)
+    credentials = prepare_service(s, "scheduler")
     service = partial(
-        serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
+        serve_scheduler, host, port, **credentials, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
         client_timeout=s["client_timeout"], max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
     )  # fmt: skip
     if sampler is not None:

@@ -185,3 +185,30 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+LOCAL_NAMES = {"scheduler": "local-scheduler", "node-monitor": "local-node-monitor", "client": "local-client"}
+
+
+def local_certs(directory: str | os.PathLike, user: str) -> dict[str, tuple[str, str, str]]:
+    """The (CA, certificate, key) paths of each role of a cluster on one host (`sparrow local`,
+    LocalCluster): a CA in `directory` and one certificate per role, made if missing and remade if
+    unusable (expired, from a CA since replaced); the client's is an admin's for `user`, who owns
+    the cluster and may run jobs as any user."""
+    from .tls import TLSConfigError, check_files
+
+    folder = _folder(directory)
+    ca = folder / CA_CERT
+    if not ca.exists() or not (folder / CA_KEY).exists():
+        init_ca(folder, name="sparrow local CA", force=True)
+    found = {}
+    for role, name in LOCAL_NAMES.items():
+        cert, key = cert_paths(folder, name)
+        paths = (str(ca), str(cert), str(key))
+        try:
+            check_files(*paths)
+        except TLSConfigError:
+            issue(folder, name, "admin" if role == "client" else role, user=user if role == "client" else "",
+                  force=True)  # fmt: skip
+        found[role] = paths
+    return found

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Callable, Sequence
 
 import trio
@@ -198,7 +199,7 @@ class Connection:
                 else:
                     data = await self._read_socket()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
+                raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
             if not data:
                 raise ConnectionLost(f"{self.peer_name} closed the connection")
             msgs = self._decoder.feed(data)
@@ -296,6 +297,15 @@ class Connection:
         self.closed = True
         self._closing = True
         await trio.aclose_forcefully(self.stream)
+
+
+def _why(exc: BaseException) -> str:
+    """What broke a stream: a TLS stream's reason is on the SSL error it wraps (a record that fails its
+    MAC: "TLS: DECRYPTION_FAILED_OR_BAD_RECORD_MAC")."""
+    cause = exc.__cause__
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS: {cause.reason or cause}"
+    return str(exc) or type(exc).__name__
 
 
 def send_grouped(pairs: list) -> None:

@@ -1,5 +1,6 @@
 """asv benchmarks of the simulator (sparrow_core.sim): simulated tasks per second and peak
-memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8).
+memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8), and with
+work stealing at issue 18's point (10,000 workers x 1 slot, per_job durations, load 0.9).
 
 Import-safe: with a sparrow_core that has no simulator, every benchmark is skipped.
 """
@@ -7,9 +8,10 @@ Import-safe: with a sparrow_core that has no simulator, every benchmark is skipp
 from __future__ import annotations
 
 try:
-    from sparrow_core.sim import SimConfig, simulate
+    from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, simulate
 except ImportError:  # an older package: asv skips benchmarks whose setup raises NotImplementedError
     SimConfig = simulate = None  # type: ignore[assignment,misc]
+    PLACEMENT_POLICIES = ()
 
 
 def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
@@ -42,6 +44,29 @@ class SimulatorThroughput:
 
     def time_simulate(self, policy: str) -> None:
         simulate(self.config)
+
+    def track_tasks_per_second(self, policy: str) -> float:
+        result = simulate(self.config)
+        return result.n_tasks / result.wall_time
+
+    track_tasks_per_second.unit = "tasks/s"  # type: ignore[attr-defined]
+
+
+class StealThroughput:
+    """Simulated tasks per wall-clock second with and without work stealing, 10,000 workers x 1
+    slot, 100-task jobs with per_job durations, load 0.9 (issue 18's speed target)."""
+
+    params = (["sparrow", "sparrow_steal"],)
+    param_names = ["policy"]
+    timeout = 300
+
+    def setup(self, policy: str) -> None:
+        if simulate is None or policy not in PLACEMENT_POLICIES:
+            raise NotImplementedError(f"policy {policy} is not available")
+        self.config = SimConfig(
+            policy=policy, n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=5_000, duration="per_job",
+            keep_task_waits=False, seed=1,
+        )  # fmt: skip
 
     def track_tasks_per_second(self, policy: str) -> float:
         result = simulate(self.config)

@@ -35,7 +35,7 @@ from rich.table import Table
 
 from bench.measure import cpu_counters, steal_percent
 from sparrow_runtime.client.core import Client
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 
 JOB_TASKS = 10
 TASK_SECONDS = 0.01
@@ -98,7 +98,7 @@ async def one_round(fault: str, scheduler_timeout: float) -> Round:
             first_relaunch = None
             for job in jobs:
                 if not job.done():
-                    lost += job.n_tasks - sum(1 for raw in job._raw if raw is not None)
+                    lost += job.n_tasks - job.n_done
                 for outcome in (await job.outcomes()) if job.done() else []:
                     if not outcome.ok:
                         lost += 1

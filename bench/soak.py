@@ -28,7 +28,8 @@ from pathlib import Path
 import trio
 
 from sparrow_runtime.client.core import Client, build_submit
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
+from sparrow_runtime.wire.messages import Outcome
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 PROGRESS_EVERY = 30.0  # seconds
@@ -56,7 +57,7 @@ class Tally:
         self.outcomes[job, task] += 1
         if not ok:
             self.failures[error.splitlines()[-1][:120] if error else "failed"] += 1
-        elif unpack_outcome(ok, payload, error) != (job, task):
+        elif unpack_outcome(Outcome(ok, payload, error)) != (job, task):
             self.wrong_values += 1
 
     def verdict(self) -> dict[str, int]:

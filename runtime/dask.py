@@ -35,9 +35,9 @@ import trio
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
-from .client.dependencies import TickBatch
 from .client.executor import SparrowExecutor
-from .client.local_cluster import LocalCluster
+from .client.tick_batch import TickBatch
+from .services.local_cluster import LocalCluster
 
 DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
 

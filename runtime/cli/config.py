@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..services.cpus import MAX_CPU, parse_cpu_list
+from ..services.weights import check_weights, parse_weight
 from ..wire.address import format_address, parse_address
 
 ENV_PREFIX = "SPARROW_"
@@ -170,21 +171,10 @@ def _list_of(item: Callable[[Any], Any], what: str) -> Kind:
     return Kind(what, text, toml, is_list=True)
 
 
-def _weight_pair(s: str) -> tuple[str, float]:
-    user, sep, value = s.rpartition("=")
-    try:
-        weight = float(value)
-    except ValueError:
-        sep = ""
-    if not sep or not user or not math.isfinite(weight) or weight <= 0:
-        raise _expect("USER=WEIGHT with a weight > 0", s)
-    return user, weight
-
-
 def _weights_toml(v: Any) -> dict[str, float]:
     if not isinstance(v, dict):
         raise _expect("a table of user = weight", v)
-    return dict(_weight_pair(f"{user}={weight}") for user, weight in v.items())
+    return check_weights(v)
 
 
 def _cpu_list_toml(v: Any) -> list[int]:
@@ -204,7 +194,7 @@ ADDRESSES = _list_of(_address, "addresses host:port")
 TEXTS = _list_of(_text, "a list of strings")
 WEIGHTS = Kind(
     "USER=WEIGHT pairs",
-    lambda s: dict(_weight_pair(p.strip()) for p in s.split(",") if p.strip()),
+    lambda s: dict(parse_weight(p.strip()) for p in s.split(",") if p.strip()),
     _weights_toml,
     is_list=True,
 )

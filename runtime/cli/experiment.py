@@ -12,12 +12,12 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
-from ..client.local_cluster import LocalCluster
 from ..experiment.document import Setup, verdicts, write
 from ..experiment.machine import MachineWatch
 from ..experiment.queries import make_queries
 from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
 from ..experiment.run import run_queries
+from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import Kind, integer, number

@@ -17,11 +17,11 @@ from functools import partial
 import trio
 from rich.console import Console
 
-from ..client.local_cluster import LocalCluster
 from ..client.local_state import LocalState, read_state, remove_state, state_dir, write_state
 from ..demo.report import build_report
 from ..demo.workload import make_workload, run_workload
 from ..services.cpus import format_cpu_list
+from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import INSECURE_WARNING, CommandError, add_command, settings
 from .config import Resolved

@@ -136,6 +136,9 @@ NODE_MONITOR_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    Setting("task_user", TEXT, help="run tasks as this OS user (process executors), so they cannot read this "
+            "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL", metavar="USER",
+            unset="this service's user"),
     Setting("heartbeat_interval", number(0.0, open_low=True), DEFAULT_HEARTBEAT_INTERVAL, "seconds between heartbeats", "S"),
     Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT, "drop a scheduler silent this long", "S"),
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),

@@ -20,6 +20,7 @@ import numpy as np
 import trio
 
 from ..client.core import Client, build_submit
+from ..wire.messages import Outcome
 from ..wire.task_codec import pack_task, unpack_outcome
 from ..wire.tls import TLS
 from .task import demo_task
@@ -96,7 +97,9 @@ class JobRecord:
         """Record task `task`'s outcome (a demo_task's); returns whether the job is now complete."""
         now = time.monotonic()
         try:
-            self.starts[task], self.ends[task], self.workers[task] = unpack_outcome(ok, payload, error, failure)
+            self.starts[task], self.ends[task], self.workers[task] = unpack_outcome(
+                Outcome(ok, payload, error, failure)
+            )
         except Exception as exc:
             self.failed += 1
             self.errors.append(f"{type(exc).__name__}: {exc}")

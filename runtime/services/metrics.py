@@ -30,6 +30,7 @@ import wsgiref.simple_server
 from collections import Counter
 from collections.abc import Hashable
 
+from ..wire.messages import Outcome
 from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
@@ -126,7 +127,7 @@ SCHEDULER_COUNTERS = {
     "sparrow_jobs_submitted": ("Jobs received from clients", ("jobs", "jobs_rejected")),
     "sparrow_jobs_rejected": ("Jobs refused as invalid", ("jobs_rejected",)),
     "sparrow_tasks_submitted": ("Tasks in the jobs accepted", ("tasks",)),
-    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskLaunch)", ("launched",)),
+    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskToNode)", ("launched",)),
     "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
@@ -283,9 +284,9 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
         return self._update(super().on_scheduler_lost(scheduler))
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, *outcome) -> list:
-        (self._finished if ok else self._failed).inc()
-        return self._update(super().on_task_done(scheduler, job_id, task, ok, *outcome))
+    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
+        (self._finished if outcome.ok else self._failed).inc()
+        return self._update(super().on_task_done(scheduler, job_id, task, outcome))
 
     def drain(self) -> list:
         return self._update(super().drain())

@@ -33,19 +33,19 @@ from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.limits import MAX_REASON, clip
-from ..wire.messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
+from ..wire.messages import CANCELLED, TIMED_OUT, Error, Outcome, Registered, RegisterNodeMonitor, StopTask, TaskToNode
 from ..wire.messages import RegistrationRefused as Refusal
 from ..wire.tls import TLS
-from .executor import ProcessExecutor, ThreadExecutor
 from .listen import open_listeners
 from .node_monitor_logic import NodeMonitorLogic
+from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL = 0.5
 DEFAULT_SCHEDULER_TIMEOUT = 2.0
 REDIAL_DELAY = 0.5
-OUTCOME_OVERHEAD = 1024  # room for TaskFinished's other fields within a frame
+OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
 
 
 class NodeMonitorService:
@@ -72,7 +72,7 @@ class NodeMonitorService:
             )
         self.logic = logic
         self.executor = executor
-        self._launch = getattr(executor, "launch", None)  # see executor.py; else `await executor.run`
+        self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
         self._deadlines: dict[tuple, trio.CancelScope] = {}  # the same key -> its timeout's timer
@@ -170,7 +170,7 @@ class NodeMonitorService:
         sends = []
         for peer, msg in out:
             kind = type(msg)
-            if kind is TaskLaunch:
+            if kind is TaskToNode:
                 self._start(peer, msg)
             elif kind is StopTask:
                 ticket = self._tickets.get((peer, msg.job_id, msg.task))
@@ -180,7 +180,7 @@ class NodeMonitorService:
                 sends.append((peer, msg))
         send_grouped(sends)
 
-    def _start(self, scheduler: Connection, msg: TaskLaunch) -> None:
+    def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         done = partial(self._finished, key)
         if self._launch is None:
@@ -202,24 +202,28 @@ class NodeMonitorService:
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
-        done(*await self.executor.run(payload))
+        done(await self.executor.run(payload))
 
-    def _finished(self, key: tuple, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+    def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
         self._tickets.pop(key, None)
         deadline = self._deadlines.pop(key, None)
         if deadline is not None:
             deadline.cancel()
-        if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
-            ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
+        if len(outcome.payload) + len(outcome.error) > self.max_frame - OUTCOME_OVERHEAD:
+            size = len(outcome.payload)
+            outcome = Outcome(False, b"", f"the task's outcome ({size} bytes) exceeds the frame limit", outcome.failure)
         with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
+            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 
-def make_executor(kind, slots: int, max_frame: int):
-    """ "process" or "thread", or an executor object (see executor.py) used as is."""
+def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):
+    """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
+    user process executors run tasks as (ProcessExecutor)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame)
+        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user)
+    if task_user is not None:
+        raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
         return ThreadExecutor(slots)
     if isinstance(kind, str):
@@ -241,6 +245,7 @@ async def serve_node_monitor(
     policy: str = "fifo",
     weights: dict[str, float] | None = None,
     executor="process",
+    task_user: str | None = None,
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -251,7 +256,8 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
-    ("process", "thread", or an executor object).
+    ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
+    OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
@@ -269,7 +275,7 @@ async def serve_node_monitor(
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
-    runner = make_executor(executor, logic.slots, max_frame)
+    runner = make_executor(executor, logic.slots, max_frame, task_user)
     listeners = await open_listeners(host, port)
     address = listeners[0].socket.getsockname()[:2]
     async with trio.open_nursery() as nursery:

@@ -9,7 +9,7 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   the live node monitors satisfying its constraint, a task's those satisfying its own (fixed at
   submission); the kernel keeps a task to those that are also the job's.
 - jobs: payloads, owner, which tasks are running where, and which outcomes were delivered, so every
-  task gets exactly one outcome (`TaskResult`) whatever happens to node monitors or clients.
+  task gets exactly one outcome (`OutcomeToClient`) whatever happens to node monitors or clients.
 - re-probing: a job whose reservations are all consumed or lost while tasks remain unlaunched
   (`TaskTable.outstanding == 0` and `unlaunched` not empty) is probed again for those tasks.
 - a lost node monitor: its reservations are dropped (and re-probed as above), and the tasks running
@@ -19,7 +19,7 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   `placement_timeout` for one to register (`on_timer` gives up); a task whose own constraint and
   the job's leave it no node monitor fails at once.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
-  running one with `force`), a job's `timeout` goes to the node monitors with each TaskLaunch (and
+  running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
   client may have at most `max_client_tasks` unfinished tasks.
 
@@ -68,6 +68,9 @@ from ..wire.messages import (
     JobStatus,
     NodeStatus,
     NoTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     Registered,
     RegisterNodeMonitor,
     RegistrationRefused,
@@ -75,9 +78,8 @@ from ..wire.messages import (
     StatusRequest,
     StopTask,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
+    failed,
 )
 
 DEFAULT_PROBE_RATIO = 2.0
@@ -227,7 +229,7 @@ class SchedulerLogic:
                         break
                 elif kind is GetTask:
                     self._get_task(node, msg.job_id, out)
-                elif kind is TaskFinished:
+                elif kind is OutcomeToScheduler:
                     self._task_finished(node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
@@ -294,7 +296,7 @@ class SchedulerLogic:
             if job is not None:
                 for task in [t for t, w in job.running.items() if w == node.worker]:
                     del job.running[task]
-                    self._deliver(job, task, False, b"", reason, out, SYSTEM)
+                    self._deliver(job, task, failed(reason, SYSTEM), out)
         self._reprobe_held_by(node, out)
 
     def _drain_node(self, node: _Node, out: list) -> None:
@@ -411,7 +413,7 @@ class SchedulerLogic:
                 if node is not None:
                     out.append((node.peer, StopTask(job.job_id, task)))
             job.payloads[task] = None
-            self._deliver(job, task, False, b"", "cancelled by its client", out, CANCELLED)
+            self._deliver(job, task, failed("cancelled by its client", CANCELLED), out)
         if job.job_id in self.jobs and msg.tasks is None:
             self.waiting.pop(job.job_id, None)
             self._cancel_everywhere(job, out)
@@ -511,7 +513,7 @@ class SchedulerLogic:
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
         job.running[task] = node.worker
         self.stats["launched"] += 1
-        out.append((node.peer, TaskLaunch(job_id, task, payload, job.timeout)))
+        out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
         if self.table.all_launched(job_id):
             for worker in self.table.workers_to_cancel(job_id).tolist():
                 holder = self._by_worker.get(worker)
@@ -537,17 +539,17 @@ class SchedulerLogic:
             unlaunched = unlaunched[np.frombuffer(job.done, dtype=np.uint8)[unlaunched] == 0]
         return unlaunched
 
-    def _task_finished(self, node: _Node, msg: TaskFinished, out: list) -> None:
+    def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
             return
         del job.running[msg.task]
-        self._deliver(job, msg.task, msg.ok, msg.payload, msg.error, out, msg.failure)
+        self._deliver(job, msg.task, msg.outcome, out)
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _deliver(self, job: _Job, task: int, ok: bool, payload: bytes, error: str, out: list, failure: int = 0) -> None:
+    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: list) -> None:
         if job.done[task]:
             return
         job.done[task] = 1
@@ -555,7 +557,7 @@ class SchedulerLogic:
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1
         last = job.n_done == len(job.done)
-        out.append((job.client, TaskResult(job.ref, task, ok, payload, error, last, failure)))
+        out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
         if last:
             self._finish(job)
 
@@ -591,7 +593,7 @@ class SchedulerLogic:
             unlaunched = [t for t in range(len(job.done)) if not job.done[t] and t not in job.running]
         for task in unlaunched:
             job.payloads[task] = None
-            self._deliver(job, task, False, b"", reason, out, UNPLACEABLE)
+            self._deliver(job, task, failed(reason, UNPLACEABLE), out)
 
     def _unplaceable(self, job: _Job, reason: str, out: list) -> None:
         """No live node monitor can take the job's unlaunched tasks now: wait for one up to

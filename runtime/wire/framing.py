@@ -12,6 +12,8 @@ before the bad frame are returned first, and the error is raised by the next `fe
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from ..errors import FrameTooLarge, ProtocolError
@@ -56,21 +58,27 @@ def _message_classes() -> dict[int, type]:
 
 
 _BY_TAG = _message_classes()
+_PATH = re.compile(r" - at `\$\[(\d+)\](?:\[(\d+)\])?")  # where msgspec says the bad value is
 
 
 def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
     """Why `frame` is not a valid message, naming the message and the field when they can be told
-    (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct)."""
+    (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct, `$[3][0]`
+    the first field of the struct that is its third)."""
     text = str(exc)
     try:
         raw = msgspec.msgpack.decode(frame)
         cls = _BY_TAG[raw[0]]
     except Exception:
         return f"undecodable message: {clip(text)}"
-    what, _, where = text.rpartition(" - at `$[")
-    index = where.split("]", 1)[0]
-    if what and index.isdigit() and 0 < int(index) <= len(cls.__struct_fields__):
-        return f"invalid {cls.__name__}.{cls.__struct_fields__[int(index) - 1]}: {clip(what)}"
+    where = _PATH.search(text)
+    if where is not None and 0 < int(where[1]) <= len(cls.__struct_fields__):
+        field = msgspec.structs.fields(cls)[int(where[1]) - 1]
+        name = f"{cls.__name__}.{field.name}"
+        nested = field.type if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct) else None
+        if nested is not None and where[2] is not None and int(where[2]) < len(nested.__struct_fields__):
+            name += f".{nested.__struct_fields__[int(where[2])]}"  # a struct in the message: an Outcome
+        return f"invalid {name}: {clip(text[: where.start()])}"
     return f"invalid {cls.__name__}: {clip(text)}"
 
 

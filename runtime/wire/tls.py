@@ -10,7 +10,8 @@ only as a node monitor, a scheduler's only as a scheduler. A server's host name 
 certificate of the cluster CA with the right role may serve that role (the CA is the cluster's own).
 
 Error handling: `TLS(...)` checks the three files at once and raises TLSConfigError with one line
-(a missing or unreadable file, a key that does not match its certificate, a certificate that is
+(a missing or unreadable file, a key that group or others may read (as ssh refuses one), a key that
+does not match its certificate, a certificate that is
 expired, not yet valid, not signed by the CA, or has no role). A failed TLS handshake becomes one
 line from `describe_failure` (another CA, an expired certificate, a peer that does not speak TLS).
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 import trio
 
 from ..errors import SparrowError
+from .auth import too_open
 
 TLS_CA_ENV = "SPARROW_TLS_CA"
 TLS_CERT_ENV = "SPARROW_TLS_CERT"
@@ -129,6 +131,12 @@ def check_files(ca: str, cert: str, key: str) -> Identity:
     ca_cert = x509.load_pem_x509_certificate(_read(ca, "CA certificate"))
     own = x509.load_pem_x509_certificate(_read(cert, "certificate"))
     try:
+        problem = too_open(key, os.stat(key), "TLS key")
+    except OSError:
+        problem = None  # _read says why
+    if problem is not None:
+        raise TLSConfigError(problem)
+    try:
         private = serialization.load_pem_private_key(_read(key, "key"), password=None)
     except (ValueError, TypeError) as exc:
         raise TLSConfigError(f"TLS key {key} is not an unencrypted PEM private key: {exc}") from None
@@ -215,9 +223,12 @@ def describe_failure(exc: BaseException, server_side: bool) -> str:
         return f"TLS: {peer}'s certificate was refused: {exc.verify_message}"
     if isinstance(exc, ssl.SSLError):
         reason = exc.reason or ""
-        if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "UNEXPECTED_EOF_WHILE_READING",
-                      "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"):  # fmt: skip
+        if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG",
+                      "UNKNOWN_PROTOCOL"):  # fmt: skip
             return f"TLS: {peer} does not speak TLS (a plaintext peer: both sides need TLS, or both --insecure)"
+        if reason == "UNEXPECTED_EOF_WHILE_READING":
+            return (f"TLS: {peer} closed the connection during the TLS handshake (it may have refused this side's "
+                    f"certificate, or not speak TLS: its log says which)")  # fmt: skip
         if reason in ("TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN"):
             return f"TLS: {peer} refused this side's certificate (it is not from {peer}'s CA)"
         if reason == "SSLV3_ALERT_CERTIFICATE_EXPIRED":

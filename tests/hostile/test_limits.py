@@ -22,9 +22,10 @@ from sparrow_runtime.wire.messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    Outcome,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
 )
 
 
@@ -66,7 +67,8 @@ COUNT_OK, COUNT_OVER = limits.MAX_PROBES_PER_JOB, limits.MAX_PROBES_PER_JOB + 1
         ([22, limits.MAX_COUNT, 0], [22, limits.MAX_COUNT + 1, 0], "Heartbeat.queued"),
         ([22, 0, 0], [22, -1, 0], "Heartbeat.queued"),
         ([25, limits.MAX_ID], [25, limits.MAX_ID + 1], "GetTask.job_id"),
-        ([28, 1, limits.MAX_ID, True, b""], [28, 1, -1, True, b""], "TaskFinished.task"),
+        ([28, 1, limits.MAX_ID, [True, b""]], [28, 1, -1, [True, b""]], "OutcomeToScheduler.task"),
+        ([28, 1, 0, [False, b"", "e", 4]], [28, 1, 0, [False, b"", "e", 5]], "OutcomeToScheduler.outcome.failure"),
         (
             [2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32],
             [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32],
@@ -183,7 +185,7 @@ def test_heartbeat_and_enqueue_defaults_decode():
         Heartbeat(),
         EnqueueReservations(2**40, NAME_OK, -5, 3),
         GetTask(0),
-        TaskFinished(1, 2, False, b"", "e"),
+        OutcomeToScheduler(1, 2, Outcome(False, b"", "e")),
     ):
         assert FrameDecoder().feed(bytes(encode_frames([msg]))) == [msg]
 

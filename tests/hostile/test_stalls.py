@@ -22,12 +22,13 @@ from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     Registered,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
 )
 from sparrow_runtime.wire.task_codec import pack_task
 
@@ -87,7 +88,7 @@ def _pause(running: Running, seconds: float) -> None:
 @pytest.mark.slow
 def test_a_frozen_scheduler_loses_no_outcome(processes):
     """The issue's trigger: the scheduler frozen 4 s while node monitors drop it after 2 s of silence.
-    Their last TaskFinished messages arrive with their goodbye (Error) in one batch; those outcomes
+    Their last OutcomeToScheduler messages arrive with their goodbye (Error) in one batch; those outcomes
     used to be dropped with the batch (6 of 300 per round, the client waiting forever)."""
     scheduler, address, _ = _small_cluster(processes, node_timeout=30, scheduler_timeout=2)
     outcomes = trio.run(_run_while, address, partial(_pause, scheduler, 4.0))
@@ -116,7 +117,7 @@ def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
 
 
 def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
-    """Over loopback, a node monitor writes [TaskFinished, Error] in one go: the client gets the
+    """Over loopback, a node monitor writes [OutcomeToScheduler, Error] in one go: the client gets the
     result (not a 'lost' failure), and the scheduler does not call the goodbye a violation."""
 
     async def main():
@@ -133,8 +134,11 @@ def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
                     assert isinstance(enqueue, EnqueueReservations)
                     fake.send(GetTask(enqueue.job_id))
                     launch = await trio.to_thread.run_sync(fake.receive_one)
-                    assert isinstance(launch, TaskLaunch)
-                    fake.send(TaskFinished(launch.job_id, launch.task, True, b"\x80\x04K\x07."), Error("going away"))
+                    assert isinstance(launch, TaskToNode)
+                    fake.send(
+                        OutcomeToScheduler(launch.job_id, launch.task, Outcome(True, b"\x80\x04K\x07.")),
+                        Error("going away"),
+                    )
                     with trio.fail_after(10):
                         assert await job.results() == [7]
             assert logic.stats["protocol_errors"] == 0
@@ -199,12 +203,12 @@ def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason():
 
 
 def test_the_outcome_of_a_task_is_never_duplicated_by_a_goodbye_race():
-    """TaskResult for a task is sent once even if its node monitor's goodbye comes right after
-    its TaskFinished (the lost-node path must not fail it a second time)."""
+    """OutcomeToClient for a task is sent once even if its node monitor's goodbye comes right after
+    its OutcomeToScheduler (the lost-node path must not fail it a second time)."""
     logic = SchedulerLogic(seed=1)
     logic.on_node_messages("nm", [RegisterNodeMonitor("nm", 1, instance="i")])
     logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
     logic.on_node_messages("nm", [GetTask(1)])
-    out = logic.on_node_messages("nm", [TaskFinished(1, 0, True, b"v")])
+    out = logic.on_node_messages("nm", [OutcomeToScheduler(1, 0, Outcome(True, b"v"))])
     out += logic.on_node_lost("nm")
-    assert [m for _, m in out if type(m) is TaskResult] == [TaskResult(1, 0, True, b"v", last=True)]
+    assert [m for _, m in out if type(m) is OutcomeToClient] == [OutcomeToClient(1, 0, Outcome(True, b"v"), last=True)]

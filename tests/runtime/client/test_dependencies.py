@@ -12,15 +12,10 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
-from sparrow_runtime.client.dependencies import (
-    Dependencies,
-    Settler,
-    TickBatch,
-    dependency_failed,
-    oversize_problem,
-    split_jobs,
-)
+from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
+from sparrow_runtime.client.job import oversize_problem, split_jobs
 from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.client.tick_batch import TickBatch
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -308,9 +303,7 @@ async def _with_services(test):
 
 def test_a_job_task_takes_another_jobs_task_outcome_and_the_ready_ones_are_placed_together():
     async def test(client):
-        placed = []
-        place = client._place
-        client._place = lambda handle, tasks: (placed.append(len(tasks)), place(handle, tasks))
+        placed = count_jobs(client)
         first = await client.submit_job([partial(_add, i) for i in range(4)])
         second = await client.submit_job(
             [

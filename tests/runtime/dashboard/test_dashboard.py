@@ -17,7 +17,15 @@ from sparrow_runtime.dashboard.activity import LOST_MEMORY, PENDING_LIMIT, Quant
 from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
 from sparrow_runtime.services.metrics import MeteredSchedulerLogic
-from sparrow_runtime.wire.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
+from sparrow_runtime.wire.messages import (
+    GetTask,
+    Heartbeat,
+    Outcome,
+    OutcomeToScheduler,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TaskToNode,
+)
 
 from ..manual_clock import ManualClock
 
@@ -44,9 +52,9 @@ def run_job(logic: MeteredSchedulerLogic, clock: ManualClock, peer: Peer, ref: i
     job_id = max(logic.jobs)
     clock.now += delay
     out = logic.on_node_messages(peer, [GetTask(job_id)] * tasks)
-    launched = [m.task for _, m in out if type(m) is TaskLaunch]
+    launched = [m.task for _, m in out if type(m) is TaskToNode]
     clock.now += 1.0
-    logic.on_node_messages(peer, [TaskFinished(job_id, t, True, b"", "") for t in launched])
+    logic.on_node_messages(peer, [OutcomeToScheduler(job_id, t, Outcome(True, b"", "")) for t in launched])
     return len(launched)
 
 

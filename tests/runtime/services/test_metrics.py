@@ -25,9 +25,10 @@ from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     GetTask,
     NoTask,
+    Outcome,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
 )
 
 
@@ -44,9 +45,15 @@ def test_scheduler_metrics_count_the_protocol_traffic():
     logic.on_client_messages("c", [SubmitJob(1, [b"x", b"y"])])
     job_id = next(iter(logic.jobs))
     out = logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id), GetTask(job_id)])
-    assert kinds(out).count("TaskLaunch") == 2 and kinds(out).count("NoTask") == 1
+    assert kinds(out).count("TaskToNode") == 2 and kinds(out).count("NoTask") == 1
     assert any(isinstance(msg, CancelReservations) for _, msg in out)
-    logic.on_node_messages("nm", [TaskFinished(job_id, 0, True, b"", ""), TaskFinished(job_id, 1, False, b"", "boom")])
+    logic.on_node_messages(
+        "nm",
+        [
+            OutcomeToScheduler(job_id, 0, Outcome(True, b"", "")),
+            OutcomeToScheduler(job_id, 1, Outcome(False, b"", "boom")),
+        ],
+    )
     expected = {
         "sparrow_jobs_submitted_total": 1, "sparrow_tasks_submitted_total": 2, "sparrow_probes_sent_total": 4,
         "sparrow_get_task_total": 3, "sparrow_get_task_empty_total": 1, "sparrow_tasks_launched_total": 2,
@@ -93,7 +100,7 @@ def test_node_monitor_metrics_follow_its_queue_and_slots():
     assert value("sparrow_node_reservations_total") == 5 and value("sparrow_node_get_task_empty_total") == 1
     assert value("sparrow_node_reservations_cancelled_total") == 3  # removed before the freed slot is refilled
     assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (0, 1)
-    logic.on_task_done("s", 1, 0, False, b"", "died")
+    logic.on_task_done("s", 1, 0, Outcome(False, b"", "died"))
     assert value("sparrow_node_tasks_failed_total") == 1 and value("sparrow_node_slots") == 2
     assert value("sparrow_node_get_task_total") == logic.stats["get_task"] == 2  # the NoTask was not re-asked
 

@@ -14,7 +14,7 @@ from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler import SchedulerService
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.handshake import accept, connect_stream
-from sparrow_runtime.wire.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
+from sparrow_runtime.wire.messages import Heartbeat, OutcomeToClient, Registered, RegisterNodeMonitor
 from sparrow_runtime.wire.task_codec import pack_task, run_task
 
 SECRET = b"virtual"
@@ -34,12 +34,12 @@ class VirtualExecutor:
         pass
 
     async def run(self, payload):
-        ok, data, error = run_task(payload)
-        label, duration = cloudpickle.loads(data)
+        outcome = run_task(payload)
+        label, duration = cloudpickle.loads(outcome.payload)
         start = trio.current_time()
         await trio.sleep(duration)
         self.log.append((label, start, trio.current_time()))
-        return ok, data, error
+        return outcome
 
     async def aclose(self):
         pass
@@ -69,7 +69,7 @@ async def _node_monitor(nursery, dial, executor, **logic_kw):
 async def _client(nursery, dial):
     conn = await dial("client", "c")
     results = []
-    nursery.start_soon(conn.serve, lambda msgs: results.extend(m for m in msgs if type(m) is TaskResult))
+    nursery.start_soon(conn.serve, lambda msgs: results.extend(m for m in msgs if type(m) is OutcomeToClient))
     return conn, results
 
 
@@ -139,7 +139,7 @@ def test_silent_node_monitor_is_dropped_and_gets_no_probes(autojump_clock):
             conn.send(_job(1, [partial(_label, "x", 0.01)] * 10))
             while len(results) < 10:
                 await trio.sleep(0.1)
-            assert all(r.ok for r in results)
+            assert all(r.outcome.ok for r in results)
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=autojump_clock)

@@ -1,12 +1,12 @@
-"""Executors: where a node monitor runs the tasks it launched.
+"""The node monitor's executors: the pools of worker processes or threads that run the tasks it launched.
 
 Both have the same small interface: `await start(nursery)`; `launch(payload, done) -> Ticket`,
-which starts a task and later calls `done(ok, payload, error, failure)` from the trio thread (never
-for a task's failure raising: every failure is an outcome; `failure` is 0 or a cause of
-messages.py); `stop(ticket, failure, reason)`, which ends a task before its time (a timeout, a
-forced cancel) where `can_stop`; `await run(payload) -> (ok, payload, error, failure)`, the same as
-a coroutine; `await aclose()`. The node monitor never runs more tasks at once than it has slots, and
-each executor has exactly that many workers; a launch while none is free waits for one.
+which starts a task and later calls `done(outcome)` (an `Outcome`, messages.py) from the trio thread
+(never for a task's failure raising: every failure is an outcome); `stop(ticket, failure, reason)`,
+which ends a task before its time (a timeout, a forced cancel) where `can_stop`;
+`await run(payload) -> Outcome`, the same as a coroutine; `await aclose()`. The node monitor never
+runs more tasks at once than it has slots, and each executor has exactly that many workers; a
+launch while none is free waits for one.
 
 `launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
 own per task: at a few hundred microseconds of CPU per task, each wake-up counts (docs/runtime.md).
@@ -42,7 +42,7 @@ import trio
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.messages import SYSTEM, ExecutorResult, LaunchTask
+from ..wire.messages import SYSTEM, Outcome, OutcomeToNode, TaskToWorker, failed
 from ..wire.task_codec import run_task
 from .processes import child_env, describe_exit
 
@@ -50,8 +50,7 @@ logger = logging.getLogger(__name__)
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
 
-Done = Callable[[bool, bytes, str, int], None]
-Outcome = tuple[bool, bytes, str, int]  # ok, payload, error, failure
+Done = Callable[[Outcome], None]
 
 
 class Ticket:
@@ -66,14 +65,14 @@ class Ticket:
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
-    """`launch(payload, done)` and wait for `done`'s arguments. If cancelled, the task still runs to
+    """`launch(payload, done)` and wait for `done`'s outcome. If cancelled, the task still runs to
     its end; its outcome is dropped."""
     outcome: Outcome | None = None
     finished = trio.Event()
 
-    def done(ok: bool, data: bytes, error: str, failure: int) -> None:
+    def done(result: Outcome) -> None:
         nonlocal outcome
-        outcome = (ok, data, error, failure)
+        outcome = result
         finished.set()
 
     launch(payload, done)
@@ -110,7 +109,7 @@ class _Pool:
         if ticket.worker is None:
             self._waiting.remove(ticket)
             done, ticket.done = ticket.done, None
-            done(False, b"", reason, failure)
+            done(failed(reason, failure))
             return True
         return self.can_stop and self._stop_running(ticket, failure, reason)
 
@@ -122,11 +121,11 @@ class _Pool:
                 ticket.worker, worker.ticket = worker, ticket
                 self._hand(worker, ticket.payload)
 
-    def _finished(self, worker, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+    def _finished(self, worker, outcome: Outcome) -> None:
         ticket, worker.ticket = worker.ticket, None
         self._idle.append(worker)
         done, ticket.done = ticket.done, None
-        done(ok, payload, error, failure)
+        done(outcome)
 
     def _usable(self, worker) -> bool:
         return True
@@ -145,7 +144,7 @@ class _Thread:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
-        self.outcome: tuple[bool, bytes, str] = (False, b"", "")
+        self.outcome: Outcome | None = None
 
 
 class ThreadExecutor(_Pool):
@@ -195,7 +194,7 @@ class ThreadExecutor(_Pool):
                 return
             if not signal:  # the thread is gone (it only leaves when its socket closes)
                 return
-            self._finished(worker, *worker.outcome)
+            self._finished(worker, worker.outcome)
             self._dispatch()
 
 
@@ -220,13 +219,20 @@ class _Worker:
 
 class ProcessExecutor(_Pool):
     """One worker process per slot; a dead worker fails its task and is replaced; a task is stopped
-    by killing its worker."""
+    by killing its worker. With `task_user` (a user name of this host) the workers run as that user,
+    its group and no other group, with its home as HOME: a task cannot read what only the service's
+    user may (its key, certificate, secret: mode 0600). That needs a node monitor that may switch
+    users (root, or CAP_SETUID, CAP_SETGID and CAP_KILL).
+
+    Error handling: an unknown `task_user` raises ValueError at construction; a node monitor that may
+    not switch to it raises PermissionError (one line) when it starts its workers."""
 
     can_stop = True
 
-    def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None) -> None:
         super().__init__(slots)
         self.max_frame = max_frame
+        self._as_user = task_user_options(task_user) if task_user is not None else {}
         self.restarts = 0
         self._workers: set[_Worker] = set()
         self._nursery: trio.Nursery | None = None
@@ -250,17 +256,17 @@ class ProcessExecutor(_Pool):
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
 
     def _hand(self, worker: _Worker, payload: bytes) -> None:
-        worker.conn.send(LaunchTask(payload))
+        worker.conn.send(TaskToWorker(payload))
 
     async def _serve(self, worker: _Worker) -> None:
         """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""
 
         def on_messages(msgs: list) -> None:
             for msg in msgs:
-                if type(msg) is not ExecutorResult or worker.ticket is None:
-                    raise ProtocolError(f"executor sent {type(msg).__name__} when no ExecutorResult was due")
+                if type(msg) is not OutcomeToNode or worker.ticket is None:
+                    raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
                 if worker.stopped is None:  # else the kill is on its way: the task ends as stopped
-                    self._finished(worker, msg.ok, msg.payload, msg.error)
+                    self._finished(worker, msg.outcome)
             self._dispatch()
 
         async with trio.open_nursery() as watching:
@@ -283,7 +289,7 @@ class ProcessExecutor(_Pool):
                     why += f": {reason}"
                 logger.warning("%s; starting a replacement", why)
             done, ticket.done = ticket.done, None
-            done(False, b"", why, failure)
+            done(failed(why, failure))
         await self._kill(worker)
         if not self._closed:
             self.restarts += 1
@@ -302,6 +308,7 @@ class ProcessExecutor(_Pool):
     async def _spawn(self) -> None:
         """Start a worker process, its reader task, and put it to work."""
         parent, child = socket.socketpair()
+        user = self._as_user
         try:
             process = await trio.lowlevel.open_process(
                 [
@@ -314,9 +321,18 @@ class ProcessExecutor(_Pool):
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
-                env=child_env(),
+                env=child_env(user.get("env")),
                 start_new_session=True,  # its own process group: killed whole, and no terminal signals
+                **user.get("popen", {}),
             )
+        except PermissionError as exc:
+            parent.close()
+            if not user:
+                raise
+            raise PermissionError(
+                f"cannot start an executor as task user {user['name']}: {exc.strerror or exc} (a node monitor "
+                f"needs to run as root, or with CAP_SETUID, CAP_SETGID and CAP_KILL, to run tasks as another user)"
+            ) from None
         except BaseException:
             parent.close()
             raise
@@ -355,3 +371,17 @@ def _kill_group(process: trio.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # nothing left of it
         pass
+
+
+def task_user_options(name: str) -> dict:
+    """What starts a worker process as the user `name`: Popen's user, group and extra_groups (none),
+    and the HOME, USER and LOGNAME of its environment."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ValueError(f"task user {name!r}: no such user on this host") from None
+    env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    popen = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+    return {"name": entry.pw_name, "env": env, "popen": popen}

@@ -23,6 +23,10 @@ On exit the node monitors stop first, as on SIGTERM: they drain (running tasks f
 for up to `stop_timeout` seconds); then the schedulers. A service still running `stop_timeout`
 seconds after its signal is killed (SIGKILL; its executor workers die with it).
 
+It lives with the services, below the client and the command line: it starts the services' own
+processes and reads their ready line (ready_line.py), a contract between processes; the CLI
+(`sparrow local`, `sparrow experiment`) builds on it, never the other way round.
+
 Error handling: a bad argument raises ValueError at construction. A service that exits or prints
 nothing within `startup_timeout` seconds stops the whole cluster and raises RuntimeError with its
 exit status (its one-line error is on this process's standard error).
@@ -43,15 +47,15 @@ from collections.abc import Sequence
 
 from sparrow_core import QUEUE_POLICIES
 
-from ..cli.config import WEIGHTS
-from ..cli.service import parse_ready_line
-from ..services.cpus import available_cpus, can_pin, format_cpu_list, local_layout
-from ..services.logsetup import LOG_LEVELS
-from ..services.outcome_batching import check_result_delay
-from ..services.processes import child_env, describe_exit
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.tls import TLS
+from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
+from .logsetup import LOG_LEVELS
+from .outcome_batching import check_result_delay
+from .processes import child_env, describe_exit
+from .ready_line import parse_ready_line
+from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
@@ -116,7 +120,7 @@ class LocalCluster:
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
         try:
-            WEIGHTS.from_toml(dict(weights or {}))
+            check_weights(weights or {})
         except ValueError as exc:
             raise ValueError(f"weights: {exc}") from None
         if labels is not None and len(labels) != node_monitors:

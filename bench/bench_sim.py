@@ -33,7 +33,7 @@ class SimulatorThroughput:
     """Simulated tasks per wall-clock second, per policy, 10,000 workers x 4 slots."""
 
     params = (["sparrow", "batch", "per_task", "random", "omniscient"],)
-    param_names = ["policy"]
+    param_names = ("policy",)
     timeout = 300
 
     def setup(self, policy: str) -> None:
@@ -57,16 +57,22 @@ class StealThroughput:
     slot, 100-task jobs with per_job durations, load 0.9 (issue 18's speed target)."""
 
     params = (["sparrow", "sparrow_steal"],)
-    param_names = ["policy"]
+    param_names = ("policy",)
     timeout = 300
 
     def setup(self, policy: str) -> None:
         if simulate is None or policy not in PLACEMENT_POLICIES:
             raise NotImplementedError(f"policy {policy} is not available")
         self.config = SimConfig(
-            policy=policy, n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=5_000, duration="per_job",
-            keep_task_waits=False, seed=1,
-        )  # fmt: skip
+            policy=policy,
+            n_workers=10_000,
+            tasks_per_job=100,
+            load=0.9,
+            n_jobs=5_000,
+            duration="per_job",
+            keep_task_waits=False,
+            seed=1,
+        )
 
     def track_tasks_per_second(self, policy: str) -> float:
         result = simulate(self.config)
@@ -79,7 +85,7 @@ class SimulatorMemory:
     """Peak memory of a simulation: bounded by workers + jobs in flight, not by jobs run."""
 
     params = ([10_000, 100_000], [2_000, 20_000])
-    param_names = ["n_workers", "n_jobs"]
+    param_names = ("n_workers", "n_jobs")
     timeout = 600
 
     def setup(self, n_workers: int, n_jobs: int) -> None:

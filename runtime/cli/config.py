@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -297,9 +298,12 @@ def resolve(
         elif s.env in env:
             value, source = _read(s.env, env[s.env], s.kind.from_text), s.env
         elif s.name in mine:
-            value, source = _read(f"{config_file}: [{command}] {s.name}", mine[s.name], s.kind.from_toml), config_file
+            value, source = (
+                _read(f"{config_file}: [{command}] {s.name}", mine[s.name], s.kind.from_toml),
+                str(config_file),
+            )
         elif s.name in table[""]:
-            value, source = _read(f"{config_file}: {s.name}", table[""][s.name], s.kind.from_toml), config_file
+            value, source = _read(f"{config_file}: {s.name}", table[""][s.name], s.kind.from_toml), str(config_file)
         else:
             value, source = s.default, "default"
         values[s.name], sources[s.name] = value, source
@@ -324,11 +328,11 @@ def _read(where: str, raw: Any, convert: Callable[[Any], Any]) -> Any:
 def _load_file(path: str, every_command: Mapping[str, Sequence[Setting]]) -> dict[str, dict[str, Any]]:
     """The file as {"": its top-level settings, command: its table}. Every key must be a setting:
     of some command at the top level, of that command in its table."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError:
             raise ConfigError("--config needs Python 3.11 or the tomli package to read TOML") from None
     try:

@@ -28,7 +28,7 @@ from .config import Resolved
 from .demo_view import DemoProgress, plot_cdf, render_report
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         subparsers,
         "local",
@@ -49,10 +49,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _cluster(s: Resolved) -> LocalCluster:
     return LocalCluster(
-        s["schedulers"], s["node_monitors"], s["slots"], executor=s["executor"], policy=s["policy"],
-        weights=s["weight"], probe_ratio=s["probe_ratio"], share_cpus=s["share_cpus"], log_level=s["log_level"],
+        s["schedulers"],
+        s["node_monitors"],
+        s["slots"],
+        executor=s["executor"],
+        policy=s["policy"],
+        weights=s["weight"],
+        probe_ratio=s["probe_ratio"],
+        share_cpus=s["share_cpus"],
+        log_level=s["log_level"],
         tls=False if s["insecure"] else state_dir() / "tls",
-    )  # fmt: skip
+    )
 
 
 def _describe(s: Resolved) -> str:
@@ -134,21 +141,23 @@ def _connect_help(cluster: LocalCluster, state: LocalState) -> str:
         credentials = [f"  secret file:   {state.secret_file}"]
         flags = f"--secret-file {state.secret_file}"
         python = f"secret_file={state.secret_file!r}"
-    return "\n".join([
-        f"  schedulers:    {' '.join(cluster.schedulers)}",
-        f"  node monitors: {' '.join(cluster.node_monitors)}",
-        f"  CPUs:          {_cpu_layout(cluster)}",
-        *credentials,
-        f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
-        "From this host, with no flags:",
-        "  sparrow submit --tasks 10 -- hostname",
-        "  sparrow status",
-        "From Python, with no arguments: SparrowExecutor(), Client(); or",
-        f"  SparrowExecutor({cluster.schedulers!r}, {python})",
-        "From another shell:",
-        f"  sparrow submit --scheduler {cluster.schedulers[0]} {flags} --tasks 10 -- hostname",
-        "Press Ctrl-C to stop.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"  schedulers:    {' '.join(cluster.schedulers)}",
+            f"  node monitors: {' '.join(cluster.node_monitors)}",
+            f"  CPUs:          {_cpu_layout(cluster)}",
+            *credentials,
+            f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
+            "From this host, with no flags:",
+            "  sparrow submit --tasks 10 -- hostname",
+            "  sparrow status",
+            "From Python, with no arguments: SparrowExecutor(), Client(); or",
+            f"  SparrowExecutor({cluster.schedulers!r}, {python})",
+            "From another shell:",
+            f"  sparrow submit --scheduler {cluster.schedulers[0]} {flags} --tasks 10 -- hostname",
+            "Press Ctrl-C to stop.",
+        ]
+    )
 
 
 def run_demo(s: Resolved) -> int:
@@ -162,9 +171,14 @@ def run_demo(s: Resolved) -> int:
     slots = s["node_monitors"] * s["slots"]
     try:
         workload = make_workload(
-            load=s["load"], duration=s["duration"], slots=slots, min_tasks=s["min_tasks"],
-            max_tasks=s["max_tasks"], task_ms=s["task_ms"], seed=s["seed"],
-        )  # fmt: skip
+            load=s["load"],
+            duration=s["duration"],
+            slots=slots,
+            min_tasks=s["min_tasks"],
+            max_tasks=s["max_tasks"],
+            task_ms=s["task_ms"],
+            seed=s["seed"],
+        )
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     console = Console(highlight=False)

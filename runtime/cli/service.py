@@ -23,7 +23,7 @@ from ..errors import SparrowError
 from ..services.metrics import new_registry, serve_metrics
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.ready_line import ready_line
-from ..wire.address import format_address
+from ..wire.address import format_address, unix_path
 from .common import CommandError
 from .config import ConfigError, Resolved
 
@@ -76,7 +76,8 @@ async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: st
     metrics_url = dashboard_url = None
     if metrics is not None:
         registry, host, port, pages = metrics
-        host = address[0] if host is None else host
+        if host is None:  # the service's own host; loopback beside a Unix socket
+            host = "127.0.0.1" if unix_path(address) is not None else address[0]
         try:
             bound = serve_metrics(registry, host, port, pages)
         except OSError as exc:

@@ -36,7 +36,7 @@ PAPER_FILES = {
 }
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "simulate",
         help="simulate scheduling policies on a large cluster",
@@ -206,9 +206,11 @@ def write_paper(sweep: Sweep, high: list[dict[str, float | str]], folder: Path) 
     (folder / "high_load.md").write_text(high_load.markdown(high))
     (folder / "table.md").write_text(markdown_table(sweep))
     plot_sweep(
-        sweep, folder / "figure.png",
-        title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)", cdf_load=0.8,
-    )  # fmt: skip
+        sweep,
+        folder / "figure.png",
+        title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)",
+        cdf_load=0.8,
+    )
     print(f"paper files written to {folder.resolve()}:")
     for name, what in PAPER_FILES.items():
         print(f"  {folder.resolve() / name}  ({what})")

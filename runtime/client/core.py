@@ -40,12 +40,14 @@ from functools import partial
 
 import trio
 
+from .. import views
 from ..errors import ConnectionLost, HandshakeError
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS, load_tls
@@ -60,9 +62,7 @@ from .task_inputs import Inputs, find_inputs, pack_template
 logger = logging.getLogger(__name__)
 
 DEFAULT_STATUS_TIMEOUT = 5.0
-DEFAULT_SCHEDULER_TIMEOUT = 1.0  # a LAN: heartbeats every 0.25 s, a dead or frozen scheduler noticed within 1 s
 DEFAULT_MAX_PENDING_TASKS = 100_000
-HEARTBEATS_PER_TIMEOUT = 4
 CLOSE_TIMEOUT = 0.5  # how long closing may take to tell the scheduler (a frozen one gets no more)
 
 OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
@@ -84,26 +84,6 @@ class TaskOutcome:
         if not self.ok:
             raise self.exception
         return self.value
-
-
-class Liveness:
-    """When a peer that answers every heartbeat is taken for dead: silent for `timeout` seconds,
-    checked every `interval` (timeout / HEARTBEATS_PER_TIMEOUT). A check that wakes up much later than
-    it asked (more than an interval late) means this process was paused (a stopped process, a long
-    GC, an overloaded machine): the peer then gets a fresh `timeout` to answer instead of being taken
-    for dead, so a pause of our own causes no failover storm."""
-
-    def __init__(self, timeout: float, now: float) -> None:
-        self.timeout = timeout
-        self.interval = timeout / HEARTBEATS_PER_TIMEOUT
-        self.heard = now  # when the peer was last heard from
-
-    def silent(self, now: float, asked: float) -> bool:
-        """At a check that asked to run at `asked` and runs at `now`: is the peer silent too long?"""
-        if now - asked > self.interval:  # we were paused, not the peer
-            self.heard = now
-            return False
-        return now - self.heard > self.timeout
 
 
 class JobHandle:
@@ -150,6 +130,12 @@ class JobHandle:
         """Whether the whole job was cancelled."""
         return self._job.cancelled
 
+    def __repr__(self) -> str:
+        return views.job_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.job_html(self)
+
     def __getitem__(self, task: int) -> TaskRef:
         """Task `task`'s outcome as an input of another job's task: `partial(f, job[0])`."""
         if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
@@ -157,6 +143,7 @@ class JobHandle:
         return TaskRef(self, task)
 
     def done(self) -> bool:
+        """True once every task of the job has its outcome."""
         return self._job.done()
 
     def cancel(self, force: bool = False) -> None:
@@ -330,6 +317,12 @@ class Client:
     def unfinished(self) -> int:
         """How many submitted tasks have no outcome yet."""
         return self._logic.unfinished
+
+    def __repr__(self) -> str:
+        return views.client_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.client_html(self)
 
     async def __aenter__(self) -> Client:
         self._stack = AsyncExitStack()

@@ -10,42 +10,51 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from ..errors import DependencyFailed
 from .task_inputs import Inputs
 
+Key = TypeVar("Key", bound=Hashable)  # the name of a task, waiting or awaited (the logic's: (Job, task))
 
-class Waiting:
+
+class Waiting(Generic[Key]):
     """A task waiting for its inputs: `target` is its owner's name for it (a future, a job's task),
     `template` its pickled call with Slots, `values` the pickled values of the inputs known so far."""
 
     __slots__ = ("keys", "missing", "paths", "target", "template", "values")
 
-    def __init__(self, target: Hashable, template: bytes, inputs: Inputs) -> None:
+    def __init__(self, target: Key, template: bytes, inputs: Inputs) -> None:
         self.target = target
         self.template = template
-        self.keys = inputs.keys
+        self.keys: list[Key] = inputs.keys
         self.paths = inputs.paths
         self.values: list[bytes | None] = [None] * len(inputs.keys)
         self.missing = len(inputs.keys)
 
+    def all_values(self) -> list[bytes]:
+        """The pickled value of every input, once all are known (when `Dependencies.done` returns it)."""
+        values = [v for v in self.values if v is not None]
+        assert len(values) == len(self.values), "an input of this task is still missing"
+        return values
 
-class Dependencies:
+
+class Dependencies(Generic[Key]):
     """The tasks that wait for inputs, by input. An input is any hashable name of a task's outcome."""
 
     def __init__(self) -> None:
-        self._by_input: dict[Hashable, list[Waiting]] = {}
-        self._by_target: dict[Hashable, Waiting] = {}
+        self._by_input: dict[Key, list[Waiting[Key]]] = {}
+        self._by_target: dict[Key, Waiting[Key]] = {}
 
     def __len__(self) -> int:
         """How many tasks wait."""
         return len(self._by_target)
 
-    def awaited(self, key: Hashable) -> bool:
+    def awaited(self, key: Key) -> bool:
         """Whether some task waits for input `key`."""
         return key in self._by_input
 
-    def wait(self, target: Hashable, template: bytes, inputs: Inputs) -> Waiting:
+    def wait(self, target: Key, template: bytes, inputs: Inputs) -> Waiting[Key]:
         """Record that `target` waits for `inputs.keys` (each must later be passed to done/failed)."""
         waiting = Waiting(target, template, inputs)
         self._by_target[target] = waiting
@@ -53,7 +62,7 @@ class Dependencies:
             self._by_input.setdefault(key, []).append(waiting)
         return waiting
 
-    def done(self, key: Hashable, value: bytes) -> list[Waiting]:
+    def done(self, key: Key, value: bytes) -> list[Waiting[Key]]:
         """Input `key` has the pickled `value`: the tasks that now have all their inputs (no longer waiting)."""
         ready = []
         for waiting in self._by_input.pop(key, ()):
@@ -66,7 +75,7 @@ class Dependencies:
                 ready.append(waiting)
         return ready
 
-    def failed(self, key: Hashable) -> list[tuple[Waiting, str]]:
+    def failed(self, key: Key) -> list[tuple[Waiting[Key], str]]:
         """Input `key` failed or was cancelled: the tasks that waited for it (no longer waiting), each
         with where the input was in its arguments."""
         gone = []
@@ -76,7 +85,7 @@ class Dependencies:
                 gone.append((waiting, waiting.paths[waiting.keys.index(key)]))
         return gone
 
-    def drop(self, target: Hashable) -> bool:
+    def drop(self, target: Key) -> bool:
         """`target` no longer waits (it was cancelled); True if it was waiting."""
         return self._by_target.pop(target, None) is not None
 

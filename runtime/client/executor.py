@@ -42,6 +42,7 @@ from functools import partial
 
 import trio
 
+from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
@@ -150,6 +151,12 @@ class SparrowExecutor(concurrent.futures.Executor):
     def client(self) -> Client:
         """The Client behind this executor (its `failovers`, `connected_to`)."""
         return self._client
+
+    def __repr__(self) -> str:
+        return views.executor_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.executor_html(self)
 
     async def _main(self) -> None:
         try:

@@ -48,7 +48,8 @@ from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
 from .task_inputs import Inputs, pack_dependent
 
-Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a (Job, task)
+TaskKey = tuple[Job, int]  # a task of a job: the dependency engine's name for it
+Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a TaskKey
 
 
 @dataclass
@@ -96,7 +97,7 @@ class ClientLogic:
         self._next_ref = 1
         self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
         self._events: list[tuple[Job, int]] = []
-        self._deps = Dependencies()  # held tasks, by input: keys are (Job, task)
+        self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._status_requests = 0
 
@@ -125,7 +126,7 @@ class ClientLogic:
             self._enqueue(job, list(range(job.n_tasks)))
             return
         job.held.update(held)
-        known = {}
+        known: dict[TaskKey, None] = {}
         for task, (template, inputs) in held.items():
             self._deps.wait((job, task), template, inputs)
             for key in inputs.keys:
@@ -152,12 +153,19 @@ class ClientLogic:
                 outcomes, job_payloads = job.outcomes, job.payloads
                 for task in some:
                     if outcomes[task] is None:  # not cancelled meanwhile
+                        payload = job_payloads[task]
+                        assert payload is not None  # cleared only with its outcome
                         jobs.append(job)
                         tasks.append(task)
-                        payloads.append(job_payloads[task])
+                        payloads.append(payload)
             for group in split_jobs([len(p) for p in payloads], self.max_frame) if tasks else ():
-                msgs.append(self._place(jobs[group.start : group.stop], tasks[group.start : group.stop],
-                                        payloads[group.start : group.stop]))  # fmt: skip
+                msgs.append(
+                    self._place(
+                        jobs[group.start : group.stop],
+                        tasks[group.start : group.stop],
+                        payloads[group.start : group.stop],
+                    )
+                )
         return msgs
 
     def on_messages(self, msgs: list) -> list:
@@ -220,7 +228,7 @@ class ClientLogic:
         once the scheduler confirms (the CancelJobs returned); the tasks that take their results now."""
         if tasks is None:
             job.cancelled = True
-            tasks = range(job.n_tasks)
+            tasks = list(range(job.n_tasks))
         job.cancelled_tasks.update(tasks)
         by_ref: dict[int, list[int]] = {}
         for task in tasks:
@@ -374,12 +382,12 @@ class ClientLogic:
             for waiting, path in self._deps.failed(key):
                 self._fail(*waiting.target, dependency_failed(path, upstream), outcome.error)
 
-    def _ready(self, waiting: Waiting) -> None:
+    def _ready(self, waiting: Waiting[TaskKey]) -> None:
         """A held task has all its inputs: its payload is made now, and it is placed at the next flush."""
         job, task = waiting.target
         if job.outcomes[task] is not None:
             return
-        payload = pack_dependent(waiting.template, waiting.values)
+        payload = pack_dependent(waiting.template, waiting.all_values())
         problem = oversize_problem(len(payload), self.max_frame)
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)

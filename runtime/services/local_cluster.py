@@ -1,4 +1,4 @@
-"""LocalCluster: schedulers and node monitors as real processes on loopback, with a fresh secret, or
+"""LocalCluster: schedulers and node monitors as real processes on this host, with a fresh secret, or
 on TLS with a cluster CA of its own.
 
     with LocalCluster(schedulers=1, node_monitors=2, slots=1) as cluster:
@@ -6,7 +6,8 @@ on TLS with a cluster CA of its own.
             ...
 
 Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
-(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0`, its id,
+(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0` (with
+`transport="unix"`, `--listen unix:DIR/NAME.sock`, DIR a 0700 folder removed on close), its id,
 `--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
 killed outright, the services stop), and `--secret-file` naming a private file (mode 0600 in a 0700
 directory) removed once every service has read it: the secret is never on a command line nor in an
@@ -47,6 +48,7 @@ from collections.abc import Sequence
 
 from sparrow_core import QUEUE_POLICIES
 
+from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.tls import TLS
@@ -59,6 +61,7 @@ from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
+TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
 
 
 class LocalCluster:
@@ -76,6 +79,8 @@ class LocalCluster:
     (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and
     `dashboard_url` (the first scheduler's), and `metrics_urls` (address -> metrics URL of each
     service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
+    `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
+    clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md).
 
     `tls`: False (default) runs the services --insecure, with the shared `secret` (one trusted host:
     every process is this user's and listens on loopback only); True on TLS with a CA made for this
@@ -101,6 +106,7 @@ class LocalCluster:
         dashboard: bool = True,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
+        transport: str = "tcp",
         tls: bool | str | os.PathLike = False,
     ) -> None:
         if not isinstance(schedulers, int) or schedulers < 1:
@@ -111,6 +117,8 @@ class LocalCluster:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
         if executor not in ("process", "thread"):
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if result_delay is not None:
@@ -143,6 +151,8 @@ class LocalCluster:
             self.scheduler_cpus, self.node_monitor_cpus = local_layout(schedulers, node_monitors, cpus)
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
+        self.transport = transport
+        self._socket_dir: str | None = None  # transport="unix": the folder of the services' sockets
         self.secret = new_secret()
         self.tls = tls
         self.client_tls: TLS | None = None
@@ -173,6 +183,12 @@ class LocalCluster:
         """The process ids of the running services (schedulers first)."""
         return [process.pid for process in self._schedulers + self._node_monitors]
 
+    def __repr__(self) -> str:
+        return views.cluster_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.cluster_html(self)
+
     def __enter__(self) -> LocalCluster:
         self.start()
         return self
@@ -188,15 +204,19 @@ class LocalCluster:
         fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(self.secret)
-        common = ["--listen", "127.0.0.1:0", "--log-level", self.log_level, "--exit-with-parent"]
+        common = ["--log-level", self.log_level, "--exit-with-parent"]
+        if self.transport == "unix":
+            self._socket_dir = tempfile.mkdtemp(prefix="sparrow-sock-")  # mode 0700
         try:
             credentials = self._credential_args(secret_file)
             scheduler_common = common + credentials["scheduler"]
-            started = [self._start(self._scheduler_args(i) + scheduler_common) for i in range(self.n_schedulers)]
+            started = [self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + scheduler_common)
+                       for i in range(self.n_schedulers)]  # fmt: skip
             self._schedulers = [process for process, _ in started]
             self.schedulers = self._await_ready(started)
             node_common = common + credentials["node-monitor"]
-            started = [self._start(self._node_monitor_args(i) + node_common) for i in range(self.n_node_monitors)]
+            started = [self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + node_common)
+                       for i in range(self.n_node_monitors)]  # fmt: skip
             self._node_monitors = [process for process, _ in started]
             self.node_monitors = self._await_ready(started)
             self.node_monitor_pids = [process.pid for process in self._node_monitors]
@@ -205,6 +225,11 @@ class LocalCluster:
             raise
         finally:  # every service has read it: no copy is left for a task to find
             shutil.rmtree(secret_dir, ignore_errors=True)
+
+    def _listen(self, name: str) -> list[str]:
+        if self._socket_dir is None:
+            return ["--listen", "127.0.0.1:0"]
+        return ["--listen", "unix:" + os.path.join(self._socket_dir, f"{name}.sock")]
 
     def _credential_args(self, secret_file: str) -> dict[str, list[str]]:
         """Each role's credential flags: its TLS files (made now if needed), or --insecure and the secret."""
@@ -304,6 +329,9 @@ class LocalCluster:
         for group in (self._node_monitors, self._schedulers):
             _stop(group, self.stop_timeout)
             group.clear()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
         if self._tls_dir is not None:
             shutil.rmtree(self._tls_dir, ignore_errors=True)
             self._tls_dir = None

@@ -6,7 +6,8 @@ and runs each launched task on the executor. `serve_node_monitor` dials the give
 redials them when a link ends) and also listens, so a scheduler can dial it instead.
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
-silent for `scheduler_timeout` seconds (it answers every heartbeat) is dropped and redialed. Either
+silent for `scheduler_timeout` seconds (it answers every heartbeat; a pause of this process does not
+count, wire/liveness.py) is dropped and redialed. Either
 way its queued reservations are dropped and the slots waiting on its answers are freed. An
 exception raised while serving one link ends only that link (guard.py). A task's failure,
 including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
@@ -26,24 +27,24 @@ from functools import partial
 import trio
 
 from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
-from ..wire.address import Address, format_address, parse_address
+from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.limits import MAX_REASON, clip
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import CANCELLED, TIMED_OUT, Error, Outcome, Registered, RegisterNodeMonitor, StopTask, TaskToNode
 from ..wire.messages import RegistrationRefused as Refusal
 from ..wire.tls import TLS
-from .listen import open_listeners
+from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HEARTBEAT_INTERVAL = 0.5
-DEFAULT_SCHEDULER_TIMEOUT = 2.0
+DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
 
@@ -231,6 +232,12 @@ def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None
     return kind
 
 
+def default_node_id(address: Address) -> str:
+    """ "HOST:PORT" (this host's name and the port listened on), or "HOST:PATH" on a Unix socket: unique
+    per process on a host."""
+    return f"{socket.gethostname()}:{unix_path(address) or address[1]}"
+
+
 async def serve_node_monitor(
     schedulers: Sequence[str | Address] = (),
     host: str = "127.0.0.1",
@@ -277,7 +284,7 @@ async def serve_node_monitor(
         logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
     runner = make_executor(executor, logic.slots, max_frame, task_user)
     listeners = await open_listeners(host, port)
-    address = listeners[0].socket.getsockname()[:2]
+    address = listener_address(listeners[0])
     async with trio.open_nursery() as nursery:
         try:
             await runner.start(nursery)
@@ -287,7 +294,7 @@ async def serve_node_monitor(
                 nursery,
                 secret=key,
                 tls=tls,
-                node_id=node_id or f"{socket.gethostname()}:{address[1]}",
+                node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,
                 scheduler_timeout=scheduler_timeout,
@@ -306,4 +313,5 @@ async def serve_node_monitor(
             task_status.started(address)
             await trio.sleep_forever()
         finally:
+            remove_unix_socket(address)
             await runner.aclose()

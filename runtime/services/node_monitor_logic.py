@@ -117,9 +117,9 @@ class NodeMonitorLogic:
                     self.free += 1
                     self.queue.refund(entry.user)
                 elif kind is CancelReservations:
-                    entry = jobs.get(msg.job_id)
-                    if entry is not None:
-                        self.stats["cancelled"] += self._drop_queued(jobs, entry)
+                    held = jobs.get(msg.job_id)
+                    if held is not None:
+                        self.stats["cancelled"] += self._drop_queued(jobs, held)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
                     out.append((scheduler, msg))  # for the executor
@@ -207,6 +207,7 @@ class NodeMonitorLogic:
         queue = self.queue
         while self.free > 0 and queue and not self.draining:
             reservation = queue.pop()
+            assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
             entry.queued -= 1
             entry.asking += 1

@@ -11,11 +11,9 @@ outcome is held longer than `delay`. `delay=0` sends everything at once.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import trio
 
-from ..wire.connection import send_grouped
+from ..wire.connection import Connection, send_grouped
 from ..wire.messages import OutcomeToClient
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
@@ -33,7 +31,7 @@ class OutcomeBatcher:
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY) -> None:
         self.delay = check_result_delay(delay)
-        self._held: dict[Hashable, list] = {}  # client -> its held OutcomeToClients, in order
+        self._held: dict[Connection, list] = {}  # client -> its held OutcomeToClients, in order
         self._started = trio.Event()  # set when a client's first outcome is held
 
     def send(self, pairs: list) -> None:
@@ -41,7 +39,7 @@ class OutcomeBatcher:
         if not self.delay:
             send_grouped(pairs)
             return
-        now = []
+        now: list[tuple[Connection, object]] = []
         held = self._held
         for pair in pairs:
             peer, msg = pair
@@ -59,7 +57,7 @@ class OutcomeBatcher:
             now.append(pair)
         send_grouped(now)
 
-    def forget(self, peer: Hashable) -> None:
+    def forget(self, peer: Connection) -> None:
         """Drop what is held for a client that is gone."""
         self._held.pop(peer, None)
 

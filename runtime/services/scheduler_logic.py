@@ -104,7 +104,7 @@ class _Node:
         "queued",
         "slots",
         "worker",
-    )  # fmt: skip
+    )
 
     def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
         self.peer = peer
@@ -145,7 +145,7 @@ class _Job:
         "task_offsets",
         "timeout",
         "user",
-    )  # fmt: skip
+    )
 
     def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float, user: str) -> None:
         self.job_id = job_id
@@ -488,9 +488,8 @@ class SchedulerLogic:
             self._abandon(job, f"no live node monitor satisfies the constraint of task {exc.task}{also}", out)
             return
         self.table.reserve(job_id, workers, made_for)
-        where, counts = np.unique(workers, return_counts=True)
         self.stats["probes"] += len(workers)
-        for worker, count in zip(where.tolist(), counts.tolist(), strict=True):
+        for worker, count in _per_worker(workers):
             node = self._by_worker[worker]
             node.jobs.add(job_id)
             job.probed.add(node.worker)
@@ -499,17 +498,20 @@ class SchedulerLogic:
     def _get_task(self, node: _Node, job_id: int, out: list) -> None:
         self.stats["get_task"] += 1
         job = self.jobs.get(job_id)
-        task = self.table.get_task(job_id, node.worker) if job is not None and job_id in self.table else None
-        if task is not None and job.done[task]:  # cancelled before it launched: never launched
-            task = None
-            self._finish_in_table_if_done(job)
-        if task is None:
+        task = None
+        if job is not None and job_id in self.table:
+            task = self.table.get_task(job_id, node.worker)
+            if task is not None and job.done[task]:  # cancelled before it launched: never launched
+                task = None
+                self._finish_in_table_if_done(job)
+        if job is None or task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))
             if job is not None:
                 self._reprobe_if_starved(job, out)
             return
         payload = job.payloads[task]
+        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
         job.running[task] = node.worker
         self.stats["launched"] += 1
@@ -626,6 +628,17 @@ class SchedulerLogic:
             if node is not None:
                 self.stats["cancel_messages"] += 1
                 out.append((node.peer, CancelReservations(job_id)))
+
+
+SMALL_PROBE_SET = 256  # probes up to which counting in Python beats np.unique (about 2 us against 14 for 2)
+
+
+def _per_worker(workers: np.ndarray) -> list[tuple[int, int]]:
+    """(worker, reservations there) for each distinct worker of `workers`, in worker order."""
+    if len(workers) <= SMALL_PROBE_SET:
+        return sorted(Counter(workers.tolist()).items())
+    where, counts = np.unique(workers, return_counts=True)
+    return list(zip(where.tolist(), counts.tolist(), strict=True))
 
 
 def _job_user(client: Hashable, named: str) -> tuple[str, str | None]:

@@ -23,6 +23,6 @@ def parse_weight(text: str) -> tuple[str, float]:
     return user, weight
 
 
-def check_weights(weights: Mapping[object, object]) -> dict[str, float]:
+def check_weights(weights: Mapping[str, object]) -> dict[str, float]:
     """The weights of a `{user: weight}` mapping, each as its USER=WEIGHT text would read."""
     return dict(parse_weight(f"{user}={weight}") for user, weight in weights.items())

@@ -61,7 +61,7 @@ class Ticket:
     def __init__(self, payload: bytes, done: Done) -> None:
         self.payload = payload
         self.done: Done | None = done  # None once called
-        self.worker = None
+        self.worker: _Thread | _Worker | None = None
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
@@ -77,6 +77,7 @@ async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: byt
 
     launch(payload, done)
     await finished.wait()
+    assert outcome is not None  # done() set it
     return outcome
 
 
@@ -284,11 +285,13 @@ class ProcessExecutor(_Pool):
                 failure, why = worker.stopped
             else:
                 failure = SYSTEM
-                why = f"executor process {worker.process.pid} died while running the task ({describe_exit(worker.process.poll())})"
+                exited = describe_exit(worker.process.poll())
+                why = f"executor process {worker.process.pid} died while running the task ({exited})"
                 if worker.process.poll() is None:  # alive but broke the protocol
                     why += f": {reason}"
                 logger.warning("%s; starting a replacement", why)
             done, ticket.done = ticket.done, None
+            assert done is not None  # its outcome was not reported: the worker still held it
             done(failed(why, failure))
         await self._kill(worker)
         if not self._closed:
@@ -300,8 +303,10 @@ class ProcessExecutor(_Pool):
         """Once the worker process exits, end its connection: the reader takes the outcomes it sent
         before dying, then sees end of file, even if a process its task forked still holds the socket."""
         await worker.process.wait()
+        stream = worker.conn.stream
+        assert isinstance(stream, trio.SocketStream)  # over the socket pair of _spawn
         try:
-            worker.conn.stream.socket.shutdown(socket.SHUT_RD)
+            stream.socket.shutdown(socket.SHUT_RD)
         except OSError:  # already closed
             pass
 
@@ -342,6 +347,7 @@ class ProcessExecutor(_Pool):
         conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
         worker = _Worker(process, conn)
         self._workers.add(worker)
+        assert self._nursery is not None, "start() first"
         self._nursery.start_soon(self._serve, worker)
         self._idle.append(worker)
         self._dispatch()
@@ -349,7 +355,7 @@ class ProcessExecutor(_Pool):
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
         """Kill the worker running `ticket`'s task; its reader reports (failure, reason) and replaces it."""
         worker = ticket.worker
-        if worker.ticket is not ticket or worker.stopped is not None:
+        if not isinstance(worker, _Worker) or worker.ticket is not ticket or worker.stopped is not None:
             return False
         worker.stopped = (failure, reason)
         _kill_group(worker.process)

@@ -1,8 +1,8 @@
 """The trio shell around one framed connection: batched reads, one write per burst.
 
-A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
-messages freely; `send_grouped` sends a list of `(connection, message)` pairs with one write per
-connection. `Connection.serve` delivers each batch of received messages to a callback until the
+A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous,
+so sans-I/O logic can emit messages freely; `send_grouped` sends a list of `(connection, message)` pairs
+with one write per connection. `Connection.serve` delivers each batch of received messages to a callback until the
 peer goes away.
 
 Fast path (socket streams): per-wake-up overhead, not bytes, is what a message costs here, so a
@@ -15,7 +15,8 @@ streams (trio memory streams in tests) always go through the sender task and `re
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
 the connection is closed; only this connection is affected. Every wait has a deadline: the flush
-of a final Error, and (optionally) an idle timeout on reads.
+of a final Error, and (optionally) an idle timeout on reads, under the pause-aware rule of
+liveness.py (a pause of this process does not count as the peer's silence).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import trio
 from ..errors import ConnectionLost, ProtocolError
 from . import limits
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
+from .liveness import Liveness
 from .messages import Error, RegistrationRefused
 
 logger = logging.getLogger(__name__)
@@ -71,7 +73,7 @@ class Connection:
         self._wake = trio.Event()
         self._closing = False
         self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
-        self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
+        self._unsent: bytes | memoryview = b""  # the tail of a direct write that did not fit; the sender task writes it
         self._writing = False  # the sender task is in send_all: direct writes must queue behind it
         self._dropped: str | None = None  # why the connection was dropped without a goodbye
         self._goodbye: str | None = None  # the reason of the peer's Error, once it came
@@ -165,6 +167,7 @@ class Connection:
                 await self._wake.wait()
                 self._wake = trio.Event()
                 while self._unsent or self._outbox:  # a direct write's tail first, then what queued behind it
+                    data: bytes | memoryview | bytearray
                     if self._unsent:
                         data, self._unsent = self._unsent, b""
                     else:
@@ -197,7 +200,7 @@ class Connection:
                 if self._fd is None:
                     data = await self.stream.receive_some(RECEIVE_SIZE)
                 else:
-                    data = await self._read_socket()
+                    data = await self._read_socket(self._fd)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
             if not data:
@@ -206,15 +209,15 @@ class Connection:
             if msgs:
                 return msgs
 
-    async def _read_socket(self) -> bytes:
+    async def _read_socket(self, fd: int) -> bytes:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
         always finds nothing, so waiting first saves a failed read per message)."""
         while True:
             if self.closed:  # its descriptor may already belong to another file
                 raise trio.ClosedResourceError("the connection was closed")
-            await trio.lowlevel.wait_readable(self._fd)  # raises if the socket is closed meanwhile
+            await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
             try:
-                return os.read(self._fd, RECEIVE_SIZE)
+                return os.read(fd, RECEIVE_SIZE)
             except BlockingIOError:
                 pass
 
@@ -227,7 +230,7 @@ class Connection:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
-        `idle_timeout`, dropped, closed locally). The messages of a batch before an Error from the
+        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch before an Error from the
         peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
         """
         reason = "closed locally"
@@ -280,17 +283,18 @@ class Connection:
         on_messages(batch)
 
     async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:
-        """Deliver batches until closing, or until no batch came for `idle_timeout` seconds. The
-        deadline is re-armed only when it fires (moving a deadline on every batch costs more than
-        the rest of a wake-up)."""
-        heard = trio.current_time()
+        """Deliver batches until closing, or until the peer is silent past `idle_timeout` (Liveness,
+        checked when each interval's deadline fires: moving a deadline on every batch costs more
+        than the rest of a wake-up)."""
+        liveness = Liveness(idle_timeout, trio.current_time())
         while not self._closing:
-            with trio.CancelScope(deadline=heard + idle_timeout):
+            asked = trio.current_time() + liveness.interval
+            with trio.CancelScope(deadline=asked):
                 while not self._closing:
                     batch = await self.receive_batch()
-                    heard = trio.current_time()
+                    liveness.heard = trio.current_time()
                     self._deliver(on_messages, batch)
-            if trio.current_time() >= heard + idle_timeout:
+            if liveness.silent(trio.current_time(), asked):
                 return
 
     async def aclose(self) -> None:

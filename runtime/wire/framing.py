@@ -13,6 +13,9 @@ before the bad frame are returned first, and the error is raised by the next `fe
 from __future__ import annotations
 
 import re
+import typing
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -36,7 +39,7 @@ def check_max_frame(max_frame: int) -> int:
     return max_frame
 
 
-def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
+def encode_frames(messages: Sequence[Any], max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
     """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`."""
     buf = bytearray()
     encode_into = _encoder.encode_into
@@ -53,8 +56,8 @@ def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearr
     return buf
 
 
-def _message_classes() -> dict[int, type]:
-    return {cls.__struct_config__.tag: cls for cls in Message.__args__}
+def _message_classes() -> dict[int, type[msgspec.Struct]]:
+    return {cls.__struct_config__.tag: cls for cls in typing.get_args(Message)}
 
 
 _BY_TAG = _message_classes()
@@ -98,7 +101,7 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes | bytearray) -> list:
         """Add `data`; return every message now complete, in order (possibly none)."""
         self.raise_error()
         buf = self._buf

@@ -22,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import socket
 from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from . import auth, limits
-from .address import Address, format_address
+from .address import Address, format_address, unix_path
 from .connection import CLOSE_TIMEOUT, Connection
 from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
@@ -199,7 +200,8 @@ async def connect(
     max_frame: int = DEFAULT_MAX_FRAME,
     tls: TLS | None = None,
 ) -> Connection:
-    """Open a TCP connection to `address` and run the client side of the handshake (over TLS with `tls`).
+    """Open a TCP connection (a Unix socket's, for "unix:PATH") to `address` and run the client side of
+    the handshake (over TLS with `tls`).
 
     Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
     reason is in the message), speaks another version, cannot prove it knows the secret (or has no
@@ -208,7 +210,8 @@ async def connect(
     """
     name = format_address(address)
     with trio.move_on_after(timeout) as scope:
-        stream = await trio.open_tcp_stream(*address)
+        path = unix_path(address)
+        stream = await (trio.open_tcp_stream(*address) if path is None else trio.open_unix_socket(path))
     if scope.cancelled_caught:
         raise HandshakeError(f"could not connect to {name} within {timeout} s")
     return await connect_stream(
@@ -320,8 +323,11 @@ async def keep_connected(
 
 
 def peer_name(stream: trio.abc.Stream) -> str:
-    """ "host:port" of the peer of a socket stream, for log lines; "unknown peer" otherwise."""
+    """ "host:port" of the peer of a socket stream ("unix peer" on a Unix socket), for log lines;
+    "unknown peer" otherwise."""
     try:
+        if stream.socket.family == socket.AF_UNIX:
+            return "unix peer"
         return format_address(stream.socket.getpeername()[:2])
     except (OSError, AttributeError, TypeError, ValueError):
         return "unknown peer"

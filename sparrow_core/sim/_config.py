@@ -7,7 +7,7 @@ wrong type); `simulate` calls it first, so a bad configuration never reaches the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
@@ -163,12 +163,6 @@ class SimConfig:
             "keep_task_waits": self.keep_task_waits,
         }
 
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as plain values (for reports and JSON)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["trace"] = None if self.trace is None else str(self.trace)
-        return out
-
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
@@ -202,7 +196,7 @@ def _number(
 def _shares(name: str, values: object, *, positive: bool = False) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
-    out = tuple(_number(f"{name}[{i}]", v, low=0.0, low_open=positive) for i, v in enumerate(values))  # type: ignore[attr-defined]
+    out = tuple(_number(f"{name}[{i}]", v, low=0.0, low_open=positive) for i, v in enumerate(values))
     if not out:
         raise ValueError(f"{name} must not be empty")
     if sum(out) <= 0:

@@ -17,8 +17,18 @@ from ._config import SimConfig
 from ._simulate import simulate
 
 SEED = 1
-COLUMNS = ("workload", "workers", "tasks_per_job", "load", "policy", "p50", "p99", "p50_vs_omniscient",
-           "p99_vs_omniscient", "stolen")  # fmt: skip
+COLUMNS = (
+    "workload",
+    "workers",
+    "tasks_per_job",
+    "load",
+    "policy",
+    "p50",
+    "p99",
+    "p50_vs_omniscient",
+    "p99_vs_omniscient",
+    "stolen",
+)
 
 
 @dataclass(frozen=True)
@@ -31,12 +41,23 @@ class HighLoadCase:
 
 
 CASES = (
-    HighLoadCase("per_job", SimConfig(n_workers=10_000, tasks_per_job=100, duration="per_job", n_jobs=5_000),
-                 (0.8, 0.9, 0.95)),
-    HighLoadCase("bimodal", SimConfig(n_workers=1_000, tasks_per_job=10, duration="bimodal",
-                                      bimodal_long_fraction=0.05, bimodal_ratio=20.0, n_jobs=20_000), (0.9, 0.95)),
+    HighLoadCase(
+        "per_job", SimConfig(n_workers=10_000, tasks_per_job=100, duration="per_job", n_jobs=5_000), (0.8, 0.9, 0.95)
+    ),
+    HighLoadCase(
+        "bimodal",
+        SimConfig(
+            n_workers=1_000,
+            tasks_per_job=10,
+            duration="bimodal",
+            bimodal_long_fraction=0.05,
+            bimodal_ratio=20.0,
+            n_jobs=20_000,
+        ),
+        (0.9, 0.95),
+    ),
     HighLoadCase("exponential", SimConfig(n_workers=10_000, tasks_per_job=100, n_jobs=5_000), (0.9,)),
-)  # fmt: skip
+)
 
 
 def run_high_load(
@@ -60,11 +81,18 @@ def run_high_load(
     rows: list[dict[str, float | str]] = []
     for case, config in points:
         summary = simulate(config).summary(warmup=warmup)
-        rows.append({
-            "workload": case.name, "workers": config.n_workers, "tasks_per_job": config.tasks_per_job,
-            "load": config.load, "policy": config.policy, "p50": summary["p50"], "p99": summary["p99"],
-            "stolen": summary["stolen"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "workload": case.name,
+                "workers": config.n_workers,
+                "tasks_per_job": config.tasks_per_job,
+                "load": config.load,
+                "policy": config.policy,
+                "p50": summary["p50"],
+                "p99": summary["p99"],
+                "stolen": summary["stolen"],
+            }
+        )
         if on_point is not None:
             on_point(config.policy, config.load)
     ideal = {(r["workload"], r["load"]): r for r in rows if r["policy"] == "omniscient"}

@@ -105,15 +105,37 @@ def test_scheduler_and_tls_flags_point_elsewhere(local, tmp_path):
     state = json.loads((Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").read_text())
     elsewhere = clean_env(tmp_path)  # no local state here
     tls = state["tls"]
-    ok = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--tls-ca", tls["ca"], "--tls-cert",
-                     tls["cert"], "--tls-key", tls["key"], "math:factorial", env=elsewhere)  # fmt: skip
+    ok = run_sparrow(
+        "submit",
+        "--scheduler",
+        state["schedulers"][0],
+        "--tls-ca",
+        tls["ca"],
+        "--tls-cert",
+        tls["cert"],
+        "--tls-key",
+        tls["key"],
+        "math:factorial",
+        env=elsewhere,
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip() == "[0] 1"
     other = tmp_path / "other-ca"
     init_ca(other)
     cert, key = issue(other, "mallory", "client")
-    refused = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--tls-ca", str(other / "ca.pem"),
-                          "--tls-cert", str(cert), "--tls-key", str(key), "math:factorial", env=elsewhere)  # fmt: skip
+    refused = run_sparrow(
+        "submit",
+        "--scheduler",
+        state["schedulers"][0],
+        "--tls-ca",
+        str(other / "ca.pem"),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        "math:factorial",
+        env=elsewhere,
+    )
     assert refused.returncode == 1
     assert refused.stderr.count("\n") == 1 and "TLS:" in refused.stderr, refused.stderr
     secret = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", state["secret_file"],
@@ -163,7 +185,8 @@ def test_python_clients_with_no_address_find_the_local_cluster(local):
 
 def test_python_clients_with_no_address_and_no_local_cluster_say_how_to_start_one(tmp_path):
     code = "from sparrow_runtime import SparrowExecutor\nSparrowExecutor()"
-    done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert "no `sparrow local` is running on this host: start one with `sparrow local`" in done.stderr

@@ -139,8 +139,12 @@ def test_paper_without_out_makes_a_new_folder_and_says_where(tmp_path: Path) -> 
     for folder, done in zip(folders, (first, second), strict=True):
         assert f"paper files written to {folder}" in done.stdout
         assert sorted(p.name for p in folder.iterdir()) == [
-            "figure.png", "high_load.csv", "high_load.md", "results.csv", "table.md"
-        ]  # fmt: skip
+            "figure.png",
+            "high_load.csv",
+            "high_load.md",
+            "results.csv",
+            "table.md",
+        ]
 
 
 def test_out_is_refused_without_paper_and_when_it_is_a_file(tmp_path: Path) -> None:

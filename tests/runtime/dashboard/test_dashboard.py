@@ -137,8 +137,9 @@ def test_a_lost_node_monitor_that_registers_again_is_up():
     logic.on_node_messages(Peer("10.0.0.9:6000"), [RegisterNodeMonitor("nm-0", 2)])
     nodes = sampler.sample().nodes
     assert [(n.node_id, n.state, n.address) for n in nodes] == [
-        ("nm-1", "up", "10.0.0.1:5000"), ("nm-0", "up", "10.0.0.9:6000"),
-    ]  # fmt: skip
+        ("nm-1", "up", "10.0.0.1:5000"),
+        ("nm-0", "up", "10.0.0.9:6000"),
+    ]
 
 
 def test_history_is_bounded_and_the_sampler_runs_once_an_interval(autojump_clock):
@@ -190,9 +191,12 @@ def test_page_escapes_what_peers_chose():
 
 def test_chart_draws_each_series_and_breaks_lines_where_values_are_missing():
     svg = line_chart(
-        "delay", [4.0, 3.0, 2.0, 1.0, 0.0], [Series("p50", "s1", [0.002, 0.004, None, 0.003, 0.001])],
-        span=60, fmt=seconds,
-    )  # fmt: skip
+        "delay",
+        [4.0, 3.0, 2.0, 1.0, 0.0],
+        [Series("p50", "s1", [0.002, 0.004, None, 0.003, 0.001])],
+        span=60,
+        fmt=seconds,
+    )
     path = re.search(r'<path class="line s1" d="([^"]+)"', svg).group(1)
     assert path.count("M") == 2 and path.count("L") == 2  # two runs: 2 points, then 2 points
     assert 'data-points="4"' in svg and ">4 ms<" in svg and ">1 ms<" in svg  # the y axis: 0 to 4 ms, by 1 ms
@@ -202,9 +206,18 @@ def test_chart_draws_each_series_and_breaks_lines_where_values_are_missing():
 
 @pytest.mark.parametrize(
     ("value", "axis"),
-    [(0.0, (1.0, 5)), (0.8, (0.8, 4)), (3.2, (4.0, 4)), (11, (20.0, 4)), (2.5, (2.5, 5)), (0.0042, (0.005, 5)),
-     (180, (200.0, 4)), (90, (100.0, 5)), (6.1, (8.0, 4))],
-)  # fmt: skip
+    [
+        (0.0, (1.0, 5)),
+        (0.8, (0.8, 4)),
+        (3.2, (4.0, 4)),
+        (11, (20.0, 4)),
+        (2.5, (2.5, 5)),
+        (0.0042, (0.005, 5)),
+        (180, (200.0, 4)),
+        (90, (100.0, 5)),
+        (6.1, (8.0, 4)),
+    ],
+)
 def test_y_axis_tops_at_a_round_number_cut_in_round_steps(value, axis):
     top, steps = nice_axis(value)
     assert (top, steps) == (pytest.approx(axis[0]), axis[1])

@@ -96,8 +96,9 @@ def test_fair_weights_3_to_1_share_pops():
 
 def test_empty_answer_asks_the_next_reservation_at_once_and_keeps_the_users_turn():
     logic = node(1, "fair")
-    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "a", 0, 1), EnqueueReservations(2, "b", 0, 1),
-                                            EnqueueReservations(3, "a", 0, 1)])  # fmt: skip
+    out = logic.on_scheduler_messages(
+        "s", [EnqueueReservations(1, "a", 0, 1), EnqueueReservations(2, "b", 0, 1), EnqueueReservations(3, "a", 0, 1)]
+    )
     assert asked(out) == [1]
     assert asked(logic.on_scheduler_messages("s", [NoTask(1)])) == [3]  # user a keeps its turn
     assert logic.free == 0 and logic.stats["no_task"] == 1

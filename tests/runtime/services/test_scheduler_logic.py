@@ -271,7 +271,7 @@ def test_invalid_jobs_are_rejected_and_change_nothing():
         (SubmitJob(5, [b"x"], priority=2**31), "priority"),
         (SubmitJob(4, [b"x"], task_constraints=[None, None]), "task_constraints"),
     ]:
-        ((peer, msg),) = logic.on_client_messages("c", [bad])
+        ((_, msg),) = logic.on_client_messages("c", [bad])
         assert isinstance(msg, JobRejected) and why in msg.reason
     assert not logic.jobs and len(logic.table) == 0
 

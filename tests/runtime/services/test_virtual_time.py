@@ -93,8 +93,10 @@ def test_fair_policy_at_weights_3_to_1_gives_75_25_of_slot_time(autojump_clock):
             # slot time while both users are backlogged: until the first of them runs out
             ends = {user: max(end for label, _, end in executor.log if label == user) for user in "ab"}
             horizon = min(ends.values())
-            busy = {user: sum(min(e, horizon) - s for label, s, e in executor.log if label == user and s < horizon)
-                    for user in "ab"}  # fmt: skip
+            busy = {
+                user: sum(min(e, horizon) - s for label, s, e in executor.log if label == user and s < horizon)
+                for user in "ab"
+            }
             share = busy["a"] / (busy["a"] + busy["b"])
             assert share == pytest.approx(0.75, abs=0.05)
             nursery.cancel_scope.cancel()
@@ -152,12 +154,20 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
         async with trio.open_nursery() as nursery:
             ours, theirs = trio.testing.memory_stream_pair()
             logic = NodeMonitorLogic(slots=1)
-            service = NodeMonitorService(logic, VirtualExecutor(), nursery, secret=SECRET, node_id="nm0",
-                                         heartbeat_interval=0.5, scheduler_timeout=2.0)  # fmt: skip
+            service = NodeMonitorService(
+                logic,
+                VirtualExecutor(),
+                nursery,
+                secret=SECRET,
+                node_id="nm0",
+                heartbeat_interval=0.5,
+                scheduler_timeout=2.0,
+            )
 
             async def fake_scheduler():
-                conn = await accept(theirs, secret=SECRET, role="scheduler", node_id="s",
-                                    allowed_roles=("node-monitor",))  # fmt: skip
+                conn = await accept(
+                    theirs, secret=SECRET, role="scheduler", node_id="s", allowed_roles=("node-monitor",)
+                )
                 assert isinstance(await conn.receive_one(), RegisterNodeMonitor)
                 await conn.send_now([Registered("s"), Heartbeat()])
                 await trio.sleep_forever()  # never answers again

@@ -9,7 +9,7 @@ import trio
 
 from sparrow_runtime.services.worker_pool import ProcessExecutor, ThreadExecutor
 from sparrow_runtime.wire.connection import Connection, send_grouped
-from sparrow_runtime.wire.messages import GetTask, Outcome, TaskToNode
+from sparrow_runtime.wire.messages import GetTask, TaskToNode
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 

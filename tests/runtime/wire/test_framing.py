@@ -10,8 +10,12 @@ from sparrow_runtime.wire.messages import Constraint, GetTask, Heartbeat, Submit
 
 def test_burst_round_trips_when_fed_byte_by_byte():
     """A burst of frames decodes to the same messages in order, however the bytes are split."""
-    msgs = [GetTask(5), TaskToNode(1, 2, b"x" * 300), Heartbeat(),
-            SubmitJob(7, [b"a", b"b"], "alice", 3, 1.5, Constraint(("nm-0",), ("gpu",)), [None, Constraint()])]  # fmt: skip
+    msgs = [
+        GetTask(5),
+        TaskToNode(1, 2, b"x" * 300),
+        Heartbeat(),
+        SubmitJob(7, [b"a", b"b"], "alice", 3, 1.5, Constraint(("nm-0",), ("gpu",)), [None, Constraint()]),
+    ]
     data = bytes(encode_frames(msgs))
     decoder = FrameDecoder()
     got = []

@@ -8,6 +8,10 @@ WORK=$(mktemp -d /tmp/sparrow-netns-XXXXXX)
 HOSTS="sched-1 worker-1 worker-2"
 PIDS=""
 cleanup() {
+    # every process in the namespaces (the services; $PIDS are only the shells that started them)
+    for h in $HOSTS; do
+        for pid in $(ip netns pids "sparrow-$h" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+    done
     for pid in $PIDS; do kill "$pid" 2>/dev/null || true; done
     sleep 1
     for h in $HOSTS lan; do ip netns del "sparrow-$h" 2>/dev/null || true; done

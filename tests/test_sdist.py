@@ -34,8 +34,11 @@ def test_the_sdist_holds_exactly_the_tracked_sources(tmp_path):
     """`python -m build --sdist` lists git's tracked files of the trees and the build files, no more, no less."""
     build = subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=280, env={**os.environ, "SPARROW_DEBUG": ""},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={**os.environ, "SPARROW_DEBUG": ""},
+    )
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     (sdist,) = tmp_path.glob("sparrow_core-*.tar.gz")
     assert sdist.name == f"sparrow_core-{__version__}.tar.gz"
@@ -46,8 +49,13 @@ def test_the_sdist_holds_exactly_the_tracked_sources(tmp_path):
     expected = tracked()
     assert not expected - names, f"tracked but not in the sdist: {sorted(expected - names)}"
     assert not names - expected, f"in the sdist but not tracked: {sorted(names - expected)}"
-    for needed in ("csrc/sparrow/task_table.h", "sparrow_core/_kernels.pxd", "sparrow_core/_queue.pxi",
-                   "sparrow_core/_core.pyi", "runtime/dashboard/assets/dashboard.js"):  # fmt: skip
+    for needed in (
+        "csrc/sparrow/task_table.h",
+        "sparrow_core/_kernels.pxd",
+        "sparrow_core/_queue.pxi",
+        "sparrow_core/_core.pyi",
+        "runtime/dashboard/assets/dashboard.js",
+    ):
         assert needed in names, needed
 
 
@@ -60,6 +68,8 @@ def test_one_version_for_the_package_the_metadata_and_the_command():
     assert sparrow_core.__version__ == __version__
     shown = subprocess.run(
         [sys.executable, "-c", "from sparrow_runtime.cli.main import main; main()", "--version"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shown.returncode == 0 and shown.stdout == f"sparrow {__version__}\n"

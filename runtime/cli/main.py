@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES = {
     "node-monitor": "node_monitor",
     "simulate": "simulate",
     "experiment": "experiment",
+    "certs": "certs",
 }
 
 

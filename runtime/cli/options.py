@@ -11,6 +11,7 @@ from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
@@ -41,6 +42,35 @@ def _secret_file(unset: str) -> Setting:
         metavar="FILE",
         unset=unset,
     )
+
+
+def _tls(unset: str) -> tuple[Setting, ...]:
+    return (
+        Setting(
+            "tls_ca",
+            TEXT,
+            help="the cluster CA's certificate, for TLS (sparrow certs init)",
+            metavar="FILE",
+            unset=unset,
+        ),
+        Setting(
+            "tls_cert",
+            TEXT,
+            help="this peer's certificate, signed by the CA (sparrow certs issue)",
+            metavar="FILE",
+            unset=unset,
+        ),
+        Setting("tls_key", TEXT, help="this peer's private key, mode 0600", metavar="FILE", unset=unset),
+    )
+
+
+INSECURE = Setting(
+    "insecure",
+    BOOLEAN,
+    False,
+    "no TLS: peers prove only that they know the cluster secret, and frames are neither encrypted nor "
+    "authenticated (a single trusted host only)",
+)
 
 
 def _scheduler(unset: str) -> Setting:
@@ -142,6 +172,8 @@ SCHEDULER_SETTINGS = (
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
@@ -170,6 +202,14 @@ NODE_MONITOR_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     Setting(
+        "task_user",
+        TEXT,
+        help="run tasks as this OS user (process executors), so they cannot read this "
+        "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
+        metavar="USER",
+        unset="this service's user",
+    ),
+    Setting(
         "heartbeat_interval", number(0.0, open_low=True), DEFAULT_HEARTBEAT_INTERVAL, "seconds between heartbeats", "S"
     ),
     Setting(
@@ -182,6 +222,8 @@ NODE_MONITOR_SETTINGS = (
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
     _cpus("the node monitor and its executors"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
@@ -203,6 +245,12 @@ LOCAL_SETTINGS = (
         False,
         "let every service use every CPU, instead of giving each node monitor its own share",
     ),
+    Setting(
+        "insecure",
+        BOOLEAN,
+        False,
+        "no TLS: the services authenticate with a shared secret only (frames neither encrypted nor authenticated)",
+    ),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
     Setting("load", number(0.0, 1.0, open_low=True), 0.8, "demo: offered load, a fraction of the slots"),
@@ -221,6 +269,7 @@ LOCAL_SETTINGS = (
 
 SUBMIT_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("tasks", integer(1), 1, "tasks in the job", "N"),
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
@@ -255,9 +304,22 @@ SUBMIT_SETTINGS = (
 
 STATUS_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("json", BOOLEAN, False, "print JSON instead of tables"),
     _log_level("warning"),
+)
+
+CERTS_SETTINGS = (
+    Setting("certs_dir", TEXT, "sparrow-certs", "folder of the CA (ca.pem, ca-key.pem) and the certificates", "DIR"),
+    Setting(
+        "days",
+        number(0.0, open_low=True),
+        help="days the certificate is valid",
+        metavar="N",
+        unset=f"{DEFAULT_CA_DAYS} for a CA, {DEFAULT_DAYS} for others",
+    ),
+    Setting("force", BOOLEAN, False, "replace files that exist"),
 )
 
 COMMANDS = {
@@ -266,4 +328,5 @@ COMMANDS = {
     "local": LOCAL_SETTINGS,
     "submit": SUBMIT_SETTINGS,
     "status": STATUS_SETTINGS,
+    "certs": CERTS_SETTINGS,
 }

@@ -50,6 +50,7 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
+from ..wire.tls import TLS, load_tls
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
 from .job import Job, check_retries
 from .job import build_submit as build_submit
@@ -233,7 +234,12 @@ class TaskRef:
 
 class Client:
     """A connection to one of `schedulers` (tried in random order, failing over to the others);
-    None: those of the `sparrow local` on this host (and its secret, unless one is given).
+    None: those of the `sparrow local` on this host (and its credentials, unless some are given).
+
+    Credentials: `tls` (tls.TLS: the cluster CA, this client's certificate and key), else `secret` or
+    `secret_file` (the insecure shared-secret mode), else (with no `schedulers`) the `sparrow local`'s,
+    else the SPARROW_TLS_CA/CERT/KEY variables, else SPARROW_SECRET / SPARROW_SECRET_FILE. Under TLS,
+    jobs run as the user named in the certificate.
 
     The decisions are the client logic's (logic.py); this is its trio shell: it connects and fails
     over, heartbeats the scheduler, holds back submissions past `max_pending_tasks`, and sends what
@@ -246,6 +252,7 @@ class Client:
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
+        tls: TLS | None = None,
         client_id: str | None = None,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
@@ -260,7 +267,8 @@ class Client:
             except LookupError as exc:
                 raise ConnectionLost(f"no scheduler given and {exc}, or pass the schedulers' addresses") from None
             schedulers = state.schedulers
-            if secret is None and secret_file is None:
+            if secret is None and secret_file is None and tls is None:
+                tls = state.tls()
                 secret_file = state.secret_file
         if isinstance(schedulers, str):
             schedulers = [schedulers]
@@ -274,7 +282,10 @@ class Client:
             raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
         if not isinstance(handshake_timeout, (int, float)) or not 0 < handshake_timeout < float("inf"):
             raise ValueError(f"handshake_timeout must be a number of seconds > 0, got {handshake_timeout!r}")
-        self._secret = load_secret(secret, secret_file)
+        if tls is None and secret is None and secret_file is None:
+            tls = load_tls()
+        self._tls = tls
+        self._secret = None if tls is not None else load_secret(secret, secret_file)
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
         self.scheduler_timeout = float(scheduler_timeout)
         self.retries = retries
@@ -360,6 +371,7 @@ class Client:
                     peer_id=self.client_id,
                     timeout=self.handshake_timeout,
                     max_frame=self.max_frame,
+                    tls=self._tls,
                 )
                 return conn, errors
             except (OSError, HandshakeError) as exc:

@@ -44,6 +44,7 @@ class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
 
 def _no_prometheus(environ, start_response):
     body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
-    start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
-                                               ("Content-Length", str(len(body)))])  # fmt: skip
+    start_response(
+        "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+    )
     return [body]

@@ -37,6 +37,7 @@ from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import Outcome, TaskToNode
+from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
 from .worker_pool import ProcessExecutor, ThreadExecutor
@@ -57,7 +58,8 @@ class NodeMonitorService:
         executor,
         nursery: trio.Nursery,
         *,
-        secret: bytes,
+        secret: bytes | None,
+        tls: TLS | None = None,
         node_id: str,
         labels: Sequence[str] = (),
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
@@ -82,6 +84,7 @@ class NodeMonitorService:
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
         self._secret = secret
+        self._tls = tls
         self._nursery = nursery
         self._gate = HandshakeGate()
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
@@ -132,6 +135,7 @@ class NodeMonitorService:
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
             redial_delay=REDIAL_DELAY,
+            tls=self._tls,
         )
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
@@ -147,6 +151,7 @@ class NodeMonitorService:
             allowed_roles=("scheduler",),
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
+            tls=self._tls,
         )
 
     async def _heartbeat(self, conn: Connection) -> None:
@@ -206,10 +211,13 @@ class NodeMonitorService:
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 
-def make_executor(kind, slots: int, max_frame: int):
-    """ "process" or "thread", or an executor object (see worker_pool.py) used as is."""
+def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):
+    """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
+    user process executors run tasks as (ProcessExecutor)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame)
+        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user)
+    if task_user is not None:
+        raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
         return ThreadExecutor(slots)
     if isinstance(kind, str):
@@ -230,12 +238,14 @@ async def serve_node_monitor(
     *,
     secret: str | bytes | None = None,
     secret_file: str | None = None,
+    tls: TLS | None = None,
     node_id: str | None = None,
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
     weights: dict[str, float] | None = None,
     executor="process",
+    task_user: str | None = None,
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -246,7 +256,8 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
-    ("process", "thread", or an executor object).
+    ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
+    OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
@@ -256,17 +267,18 @@ async def serve_node_monitor(
     starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
     its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
     `logic.busy == 0`, then cancel). Its id is `node_id`, by default "HOST:PORT": this host's name
-    and the port it listens on, unique per process even where clones share a host name.
+    and the port it listens on, unique per process even where clones share a host name. With `tls`
+    (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
-    key = load_secret(secret, secret_file)
+    key = None if tls is not None else load_secret(secret, secret_file)
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
             slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame
         )
-    runner = make_executor(executor, logic.slots, max_frame)
+    runner = make_executor(executor, logic.slots, max_frame, task_user)
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
     async with trio.open_nursery() as nursery:
@@ -277,6 +289,7 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 secret=key,
+                tls=tls,
                 node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,

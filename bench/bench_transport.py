@@ -19,7 +19,7 @@ import time
 
 ROUND_TRIPS = 5_000
 ROUNDS = 5
-MESSAGE = b"x" * 64  # about a GetTask / TaskLaunch frame of a no-op task
+MESSAGE = b"x" * 64  # about a GetTask / TaskToNode frame of a no-op task
 
 
 def _pair(transport: str) -> tuple[socket.socket, socket.socket]:

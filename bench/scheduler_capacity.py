@@ -87,7 +87,7 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
     from sparrow_runtime.wire.address import parse_address
     from sparrow_runtime.wire.connection import send_grouped
     from sparrow_runtime.wire.handshake import connect
-    from sparrow_runtime.wire.messages import Registered, RegisterNodeMonitor, TaskLaunch
+    from sparrow_runtime.wire.messages import Outcome, Registered, RegisterNodeMonitor, TaskToNode
 
     logic = NodeMonitorLogic(slots=slots)
     conn = await connect(parse_address(address), secret=secret, role="node-monitor", peer_id=node_id)
@@ -103,9 +103,9 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
         while out:
             more = []
             for peer, msg in out:
-                if type(msg) is TaskLaunch:
+                if type(msg) is TaskToNode:
                     done[0] += 1
-                    more += logic.on_task_done(peer, msg.job_id, msg.task, True, NONE_RESULT, "")
+                    more += logic.on_task_done(peer, msg.job_id, msg.task, Outcome(True, NONE_RESULT))
                 else:
                     sends.append((peer, msg))
             out = more

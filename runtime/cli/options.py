@@ -113,7 +113,7 @@ NODE_MONITOR_SETTINGS = (
     Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial (or unix:PATH)",
             "HOST:PORT"),
     Setting("id", TEXT, help="this node monitor's id, unique in the cluster",
-            unset="HOST:PORT, this host's name and the port (or socket path) it listens on"),
+            unset="HOST:PORT, this host's name and the port or socket path it listens on"),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,

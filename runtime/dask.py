@@ -39,7 +39,8 @@ from .client.executor import SparrowExecutor
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
 
-DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
+DEFAULT_MAX_IN_FLIGHT = 10_000
+"""Tasks of one graph on the cluster at once (get_async's num_workers)."""
 
 
 class DaskScheduler:
@@ -190,6 +191,7 @@ class _Wave:
 
 
 def check_max_in_flight(value: int, name: str = "max_in_flight") -> int:
+    """`value` when it is an int >= 1; ValueError naming `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     return value

@@ -10,9 +10,14 @@ ArrayLikeInt = npt.ArrayLike
 QueuePolicy = Literal["fifo", "priority", "fair"]
 
 QUEUE_POLICIES: tuple[QueuePolicy, ...]
+"""The reservation queue policies: "fifo", "priority" (lower number first) and "fair" (weighted users)."""
 PRIORITY_RANGE: range
+"""The priorities a reservation may have (a C++ int32: lower runs first)."""
 PLACEMENT_POLICIES: tuple[str, ...]
+"""The simulator's placement policies: random, per-task, batch, batch + late binding (sparrow), omniscient."""
 DURATIONS: tuple[str, ...]
+"""The simulator's task duration distributions: exponential, constant, bimodal, per_job (one exponential
+draw per job)."""
 
 class Rng:
     """xoshiro256** seeded through splitmix64; the same seed gives the same stream everywhere."""

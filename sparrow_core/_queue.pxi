@@ -40,7 +40,7 @@ cdef class ReservationQueue:
     fair shares pops between users in proportion to their weights (unknown users get
     `default_weight`), FIFO within a user. Users are str or int values.
 
-    Example:
+    Examples:
         >>> q = ReservationQueue("fair", weights={"a": 3, "b": 1})
         >>> for job in range(8):
         ...     q.push(job, "a" if job % 2 else "b")
@@ -252,7 +252,8 @@ cdef class ReservationQueue:
         """Work stealing, the victim's side: removes up to max_count reservations from the head
         (in service order) and returns them, stopping at one whose job is in `pinned` (jobs whose
         reservations must stay, e.g. constrained ones). A fair queue's charge for each is
-        refunded: the thief's queue charges the user when it serves them."""
+        refunded: the thief's queue charges the user when it serves them. The pops run with the
+        GIL released."""
         cdef int64_t limit = _as_int64(max_count, "max_count")
         if limit < 0:
             raise ValueError(f"max_count must be >= 0, got {limit}")
@@ -268,7 +269,8 @@ cdef class ReservationQueue:
                 kept += 1
         keep.resize(kept)
         cdef vector[CReservation] out
-        c_take_reservations(self.c[0], limit, keep.data(), <int64_t>keep.size(), out)
+        with nogil:
+            c_take_reservations(self.c[0], limit, keep.data(), <int64_t>keep.size(), out)
         return [self._wrap(out[i]) for i in range(out.size())]
 
     def __len__(self):

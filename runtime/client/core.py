@@ -40,12 +40,14 @@ from functools import partial
 
 import trio
 
+from .. import views
 from ..errors import ConnectionLost, HandshakeError
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
@@ -59,9 +61,7 @@ from .task_inputs import Inputs, find_inputs, pack_template
 logger = logging.getLogger(__name__)
 
 DEFAULT_STATUS_TIMEOUT = 5.0
-DEFAULT_SCHEDULER_TIMEOUT = 1.0  # a LAN: heartbeats every 0.25 s, a dead or frozen scheduler noticed within 1 s
 DEFAULT_MAX_PENDING_TASKS = 100_000
-HEARTBEATS_PER_TIMEOUT = 4
 CLOSE_TIMEOUT = 0.5  # how long closing may take to tell the scheduler (a frozen one gets no more)
 
 OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
@@ -81,28 +81,9 @@ class TaskOutcome:
     def result(self):
         """The task's return value, or raise its exception."""
         if not self.ok:
+            assert self.exception is not None  # a failed outcome has one
             raise self.exception
         return self.value
-
-
-class Liveness:
-    """When a peer that answers every heartbeat is taken for dead: silent for `timeout` seconds,
-    checked every `interval` (timeout / HEARTBEATS_PER_TIMEOUT). A check that wakes up much later than
-    it asked (more than an interval late) means this process was paused (a stopped process, a long
-    GC, an overloaded machine): the peer then gets a fresh `timeout` to answer instead of being taken
-    for dead, so a pause of our own causes no failover storm."""
-
-    def __init__(self, timeout: float, now: float) -> None:
-        self.timeout = timeout
-        self.interval = timeout / HEARTBEATS_PER_TIMEOUT
-        self.heard = now  # when the peer was last heard from
-
-    def silent(self, now: float, asked: float) -> bool:
-        """At a check that asked to run at `asked` and runs at `now`: is the peer silent too long?"""
-        if now - asked > self.interval:  # we were paused, not the peer
-            self.heard = now
-            return False
-        return now - self.heard > self.timeout
 
 
 class JobHandle:
@@ -149,6 +130,12 @@ class JobHandle:
         """Whether the whole job was cancelled."""
         return self._job.cancelled
 
+    def __repr__(self) -> str:
+        return views.job_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.job_html(self)
+
     def __getitem__(self, task: int) -> TaskRef:
         """Task `task`'s outcome as an input of another job's task: `partial(f, job[0])`."""
         if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
@@ -156,6 +143,7 @@ class JobHandle:
         return TaskRef(self, task)
 
     def done(self) -> bool:
+        """True once every task of the job has its outcome."""
         return self._job.done()
 
     def cancel(self, force: bool = False) -> None:
@@ -320,6 +308,12 @@ class Client:
         """How many submitted tasks have no outcome yet."""
         return self._logic.unfinished
 
+    def __repr__(self) -> str:
+        return views.client_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.client_html(self)
+
     async def __aenter__(self) -> Client:
         self._stack = AsyncExitStack()
         self._token = trio.lowlevel.current_trio_token()
@@ -339,6 +333,7 @@ class Client:
         msgs = self._logic.close()
         self._dispatch()
         conn = self._conn
+        assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"
         if conn is not None:
             self._send(msgs)
             conn.close_soon()
@@ -353,7 +348,7 @@ class Client:
     async def _connect_any(self, last: str | None = None) -> tuple[Connection | None, list[str]]:
         """A connection to the first reachable scheduler, in random order but `last` (the one just
         lost, which may be frozen: its handshake would only time out) last; or None and the reasons."""
-        errors = []
+        errors: list[str] = []
         order = random.sample(self.schedulers, len(self.schedulers))
         order.sort(key=lambda address: format_address(address) == last)
         for address in order:
@@ -447,7 +442,8 @@ class Client:
         """Tell each job's owner of the outcomes the logic decided."""
         events = self._logic.take_events()
         for job, task in events:
-            job.listener(job, task)
+            if job.listener is not None:  # a job of this shell always has one
+                job.listener(job, task)
         if events:
             self._room.set()
 
@@ -489,11 +485,12 @@ class Client:
         """
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
-        payloads = []
+        payloads: list[bytes] = []
         held: Held = {}  # task -> its call and inputs, for those that take outcomes
         for task in tasks:
             inputs = self._task_inputs(task)
             if inputs is not None:
+                assert isinstance(task, partial)  # inputs are found in a partial's arguments only
                 held[len(payloads)] = (pack_template(task.func, inputs), inputs)
                 payloads.append(b"")  # set once its inputs are done
                 continue
@@ -555,6 +552,7 @@ class Client:
         elif job.coalesce:
             if not self._flush_due:
                 self._flush_due = True
+                assert self._token is not None  # set by __aenter__
                 self._token.run_sync_soon(self._flush)
         else:
             self._send(self._logic.flush())

@@ -42,6 +42,7 @@ from functools import partial
 
 import trio
 
+from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
@@ -147,6 +148,12 @@ class SparrowExecutor(concurrent.futures.Executor):
         """The Client behind this executor (its `failovers`, `connected_to`)."""
         return self._client
 
+    def __repr__(self) -> str:
+        return views.executor_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.executor_html(self)
+
     async def _main(self) -> None:
         try:
             async with self._client:
@@ -211,9 +218,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
         client = self._client
         job = Job(
-            self._settings, payloads, retries=client.retries, retry_exceptions=client.retry_exceptions,
-            coalesce=coalesce, listener=self._on_outcome,
-        )  # fmt: skip
+            self._settings,
+            payloads,
+            retries=client.retries,
+            retry_exceptions=client.retry_exceptions,
+            coalesce=coalesce,
+            listener=self._on_outcome,
+        )
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -232,6 +243,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         wake = not self._incoming
         self._incoming.extend(calls)
         if wake:
+            assert self._token is not None  # set by the trio thread before __init__ returns
             self._token.run_sync_soon(self._run_incoming)
 
     def _run_incoming(self) -> None:
@@ -332,6 +344,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             if wait:
                 concurrent.futures.wait(pending)
             with self._lock:
+                assert self._stop is not None  # set by the trio thread before __init__ returns
                 try:
                     self._queue_calls((self._stop.set,))
                 except trio.RunFinishedError:

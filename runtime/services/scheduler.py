@@ -8,10 +8,10 @@ TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
 and closed; the logic then forgets that peer (a node monitor's tasks are re-probed or reported failed,
-a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds, or a client that
-does not read its outcomes (over the connection's unsent limit), is dropped the same way. An
-exception raised while serving one connection ends only that connection (guard.py): nothing a peer
-sends can stop the service.
+a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds (a pause of this
+process does not count: wire/liveness.py), or a client that does not read its outcomes (over the
+connection's unsent limit), is dropped the same way. An exception raised while serving one
+connection ends only that connection (guard.py): nothing a peer sends can stop the service.
 """
 
 from __future__ import annotations
@@ -68,10 +68,17 @@ class SchedulerService:
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve one incoming connection (a client or a node monitor) until it ends."""
         await accept_and_serve(
-            stream, self.serve_peer, log=logger, gate=self._gate, secret=self._secret, role="scheduler",
-            node_id=self.name, allowed_roles=("client", "node-monitor"), timeout=self.handshake_timeout,
+            stream,
+            self.serve_peer,
+            log=logger,
+            gate=self._gate,
+            secret=self._secret,
+            role="scheduler",
+            node_id=self.name,
+            allowed_roles=("client", "node-monitor"),
+            timeout=self.handshake_timeout,
             max_frame=self.max_frame,
-        )  # fmt: skip
+        )
 
     async def serve_peer(self, conn: Connection) -> None:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""
@@ -160,9 +167,12 @@ async def serve_scheduler(
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
-            scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
+            scheduler_id=name,
+            probe_ratio=probe_ratio,
+            seed=seed,
+            placement_timeout=placement_timeout,
             max_client_tasks=max_client_tasks,
-        )  # fmt: skip
+        )
     service = SchedulerService(
         logic,
         secret=key,

@@ -15,7 +15,8 @@ streams (trio memory streams in tests) always go through the sender task and `re
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
 the connection is closed; only this connection is affected. Every wait has a deadline: the flush
-of a final Error, and (optionally) an idle timeout on reads.
+of a final Error, and (optionally) an idle timeout on reads, under the pause-aware rule of
+liveness.py (a pause of this process does not count as the peer's silence).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import trio
 from ..errors import ConnectionLost, ProtocolError
 from . import limits
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
+from .liveness import Liveness
 from .messages import Error, RegistrationRefused
 
 logger = logging.getLogger(__name__)
@@ -225,8 +227,9 @@ class Connection:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
-        `idle_timeout`, dropped, closed locally). The messages of a batch before an Error from the
-        peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
+        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch
+        before an Error from the peer are delivered; the Error ends the connection (it is the peer's
+        goodbye, not a fault).
         """
         reason = "closed locally"
         async with trio.open_nursery() as nursery:
@@ -278,17 +281,18 @@ class Connection:
         on_messages(batch)
 
     async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:
-        """Deliver batches until closing, or until no batch came for `idle_timeout` seconds. The
-        deadline is re-armed only when it fires (moving a deadline on every batch costs more than
-        the rest of a wake-up)."""
-        heard = trio.current_time()
+        """Deliver batches until closing, or until the peer is silent past `idle_timeout` (Liveness,
+        checked when each interval's deadline fires: moving a deadline on every batch costs more
+        than the rest of a wake-up)."""
+        liveness = Liveness(idle_timeout, trio.current_time())
         while not self._closing:
-            with trio.CancelScope(deadline=heard + idle_timeout):
+            asked = trio.current_time() + liveness.interval
+            with trio.CancelScope(deadline=asked):
                 while not self._closing:
                     batch = await self.receive_batch()
-                    heard = trio.current_time()
+                    liveness.heard = trio.current_time()
                     self._deliver(on_messages, batch)
-            if trio.current_time() >= heard + idle_timeout:
+            if liveness.silent(trio.current_time(), asked):
                 return
 
     async def aclose(self) -> None:

@@ -86,12 +86,12 @@ def _small_cluster(processes, node_timeout: float, scheduler_timeout: float):
     return scheduler, address, nodes
 
 
-async def _run_while(address: str, freeze, n_tasks: int = 300) -> list:
+async def _run_while(address: str, freeze, n_tasks: int = 300, **client_options) -> list:
     """Submit `n_tasks` tasks of 10 ms, call `freeze()` (sync, it sleeps) once some have run, and
     return every outcome (the JobHandle refuses a second outcome for a task)."""
-    async with Client([address], secret=SECRET) as client:
+    async with Client([address], secret=SECRET, **client_options) as client:
         job = await client.submit_job([partial(time.sleep, 0.01)] * n_tasks)
-        while len(job._order) < 20:
+        while job.n_done < 20:
             await trio.sleep(0.01)
         await trio.to_thread.run_sync(freeze)
         with trio.fail_after(60):  # before the fix: some outcomes never came
@@ -114,6 +114,49 @@ def test_a_frozen_scheduler_loses_no_outcome(processes):
     assert len(outcomes) == 300
     failed = [o.exception for o in outcomes if not o.ok]
     assert failed == []  # the client relaunched what the freeze cost (at least once, issue 10)
+
+
+async def _status(address: str):
+    async with Client([address], secret=SECRET) as client:
+        return await client.status()
+
+
+@pytest.mark.slow
+def test_a_scheduler_paused_past_its_node_timeout_keeps_its_node_monitors(processes):
+    """The scheduler SIGSTOPped 3 s with a 2 s timeout on its node monitors (which wait 10 s for it):
+    when it wakes, the silence was its own pause, not theirs (wire/liveness.py), so it drops none of
+    them, and every task ends ok at its first attempt."""
+    scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=10)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+    assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
+
+
+@pytest.mark.slow
+def test_a_scheduler_paused_past_the_node_monitors_timeout_gets_them_back(processes):
+    """The scheduler SIGSTOPped 3 s while its node monitors drop it after 2 s of silence: they
+    re-register when it wakes, and the client loses no task (what the pause cost is relaunched)."""
+    scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=2)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    assert len(outcomes) == 300 and all(o.ok for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+
+
+@pytest.mark.slow
+def test_a_paused_node_monitor_keeps_its_scheduler(processes):
+    """A node monitor SIGSTOPped 3 s with a 2 s timeout on its scheduler (which waits 10 s for it):
+    when it wakes, nothing came from the scheduler meanwhile (it only echoes heartbeats), but the
+    silence was the node monitor's own pause (wire/liveness.py): it keeps the link, so the scheduler
+    loses no node monitor and every task ends ok at its first attempt."""
+    _, address, nodes = _small_cluster(processes, node_timeout=10, scheduler_timeout=2)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, nodes[0], 3.0))
+    assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+    assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
 
 
 @pytest.mark.slow

@@ -41,6 +41,27 @@ def test_every_task_runs_once_with_stealing() -> None:
     assert np.all(result.task_wait >= 0)
 
 
+@pytest.mark.parametrize(("queue_policy", "slots"), [("fifo", 4), ("priority", 1), ("fair", 1), ("fair", 3)])
+def test_every_task_runs_once_with_stealing_under_every_queue_policy(queue_policy: str, slots: int) -> None:
+    """Multi-slot workers, priority and fair queues (two users 3:1, two schedulers): stealing moves
+    reservations, every job finishes and each task is bound exactly once."""
+    config = replace(
+        BIMODAL,
+        policy="sparrow_steal",
+        n_jobs=600,
+        slots=slots,
+        queue_policy=queue_policy,
+        n_schedulers=2,
+        user_weights=(3.0, 1.0),
+        priority_shares=(0.5, 0.5),
+    )
+    result = simulate(config)
+    c = result.counters
+    assert c["stolen"] > 0
+    assert c["get_task"] - c["get_task_empty"] == result.n_tasks
+    assert np.all(result.job_response >= result.job_ideal)
+
+
 def test_constrained_reservations_are_never_stolen() -> None:
     """With every task constrained to 3 workers, idle workers try to steal but move nothing."""
     result = simulate(replace(BIMODAL, policy="sparrow_steal", n_jobs=500, constrained_tasks=1.0)).counters

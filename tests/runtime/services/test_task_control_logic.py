@@ -1,12 +1,11 @@
 """The scheduler's task-control rules, sans-I/O on a fake clock: jobs waiting for a node monitor
 (placement_timeout), cancel (with and without force), per-job timeouts only where tasks can be
-stopped, the per-client bound, client heartbeats; and the client's liveness rule."""
+stopped, the per-client bound, client heartbeats (the liveness rule itself: wire/test_liveness.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.client.core import Liveness
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -169,22 +168,3 @@ def test_labels_starting_sparrow_colon_are_reserved():
 def test_bad_task_control_settings_are_refused(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         SchedulerLogic(**bad)
-
-
-def test_liveness_takes_a_silent_peer_for_dead_after_the_timeout():
-    live = Liveness(1.0, now=0.0)
-    assert live.interval == 0.25
-    assert not live.silent(now=0.75, asked=0.75)
-    assert not live.silent(now=1.0, asked=1.0)  # exactly the timeout: not yet
-    assert live.silent(now=1.25, asked=1.25)
-    live.heard = 1.3
-    assert not live.silent(now=2.0, asked=2.0)
-
-
-def test_liveness_forgives_a_pause_of_this_process():
-    """A check that wakes 10 s late (this process was stopped) gives the peer a fresh timeout instead
-    of a failover; only silence after that counts."""
-    live = Liveness(1.0, now=0.0)
-    assert not live.silent(now=10.25, asked=0.25)
-    assert not live.silent(now=11.0, asked=11.0)
-    assert live.silent(now=11.5, asked=11.5)

@@ -140,3 +140,20 @@ def test_history_refuses_fewer_than_one_commit(toy) -> None:
     """--commits 0 is a usage error (exit 2) before asv runs."""
     done = toy.run("bench.history", "--commits", "0")
     assert done.returncode == 2 and "--commits must be >= 1" in done.stderr
+
+
+def test_runtime_gate_holds_the_cpu_and_load_ratios_and_not_the_wall_ratios() -> None:
+    """The runtime group's pattern picks RuntimeVsPool's CPU ratios and its 80%-load ratio (asv names
+    them module.Class.method) and leaves the wall ratios, whose spread here is too wide, to the history."""
+    import re
+
+    from bench import bench_vs_pool, gate
+
+    names = [f"bench_vs_pool.RuntimeVsPool.{m}" for m in dir(bench_vs_pool.RuntimeVsPool) if m.startswith("track_")]
+    held = sorted(n.rsplit(".", 1)[1] for n in names if re.search(gate.RUNTIME_BENCHMARKS, n))
+    assert held == [
+        "track_job_cpu_vs_pool",
+        "track_load_overhead_vs_floor",
+        "track_map_cpu_vs_pool",
+        "track_submit_cpu_vs_pool",
+    ]

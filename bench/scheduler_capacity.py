@@ -90,6 +90,7 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
     from sparrow_runtime.wire.messages import Outcome, Registered, RegisterNodeMonitor, TaskToNode
 
     logic = NodeMonitorLogic(slots=slots)
+    none = Outcome(True, b"\x80\x05N.")  # pickle.dumps(None, 5): what a no-op task returns
     conn = await connect(parse_address(address), secret=secret, role="node-monitor", peer_id=node_id)
     await conn.send_now([RegisterNodeMonitor(node_id, slots)])
     reply = await conn.receive_one()
@@ -105,7 +106,7 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
             for peer, msg in out:
                 if type(msg) is TaskToNode:
                     done[0] += 1
-                    more += logic.on_task_done(peer, msg.job_id, msg.task, Outcome(True, NONE_RESULT))
+                    more += logic.on_task_done(peer, msg.job_id, msg.task, none)
                 else:
                     sends.append((peer, msg))
             out = more
@@ -120,9 +121,6 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
         nursery.start_soon(heartbeat)
         await conn.serve(on_messages)
         nursery.cancel_scope.cancel()
-
-
-NONE_RESULT = b"\x80\x05N."  # pickle.dumps(None, 5): what a no-op task returns
 
 
 async def drive(address: str, secret: bytes, args: argparse.Namespace, pid: int) -> dict[str, float]:

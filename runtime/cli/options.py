@@ -194,7 +194,7 @@ NODE_MONITOR_SETTINGS = (
         "id",
         TEXT,
         help="this node monitor's id, unique in the cluster",
-        unset="HOST:PORT, this host's name and the port it listens on, or its socket path",
+        unset="HOST:PORT, this host's name and the port or socket path it listens on",
     ),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),

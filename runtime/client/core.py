@@ -430,6 +430,7 @@ class Client:
         while True:
             asked = trio.current_time() + liveness.interval
             await trio.sleep_until(asked)
+            liveness.heard = max(liveness.heard, conn.active_at)  # a big frame on its way
             if liveness.silent(trio.current_time(), asked):
                 conn.drop(f"silent for more than {self.scheduler_timeout:g} s")
                 return
@@ -574,6 +575,8 @@ class Client:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
+        if self._conn is not None:
+            await self._conn.wait_room()  # while the link to the scheduler is full
         await trio.lowlevel.checkpoint()
         return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
 
@@ -653,18 +656,17 @@ class Client:
         payloads = template.tasks if len(tasks) == handle.n_tasks else [handle._payloads[t] for t in tasks]
         self._placements[ref] = (handle, tasks)
         handle._refs.add(ref)
-        self._conn.send(
-            SubmitJob(
-                ref,
-                payloads,
-                template.user,
-                template.priority,
-                template.probe_ratio,
-                template.constraint,
-                task_constraints,
-                template.timeout,
-            )  # fmt: skip
+        submit = SubmitJob(
+            ref,
+            payloads,
+            template.user,
+            template.priority,
+            template.probe_ratio,
+            template.constraint,
+            task_constraints,
+            template.timeout,
         )
+        self._conn.send_later((submit,))  # backpressure: held, unencoded, while the link is full (connection.py)
 
     def _cancel(self, handle: JobHandle, tasks: list[int] | None, force: bool) -> None:
         """Cancel `tasks` (None: all) of `handle` at its scheduler, and end at once those no
@@ -675,7 +677,7 @@ class Client:
             indexes = self._placements[ref][1]
             local = [i for i, t in enumerate(indexes) if t in wanted and handle._raw[t] is None]
             if local and self._conn is not None:
-                self._conn.send(CancelJob(ref, force, None if len(local) == len(indexes) else local))
+                self._conn.send_later((CancelJob(ref, force, None if len(local) == len(indexes) else local),))
                 held.update(indexes[i] for i in local)
         for task in sorted(wanted - held):
             if 0 <= task < handle.n_tasks and handle._raw[task] is None:

@@ -161,7 +161,8 @@ class NodeMonitorService:
 
     def _route(self, out: list) -> None:
         """Start the launched tasks and stop the ones asked, then send the rest with one write per
-        scheduler."""
+        scheduler, once its link has room: outcomes (and the GetTask of the slot they free) wait
+        while the link is full (backpressure, connection.py)."""
         sends = []
         for peer, msg in out:
             kind = type(msg)
@@ -173,7 +174,7 @@ class NodeMonitorService:
                     self.executor.stop(ticket, CANCELLED, "cancelled by its client with force: its worker was stopped")
             else:
                 sends.append((peer, msg))
-        send_grouped(sends)
+        send_grouped(sends, later=True)
 
     def _start(self, scheduler: Connection, msg: TaskLaunch) -> None:
         key = (scheduler, msg.job_id, msg.task)

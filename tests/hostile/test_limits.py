@@ -172,9 +172,9 @@ def test_clip_shortens_and_escapes_peer_text():
     assert limits.clip(b"\xff") == "b'\\xff'"
 
 
-def test_unsent_limit_allows_two_frames_at_least():
+def test_unsent_limit_allows_four_frames_at_least():
     assert limits.unsent_limit(1 << 20) == limits.MIN_UNSENT_LIMIT
-    assert limits.unsent_limit(64 << 20) == 128 << 20
+    assert limits.unsent_limit(64 << 20) == 256 << 20
 
 
 def test_heartbeat_and_enqueue_defaults_decode():

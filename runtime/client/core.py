@@ -46,10 +46,11 @@ from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
-from ..wire.limits import MAX_REASON, clip, job_problem
+from ..wire.limits import MAX_REASON, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
+    TOO_LARGE,
     UNPLACEABLE,
     CancelJob,
     Constraint,
@@ -642,9 +643,37 @@ class Client:
         self._place(handle, tasks)
 
     def _place(self, handle: JobHandle, tasks: list[int]) -> None:
-        """Send `tasks` of `handle` as one job (one more attempt each) on the current connection."""
+        """Send `tasks` of `handle` (one more attempt each) on the current connection: as one job, or
+        as several where one would be over the link's frame limit (the smaller of this client's and
+        the scheduler's max_frame); a task over it by itself fails alone (TOO_LARGE)."""
         if self._conn is None:
             return  # relaunched once connected
+        for part in self._fitting(handle, tasks):
+            self._place_part(handle, part)
+
+    def _fitting(self, handle: JobHandle, tasks: list[int]) -> list[list[int]]:
+        """`tasks` in parts that each fit in one SubmitJob frame; those that fit in none fail."""
+        limit = self._conn.send_limit - FRAME_OVERHEAD_PER_JOB
+        sizes = [len(handle._payloads[t]) + FRAME_OVERHEAD_PER_TASK for t in tasks]
+        if sum(sizes) <= limit:
+            return [tasks]
+        parts: list[list[int]] = [[]]
+        room = limit
+        for task, size in zip(tasks, sizes, strict=True):
+            where = f"of the link to scheduler {self._conn.peer_name}"
+            problem = too_large("the task's payload", len(handle._payloads[task]), self._conn.send_limit, where)
+            if problem is not None:
+                handle.attempts[task] += 1
+                handle._set(task, False, b"", problem, TOO_LARGE)
+                continue
+            if size > room:
+                parts.append([])
+                room = limit
+            parts[-1].append(task)
+            room -= size
+        return [part for part in parts if part]
+
+    def _place_part(self, handle: JobHandle, tasks: list[int]) -> None:
         template = handle._template
         ref = self._next_ref
         self._next_ref += 1

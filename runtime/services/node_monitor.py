@@ -32,8 +32,17 @@ from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from ..wire.limits import MAX_REASON, clip
-from ..wire.messages import CANCELLED, TIMED_OUT, Error, Registered, RegisterNodeMonitor, StopTask, TaskLaunch
+from ..wire.limits import MAX_REASON, clip, too_large
+from ..wire.messages import (
+    CANCELLED,
+    TIMED_OUT,
+    TOO_LARGE,
+    Error,
+    Registered,
+    RegisterNodeMonitor,
+    StopTask,
+    TaskLaunch,
+)
 from ..wire.messages import RegistrationRefused as Refusal
 from .executor import ProcessExecutor, ThreadExecutor
 from .listen import open_listeners
@@ -44,7 +53,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_INTERVAL = 0.5
 DEFAULT_SCHEDULER_TIMEOUT = 2.0
 REDIAL_DELAY = 0.5
-OUTCOME_OVERHEAD = 1024  # room for TaskFinished's other fields within a frame
 
 
 class NodeMonitorService:
@@ -206,8 +214,10 @@ class NodeMonitorService:
         deadline = self._deadlines.pop(key, None)
         if deadline is not None:
             deadline.cancel()
-        if len(payload) + len(error) > self.max_frame - OUTCOME_OVERHEAD:
-            ok, payload, error = False, b"", f"the task's outcome ({len(payload)} bytes) exceeds the frame limit"
+        where = f"from node monitor {clip(self.node_id)!r} to scheduler {clip(scheduler.peer_id)!r}"
+        problem = too_large("the task's outcome", len(payload) + len(error), scheduler.send_limit, where)
+        if problem is not None:  # that task fails, once; the link stays
+            ok, payload, error, failure = False, b"", problem, TOO_LARGE
         with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
 

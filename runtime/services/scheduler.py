@@ -82,6 +82,7 @@ class SchedulerService:
             handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
 
         send = self.outcomes.send
+        logic.frame_limits[conn] = conn.send_limit  # what this peer's link takes (told at the handshake)
 
         def on_messages(msgs: list) -> None:
             send(handle(conn, msgs))
@@ -161,7 +162,7 @@ async def serve_scheduler(
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
             scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
-            max_client_tasks=max_client_tasks,
+            max_client_tasks=max_client_tasks, max_frame=max_frame,
         )  # fmt: skip
     service = SchedulerService(
         logic,

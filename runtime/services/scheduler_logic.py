@@ -45,10 +45,12 @@ import numpy as np
 import sparrow_core
 
 from ..errors import ProtocolError
-from ..wire.limits import MAX_REASON, clip, job_problem
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.limits import MAX_REASON, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
+    TOO_LARGE,
     UNPLACEABLE,
     CancelJob,
     CancelReservations,
@@ -168,6 +170,9 @@ class SchedulerLogic:
     `clock` (seconds) dates the node monitors' last messages (StatusReply) and the jobs waiting for
     a node monitor; `on_timer` (call it a few times a second) fails those waiting past
     `placement_timeout` (0: fail at once). A client may have `max_client_tasks` unfinished tasks.
+    `frame_limits` holds the largest frame each peer's link takes (the smaller max_frame of both
+    sides; the shell sets it as a peer connects, `max_frame` for a peer not in it): a task or an
+    outcome over its next hop's limit fails alone (TOO_LARGE), naming the size and the limit.
     """
 
     def __init__(
@@ -178,6 +183,7 @@ class SchedulerLogic:
         seed: int | None = None,
         placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
         max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
+        max_frame: int = DEFAULT_MAX_FRAME,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
@@ -188,6 +194,8 @@ class SchedulerLogic:
         self.clock = clock
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
+        self.max_frame = max_frame
+        self.frame_limits: dict[Hashable, int] = {}  # peer -> the largest frame its link takes
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
@@ -244,6 +252,7 @@ class SchedulerLogic:
     def on_node_lost(self, peer: Hashable) -> list:
         """The node monitor behind `peer` disconnected or went silent."""
         out: list = []
+        self.frame_limits.pop(peer, None)
         node = self.nodes.pop(peer, None)
         if node is None:
             return out
@@ -364,6 +373,7 @@ class SchedulerLogic:
     def on_client_lost(self, peer: Hashable) -> list:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations."""
         out: list = []
+        self.frame_limits.pop(peer, None)
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
             self._refs.pop((peer, job.ref), None)
@@ -497,9 +507,18 @@ class SchedulerLogic:
             return
         payload = job.payloads[task]
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
-        job.running[task] = node.worker
-        self.stats["launched"] += 1
-        out.append((node.peer, TaskLaunch(job_id, task, payload, job.timeout)))
+        where = f"of the link to node monitor {clip(node.node_id)!r}"
+        problem = too_large("the task's payload", len(payload), self.frame_limits.get(node.peer, self.max_frame), where)
+        if problem is None:
+            job.running[task] = node.worker
+            self.stats["launched"] += 1
+            out.append((node.peer, TaskLaunch(job_id, task, payload, job.timeout)))
+        else:  # it fails alone, once; the slot that asked is told there is nothing for it
+            self.stats["too_large"] += 1
+            out.append((node.peer, NoTask(job_id)))
+            self._deliver(job, task, False, b"", problem, out, TOO_LARGE)
+            if job_id not in self.table:  # that was the job's last outcome
+                return
         if self.table.all_launched(job_id):
             for worker in self.table.workers_to_cancel(job_id).tolist():
                 holder = self._by_worker.get(worker)
@@ -542,6 +561,13 @@ class SchedulerLogic:
         job.n_done += 1
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1
+        where = "of the link to its client"
+        problem = too_large(
+            "the task's outcome", len(payload) + len(error), self.frame_limits.get(job.client, self.max_frame), where
+        )
+        if problem is not None:  # it fails alone, once; the link stays
+            self.stats["too_large"] += 1
+            ok, payload, error, failure = False, b"", problem, TOO_LARGE
         last = job.n_done == len(job.done)
         out.append((job.client, TaskResult(job.ref, task, ok, payload, error, last, failure)))
         if last:

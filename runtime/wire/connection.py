@@ -71,6 +71,7 @@ class Connection:
     ) -> None:
         self.stream = stream
         self.max_frame = max_frame
+        self.send_limit = max_frame  # the smaller of both sides' max_frame, once the peer told its own
         self.unsent_limit = limits.unsent_limit(max_frame) if unsent_limit is None else unsent_limit
         self.stall_timeout = stall_timeout
         self.active_at = -math.inf
@@ -98,9 +99,12 @@ class Connection:
     def __repr__(self) -> str:
         return f"<Connection {self.peer_role} {limits.clip(self.peer_id, 60)!r} at {self.peer_name}>"
 
-    def handshake_done(self) -> None:
-        """The peer is authenticated: accept frames up to `max_frame` from now on."""
+    def handshake_done(self, peer_max_frame: int = 0) -> None:
+        """The peer is authenticated: accept frames up to `max_frame` from now on, and send none over
+        `peer_max_frame`, the peer's own limit (0: not told)."""
         self._decoder.max_frame = self.max_frame
+        if peer_max_frame:
+            self.send_limit = min(self.max_frame, peer_max_frame)
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -115,7 +119,7 @@ class Connection:
         if self._closing:
             return
         try:
-            data = encode_frames(msgs, self.max_frame)
+            data = encode_frames(msgs, self.send_limit)
         except ProtocolError:
             logger.exception("could not encode a message for %s; closing the connection", self)
             self.close_soon()
@@ -209,7 +213,7 @@ class Connection:
     async def send_now(self, msgs: list) -> None:
         """Write `msgs` directly; only before `serve` started (the handshake)."""
         try:
-            await self.stream.send_all(encode_frames(msgs, self.max_frame))
+            await self.stream.send_all(encode_frames(msgs, self.send_limit))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
 
@@ -251,7 +255,7 @@ class Connection:
         while self._later and len(self._outbox) <= limits.LINK_FULL:
             msgs = self._later.popleft()
             try:
-                self._outbox += encode_frames(msgs, self.max_frame)
+                self._outbox += encode_frames(msgs, self.send_limit)
             except ProtocolError:
                 logger.exception("could not encode a message for %s; closing the connection", self)
                 self._later.clear()

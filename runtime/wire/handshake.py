@@ -2,7 +2,7 @@
 
 `accept` (server side) and `connect` / `connect_stream` (client side) exchange Challenge,
 Authenticate and Welcome and return a `Connection` (connection.py) whose `peer_role` and `peer_id`
-are proven; `keep_connected` dials an address again whenever its link ends.
+are proven, and whose `send_limit` is the smaller of both sides' max_frame (each tells its own); `keep_connected` dials an address again whenever its link ends.
 
 Error handling: a peer that sends garbage, speaks another version, claims a role that may not
 connect, does not know the cluster secret, or is too slow gets Error(reason) and is closed, and
@@ -124,14 +124,14 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
     reason = f"handshake not completed within {timeout} s"
     with trio.move_on_after(timeout):
         try:
-            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce)])
+            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
             msg = await conn.receive_one()
             reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
             if reason is None:
                 conn.peer_role, conn.peer_id = msg.role, msg.peer_id
                 mac = auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
                 await conn.send_now([Welcome(mac)])
-                conn.handshake_done()
+                conn.handshake_done(msg.max_frame)
                 return conn
         except ProtocolError as exc:
             reason = str(exc)
@@ -225,7 +225,7 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
         server_role, server_id = challenge.role, challenge.peer_id
         nonce = auth.new_nonce()
         mac = auth.proof(secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id)
-        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
+        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce, conn.max_frame)])
         reply = await conn.receive_one()
     except ConnectionLost as exc:
         raise HandshakeError(f"{name} closed the connection during the handshake ({exc})") from None
@@ -237,7 +237,7 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
     if not auth.verify(expected, reply.mac):
         raise HandshakeError(f"{name} did not prove it knows the cluster secret")
     conn.peer_role, conn.peer_id = server_role, server_id
-    conn.handshake_done()
+    conn.handshake_done(challenge.max_frame)
 
 
 async def keep_connected(

@@ -49,6 +49,17 @@ def unsent_limit(max_frame: int) -> int:
     return max(4 * max_frame, MIN_UNSENT_LIMIT)
 
 
+MESSAGE_OVERHEAD = 1024  # bytes of a task's or an outcome's message besides its payload and text, generously
+
+
+def too_large(what: str, size: int, limit: int, where: str) -> str | None:
+    """Why `what` of `size` bytes (payload and text) cannot go in a frame of at most `limit` bytes
+    (the smaller max_frame of a link, `where`: "to scheduler X"), naming both; None if it fits."""
+    if size + MESSAGE_OVERHEAD <= limit:
+        return None
+    return f"{what} of {size} bytes is over the frame limit of {limit} bytes {where}"
+
+
 def clip(text: object, limit: int = CLIP) -> str:
     """`text` as a str of at most about `limit` characters, its control characters escaped: safe to
     put in a log line or an error message whatever a peer sent."""

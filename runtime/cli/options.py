@@ -11,7 +11,12 @@ from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
-from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..services.scheduler_logic import (
+    DEFAULT_CLIENT_GRACE,
+    DEFAULT_MAX_CLIENT_TASKS,
+    DEFAULT_PLACEMENT_TIMEOUT,
+    DEFAULT_PROBE_RATIO,
+)
 from ..wire.framing import DEFAULT_MAX_FRAME
 from .config import (
     ADDRESSES,
@@ -88,6 +93,8 @@ SCHEDULER_SETTINGS = (
     Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
     Setting("client_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_TIMEOUT,
             "drop a client silent this long (clients heartbeat several times a second)", "S"),
+    Setting("client_grace", number(0.0), DEFAULT_CLIENT_GRACE,
+            "stop a lost client's running tasks (where node monitors can) once it is not back within this", "S"),
     Setting("placement_timeout", number(0.0), DEFAULT_PLACEMENT_TIMEOUT,
             "how long a job waits for a node monitor that can take it before its tasks fail (0: fail at once)", "S"),
     Setting("max_client_tasks", integer(1), DEFAULT_MAX_CLIENT_TASKS,

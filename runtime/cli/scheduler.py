@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     options = {
         "scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"],
         "placement_timeout": s["placement_timeout"], "max_client_tasks": s["max_client_tasks"],
+        "client_grace": s["client_grace"], "max_frame": s["max_frame"],
     }  # fmt: skip
     where = metrics_address(s)
     if where is None:

@@ -29,7 +29,13 @@ from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from .listen import open_listeners
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
-from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
+from .scheduler_logic import (
+    DEFAULT_CLIENT_GRACE,
+    DEFAULT_MAX_CLIENT_TASKS,
+    DEFAULT_PLACEMENT_TIMEOUT,
+    DEFAULT_PROBE_RATIO,
+    SchedulerLogic,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +89,8 @@ class SchedulerService:
 
         send = self.outcomes.send
         logic.frame_limits[conn] = conn.send_limit  # what this peer's link takes (told at the handshake)
+        if conn.peer_role == "client":
+            logic.on_client_connected(conn, conn.peer_id)
 
         def on_messages(msgs: list) -> None:
             send(handle(conn, msgs))
@@ -97,11 +105,12 @@ class SchedulerService:
                 send(lost(conn))
 
     async def run_timers(self) -> None:
-        """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long (until cancelled)."""
+        """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long and stop the tasks of
+        lost clients (until cancelled)."""
         while True:
             await trio.sleep(TIMER_INTERVAL)
-            if self.logic.waiting:
-                with contained(logger, "failing the jobs that waited too long"):
+            if self.logic.timers_due:
+                with contained(logger, "failing the jobs that waited too long, stopping lost clients' tasks"):
                     self.outcomes.send(self.logic.on_timer())
 
     async def keep_dialing(self, target: Address) -> None:
@@ -130,6 +139,7 @@ async def serve_scheduler(
     seed: int | None = None,
     placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
     max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
+    client_grace: float = DEFAULT_CLIENT_GRACE,
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
     client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -147,8 +157,9 @@ async def serve_scheduler(
     A node monitor silent for `node_timeout`, or a client silent for `client_timeout` (clients
     heartbeat), is dropped. `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats`
     in tests; otherwise one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set
-    none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it) and
-    `max_client_tasks` (unfinished tasks per client).
+    none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it),
+    `max_client_tasks` (unfinished tasks per client) and `client_grace` (how long a lost client may
+    take to come back before its running tasks are stopped where they can be).
     The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
@@ -162,7 +173,7 @@ async def serve_scheduler(
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
             scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
-            max_client_tasks=max_client_tasks, max_frame=max_frame,
+            max_client_tasks=max_client_tasks, max_frame=max_frame, client_grace=client_grace,
         )  # fmt: skip
     service = SchedulerService(
         logic,

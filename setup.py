@@ -57,6 +57,7 @@ setup(
     package_dir={"sparrow_runtime": "runtime"},
     package_data={
         "sparrow_core": ["py.typed", "*.pyi", "*.pxd", "*.pxi", "*.pyx"],
+        "sparrow_runtime": ["py.typed"],
         "sparrow_runtime.dashboard": ["assets/*.css", "assets/*.js"],
     },
     ext_modules=cythonize(

@@ -8,6 +8,7 @@ discovers benchmarks, in environments that have asv_runner but not asv.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,8 @@ def asv(project: Path, *args: str) -> int:
     """Runs `asv ARGS` in `project` with this interpreter's asv, its output on ours; the exit status.
 
     Error handling: SystemExit with the install command when asv is missing."""
-    try:
-        import asv as _  # noqa: F401
-    except ImportError:
-        raise SystemExit("the benchmarks need asv: pip install -e '.[bench]'") from None
+    if importlib.util.find_spec("asv") is None:
+        raise SystemExit("the benchmarks need asv: pip install -e '.[bench]'")
     return subprocess.run([sys.executable, "-m", "asv", *args], cwd=project, check=False).returncode
 
 

@@ -139,9 +139,12 @@ def sparrow_round(
 
 def distributed_round(graphs: dict) -> dict[str, float]:
     """Graph -> seconds on a fresh Dask distributed cluster."""
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
-    ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         dask.compute(chain_graph(10), scheduler=client)
         return {name: timed(graph, client) for name, graph in graphs.items()}
 
@@ -195,11 +198,13 @@ def main() -> None:
         row += [f"{local:.3f}", f"{local / best:.2f}x"]
         table.add_row(*row)
     Console(width=max(Console().width, 140)).print(table)
-    print(f"best of {args.repeat} round(s), wall seconds of dask.compute; vs: the other's seconds / Sparrow's "
-          f"(> 1: Sparrow faster)\nSparrow executor={args.executor}, 1 scheduler + 2 node monitors x 1 slot; "
-          + (f"distributed {distributed.__version__} 2 workers x 1 thread; " if distributed_runs else "")
-          + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"
-          + ("" if steal is None else f", steal {steal:.1f}%"))  # fmt: skip
+    print(
+        f"best of {args.repeat} round(s), wall seconds of dask.compute; vs: the other's seconds / Sparrow's "
+        f"(> 1: Sparrow faster)\nSparrow executor={args.executor}, 1 scheduler + 2 node monitors x 1 slot; "
+        + (f"distributed {distributed.__version__} 2 workers x 1 thread; " if distributed_runs else "")
+        + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"
+        + ("" if steal is None else f", steal {steal:.1f}%")
+    )
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ process. A job is `[pool.submit(f, x) for x in ...]`, waited for with `wait`; th
 each job's end from its futures' callbacks.
 
 Dask setup: `distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, its
-dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster per run: two worker processes of one slot each and a
-scheduler on loopback TCP, as Sparrow's 2 node monitors x 1 slot and 1 scheduler (Dask's LocalCluster
-runs its scheduler on a thread of the calling process, Sparrow's in a process of its own). It is
+dashboard on any free port (never a fixed one two runs would share), logs silenced, a fresh cluster
+per run: two worker processes of one slot each and a scheduler on loopback TCP, as Sparrow's 2 node
+monitors x 1 slot and 1 scheduler (Dask's LocalCluster runs its scheduler on a thread of the calling
+process, Sparrow's in a process of its own). It is
 driven by an async `distributed.Client`, as Sparrow's side by its async Client (a sync Client adds a
 thread hop per call). A job of k tasks is what a Dask user writes for k calls:
 `client.gather(client.map(int, range(k), pure=False))`: `int` as Sparrow's no-op, `pure=False` so
@@ -27,8 +28,11 @@ The Sparrow side and the structure (warm-up, jobs in flight, 20 warm-up jobs the
 time, percentiles) are bench_runtime.py's. `--executor` is Sparrow's: a Dask worker runs tasks on a
 thread of its own process, where Sparrow's process executor adds a worker process behind the node
 monitor. Optional (`pip install -e '.[peers]'`); CI does not install Dask.
+The submit loop (issue 21): `executor.submit(int, i)` called once per task, SparrowExecutor against the
+pool's own submit loop (bench/submit_loop.py).
 Script: `python bench/bench_peers.py [--executor process|thread] [--repeat N] [--tasks N] [--jobs N]
-[--load-seconds S]` (`--load-seconds 0` skips the 10 ms-task case).
+[--load-seconds S] [--submit-tasks N]` (`--load-seconds 0` skips the 10 ms-task case, `--submit-tasks 0`
+the submit loop).
 """
 
 from __future__ import annotations
@@ -51,10 +55,12 @@ try:
     from bench import bench_runtime as sparrow
     from bench.measure import cpu_counters, steal_percent
     from bench.open_loop import LoadSpec, run_open_loop
+    from bench.submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
 except ModuleNotFoundError:  # run as `python bench/bench_peers.py`: bench/ is on sys.path, its parent is not
     import bench_runtime as sparrow
     from measure import cpu_counters, steal_percent
     from open_loop import LoadSpec, run_open_loop
+    from submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
 
 try:
     import distributed
@@ -159,8 +165,15 @@ class LoadFigures:
 
 def load_spec(seconds: float = 4.0, seed: int = 0) -> LoadSpec:
     """The load case: Poisson arrivals at LOAD of SLOTS slots, jobs of LOAD_JOB_SIZE x TASK_S."""
-    return LoadSpec(load=LOAD, tasks_per_job=LOAD_JOB_SIZE, task_ms=TASK_S * 1e3, seconds=seconds,
-                    node_monitors=SLOTS, slots=1, seed=seed)  # fmt: skip
+    return LoadSpec(
+        load=LOAD,
+        tasks_per_job=LOAD_JOB_SIZE,
+        task_ms=TASK_S * 1e3,
+        seconds=seconds,
+        node_monitors=SLOTS,
+        slots=1,
+        seed=seed,
+    )
 
 
 def load_arrivals(seconds: float, seed: int) -> np.ndarray:
@@ -290,9 +303,22 @@ def noop_table(runs: dict[str, list[tuple[float, float, float]]]) -> Table:
     pairs = zip(runs["Sparrow"], runs["Dask"], strict=True)
     rounds = [(sr / dr, d50 / s50, d99 / s99) for (sr, s50, s99), (dr, d50, d99) in pairs]
     spread = len(rounds) > 1
-    row = [f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
-           for best, r in zip(bests, zip(*rounds, strict=True), strict=True)]  # fmt: skip
+    row = [
+        f"{best:.2f}x" + (f" ({min(r):.2f}-{max(r):.2f})" if spread else "")
+        for best, r in zip(bests, zip(*rounds, strict=True), strict=True)
+    ]
     table.add_row("Sparrow / Dask", *row)
+    return table
+
+
+def submit_table(runs: dict[str, list[float]]) -> Table:
+    table = Table(title="submit loop: one call per task")
+    table.add_column("", no_wrap=True)
+    table.add_column("tasks/s", justify="right")
+    for name, rates in runs.items():
+        table.add_row(name, *_cells([(r,) for r in rates], ("{:,.0f}",), (True,)))
+    ratios = [ours / pool for ours, pool in zip(runs["Sparrow"], runs["ProcessPoolExecutor(2)"], strict=True)]
+    table.add_row("Sparrow / pool", f"{min(ratios):.2f}-{max(ratios):.2f}x" if len(ratios) > 1 else f"{ratios[0]:.2f}x")
     return table
 
 
@@ -304,8 +330,10 @@ def load_table(runs: dict[str, list[LoadFigures]]) -> Table:
         table.add_column(column, justify="right")
     floors = runs["floor"]
     for name, system_runs in runs.items():
-        figures = [(f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
-                   for f, floor in zip(system_runs, floors, strict=True)]  # fmt: skip
+        figures = [
+            (f.rate, f.beyond_task_ms(50), f.beyond_task_ms(95), f.beyond_task_ms(50) / floor.beyond_task_ms(50))
+            for f, floor in zip(system_runs, floors, strict=True)
+        ]
         table.add_row(name, *_cells(figures, ("{:,.0f}", "{:,.0f}", "{:,.0f}", "{:.2f}x"), (True, False, False, False)))
     return table
 
@@ -316,9 +344,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)
     parser.add_argument("--jobs", type=int, default=sparrow.LATENCY_JOBS, help="10-task jobs for the latency figures")
-    parser.add_argument("--load-seconds", type=float, default=15.0,
-                        help="seconds of arrivals in the 10 ms-task load case (0: skip it)")  # fmt: skip
+    parser.add_argument(
+        "--load-seconds", type=float, default=15.0, help="seconds of arrivals in the 10 ms-task load case (0: skip it)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the load case's arrivals (every round: the same)")
+    parser.add_argument(
+        "--submit-tasks",
+        type=int,
+        default=SUBMIT_TASKS,
+        help="no-op tasks of the submit loop, one submit call each (0: skip it)",
+    )
     args = parser.parse_args()
     if distributed is None:
         parser.exit(2, "bench_peers.py needs Dask distributed: pip install -e '.[peers]'\n")
@@ -331,11 +366,15 @@ def main() -> None:
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
     noop: dict[str, list] = {"Sparrow": [], "ProcessPoolExecutor(2)": [], "Dask": []}
     loaded: dict[str, list] = {"floor": [], "ProcessPoolExecutor(2)": [], "Sparrow": [], "Dask": []}
+    submits: dict[str, list[float]] = {"Sparrow": [], "ProcessPoolExecutor(2)": []}
     arrivals = load_arrivals(args.load_seconds, args.seed) if args.load_seconds else None
     for _ in range(args.repeat):
         noop["Sparrow"].append(sparrow.run_once(args.executor, args.tasks, args.jobs))
         noop["ProcessPoolExecutor(2)"].append(pool_run_once(args.tasks, args.jobs))
         noop["Dask"].append(dask_run_once(args.tasks, args.jobs))
+        if args.submit_tasks:
+            submits["Sparrow"].append(sparrow_submit_loop(args.executor, args.submit_tasks))
+            submits["ProcessPoolExecutor(2)"].append(pool_submit_loop(args.submit_tasks))
         if arrivals is not None:
             ours, floor = sparrow_load(args.executor, arrivals)
             loaded["Sparrow"].append(ours)
@@ -346,21 +385,34 @@ def main() -> None:
 
     console = Console(width=None if os.isatty(1) else 120)  # a log keeps each table's rows on one line
     console.print(noop_table(noop))
-    console.print(f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
-                  f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
-                  + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
-                  + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
-                  highlight=False)  # fmt: skip
+    console.print(
+        f"{args.tasks:,} tasks in jobs of {sparrow.THROUGHPUT_JOB_SIZE}, {sparrow.IN_FLIGHT} in flight; "
+        f"{args.jobs} jobs of {sparrow.LATENCY_JOB_SIZE} one at a time; "
+        + (f"best of {args.repeat} rounds (range)" if args.repeat > 1 else "one round")
+        + "; Sparrow / Dask: tasks/s ratio, and Dask's ms / Sparrow's (> 1: Sparrow better)",
+        highlight=False,
+    )
+    if args.submit_tasks:
+        console.print(submit_table(submits))
+        console.print(
+            f"{args.submit_tasks:,} no-op tasks, `executor.submit(int, i)` one call per task, then waiting "
+            "for them all (SparrowExecutor: what reaches its trio thread together is one job)",
+            highlight=False,
+        )
     if arrivals is not None:
         console.print(load_table(loaded))
-        console.print(f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
-                      f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
-                      "the same for every system and round); floor: the omniscient replay of the arrivals with the "
-                      "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
-                      highlight=False)  # fmt: skip
-    console.print(f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
-                  f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
-                  highlight=False)  # fmt: skip
+        console.print(
+            f"saturated: {SATURATED_TASKS} tasks in jobs of {SATURATED_JOB_SIZE} kept queued; load: "
+            f"{len(arrivals)} jobs of {LOAD_JOB_SIZE} in {args.load_seconds:g} s (Poisson, seed {args.seed}, "
+            "the same for every system and round); floor: the omniscient replay of the arrivals with the "
+            "durations Sparrow's tasks measured, its tasks/s the slots over their mean duration",
+            highlight=False,
+        )
+    console.print(
+        f"Sparrow executor={args.executor}; distributed {distributed.__version__}; "
+        f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ class RuntimeNoOpTasks:
     """1 scheduler + 2 node monitors x 1 slot on loopback, no-op tasks."""
 
     params = (["process", "thread"],)
-    param_names = ["executor"]
+    param_names = ("executor",)
     timeout = 300
     number = 1
     repeat = 1
@@ -165,13 +165,18 @@ def main() -> None:
     machine = f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%")
     rates, p50s, p99s = zip(*runs, strict=True)
     if args.repeat == 1:
-        print(f"executor={args.executor}: {rates[0]:,.0f} tasks/s (jobs of {THROUGHPUT_JOB_SIZE}); "
-              f"{LATENCY_JOB_SIZE}-task job latency p50 {p50s[0]:.2f} ms, p99 {p99s[0]:.2f} ms; {machine}")  # fmt: skip
+        print(
+            f"executor={args.executor}: {rates[0]:,.0f} tasks/s (jobs of {THROUGHPUT_JOB_SIZE}); "
+            f"{LATENCY_JOB_SIZE}-task job latency p50 {p50s[0]:.2f} ms, p99 {p99s[0]:.2f} ms; {machine}"
+        )
         return
-    print(f"executor={args.executor}, {args.repeat} runs, {machine}:\n"
-          f"  tasks/s (jobs of {THROUGHPUT_JOB_SIZE}): best {max(rates):,.0f}, range {min(rates):,.0f}-{max(rates):,.0f}\n"
-          f"  {LATENCY_JOB_SIZE}-task job p50 ms: best {min(p50s):.2f}, range {min(p50s):.2f}-{max(p50s):.2f}\n"
-          f"  {LATENCY_JOB_SIZE}-task job p99 ms: best {min(p99s):.2f}, range {min(p99s):.2f}-{max(p99s):.2f}")  # fmt: skip
+    print(
+        f"executor={args.executor}, {args.repeat} runs, {machine}:\n"
+        f"  tasks/s (jobs of {THROUGHPUT_JOB_SIZE}): best {max(rates):,.0f}, "
+        f"range {min(rates):,.0f}-{max(rates):,.0f}\n"
+        f"  {LATENCY_JOB_SIZE}-task job p50 ms: best {min(p50s):.2f}, range {min(p50s):.2f}-{max(p50s):.2f}\n"
+        f"  {LATENCY_JOB_SIZE}-task job p99 ms: best {min(p99s):.2f}, range {min(p99s):.2f}-{max(p99s):.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """asv benchmarks of the simulator (sparrow_core.sim): simulated tasks per second and peak
-memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8).
+memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8), and with
+work stealing at issue 18's point (10,000 workers x 1 slot, per_job durations, load 0.9).
 
 Import-safe: with a sparrow_core that has no simulator, every benchmark is skipped.
 """
@@ -7,9 +8,10 @@ Import-safe: with a sparrow_core that has no simulator, every benchmark is skipp
 from __future__ import annotations
 
 try:
-    from sparrow_core.sim import SimConfig, simulate
+    from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, simulate
 except ImportError:  # an older package: asv skips benchmarks whose setup raises NotImplementedError
     SimConfig = simulate = None  # type: ignore[assignment,misc]
+    PLACEMENT_POLICIES = ()
 
 
 def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
@@ -31,7 +33,7 @@ class SimulatorThroughput:
     """Simulated tasks per wall-clock second, per policy, 10,000 workers x 4 slots."""
 
     params = (["sparrow", "batch", "per_task", "random", "omniscient"],)
-    param_names = ["policy"]
+    param_names = ("policy",)
     timeout = 300
 
     def setup(self, policy: str) -> None:
@@ -50,11 +52,40 @@ class SimulatorThroughput:
     track_tasks_per_second.unit = "tasks/s"  # type: ignore[attr-defined]
 
 
+class StealThroughput:
+    """Simulated tasks per wall-clock second with and without work stealing, 10,000 workers x 1
+    slot, 100-task jobs with per_job durations, load 0.9 (issue 18's speed target)."""
+
+    params = (["sparrow", "sparrow_steal"],)
+    param_names = ("policy",)
+    timeout = 300
+
+    def setup(self, policy: str) -> None:
+        if simulate is None or policy not in PLACEMENT_POLICIES:
+            raise NotImplementedError(f"policy {policy} is not available")
+        self.config = SimConfig(
+            policy=policy,
+            n_workers=10_000,
+            tasks_per_job=100,
+            load=0.9,
+            n_jobs=5_000,
+            duration="per_job",
+            keep_task_waits=False,
+            seed=1,
+        )
+
+    def track_tasks_per_second(self, policy: str) -> float:
+        result = simulate(self.config)
+        return result.n_tasks / result.wall_time
+
+    track_tasks_per_second.unit = "tasks/s"  # type: ignore[attr-defined]
+
+
 class SimulatorMemory:
     """Peak memory of a simulation: bounded by workers + jobs in flight, not by jobs run."""
 
     params = ([10_000, 100_000], [2_000, 20_000])
-    param_names = ["n_workers", "n_jobs"]
+    param_names = ("n_workers", "n_jobs")
     timeout = 600
 
     def setup(self, n_workers: int, n_jobs: int) -> None:

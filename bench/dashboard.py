@@ -25,9 +25,17 @@ from bench.asv_project import REPOSITORY, asv, html_dir
 
 # Attributes through which a page loads something, by tag.
 LOADING_ATTRIBUTES = {
-    "script": ("src",), "link": ("href",), "img": ("src", "srcset"), "iframe": ("src",), "source": ("src", "srcset"),
-    "audio": ("src",), "video": ("src", "poster"), "embed": ("src",), "object": ("data",), "track": ("src",),
-}  # fmt: skip
+    "script": ("src",),
+    "link": ("href",),
+    "img": ("src", "srcset"),
+    "iframe": ("src",),
+    "source": ("src", "srcset"),
+    "audio": ("src",),
+    "video": ("src", "poster"),
+    "embed": ("src",),
+    "object": ("data",),
+    "track": ("src",),
+}
 CSS_REFERENCES = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""")
 OFF_MACHINE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http://, https://, //host
 
@@ -67,8 +75,12 @@ def install_offline_page(folder: Path) -> None:
     Error handling: SystemExit naming the missing package, or with asv-tachyon's message."""
     if importlib.util.find_spec("asv_tachyon") is None:
         raise SystemExit("the offline dashboard needs asv-tachyon: pip install -e '.[bench]'")
-    done = subprocess.run([sys.executable, "-m", "asv_tachyon", "install", "--no-backup", str(folder)],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "asv_tachyon", "install", "--no-backup", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"asv-tachyon install failed: {done.stderr.strip() or done.stdout.strip()}")
 
@@ -105,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = publish(args.project)
     print(
-        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints"
+        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, "
+        "then open the address it prints"
     )
     return 0
 

@@ -35,7 +35,7 @@ from rich.table import Table
 
 from bench.measure import cpu_counters, steal_percent
 from sparrow_runtime.client.core import Client
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 
 JOB_TASKS = 10
 TASK_SECONDS = 0.01
@@ -98,7 +98,7 @@ async def one_round(fault: str, scheduler_timeout: float) -> Round:
             first_relaunch = None
             for job in jobs:
                 if not job.done():
-                    lost += job.n_tasks - sum(1 for raw in job._raw if raw is not None)
+                    lost += job.n_tasks - job.n_done
                 for outcome in (await job.outcomes()) if job.done() else []:
                     if not outcome.ok:
                         lost += 1
@@ -145,15 +145,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result.relaunched} tasks relaunched, {result.lost} lost"
             )
     steal = steal_percent(before, cpu_counters())
-    table = Table(title=f"Client failover, scheduler_timeout={args.scheduler_timeout:g} s, {args.rounds} rounds each "
-                        f"(steal {'?' if steal is None else f'{steal:.1f}%'})")  # fmt: skip
+    table = Table(
+        title=f"Client failover, scheduler_timeout={args.scheduler_timeout:g} s, {args.rounds} rounds each "
+        f"(steal {'?' if steal is None else f'{steal:.1f}%'})"
+    )
     for column in ("fault", "detection p50 / max ms", "failover p50 / max ms", "relaunch p50 / max ms", "tasks lost"):
         table.add_column(column, justify="right")
     table.add_row("paper", "100 (timeout)", "5", "15", "")
     for fault in ("SIGKILL", "SIGSTOP"):
         mine = [r for r in rounds if r.fault == fault]
-        cells = [" / ".join(_ms([getattr(r, name) for r in mine if getattr(r, name) is not None]))
-                 for name in ("detection", "failover", "relaunch")]  # fmt: skip
+        cells = [
+            " / ".join(_ms([getattr(r, name) for r in mine if getattr(r, name) is not None]))
+            for name in ("detection", "failover", "relaunch")
+        ]
         table.add_row(fault, *cells, str(sum(r.lost for r in mine)))
     console.print(table)
     return 0 if all(r.lost == 0 for r in rounds) else 1

@@ -9,7 +9,8 @@ only adds the new commits. Works from a fresh clone: asv creates what it needs u
 
 By default only HISTORY_BENCHMARKS run (under a minute per commit on 2 cores, build included,
 against about two for the whole suite): the ratios to the Python baselines, the runtime's
-throughput, latency and 80%-load overhead, the simulator's speed. `--all` runs everything.
+throughput, latency and 80%-load overhead, their ratios to a process pool, the simulator's speed.
+`--all` runs everything.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ HISTORY_BENCHMARKS = (
     r"\.track_time_vs_python\b",  # \b, not $: asv matches NAME(PARAMS) of parametrized ones
     r"^bench_runtime\.RuntimeNoOpTasks\.track_",
     r"^bench_runtime\.RuntimeAtLoad\.track_",
+    r"^bench_vs_pool\.RuntimeVsPool\.track_",
     r"^bench_sim\.SimulatorThroughput\.track_",
 )
 
@@ -47,9 +49,10 @@ def benchmark_commits(project: Path, commits: list[str], patterns: tuple[str, ..
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0].replace("`", ""), formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
-    )  # fmt: skip
+    )
     parser.add_argument("--commits", type=int, default=20, help="how many commits back from HEAD (default 20)")
     selection = parser.add_mutually_exclusive_group()
     selection.add_argument("--all", action="store_true", help="run every benchmark, not only HISTORY_BENCHMARKS")
@@ -64,16 +67,22 @@ def main(argv: list[str] | None = None) -> int:
 
     commits = last_commits(args.project, args.commits)
     ensure_machine(args.project)
-    print(f"benchmarking {len(commits)} commits ({commits[-1][:8]}..{commits[0][:8]}), "
-          + ("every benchmark" if not patterns else "benchmarks matching " + " | ".join(patterns)), flush=True)  # fmt: skip
+    print(
+        f"benchmarking {len(commits)} commits ({commits[-1][:8]}..{commits[0][:8]}), "
+        + ("every benchmark" if not patterns else "benchmarks matching " + " | ".join(patterns)),
+        flush=True,
+    )
     start = time.monotonic()
     status = benchmark_commits(args.project, commits, patterns)
     seconds = time.monotonic() - start
     folder = publish(args.project)
-    print(f"{len(commits)} commits in {seconds:.0f} s ({seconds / len(commits):.0f} s per commit, builds included; "
-          "commits benchmarked before are not run again)")  # fmt: skip
     print(
-        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, then open the address it prints"
+        f"{len(commits)} commits in {seconds:.0f} s ({seconds / len(commits):.0f} s per commit, builds included; "
+        "commits benchmarked before are not run again)"
+    )
+    print(
+        f"dashboard (offline) in {folder}: view it with `asv preview` in {args.project}, "
+        "then open the address it prints"
     )
     if status != 0:
         print("asv reported failures (a commit that does not build, a benchmark that raised): see its output above")

@@ -63,9 +63,14 @@ class LoadSpec:
         require_runtime()
         if arrivals is None:
             arrivals = make_workload(
-                load=self.load, duration=self.seconds, slots=self.node_monitors * self.slots,
-                min_tasks=self.tasks_per_job, max_tasks=self.tasks_per_job, task_ms=self.task_ms, seed=self.seed,
-            ).arrivals  # fmt: skip
+                load=self.load,
+                duration=self.seconds,
+                slots=self.node_monitors * self.slots,
+                min_tasks=self.tasks_per_job,
+                max_tasks=self.tasks_per_job,
+                task_ms=self.task_ms,
+                seed=self.seed,
+            ).arrivals
         task = np.full(self.tasks_per_job, self.task_ms / 1e3)
         return Workload(arrivals, [task] * len(arrivals))
 

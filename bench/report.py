@@ -108,7 +108,7 @@ def format_table(rows: list[Row]) -> str:
     targets = [
         row.target.describe(row.unit) if row.target is not None else "none (single calls: see below)" for row in rows
     ]
-    width = max(map(len, targets + ["target"]))
+    width = max(map(len, [*targets, "target"]))
     lines = [f"{'figure':<72} {'rate /s':>14} {'x python':>9}  {'target':<{width}}  verdict"]
     for row, target in zip(rows, targets, strict=True):
         lines.append(f"{row.figure:<72} {row.rate:>14,.0f} {row.speedup:>8.1f}x  {target:<{width}}  {row.verdict()}")

@@ -28,7 +28,8 @@ from pathlib import Path
 import trio
 
 from sparrow_runtime.client.core import Client, build_submit
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
+from sparrow_runtime.wire.messages import Outcome
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 PROGRESS_EVERY = 30.0  # seconds
@@ -56,7 +57,7 @@ class Tally:
         self.outcomes[job, task] += 1
         if not ok:
             self.failures[error.splitlines()[-1][:120] if error else "failed"] += 1
-        elif unpack_outcome(ok, payload, error) != (job, task):
+        elif unpack_outcome(Outcome(ok, payload, error)) != (job, task):
             self.wrong_values += 1
 
     def verdict(self) -> dict[str, int]:
@@ -83,8 +84,11 @@ class Usage:
 
 def usage(pid: int) -> Usage:
     """RSS, open descriptors and child processes (executor workers) of process `pid`, from /proc."""
-    rss_kb = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                  if line.startswith("VmRSS:"))  # fmt: skip
+    rss_kb = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmRSS:")
+    )
     fds = len(list(Path(f"/proc/{pid}/fd").iterdir()))
     return Usage(rss_kb / 1024, fds, len(_children(pid)))
 
@@ -151,15 +155,20 @@ def _submit(client: Client, job: int, tasks: int, task_s: float, tally: Tally) -
 
 def _progress(elapsed: float, tally: Tally) -> None:
     done = sum(tally.outcomes.values())
-    print(f"soak: {elapsed:6.0f} s  tasks {len(tally.expected):,} submitted, {done:,} outcomes, "
-          f"{sum(tally.failures.values())} failed, {tally.jobs_in_flight} jobs in flight", flush=True)  # fmt: skip
+    print(
+        f"soak: {elapsed:6.0f} s  tasks {len(tally.expected):,} submitted, {done:,} outcomes, "
+        f"{sum(tally.failures.values())} failed, {tally.jobs_in_flight} jobs in flight",
+        flush=True,
+    )
 
 
 def report(args: argparse.Namespace, elapsed: float, tally: Tally, snapshots: dict) -> bool:
     verdict = tally.verdict()
-    print(f"\nsoak report: {args.minutes:g} min ({elapsed:.0f} s with the last outcomes), {args.node_monitors} node "
-          f"monitors x {args.slots} slots, load {args.load:.0%}, jobs of {args.tasks_per_job} tasks of "
-          f"{args.task_ms:g} ms")  # fmt: skip
+    print(
+        f"\nsoak report: {args.minutes:g} min ({elapsed:.0f} s with the last outcomes), {args.node_monitors} node "
+        f"monitors x {args.slots} slots, load {args.load:.0%}, jobs of {args.tasks_per_job} tasks of "
+        f"{args.task_ms:g} ms"
+    )
     print(f"  tasks/s: {verdict['tasks'] / elapsed:,.0f}")
     for name, value in verdict.items():
         print(f"  {name + ':':28} {value:,}")

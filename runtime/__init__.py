@@ -25,7 +25,7 @@ _EXPORTS = {
     "TaskCancelled": "errors",
     "TaskFailed": "errors",
     "TaskTimeout": "errors",
-    "LocalCluster": "client.local_cluster",
+    "LocalCluster": "services.local_cluster",
     "Constraint": "wire.messages",
     "serve_node_monitor": "services.node_monitor",
     "serve_scheduler": "services.scheduler",
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from .client.core import JobHandle as JobHandle
     from .client.core import TaskOutcome as TaskOutcome
     from .client.executor import SparrowExecutor as SparrowExecutor
-    from .client.local_cluster import LocalCluster as LocalCluster
     from .errors import ConnectionLost as ConnectionLost
     from .errors import DependencyFailed as DependencyFailed
     from .errors import FrameTooLarge as FrameTooLarge
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from .errors import TaskCancelled as TaskCancelled
     from .errors import TaskFailed as TaskFailed
     from .errors import TaskTimeout as TaskTimeout
+    from .services.local_cluster import LocalCluster as LocalCluster
     from .services.node_monitor import serve_node_monitor as serve_node_monitor
     from .services.scheduler import serve_scheduler as serve_scheduler
     from .wire.messages import Constraint as Constraint

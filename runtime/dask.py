@@ -35,11 +35,12 @@ import trio
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
-from .client.dependencies import TickBatch
 from .client.executor import SparrowExecutor
-from .client.local_cluster import LocalCluster
+from .client.tick_batch import TickBatch
+from .services.local_cluster import LocalCluster
 
-DEFAULT_MAX_IN_FLIGHT = 10_000  # tasks of one graph on the cluster at once (get_async's num_workers)
+DEFAULT_MAX_IN_FLIGHT = 10_000
+"""Tasks of one graph on the cluster at once (get_async's num_workers)."""
 
 
 class DaskScheduler:
@@ -83,9 +84,14 @@ class DaskScheduler:
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
             try:
                 return get_async(
-                    wave.submit, in_flight, dsk, keys, callbacks=[ours, *map(normalize_callback, active)],
-                    chunksize=1, **kwargs,
-                )  # fmt: skip
+                    wave.submit,
+                    in_flight,
+                    dsk,
+                    keys,
+                    callbacks=[ours, *map(normalize_callback, active)],
+                    chunksize=1,
+                    **kwargs,
+                )
             finally:
                 wave.cancel_running()
 
@@ -185,6 +191,7 @@ class _Wave:
 
 
 def check_max_in_flight(value: int, name: str = "max_in_flight") -> int:
+    """`value` when it is an int >= 1; ValueError naming `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
     return value

@@ -59,7 +59,7 @@ class TaskCancelled(SparrowError):
 class DependencyFailed(SparrowError):
     """A task did not run because one of its inputs (a task whose result it takes) failed.
 
-    `path` names the input in the task's arguments ("args[0]", "kwargs['x'][2]"), `reason` the first
+    `path` names the input in the task's arguments (`"args[0]"`, `"kwargs['x'][2]"`), `reason` the first
     failure upstream ("ValueError: ..."); ``__cause__`` is the input's own exception, where it is known.
     """
 

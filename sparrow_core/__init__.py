@@ -1,5 +1,5 @@
 """sparrow_core: the compiled kernels of the Sparrow scheduler (probe selection, reservation
-queues, the late-binding task table) and the simulator built on them (sparrow_core.sim)."""
+queues, the late-binding task table, work stealing) and the simulator built on them (sparrow_core.sim)."""
 
 from ._core import PRIORITY_RANGE as PRIORITY_RANGE
 from ._core import QUEUE_POLICIES as QUEUE_POLICIES
@@ -9,6 +9,8 @@ from ._core import ReservationQueue as ReservationQueue
 from ._core import Rng as Rng
 from ._core import TaskTable as TaskTable
 from ._core import check_probe_ratio as check_probe_ratio
+from ._core import choose_steal as choose_steal
+from ._core import choose_victims as choose_victims
 from ._core import probe_count as probe_count
 from ._core import sample_batch as sample_batch
 from ._core import sample_batch_many as sample_batch_many
@@ -26,6 +28,8 @@ __all__ = [
     "Rng",
     "TaskTable",
     "check_probe_ratio",
+    "choose_steal",
+    "choose_victims",
     "probe_count",
     "sample_batch",
     "sample_batch_many",

@@ -1,6 +1,6 @@
 # Type stubs for the compiled extension sparrow_core._core (see _core.pyx).
-from collections.abc import Hashable, Iterable, Sequence
-from typing import Literal
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -10,9 +10,13 @@ ArrayLikeInt = npt.ArrayLike
 QueuePolicy = Literal["fifo", "priority", "fair"]
 
 QUEUE_POLICIES: tuple[QueuePolicy, ...]
+"""The reservation queue policies: "fifo", "priority" (lower number first) and "fair" (weighted users)."""
 PRIORITY_RANGE: range
+"""The priorities a reservation may have (a C++ int32: lower runs first)."""
 PLACEMENT_POLICIES: tuple[str, ...]
+"""The simulator's placement policies: random, per-task, batch, batch + late binding (sparrow), omniscient."""
 DURATIONS: tuple[str, ...]
+"""The simulator's task duration distributions: exponential, constant, bimodal, per_job (one exponential draw per job)."""
 
 class Rng:
     """xoshiro256** seeded through splitmix64; the same seed gives the same stream everywhere."""
@@ -81,7 +85,7 @@ class ReservationQueue:
     def __init__(
         self,
         policy: QueuePolicy = "fifo",
-        weights: dict[Hashable, float] | None = None,
+        weights: dict[Any, float] | None = None,  # user (any hashable) -> weight
         default_weight: float = 1.0,
     ) -> None: ...
     def push(self, job_id: int, user: Hashable, priority: int = 0, count: int = 1) -> None: ...
@@ -94,8 +98,18 @@ class ReservationQueue:
     def set_weight(self, user: Hashable, weight: float) -> None: ...
     def push_many(self, job_ids: ArrayLikeInt, users: ArrayLikeInt, priorities: ArrayLikeInt | None = None) -> None: ...
     def pop_many(self, max_count: int) -> tuple[Int64Array, npt.NDArray[np.generic], Int64Array]: ...
+    def steal(self, max_count: int, pinned: Iterable[int] = ()) -> list[Reservation]: ...
     def __len__(self) -> int: ...
     def __bool__(self) -> bool: ...
+
+def choose_victims(rng: Rng, n_workers: int, thief: int, k: int) -> Int64Array: ...
+def choose_steal(
+    rng: Rng,
+    stealable: ArrayLikeInt,
+    blocked_for: npt.ArrayLike,
+    max_take: int = 1,
+    min_blocked: float = 0.0,
+) -> tuple[int, int] | None: ...
 
 class TaskTable:
     def __init__(self) -> None: ...
@@ -115,7 +129,18 @@ class TaskTable:
     def __len__(self) -> int: ...
 
 # The simulator's entry point (private: the typed public face is sparrow_core.sim).
+class _SimOutput(TypedDict):  # the dict _simulate returns (a stub-only type)
+    job_arrival: npt.NDArray[np.float64]
+    job_response: npt.NDArray[np.float64]
+    job_ideal: npt.NDArray[np.float64]
+    job_wait: npt.NDArray[np.float64]
+    job_user: npt.NDArray[np.int32]
+    job_priority: npt.NDArray[np.int32]
+    task_wait: npt.NDArray[np.float64]
+    counters: dict[str, int]
+    end_time: float
+
 def _simulate(
     params: dict[str, object],
-    trace: dict[str, npt.ArrayLike] | None = None,
-) -> dict[str, object]: ...
+    trace: Mapping[str, npt.ArrayLike] | None = None,
+) -> _SimOutput: ...

@@ -98,6 +98,25 @@ cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
         int64_t n_launched(int64_t job_id) except +
         int64_t outstanding(int64_t job_id) except +
 
+
+cdef extern from "sparrow/steal.h" namespace "sparrow" nogil:
+    cdef struct CStealConfig "sparrow::StealConfig":
+        int64_t victims
+        int64_t max_take
+        double min_blocked
+
+    cdef struct CStealChoice "sparrow::StealChoice":
+        int64_t victim
+        int64_t take
+
+    void c_check_steal_config "sparrow::check_steal_config"(const CStealConfig& config) except +
+    void c_choose_victims "sparrow::choose_victims"(CRng& rng, int64_t n_workers, int64_t thief, int64_t k,
+                          vector[int64_t]& out) except +
+    CStealChoice c_choose_steal "sparrow::choose_steal"(CRng& rng, const int64_t* stealable, const double* blocked_for,
+                                int64_t n, const CStealConfig& config) except +
+    int64_t c_take_reservations "sparrow::take_reservations"(CReservationQueue& q, int64_t n, const int64_t* pinned,
+                                int64_t n_pinned, vector[CReservation]& out) except +
+
 # ---- simulator (csrc/sparrow/sim) ----
 # Declarations of csrc/sparrow/sim/ (params.h, simulator.h), used by _sim.pxi.
 from libcpp cimport bool as cpp_bool
@@ -109,6 +128,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         Batch "sparrow::sim::PlacementPolicy::Batch"
         Sparrow "sparrow::sim::PlacementPolicy::Sparrow"
         Omniscient "sparrow::sim::PlacementPolicy::Omniscient"
+        SparrowSteal "sparrow::sim::PlacementPolicy::SparrowSteal"
 
     cdef enum class CDurationKind "sparrow::sim::DurationKind":
         Exponential "sparrow::sim::DurationKind::Exponential"
@@ -130,6 +150,9 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int32_t n_schedulers
         cpp_bool cancellation
         uint64_t seed
+        int64_t steal_victims
+        int64_t steal_max_take
+        double steal_min_blocked
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate
@@ -168,6 +191,9 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t messages
         int64_t events
         int64_t max_jobs_in_flight
+        int64_t steal_attempts
+        int64_t steals
+        int64_t stolen
         double end_time
         bint interrupted
 
@@ -185,3 +211,4 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
 
 cdef extern from "sparrow/sim/simulator.h" namespace "sparrow::sim" nogil:
     void c_simulate "sparrow::sim::simulate"(const CSimParams& params, CSimOutput& out) except +
+

@@ -40,7 +40,7 @@ cdef class ReservationQueue:
     fair shares pops between users in proportion to their weights (unknown users get
     `default_weight`), FIFO within a user. Users are str or int values.
 
-    Example:
+    Examples:
         >>> q = ReservationQueue("fair", weights={"a": 3, "b": 1})
         >>> for job in range(8):
         ...     q.push(job, "a" if job % 2 else "b")
@@ -247,6 +247,31 @@ cdef class ReservationQueue:
                 prio[i] = r.priority
         users_of = np.asarray(self._users, dtype=np.int64 if self._all_int_users else object)
         return jobs, users_of[numbers], prios
+
+    def steal(self, max_count, pinned=()):
+        """Work stealing, the victim's side: removes up to max_count reservations from the head
+        (in service order) and returns them, stopping at one whose job is in `pinned` (jobs whose
+        reservations must stay, e.g. constrained ones). A fair queue's charge for each is
+        refunded: the thief's queue charges the user when it serves them. The pops run with the
+        GIL released."""
+        cdef int64_t limit = _as_int64(max_count, "max_count")
+        if limit < 0:
+            raise ValueError(f"max_count must be >= 0, got {limit}")
+        cdef cnp.ndarray ids = _int64_array(list(pinned), "pinned")
+        cdef const int64_t* first = <const int64_t*>cnp.PyArray_DATA(ids)
+        cdef vector[int64_t] keep
+        keep.assign(first, first + ids.shape[0])
+        c_sort_int64(keep.data(), keep.data() + keep.size())
+        cdef size_t i, kept = 0
+        for i in range(keep.size()):
+            if kept == 0 or keep[kept - 1] != keep[i]:
+                keep[kept] = keep[i]
+                kept += 1
+        keep.resize(kept)
+        cdef vector[CReservation] out
+        with nogil:
+            c_take_reservations(self.c[0], limit, keep.data(), <int64_t>keep.size(), out)
+        return [self._wrap(out[i]) for i in range(out.size())]
 
     def __len__(self):
         return self.c.size()

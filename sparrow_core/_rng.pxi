@@ -3,7 +3,7 @@
 cdef class Rng:
     """A seeded xoshiro256** generator; the same seed gives the same decisions everywhere.
 
-    Example:
+    Examples:
         >>> rng = Rng(42)
         >>> 0 <= rng.below(10) < 10
         True

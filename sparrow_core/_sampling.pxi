@@ -3,7 +3,7 @@
 def probe_count(n_tasks, probe_ratio):
     """The number of probes of a job of n_tasks at probe ratio d: ceil(d * n_tasks).
 
-    Example:
+    Examples:
         >>> probe_count(100, 1.05)
         105
     """
@@ -17,7 +17,7 @@ def sample_batch(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=N
     floor(k/n) reservations and k mod n of them one more. With `candidates` (a job
     constraint) the workers are drawn from those ids instead of range(n_workers).
 
-    Example:
+    Examples:
         >>> sample_batch(Rng(1), n_workers=6, n_tasks=2, probe_ratio=1.5).size
         3
     """
@@ -44,7 +44,7 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio, candida
 
     Returns (flat, offsets): job j's workers are flat[offsets[j]:offsets[j + 1]].
 
-    Example:
+    Examples:
         >>> flat, offsets = sample_batch_many(Rng(1), 100, [2, 3], 2.0)
         >>> offsets.tolist()
         [0, 4, 10]
@@ -86,7 +86,7 @@ def sample_batch_many(Rng rng not None, n_workers, n_tasks, probe_ratio, candida
 def sample_per_task(Rng rng not None, n_workers, n_tasks, d):
     """Per-task sampling: d distinct probes for each task, as an (n_tasks, d) array.
 
-    Example:
+    Examples:
         >>> sample_per_task(Rng(1), 10, 3, 2).shape
         (3, 2)
     """
@@ -110,7 +110,7 @@ def sample_constrained(Rng rng not None, n_workers, task_candidates, probe_ratio
     Returns (workers, tasks): probe i goes to workers[i] and was made for task tasks[i]
     (-1: any unconstrained task); pass both to TaskTable.reserve.
 
-    Example:
+    Examples:
         >>> workers, tasks = sample_constrained(Rng(1), 6, [[0, 1, 2], None], 2.0)
         >>> tasks.tolist()
         [0, 0, -1, -1]
@@ -125,7 +125,7 @@ def sample_constrained_flat(Rng rng not None, n_workers, candidates, offsets, pr
     entry per task plus one and starts at 0. The same draws as sample_constrained, without
     converting a list per task: the form for callers that keep constraints as arrays.
 
-    Example:
+    Examples:
         >>> workers, tasks = sample_constrained_flat(Rng(1), 6, [0, 1, 2], [0, 3, 3], 2.0)
         >>> tasks.tolist()
         [0, 0, -1, -1]
@@ -169,7 +169,7 @@ def sample_job(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=Non
     InfeasibleTaskError (a ValueError) naming the first such task, drawing nothing (rng is
     untouched); a bad argument raises ValueError or TypeError naming it.
 
-    Example:
+    Examples:
         >>> workers, made_for = sample_job(Rng(1), 8, 3, 2.0, candidates=[0, 1, 2, 3],
         ...                                task_candidates=[[1, 6], None, None])
         >>> workers[made_for == 0].tolist(), sorted(set(workers.tolist()) - {0, 1, 2, 3})
@@ -212,7 +212,7 @@ def check_probe_ratio(value, name="probe_ratio"):
     >= 1, what every sampling kernel requires); ValueError naming `name` otherwise (TypeError
     for something that is not a number).
 
-    Example:
+    Examples:
         >>> check_probe_ratio(2)
         2.0
     """

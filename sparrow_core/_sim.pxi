@@ -6,6 +6,7 @@
 _PLACEMENT_POLICY = {
     "random": CPlacementPolicy.Random, "per_task": CPlacementPolicy.PerTask, "batch": CPlacementPolicy.Batch,
     "sparrow": CPlacementPolicy.Sparrow, "omniscient": CPlacementPolicy.Omniscient,
+    "sparrow_steal": CPlacementPolicy.SparrowSteal,
 }
 _DURATION = {
     "exponential": CDurationKind.Exponential, "constant": CDurationKind.Constant,
@@ -60,6 +61,9 @@ def _simulate(dict params, dict trace=None):
     p.n_schedulers = params["n_schedulers"]
     p.cancellation = params["cancellation"]
     p.seed = <uint64_t>params["seed"]
+    p.steal_victims = params["steal_victims"]
+    p.steal_max_take = params["steal_max_take"]
+    p.steal_min_blocked = params["steal_min_blocked"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]
@@ -103,6 +107,7 @@ def _simulate(dict params, dict trace=None):
         "probes": c.probes, "get_task": c.get_task, "get_task_empty": c.get_task_empty,
         "cancel_messages": c.cancel_messages, "cancelled": c.cancelled, "messages": c.messages,
         "events": c.events, "max_jobs_in_flight": c.max_jobs_in_flight,
+        "steal_attempts": c.steal_attempts, "steals": c.steals, "stolen": c.stolen,
     }
     return {
         "job_arrival": job_arrival, "job_response": job_response, "job_ideal": job_ideal,

@@ -4,7 +4,7 @@ cdef class TaskTable:
     """The scheduler side of late binding: for each job, its unlaunched tasks and where its
     reservations are. A task is bound to a worker only when that worker asks for it.
 
-    Example:
+    Examples:
         >>> table = TaskTable()
         >>> table.add_job(7, n_tasks=2)
         >>> table.reserve(7, [3, 5, 8])
@@ -95,9 +95,11 @@ cdef class TaskTable:
         self.c.remove_job(_as_int64(job_id, "job_id"))
 
     def n_tasks(self, job_id):
+        """The number of tasks of the job (ValueError if it does not exist)."""
         return self.c.n_tasks(_as_int64(job_id, "job_id"))
 
     def n_launched(self, job_id):
+        """How many of the job's tasks have been handed out by get_task."""
         return self.c.n_launched(_as_int64(job_id, "job_id"))
 
     def outstanding(self, job_id):

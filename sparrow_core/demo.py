@@ -32,7 +32,7 @@ def main() -> None:
     queue = ReservationQueue("fair", weights={"alice": 3, "bob": 1})
     for job in range(40):
         queue.push(job, "alice" if job % 2 else "bob")
-    served = [queue.pop().user for _ in range(20)]
+    served = [r.user for r in (queue.pop() for _ in range(20)) if r is not None]  # 40 queued: 20 pops, 20 users
     print("Fair sharing at weights 3:1, 20 pops:", {u: served.count(u) for u in ("alice", "bob")})
 
     n_jobs = 200_000

@@ -20,7 +20,7 @@ class CommandError(Exception):
 
 
 def add_command(
-    subparsers: argparse._SubParsersAction,  # type: ignore[type-arg]
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     command: str,
     run,
     *,

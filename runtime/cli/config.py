@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..services.cpus import MAX_CPU, parse_cpu_list
+from ..services.weights import check_weights, parse_weight
 from ..wire.address import format_address, parse_address
 
 ENV_PREFIX = "SPARROW_"
@@ -170,21 +172,10 @@ def _list_of(item: Callable[[Any], Any], what: str) -> Kind:
     return Kind(what, text, toml, is_list=True)
 
 
-def _weight_pair(s: str) -> tuple[str, float]:
-    user, sep, value = s.rpartition("=")
-    try:
-        weight = float(value)
-    except ValueError:
-        sep = ""
-    if not sep or not user or not math.isfinite(weight) or weight <= 0:
-        raise _expect("USER=WEIGHT with a weight > 0", s)
-    return user, weight
-
-
 def _weights_toml(v: Any) -> dict[str, float]:
     if not isinstance(v, dict):
         raise _expect("a table of user = weight", v)
-    return dict(_weight_pair(f"{user}={weight}") for user, weight in v.items())
+    return check_weights(v)
 
 
 def _cpu_list_toml(v: Any) -> list[int]:
@@ -204,7 +195,7 @@ ADDRESSES = _list_of(_address, "addresses host:port")
 TEXTS = _list_of(_text, "a list of strings")
 WEIGHTS = Kind(
     "USER=WEIGHT pairs",
-    lambda s: dict(_weight_pair(p.strip()) for p in s.split(",") if p.strip()),
+    lambda s: dict(parse_weight(p.strip()) for p in s.split(",") if p.strip()),
     _weights_toml,
     is_list=True,
 )
@@ -307,9 +298,12 @@ def resolve(
         elif s.env in env:
             value, source = _read(s.env, env[s.env], s.kind.from_text), s.env
         elif s.name in mine:
-            value, source = _read(f"{config_file}: [{command}] {s.name}", mine[s.name], s.kind.from_toml), config_file
+            value, source = (
+                _read(f"{config_file}: [{command}] {s.name}", mine[s.name], s.kind.from_toml),
+                str(config_file),
+            )
         elif s.name in table[""]:
-            value, source = _read(f"{config_file}: {s.name}", table[""][s.name], s.kind.from_toml), config_file
+            value, source = _read(f"{config_file}: {s.name}", table[""][s.name], s.kind.from_toml), str(config_file)
         else:
             value, source = s.default, "default"
         values[s.name], sources[s.name] = value, source
@@ -334,11 +328,11 @@ def _read(where: str, raw: Any, convert: Callable[[Any], Any]) -> Any:
 def _load_file(path: str, every_command: Mapping[str, Sequence[Setting]]) -> dict[str, dict[str, Any]]:
     """The file as {"": its top-level settings, command: its table}. Every key must be a setting:
     of some command at the top level, of that command in its table."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError:
             raise ConfigError("--config needs Python 3.11 or the tomli package to read TOML") from None
     try:

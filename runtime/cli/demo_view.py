@@ -34,9 +34,14 @@ class DemoProgress:
         self._started = time.monotonic()
         self._last_line = self._started
         self._bar = Progress(
-            TextColumn("jobs"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(), console=console, disable=not self.live,
-        )  # fmt: skip
+            TextColumn("jobs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not self.live,
+        )
         self._task = self._bar.add_task("jobs", total=None, detail="")
 
     def __enter__(self) -> DemoProgress:

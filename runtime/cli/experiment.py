@@ -6,18 +6,19 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 
 import trio
 from rich.console import Console
 from rich.table import Table
 
-from ..client.local_cluster import LocalCluster
 from ..experiment.document import Setup, verdicts, write
-from ..experiment.machine import MachineWatch
+from ..experiment.machine import MachineWatch, this_machine
 from ..experiment.queries import make_queries
 from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
 from ..experiment.run import run_queries
+from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import Kind, integer, number
@@ -42,7 +43,7 @@ POSITIVE_INT = _flag(integer(1))
 POSITIVE_NUMBER = _flag(number(0.0, open_low=True))
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "experiment",
         help="run one of the paper's experiments on this host and write its report",
@@ -112,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
     slots = args.node_monitors * args.slots
     seeds = tuple(args.seed + i for i in range(args.runs))
     try:
-        workloads = [make_queries(load=args.load, seconds=args.seconds, slots=slots, seed=seed,
-                                  time_scale=args.time_scale) for seed in seeds]  # fmt: skip
+        workloads = [
+            make_queries(load=args.load, seconds=args.seconds, slots=slots, seed=seed, time_scale=args.time_scale)
+            for seed in seeds
+        ]
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -137,10 +140,14 @@ def _run(args: argparse.Namespace, workloads: list, seeds: tuple[int, ...], fold
             f"{args.node_monitors} node monitors x {args.slots} slots"
         )
         watch = MachineWatch()
-        with LocalCluster(args.schedulers, args.node_monitors, args.slots, executor=args.executor,
-                          log_level=args.log_level) as cluster, DemoProgress(console) as progress:  # fmt: skip
+        with (
+            LocalCluster(
+                args.schedulers, args.node_monitors, args.slots, executor=args.executor, log_level=args.log_level
+            ) as cluster,
+            DemoProgress(console) as progress,
+        ):
             records = trio.run(
-                lambda: run_queries(cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
+                partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
             )
         notes.append(watch.note())
         figures = run_figures(records, node_monitors=args.node_monitors, slots=args.slots, schedulers=args.schedulers)
@@ -148,11 +155,19 @@ def _run(args: argparse.Namespace, workloads: list, seeds: tuple[int, ...], fold
             raise CommandError(f"run {i}: {figures.failed} tasks failed; the figures would not describe the load")
         runs.append(figures)
     setup = Setup(
-        command=" ".join(["sparrow", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["experiment"]
+        command=" ".join(["sparrow", *map(shlex.quote, sys.argv[1:])])
+        if sys.argv[1:2] == ["experiment"]
         else "sparrow experiment cluster",
-        schedulers=args.schedulers, node_monitors=args.node_monitors, slots=args.slots, load=args.load,
-        seconds=args.seconds, time_scale=args.time_scale, executor=args.executor, seeds=seeds,
-    )  # fmt: skip
+        schedulers=args.schedulers,
+        node_monitors=args.node_monitors,
+        slots=args.slots,
+        load=args.load,
+        seconds=args.seconds,
+        time_scale=args.time_scale,
+        executor=args.executor,
+        seeds=seeds,
+        machine=this_machine(),
+    )
     _print_summary(console, runs)
     page, figure = write(runs, notes, setup, folder)
     console.print(f"wrote {page} and {figure}")

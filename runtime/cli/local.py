@@ -15,18 +15,18 @@ from functools import partial
 import trio
 from rich.console import Console
 
-from ..client.local_cluster import LocalCluster
 from ..client.local_state import read_state, remove_state, write_state
 from ..demo.report import build_report
 from ..demo.workload import make_workload, run_workload
 from ..services.cpus import format_cpu_list
+from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError, add_command, settings
 from .config import Resolved
 from .demo_view import DemoProgress, plot_cdf, render_report
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         subparsers,
         "local",
@@ -47,9 +47,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _cluster(s: Resolved) -> LocalCluster:
     return LocalCluster(
-        s["schedulers"], s["node_monitors"], s["slots"], executor=s["executor"], policy=s["policy"],
-        weights=s["weight"], probe_ratio=s["probe_ratio"], share_cpus=s["share_cpus"], log_level=s["log_level"],
-    )  # fmt: skip
+        s["schedulers"],
+        s["node_monitors"],
+        s["slots"],
+        executor=s["executor"],
+        policy=s["policy"],
+        weights=s["weight"],
+        probe_ratio=s["probe_ratio"],
+        share_cpus=s["share_cpus"],
+        log_level=s["log_level"],
+    )
 
 
 def _describe(s: Resolved) -> str:
@@ -120,21 +127,23 @@ def _cpu_layout(cluster: LocalCluster) -> str:
 
 
 def _connect_help(cluster: LocalCluster, secret_file: str) -> str:
-    return "\n".join([
-        f"  schedulers:    {' '.join(cluster.schedulers)}",
-        f"  node monitors: {' '.join(cluster.node_monitors)}",
-        f"  CPUs:          {_cpu_layout(cluster)}",
-        f"  secret file:   {secret_file}",
-        f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
-        "From this host, with no flags:",
-        "  sparrow submit --tasks 10 -- hostname",
-        "  sparrow status",
-        "From Python:",
-        f"  SparrowExecutor({cluster.schedulers!r}, secret_file={secret_file!r})",
-        "From another shell or host:",
-        f"  sparrow submit --scheduler {cluster.schedulers[0]} --secret-file {secret_file} --tasks 10 -- hostname",
-        "Press Ctrl-C to stop.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"  schedulers:    {' '.join(cluster.schedulers)}",
+            f"  node monitors: {' '.join(cluster.node_monitors)}",
+            f"  CPUs:          {_cpu_layout(cluster)}",
+            f"  secret file:   {secret_file}",
+            f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
+            "From this host, with no flags:",
+            "  sparrow submit --tasks 10 -- hostname",
+            "  sparrow status",
+            "From Python:",
+            f"  SparrowExecutor({cluster.schedulers!r}, secret_file={secret_file!r})",
+            "From another shell or host:",
+            f"  sparrow submit --scheduler {cluster.schedulers[0]} --secret-file {secret_file} --tasks 10 -- hostname",
+            "Press Ctrl-C to stop.",
+        ]
+    )
 
 
 def run_demo(s: Resolved) -> int:
@@ -148,9 +157,14 @@ def run_demo(s: Resolved) -> int:
     slots = s["node_monitors"] * s["slots"]
     try:
         workload = make_workload(
-            load=s["load"], duration=s["duration"], slots=slots, min_tasks=s["min_tasks"],
-            max_tasks=s["max_tasks"], task_ms=s["task_ms"], seed=s["seed"],
-        )  # fmt: skip
+            load=s["load"],
+            duration=s["duration"],
+            slots=slots,
+            min_tasks=s["min_tasks"],
+            max_tasks=s["max_tasks"],
+            task_ms=s["task_ms"],
+            seed=s["seed"],
+        )
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     console = Console(highlight=False)

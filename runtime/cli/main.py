@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from .common import CommandError
 from .config import ConfigError
@@ -27,10 +28,11 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """Usage errors as one line ("sparrow local: error: ..."), exit status 2. Long flags must be
     spelled out: `--task 3` is an error, not `--tasks 3` (this parser and every command's)."""
 
-    def __init__(self, *args, allow_abbrev: bool = False, **kwargs) -> None:
-        super().__init__(*args, allow_abbrev=allow_abbrev, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

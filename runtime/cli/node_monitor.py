@@ -15,7 +15,7 @@ from .common import CommandError, add_command, prepare_service, settings
 from .service import node_monitor_drain, run_service, service_logic
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         subparsers,
         "node-monitor",
@@ -23,7 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         help="run a node monitor on this host",
         description="Run a Sparrow node monitor until SIGTERM or Ctrl-C: it registers with every --scheduler, "
         "queues their reservations and runs tasks in its slots. Prints 'sparrow node-monitor: listening on HOST:PORT' "
-        "once registered. SIGTERM or Ctrl-C drains it: running tasks finish and report (--drain-timeout), then it stops.",
+        "once registered. SIGTERM or Ctrl-C drains it: running tasks finish and report (--drain-timeout), "
+        "then it stops.",
     )
 
 
@@ -37,9 +38,19 @@ def run(args: argparse.Namespace) -> int:
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(
-        serve_node_monitor, s["scheduler"], host, port, secret=secret, node_id=s["id"],
-        labels=s["label"], executor=s["executor"], heartbeat_interval=s["heartbeat_interval"],
-        scheduler_timeout=s["scheduler_timeout"], max_frame=s["max_frame"], logic=logic, drain=draining,
-    )  # fmt: skip
+        serve_node_monitor,
+        s["scheduler"],
+        host,
+        port,
+        secret=secret,
+        node_id=s["id"],
+        labels=s["label"],
+        executor=s["executor"],
+        heartbeat_interval=s["heartbeat_interval"],
+        scheduler_timeout=s["scheduler_timeout"],
+        max_frame=s["max_frame"],
+        logic=logic,
+        drain=draining,
+    )
     drain = node_monitor_drain(logic, draining, s["drain_timeout"])
     return run_service(service, "node-monitor", metrics, drain, exit_with_parent=s["exit_with_parent"])

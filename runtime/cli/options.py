@@ -6,9 +6,8 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
-from ..client.core import DEFAULT_SCHEDULER_TIMEOUT as DEFAULT_CLIENT_SCHEDULER_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
-from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SCHEDULER_TIMEOUT
+from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
@@ -18,6 +17,7 @@ from ..services.scheduler_logic import (
     DEFAULT_PROBE_RATIO,
 )
 from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
     BOOLEAN,
@@ -44,7 +44,8 @@ def _secret_file(unset: str) -> Setting:
 
 
 def _scheduler(unset: str) -> Setting:
-    return Setting("scheduler", ADDRESSES, help="a scheduler's address (repeatable)", metavar="HOST:PORT", unset=unset)
+    return Setting("scheduler", ADDRESSES, help="a scheduler's address, HOST:PORT or unix:PATH (repeatable)",
+                   metavar="HOST:PORT", unset=unset)  # fmt: skip
 
 
 MAX_FRAME = Setting("max_frame", integer(16), DEFAULT_MAX_FRAME, "largest message accepted, in bytes", "BYTES")
@@ -84,7 +85,8 @@ def _cpus(what: str) -> Setting:
 SCHEDULER_SETTINGS = (
     Setting(
         "listen", LISTEN_ADDRESS, ("127.0.0.1", 7077),
-        "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address)",
+        "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address; "
+        "unix:PATH: a Unix socket, for this host's node monitors and clients only)",
         "HOST:PORT",
     ),
     Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
@@ -115,9 +117,10 @@ SCHEDULER_SETTINGS = (
 
 NODE_MONITOR_SETTINGS = (
     _scheduler("none: required"),
-    Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial", "HOST:PORT"),
+    Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial (or unix:PATH)",
+            "HOST:PORT"),
     Setting("id", TEXT, help="this node monitor's id, unique in the cluster",
-            unset="HOST:PORT, this host's name and the port it listens on"),
+            unset="HOST:PORT, this host's name and the port (or socket path) it listens on"),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,
@@ -169,7 +172,7 @@ SUBMIT_SETTINGS = (
             "executors)", metavar="S", unset="no limit"),
     Setting("retries", integer(0), DEFAULT_RETRIES, "relaunch a task this many times after a system failure (its "
             "worker, node monitor or scheduler lost; 0 for a task with side effects)", "N"),
-    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_SCHEDULER_TIMEOUT,
+    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT,
             "fail over to another --scheduler when this one is silent this long", "S"),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
     _log_level("warning"),

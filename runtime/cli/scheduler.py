@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from ..dashboard import scheduler_with_dashboard
@@ -14,7 +15,7 @@ from .common import add_command, prepare_service, settings
 from .service import metrics_address, run_service
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         subparsers,
         "scheduler",
@@ -35,10 +36,14 @@ def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
     host, port = s["listen"]
     options = {
-        "scheduler_id": s["id"] or default_id(port), "probe_ratio": s["probe_ratio"], "seed": s["seed"],
-        "placement_timeout": s["placement_timeout"], "max_client_tasks": s["max_client_tasks"],
-        "client_grace": s["client_grace"], "max_frame": s["max_frame"],
-    }  # fmt: skip
+        "scheduler_id": s["id"] or default_id(port),
+        "probe_ratio": s["probe_ratio"],
+        "seed": s["seed"],
+        "placement_timeout": s["placement_timeout"],
+        "max_client_tasks": s["max_client_tasks"],
+        "client_grace": s["client_grace"],
+        "max_frame": s["max_frame"],
+    }
     where = metrics_address(s)
     if where is None:
         logic, sampler, metrics = SchedulerLogic(**options), None, None
@@ -46,10 +51,18 @@ def run(args: argparse.Namespace) -> int:
         logic, sampler, dashboard = scheduler_with_dashboard(**options)
         metrics = (logic.registry, *where, dashboard)
     secret = prepare_service(s)
-    service = partial(
-        serve_scheduler, host, port, secret=secret, node_monitors=s["node_monitor"], node_timeout=s["node_timeout"],
-        client_timeout=s["client_timeout"], max_frame=s["max_frame"], result_delay=s["result_delay"], logic=logic,
-    )  # fmt: skip
+    service: Callable[..., Awaitable[None]] = partial(
+        serve_scheduler,
+        host,
+        port,
+        secret=secret,
+        node_monitors=s["node_monitor"],
+        node_timeout=s["node_timeout"],
+        client_timeout=s["client_timeout"],
+        max_frame=s["max_frame"],
+        result_delay=s["result_delay"],
+        logic=logic,
+    )
     if sampler is not None:
         service = sampler.alongside(service)
     return run_service(service, "scheduler", metrics, exit_with_parent=s["exit_with_parent"])

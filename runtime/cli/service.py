@@ -3,11 +3,8 @@ optional metrics, the ready line, and a stop on the first SIGTERM or SIGINT at a
 before the service is ready (a node monitor drains first), or with --exit-with-parent once standard
 input ends. Errors, such as a port in use, are one line.
 
-The ready line, on stdout once the service serves (a node monitor: once registered with every
-scheduler), is the only thing a service writes there; scripts and LocalCluster read it. A scheduler
-with metrics on also serves its dashboard there (docs/dashboard.md):
-
-    sparrow scheduler: listening on 127.0.0.1:7077, metrics on http://127.0.0.1:9477/metrics, dashboard on http://127.0.0.1:9477/
+The ready line (services/ready_line.py), on stdout once the service serves, is the only thing a
+service writes there.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-import re
 import signal
 import stat
 import sys
@@ -26,33 +22,14 @@ import trio
 from ..errors import SparrowError
 from ..services.metrics import new_registry, serve_metrics
 from ..services.node_monitor_logic import NodeMonitorLogic
-from ..wire.address import Address, format_address
+from ..services.ready_line import ready_line
+from ..wire.address import format_address, unix_path
 from .common import CommandError
 from .config import ConfigError, Resolved
 
 logger = logging.getLogger(__name__)
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
-READY = re.compile(
-    r"sparrow (?P<service>[\w-]+): listening on (?P<address>[^\s,]+)"
-    r"(?:, metrics on (?P<metrics>[^\s,]+))?(?:, dashboard on (?P<dashboard>[^\s,]+))?"
-)
-
-
-def ready_line(name: str, address: Address, metrics_url: str | None = None, dashboard_url: str | None = None) -> str:
-    line = f"sparrow {name}: listening on {format_address(address)}"
-    if metrics_url is not None:
-        line += f", metrics on {metrics_url}"
-    if dashboard_url is not None:
-        line += f", dashboard on {dashboard_url}"
-    return line
-
-
-def parse_ready_line(line: str) -> tuple[str, str | None, str | None] | None:
-    """`(address, metrics URL or None, dashboard URL or None)` from a ready line, or None if `line`
-    is not one."""
-    found = READY.fullmatch(line.strip())
-    return None if found is None else (found["address"], found["metrics"], found["dashboard"])
 
 
 def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
@@ -99,7 +76,8 @@ async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: st
     metrics_url = dashboard_url = None
     if metrics is not None:
         registry, host, port, pages = metrics
-        host = address[0] if host is None else host
+        if host is None:  # the service's own host; loopback beside a Unix socket
+            host = "127.0.0.1" if unix_path(address) is not None else address[0]
         try:
             bound = serve_metrics(registry, host, port, pages)
         except OSError as exc:

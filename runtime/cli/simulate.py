@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sparrow_core import QUEUE_POLICIES
-from sparrow_core.sim import DURATIONS, PLACEMENT_POLICIES, SimConfig
+from sparrow_core.sim import DURATIONS, PLACEMENT_POLICIES, SimConfig, high_load
 from sparrow_core.sim.plot import plot_sweep, require_matplotlib
 from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
 
@@ -31,10 +31,12 @@ PAPER_FILES = {
     "results.csv": "every point, every column but the machine-dependent speed",
     "table.md": "the same as a Markdown table",
     "figure.png": "mean response / omniscient's against load; response-time CDFs at load 0.8",
+    "high_load.csv": "high load (per_job, bimodal, exponential at 0.8-0.95): p50 and p99 over omniscient's",
+    "high_load.md": "the same as a Markdown table",
 }
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "simulate",
         help="simulate scheduling policies on a large cluster",
@@ -56,6 +58,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--probe-ratio", type=float, default=2.0, help="probes per task (batch sampling)")
     p.add_argument("--schedulers", type=int, default=1, help="schedulers the jobs are spread over, round-robin")
     p.add_argument("--no-cancellation", action="store_true", help="sparrow: keep leftover reservations")
+    p.add_argument("--steal-victims", type=int, default=8, help="sparrow_steal: peers an idle worker asks")
+    p.add_argument("--steal-max-take", type=int, default=1, help="sparrow_steal: reservations moved per steal at most")
+    p.add_argument(
+        "--steal-min-blocked",
+        type=float,
+        default=0.0,
+        help="sparrow_steal: seconds a peer's slot must have been held for it to be stolen from",
+    )
     p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo", help="the workers' reservation queues")
     p.add_argument("--trace", type=Path, help="replay a trace (lines: arrival_time n_tasks duration...)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (the same seed, the same results)")
@@ -66,7 +76,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "--paper",
         action="store_true",
         help="the paper's simulation: 10,000 workers, 100-task jobs, exponential durations, loads 0.1-0.9, "
-        "all policies; writes results.csv, table.md and figure.png to --out",
+        "all policies; then the high-load workloads (per_job and bimodal durations, loads 0.8-0.95); writes "
+        "results.csv, table.md, figure.png, high_load.csv and high_load.md to --out",
     )
     p.add_argument(
         "--out",
@@ -106,6 +117,9 @@ def _config(args: argparse.Namespace) -> SimConfig:
         probe_ratio=args.probe_ratio,
         n_schedulers=args.schedulers,
         cancellation=not args.no_cancellation,
+        steal_victims=args.steal_victims,
+        steal_max_take=args.steal_max_take,
+        steal_min_blocked=args.steal_min_blocked,
         queue_policy=args.queue_policy,
         trace=args.trace,
         seed=args.seed,
@@ -182,14 +196,21 @@ def write_rows(sweep: Sweep, path: Path, columns: Sequence[str] = COLUMNS) -> No
         raise ValueError(f"--output must end in .csv or .json, got {path.name!r}")
 
 
-def write_paper(sweep: Sweep, folder: Path) -> None:
+def write_paper(sweep: Sweep, high: list[dict[str, float | str]], folder: Path) -> None:
     """The paper's files (PAPER_FILES) into `folder`, each named on stdout with its full path."""
     write_rows(sweep, folder / "results.csv", PAPER_COLUMNS)
+    with (folder / "high_load.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=high_load.COLUMNS)
+        writer.writeheader()
+        writer.writerows(high)
+    (folder / "high_load.md").write_text(high_load.markdown(high))
     (folder / "table.md").write_text(markdown_table(sweep))
     plot_sweep(
-        sweep, folder / "figure.png",
-        title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)", cdf_load=0.8,
-    )  # fmt: skip
+        sweep,
+        folder / "figure.png",
+        title="10,000 workers, 100-task jobs, exponential durations (mean 100 ms)",
+        cdf_load=0.8,
+    )
     print(f"paper files written to {folder.resolve()}:")
     for name, what in PAPER_FILES.items():
         print(f"  {folder.resolve() / name}  ({what})")
@@ -212,12 +233,19 @@ def run(args: argparse.Namespace) -> int:
         if args.plot is not None or args.paper:
             require_matplotlib()
         paper_dir, made = output_folder(args.out, "sparrow-paper") if args.paper else (None, False)
+        high: list[dict[str, float | str]] = []
         try:
             with Progress(transient=True) as progress:
                 bar = progress.add_task("simulating", total=len(policies) * len(loads))
                 sweep = run_sweep(
                     base, policies, loads, warmup=args.warmup, on_point=lambda _p, _l: progress.advance(bar)
                 )
+                if args.paper:
+                    n_points = sum(len(c.loads) for c in high_load.CASES) * len(policies)
+                    bar = progress.add_task("high load", total=n_points)
+                    high = high_load.run_high_load(
+                        policies, n_jobs=args.jobs, warmup=args.warmup, on_point=lambda _p, _l: progress.advance(bar)
+                    )
         except BaseException:  # an error or Ctrl-C: leave no empty folder behind
             if made and paper_dir is not None and not any(paper_dir.iterdir()):
                 paper_dir.rmdir()
@@ -233,5 +261,5 @@ def run(args: argparse.Namespace) -> int:
         plot_sweep(sweep, args.plot)
         print(f"figure written to {args.plot.resolve()}")
     if paper_dir is not None:
-        write_paper(sweep, paper_dir)
+        write_paper(sweep, high, paper_dir)
     return 0

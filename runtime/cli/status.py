@@ -19,7 +19,7 @@ from ..wire.messages import StatusReply
 from .common import CommandError, add_command, client_target, settings
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_command(
         subparsers,
         "status",
@@ -83,8 +83,15 @@ def _render(console: Console, address: str, r: StatusReply) -> None:
     for column in ("node monitor", "state", "slots", "labels", "queued", "busy", "last heard"):
         nodes.add_column(column, justify="left" if column in ("node monitor", "state", "labels") else "right")
     for n in r.nodes:
-        nodes.add_row(n.node_id, "draining" if n.draining else "up", str(n.slots), ",".join(n.labels) or "-",
-                      str(n.queued), str(n.busy), f"{n.silent_for:.1f} s ago")  # fmt: skip
+        nodes.add_row(
+            n.node_id,
+            "draining" if n.draining else "up",
+            str(n.slots),
+            ",".join(n.labels) or "-",
+            str(n.queued),
+            str(n.busy),
+            f"{n.silent_for:.1f} s ago",
+        )
     console.print(nodes)
     jobs = Table(title=f"{len(r.jobs)} jobs in flight", title_justify="left")
     for column in ("job", "user", "priority", "tasks", "launched", "running", "done"):

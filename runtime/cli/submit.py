@@ -21,8 +21,10 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import cloudpickle
 import trio
@@ -38,7 +40,7 @@ CANCEL_WAIT = 3.0  # seconds Ctrl-C waits for the cancellation to be confirmed
 DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # mymodule.work: module:function was likely meant
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(
         subparsers,
         "submit",
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if len(target) == 1 and CALLABLE.fullmatch(target[0]):
         fn = _import_callable(target[0])
         tasks = [partial(fn, i) for i in range(s["tasks"])]
-        show = _show_value
+        show: Callable[[int, Any], str] = _show_value
     else:
         _check_command(target[0])
         tasks = [partial(run_command, list(target), i) for i in range(s["tasks"])]
@@ -89,7 +91,7 @@ def _import_callable(spec: str):
         raise CommandError(f"cannot import {module_name!r}: {exc}") from None
     finally:
         sys.path.pop(0)
-    fn = module
+    fn: Any = module
     for part in attribute.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -113,6 +115,7 @@ def _show_output(index: int, output: str) -> str:
 
 def _failure(outcome: TaskOutcome, traceback: bool) -> str:
     exc = outcome.exception
+    assert exc is not None  # a failed outcome's
     if isinstance(exc, (CommandFailed, TaskFailed)):
         text = str(exc)
     else:

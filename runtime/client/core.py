@@ -40,44 +40,31 @@ from functools import partial
 
 import trio
 
-from ..errors import ConnectionLost, HandshakeError, ProtocolError
+from ..errors import ConnectionLost, HandshakeError
+from .. import views
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
-from ..wire.limits import MAX_REASON, clip, job_problem, too_large
-from ..wire.messages import (
-    CANCELLED,
-    SYSTEM,
-    TOO_LARGE,
-    UNPLACEABLE,
-    CancelJob,
-    Constraint,
-    Heartbeat,
-    JobAccepted,
-    JobRejected,
-    StatusReply,
-    StatusRequest,
-    SubmitJob,
-    TaskResult,
-)
-from ..wire.task_codec import outcome_exception, pack_task, unpack_outcome
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
+from ..wire.messages import Constraint, Heartbeat, StatusReply, SubmitJob
+from ..wire.task_codec import pack_task
+from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
+from .job import Job, check_retries
+from .job import build_submit as build_submit
 from .local_state import running_local_cluster
+from .logic import ClientLogic, Held
+from .logic import Failover as Failover
 from .task_inputs import Inputs, find_inputs, pack_template
 
 logger = logging.getLogger(__name__)
 
-FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
-FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously
 DEFAULT_STATUS_TIMEOUT = 5.0
-DEFAULT_SCHEDULER_TIMEOUT = 1.0  # a LAN: heartbeats every 0.25 s, a dead or frozen scheduler noticed within 1 s
-DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
 DEFAULT_MAX_PENDING_TASKS = 100_000
-HEARTBEATS_PER_TIMEOUT = 4
+CLOSE_TIMEOUT = 0.5  # how long closing may take to tell the scheduler (a frozen one gets no more)
 
 OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
-OutcomeWatcher = Callable[["JobHandle", int, bool, bytes, str, int], None]
 
 
 @dataclass(frozen=True)
@@ -98,71 +85,55 @@ class TaskOutcome:
         return self.value
 
 
-@dataclass
-class Failover:
-    """One loss of the client's scheduler, with `time.monotonic()` times: `lost_at` when the client
-    noticed, `connected_at` when it was connected to `to` (None: no scheduler was reachable), and the
-    tasks it relaunched there."""
-
-    scheduler: str
-    reason: str
-    lost_at: float
-    connected_at: float | None = None
-    to: str | None = None
-    relaunched: int = 0
-
-
-class Liveness:
-    """When a peer that answers every heartbeat is taken for dead: silent for `timeout` seconds,
-    checked every `interval` (timeout / HEARTBEATS_PER_TIMEOUT). A check that wakes up much later than
-    it asked (more than an interval late) means this process was paused (a stopped process, a long
-    GC, an overloaded machine): the peer then gets a fresh `timeout` to answer instead of being taken
-    for dead, so a pause of our own causes no failover storm."""
-
-    def __init__(self, timeout: float, now: float) -> None:
-        self.timeout = timeout
-        self.interval = timeout / HEARTBEATS_PER_TIMEOUT
-        self.heard = now  # when the peer was last heard from
-
-    def silent(self, now: float, asked: float) -> bool:
-        """At a check that asked to run at `asked` and runs at `now`: is the peer silent too long?"""
-        if now - asked > self.interval:  # we were paused, not the peer
-            self.heard = now
-            return False
-        return now - self.heard > self.timeout
-
-
 class JobHandle:
     """A submitted job: its outcomes arrive as tasks finish."""
 
-    def __init__(
-        self,
-        template: SubmitJob,
-        *,
-        retries: int = DEFAULT_RETRIES,
-        retry_exceptions: bool = False,
-        on_outcome: OutcomeCallback | None = None,
-        client: Client | None = None,
-    ) -> None:
-        self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
-        self.n_tasks = len(template.tasks)
-        self.retries = retries
-        self.retry_exceptions = retry_exceptions
-        self.cancelled = False  # the whole job
-        self._cancelled_tasks: set[int] = set()  # tasks cancelled one by one
-        self._template = template  # user, priority, constraints, timeout; tasks: payloads until done
-        self._payloads: list[bytes | None] = list(template.tasks)
-        self.attempts = [0] * self.n_tasks
-        self._raw: list[tuple[bool, bytes, str, int] | None] = [None] * self.n_tasks
-        self._order: list[int] = []
-        self._n_done = 0
+    def __init__(self, job: Job, client: Client | None = None, on_outcome: OutcomeCallback | None = None) -> None:
+        self._job = job
+        job.listener = self._arrived
+        job.owner = self
+        self._client = client
+        self._on_outcome = on_outcome
         self._changed = trio.Event()  # replaced after each wait: wakes as_completed per outcome
         self._finished = trio.Event()  # set once: wakes wait() once per job
-        self._on_outcome = on_outcome
-        self._client = client
-        self._refs: set[int] = set()  # the client's refs of this job's placements in flight
-        self._held: set[int] = set()  # tasks waiting for other tasks' outcomes (dependencies.py)
-        self._watchers: list[OutcomeWatcher] = []  # called as each outcome arrives (dependencies.py)
+
+    @property
+    def job_id(self) -> int | None:
+        """The scheduler's id of the job's first placement, once accepted."""
+        return self._job.job_id
+
+    @property
+    def n_tasks(self) -> int:
+        return self._job.n_tasks
+
+    @property
+    def n_done(self) -> int:
+        """How many tasks have their outcome."""
+        return self._job.n_done
+
+    @property
+    def attempts(self) -> list[int]:
+        """How many times each task was launched so far."""
+        return self._job.attempts
+
+    @property
+    def retries(self) -> int:
+        return self._job.retries
+
+    @property
+    def retry_exceptions(self) -> bool:
+        return self._job.retry_exceptions
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the whole job was cancelled."""
+        return self._job.cancelled
+
+    def __repr__(self) -> str:
+        return views.job_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.job_html(self)
 
     def __getitem__(self, task: int) -> TaskRef:
         """Task `task`'s outcome as an input of another job's task: `partial(f, job[0])`."""
@@ -171,63 +142,40 @@ class JobHandle:
         return TaskRef(self, task)
 
     def done(self) -> bool:
-        return self._n_done == self.n_tasks
+        """True once every task of the job has its outcome."""
+        return self._job.done()
 
     def cancel(self, force: bool = False) -> None:
         """Cancel every task without an outcome: not launched yet, it never is; running, it finishes
         and its result is discarded, or with `force` its worker is killed. Each ends as cancelled
         (TaskCancelled) as soon as the scheduler hears of it."""
-        self.cancelled = True
-        self._cancelled_tasks.update(range(self.n_tasks))
         if self._client is not None:
-            self._client._cancel(self, None, force)
+            self._client.cancel_job(self._job, None, force)
 
     def cancel_tasks(self, tasks: Sequence[int], force: bool = False) -> None:
         """Cancel some tasks (by index) as `cancel` does."""
-        self._cancelled_tasks.update(tasks)
         if self._client is not None:
-            self._client._cancel(self, list(tasks), force)
+            self._client.cancel_job(self._job, list(tasks), force)
 
-    def _set(self, task: int, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
-        if not 0 <= task < self.n_tasks or self._raw[task] is not None:
-            raise ProtocolError(f"scheduler sent a second or out-of-range outcome for task {task}")
-        self._raw[task] = (ok, payload, error, failure)
-        self._payloads[task] = None
-        self._order.append(task)
-        self._n_done += 1
+    def _arrived(self, job: Job, task: int) -> None:
+        """The client's shell: task `task` has its outcome."""
         self._changed.set()
-        if self._n_done == self.n_tasks:
+        if job.n_done == job.n_tasks:
             self._finished.set()
-        if self._client is not None:
-            self._client._task_ended(self)
         if self._on_outcome is not None:
-            self._on_outcome(task, ok, payload, error, failure)
-        for watcher in self._watchers:
-            watcher(self, task, ok, payload, error, failure)
-
-    def _pending(self) -> list[int]:
-        """The tasks without an outcome that can be placed (not waiting for inputs)."""
-        return [t for t in range(self.n_tasks) if self._raw[t] is None and t not in self._held]
-
-    def _fail_rest(self, reason: str, failure: int = SYSTEM) -> None:
-        for task in range(self.n_tasks):
-            if self._raw[task] is None:
-                self._set(task, False, b"", reason, failure)
+            outcome = job.outcomes[task]
+            self._on_outcome(task, outcome.ok, outcome.payload, outcome.error, outcome.failure)
 
     def _outcome(self, task: int) -> TaskOutcome:
-        ok, payload, error, failure = self._raw[task]
-        attempts = max(self.attempts[task], 1)
-        if ok:
-            return TaskOutcome(task, True, unpack_outcome(ok, payload, error), attempts=attempts)
-        return TaskOutcome(task, False, exception=outcome_exception(payload, error, failure), attempts=attempts)
+        job = self._job
+        attempts = max(job.attempts[task], 1)
+        if job.outcomes[task].ok:
+            return TaskOutcome(task, True, job.value(task), attempts=attempts)
+        return TaskOutcome(task, False, exception=job.exception(task), attempts=attempts)
 
     async def wait(self) -> None:
         """Wait until every task has an outcome."""
         await self._finished.wait()
-
-    async def _wait_change(self) -> None:
-        await self._changed.wait()
-        self._changed = trio.Event()
 
     async def outcomes(self) -> list[TaskOutcome]:
         """Every task's outcome, in task order, once all are in."""
@@ -241,13 +189,15 @@ class JobHandle:
     async def as_completed(self) -> AsyncIterator[TaskOutcome]:
         """Yield each task's outcome as it arrives (in arrival order)."""
         seen = 0
+        order = self._job.order
         while True:
-            while seen < len(self._order):
-                yield self._outcome(self._order[seen])
+            while seen < len(order):
+                yield self._outcome(order[seen])
                 seen += 1
             if self.done():
                 return
-            await self._wait_change()
+            await self._changed.wait()
+            self._changed = trio.Event()
 
 
 class TaskRef:
@@ -258,6 +208,11 @@ class TaskRef:
     def __init__(self, handle: JobHandle, index: int) -> None:
         self.handle = handle
         self.index = index
+
+    @property
+    def key(self) -> tuple[Job, int]:
+        """The client logic's name for this task."""
+        return self.handle._job, self.index
 
     def __eq__(self, other: object) -> bool:
         return type(other) is TaskRef and other.handle is self.handle and other.index == self.index
@@ -277,7 +232,12 @@ class TaskRef:
 
 class Client:
     """A connection to one of `schedulers` (tried in random order, failing over to the others);
-    None: those of the `sparrow local` on this host (and its secret, unless one is given)."""
+    None: those of the `sparrow local` on this host (and its secret, unless one is given).
+
+    The decisions are the client logic's (logic.py); this is its trio shell: it connects and fails
+    over, heartbeats the scheduler, holds back submissions past `max_pending_tasks`, and sends what
+    the logic says. `handshake_timeout` bounds each connection attempt (TCP connect and handshake),
+    as it bounds the handshake a scheduler or node monitor waits for."""
 
     def __init__(
         self,
@@ -311,35 +271,53 @@ class Client:
             raise ValueError(f"scheduler_timeout must be a number of seconds > 0, got {scheduler_timeout!r}")
         if not isinstance(max_pending_tasks, int) or max_pending_tasks < 1:
             raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
+        if not isinstance(handshake_timeout, (int, float)) or not 0 < handshake_timeout < float("inf"):
+            raise ValueError(f"handshake_timeout must be a number of seconds > 0, got {handshake_timeout!r}")
         self._secret = load_secret(secret, secret_file)
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
         self.scheduler_timeout = float(scheduler_timeout)
         self.retries = retries
         self.retry_exceptions = retry_exceptions
         self.max_pending_tasks = max_pending_tasks
-        self.handshake_timeout = handshake_timeout
+        self.handshake_timeout = float(handshake_timeout)
         self.max_frame = check_max_frame(max_frame)
-        self.failovers: list[Failover] = []
+        self._logic = ClientLogic(max_frame=self.max_frame)
         self._conn: Connection | None = None
-        self._placements: dict[int, tuple[JobHandle, list[int]]] = {}  # ref -> (job, its task indexes)
-        self._handles: set[JobHandle] = set()  # unfinished
-        self._next_ref = 1
-        self._unfinished = 0
         self._room = trio.Event()  # set when an outcome frees room under max_pending_tasks
         self._wanted = trio.Event()  # set by a submission while no scheduler is reachable
         self._closing = False
         self._stack: AsyncExitStack | None = None
+        self._scope: trio.CancelScope | None = None  # _keep_connected's, cut short by closing
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._flush_due = False  # a flush is scheduled for the end of this pass of the trio loop
         self._status_waiters: list[_StatusWaiter] = []  # in request order: replies come in order
-        self._inputs = None  # dependencies.ClientInputs, once a task takes another's outcome
 
     @property
     def connected_to(self) -> str | None:
         """The address of the scheduler this client is connected to now, if any."""
         return None if self._conn is None else self._conn.peer_name
 
+    @property
+    def failovers(self) -> list[Failover]:
+        """Each loss of the client's scheduler, oldest first."""
+        return self._logic.failovers
+
+    @property
+    def unfinished(self) -> int:
+        """How many submitted tasks have no outcome yet."""
+        return self._logic.unfinished
+
+    def __repr__(self) -> str:
+        return views.client_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.client_html(self)
+
     async def __aenter__(self) -> Client:
         self._stack = AsyncExitStack()
+        self._token = trio.lowlevel.current_trio_token()
         nursery = await self._stack.enter_async_context(trio.open_nursery())
+        self._scope = nursery.cancel_scope
         try:
             await nursery.start(self._keep_connected)
         except BaseException:
@@ -348,9 +326,18 @@ class Client:
         return self
 
     async def __aexit__(self, *exc_info) -> None:
+        """Close within CLOSE_TIMEOUT, whatever the client is doing (connecting, reconnecting, serving):
+        every task without an outcome ends cancelled."""
         self._closing = True
-        if self._conn is not None:
-            self._conn.close_soon()
+        msgs = self._logic.close()
+        self._dispatch()
+        conn = self._conn
+        if conn is not None:
+            self._send(msgs)
+            conn.close_soon()
+            self._scope.deadline = min(self._scope.deadline, trio.current_time() + CLOSE_TIMEOUT)
+        else:
+            self._scope.cancel()  # connecting: a frozen scheduler's handshake would only time out
         self._wanted.set()
         await self._stack.__aexit__(*exc_info)
 
@@ -365,26 +352,35 @@ class Client:
         for address in order:
             try:
                 conn = await connect(
-                    address, secret=self._secret, role="client", peer_id=self.client_id,
-                    timeout=self.handshake_timeout, max_frame=self.max_frame,
-                )  # fmt: skip
+                    address,
+                    secret=self._secret,
+                    role="client",
+                    peer_id=self.client_id,
+                    timeout=self.handshake_timeout,
+                    max_frame=self.max_frame,
+                )
                 return conn, errors
             except (OSError, HandshakeError) as exc:
                 errors.append(f"{format_address(address)}: {exc}")
         return None, errors
 
     async def _keep_connected(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Hold a connection to one scheduler; when it is lost, fail over to another at once and
-        relaunch what had no outcome. Reports itself started once first connected (or raises)."""
+        """Hold a connection to one scheduler; when it is lost, fail over to another at once (the
+        logic relaunches what had no outcome). Reports itself started once first connected (or raises)."""
         first = True
         lost = None
         while not self._closing:
             conn, errors = await self._connect_any(lost)
+            if self._closing:
+                if conn is not None:
+                    await conn.aclose()
+                return
             if conn is None:
                 reason = "no scheduler reachable: " + "; ".join(errors)
                 if first:
                     raise ConnectionLost(reason)
-                self._fail_everything(reason)
+                self._logic.unreachable(reason)
+                self._dispatch()
                 self._wanted = trio.Event()
                 await self._wanted.wait()  # until something is submitted: then try them all again
                 continue
@@ -392,32 +388,34 @@ class Client:
             if first:
                 first = False
                 task_status.started()
-            elif self.failovers and self.failovers[-1].connected_at is None:
-                record = self.failovers[-1]
-                record.connected_at, record.to = time.monotonic(), conn.peer_name
-                record.relaunched = self._relaunch_all()
-                logger.warning("failed over to %s: %d tasks relaunched", conn.peer_name, record.relaunched)
-            else:
-                self._relaunch_all()  # after a failure to reach any: what was submitted meanwhile
+            failed_over = bool(self.failovers) and self.failovers[-1].connected_at is None
+            self._send(self._logic.connected(conn.peer_name, time.monotonic(), conn.send_limit))
+            self._dispatch()  # tasks over the link's frame limit failed there
+            if failed_over:
+                logger.warning("failed over to %s: %d tasks relaunched", conn.peer_name, self.failovers[-1].relaunched)
             reason = await self._serve(conn)
             self._conn = None
             if self._closing:
                 return
             lost = conn.peer_name
             logger.warning("lost scheduler %s: %s", conn.peer_name, reason)
-            self.failovers.append(Failover(conn.peer_name, reason, time.monotonic()))
-            self._placements_lost(f"scheduler {conn.peer_name} was lost ({clip(reason, MAX_REASON)})")
+            self._logic.lost(reason, time.monotonic())
+            self._dispatch()
 
     async def _serve(self, conn: Connection) -> str:
         """Serve `conn` with heartbeats until it ends; returns why."""
-        self._liveness = Liveness(self.scheduler_timeout, trio.current_time())
+        liveness = Liveness(self.scheduler_timeout, trio.current_time())
 
         def on_messages(msgs: list) -> None:
-            self._liveness.heard = trio.current_time()
-            self._on_messages(msgs)
+            liveness.heard = trio.current_time()
+            try:
+                self._send(self._logic.on_messages(msgs))
+            finally:
+                self._dispatch()
+                self._answer_status()
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch, conn)
+            nursery.start_soon(self._watch, conn, liveness)
             reason = await conn.serve(on_messages)
             nursery.cancel_scope.cancel()
         for waiter in self._status_waiters:
@@ -425,112 +423,39 @@ class Client:
         self._status_waiters.clear()
         return reason
 
-    async def _watch(self, conn: Connection) -> None:
+    async def _watch(self, conn: Connection, liveness: Liveness) -> None:
         """Heartbeat the scheduler and drop it once it is silent for `scheduler_timeout` (Liveness)."""
-        liveness = self._liveness
         while True:
             asked = trio.current_time() + liveness.interval
             await trio.sleep_until(asked)
-            liveness.heard = max(liveness.heard, conn.active_at)  # a big frame on its way
+            liveness.heard = max(liveness.heard, conn.active_at)  # a big frame on its way (connection.py)
             if liveness.silent(trio.current_time(), asked):
                 conn.drop(f"silent for more than {self.scheduler_timeout:g} s")
                 return
             conn.send(Heartbeat())
 
-    def _placements_lost(self, reason: str) -> None:
-        """The scheduler is gone with every placement it held: relaunch what may be (on the next
-        connection), fail what may not."""
-        self._placements.clear()
-        for handle in list(self._handles):
-            handle._refs.clear()
-            pending = handle._pending()
-            for task in pending:
-                if task in handle._cancelled_tasks:
-                    handle._set(task, False, b"", "cancelled by its client", CANCELLED)
-            self._retry_or_fail(handle, [t for t in pending if t not in handle._cancelled_tasks], reason)
+    def _send(self, msgs: list) -> None:
+        if msgs and self._conn is not None:  # held, unencoded and in order, while the link is full (backpressure)
+            self._conn.send_later(msgs)
 
-    def _retry_or_fail(self, handle: JobHandle, tasks: list[int], reason: str) -> list[int]:
-        """Fail the tasks of `tasks` that used all their attempts (with `reason`); returns the rest."""
-        again = []
-        for task in tasks:
-            if handle.attempts[task] > handle.retries:
-                attempts = handle.attempts[task]
-                handle._set(task, False, b"", f"{reason} (after {attempts} attempt{'s' * (attempts > 1)})", SYSTEM)
-            else:
-                again.append(task)
-        return again
+    def _dispatch(self) -> None:
+        """Tell each job's owner of the outcomes the logic decided."""
+        events = self._logic.take_events()
+        for job, task in events:
+            job.listener(job, task)
+        if events:
+            self._room.set()
 
-    def _relaunch_all(self) -> int:
-        """Launch every pending task of every unfinished job on the current (new) connection: no
-        scheduler holds any of them."""
-        count = 0
-        for handle in list(self._handles):
-            pending = handle._pending()
-            if pending:
-                self._place(handle, pending)
-                count += len(pending)
-        return count
+    def _answer_status(self) -> None:
+        replies = self._logic.status_replies
+        while replies and self._status_waiters:
+            waiter = self._status_waiters.pop(0)
+            waiter.reply = replies.pop(0)
+            waiter.event.set()
 
-    def _fail_everything(self, reason: str) -> None:
-        for handle in list(self._handles):
-            handle._fail_rest(reason)
-        self._placements.clear()
-
-    # -- messages ---------------------------------------------------------------------------------
-
-    def _on_messages(self, msgs: list) -> None:
-        retry: dict[JobHandle, list[int]] = {}
-        for msg in msgs:
-            kind = type(msg)
-            if kind is TaskResult:
-                placement = self._placements.get(msg.ref)
-                if placement is None:
-                    raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
-                handle, indexes = placement
-                if msg.last:
-                    self._forget_placement(msg.ref)
-                if msg.task >= len(indexes):
-                    raise ProtocolError(f"outcome for task {msg.task} of a job of {len(indexes)} tasks")
-                task = indexes[msg.task]
-                if handle._raw[task] is not None:
-                    continue  # cancelled here before the scheduler heard
-                if self._retryable(handle, task, msg) and handle.attempts[task] <= handle.retries:
-                    retry.setdefault(handle, []).append(task)
-                    continue
-                handle._set(task, msg.ok, msg.payload, msg.error, msg.failure)
-            elif kind is JobAccepted:
-                placement = self._placements.get(msg.ref)
-                if placement is not None and placement[0].job_id is None:
-                    placement[0].job_id = msg.job_id
-            elif kind is JobRejected:
-                placement = self._forget_placement(msg.ref)
-                if placement is not None:
-                    handle, indexes = placement
-                    reason = f"the scheduler rejected the job: {clip(msg.reason, MAX_REASON)}"
-                    for task in indexes:
-                        if handle._raw[task] is None:
-                            handle._set(task, False, b"", reason, UNPLACEABLE)
-            elif kind is StatusReply:
-                if not self._status_waiters:
-                    raise ProtocolError("StatusReply without a StatusRequest")
-                waiter = self._status_waiters.pop(0)
-                waiter.reply = msg
-                waiter.event.set()
-            elif kind is not Heartbeat:
-                raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
-        for handle, tasks in retry.items():
-            self._place(handle, tasks)
-
-    def _retryable(self, handle: JobHandle, task: int, msg: TaskResult) -> bool:
-        if task in handle._cancelled_tasks:
-            return False
-        return msg.failure == SYSTEM or (handle.retry_exceptions and not msg.ok and msg.failure == 0)
-
-    def _forget_placement(self, ref: int) -> tuple[JobHandle, list[int]] | None:
-        placement = self._placements.pop(ref, None)
-        if placement is not None:
-            placement[0]._refs.discard(ref)
-        return placement
+    def _flush(self) -> None:
+        self._flush_due = False
+        self._send(self._logic.flush())
 
     # -- submitting -------------------------------------------------------------------------------
 
@@ -560,7 +485,7 @@ class Client:
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
         payloads = []
-        held: dict[int, tuple[bytes, Inputs]] = {}  # task -> its call and inputs, for those that take outcomes
+        held: Held = {}  # task -> its call and inputs, for those that take outcomes
         for task in tasks:
             inputs = self._task_inputs(task)
             if inputs is not None:
@@ -572,7 +497,7 @@ class Client:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
         msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout)
-        while self._unfinished and self._unfinished + len(payloads) > self.max_pending_tasks:
+        while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
@@ -582,7 +507,8 @@ class Client:
         return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
 
     def _task_inputs(self, task) -> Inputs | None:
-        """The TaskRefs in a partial task's arguments (ValueError for another client's), or None."""
+        """The TaskRefs in a partial task's arguments (ValueError for another client's), or None;
+        each input named by its key in the client logic."""
         if type(task) is not partial:
             return None
         inputs = find_inputs(task.args, task.keywords, lambda obj: type(obj) is TaskRef)
@@ -590,6 +516,7 @@ class Client:
             for ref in inputs.keys:
                 if ref.handle._client is not self:
                     raise ValueError(f"{ref!r} is a task of another client's job")
+            inputs.keys = [ref.key for ref in inputs.keys]
         return inputs
 
     def send_job(
@@ -599,124 +526,41 @@ class Client:
         *,
         retries: int | None = None,
         retry_exceptions: bool | None = None,
-        held: dict[int, tuple[bytes, Inputs]] | None = None,
+        held: Held | None = None,
     ) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
         `on_outcome(task, ok, payload, error, failure)` (optional) is called as each outcome arrives.
         `held`: tasks that wait for inputs (task -> its call with Slots and its inputs, task_inputs.py).
         """
-        handle = JobHandle(
+        job = Job(
             msg,
+            msg.tasks,
             retries=self.retries if retries is None else check_retries(retries),
             retry_exceptions=self.retry_exceptions if retry_exceptions is None else retry_exceptions,
-            on_outcome=on_outcome,
-            client=self,
         )
-        if self._closing:
-            handle._fail_rest("the client is closed")
-            return handle
-        self._handles.add(handle)
-        self._unfinished += handle.n_tasks
-        if held:
-            from .dependencies import ClientInputs  # imports this module
-
-            handle._held.update(held)
-            if self._inputs is None:
-                self._inputs = ClientInputs(self)
-            self._inputs.hold(handle, held)
-        if self._conn is None:  # reconnecting (its tasks go with the relaunch) or none reachable
-            self._wanted.set()
-            return handle
-        placeable = handle._pending()
-        if placeable:
-            self._place(handle, placeable)
+        handle = JobHandle(job, self, on_outcome)
+        self.add_job(job, held)
         return handle
 
-    def place_held(self, handle: JobHandle, tasks: list[int], payloads: list[bytes]) -> None:
-        """Place tasks of `handle` that were held for their inputs, with their payloads now known."""
-        for task, payload in zip(tasks, payloads, strict=True):
-            handle._payloads[task] = handle._template.tasks[task] = payload
-            handle._held.discard(task)
+    def add_job(self, job: Job, held: Held | None = None) -> None:
+        """Add `job` (its `listener` hears each outcome; synchronous, in the trio thread). A job that
+        may be coalesced goes with the others added in this pass of the trio loop, the rest now."""
+        self._logic.add(job, held)
         if self._conn is None:
-            self._wanted.set()  # placed with the relaunch once connected
-        self._place(handle, tasks)
+            self._wanted.set()  # reconnecting (its tasks go with the relaunch) or none reachable
+        elif job.coalesce:
+            if not self._flush_due:
+                self._flush_due = True
+                self._token.run_sync_soon(self._flush)
+        else:
+            self._send(self._logic.flush())
+        self._dispatch()
 
-    def _place(self, handle: JobHandle, tasks: list[int]) -> None:
-        """Send `tasks` of `handle` (one more attempt each) on the current connection: as one job, or
-        as several where one would be over the link's frame limit (the smaller of this client's and
-        the scheduler's max_frame); a task over it by itself fails alone (TOO_LARGE)."""
-        if self._conn is None:
-            return  # relaunched once connected
-        for part in self._fitting(handle, tasks):
-            self._place_part(handle, part)
-
-    def _fitting(self, handle: JobHandle, tasks: list[int]) -> list[list[int]]:
-        """`tasks` in parts that each fit in one SubmitJob frame; those that fit in none fail."""
-        limit = self._conn.send_limit - FRAME_OVERHEAD_PER_JOB
-        sizes = [len(handle._payloads[t]) + FRAME_OVERHEAD_PER_TASK for t in tasks]
-        if sum(sizes) <= limit:
-            return [tasks]
-        parts: list[list[int]] = [[]]
-        room = limit
-        for task, size in zip(tasks, sizes, strict=True):
-            where = f"of the link to scheduler {self._conn.peer_name}"
-            problem = too_large("the task's payload", len(handle._payloads[task]), self._conn.send_limit, where)
-            if problem is not None:
-                handle.attempts[task] += 1
-                handle._set(task, False, b"", problem, TOO_LARGE)
-                continue
-            if size > room:
-                parts.append([])
-                room = limit
-            parts[-1].append(task)
-            room -= size
-        return [part for part in parts if part]
-
-    def _place_part(self, handle: JobHandle, tasks: list[int]) -> None:
-        template = handle._template
-        ref = self._next_ref
-        self._next_ref += 1
-        for task in tasks:
-            handle.attempts[task] += 1
-        task_constraints = template.task_constraints
-        if task_constraints is not None and len(tasks) != handle.n_tasks:
-            task_constraints = [task_constraints[t] for t in tasks]
-        payloads = template.tasks if len(tasks) == handle.n_tasks else [handle._payloads[t] for t in tasks]
-        self._placements[ref] = (handle, tasks)
-        handle._refs.add(ref)
-        submit = SubmitJob(
-            ref,
-            payloads,
-            template.user,
-            template.priority,
-            template.probe_ratio,
-            template.constraint,
-            task_constraints,
-            template.timeout,
-        )
-        self._conn.send_later((submit,))  # backpressure: held, unencoded, while the link is full (connection.py)
-
-    def _cancel(self, handle: JobHandle, tasks: list[int] | None, force: bool) -> None:
-        """Cancel `tasks` (None: all) of `handle` at its scheduler, and end at once those no
-        scheduler holds."""
-        wanted = set(range(handle.n_tasks) if tasks is None else tasks)
-        held = set()
-        for ref in list(handle._refs):
-            indexes = self._placements[ref][1]
-            local = [i for i, t in enumerate(indexes) if t in wanted and handle._raw[t] is None]
-            if local and self._conn is not None:
-                self._conn.send_later((CancelJob(ref, force, None if len(local) == len(indexes) else local),))
-                held.update(indexes[i] for i in local)
-        for task in sorted(wanted - held):
-            if 0 <= task < handle.n_tasks and handle._raw[task] is None:
-                handle._set(task, False, b"", "cancelled by its client", CANCELLED)
-
-    def _task_ended(self, handle: JobHandle) -> None:
-        self._unfinished -= 1
-        self._room.set()
-        if handle.done():
-            self._handles.discard(handle)
+    def cancel_job(self, job: Job, tasks: list[int] | None = None, force: bool = False) -> None:
+        """Cancel `tasks` (None: all) of `job` (JobHandle.cancel); synchronous, in the trio thread."""
+        self._send(self._logic.cancel(job, tasks, force))
+        self._dispatch()
 
     async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:
         """What the scheduler knows: its node monitors (slots, labels, queue lengths, last heard
@@ -730,7 +574,7 @@ class Client:
             raise ConnectionLost("the client is not connected to a scheduler")
         waiter = _StatusWaiter()
         self._status_waiters.append(waiter)
-        conn.send(StatusRequest())
+        conn.send(self._logic.status_request())
         with trio.fail_after(timeout):
             await waiter.event.wait()
         if waiter.reply is None:
@@ -744,57 +588,3 @@ class _StatusWaiter:
     def __init__(self) -> None:
         self.event = trio.Event()
         self.reply: StatusReply | None = None
-
-
-def check_retries(retries: int) -> int:
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be an int >= 0, got {retries!r}")
-    return retries
-
-
-def build_submit(
-    payloads: list[bytes],
-    user: str,
-    priority: int,
-    probe_ratio: float | None,
-    constraints: Constraint | Sequence[Constraint | None] | None,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    timeout: float | None = None,
-) -> SubmitJob:
-    """Validate a job and build its SubmitJob (ref set when sent). Raises ValueError/TypeError naming the bad argument."""
-    if not payloads:
-        raise ValueError("tasks must contain at least one task")
-    if not isinstance(user, str):
-        raise TypeError(f"user must be a str, got {type(user).__name__}")
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
-    job_constraint, task_constraints = None, None
-    if isinstance(constraints, Constraint):
-        job_constraint = _normalise(constraints)
-    elif constraints is not None:
-        task_constraints = list(constraints)
-        if len(task_constraints) != len(payloads):
-            raise ValueError(
-                f"constraints has {len(task_constraints)} entries for {len(payloads)} tasks (one per task, or one Constraint)"
-            )
-        for i, c in enumerate(task_constraints):
-            if c is not None and not isinstance(c, Constraint):
-                raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
-        task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
-    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout)
-    if problem is not None:
-        raise ValueError(problem)
-    size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB
-    if size > max_frame:
-        raise ValueError(
-            f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: submit fewer or smaller tasks"
-        )
-    return SubmitJob(0, payloads, user, priority, None if probe_ratio is None else float(probe_ratio),
-                     job_constraint, task_constraints, None if timeout is None else float(timeout))  # fmt: skip
-
-
-def _normalise(c: Constraint) -> Constraint:
-    nodes, labels = c.node_monitors, c.labels
-    if isinstance(nodes, str) or isinstance(labels, str):
-        raise TypeError("Constraint.node_monitors and .labels must be sequences of str, not a str")
-    return Constraint(tuple(str(n) for n in nodes), tuple(str(label) for label in labels))

@@ -1,63 +1,60 @@
-"""Tasks that wait for other tasks: which task waits for which inputs, what their failure means for
-it, and sending the tasks that become ready in one pass of the trio loop together, as one Sparrow job
-(the paper's "a query is a DAG of stages, each stage one job").
+"""Tasks that wait for other tasks: which task waits for which inputs, the error of a task whose input
+failed, and running consequences one after another.
 
-`Dependencies` is sans-I/O (no trio, no threads): its owner, SparrowExecutor or Client, calls it from
-its trio thread as outcomes arrive. `TickBatch` collects what becomes ready while the outcomes of one
-receive are handled (one pass, no checkpoint in between) and hands it over once, right after.
-Failure rules (docs/runtime.md, "Dependencies and Dask"): a task whose input failed does not run and
-fails with DependencyFailed naming the input; one whose input was cancelled is cancelled.
+`Dependencies` and `Settler` are sans-I/O (no trio, no threads): the client logic (logic.py) is their
+one user, for Client and SparrowExecutor alike, and applies the failure rules (docs/runtime.md,
+"Dependencies and Dask").
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
-
-import cloudpickle
-import trio
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from ..errors import DependencyFailed
-from ..wire.limits import MAX_TASKS_PER_JOB
-from ..wire.messages import CANCELLED
-from .core import FRAME_OVERHEAD_PER_JOB, FRAME_OVERHEAD_PER_TASK, Client, JobHandle, TaskRef
-from .task_inputs import Inputs, pack_dependent
+from .task_inputs import Inputs
 
-logger = logging.getLogger(__name__)
+Key = TypeVar("Key", bound=Hashable)  # the name of a task, waiting or awaited (the logic's: (Job, task))
 
 
-class Waiting:
+class Waiting(Generic[Key]):
     """A task waiting for its inputs: `target` is its owner's name for it (a future, a job's task),
     `template` its pickled call with Slots, `values` the pickled values of the inputs known so far."""
 
     __slots__ = ("keys", "missing", "paths", "target", "template", "values")
 
-    def __init__(self, target: Hashable, template: bytes, inputs: Inputs) -> None:
+    def __init__(self, target: Key, template: bytes, inputs: Inputs) -> None:
         self.target = target
         self.template = template
-        self.keys = inputs.keys
+        self.keys: list[Key] = inputs.keys
         self.paths = inputs.paths
         self.values: list[bytes | None] = [None] * len(inputs.keys)
         self.missing = len(inputs.keys)
 
+    def all_values(self) -> list[bytes]:
+        """The pickled value of every input, once all are known (when `Dependencies.done` returns it)."""
+        values = [v for v in self.values if v is not None]
+        assert len(values) == len(self.values), "an input of this task is still missing"
+        return values
 
-class Dependencies:
+
+class Dependencies(Generic[Key]):
     """The tasks that wait for inputs, by input. An input is any hashable name of a task's outcome."""
 
     def __init__(self) -> None:
-        self._by_input: dict[Hashable, list[Waiting]] = {}
-        self._by_target: dict[Hashable, Waiting] = {}
+        self._by_input: dict[Key, list[Waiting[Key]]] = {}
+        self._by_target: dict[Key, Waiting[Key]] = {}
 
     def __len__(self) -> int:
         """How many tasks wait."""
         return len(self._by_target)
 
-    def awaited(self, key: Hashable) -> bool:
+    def awaited(self, key: Key) -> bool:
         """Whether some task waits for input `key`."""
         return key in self._by_input
 
-    def wait(self, target: Hashable, template: bytes, inputs: Inputs) -> Waiting:
+    def wait(self, target: Key, template: bytes, inputs: Inputs) -> Waiting[Key]:
         """Record that `target` waits for `inputs.keys` (each must later be passed to done/failed)."""
         waiting = Waiting(target, template, inputs)
         self._by_target[target] = waiting
@@ -65,7 +62,7 @@ class Dependencies:
             self._by_input.setdefault(key, []).append(waiting)
         return waiting
 
-    def done(self, key: Hashable, value: bytes) -> list[Waiting]:
+    def done(self, key: Key, value: bytes) -> list[Waiting[Key]]:
         """Input `key` has the pickled `value`: the tasks that now have all their inputs (no longer waiting)."""
         ready = []
         for waiting in self._by_input.pop(key, ()):
@@ -78,7 +75,7 @@ class Dependencies:
                 ready.append(waiting)
         return ready
 
-    def failed(self, key: Hashable) -> list[tuple[Waiting, str]]:
+    def failed(self, key: Key) -> list[tuple[Waiting[Key], str]]:
         """Input `key` failed or was cancelled: the tasks that waited for it (no longer waiting), each
         with where the input was in its arguments."""
         gone = []
@@ -88,7 +85,7 @@ class Dependencies:
                 gone.append((waiting, waiting.paths[waiting.keys.index(key)]))
         return gone
 
-    def drop(self, target: Hashable) -> bool:
+    def drop(self, target: Key) -> bool:
         """`target` no longer waits (it was cancelled); True if it was waiting."""
         return self._by_target.pop(target, None) is not None
 
@@ -102,54 +99,6 @@ def dependency_failed(path: str, upstream: BaseException) -> DependencyFailed:
     error = DependencyFailed(path, reason)
     error.__cause__ = upstream
     return error
-
-
-def oversize_problem(size: int, max_frame: int) -> str | None:
-    """Why a task payload of `size` bytes cannot be sent under `max_frame`, or None."""
-    if size + FRAME_OVERHEAD_PER_TASK + FRAME_OVERHEAD_PER_JOB <= max_frame:
-        return None
-    return (
-        f"the task with its inputs takes {size:,} bytes, over the frame limit of {max_frame:,} bytes: values "
-        "travel through the client, so each task's arguments, inputs included, must fit in one frame "
-        "(docs/runtime.md, Dependencies and Dask)"
-    )
-
-
-def split_jobs(sizes: Sequence[int], max_frame: int) -> list[range]:
-    """Consecutive groups of tasks (by their payload sizes, each one fitting alone) that each fit one job."""
-    groups = []
-    start, used = 0, FRAME_OVERHEAD_PER_JOB
-    for i, size in enumerate(sizes):
-        cost = size + FRAME_OVERHEAD_PER_TASK
-        if i > start and (used + cost > max_frame or i - start >= MAX_TASKS_PER_JOB):
-            groups.append(range(start, i))
-            start, used = i, FRAME_OVERHEAD_PER_JOB
-        used += cost
-    if start < len(sizes):
-        groups.append(range(start, len(sizes)))
-    return groups
-
-
-class TickBatch:
-    """Collects items added in the trio thread and calls `flush(items)` once, after the current pass of
-    the trio loop: the outcomes of one receive are handled in one pass, so what they make ready is one
-    batch. A flush that raises is logged, never lost silently, and stops nothing else."""
-
-    def __init__(self, flush: Callable[[list], None]) -> None:
-        self._flush = flush
-        self._items: list = []
-
-    def add(self, item) -> None:
-        if not self._items:
-            trio.lowlevel.current_trio_token().run_sync_soon(self._run)
-        self._items.append(item)
-
-    def _run(self) -> None:
-        items, self._items = self._items, []
-        try:
-            self._flush(items)
-        except Exception:  # a bug: the trio loop of the client must go on
-            logger.exception("sending %d ready tasks failed", len(items))
 
 
 class Settler:
@@ -173,73 +122,3 @@ class Settler:
         finally:
             self._running = False
             self._queue.clear()
-
-
-class ClientInputs:
-    """The Client's side: tasks of its jobs that take other jobs' task outcomes (`partial(f, job[i])`).
-
-    A held task is placed with the other tasks of its job that become ready in the same pass, as one
-    placement; each input's value is the pickled result its outcome brought (never unpickled here).
-    """
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._deps = Dependencies()
-        self._ready = TickBatch(self._place_ready)
-        self._settle = Settler(self._settle_one)
-
-    def hold(self, handle: JobHandle, held: dict[int, tuple[bytes, Inputs]]) -> None:
-        """Record the held tasks of `handle`; inputs already done count at once."""
-        known = set()
-        for task, (template, inputs) in held.items():
-            self._deps.wait(TaskRef(handle, task), template, inputs)
-            for ref in inputs.keys:
-                if self._upstream_outcome not in ref.handle._watchers:
-                    ref.handle._watchers.append(self._upstream_outcome)
-                if ref.handle._raw[ref.index] is not None:
-                    known.add(ref)
-        for ref in known:
-            self._upstream_outcome(ref.handle, ref.index, *ref.handle._raw[ref.index])
-
-    def _upstream_outcome(
-        self, handle: JobHandle, task: int, ok: bool, payload: bytes, error: str, failure: int
-    ) -> None:
-        key = TaskRef(handle, task)
-        if self._deps.awaited(key):
-            self._settle(key, ok, payload, error, failure)
-
-    def _settle_one(self, key: TaskRef, ok: bool, payload: bytes, error: str, failure: int) -> None:
-        if ok:
-            for waiting in self._deps.done(key, payload):
-                self._ready.add(waiting)
-        elif failure == CANCELLED:
-            for waiting, _ in self._deps.failed(key):
-                waiting.target.handle.cancel_tasks([waiting.target.index])
-        else:
-            upstream = key.handle._outcome(key.index).exception
-            for waiting, path in self._deps.failed(key):
-                self._fail(waiting.target, dependency_failed(path, upstream), error)
-
-    def _fail(self, ref: TaskRef, exc: BaseException, error: str) -> None:
-        """End held task `ref` with `exc` (re-raised with `error`, the upstream's traceback, as its cause)."""
-        if ref.handle._raw[ref.index] is None:
-            ref.handle._held.discard(ref.index)
-            ref.handle._set(ref.index, False, cloudpickle.dumps(exc), error or str(exc))
-
-    def _place_ready(self, ready: list[Waiting]) -> None:
-        by_handle: dict[JobHandle, tuple[list[int], list[bytes]]] = {}
-        for waiting in ready:
-            ref = waiting.target
-            if ref.handle._raw[ref.index] is not None:
-                continue  # cancelled while it waited
-            payload = pack_dependent(waiting.template, waiting.values)
-            problem = oversize_problem(len(payload), self._client.max_frame)
-            if problem is not None:
-                self._fail(ref, ValueError(problem), problem)
-                continue
-            tasks, payloads = by_handle.setdefault(ref.handle, ([], []))
-            tasks.append(ref.index)
-            payloads.append(payload)
-        for handle, (tasks, payloads) in by_handle.items():
-            for group in split_jobs([len(p) for p in payloads], self._client.max_frame):
-                self._client.place_held(handle, tasks[group.start : group.stop], payloads[group.start : group.stop])

@@ -1,21 +1,25 @@
 """SparrowExecutor: a `concurrent.futures.Executor` backed by a Sparrow cluster.
 
-A background thread runs trio with one Client (failover, heartbeats and retries are the Client's:
-client.py). `submit` sends a job of one task; `map` sends jobs of up to `chunksize` tasks (one per
+A background thread runs trio with one Client (failover, heartbeats, retries and dependencies are
+the client logic's: logic.py, core.py). `submit` makes a job of one task, and the `submit`s that
+reach the trio thread together (those made while it was busy: one hand-over) go to the scheduler as
+one job, batch-sampled together in one frame; `map` sends jobs of up to `chunksize` tasks (one per
 item), so the scheduler batch-samples probes for each chunk, and consumes its iterables lazily with
 at most `buffersize` tasks submitted and not yet yielded (as Python 3.14's `Executor.map`), so a map
 over millions of items runs in flat memory. Tasks are pickled in the caller's thread; the hand-over
-to the trio thread does not block (`run_sync_soon`).
+to the trio thread does not block (one `run_sync_soon` for what is handed over together).
 
 `submit` takes futures of this executor anywhere in its arguments (nested in lists, tuples, sets and
 dict values, as Dask's `Client.submit`): the task is sent once they are done, with their values, and
 the tasks that become ready in one pass of the trio loop (the dependents of a task that just finished)
 go as one job; if an input fails, the task does not run and fails with DependencyFailed; if an input
-is cancelled, so is the task (dependencies.py, docs/runtime.md "Dependencies and Dask").
+is cancelled, so is the task (logic.py, docs/runtime.md "Dependencies and Dask").
 
 `Future.cancel()` returns True while the task has no outcome (the client is not told when a task
 starts): the scheduler then never launches it, or, if it is already running, discards its result.
-`shutdown(cancel_futures=True)` cancels that way every future not done.
+`shutdown(cancel_futures=True)` cancels that way every future not done. Closing, the executor ends
+every task still without an outcome as cancelled, within a second whatever its client is doing
+(reconnecting included).
 
 Error handling: the constructor raises ConnectionLost if no scheduler accepts the connection (or,
 without addresses, if no `sparrow local` runs here). An exception raised by a task is raised by
@@ -28,44 +32,39 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import logging
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 
-import cloudpickle
 import trio
 
+from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED
-from ..wire.task_codec import pack_task, unpack_outcome
-from .core import DEFAULT_RETRIES, DEFAULT_SCHEDULER_TIMEOUT, Client, JobHandle, build_submit
-from .dependencies import Dependencies, Settler, TickBatch, Waiting, dependency_failed, oversize_problem, split_jobs
-from .task_inputs import Inputs, find_inputs, pack_dependent, pack_template
+from ..wire.task_codec import pack_task
+from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
+from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .task_inputs import Inputs, find_inputs, pack_template
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNKSIZE = 256
 DEFAULT_BUFFERSIZE = 8 * DEFAULT_CHUNKSIZE  # map's tasks submitted and not yet yielded
 
 
-class _Job:
-    """A submitted job's handle, set in the trio thread once it is sent."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self) -> None:
-        self.handle: JobHandle | None = None
-
-
 class SparrowFuture(concurrent.futures.Future):
     """A Future whose `cancel()` also cancels its task on the cluster (and the tasks that take its result)."""
 
-    def __init__(self, executor: SparrowExecutor, job: _Job | None = None, task: int = 0) -> None:
+    def __init__(self, executor: SparrowExecutor, job: Job, task: int) -> None:
         super().__init__()
         self._executor = executor
-        self._job = job  # None while it waits for its inputs
+        self._job = job  # the client logic's record of its job
         self._task = task
 
     def cancel(self) -> bool:
@@ -82,15 +81,12 @@ class SparrowFuture(concurrent.futures.Future):
         )
 
 
-# how an input ended, for the tasks that wait for it
-DONE, FAILED, CANCELLED_INPUT = "done", "failed", "cancelled"
-
-
 class SparrowExecutor(concurrent.futures.Executor):
     """Run callables on the cluster behind `schedulers` (addresses; None: the `sparrow local` of this
-    host) as `user`. `retries`, `retry_exceptions`, `scheduler_timeout` and `max_frame` (the largest
-    frame, so the largest task with its inputs, and result) are the Client's; `timeout` (seconds,
-    optional) is each task's time limit."""
+    host) as `user`. `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
+    `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
+    `timeout` (seconds, optional) is each task's time limit. `connect_timeout` is the old name of
+    `handshake_timeout` (deprecated)."""
 
     def __init__(
         self,
@@ -105,16 +101,29 @@ class SparrowExecutor(concurrent.futures.Executor):
         retries: int = DEFAULT_RETRIES,
         retry_exceptions: bool = False,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
-        connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        connect_timeout: float | None = None,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
+        if connect_timeout is not None:
+            warnings.warn(
+                "SparrowExecutor(connect_timeout=...) is deprecated: use handshake_timeout", DeprecationWarning, 2
+            )
+            handshake_timeout = connect_timeout
         self._client = Client(
-            schedulers, secret=secret, secret_file=secret_file, handshake_timeout=connect_timeout, retries=retries,
-            retry_exceptions=retry_exceptions, scheduler_timeout=scheduler_timeout, max_frame=max_frame,
-        )  # fmt: skip
-        build_submit([b""], user, priority, None, None, timeout=timeout)  # checks them now, not at each submit
+            schedulers,
+            secret=secret,
+            secret_file=secret_file,
+            handshake_timeout=handshake_timeout,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
+            scheduler_timeout=scheduler_timeout,
+            max_frame=max_frame,
+        )
+        # checked now, not at each submit: the settings of every job it sends
+        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout)
         self.user = user
         self.priority = priority
         self.chunksize = chunksize
@@ -126,9 +135,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._lock = threading.Lock()
         self._shutdown = False
         self._pending: set[concurrent.futures.Future] = set()
-        self._deps = Dependencies()  # the trio thread's: futures waiting for other futures
-        self._ready_tasks = TickBatch(self._send_ready)
-        self._settle_input = Settler(self._settle_one)
+        self._incoming: list[Callable[[], None]] = []  # calls for the trio thread, in order (under _lock)
         self._thread = threading.Thread(target=trio.run, args=(self._main,), name="sparrow-executor", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -140,6 +147,12 @@ class SparrowExecutor(concurrent.futures.Executor):
     def client(self) -> Client:
         """The Client behind this executor (its `failovers`, `connected_to`)."""
         return self._client
+
+    def __repr__(self) -> str:
+        return views.executor_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.executor_html(self)
 
     async def _main(self) -> None:
         try:
@@ -160,7 +173,12 @@ class SparrowExecutor(concurrent.futures.Executor):
         if inputs is not None:
             return self._submit_dependent(fn, inputs)
         payload = pack_task(fn, args, kwargs)
-        return self._submit_job([payload])[0]
+        problem = oversize_problem(len(payload), self._client.max_frame)
+        if problem is not None:
+            raise ValueError(problem)
+        job = self._job([payload], coalesce=True)
+        self._hand_over([job], partial(self._client.add_job, job))
+        return job.owner[0]
 
     def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
@@ -172,92 +190,88 @@ class SparrowExecutor(concurrent.futures.Executor):
             problem = oversize_problem(len(payload), self._client.max_frame)
             if problem is not None:
                 raise ValueError(problem)
-        futures: list[SparrowFuture] = []
-        for group in split_jobs([len(p) for p in payloads], self._client.max_frame):
-            futures += self._submit_job(payloads[group.start : group.stop])
-        return futures
+        jobs = [
+            self._job(payloads[g.start : g.stop]) for g in split_jobs(list(map(len, payloads)), self._client.max_frame)
+        ]
+        self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
+        return [future for job in jobs for future in job.owner]
 
     def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""
-        known: dict[SparrowFuture, bytes] = {}  # inputs done now, pickled here rather than in the trio thread
+        known = 0  # the size of the inputs' values known now
         for future in inputs.keys:
             if future._executor is not self:
                 raise ValueError(f"{future!r} is a future of another executor")
-            if future.done() and not future.cancelled() and future.exception() is None:
-                known[future] = cloudpickle.dumps(future.result())
+            outcome = future._job.outcomes[future._task]
+            if outcome is not None and outcome.ok:
+                known += len(outcome.payload)
         template = pack_template(fn, inputs)
-        problem = oversize_problem(len(template) + sum(map(len, known.values())), self._client.max_frame)
+        problem = oversize_problem(len(template) + known, self._client.max_frame)
         if problem is not None:
             raise ValueError(problem)
-        future = SparrowFuture(self)
+        inputs.keys = [(future._job, future._task) for future in inputs.keys]
+        job = self._job([b""], coalesce=True)
+        self._hand_over([job], partial(self._client.add_job, job, {0: (template, inputs)}))
+        return job.owner[0]
+
+    def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
+        """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
+        client = self._client
+        job = Job(
+            self._settings, payloads, retries=client.retries, retry_exceptions=client.retry_exceptions,
+            coalesce=coalesce, listener=self._on_outcome,
+        )  # fmt: skip
+        job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
+        return job
+
+    def _hand_over(self, jobs: list[Job], *calls: Callable[[], None]) -> None:
+        """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures:
+        one wake-up of the trio thread for everything handed over until it runs."""
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot submit after shutdown")
-            self._pending.add(future)
-            self._token.run_sync_soon(partial(self._hold, future, template, inputs, known))
-        return future
+            for job in jobs:
+                self._pending.update(job.owner)
+            self._queue_calls(calls)
 
-    # -- in the trio thread: futures that wait for other futures ----------------------------------
+    def _queue_calls(self, calls) -> None:
+        """(Holding _lock.) Queue `calls` for the trio thread."""
+        wake = not self._incoming
+        self._incoming.extend(calls)
+        if wake:
+            self._token.run_sync_soon(self._run_incoming)
 
-    def _hold(self, future: SparrowFuture, template: bytes, inputs: Inputs, known: dict) -> None:
-        self._deps.wait(future, template, inputs)
-        for upstream in inputs.keys:
-            if upstream in known:
-                self._settle_input(upstream, DONE, known[upstream])
-            elif upstream.cancelled():
-                self._settle_input(upstream, CANCELLED_INPUT)
-            elif upstream.done():  # done since submit looked
-                error = upstream.exception()
-                if error is None:
-                    self._settle_input(upstream, DONE, cloudpickle.dumps(upstream.result()))
-                else:
-                    self._settle_input(upstream, FAILED, error)
+    def _run_incoming(self) -> None:
+        """In the trio thread: what was handed over, in order."""
+        with self._lock:
+            calls, self._incoming = self._incoming, []
+        for call in calls:
+            try:
+                call()
+            except Exception:  # a bug: the trio loop of the client must go on
+                logger.exception("a call handed over to the executor's trio thread failed")
 
-    def _settle_one(self, upstream: SparrowFuture, how: str, detail=None) -> None:
-        """`upstream` ended (DONE with its pickled value, FAILED with its exception, or CANCELLED_INPUT):
-        its waiting dependents become ready, fail or are cancelled."""
-        if how == DONE:
-            for waiting in self._deps.done(upstream, detail):
-                self._ready_tasks.add(waiting)
+    def _on_outcome(self, job: Job, task: int) -> None:
+        """In the trio thread: task `task` of `job` has its outcome; settle its future."""
+        future = job.owner[task]
+        with self._lock:
+            self._pending.discard(future)
+        if future.cancelled():
             return
-        for waiting, path in self._deps.failed(upstream):
-            future = waiting.target
-            if how == CANCELLED_INPUT:
-                if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: it was never sent
-                    future.set_running_or_notify_cancel()
-                    self._settle_input(future, CANCELLED_INPUT)
-            else:
-                error = dependency_failed(path, detail)
-                self._end_unsent(future, error)
-            with self._lock:
-                self._pending.discard(future)
-
-    def _end_unsent(self, future: SparrowFuture, error: BaseException) -> None:
-        """Fail a future that was never sent, and what waits for it."""
+        if job.outcomes[task].failure == CANCELLED:
+            if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
+                future.set_running_or_notify_cancel()
+            return
         try:
-            future.set_exception(error)
+            value = job.value(task)
+        except BaseException as exc:
+            settle = partial(future.set_exception, exc)
+        else:
+            settle = partial(future.set_result, value)
+        try:
+            settle()
         except concurrent.futures.InvalidStateError:
-            return  # cancelled meanwhile
-        self._settle_input(future, FAILED, error)
-
-    def _send_ready(self, ready: list[Waiting]) -> None:
-        """Send the tasks whose inputs are all done, as one job (or as few as the frame limit allows)."""
-        payloads, futures = [], []
-        for waiting in ready:
-            future = waiting.target
-            if future.done():
-                continue  # cancelled while it waited
-            payload = pack_dependent(waiting.template, waiting.values)
-            problem = oversize_problem(len(payload), self._client.max_frame)
-            if problem is not None:
-                with self._lock:
-                    self._pending.discard(future)
-                self._end_unsent(future, ValueError(problem))
-                continue
-            payloads.append(payload)
-            futures.append(future)
-        for group in split_jobs([len(p) for p in payloads], self._client.max_frame):
-            self._sender(payloads[group.start : group.stop], futures[group.start : group.stop])()
+            pass  # cancelled in the caller's thread meanwhile
 
     def map(
         self,
@@ -278,6 +292,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         items = zip(*iterables)
         window: deque[concurrent.futures.Future] = deque()
         step = size if buffersize is None else min(size, buffersize)
+        max_frame = self._client.max_frame
 
         def top_up() -> None:
             """Submit chunks while the window has room for one."""
@@ -285,82 +300,33 @@ class SparrowExecutor(concurrent.futures.Executor):
                 chunk = list(itertools.islice(items, step if buffersize is None else buffersize - len(window)))
                 if not chunk:
                     return
+                jobs = []
                 for start in range(0, len(chunk), size):
-                    window.extend(self._submit_job([pack_task(fn, args) for args in chunk[start : start + size]]))
+                    payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
+                    build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
+                    jobs.append(self._job(payloads))
+                self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
+                for job in jobs:
+                    window.extend(job.owner)
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)
 
-    def _submit_job(self, payloads: list[bytes]) -> list[concurrent.futures.Future]:
-        futures = [SparrowFuture(self) for _ in payloads]
-        send = self._sender(payloads, futures)
-        with self._lock:
-            if self._shutdown:
-                raise RuntimeError("cannot submit after shutdown")
-            self._pending.update(futures)
-            self._token.run_sync_soon(send)
-        return futures
-
-    def _sender(self, payloads: list[bytes], futures: list[SparrowFuture]) -> Callable[[], None]:
-        """A function that sends `payloads` as one job whose outcomes settle `futures` (call it in the
-        trio thread); raises ValueError/TypeError now for a bad job."""
-        msg = build_submit(payloads, self.user, self.priority, None, None, self._client.max_frame, self.timeout)
-        job = _Job()
-        for task, future in enumerate(futures):
-            future._job, future._task = job, task
-
-        def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
-            future = futures[task]
-            with self._lock:
-                self._pending.discard(future)
-            error_raised = None
-            try:
-                value = unpack_outcome(ok, payload, error, failure)
-            except BaseException as exc:
-                settle = partial(future.set_exception, exc)
-                error_raised = exc
-            else:
-                settle = partial(future.set_result, value)
-            try:
-                settle()
-            except concurrent.futures.InvalidStateError:
-                pass  # cancelled here already
-            if self._deps.awaited(future):
-                if failure == CANCELLED or future.cancelled():
-                    self._settle_input(future, CANCELLED_INPUT)
-                elif error_raised is not None:
-                    self._settle_input(future, FAILED, error_raised)
-                else:
-                    self._settle_input(future, DONE, payload)
-
-        def send() -> None:
-            job.handle = self._client.send_job(msg, on_outcome)
-
-        return send
-
     def _cancel_remote(self, future: SparrowFuture) -> None:
-        """Cancel `future`'s task on the cluster (after it was sent: run_sync_soon keeps the order), or
-        forget it if it still waits for inputs; and cancel the tasks waiting for it."""
-
-        def cancel() -> None:
-            if future._job is None:
-                self._deps.drop(future)
-                with self._lock:
-                    self._pending.discard(future)
-            else:
-                future._job.handle.cancel_tasks([future._task])
-            self._settle_input(future, CANCELLED_INPUT)
-
+        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and
+        the tasks waiting for it."""
         with self._lock:
             try:
-                self._token.run_sync_soon(cancel)
+                self._queue_calls((partial(self._client.cancel_job, future._job, [future._task]),))
             except trio.RunFinishedError:
                 pass
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; with `wait`, wait for submitted tasks' outcomes, then disconnect.
 
-        `cancel_futures` cancels the tasks still pending, here and on the cluster.
+        `cancel_futures` cancels the tasks still pending, here and on the cluster. Disconnecting ends
+        every task still without an outcome as cancelled and takes at most a second, whatever the
+        client is doing.
         """
         with self._lock:
             already = self._shutdown
@@ -372,10 +338,11 @@ class SparrowExecutor(concurrent.futures.Executor):
         if not already:
             if wait:
                 concurrent.futures.wait(pending)
-            try:
-                self._token.run_sync_soon(self._stop.set)
-            except trio.RunFinishedError:
-                pass
+            with self._lock:
+                try:
+                    self._queue_calls((self._stop.set,))
+                except trio.RunFinishedError:
+                    pass
         if wait:
             self._thread.join()
 

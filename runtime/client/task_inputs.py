@@ -12,12 +12,14 @@ replaced by a `Slot`, `inputs` the pickled values, as the upstream tasks' outcom
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import cloudpickle
 
 from ..wire.task_codec import pack_task
 
 CONTAINERS = (list, tuple, set, frozenset)
+SCALARS = frozenset((type(None), bool, int, float, complex, str, bytes))  # never an input, never holding one
 
 
 class Slot:
@@ -49,7 +51,7 @@ class Inputs:
     __slots__ = ("args", "keys", "kwargs", "paths")
 
     def __init__(self) -> None:
-        self.keys: list[Hashable] = []
+        self.keys: list[Any] = []  # what is_input found; its owner may rename them (the logic's: (Job, task))
         self.paths: list[str] = []
         self.args: tuple = ()
         self.kwargs: dict = {}
@@ -58,6 +60,8 @@ class Inputs:
 def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -> Inputs | None:
     """The inputs (hashable objects for which `is_input` is true) in `args` and `kwargs`, or None if
     there are none. Equal inputs are one input."""
+    if not kwargs and all(type(a) in SCALARS for a in args):
+        return None  # the common call, f(1, "x"): nothing to walk
     found = Inputs()
     index: dict[Hashable, int] = {}  # input -> its slot
 

@@ -26,11 +26,14 @@ ASSETS = {
 }
 SECURITY_HEADERS = [
     # everything the page uses comes from here; no inline script; no framing by other sites
-    ("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
-     "img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        "img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    ),
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
-]  # fmt: skip
+]
 
 
 class DashboardApp:
@@ -45,8 +48,14 @@ class DashboardApp:
     def __call__(self, environ, start_response):
         method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/")
         if method not in ("GET", "HEAD"):
-            return _reply(start_response, "405 Method Not Allowed", "text/plain; charset=utf-8",
-                          b"the dashboard is read-only: GET or HEAD\n", method, [("Allow", "GET, HEAD")])  # fmt: skip
+            return _reply(
+                start_response,
+                "405 Method Not Allowed",
+                "text/plain; charset=utf-8",
+                b"the dashboard is read-only: GET or HEAD\n",
+                method,
+                [("Allow", "GET, HEAD")],
+            )
         if path in ("/", "/index.html"):
             body, kind = self._rendered("page"), "text/html; charset=utf-8"
         elif path == "/live":
@@ -55,11 +64,17 @@ class DashboardApp:
             body, kind = self._rendered("json"), "application/json"
         elif path.startswith("/static/") and path[len("/static/") :] in ASSETS:
             name = path[len("/static/") :]
-            return _reply(start_response, "200 OK", ASSETS[name], self._assets[name], method,
-                          [("Cache-Control", "max-age=300")])  # fmt: skip
+            return _reply(
+                start_response, "200 OK", ASSETS[name], self._assets[name], method, [("Cache-Control", "max-age=300")]
+            )
         else:
-            return _reply(start_response, "404 Not Found", "text/plain; charset=utf-8",
-                          b"not found: the dashboard is at /\n", method)  # fmt: skip
+            return _reply(
+                start_response,
+                "404 Not Found",
+                "text/plain; charset=utf-8",
+                b"not found: the dashboard is at /\n",
+                method,
+            )
         return _reply(start_response, "200 OK", kind, body, method, [("Cache-Control", "no-store")])
 
     def _rendered(self, route: str) -> bytes:

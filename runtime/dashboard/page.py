@@ -102,11 +102,19 @@ def _tiles(view: View) -> str:
         ("slots", "slots busy", f"{busy:,} / {slots:,}", f"{view.counters['tasks_launched']:,} tasks launched"),
         ("jobs", "jobs in flight", f"{view.jobs_in_flight:,}", f"{view.counters['jobs_finished']:,} finished"),
         ("throughput", "tasks / s", count(last.tasks_per_s) if last else "–", "outcomes in the last second"),
-        ("delay", "scheduling delay p50", seconds(last.delay_p50 if last else None),
-         f"p99 {seconds(last.delay_p99 if last else None)}"),
-        ("response", "job response p50", seconds(last.response_p50 if last else None),
-         f"p99 {seconds(last.response_p99 if last else None)}"),
-    ]  # fmt: skip
+        (
+            "delay",
+            "scheduling delay p50",
+            seconds(last.delay_p50 if last else None),
+            f"p99 {seconds(last.delay_p99 if last else None)}",
+        ),
+        (
+            "response",
+            "job response p50",
+            seconds(last.response_p50 if last else None),
+            f"p99 {seconds(last.response_p99 if last else None)}",
+        ),
+    ]
     cells = "".join(
         f'<div class="tile" id="tile-{key}"><div class="label">{label}</div>'
         f'<div class="value">{escape(value)}</div><div class="detail">{escape(sub)}</div></div>'
@@ -121,23 +129,47 @@ def _charts(view: View) -> str:
     span = min(view.history, max(60.0, math.ceil(view.uptime / 60) * 60))  # grows to the history kept
     window = f"{view.window:g} s"
     charts = [
-        ("throughput", "Task throughput", "tasks per second, each second", [
-            Series("finished", "s1", [p.tasks_per_s for p in points]),
-            Series("launched", "s2", [p.launched_per_s for p in points]),
-        ], count),
-        ("delay", "Scheduling delay", f"job arrival to task launch; over the last {window}", [
-            Series("p50", "s1", [p.delay_p50 for p in points]),
-            Series("p99", "s3", [p.delay_p99 for p in points]),
-        ], seconds),
-        ("response", "Job response time", f"job arrival to its last outcome; over the last {window}", [
-            Series("p50", "s1", [p.response_p50 for p in points]),
-            Series("p99", "s3", [p.response_p99 for p in points]),
-        ], seconds),
-        ("load", "Load", "each second", [
-            Series("busy slots", "s1", [float(p.busy_slots) for p in points]),
-            Series("jobs in flight", "s2", [float(p.jobs_in_flight) for p in points]),
-        ], count),
-    ]  # fmt: skip
+        (
+            "throughput",
+            "Task throughput",
+            "tasks per second, each second",
+            [
+                Series("finished", "s1", [p.tasks_per_s for p in points]),
+                Series("launched", "s2", [p.launched_per_s for p in points]),
+            ],
+            count,
+        ),
+        (
+            "delay",
+            "Scheduling delay",
+            f"job arrival to task launch; over the last {window}",
+            [
+                Series("p50", "s1", [p.delay_p50 for p in points]),
+                Series("p99", "s3", [p.delay_p99 for p in points]),
+            ],
+            seconds,
+        ),
+        (
+            "response",
+            "Job response time",
+            f"job arrival to its last outcome; over the last {window}",
+            [
+                Series("p50", "s1", [p.response_p50 for p in points]),
+                Series("p99", "s3", [p.response_p99 for p in points]),
+            ],
+            seconds,
+        ),
+        (
+            "load",
+            "Load",
+            "each second",
+            [
+                Series("busy slots", "s1", [float(p.busy_slots) for p in points]),
+                Series("jobs in flight", "s2", [float(p.jobs_in_flight) for p in points]),
+            ],
+            count,
+        ),
+    ]
     figures = "".join(
         f'<figure class="panel" id="chart-{key}"><figcaption><h2>{title}</h2><span class="note">{note}</span>'
         f"{legend(series)}</figcaption>{line_chart(title, ages, series, span=span, fmt=fmt)}</figure>"

@@ -47,6 +47,7 @@ class Sampler:
         self.activity = Activity(self.clock, window=window, seed=seed)
         logic.timer.observers.append(self.activity)
         self.window = window * interval
+        self.history = history * interval  # seconds of samples kept
         self._points: deque[Point] = deque(maxlen=history)
         self._started = self._last_t = self.clock()
         self._last_outcomes = self._last_launched = 0
@@ -63,10 +64,15 @@ class Sampler:
         response = self.activity.response.roll()
         self._points.append(
             Point(
-                now, (outcomes - self._last_outcomes) / elapsed, (launched - self._last_launched) / elapsed,
-                *delay, *response, len(status.jobs), sum(n.busy for n in status.nodes),
+                now,
+                (outcomes - self._last_outcomes) / elapsed,
+                (launched - self._last_launched) / elapsed,
+                *delay,
+                *response,
+                len(status.jobs),
+                sum(n.busy for n in status.nodes),
             )
-        )  # fmt: skip
+        )
         self._last_t, self._last_outcomes, self._last_launched = now, outcomes, launched
         self.view = self._view(now, status)
         return self.view
@@ -74,10 +80,18 @@ class Sampler:
     def _view(self, now: float, status: StatusReply) -> View:
         addresses = self.activity.addresses
         nodes = [
-            NodeRow(n.node_id, addresses.get(n.node_id, ""), "draining" if n.draining else "up", n.slots, n.busy,
-                    n.queued, n.silent_for, tuple(n.labels))
+            NodeRow(
+                n.node_id,
+                addresses.get(n.node_id, ""),
+                "draining" if n.draining else "up",
+                n.slots,
+                n.busy,
+                n.queued,
+                n.silent_for,
+                tuple(n.labels),
+            )
             for n in status.nodes
-        ]  # fmt: skip
+        ]
         live = {n.node_id for n in status.nodes}
         nodes += [
             NodeRow(node_id, addresses.get(node_id, ""), "lost", 0, 0, 0, ago)
@@ -86,11 +100,18 @@ class Sampler:
         ]
         jobs = tuple(islice(status.jobs, JOBS_LISTED))
         return View(
-            scheduler_id=status.scheduler_id, taken_at=now, uptime=now - self._started, nodes=tuple(nodes),
-            jobs_in_flight=len(status.jobs), jobs=jobs, counters=self._counters(status.counters),
-            points=tuple(self._points), history=self._points.maxlen * self.interval, window=self.window,
+            scheduler_id=status.scheduler_id,
+            taken_at=now,
+            uptime=now - self._started,
+            nodes=tuple(nodes),
+            jobs_in_flight=len(status.jobs),
+            jobs=jobs,
+            counters=self._counters(status.counters),
+            points=tuple(self._points),
+            history=self.history,
+            window=self.window,
             metrics=self.logic.metrics is not None,
-        )  # fmt: skip
+        )
 
     def _counters(self, stats: dict[str, int]) -> dict[str, int]:
         failed = self.activity.tasks_failed

@@ -30,6 +30,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -74,9 +75,17 @@ class Hops:
         job's submission: the submission, the reservation and the GetTask round trip."""
         return self.submit + 3 * self.network
 
-    def sim_delays(self) -> dict[str, float]:
+    def sim_delays(self) -> SimDelays:
         """SimConfig's delay fields for the model."""
         return {"network_delay": self.network, "submit_delay": self.submit, "result_delay": self.result}
+
+
+class SimDelays(TypedDict):
+    """SimConfig's delay fields, in seconds."""
+
+    network_delay: float
+    submit_delay: float
+    result_delay: float
 
 
 def replay_jobs(records: Sequence[JobRecord]) -> list[ReplayJob]:
@@ -146,7 +155,8 @@ def replay(
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
     the delays they give, else with none."""
-    delays = {"network_delay": 0.0} if hops is None else hops.sim_delays()
+    none: SimDelays = {"network_delay": 0.0, "submit_delay": 0.0, "result_delay": 0.0}
+    delays = none if hops is None else hops.sim_delays()
     fd, path = tempfile.mkstemp(prefix="sparrow-replay-", suffix=".trace")
     os.close(fd)
     try:
@@ -163,7 +173,7 @@ def replay(
                     trace=path,
                     **delays,
                 )
-            )  # fmt: skip
+            )
             for seed in seeds
         ]
     finally:

@@ -76,12 +76,15 @@ def build_report(records: list[JobRecord], *, node_monitors: int, slots: int, sc
     best = ideal(jobs, node_monitors=node_monitors, slots=slots)
     delay = np.concatenate([r.starts - r.submitted for r in records])
     ideal_delay = best.task_wait[~np.isnan(delay)]
+    hops: Hops | None
     try:
         hops = measure_hops(records)
     except ValueError:
-        hops, simulated = None, []
-    else:
-        simulated = model(jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers)
+        hops = None
+    simulated = (
+        [] if hops is None else model(jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers)
+    )
+    outside_queue = 0.0 if hops is None else hops.outside_queue
     return DemoReport(
         jobs=len(records),
         tasks=sum(r.n_tasks for r in records),
@@ -95,6 +98,6 @@ def build_report(records: list[JobRecord], *, node_monitors: int, slots: int, sc
         ideal_delay=ideal_delay,
         errors=[e for r in records for e in r.errors][:5],
         simulated_response=np.concatenate([np.empty(0)] + [s.job_response for s in simulated]),
-        simulated_delay=np.concatenate([np.empty(0)] + [s.task_wait + hops.outside_queue for s in simulated]),
+        simulated_delay=np.concatenate([np.empty(0)] + [s.task_wait + outside_queue for s in simulated]),
         hops=hops,
     )

@@ -1,11 +1,12 @@
 """The workload of `sparrow local --demo`: short parallel jobs arriving at random, run on a cluster.
 
 `make_workload` draws jobs of `min_tasks`..`max_tasks` tasks whose durations are uniform in
-[1 - spread, 1 + spread] x `task_ms` (spread 0.5 by default; 0: every task `task_ms`), arriving as a Poisson process whose rate offers `load` of the cluster's
-slots. `run_workload` submits each job at its arrival time through one `Client` and records, per
-job, when it was submitted and when its last outcome arrived, and per task when it started and
-ended in its worker and which worker (slot) ran it. Tasks (task.py) sleep: they hold a slot, not a CPU, so the demo measures
-scheduling, not the machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
+[1 - spread, 1 + spread] x `task_ms` (spread 0.5 by default; 0: every task `task_ms`), arriving as a
+Poisson process whose rate offers `load` of the cluster's slots. `run_workload` submits each job at
+its arrival time through one `Client` and records, per job, when it was submitted and when its last
+outcome arrived, and per task when it started and ended in its worker and which worker (slot) ran it.
+Tasks (task.py) sleep: they hold a slot, not a CPU, so the demo measures scheduling, not the
+machine's cores. Every time is `time.monotonic()`, one clock for every process of the host.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import trio
 
 from ..client.core import Client, build_submit
+from ..wire.messages import Outcome
 from ..wire.task_codec import pack_task, unpack_outcome
 from .task import demo_task
 
@@ -88,14 +90,21 @@ class JobRecord:
 
     @classmethod
     def submitted_now(cls, n_tasks: int) -> JobRecord:
-        return cls(time.monotonic(), n_tasks, np.full(n_tasks, np.nan), np.full(n_tasks, np.nan),
-                   workers=np.full(n_tasks, -1, dtype=np.int64))  # fmt: skip
+        return cls(
+            time.monotonic(),
+            n_tasks,
+            np.full(n_tasks, np.nan),
+            np.full(n_tasks, np.nan),
+            workers=np.full(n_tasks, -1, dtype=np.int64),
+        )
 
     def on_outcome(self, task: int, ok: bool, payload: bytes, error: str, failure: int = 0) -> bool:
         """Record task `task`'s outcome (a demo_task's); returns whether the job is now complete."""
         now = time.monotonic()
+        workers = self.workers
+        assert workers is not None  # submitted_now gives a live record its array
         try:
-            self.starts[task], self.ends[task], self.workers[task] = unpack_outcome(ok, payload, error, failure)
+            self.starts[task], self.ends[task], workers[task] = unpack_outcome(Outcome(ok, payload, error, failure))
         except Exception as exc:
             self.failed += 1
             self.errors.append(f"{type(exc).__name__}: {exc}")

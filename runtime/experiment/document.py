@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .machine import MachineNote
+from .machine import Machine, MachineNote
 from .queries import TEMPLATES, stage_widths
 from .report import (
     DELAY_PERCENTILES,
@@ -45,6 +45,7 @@ class Setup:
     time_scale: float
     executor: str
     seeds: tuple[int, ...]
+    machine: Machine  # where it ran
 
 
 def _ms(spread: Spread) -> str:
@@ -98,8 +99,10 @@ def delay_table(runs: Sequence[RunFigures]) -> str:
 
 
 def model_table(runs: Sequence[RunFigures]) -> str:
-    lines = ["| simulated / sparrow | " + " | ".join(f"p{q}" for q in MODEL_PERCENTILES) + " |",
-             "|---|" + "---:|" * len(MODEL_PERCENTILES)]  # fmt: skip
+    lines = [
+        "| simulated / sparrow | " + " | ".join(f"p{q}" for q in MODEL_PERCENTILES) + " |",
+        "|---|" + "---:|" * len(MODEL_PERCENTILES),
+    ]
     cells = " | ".join(_x(summarise(runs, _ratio("simulated_response", "response", q))) for q in MODEL_PERCENTILES)
     lines.append(f"| query response | {cells} |")
     return "\n".join(lines)
@@ -136,9 +139,11 @@ def run_lines(runs: Sequence[RunFigures], notes: Sequence[MachineNote], seconds:
     out = []
     for i, (run, note) in enumerate(zip(runs, notes, strict=True), start=1):
         steal = "unknown" if note.steal is None else f"{note.steal:.1f}%"
-        out.append(f"- run {i}: offered load {run.busy / (seconds * run.slots):.0%}, {run.queries:,} queries; "
-                   f"load average {note.load_before:.2f} -> {note.load_after:.2f} on {note.cpus} CPUs, "
-                   f"steal {steal}")  # fmt: skip
+        out.append(
+            f"- run {i}: offered load {run.busy / (seconds * run.slots):.0%}, {run.queries:,} queries; "
+            f"load average {note.load_before:.2f} -> {note.load_after:.2f} on {note.cpus} CPUs, "
+            f"steal {steal}"
+        )
     return "\n".join(out)
 
 
@@ -232,11 +237,11 @@ def render(runs: Sequence[RunFigures], notes: Sequence[MachineNote], setup: Setu
         "## What comes from this machine",
         "",
         "The paper's cluster had 1,600 cores for its tasks, the schedulers and the network; here every process",
-        "(clients, schedulers, node monitors, their worker processes) shares 2 cores of a virtual machine that",
-        "other work shares too. A task's sleep itself ends 0.05-0.1 ms late (timer slack), which the ideal also",
-        "replays (it takes the measured durations). What the machine adds shows in the tails: a process that",
-        "waits for a core, or a core the hypervisor gives away (steal), delays every hop it is on, which the",
-        "simulator's fixed delays do not model. During the runs:",
+        f"(clients, schedulers, node monitors, their worker processes) shares {setup.machine.describe()},",
+        "which other work may share too. A task's sleep itself ends 0.05-0.1 ms late (timer slack), which the",
+        "ideal also replays (it takes the measured durations). What the machine adds shows in the tails: a",
+        "process that waits for a core, or a core the hypervisor gives away (steal), delays every hop it is on,",
+        "which the simulator's fixed delays do not model. During the runs:",
         "",
         run_lines(runs, notes, setup.seconds),
         "",
@@ -271,9 +276,18 @@ def plot(runs: Sequence[RunFigures], path: str | PathLike[str]) -> None:
         ax.plot(data, np.arange(1, data.size + 1) / data.size, label=label, **style)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    pooled = {name: np.concatenate([getattr(r, name) for r in runs]) for name in
-              ("response", "ideal_response", "simulated_response", "delay", "delay_network", "delay_slot",
-               "ideal_delay")}  # fmt: skip
+    pooled = {
+        name: np.concatenate([getattr(r, name) for r in runs])
+        for name in (
+            "response",
+            "ideal_response",
+            "simulated_response",
+            "delay",
+            "delay_network",
+            "delay_slot",
+            "ideal_delay",
+        )
+    }
     cdf(left, pooled["response"], "sparrow (runtime)")
     cdf(left, pooled["ideal_response"], "ideal (omniscient, same arrivals)", linestyle="--")
     cdf(left, pooled["simulated_response"], "simulated (sparrow policy, measured delays)", linestyle=":", linewidth=2.5)

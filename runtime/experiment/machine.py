@@ -1,10 +1,49 @@
-"""What the machine was doing during a run: its load average and the CPU time the hypervisor gave
-to other machines (steal), so a report can say which differences come from the machine."""
+"""The machine a run ran on (its CPUs, their model, whether it is a virtual machine), and what it was
+doing during the run: its load average and the CPU time the hypervisor gave to other machines
+(steal), so a report can say which differences come from the machine."""
 
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import dataclass
+
+from ..services.cpus import available_cpus
+
+
+@dataclass(frozen=True)
+class Machine:
+    """`cpus` this process may run on, their `model`, and whether the CPU says it runs under a
+    hypervisor (x86's `hypervisor` flag; False where it cannot tell)."""
+
+    cpus: int
+    model: str
+    virtual: bool
+
+    def describe(self) -> str:
+        """ "2 CPUs (AMD EPYC) of a virtual machine", for a sentence of a report."""
+        where = " of a virtual machine" if self.virtual else ""
+        return f"{self.cpus} CPU{'s' if self.cpus != 1 else ''} ({self.model}){where}"
+
+
+def this_machine(cpuinfo: str = "/proc/cpuinfo") -> Machine:
+    """This machine: the model and the hypervisor flag from `cpuinfo` (Linux), else what `platform`
+    tells; "unknown model" if neither does."""
+    model, virtual = "", False
+    try:
+        with open(cpuinfo) as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key in ("model name", "Model", "cpu model") and not model:
+            model = value
+        elif key == "flags":
+            virtual = virtual or "hypervisor" in value.split()
+    model = model or platform.processor() or platform.machine() or "unknown model"
+    return Machine(len(available_cpus()), model, virtual)
 
 
 def cpu_counters() -> list[int] | None:

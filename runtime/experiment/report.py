@@ -73,9 +73,12 @@ def replay_trace(records: Sequence[QueryRecord]) -> tuple[list[ReplayJob], list[
     numbers: list[list[int]] = []
     for record in records:
         base = len(jobs)
-        for stage_record, stage in zip(record.stages, record.query.stages, strict=True):
-            jobs.append(ReplayJob(record.arrived - first, measured_durations(stage_record),
-                                  tuple(base + p for p in stage.parents)))  # fmt: skip
+        for stage_record, stage in zip(record.submitted_stages(), record.query.stages, strict=True):
+            jobs.append(
+                ReplayJob(
+                    record.arrived - first, measured_durations(stage_record), tuple(base + p for p in stage.parents)
+                )
+            )
         numbers.append(list(range(base, len(jobs))))
     return jobs, numbers
 
@@ -101,7 +104,7 @@ def run_figures(records: Sequence[QueryRecord], *, node_monitors: int, slots: in
         raise ValueError("the run has no query")
     if any(math.isnan(r.finished) for r in records):
         raise ValueError("a query did not finish")
-    stages = [s for r in records for s in r.stages]
+    stages = [s for r in records for s in r.submitted_stages()]
     jobs, numbers = replay_trace(records)
     best = ideal(jobs, node_monitors=node_monitors, slots=slots)
     hops = measure_hops(stages)

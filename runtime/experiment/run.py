@@ -45,6 +45,13 @@ class QueryRecord:
     def failed(self) -> int:
         return sum(s.failed for s in self.stages if s is not None)
 
+    def submitted_stages(self) -> list[JobRecord]:
+        """Its stages' records, every one submitted (ValueError if one was not: it never finished)."""
+        submitted = [s for s in self.stages if s is not None]
+        if len(submitted) < len(self.stages):
+            raise ValueError(f"the {self.query.template} query at {self.query.arrival:g} s has a stage never submitted")
+        return submitted
+
 
 async def run_queries(
     schedulers: Sequence[str],
@@ -58,8 +65,9 @@ async def run_queries(
     per slot, not recorded); returns its queries in arrival order. `on_progress` (jobs: queries)
     is called every `progress_interval` seconds and once at the end."""
     progress = Progress(len(workload.queries), workload.n_tasks)
-    packed = [[[pack_task(demo_task, (d,)) for d in stage.durations.tolist()] for stage in q.stages]
-              for q in workload.queries]  # fmt: skip
+    packed = [
+        [[pack_task(demo_task, (d,)) for d in stage.durations.tolist()] for stage in q.stages] for q in workload.queries
+    ]
     records = [QueryRecord(q, stages=[None] * len(q.stages)) for q in workload.queries]
     all_done = trio.Event()
     async with trio.open_nursery() as nursery:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
-from ..wire.messages import JobAccepted, RegisterNodeMonitor, TaskLaunch, TaskResult
+from ..wire.messages import JobAccepted, OutcomeToClient, RegisterNodeMonitor, TaskToNode
 
 
 class SchedulerObserver:
@@ -79,15 +79,15 @@ class JobTimer:
         ok = failed = 0
         for peer, msg in out:
             kind = type(msg)
-            if kind is TaskLaunch:
+            if kind is TaskToNode:
                 when = self._arrived.get(msg.job_id)
                 if when is not None:
                     if launched is None:
                         launched = [when]
                     else:
                         launched.append(when)
-            elif kind is TaskResult:
-                if msg.ok:
+            elif kind is OutcomeToClient:
+                if msg.outcome.ok:
                     ok += 1
                 else:
                     failed += 1

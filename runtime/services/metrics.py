@@ -28,8 +28,9 @@ import socketserver
 import threading
 import wsgiref.simple_server
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
+from ..wire.messages import Outcome
 from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
@@ -65,7 +66,9 @@ def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]
 
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     server_class = type("HTTPServer", (_ThreadingWSGIServer,), {"address_family": family})
-    server = wsgiref.simple_server.make_server(host, port, app, server_class, _QuietHandler)
+    server: wsgiref.simple_server.WSGIServer = wsgiref.simple_server.make_server(
+        host, port, app, server_class, _QuietHandler
+    )
     threading.Thread(target=server.serve_forever, name="sparrow-http", daemon=True).start()
     return host, server.server_port
 
@@ -81,8 +84,9 @@ class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
 
 def _no_prometheus(environ, start_response):
     body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
-    start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
-                                               ("Content-Length", str(len(body)))])  # fmt: skip
+    start_response(
+        "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+    )
     return [body]
 
 
@@ -109,7 +113,7 @@ class StatsCounters:
     metric name (without `_total`) to its help and the stats keys it adds up. Reading a Counter's
     items from the HTTP thread is safe: each lookup is atomic under the GIL."""
 
-    def __init__(self, stats: Counter[str], table: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    def __init__(self, stats: Counter[str], table: Mapping[str, tuple[str, tuple[str, ...]]]) -> None:
         self.stats = stats
         self.table = table
 
@@ -126,11 +130,12 @@ SCHEDULER_COUNTERS = {
     "sparrow_jobs_submitted": ("Jobs received from clients", ("jobs", "jobs_rejected")),
     "sparrow_jobs_rejected": ("Jobs refused as invalid", ("jobs_rejected",)),
     "sparrow_tasks_submitted": ("Tasks in the jobs accepted", ("tasks",)),
-    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskLaunch)", ("launched",)),
+    "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskToNode)", ("launched",)),
     "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
     "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
+    "sparrow_node_monitors_lost": ("Node monitors dropped: silent, disconnected or redialed", ("node_monitors_lost",)),
 }
 
 
@@ -183,9 +188,11 @@ class SchedulerMetrics(SchedulerObserver):
             "sparrow_job_response_seconds", "From a job's arrival to its last task's outcome", RESPONSE_BUCKETS
         )
         for collector in (
-            StatsCounters(logic.stats, SCHEDULER_COUNTERS), StatsCounters(self.outcomes, OUTCOME_COUNTERS),
-            self.delay, self.response,
-        ):  # fmt: skip
+            StatsCounters(logic.stats, SCHEDULER_COUNTERS),
+            StatsCounters(self.outcomes, OUTCOME_COUNTERS),
+            self.delay,
+            self.response,
+        ):
             registry.register(collector)
         prom.Gauge("sparrow_node_monitors", "Node monitors registered and live", registry=registry).set_function(
             lambda: len(logic.nodes)
@@ -283,9 +290,9 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
         return self._update(super().on_scheduler_lost(scheduler))
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, ok: bool, *outcome) -> list:
-        (self._finished if ok else self._failed).inc()
-        return self._update(super().on_task_done(scheduler, job_id, task, ok, *outcome))
+    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
+        (self._finished if outcome.ok else self._failed).inc()
+        return self._update(super().on_task_done(scheduler, job_id, task, outcome))
 
     def drain(self) -> list:
         return self._update(super().drain())

@@ -6,7 +6,8 @@ and runs each launched task on the executor. `serve_node_monitor` dials the give
 redials them when a link ends) and also listens, so a scheduler can dial it instead.
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
-silent for `scheduler_timeout` seconds (it answers every heartbeat) is dropped and redialed. Either
+silent for `scheduler_timeout` seconds (it answers every heartbeat; a pause of this process does not
+count, wire/liveness.py) is dropped and redialed. Either
 way its queued reservations are dropped and the slots waiting on its answers are freed. An
 exception raised while serving one link ends only that link (guard.py). A task's failure,
 including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
@@ -26,32 +27,34 @@ from functools import partial
 import trio
 
 from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
-from ..wire.address import Address, format_address, parse_address
+from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.limits import MAX_REASON, clip, too_large
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import (
     CANCELLED,
     TIMED_OUT,
     TOO_LARGE,
     Error,
+    Outcome,
     Registered,
     RegisterNodeMonitor,
     StopTask,
-    TaskLaunch,
+    TaskToNode,
+    failed,
 )
 from ..wire.messages import RegistrationRefused as Refusal
-from .executor import ProcessExecutor, ThreadExecutor
-from .listen import open_listeners
+from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic
+from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HEARTBEAT_INTERVAL = 0.5
-DEFAULT_SCHEDULER_TIMEOUT = 2.0
+DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 
 
@@ -78,7 +81,7 @@ class NodeMonitorService:
             )
         self.logic = logic
         self.executor = executor
-        self._launch = getattr(executor, "launch", None)  # see executor.py; else `await executor.run`
+        self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
         self._deadlines: dict[tuple, trio.CancelScope] = {}  # the same key -> its timeout's timer
@@ -174,7 +177,7 @@ class NodeMonitorService:
         sends = []
         for peer, msg in out:
             kind = type(msg)
-            if kind is TaskLaunch:
+            if kind is TaskToNode:
                 self._start(peer, msg)
             elif kind is StopTask:
                 ticket = self._tickets.get((peer, msg.job_id, msg.task))
@@ -184,7 +187,7 @@ class NodeMonitorService:
                 sends.append((peer, msg))
         send_grouped(sends, later=True)
 
-    def _start(self, scheduler: Connection, msg: TaskLaunch) -> None:
+    def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         done = partial(self._finished, key)
         if self._launch is None:
@@ -206,24 +209,26 @@ class NodeMonitorService:
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
-        done(*await self.executor.run(payload))
+        done(await self.executor.run(payload))
 
-    def _finished(self, key: tuple, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+    def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
         self._tickets.pop(key, None)
         deadline = self._deadlines.pop(key, None)
         if deadline is not None:
             deadline.cancel()
         where = f"from node monitor {clip(self.node_id)!r} to scheduler {clip(scheduler.peer_id)!r}"
-        problem = too_large("the task's outcome", len(payload) + len(error), scheduler.send_limit, where)
+        problem = too_large(
+            "the task's outcome", len(outcome.payload) + len(outcome.error), scheduler.send_limit, where
+        )
         if problem is not None:  # that task fails, once; the link stays
-            ok, payload, error, failure = False, b"", problem, TOO_LARGE
+            outcome = failed(problem, TOO_LARGE)
         with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, ok, payload, error, failure))
+            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 
 def make_executor(kind, slots: int, max_frame: int):
-    """ "process" or "thread", or an executor object (see executor.py) used as is."""
+    """ "process" or "thread", or an executor object (see worker_pool.py) used as is."""
     if kind == "process":
         return ProcessExecutor(slots, max_frame=max_frame)
     if kind == "thread":
@@ -231,6 +236,12 @@ def make_executor(kind, slots: int, max_frame: int):
     if isinstance(kind, str):
         raise ValueError(f"executor must be 'process' or 'thread', got {kind!r}")
     return kind
+
+
+def default_node_id(address: Address) -> str:
+    """ "HOST:PORT" (this host's name and the port listened on), or "HOST:PATH" on a Unix socket: unique
+    per process on a host."""
+    return f"{socket.gethostname()}:{unix_path(address) or address[1]}"
 
 
 async def serve_node_monitor(
@@ -275,7 +286,7 @@ async def serve_node_monitor(
         logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
     runner = make_executor(executor, logic.slots, max_frame)
     listeners = await open_listeners(host, port)
-    address = listeners[0].socket.getsockname()[:2]
+    address = listener_address(listeners[0])
     async with trio.open_nursery() as nursery:
         try:
             await runner.start(nursery)
@@ -284,7 +295,7 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 secret=key,
-                node_id=node_id or f"{socket.gethostname()}:{address[1]}",
+                node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,
                 scheduler_timeout=scheduler_timeout,
@@ -303,4 +314,5 @@ async def serve_node_monitor(
             task_status.started(address)
             await trio.sleep_forever()
         finally:
+            remove_unix_socket(address)
             await runner.aclose()

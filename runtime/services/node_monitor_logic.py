@@ -6,9 +6,9 @@ integer keys and `(scheduler, job id)` (job ids are only unique per scheduler).
 
 A free slot pops a reservation and asks its scheduler for a task (GetTask); the slot stays held until
 the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
-reservation at once. TaskLaunch is passed on as an output addressed to the executor: the shell runs
-it and calls `on_task_done`, which reports TaskFinished and frees the slot. StopTask (a forced cancel)
-is passed on the same way: the shell stops that task if its executor can.
+reservation at once. TaskToNode is passed on as an output addressed to the executor: the shell runs
+it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot.
+StopTask (a forced cancel) is passed on the same way: the shell stops that task if its executor can.
 
 `drain()` (for a clean shutdown) drops the queued reservations and takes no more (later ones are
 dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), which then stops
@@ -17,7 +17,7 @@ launched or asked for run to the end and report; once `busy` is 0 the shell can 
 
 Error handling: a message a scheduler may not send, or reservations past MAX_QUEUED_RESERVATIONS,
 are answered with Error, which closes that link; the messages of its batch before it keep their
-effects and outputs (a TaskLaunch before a bad NoTask still runs its task and frees its slot after).
+effects and outputs (a TaskToNode before a bad NoTask still runs its task and frees its slot after).
 Answers about a scheduler that is gone are dropped.
 """
 
@@ -37,10 +37,11 @@ from ..wire.messages import (
     GetTask,
     Heartbeat,
     NoTask,
+    Outcome,
+    OutcomeToScheduler,
     Registered,
     StopTask,
-    TaskFinished,
-    TaskLaunch,
+    TaskToNode,
 )
 
 
@@ -106,7 +107,7 @@ class NodeMonitorLogic:
             try:
                 if kind is EnqueueReservations:
                     self._enqueue(scheduler, jobs, msg)
-                elif kind is TaskLaunch:
+                elif kind is TaskToNode:
                     self._answered(jobs, msg.job_id)
                     self.stats["launched"] += 1
                     out.append((scheduler, msg))  # for the executor
@@ -116,9 +117,9 @@ class NodeMonitorLogic:
                     self.free += 1
                     self.queue.refund(entry.user)
                 elif kind is CancelReservations:
-                    entry = jobs.get(msg.job_id)
-                    if entry is not None:
-                        self.stats["cancelled"] += self._drop_queued(jobs, entry)
+                    held = jobs.get(msg.job_id)
+                    if held is not None:
+                        self.stats["cancelled"] += self._drop_queued(jobs, held)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
                     out.append((scheduler, msg))  # for the executor
@@ -131,15 +132,13 @@ class NodeMonitorLogic:
         self._fill(out)
         return out
 
-    def on_task_done(
-        self, scheduler: Hashable, job_id: int, task: int, ok: bool, payload: bytes, error: str, failure: int = 0
-    ) -> list:
+    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
         """The executor finished a launched task: report it, free the slot, start the next reservation."""
         out: list = []
         self.free += 1
         self.stats["finished"] += 1
         if scheduler in self._schedulers:
-            out.append((scheduler, TaskFinished(job_id, task, ok, payload, error, failure)))
+            out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
         self._fill(out)
         return out
 
@@ -208,6 +207,7 @@ class NodeMonitorLogic:
         queue = self.queue
         while self.free > 0 and queue and not self.draining:
             reservation = queue.pop()
+            assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
             entry.queued -= 1
             entry.asking += 1

@@ -1,22 +1,20 @@
 """Holding task outcomes back briefly, so one write to a client carries several (the scheduler's side).
 
-A client that runs many short tasks receives one TaskResult per task. Sent one by one, each costs
+A client that runs many short tasks receives one OutcomeToClient per task. Sent one by one, each costs
 the scheduler a write and the client a wake-up, on a CPU the tasks' own path needs (measured: 8-11%
 of the CPU a no-op task costs the whole cluster, docs/runtime.md). `OutcomeBatcher` holds a
-client's TaskResults for at most `delay` seconds and sends them together. A job's last outcome
-(`TaskResult.last`) and every other message to that client go at once, after the outcomes held
+client's OutcomeToClients for at most `delay` seconds and sends them together. A job's last outcome
+(`OutcomeToClient.last`) and every other message to that client go at once, after the outcomes held
 before them: a job is never complete later for it, each client's messages keep their order, and no
 outcome is held longer than `delay`. `delay=0` sends everything at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import trio
 
-from ..wire.connection import send_grouped
-from ..wire.messages import TaskResult
+from ..wire.connection import Connection, send_grouped
+from ..wire.messages import OutcomeToClient
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
 
@@ -29,11 +27,11 @@ def check_result_delay(delay: float) -> float:
 
 
 class OutcomeBatcher:
-    """Sends `(peer, message)` pairs, holding clients' TaskResults up to `delay` seconds."""
+    """Sends `(peer, message)` pairs, holding clients' OutcomeToClients up to `delay` seconds."""
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY) -> None:
         self.delay = check_result_delay(delay)
-        self._held: dict[Hashable, list] = {}  # client -> its held TaskResults, in order
+        self._held: dict[Connection, list] = {}  # client -> its held OutcomeToClients, in order
         self._started = trio.Event()  # set when a client's first outcome is held
 
     def send(self, pairs: list) -> None:
@@ -41,11 +39,11 @@ class OutcomeBatcher:
         if not self.delay:
             send_grouped(pairs)
             return
-        now = []
+        now: list[tuple[Connection, object]] = []
         held = self._held
         for pair in pairs:
             peer, msg = pair
-            if type(msg) is TaskResult and not msg.last:
+            if type(msg) is OutcomeToClient and not msg.last:
                 waiting = held.get(peer)
                 if waiting is None:
                     held[peer] = [msg]
@@ -59,7 +57,7 @@ class OutcomeBatcher:
             now.append(pair)
         send_grouped(now)
 
-    def forget(self, peer: Hashable) -> None:
+    def forget(self, peer: Connection) -> None:
         """Drop what is held for a client that is gone."""
         self._held.pop(peer, None)
 

@@ -8,10 +8,10 @@ TCP listeners, and can also dial node monitors given by address.
 
 Error handling: a connection that fails the handshake or breaks the protocol is answered with Error
 and closed; the logic then forgets that peer (a node monitor's tasks are re-probed or reported failed,
-a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds, or a client that
-does not read its outcomes (over the connection's unsent limit), is dropped the same way. An
-exception raised while serving one connection ends only that connection (guard.py): nothing a peer
-sends can stop the service.
+a client's jobs are cancelled). A node monitor silent for `node_timeout` seconds (a pause of this
+process does not count: wire/liveness.py), or a client that does not read its outcomes (over the
+connection's unsent limit), is dropped the same way. An exception raised while serving one
+connection ends only that connection (guard.py): nothing a peer sends can stop the service.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from .listen import open_listeners
+from .listen import listener_address, open_listeners, remove_unix_socket
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import (
     DEFAULT_CLIENT_GRACE,
@@ -168,7 +168,7 @@ async def serve_scheduler(
     check_result_delay(result_delay)
     dial = [parse_address(a) for a in node_monitors]
     listeners = await open_listeners(host, port)
-    address = listeners[0].socket.getsockname()[:2]
+    address = listener_address(listeners[0])
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
@@ -184,11 +184,14 @@ async def serve_scheduler(
         max_frame=max_frame,
         result_delay=result_delay,
     )
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(service.outcomes.run)
-        nursery.start_soon(service.run_timers)
-        await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
-        for target in dial:
-            nursery.start_soon(service.keep_dialing, target)
-        logger.info("scheduler %s listening on %s", service.name, format_address(address))
-        task_status.started(address)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(service.outcomes.run)
+            nursery.start_soon(service.run_timers)
+            await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
+            for target in dial:
+                nursery.start_soon(service.keep_dialing, target)
+            logger.info("scheduler %s listening on %s", service.name, format_address(address))
+            task_status.started(address)
+    finally:
+        remove_unix_socket(address)

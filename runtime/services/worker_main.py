@@ -2,8 +2,8 @@
 
 Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME`, where FD is this
 process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node monitor does not
-reach a running task). It reads LaunchTask frames, runs each task (task_codec.run_task) and answers
-one ExecutorResult per task, in order. It exits when the node monitor closes the socket.
+reach a running task). It reads TaskToWorker frames, runs each task (task_codec.run_task) and answers
+one OutcomeToNode per task, in order. It exits when the node monitor closes the socket.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
 
 It dies with its node monitor, whatever kills it: a watcher thread waits for the node monitor's end
@@ -24,7 +24,7 @@ import threading
 
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
-from ..wire.messages import ExecutorResult, LaunchTask
+from ..wire.messages import Outcome, OutcomeToNode, TaskToWorker
 from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
@@ -38,13 +38,14 @@ def serve(sock: socket.socket, max_frame: int) -> None:
         if not data:
             return
         for msg in decoder.feed(data):
-            if not isinstance(msg, LaunchTask):
+            if not isinstance(msg, TaskToWorker):
                 raise SystemExit(f"sparrow worker: unexpected {type(msg).__name__} from the node monitor")
-            ok, payload, error = run_task(msg.payload)
             try:
-                frame = encode_frames([ExecutorResult(ok, payload, error)], max_frame)
+                frame = encode_frames([OutcomeToNode(run_task(msg.payload))], max_frame)
             except FrameTooLarge as exc:
-                frame = encode_frames([ExecutorResult(False, b"", f"the task's outcome is too large to send: {exc}")])
+                frame = encode_frames(
+                    [OutcomeToNode(Outcome(False, b"", f"the task's outcome is too large to send: {exc}"))]
+                )
             sock.sendall(frame)
 
 

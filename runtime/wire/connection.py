@@ -1,8 +1,8 @@
 """The trio shell around one framed connection: batched reads, one write per burst.
 
-A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous, so sans-I/O logic can emit
-messages freely; `send_grouped` sends a list of `(connection, message)` pairs with one write per
-connection. `Connection.serve` delivers each batch of received messages to a callback until the
+A `Connection` is made by the handshake (handshake.py). `Connection.send` / `send_many` are synchronous,
+so sans-I/O logic can emit messages freely; `send_grouped` sends a list of `(connection, message)` pairs
+with one write per connection. `Connection.serve` delivers each batch of received messages to a callback until the
 peer goes away.
 
 Fast path (socket streams): per-wake-up overhead, not bytes, is what a message costs here, so a
@@ -21,7 +21,8 @@ holds encoded is bounded all the same (`unsent_limit`, limits.py): past it the p
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
 the connection is closed; only this connection is affected. Every wait has a deadline: the flush
-of a final Error, and (optionally) an idle timeout on reads.
+of a final Error, and (optionally) an idle timeout on reads, under the pause-aware rule of
+liveness.py (a pause of this process does not count as the peer's silence).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import trio
 from ..errors import ConnectionLost, ProtocolError
 from . import limits
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
+from .liveness import Liveness
 from .messages import Error, RegistrationRefused
 
 logger = logging.getLogger(__name__)
@@ -85,7 +87,7 @@ class Connection:
         self._wake = trio.Event()
         self._closing = False
         self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
-        self._unsent = b""  # the tail of a direct write that did not fit; the sender task writes it
+        self._unsent: bytes | memoryview = b""  # the tail of a direct write that did not fit; the sender task writes it
         self._writing = False  # the sender task is writing: direct writes must queue behind it
         self._in_flight = 0  # bytes of the sender task's current write not yet accepted by the peer
         self._progress_at = 0.0  # when the peer last accepted bytes (or bytes began to wait)
@@ -224,6 +226,7 @@ class Connection:
                 self._wake = trio.Event()
                 self._progress_at = trio.current_time()  # bytes wait from now
                 while True:  # a direct write's tail first, then what queued behind it, then send_later's
+                    data: bytes | memoryview | bytearray
                     if self._unsent:
                         data, self._unsent = self._unsent, b""
                     elif self._outbox:
@@ -324,7 +327,7 @@ class Connection:
                 if self._fd is None:
                     data = await self.stream.receive_some(RECEIVE_SIZE)
                 else:
-                    data = await self._read_socket()
+                    data = await self._read_socket(self._fd)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
             if not data:
@@ -334,15 +337,15 @@ class Connection:
                 return msgs
             self.active_at = trio.current_time()  # part of a frame: the peer is heard from
 
-    async def _read_socket(self) -> bytes:
+    async def _read_socket(self, fd: int) -> bytes:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
         always finds nothing, so waiting first saves a failed read per message)."""
         while True:
             if self.closed:  # its descriptor may already belong to another file
                 raise trio.ClosedResourceError("the connection was closed")
-            await trio.lowlevel.wait_readable(self._fd)  # raises if the socket is closed meanwhile
+            await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
             try:  # the rest of a big frame in few reads: past a frame's first read, its size is known
-                return os.read(self._fd, max(RECEIVE_SIZE, min(self._decoder.missing, BIG_RECEIVE_SIZE)))
+                return os.read(fd, max(RECEIVE_SIZE, min(self._decoder.missing, BIG_RECEIVE_SIZE)))
             except BlockingIOError:
                 pass
 
@@ -355,7 +358,7 @@ class Connection:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
-        `idle_timeout`, dropped, closed locally). The messages of a batch before an Error from the
+        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch before an Error from the
         peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
         """
         reason = "closed locally"
@@ -408,19 +411,20 @@ class Connection:
         on_messages(batch)
 
     async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:
-        """Deliver batches until closing, or until no batch came for `idle_timeout` seconds. The
-        deadline is re-armed only when it fires (moving a deadline on every batch costs more than
-        the rest of a wake-up)."""
-        heard = trio.current_time()
+        """Deliver batches until closing, or until the peer is silent past `idle_timeout` (Liveness,
+        checked when each interval's deadline fires: moving a deadline on every batch costs more
+        than the rest of a wake-up)."""
+        liveness = Liveness(idle_timeout, trio.current_time())
         while not self._closing:
-            with trio.CancelScope(deadline=heard + idle_timeout):
+            asked = trio.current_time() + liveness.interval
+            with trio.CancelScope(deadline=asked):
                 while not self._closing:
                     batch = await self.receive_batch()
-                    heard = trio.current_time()
+                    liveness.heard = trio.current_time()
                     self._deliver(on_messages, batch)
-            if trio.current_time() >= max(heard, self.active_at) + idle_timeout:
+            liveness.heard = max(liveness.heard, self.active_at)  # a big frame on its way: the peer is heard
+            if liveness.silent(trio.current_time(), asked):
                 return
-            heard = max(heard, self.active_at)
 
     async def aclose(self) -> None:
         self.closed = True

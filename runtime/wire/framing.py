@@ -12,6 +12,11 @@ before the bad frame are returned first, and the error is raised by the next `fe
 
 from __future__ import annotations
 
+import re
+import typing
+from collections.abc import Sequence
+from typing import Any
+
 import msgspec
 
 from ..errors import FrameTooLarge, ProtocolError
@@ -34,7 +39,7 @@ def check_max_frame(max_frame: int) -> int:
     return max_frame
 
 
-def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
+def encode_frames(messages: Sequence[Any], max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
     """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`."""
     buf = bytearray()
     encode_into = _encoder.encode_into
@@ -51,26 +56,32 @@ def encode_frames(messages: list, max_frame: int = DEFAULT_MAX_FRAME) -> bytearr
     return buf
 
 
-def _message_classes() -> dict[int, type]:
-    return {cls.__struct_config__.tag: cls for cls in Message.__args__}
+def _message_classes() -> dict[int, type[msgspec.Struct]]:
+    return {cls.__struct_config__.tag: cls for cls in typing.get_args(Message)}
 
 
 _BY_TAG = _message_classes()
+_PATH = re.compile(r" - at `\$\[(\d+)\](?:\[(\d+)\])?")  # where msgspec says the bad value is
 
 
 def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
     """Why `frame` is not a valid message, naming the message and the field when they can be told
-    (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct)."""
+    (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct, `$[3][0]`
+    the first field of the struct that is its third)."""
     text = str(exc)
     try:
         raw = msgspec.msgpack.decode(frame)
         cls = _BY_TAG[raw[0]]
     except Exception:
         return f"undecodable message: {clip(text)}"
-    what, _, where = text.rpartition(" - at `$[")
-    index = where.split("]", 1)[0]
-    if what and index.isdigit() and 0 < int(index) <= len(cls.__struct_fields__):
-        return f"invalid {cls.__name__}.{cls.__struct_fields__[int(index) - 1]}: {clip(what)}"
+    where = _PATH.search(text)
+    if where is not None and 0 < int(where[1]) <= len(cls.__struct_fields__):
+        field = msgspec.structs.fields(cls)[int(where[1]) - 1]
+        name = f"{cls.__name__}.{field.name}"
+        nested = field.type if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct) else None
+        if nested is not None and where[2] is not None and int(where[2]) < len(nested.__struct_fields__):
+            name += f".{nested.__struct_fields__[int(where[2])]}"  # a struct in the message: an Outcome
+        return f"invalid {name}: {clip(text[: where.start()])}"
     return f"invalid {cls.__name__}: {clip(text)}"
 
 
@@ -90,7 +101,7 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
 
-    def feed(self, data: bytes) -> list:
+    def feed(self, data: bytes | bytearray) -> list:
         """Add `data`; return every message now complete, in order (possibly none)."""
         self.raise_error()
         buf = self._buf

@@ -3,7 +3,8 @@
 `contained` wraps the handling of one connection (or link) in a service. Whatever it raises (a bug,
 an encoding error, anything but cancellation and a deliberate ServiceStop) is logged as one line
 naming the connection, with peer-supplied text cut short, and swallowed: the service keeps
-serving everyone else. The traceback is logged at debug level.
+serving everyone else. The traceback is logged at debug level. `sole_error` unwraps the groups of
+one exception that nurseries wrap an error in.
 """
 
 from __future__ import annotations
@@ -27,10 +28,18 @@ def contained(logger: logging.Logger, what: str):
     except ServiceStop:
         raise
     except Exception as exc:
-        leaf = exc
-        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:  # a nursery's wrapping
-            leaf = leaf.exceptions[0]
+        leaf = sole_error(exc)
         logger.error(
-            "%s failed and was closed: %s: %s", what, type(leaf).__name__, clip(str(leaf), MAX_REASON),
+            "%s failed and was closed: %s: %s",
+            what,
+            type(leaf).__name__,
+            clip(str(leaf), MAX_REASON),
             exc_info=logger.isEnabledFor(logging.DEBUG),
-        )  # fmt: skip
+        )
+
+
+def sole_error(exc: BaseException) -> BaseException:
+    """`exc`, or the one exception inside it if it is a group (nested) of exactly one."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:  # a nursery's wrapping
+        exc = exc.exceptions[0]
+    return exc

@@ -2,7 +2,8 @@
 
 `accept` (server side) and `connect` / `connect_stream` (client side) exchange Challenge,
 Authenticate and Welcome and return a `Connection` (connection.py) whose `peer_role` and `peer_id`
-are proven, and whose `send_limit` is the smaller of both sides' max_frame (each tells its own); `keep_connected` dials an address again whenever its link ends.
+are proven, and whose `send_limit` is the smaller of both sides' max_frame (each tells its own);
+`keep_connected` dials an address again whenever its link ends.
 
 Error handling: a peer that sends garbage, speaks another version, claims a role that may not
 connect, does not know the cluster secret, or is too slow gets Error(reason) and is closed, and
@@ -14,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import socket
 from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from ..errors import ConnectionLost, HandshakeError, ProtocolError
 from . import auth, limits
-from .address import Address, format_address
+from .address import Address, format_address, unix_path
 from .connection import CLOSE_TIMEOUT, Connection
 from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
@@ -172,7 +174,8 @@ async def connect(
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
 ) -> Connection:
-    """Open a TCP connection to `address` and run the client side of the handshake.
+    """Open a TCP connection (a Unix socket's, for "unix:PATH") to `address` and run the client side of
+    the handshake.
 
     Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
     reason is in the message), speaks another version, cannot prove it knows the secret, or the
@@ -180,7 +183,8 @@ async def connect(
     """
     name = format_address(address)
     with trio.move_on_after(timeout) as scope:
-        stream = await trio.open_tcp_stream(*address)
+        path = unix_path(address)
+        stream = await (trio.open_tcp_stream(*address) if path is None else trio.open_unix_socket(path))
     if scope.cancelled_caught:
         raise HandshakeError(f"could not connect to {name} within {timeout} s")
     return await connect_stream(
@@ -267,8 +271,11 @@ async def keep_connected(
 
 
 def peer_name(stream: trio.abc.Stream) -> str:
-    """ "host:port" of the peer of a socket stream, for log lines; "unknown peer" otherwise."""
+    """ "host:port" of the peer of a socket stream ("unix peer" on a Unix socket), for log lines;
+    "unknown peer" otherwise."""
     try:
+        if stream.socket.family == socket.AF_UNIX:
+            return "unix peer"
         return format_address(stream.socket.getpeername()[:2])
     except (OSError, AttributeError, TypeError, ValueError):
         return "unknown peer"

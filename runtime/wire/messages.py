@@ -2,13 +2,17 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then TaskResult per task; CancelJob;
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task; CancelJob;
   Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
-  EnqueueReservations, CancelReservations, TaskLaunch | NoTask, StopTask; node monitor -> GetTask,
-  TaskFinished.
-- node monitor <-> executor process (private socket pair, no handshake): LaunchTask -> ExecutorResult.
+  EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
+  OutcomeToScheduler.
+- node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode.
 - Error: either side, any time; the sender closes the connection after it.
+
+A task travels down as `TaskTo<receiver>` and its outcome back up as `OutcomeTo<receiver>`: the name
+says the hop. Every outcome is one `Outcome` struct, nested in the message that carries it (as
+`Constraint` nests in SubmitJob) and passed on unchanged from the worker to the client.
 
 Structs are encoded as msgpack arrays (array_like) with a small integer tag first: compact and fast.
 Every field a peer sends has a limit (limits.py), declared here and checked by the decoder: a
@@ -35,10 +39,10 @@ from .limits import (
     PRIORITY_MIN,
 )
 
-PROTOCOL_VERSION = 3  # 2: TaskResult.last, Heartbeat.draining; 3: limits, instance, failures, cancel, timeouts
+PROTOCOL_VERSION = 4  # 2: last, draining; 3: limits, instance, failures, cancel, timeouts; 4: Outcome, hop names
 
-# Why a task ended without an outcome of its own (`failure` of TaskResult / TaskFinished; 0: it
-# returned or raised). A system failure may be retried by the client; the others may not.
+# Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
+# system failure may be retried by the client; the others may not.
 SYSTEM = 1  # its worker process died, its node monitor or scheduler was lost
 CANCELLED = 2  # cancelled by its client (or killed for it, with force)
 TIMED_OUT = 3  # ran past its job's timeout and was stopped
@@ -64,6 +68,23 @@ class Constraint(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
     node_monitors: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+
+
+class Outcome(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """How a task ended: `ok` with its pickled value in `payload`, or not ok with its pickled exception
+    in `payload` (empty if it cannot be pickled) and the formatted traceback in `error`; `failure` is 0
+    when the task returned or raised, else why it has no outcome of its own (SYSTEM, CANCELLED, ...)
+    and `error` says so. Made once where the task ended and passed on unchanged to its client."""
+
+    ok: bool
+    payload: bytes = b""
+    error: str = ""
+    failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0
+
+
+def failed(reason: str, failure: int = SYSTEM) -> Outcome:
+    """The outcome of a task that ended without one of its own, for `reason` (a cause of FAILURES)."""
+    return Outcome(False, b"", reason, failure)
 
 
 # -- handshake -------------------------------------------------------------------------------------
@@ -134,14 +155,13 @@ class JobRejected(_Msg, tag=12):
     reason: str
 
 
-class TaskResult(_Msg, tag=13):
+class OutcomeToClient(_Msg, tag=13):
+    """Scheduler -> client: task `task` of the client's job `ref` ended."""
+
     ref: Id
     task: Id
-    ok: bool
-    payload: bytes
-    error: str = ""
+    outcome: Outcome
     last: bool = False  # the last outcome of its job (outcome_batching.py)
-    failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0  # SYSTEM, CANCELLED, ...
 
 
 class StatusRequest(_Msg, tag=14):
@@ -230,7 +250,9 @@ class GetTask(_Msg, tag=25):
     job_id: Id
 
 
-class TaskLaunch(_Msg, tag=26):
+class TaskToNode(_Msg, tag=26):
+    """Scheduler -> node monitor, the answer to its GetTask: run task `task` of job `job_id`."""
+
     job_id: Id
     task: Id
     payload: bytes
@@ -248,26 +270,27 @@ class NoTask(_Msg, tag=27):
     job_id: Id
 
 
-class TaskFinished(_Msg, tag=28):
+class OutcomeToScheduler(_Msg, tag=28):
+    """Node monitor -> scheduler: the task it was given by TaskToNode ended."""
+
     job_id: Id
     task: Id
-    ok: bool
+    outcome: Outcome
+
+
+# -- node monitor <-> worker process ---------------------------------------------------------------
+
+
+class TaskToWorker(_Msg, tag=30):
+    """Node monitor -> worker process: run this packed task (task_codec.py)."""
+
     payload: bytes
-    error: str = ""
-    failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0
 
 
-# -- node monitor <-> executor process -------------------------------------------------------------
+class OutcomeToNode(_Msg, tag=31):
+    """Worker process -> node monitor: the outcome of the task it was given last."""
 
-
-class LaunchTask(_Msg, tag=30):
-    payload: bytes
-
-
-class ExecutorResult(_Msg, tag=31):
-    ok: bool
-    payload: bytes
-    error: str = ""
+    outcome: Outcome
 
 
 Message = Union[
@@ -279,7 +302,7 @@ Message = Union[
     CancelJob,
     JobAccepted,
     JobRejected,
-    TaskResult,
+    OutcomeToClient,
     StatusRequest,
     StatusReply,
     RegisterNodeMonitor,
@@ -289,10 +312,10 @@ Message = Union[
     EnqueueReservations,
     CancelReservations,
     GetTask,
-    TaskLaunch,
+    TaskToNode,
     StopTask,
     NoTask,
-    TaskFinished,
-    LaunchTask,
-    ExecutorResult,
+    OutcomeToScheduler,
+    TaskToWorker,
+    OutcomeToNode,
 ]

@@ -1,9 +1,10 @@
 """How tasks and their outcomes travel: cloudpickled callables in, pickled results or exceptions out.
 
-A task payload is `cloudpickle.dumps((fn, args, kwargs))`. Running it yields `(ok, payload, error)`:
-ok with the pickled return value, or not ok with the pickled exception (empty if it cannot be
-pickled) and the formatted remote traceback in `error`. A failure that is not the task's own
-exception (its process died, its node monitor was lost) has an empty payload and the reason in `error`.
+A task payload is `cloudpickle.dumps((fn, args, kwargs))`. Running it yields an `Outcome`
+(messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
+cannot be pickled) and the formatted remote traceback in `error`. A failure that is not the task's
+own exception (its process died, its node monitor was lost) has an empty payload, the reason in
+`error` and its cause in `failure`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import traceback
 import cloudpickle
 
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
-from .messages import CANCELLED, TIMED_OUT
+from .messages import CANCELLED, TIMED_OUT, Outcome
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -31,7 +32,7 @@ def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
         raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
 
 
-def run_task(payload: bytes) -> tuple[bool, bytes, str]:
+def run_task(payload: bytes) -> Outcome:
     """Run a packed task here; never raises (every failure becomes a not-ok outcome)."""
     try:
         fn, args, kwargs = cloudpickle.loads(payload)
@@ -42,25 +43,26 @@ def run_task(payload: bytes) -> tuple[bool, bytes, str]:
             data = cloudpickle.dumps(exc)
         except Exception:
             data = b""
-        return False, data, tb
+        return Outcome(False, data, tb)
     try:
         if type(result) in _PLAIN_TYPES:
-            return True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL), ""
-        return True, cloudpickle.dumps(result), ""
+            return Outcome(True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL))
+        return Outcome(True, cloudpickle.dumps(result))
     except Exception as exc:
-        return False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}"
+        return Outcome(False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}")
 
 
-def unpack_outcome(ok: bool, payload: bytes, error: str, failure: int = 0):
+def unpack_outcome(outcome: Outcome):
     """The task's value; or raises its exception (with RemoteTraceback as __cause__), TaskFailed,
     TaskTimeout or TaskCancelled (by `failure`, messages.py)."""
-    if ok:
-        return cloudpickle.loads(payload)
-    raise outcome_exception(payload, error, failure)
+    if outcome.ok:
+        return cloudpickle.loads(outcome.payload)
+    raise outcome_exception(outcome)
 
 
-def outcome_exception(payload: bytes, error: str, failure: int = 0) -> BaseException:
+def outcome_exception(outcome: Outcome) -> BaseException:
     """The exception a failed outcome stands for."""
+    payload, error, failure = outcome.payload, outcome.error, outcome.failure
     if failure == TIMED_OUT:
         return TaskTimeout(error)
     if failure == CANCELLED:

@@ -7,7 +7,7 @@ wrong type); `simulate` calls it first, so a bad configuration never reaches the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
@@ -36,7 +36,10 @@ class SimConfig:
 
     Policies: random | per_task (ceil(probe_ratio) probes per task, least loaded wins) |
     batch (ceil(probe_ratio x m) probes, the m least loaded) | sparrow (batch sampling + late
-    binding, `cancellation` of leftover reservations) | omniscient (ideal central queue).
+    binding, `cancellation` of leftover reservations) | sparrow_steal (sparrow plus Hawk-style work
+    stealing: a worker left with a free slot and an empty queue asks `steal_victims` random peers
+    and takes up to `steal_max_take` reservations from the one queued behind the longest-running
+    task, if that task has run at least `steal_min_blocked`) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
@@ -64,6 +67,9 @@ class SimConfig:
     n_schedulers: int = 1
     cancellation: bool = True
     seed: int = 0
+    steal_victims: int = 8
+    steal_max_take: int = 1
+    steal_min_blocked: float = 0.0
     queue_policy: str = "fifo"
     user_weights: tuple[float, ...] = (1.0,)
     user_demands: tuple[float, ...] | None = None
@@ -89,6 +95,9 @@ class SimConfig:
         _int("n_schedulers", self.n_schedulers, 1, 2**31 - 1)
         _int("task_candidates", self.task_candidates, 1, 2**31 - 1)
         _int("seed", self.seed, 0, 2**64 - 1)
+        _int("steal_victims", self.steal_victims, 1, 2**31 - 1)
+        _int("steal_max_take", self.steal_max_take, 1, 2**31 - 1)
+        _number("steal_min_blocked", self.steal_min_blocked, low=0.0)
         for name in ("cancellation", "keep_task_waits"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
@@ -134,6 +143,9 @@ class SimConfig:
             "n_schedulers": self.n_schedulers,
             "cancellation": self.cancellation,
             "seed": self.seed,
+            "steal_victims": self.steal_victims,
+            "steal_max_take": self.steal_max_take,
+            "steal_min_blocked": float(self.steal_min_blocked),
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,
@@ -150,12 +162,6 @@ class SimConfig:
             "task_candidates": self.task_candidates,
             "keep_task_waits": self.keep_task_waits,
         }
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as plain values (for reports and JSON)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["trace"] = None if self.trace is None else str(self.trace)
-        return out
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -190,7 +196,7 @@ def _number(
 def _shares(name: str, values: object, *, positive: bool = False) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
-    out = tuple(_number(f"{name}[{i}]", v, low=0.0, low_open=positive) for i, v in enumerate(values))  # type: ignore[attr-defined]
+    out = tuple(_number(f"{name}[{i}]", v, low=0.0, low_open=positive) for i, v in enumerate(values))
     if not out:
         raise ValueError(f"{name} must not be empty")
     if sum(out) <= 0:

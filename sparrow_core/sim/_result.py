@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from . import _views
 from ._config import SimConfig
 
 FloatArray = npt.NDArray[np.float64]
@@ -32,6 +33,12 @@ class SimResult:
     counters: dict[str, int] = field(default_factory=dict)
     end_time: float = 0.0
     wall_time: float = 0.0
+
+    def __repr__(self) -> str:
+        return _views.sim_result_repr(self)
+
+    def _repr_html_(self) -> str:
+        return _views.sim_result_html(self)
 
     @property
     def n_tasks(self) -> int:

@@ -208,7 +208,7 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             lines.append(lineno)
     if not arrival:
         raise ValueError(f"{path}: the trace holds no job")
-    flat = {}
+    flat: dict[str, npt.NDArray[np.int64]] = {}
     if constraints.any:
         flat |= {
             name: np.asarray(getattr(constraints, name), dtype=np.int64)

@@ -3,6 +3,7 @@ response time against load per policy, normalised to omniscient; and response-ti
 
 from __future__ import annotations
 
+import importlib.util
 from os import PathLike
 
 import numpy as np
@@ -12,10 +13,8 @@ from .sweep import Sweep
 
 def require_matplotlib() -> None:
     """Raises ImportError with the install command when matplotlib is missing."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'sparrow-core[plot]'") from None
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError("plotting needs matplotlib: pip install 'sparrow-core[plot]'")
 
 
 def plot_sweep(sweep: Sweep, path: str | PathLike[str], *, title: str = "", cdf_load: float | None = None) -> None:

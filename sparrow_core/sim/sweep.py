@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from . import _views
 from ._config import SimConfig
 from ._simulate import simulate
 
@@ -27,6 +28,7 @@ COLUMNS = (
     "cancelled",
     "tasks_per_second",
 )
+"""The columns of a sweep's rows, in order (the keys of SimResult.summary, less the counters)."""
 
 
 @dataclass
@@ -36,6 +38,12 @@ class Sweep:
 
     rows: list[dict[str, float | str]]
     responses: dict[tuple[str, float], npt.NDArray[np.float64]]
+
+    def __repr__(self) -> str:
+        return _views.sweep_repr(self)
+
+    def _repr_html_(self) -> str:
+        return _views.sweep_html(self)
 
 
 def run_sweep(

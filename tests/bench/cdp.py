@@ -40,17 +40,25 @@ class Browser:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
         args = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-pipe",
-            f"--user-data-dir={profile}", f"--window-size={width},{height}", "--hide-scrollbars",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},{height}",
+            "--hide-scrollbars",
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-        ]  # fmt: skip
+        ]
         # The browser wants the pipe on fds 3 and 4, which ours may be: a small Python moves them there
         # (through fds >= 10, so that neither overwrites the other) and then becomes the browser.
         self.process = subprocess.Popen(
             [sys.executable, "-c", MOVE_FDS_AND_EXEC, str(to_browser_r), str(from_browser_w), executable, *args],
             pass_fds=(to_browser_r, from_browser_w),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""

@@ -1,5 +1,6 @@
 """A small asv project for the tests of the bench commands: a pure-Python package `toy` whose three
-commits have a known benchmark history (a steady ratio, then a 2.4x regression), benchmarked with
+commits have a known benchmark history (a steady kernel ratio, then a 2.4x regression; a runtime
+ratio steady within 1.05x, then 1.4x worse), benchmarked with
 this repository's asv.conf.json (virtualenv, its build and install commands) so that asv builds
 each commit in seconds. The commands run as a user runs them, from a machine asv has never seen:
 HOME is a fresh folder (no ~/.asv-machine.json)."""
@@ -18,7 +19,8 @@ import pytest
 from bench.asv_project import REPOSITORY
 
 TOY_RATIOS = (0.020, 0.021, 0.050)  # per commit, oldest first: steady, then 2.4x worse
-TOY_BENCHMARK = '''"""The toy's benchmark: the ratio its version declares."""
+TOY_RUNTIME_RATIOS = (1.00, 1.05, 1.47)  # the runtime gate's: steady, then 1.4x worse
+TOY_BENCHMARK = '''"""The toy's benchmarks: the ratios its version declares."""
 import toy
 
 
@@ -27,6 +29,13 @@ class Toy:
         return toy.RATIO
 
     track_time_vs_python.unit = "ratio"
+
+
+class RuntimeVsPool:
+    def track_submit_time_vs_pool(self):
+        return toy.RUNTIME_RATIO
+
+    track_submit_time_vs_pool.unit = "ratio"
 '''
 
 
@@ -69,8 +78,8 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Toy:
     (root / "benchmarks" / "bench_toy.py").write_text(TOY_BENCHMARK)
     _git(root, "init", "-q", "-b", "main")
     commits = []
-    for ratio in TOY_RATIOS:
-        (root / "toy.py").write_text(f"RATIO = {ratio}\n")
+    for ratio, runtime_ratio in zip(TOY_RATIOS, TOY_RUNTIME_RATIOS, strict=True):
+        (root / "toy.py").write_text(f"RATIO = {ratio}\nRUNTIME_RATIO = {runtime_ratio}\n")
         _git(root, "add", "-A")
         _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", f"ratio {ratio}")
         commits.append(_git(root, "rev-parse", "HEAD"))

@@ -40,3 +40,14 @@ def test_dask_run_once_gives_positive_finite_throughput_and_latencies():
     rate, p50_ms, p99_ms = dask_run_once(n_tasks=200, n_jobs=5)
     assert all(math.isfinite(x) and x > 0 for x in (rate, p50_ms, p99_ms))
     assert p50_ms <= p99_ms
+
+
+def test_the_submit_loops_give_positive_rates_and_the_table_their_ratio():
+    """bench/submit_loop.py on tiny sizes, Sparrow's side on thread executors, and bench_peers' row."""
+    from bench.bench_peers import submit_table
+    from bench.submit_loop import pool_submit_loop, sparrow_submit_loop
+
+    ours, pool = sparrow_submit_loop("thread", n_tasks=50), pool_submit_loop(n_tasks=50)
+    assert ours > 0 and pool > 0
+    table = submit_table({"Sparrow": [ours, ours], "ProcessPoolExecutor(2)": [pool, pool]})
+    assert table.row_count == 3 and f"{ours / pool:.2f}" in str(table.columns[1]._cells[-1])

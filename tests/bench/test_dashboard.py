@@ -55,12 +55,20 @@ def test_a_local_page_passes(tmp_path: Path) -> None:
 
 def test_rates_are_marked_higher_is_better_and_the_rest_lower(tmp_path: Path) -> None:
     """Units per second are better higher; times, ms, bytes and ratios to the baseline lower."""
-    units = {"a.track_tasks_per_second": "tasks/s", "b.time_x": "seconds", "c.track_time_vs_python": "ratio",
-             "d.track_latency_ms": "ms", "e.track_requests": "get_task/s"}  # fmt: skip
+    units = {
+        "a.track_tasks_per_second": "tasks/s",
+        "b.time_x": "seconds",
+        "c.track_time_vs_python": "ratio",
+        "d.track_latency_ms": "ms",
+        "e.track_requests": "get_task/s",
+    }
     (tmp_path / "index.json").write_text(json.dumps({"benchmarks": {k: {"unit": u} for k, u in units.items()}}))
     mark_directions(tmp_path)
     marked = json.loads((tmp_path / "index.json").read_text())["benchmarks"]
     assert {name: b["less_is_better"] for name, b in marked.items()} == {
-        "a.track_tasks_per_second": False, "b.time_x": True, "c.track_time_vs_python": True,
-        "d.track_latency_ms": True, "e.track_requests": False,
-    }  # fmt: skip
+        "a.track_tasks_per_second": False,
+        "b.time_x": True,
+        "c.track_time_vs_python": True,
+        "d.track_latency_ms": True,
+        "e.track_requests": False,
+    }

@@ -102,14 +102,25 @@ def test_dashboard_draws_every_commit_offline_in_chromium(toy, history, tmp_path
 
 
 def test_gate_fails_on_a_regression_past_the_factor(toy, history) -> None:
-    """HEAD's ratio is 2.4x its parent's: past the gate's factor, asv continuous fails and so does the gate."""
+    """HEAD's kernel ratio is 2.4x its parent's and its runtime ratio 1.4x: past both groups' factors,
+    both asv continuous runs fail and so does the gate."""
     done = toy.run("bench.gate", "--base", "HEAD~1")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "bench_toy.Toy.track_time_vs_python" in done.stdout and "gate: FAILED" in done.stdout
+    assert "bench_toy.Toy.track_time_vs_python" in done.stdout
+    assert "bench_toy.RuntimeVsPool.track_submit_time_vs_pool" in done.stdout
+    assert "gate: FAILED (kernels, runtime)" in done.stdout
+
+
+def test_gate_holds_the_runtime_to_its_own_factor(toy, history) -> None:
+    """With the kernels' factor widened past their 2.4x, the runtime's 1.4x still fails on its own factor
+    (1.2), which a 1.4x kernel change would pass."""
+    done = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "3")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "gate (kernels): passed" in done.stdout and "gate: FAILED (runtime)" in done.stdout
 
 
 def test_gate_passes_a_change_within_the_factor(toy, history) -> None:
-    """1.05x between the two older commits is within the factor: the gate passes."""
+    """1.05x between the two older commits (both ratios) is within the factors: the gate passes."""
     done = toy.run("bench.gate", "--base", "HEAD~2", "--head", "HEAD~1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gate: passed" in done.stdout
@@ -121,6 +132,8 @@ def test_gate_refuses_the_same_commit_and_a_factor_of_one(toy) -> None:
     assert same.returncode == 2 and "are the same commit" in same.stderr
     one = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "1")
     assert one.returncode == 2 and "--factor must be > 1" in one.stderr
+    runtime = toy.run("bench.gate", "--base", "HEAD~1", "--runtime-factor", "0.9")
+    assert runtime.returncode == 2 and "--runtime-factor must be > 1" in runtime.stderr
 
 
 def test_history_refuses_fewer_than_one_commit(toy) -> None:

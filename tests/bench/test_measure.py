@@ -49,9 +49,15 @@ def test_the_base_is_abstract_and_says_its_unit() -> None:
 
 @pytest.mark.parametrize(
     "cls",
-    [bench_sampling.BatchSampling, bench_sampling.CandidateSampling, bench_sampling.PerTaskSampling,
-     bench_sampling.ConstrainedSampling, bench_queue.QueuePushPop, bench_task_table.LateBinding],
-)  # fmt: skip
+    [
+        bench_sampling.BatchSampling,
+        bench_sampling.CandidateSampling,
+        bench_sampling.PerTaskSampling,
+        bench_sampling.ConstrainedSampling,
+        bench_queue.QueuePushPop,
+        bench_task_table.LateBinding,
+    ],
+)
 def test_every_kernel_class_has_the_gated_ratio(cls) -> None:
     """Each kernel benchmark class inherits track_time_vs_python and compares a variant its case has."""
     assert issubclass(cls, KernelBenchmark) and not inspect.isabstract(cls)

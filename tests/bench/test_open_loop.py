@@ -37,5 +37,5 @@ def test_without_the_demo_machinery_the_benchmark_is_skipped(monkeypatch: pytest
         run_on_local_cluster(LoadSpec())
     benchmark = bench_runtime.RuntimeAtLoad()
     figures = benchmark.setup_cache()
-    with pytest.raises(NotImplementedError, match="sparrow_runtime.demo"):
+    with pytest.raises(NotImplementedError, match=r"sparrow_runtime\.demo"):
         benchmark.setup(figures)

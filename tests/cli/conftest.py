@@ -46,9 +46,13 @@ class Running:
         self.args = args
         self._stderr = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [*SPARROW, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
+            [*SPARROW, *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
             start_new_session=True,
-        )  # fmt: skip
+        )
         self.output = ""
         self.tree: set[int] = set()
         self.leftover: list[int] = []

@@ -53,12 +53,15 @@ def test_cpu_lists_from_flag_environment_and_file(tmp_path):
 
 
 def test_lists_repeat_or_split_on_commas_and_weights_merge():
-    s = settings("node-monitor", ["--scheduler", "a:1,b:2", "--scheduler", "c:3", "--weight", "alice=3",
-                                  "--weight", "bob=1"])  # fmt: skip
+    s = settings(
+        "node-monitor", ["--scheduler", "a:1,b:2", "--scheduler", "c:3", "--weight", "alice=3", "--weight", "bob=1"]
+    )
     assert s["scheduler"] == ["a:1", "b:2", "c:3"]
     assert s["weight"] == {"alice": 3.0, "bob": 1.0}
     assert settings("node-monitor", [], {"SPARROW_WEIGHT": "alice=3, bob=1"})["weight"] == {"alice": 3.0, "bob": 1.0}
     assert settings("scheduler", ["--listen", "0.0.0.0:0"])["listen"] == ("0.0.0.0", 0)
+    assert settings("scheduler", ["--listen", "unix:/run/s.sock"])["listen"] == ("unix:/run/s.sock", 0)
+    assert settings("node-monitor", ["--scheduler", "unix:/run/s.sock"])["scheduler"] == ["unix:/run/s.sock"]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +111,8 @@ def test_the_deploy_example_file_serves_every_command(tmp_path):
     config = tmp_path / "sparrow.toml"
     config.write_text(
         'secret_file = "/etc/sparrow/secret"\n[scheduler]\nlisten = "0.0.0.0:7077"\nmetrics_port = 9477\n'
-        '[node-monitor]\nscheduler = ["sched-1.example:7077", "sched-2.example:7077"]\npolicy = "fair"\nweight = { analytics = 3, batch = 1 }\nmetrics_port = 9478\n'
+        '[node-monitor]\nscheduler = ["sched-1.example:7077", "sched-2.example:7077"]\npolicy = "fair"\n'
+        "weight = { analytics = 3, batch = 1 }\nmetrics_port = 9478\n"
     )
     scheduler = settings("scheduler", ["--config", str(config)])
     assert (scheduler["listen"], scheduler["metrics_port"]) == (("0.0.0.0", 7077), 9477)

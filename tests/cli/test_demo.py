@@ -17,17 +17,42 @@ from .conftest import clean_env, run_sparrow
 def test_small_demo_prints_progress_and_its_table_without_a_terminal(tmp_path):
     plot = tmp_path / "cdf.png"
     done = run_sparrow(
-        "local", "--demo", "--node-monitors", "2", "--slots", "1", "--duration", "1", "--min-tasks", "2",
-        "--max-tasks", "6", "--task-ms", "5", "--load", "0.5", "--seed", "4", "--plot", str(plot),
-        env=clean_env(tmp_path, CI="true", TERM="dumb"), timeout=120,
-    )  # fmt: skip
+        "local",
+        "--demo",
+        "--node-monitors",
+        "2",
+        "--slots",
+        "1",
+        "--duration",
+        "1",
+        "--min-tasks",
+        "2",
+        "--max-tasks",
+        "6",
+        "--task-ms",
+        "5",
+        "--load",
+        "0.5",
+        "--seed",
+        "4",
+        "--plot",
+        str(plot),
+        env=clean_env(tmp_path, CI="true", TERM="dumb"),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     jobs = int(re.search(r"load 50%, (\d+) jobs of 2-6 tasks", out).group(1))
     assert re.search(rf"jobs {jobs}/{jobs}, ", out)  # the plain progress line at the end
     assert re.search(rf"jobs run\s+.\s+{jobs}\s", out)
-    for row in ("job response p50", "job response p95", "job response p99", "scheduling delay p50",
-                "scheduling delay p99", "throughput"):  # fmt: skip
+    for row in (
+        "job response p50",
+        "job response p95",
+        "job response p99",
+        "scheduling delay p50",
+        "scheduling delay p99",
+        "throughput",
+    ):
         assert row in out
     assert re.search(r"job response p50 +[\d.,]+ +[\d.,]+ +[\d.]+x +[\d.,]+ +[\d.]+x", out)  # sparrow, ideal, simulated
     assert "Simulated: the simulator's sparrow policy replaying these jobs" in out
@@ -50,8 +75,15 @@ def test_workload_offers_the_requested_load():
 
 
 def _job(submitted: float, starts: list[float], ends: list[float], finished: float, workers=None) -> JobRecord:
-    return JobRecord(submitted, len(starts), np.array(starts), np.array(ends), finished=finished, n_done=len(starts),
-                     workers=None if workers is None else np.array(workers))  # fmt: skip
+    return JobRecord(
+        submitted,
+        len(starts),
+        np.array(starts),
+        np.array(ends),
+        finished=finished,
+        n_done=len(starts),
+        workers=None if workers is None else np.array(workers),
+    )
 
 
 def test_ideal_replays_the_arrivals_and_measured_durations_on_the_same_slots():

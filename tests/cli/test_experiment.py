@@ -10,10 +10,25 @@ from .conftest import clean_env, run_sparrow
 def test_a_small_cluster_experiment_writes_its_report_and_figure(tmp_path):
     out = tmp_path / "paper"
     done = run_sparrow(
-        "experiment", "cluster", "--runs", "2", "--seconds", "1", "--schedulers", "2", "--node-monitors", "2",
-        "--slots", "2", "--time-scale", "0.25", "--out", str(out),
-        env=clean_env(tmp_path, CI="true", TERM="dumb"), timeout=180,
-    )  # fmt: skip
+        "experiment",
+        "cluster",
+        "--runs",
+        "2",
+        "--seconds",
+        "1",
+        "--schedulers",
+        "2",
+        "--node-monitors",
+        "2",
+        "--slots",
+        "2",
+        "--time-scale",
+        "0.25",
+        "--out",
+        str(out),
+        env=clean_env(tmp_path, CI="true", TERM="dumb"),
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"run 2 of 2: \d+ queries \(\d+ stages, \d+ tasks", done.stdout)
     assert "The simulator's prediction of the query response time is within" in done.stdout

@@ -96,15 +96,23 @@ def test_scheduler_flag_and_secret_file_point_elsewhere(local, tmp_path):
     _, env, _ = local
     state = json.loads((Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").read_text())
     elsewhere = clean_env(tmp_path)  # no local state here
-    ok = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", state["secret_file"],
-                     "math:factorial", env=elsewhere)  # fmt: skip
+    ok = run_sparrow(
+        "submit",
+        "--scheduler",
+        state["schedulers"][0],
+        "--secret-file",
+        state["secret_file"],
+        "math:factorial",
+        env=elsewhere,
+    )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip() == "[0] 1"
     wrong = tmp_path / "wrong.secret"
     wrong.write_text("not the secret\n")
     wrong.chmod(0o600)
-    refused = run_sparrow("submit", "--scheduler", state["schedulers"][0], "--secret-file", str(wrong),
-                          "math:factorial", env=elsewhere)  # fmt: skip
+    refused = run_sparrow(
+        "submit", "--scheduler", state["schedulers"][0], "--secret-file", str(wrong), "math:factorial", env=elsewhere
+    )
     assert refused.returncode == 1
     assert refused.stderr.count("\n") == 1 and "authentication failed" in refused.stderr
 
@@ -151,7 +159,8 @@ def test_python_clients_with_no_address_find_the_local_cluster(local):
 
 def test_python_clients_with_no_address_and_no_local_cluster_say_how_to_start_one(tmp_path):
     code = "from sparrow_runtime import SparrowExecutor\nSparrowExecutor()"
-    done = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=clean_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert "no `sparrow local` is running on this host: start one with `sparrow local`" in done.stderr

@@ -42,8 +42,9 @@ def write_secret(path: Path, secret: str = "a cluster secret") -> Path:
 
 def submit(*args: str, env: dict[str, str]) -> subprocess.Popen:
     """`sparrow submit ARGS` in the background, its output as text."""
-    return subprocess.Popen([*SPARROW, "submit", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        [*SPARROW, "submit", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_path):
@@ -56,8 +57,14 @@ def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_
     node_metrics = node.wait_for(LISTENING).group(2)
     client = ["--scheduler", address, "--secret-file", str(secret)]
 
-    done = subprocess.run([*SPARROW, "submit", *client, "--tasks", "3", "math:factorial"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [*SPARROW, "submit", *client, "--tasks", "3", "math:factorial"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     seen = scrape(scheduler_metrics)
     assert seen["sparrow_jobs_submitted_total"] == 1 and seen["sparrow_jobs_finished_total"] == 1
@@ -70,8 +77,13 @@ def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_
     assert scrape(node_metrics)["sparrow_node_slots"] == 2
 
     # SIGTERM while a task runs: the node monitor lets it finish and report before it stops
-    slow = subprocess.Popen([*SPARROW, "submit", *client, "--", "sh", "-c", "sleep 1; echo finished"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    slow = subprocess.Popen(
+        [*SPARROW, "submit", *client, "--", "sh", "-c", "sleep 1; echo finished"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_metric(node_metrics, "sparrow_node_tasks_launched_total", 4)
         assert node.stop(signal.SIGTERM) == 0
@@ -151,8 +163,10 @@ def test_ctrl_c_in_the_node_monitors_terminal_drains_without_interrupting_its_ta
         ["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env
     )
     address = scheduler.wait_for(LISTENING).group(1)
-    node = running(["node-monitor", "--scheduler", address, "--slots", "1", "--secret-file", str(secret),
-                    "--metrics-port", "0"], env)  # fmt: skip
+    node = running(
+        ["node-monitor", "--scheduler", address, "--slots", "1", "--secret-file", str(secret), "--metrics-port", "0"],
+        env,
+    )
     node_metrics = node.wait_for(LISTENING).group(2)
     job = submit(
         "--scheduler", address, "--secret-file", str(secret), "--", "sh", "-c", "sleep 1; echo finished", env=env
@@ -200,3 +214,18 @@ def test_a_second_node_monitor_with_a_live_id_exits_with_a_one_line_reason(runni
     assert lines[-1].startswith("sparrow node-monitor: error: ") and "'box' is already registered" in lines[-1]
     assert "--id" in lines[-1]
     assert first.process.poll() is None
+
+
+def test_services_and_submit_speak_over_unix_sockets(running, tmp_path):
+    """`--listen unix:PATH` for the scheduler and the node monitor, `--scheduler unix:PATH` to dial it: the
+    ready lines give the socket addresses, metrics stay on loopback TCP, and a submitted command runs."""
+    env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret")
+    path = tmp_path / "scheduler.sock"
+    scheduler = running(["scheduler", "--listen", f"unix:{path}", "--metrics-port", "0"], env)
+    address, metrics = scheduler.wait_for(LISTENING).groups()
+    assert address == f"unix:{path}" and metrics.startswith("http://127.0.0.1:")
+    node = running(["node-monitor", "--scheduler", address, "--listen", f"unix:{tmp_path / 'nm.sock'}"], env)
+    assert node.wait_for(r"listening on (\S+)\n").group(1) == f"unix:{tmp_path / 'nm.sock'}"
+    job = submit("--scheduler", address, "--", "echo", "over a unix socket", env=env)
+    out, err = job.communicate(timeout=60)
+    assert (job.returncode, out) == (0, "[0] over a unix socket\n"), err

@@ -35,6 +35,18 @@ def test_sweep_prints_a_table_and_writes_csv(tmp_path: Path) -> None:
     assert all(float(r["vs_omniscient"]) >= 1.0 for r in rows)
 
 
+def test_sweep_runs_work_stealing_with_its_settings(tmp_path: Path) -> None:
+    """--policies sparrow_steal runs the stealing policy; its steal settings reach the simulator
+    (a min-blocked no task reaches steals nothing, so the row equals sparrow's)."""
+    out = tmp_path / "rows.csv"
+    args = [*TINY, "--policies", "sparrow,sparrow_steal", "--loads", "0.9", "--steal-min-blocked", "1e9", "-o", out]
+    done = sparrow(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    plain, steal = list(csv.DictReader(out.read_text().splitlines()))
+    assert (plain["policy"], steal["policy"]) == ("sparrow", "sparrow_steal")
+    assert plain["mean"] == steal["mean"] and plain["p99"] == steal["p99"]
+
+
 def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
     """--output FILE.json holds the rows; --plot draws a PNG."""
     out, figure = tmp_path / "rows.json", tmp_path / "figure.png"
@@ -52,6 +64,8 @@ def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
         (["--policies", "sparrow,fifo"], "--policies: unknown fifo"),
         (["--workers", "0"], "n_workers must be >= 1"),
         (["-o", "rows.txt"], "--output must end in .csv or .json"),
+        (["--steal-victims", "0"], "steal_victims must be >= 1"),
+        (["--steal-min-blocked", "-1"], "steal_min_blocked must be >= 0"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: list[str], message: str) -> None:
@@ -75,17 +89,29 @@ def test_plot_without_matplotlib_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_paper_writes_results_table_and_figure(tmp_path: Path) -> None:
-    """--paper --out DIR runs all five policies at loads 0.1-0.9 on 10,000 workers (few jobs here),
-    writes its three files there and names each with its full path."""
+    """--paper --out DIR runs every policy at loads 0.1-0.9 on 10,000 workers (few jobs here), then
+    the high-load workloads, writes its five files there and names each with its full path."""
     out = tmp_path / "nested" / "paper"
     done = sparrow("--paper", "--jobs", "10", "--out", out, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader((out / "results.csv").read_text().splitlines()))
-    assert len(rows) == 5 * 9
-    assert {r["policy"] for r in rows} == {"random", "per_task", "batch", "sparrow", "omniscient"}
+    assert len(rows) == 6 * 9
+    assert {r["policy"] for r in rows} == {"random", "per_task", "batch", "sparrow", "sparrow_steal", "omniscient"}
     assert (out / "table.md").read_text().startswith("| policy | load |")
     assert (out / "figure.png").stat().st_size > 0
-    for name in ("results.csv", "table.md", "figure.png"):
+    high = list(csv.DictReader((out / "high_load.csv").read_text().splitlines()))
+    assert len(high) == 6 * 6
+    assert {(r["workload"], r["load"]) for r in high} == {
+        ("per_job", "0.8"),
+        ("per_job", "0.9"),
+        ("per_job", "0.95"),
+        ("bimodal", "0.9"),
+        ("bimodal", "0.95"),
+        ("exponential", "0.9"),
+    }
+    assert all(r["p50_vs_omniscient"] == "1.0" for r in high if r["policy"] == "omniscient")
+    assert "| 10,000 workers, 100-task jobs, per_job | 0.9 | sparrow_steal |" in (out / "high_load.md").read_text()
+    for name in ("results.csv", "table.md", "figure.png", "high_load.csv", "high_load.md"):
         assert str(out / name) in done.stdout
 
 
@@ -97,7 +123,7 @@ def test_paper_files_are_the_same_on_every_run(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     header = (tmp_path / "a" / "results.csv").read_text().splitlines()[0]
     assert "tasks_per_second" not in header and "tasks_per_second" not in (tmp_path / "a" / "table.md").read_text()
-    for name in ("results.csv", "table.md"):
+    for name in ("results.csv", "table.md", "high_load.csv", "high_load.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
@@ -112,7 +138,13 @@ def test_paper_without_out_makes_a_new_folder_and_says_where(tmp_path: Path) -> 
     assert not (tmp_path / "docs").exists()
     for folder, done in zip(folders, (first, second), strict=True):
         assert f"paper files written to {folder}" in done.stdout
-        assert sorted(p.name for p in folder.iterdir()) == ["figure.png", "results.csv", "table.md"]
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "figure.png",
+            "high_load.csv",
+            "high_load.md",
+            "results.csv",
+            "table.md",
+        ]
 
 
 def test_out_is_refused_without_paper_and_when_it_is_a_file(tmp_path: Path) -> None:

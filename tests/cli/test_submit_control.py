@@ -37,8 +37,20 @@ def test_submit_fails_over_when_its_scheduler_is_killed(running, tmp_path):
     """Two --scheduler: whichever the command holds is SIGKILLed mid-job; every task still succeeds."""
     env, secret, addresses, procs, _ = _cluster(running, tmp_path, 2)
     schedulers = [arg for address in addresses for arg in ("--scheduler", address)]
-    job = submit(*schedulers, "--secret-file", str(secret), "--tasks", "40", "--scheduler-timeout", "0.5",
-                 "--", "sh", "-c", "sleep 0.2; echo done", env=env)  # fmt: skip
+    job = submit(
+        *schedulers,
+        "--secret-file",
+        str(secret),
+        "--tasks",
+        "40",
+        "--scheduler-timeout",
+        "0.5",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.2; echo done",
+        env=env,
+    )
     time.sleep(1.5)  # some tasks ran; the command is connected to one of the two
     for proc in procs:
         os.kill(proc.process.pid, signal.SIGKILL)
@@ -52,17 +64,24 @@ def test_submit_fails_over_when_its_scheduler_is_killed(running, tmp_path):
 
 def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, tmp_path):
     env, secret, addresses, _, node = _cluster(running, tmp_path, 1)
-    job = submit("--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--",
-                 "sleep", "60", env=env)  # fmt: skip
+    job = submit(
+        "--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--", "sleep", "60", env=env
+    )
+    sleepers = _started_sleepers(node)
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)
+    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
+    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+
+
+def _started_sleepers(node) -> list[int]:
+    """The `sleep 60` tasks running under the node monitor `node`, once they run (at most 30 s)."""
     deadline = time.monotonic() + 30
     while not _sleepers(node.process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     sleepers = _sleepers(node.process.pid)
     assert sleepers, "the tasks did not start"
-    job.send_signal(signal.SIGINT)
-    out, err = job.communicate(timeout=30)
-    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
-    assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
+    return sleepers
 
 
 def _sleepers(root: int) -> list[int]:
@@ -100,8 +119,13 @@ def test_a_paused_client_does_not_fail_over(running, tmp_path):
     """The client process itself is stopped for 3 s (6 of its heartbeat timeouts): when it resumes
     it does not take its scheduler for dead, and its job completes without a failover."""
     env, secret, addresses, _, _ = _cluster(running, tmp_path, 1)
-    client = subprocess.Popen([sys.executable, "-c", CLIENT, addresses[0], str(secret)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, addresses[0], str(secret)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert client.stdout.readline() == "submitted\n"
         client.send_signal(signal.SIGSTOP)
@@ -111,3 +135,35 @@ def test_a_paused_client_does_not_fail_over(running, tmp_path):
     finally:
         client.kill()
     assert out == "failovers 0\n", err
+
+
+def test_one_ctrl_c_while_submit_reconnects_to_a_frozen_scheduler_ends_it_within_a_second(running, tmp_path):
+    """The only scheduler is SIGSTOPped: the command loses it and hangs in the handshake of its
+    reconnect (5 s); one SIGINT then ends it, its task cancelled, within a second."""
+    env, secret, addresses, procs, node = _cluster(running, tmp_path, 1)
+    job = submit(
+        "--scheduler",
+        addresses[0],
+        "--secret-file",
+        str(secret),
+        "--scheduler-timeout",
+        "0.3",
+        "--",
+        "sleep",
+        "60",
+        env=env,
+    )
+    _started_sleepers(node)
+    scheduler = procs[0].process.pid
+    os.kill(scheduler, signal.SIGSTOP)
+    try:
+        time.sleep(1.5)  # lost after 0.3 s, then reconnecting until the handshake's 5 s
+        assert job.poll() is None
+        job.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, err = job.communicate(timeout=30)
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(scheduler, signal.SIGCONT)
+    assert job.returncode == 130 and "cancelled" in err, err
+    assert elapsed < 1.0, f"took {elapsed:.2f} s after Ctrl-C"

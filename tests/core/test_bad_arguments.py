@@ -256,7 +256,7 @@ def test_rejected_sampling_call_leaves_the_rng_untouched():
 def test_probe_count_beyond_int64_is_rejected_naming_the_arguments(call):
     """d * m beyond the int64 range is a ValueError naming probe_ratio / n_tasks, not the
     wrapped INT64_MIN that casting an out-of-range double gave before the fix."""
-    with pytest.raises(ValueError, match="probe_ratio|n_tasks"):
+    with pytest.raises(ValueError, match=r"probe_ratio|n_tasks"):
         call()
 
 

@@ -34,8 +34,10 @@ scalars = st.one_of(
     st.none(),
 )
 fields = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5), max_leaves=12)
-tags = st.one_of(st.sampled_from([1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]),
-                 st.integers(-5, 300))  # fmt: skip
+tags = st.one_of(
+    st.sampled_from([1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]),
+    st.integers(-5, 300),
+)
 arrays = st.builds(lambda tag, rest: [tag, *rest], tags, st.lists(fields, max_size=8))
 length_prefixed = st.builds(
     lambda n, body: n.to_bytes(4, "big") + body, st.integers(0, 2**32 - 1), st.binary(max_size=64)
@@ -117,8 +119,11 @@ def test_random_messages_from_an_authenticated_client(cluster, msgs):
 
 
 @ATTACK
-@given(slots=st.integers(-3, 10_000), labels=st.lists(st.text(max_size=250), max_size=70),
-       msgs=st.lists(arrays, max_size=6))  # fmt: skip
+@given(
+    slots=st.integers(-3, 10_000),
+    labels=st.lists(st.text(max_size=250), max_size=70),
+    msgs=st.lists(arrays, max_size=6),
+)
 def test_random_messages_from_an_authenticated_node_monitor(cluster, slots, labels, msgs):
     with RawPeer(cluster.scheduler) as peer:
         peer.handshake("node-monitor", "hostile-nm")

@@ -22,9 +22,10 @@ from sparrow_runtime.wire.messages import (
     Heartbeat,
     JobAccepted,
     JobRejected,
+    Outcome,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
 )
 
 
@@ -66,7 +67,8 @@ COUNT_OK, COUNT_OVER = limits.MAX_PROBES_PER_JOB, limits.MAX_PROBES_PER_JOB + 1
         ([22, limits.MAX_COUNT, 0], [22, limits.MAX_COUNT + 1, 0], "Heartbeat.queued"),
         ([22, 0, 0], [22, -1, 0], "Heartbeat.queued"),
         ([25, limits.MAX_ID], [25, limits.MAX_ID + 1], "GetTask.job_id"),
-        ([28, 1, limits.MAX_ID, True, b""], [28, 1, -1, True, b""], "TaskFinished.task"),
+        ([28, 1, limits.MAX_ID, [True, b""]], [28, 1, -1, [True, b""]], "OutcomeToScheduler.task"),
+        ([28, 1, 0, [False, b"", "e", 5]], [28, 1, 0, [False, b"", "e", 6]], "OutcomeToScheduler.outcome.failure"),
         (
             [2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32],
             [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32],
@@ -112,23 +114,46 @@ def _job(n_tasks=1, **fields) -> SubmitJob:
 P = limits.MAX_PROBE_RATIO
 JOB_CASES = [
     # (fields at the limit, fields one past it, what the reason must say)
-    (dict(n_tasks=limits.MAX_TASKS_PER_JOB, probe_ratio=1.0), dict(n_tasks=limits.MAX_TASKS_PER_JOB + 1, probe_ratio=1.0),
-     f"over the limit of {limits.MAX_TASKS_PER_JOB} per job"),
+    (
+        dict(n_tasks=limits.MAX_TASKS_PER_JOB, probe_ratio=1.0),
+        dict(n_tasks=limits.MAX_TASKS_PER_JOB + 1, probe_ratio=1.0),
+        f"over the limit of {limits.MAX_TASKS_PER_JOB} per job",
+    ),
     (dict(probe_ratio=P), dict(probe_ratio=math.nextafter(P, math.inf)), f"over the limit of {P:g}"),
-    (dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4, probe_ratio=4.0),
-     dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4 + 1, probe_ratio=4.0), f"over the limit of {limits.MAX_PROBES_PER_JOB} per job"),
+    (
+        dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4, probe_ratio=4.0),
+        dict(n_tasks=limits.MAX_PROBES_PER_JOB // 4 + 1, probe_ratio=4.0),
+        f"over the limit of {limits.MAX_PROBES_PER_JOB} per job",
+    ),
     (dict(probe_ratio=1.0), dict(probe_ratio=math.nextafter(1.0, 0)), "probe_ratio must be a finite number >= 1"),
-    (dict(user=NAME_OK), dict(user=NAME_OVER), f"user: {limits.MAX_NAME + 1} characters, over the limit of {limits.MAX_NAME}"),
+    (
+        dict(user=NAME_OK),
+        dict(user=NAME_OVER),
+        f"user: {limits.MAX_NAME + 1} characters, over the limit of {limits.MAX_NAME}",
+    ),
     (dict(priority=limits.PRIORITY_MAX), dict(priority=limits.PRIORITY_MAX + 1), "priority: "),
     (dict(priority=limits.PRIORITY_MIN), dict(priority=limits.PRIORITY_MIN - 1), "priority: "),
-    (dict(constraint=Constraint(labels=("l",) * limits.MAX_LABELS)),
-     dict(constraint=Constraint(labels=("l",) * (limits.MAX_LABELS + 1))), f"constraint: has {limits.MAX_LABELS + 1} labels"),
-    (dict(constraint=Constraint(node_monitors=("nm",) * limits.MAX_CONSTRAINT_NODES)),
-     dict(constraint=Constraint(node_monitors=("nm",) * (limits.MAX_CONSTRAINT_NODES + 1))), "constraint: names 10001 node monitors"),
-    (dict(constraint=Constraint(labels=(NAME_OK,))), dict(constraint=Constraint(labels=(NAME_OVER,))), "constraint: a name of 201"),
-    (dict(n_tasks=2, task_constraints=[None, Constraint(labels=(NAME_OK,))]),
-     dict(n_tasks=2, task_constraints=[None, Constraint(labels=(NAME_OVER,))]), "task_constraints[1]: a name of 201"),
-]  # fmt: skip
+    (
+        dict(constraint=Constraint(labels=("l",) * limits.MAX_LABELS)),
+        dict(constraint=Constraint(labels=("l",) * (limits.MAX_LABELS + 1))),
+        f"constraint: has {limits.MAX_LABELS + 1} labels",
+    ),
+    (
+        dict(constraint=Constraint(node_monitors=("nm",) * limits.MAX_CONSTRAINT_NODES)),
+        dict(constraint=Constraint(node_monitors=("nm",) * (limits.MAX_CONSTRAINT_NODES + 1))),
+        "constraint: names 10001 node monitors",
+    ),
+    (
+        dict(constraint=Constraint(labels=(NAME_OK,))),
+        dict(constraint=Constraint(labels=(NAME_OVER,))),
+        "constraint: a name of 201",
+    ),
+    (
+        dict(n_tasks=2, task_constraints=[None, Constraint(labels=(NAME_OK,))]),
+        dict(n_tasks=2, task_constraints=[None, Constraint(labels=(NAME_OVER,))]),
+        "task_constraints[1]: a name of 201",
+    ),
+]
 
 
 @pytest.mark.parametrize("at, past, reason", JOB_CASES)
@@ -144,8 +169,13 @@ def test_job_limits_are_answered_with_a_reason_naming_the_field_and_limit(at, pa
     past = dict(past)
     n_tasks = past.pop("n_tasks", 1)
     with pytest.raises(ValueError, match=reason.replace("[", r"\[").replace("]", r"\]")):
-        build_submit([b"t"] * n_tasks, past.pop("user", ""), past.pop("priority", 0), past.pop("probe_ratio", None),
-                     past.get("constraint") or past.get("task_constraints"))  # fmt: skip
+        build_submit(
+            [b"t"] * n_tasks,
+            past.pop("user", ""),
+            past.pop("priority", 0),
+            past.pop("probe_ratio", None),
+            past.get("constraint") or past.get("task_constraints"),
+        )
 
 
 def test_the_schedulers_own_probe_ratio_is_held_to_the_probe_limit_too():
@@ -183,7 +213,7 @@ def test_heartbeat_and_enqueue_defaults_decode():
         Heartbeat(),
         EnqueueReservations(2**40, NAME_OK, -5, 3),
         GetTask(0),
-        TaskFinished(1, 2, False, b"", "e"),
+        OutcomeToScheduler(1, 2, Outcome(False, b"", "e")),
     ):
         assert FrameDecoder().feed(bytes(encode_frames([msg]))) == [msg]
 

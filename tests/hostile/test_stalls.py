@@ -9,11 +9,15 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import sys
 import time
 from functools import partial
 
 import pytest
 import trio
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup  # trio's dependency on Python 3.10
 
 from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
@@ -22,12 +26,13 @@ from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     Registered,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
 )
 from sparrow_runtime.wire.task_codec import pack_task
 
@@ -59,19 +64,34 @@ def processes(tmp_path):
 def _small_cluster(processes, node_timeout: float, scheduler_timeout: float):
     scheduler, address = processes(["scheduler", "--listen", "127.0.0.1:0", "--node-timeout", str(node_timeout)])
     nodes = [
-        processes(["node-monitor", "--scheduler", address, "--id", f"nm-{i}", "--slots", "2", "--executor", "thread",
-                   "--scheduler-timeout", str(scheduler_timeout), "--heartbeat-interval", "0.2"])[0]
+        processes(
+            [
+                "node-monitor",
+                "--scheduler",
+                address,
+                "--id",
+                f"nm-{i}",
+                "--slots",
+                "2",
+                "--executor",
+                "thread",
+                "--scheduler-timeout",
+                str(scheduler_timeout),
+                "--heartbeat-interval",
+                "0.2",
+            ]
+        )[0]
         for i in range(2)
-    ]  # fmt: skip
+    ]
     return scheduler, address, nodes
 
 
-async def _run_while(address: str, freeze, n_tasks: int = 300) -> list:
+async def _run_while(address: str, freeze, n_tasks: int = 300, **client_options) -> list:
     """Submit `n_tasks` tasks of 10 ms, call `freeze()` (sync, it sleeps) once some have run, and
     return every outcome (the JobHandle refuses a second outcome for a task)."""
-    async with Client([address], secret=SECRET) as client:
+    async with Client([address], secret=SECRET, **client_options) as client:
         job = await client.submit_job([partial(time.sleep, 0.01)] * n_tasks)
-        while len(job._order) < 20:
+        while job.n_done < 20:
             await trio.sleep(0.01)
         await trio.to_thread.run_sync(freeze)
         with trio.fail_after(60):  # before the fix: some outcomes never came
@@ -87,13 +107,56 @@ def _pause(running: Running, seconds: float) -> None:
 @pytest.mark.slow
 def test_a_frozen_scheduler_loses_no_outcome(processes):
     """The issue's trigger: the scheduler frozen 4 s while node monitors drop it after 2 s of silence.
-    Their last TaskFinished messages arrive with their goodbye (Error) in one batch; those outcomes
+    Their last OutcomeToScheduler messages arrive with their goodbye (Error) in one batch; those outcomes
     used to be dropped with the batch (6 of 300 per round, the client waiting forever)."""
     scheduler, address, _ = _small_cluster(processes, node_timeout=30, scheduler_timeout=2)
     outcomes = trio.run(_run_while, address, partial(_pause, scheduler, 4.0))
     assert len(outcomes) == 300
     failed = [o.exception for o in outcomes if not o.ok]
     assert failed == []  # the client relaunched what the freeze cost (at least once, issue 10)
+
+
+async def _status(address: str):
+    async with Client([address], secret=SECRET) as client:
+        return await client.status()
+
+
+@pytest.mark.slow
+def test_a_scheduler_paused_past_its_node_timeout_keeps_its_node_monitors(processes):
+    """The scheduler SIGSTOPped 3 s with a 2 s timeout on its node monitors (which wait 10 s for it):
+    when it wakes, the silence was its own pause, not theirs (wire/liveness.py), so it drops none of
+    them, and every task ends ok at its first attempt."""
+    scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=10)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+    assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
+
+
+@pytest.mark.slow
+def test_a_scheduler_paused_past_the_node_monitors_timeout_gets_them_back(processes):
+    """The scheduler SIGSTOPped 3 s while its node monitors drop it after 2 s of silence: they
+    re-register when it wakes, and the client loses no task (what the pause cost is relaunched)."""
+    scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=2)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    assert len(outcomes) == 300 and all(o.ok for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+
+
+@pytest.mark.slow
+def test_a_paused_node_monitor_keeps_its_scheduler(processes):
+    """A node monitor SIGSTOPped 3 s with a 2 s timeout on its scheduler (which waits 10 s for it):
+    when it wakes, nothing came from the scheduler meanwhile (it only echoes heartbeats), but the
+    silence was the node monitor's own pause (wire/liveness.py): it keeps the link, so the scheduler
+    loses no node monitor and every task ends ok at its first attempt."""
+    _, address, nodes = _small_cluster(processes, node_timeout=10, scheduler_timeout=2)
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, nodes[0], 3.0))
+    assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
+    status = trio.run(_status, address)
+    assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
+    assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
 
 
 @pytest.mark.slow
@@ -116,7 +179,7 @@ def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
 
 
 def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
-    """Over loopback, a node monitor writes [TaskFinished, Error] in one go: the client gets the
+    """Over loopback, a node monitor writes [OutcomeToScheduler, Error] in one go: the client gets the
     result (not a 'lost' failure), and the scheduler does not call the goodbye a violation."""
 
     async def main():
@@ -133,8 +196,11 @@ def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
                     assert isinstance(enqueue, EnqueueReservations)
                     fake.send(GetTask(enqueue.job_id))
                     launch = await trio.to_thread.run_sync(fake.receive_one)
-                    assert isinstance(launch, TaskLaunch)
-                    fake.send(TaskFinished(launch.job_id, launch.task, True, b"\x80\x04K\x07."), Error("going away"))
+                    assert isinstance(launch, TaskToNode)
+                    fake.send(
+                        OutcomeToScheduler(launch.job_id, launch.task, Outcome(True, b"\x80\x04K\x07.")),
+                        Error("going away"),
+                    )
                     with trio.fail_after(10):
                         assert await job.results() == [7]
             assert logic.stats["protocol_errors"] == 0
@@ -199,12 +265,12 @@ def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason():
 
 
 def test_the_outcome_of_a_task_is_never_duplicated_by_a_goodbye_race():
-    """TaskResult for a task is sent once even if its node monitor's goodbye comes right after
-    its TaskFinished (the lost-node path must not fail it a second time)."""
+    """OutcomeToClient for a task is sent once even if its node monitor's goodbye comes right after
+    its OutcomeToScheduler (the lost-node path must not fail it a second time)."""
     logic = SchedulerLogic(seed=1)
     logic.on_node_messages("nm", [RegisterNodeMonitor("nm", 1, instance="i")])
     logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
     logic.on_node_messages("nm", [GetTask(1)])
-    out = logic.on_node_messages("nm", [TaskFinished(1, 0, True, b"v")])
+    out = logic.on_node_messages("nm", [OutcomeToScheduler(1, 0, Outcome(True, b"v"))])
     out += logic.on_node_lost("nm")
-    assert [m for _, m in out if type(m) is TaskResult] == [TaskResult(1, 0, True, b"v", last=True)]
+    assert [m for _, m in out if type(m) is OutcomeToClient] == [OutcomeToClient(1, 0, Outcome(True, b"v"), last=True)]

@@ -23,13 +23,15 @@ def thread_cluster():
 
 
 def count_jobs(client) -> list[int]:
-    """Record the size of each job `client` sends, in a list (returned) that grows as it sends."""
+    """Record the size of each job (SubmitJob) `client` sends, in a list (returned) that grows as it sends."""
+    from sparrow_runtime.wire.messages import SubmitJob
+
     sizes = []
-    send_job = client.send_job
+    send = client._send
 
-    def counted(msg, *args, **kwargs):
-        sizes.append(len(msg.tasks))
-        return send_job(msg, *args, **kwargs)
+    def counted(msgs):
+        sizes.extend(len(m.tasks) for m in msgs if type(m) is SubmitJob)
+        return send(msgs)
 
-    client.send_job = counted
+    client._send = counted
     return sizes

@@ -40,13 +40,29 @@ class HeadlessChromium:
             os.dup2(writing, 4)
 
         self.process = subprocess.Popen(
-            [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--mute-audio",
-             "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", f"--window-size={width},{height}",
-             "--hide-scrollbars", "--disable-extensions", "--disable-background-networking", "--disable-dev-shm-usage",
-             "about:blank"],
-            preexec_fn=wire_pipes, pass_fds=(3, 4), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                executable,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--mute-audio",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self._profile.name}",
+                f"--window-size={width},{height}",
+                "--hide-scrollbars",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--disable-dev-shm-usage",
+                "about:blank",
+            ],
+            preexec_fn=wire_pipes,
+            pass_fds=(3, 4),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         os.close(to_browser)
         os.close(from_browser_w)
         self._buffer = b""
@@ -54,8 +70,14 @@ class HeadlessChromium:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self._session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self.call("Page.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def __enter__(self) -> HeadlessChromium:
         return self

@@ -9,18 +9,18 @@ import pytest
 
 dask = pytest.importorskip("dask")
 
-import dask.array as da  # noqa: E402
-import dask.bag as db  # noqa: E402
-import dask.dataframe as dd  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from dask.diagnostics import ProgressBar  # noqa: E402
+import dask.array as da
+import dask.bag as db
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from dask.diagnostics import ProgressBar
 
-from sparrow_runtime import ConnectionLost, SparrowExecutor  # noqa: E402
-from sparrow_runtime.dask import DaskScheduler  # noqa: E402
-from sparrow_runtime.errors import RemoteTraceback  # noqa: E402
+from sparrow_runtime import ConnectionLost, SparrowExecutor
+from sparrow_runtime.dask import DaskScheduler
+from sparrow_runtime.errors import RemoteTraceback
 
-from .conftest import count_jobs  # noqa: E402
+from .conftest import count_jobs
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@
 namespace sparrow {
 namespace sim {
 
-enum class PlacementPolicy : int32_t { Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4 };
+enum class PlacementPolicy : int32_t { Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4, SparrowSteal = 5 };
 enum class DurationKind : int32_t { Exponential = 0, Constant = 1, Bimodal = 2, PerJob = 3 };
 
 struct SimParams {
@@ -34,6 +34,11 @@ struct SimParams {
   int32_t n_schedulers = 1;
   bool cancellation = true;
   uint64_t seed = 0;
+  // Work stealing (policy SparrowSteal, sparrow/steal.h): peers asked per attempt, reservations
+  // taken per steal at most, and how long a peer's slot must have been held to be a victim.
+  int64_t steal_victims = 2;
+  int64_t steal_max_take = 1;
+  double steal_min_blocked = 0.0;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;
@@ -99,6 +104,9 @@ struct Counters {
   int64_t messages = 0;          // network messages delivered
   int64_t events = 0;            // events processed (messages, completions, arrivals)
   int64_t max_jobs_in_flight = 0;
+  int64_t steal_attempts = 0;    // work stealing: attempts started by idle workers
+  int64_t steals = 0;            // ... that moved reservations
+  int64_t stolen = 0;            // ... reservations moved
   double end_time = 0.0;         // simulated time of the last event
   bool interrupted = false;      // stopped early by SimParams::should_stop
 };

@@ -15,4 +15,6 @@ from .sampling import sample_batch_many as sample_batch_many
 from .sampling import sample_constrained as sample_constrained
 from .sampling import sample_job as sample_job
 from .sampling import sample_per_task as sample_per_task
+from .steal import choose_steal as choose_steal
+from .steal import choose_victims as choose_victims
 from .task_table import TaskTable as TaskTable

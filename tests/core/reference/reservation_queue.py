@@ -135,6 +135,21 @@ class ReservationQueue:
         u.unrefunded_pops -= 1
         u.passed -= 1.0 / u.weight
 
+    def steal(self, max_count: int, pinned=()) -> list[Reservation]:
+        """Work stealing's victim side: pops up to max_count from the head while its job is not
+        pinned, refunding each fair charge."""
+        if isinstance(max_count, bool) or not isinstance(max_count, int):
+            raise TypeError(f"max_count must be an integer, got {type(max_count).__name__}")
+        if max_count < 0:
+            raise ValueError(f"max_count must be >= 0, got {max_count}")
+        keep = {int(j) for j in pinned}
+        out: list[Reservation] = []
+        while len(out) < max_count and (head := self.peek()) is not None and head.job_id not in keep:
+            self.pop()
+            self.refund(head.user)
+            out.append(head)
+        return out
+
     def cancel(self, job_id: int) -> int:
         job = self._jobs.pop(job_id, None)
         if job is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def _per_task_lists(n_tasks, task_candidates, task_offsets) -> list[list[int] | 
             raise ValueError(f"task_candidates must have one entry per task ({n_tasks}), got {len(task_candidates)}")
         return [None if c is None or len(c) == 0 else [int(w) for w in c] for c in task_candidates]
     flat, offsets = [int(w) for w in task_candidates], [int(o) for o in task_offsets]
-    return [flat[lo:hi] or None for lo, hi in zip(offsets, offsets[1:])]
+    return [flat[lo:hi] or None for lo, hi in pairwise(offsets)]
 
 
 def _unprobed(rng: Rng, population: list[int] | None, n_pop: int, k: int, taken: set[int]) -> list[int]:

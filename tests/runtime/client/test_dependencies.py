@@ -12,15 +12,10 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
-from sparrow_runtime.client.dependencies import (
-    Dependencies,
-    Settler,
-    TickBatch,
-    dependency_failed,
-    oversize_problem,
-    split_jobs,
-)
+from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
+from sparrow_runtime.client.job import oversize_problem, split_jobs
 from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.client.tick_batch import TickBatch
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -204,6 +199,16 @@ def test_futures_nested_in_arguments_are_replaced_by_their_values(executor):
     assert c.result(timeout=30) == (3, [10, (3,)], {"k": 10})
 
 
+def test_submits_made_while_the_client_is_busy_go_out_as_one_job(executor):
+    """Issue 21 item 3: the submits that reach the trio thread together (here: while it sleeps) are
+    one job, batch-sampled together, each future with its own value."""
+    assert executor.submit(_add, 0).result(timeout=30) == 0
+    executor._token.run_sync_soon(time.sleep, 0.3)  # the trio thread is busy for a moment
+    futures = [executor.submit(_add, i, 1) for i in range(100)]
+    assert [f.result(timeout=30) for f in futures] == [i + 1 for i in range(100)]
+    assert executor.jobs == [1, 100]
+
+
 def test_the_dependents_of_one_task_go_out_as_one_job(executor):
     root = executor.submit(_sleep, 1)  # running until all its dependents are submitted
     dependents = [executor.submit(_add, root, i) for i in range(100)]
@@ -272,7 +277,7 @@ def test_a_future_of_another_executor_is_refused(executor, cluster):
 
 def test_a_future_inside_another_object_is_refused_with_a_clear_error(executor):
     a = executor.submit(_add, 1)
-    with pytest.raises(TypeError, match="a future is an input only as an argument of SparrowExecutor.submit"):
+    with pytest.raises(TypeError, match=r"a future is an input only as an argument of SparrowExecutor\.submit"):
         executor.submit(_add, namedtuple("box", "value")(a))
     a.result(timeout=30)
 
@@ -298,9 +303,15 @@ async def _with_services(test):
         address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=SchedulerLogic(seed=3)))
         for i in range(2):
             await nursery.start(
-                partial(serve_node_monitor, [address], secret=SECRET, node_id=f"nm{i}", executor="thread",
-                        logic=NodeMonitorLogic(slots=1))
-            )  # fmt: skip
+                partial(
+                    serve_node_monitor,
+                    [address],
+                    secret=SECRET,
+                    node_id=f"nm{i}",
+                    executor="thread",
+                    logic=NodeMonitorLogic(slots=1),
+                )
+            )
         async with Client([address], secret=SECRET) as client:
             await test(client)
         nursery.cancel_scope.cancel()
@@ -308,9 +319,7 @@ async def _with_services(test):
 
 def test_a_job_task_takes_another_jobs_task_outcome_and_the_ready_ones_are_placed_together():
     async def test(client):
-        placed = []
-        place = client._place
-        client._place = lambda handle, tasks: (placed.append(len(tasks)), place(handle, tasks))
+        placed = count_jobs(client)
         first = await client.submit_job([partial(_add, i) for i in range(4)])
         second = await client.submit_job(
             [

@@ -17,7 +17,15 @@ from sparrow_runtime.dashboard.activity import LOST_MEMORY, PENDING_LIMIT, Quant
 from sparrow_runtime.dashboard.charts import Series, line_chart, nice_axis
 from sparrow_runtime.dashboard.page import render_page, seconds
 from sparrow_runtime.services.metrics import MeteredSchedulerLogic
-from sparrow_runtime.wire.messages import GetTask, Heartbeat, RegisterNodeMonitor, SubmitJob, TaskFinished, TaskLaunch
+from sparrow_runtime.wire.messages import (
+    GetTask,
+    Heartbeat,
+    Outcome,
+    OutcomeToScheduler,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TaskToNode,
+)
 
 from ..manual_clock import ManualClock
 
@@ -44,9 +52,9 @@ def run_job(logic: MeteredSchedulerLogic, clock: ManualClock, peer: Peer, ref: i
     job_id = max(logic.jobs)
     clock.now += delay
     out = logic.on_node_messages(peer, [GetTask(job_id)] * tasks)
-    launched = [m.task for _, m in out if type(m) is TaskLaunch]
+    launched = [m.task for _, m in out if type(m) is TaskToNode]
     clock.now += 1.0
-    logic.on_node_messages(peer, [TaskFinished(job_id, t, True, b"", "") for t in launched])
+    logic.on_node_messages(peer, [OutcomeToScheduler(job_id, t, Outcome(True, b"", "")) for t in launched])
     return len(launched)
 
 
@@ -129,8 +137,9 @@ def test_a_lost_node_monitor_that_registers_again_is_up():
     logic.on_node_messages(Peer("10.0.0.9:6000"), [RegisterNodeMonitor("nm-0", 2)])
     nodes = sampler.sample().nodes
     assert [(n.node_id, n.state, n.address) for n in nodes] == [
-        ("nm-1", "up", "10.0.0.1:5000"), ("nm-0", "up", "10.0.0.9:6000"),
-    ]  # fmt: skip
+        ("nm-1", "up", "10.0.0.1:5000"),
+        ("nm-0", "up", "10.0.0.9:6000"),
+    ]
 
 
 def test_history_is_bounded_and_the_sampler_runs_once_an_interval(autojump_clock):
@@ -182,9 +191,12 @@ def test_page_escapes_what_peers_chose():
 
 def test_chart_draws_each_series_and_breaks_lines_where_values_are_missing():
     svg = line_chart(
-        "delay", [4.0, 3.0, 2.0, 1.0, 0.0], [Series("p50", "s1", [0.002, 0.004, None, 0.003, 0.001])],
-        span=60, fmt=seconds,
-    )  # fmt: skip
+        "delay",
+        [4.0, 3.0, 2.0, 1.0, 0.0],
+        [Series("p50", "s1", [0.002, 0.004, None, 0.003, 0.001])],
+        span=60,
+        fmt=seconds,
+    )
     path = re.search(r'<path class="line s1" d="([^"]+)"', svg).group(1)
     assert path.count("M") == 2 and path.count("L") == 2  # two runs: 2 points, then 2 points
     assert 'data-points="4"' in svg and ">4 ms<" in svg and ">1 ms<" in svg  # the y axis: 0 to 4 ms, by 1 ms
@@ -194,9 +206,18 @@ def test_chart_draws_each_series_and_breaks_lines_where_values_are_missing():
 
 @pytest.mark.parametrize(
     ("value", "axis"),
-    [(0.0, (1.0, 5)), (0.8, (0.8, 4)), (3.2, (4.0, 4)), (11, (20.0, 4)), (2.5, (2.5, 5)), (0.0042, (0.005, 5)),
-     (180, (200.0, 4)), (90, (100.0, 5)), (6.1, (8.0, 4))],
-)  # fmt: skip
+    [
+        (0.0, (1.0, 5)),
+        (0.8, (0.8, 4)),
+        (3.2, (4.0, 4)),
+        (11, (20.0, 4)),
+        (2.5, (2.5, 5)),
+        (0.0042, (0.005, 5)),
+        (180, (200.0, 4)),
+        (90, (100.0, 5)),
+        (6.1, (8.0, 4)),
+    ],
+)
 def test_y_axis_tops_at_a_round_number_cut_in_round_steps(value, axis):
     top, steps = nice_axis(value)
     assert (top, steps) == (pytest.approx(axis[0]), axis[1])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparrow_runtime.client.executor import SparrowExecutor
-from sparrow_runtime.client.local_cluster import LocalCluster
+from sparrow_runtime.services.local_cluster import LocalCluster
 
 from ..headless_chromium import HeadlessChromium, find_chromium
 

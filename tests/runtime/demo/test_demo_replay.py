@@ -12,8 +12,15 @@ from sparrow_runtime.demo.workload import JobRecord
 
 
 def _job(submitted: float, starts, ends, workers, finished: float) -> JobRecord:
-    return JobRecord(submitted, len(starts), np.array(starts), np.array(ends), finished=finished,
-                     n_done=len(starts), workers=np.array(workers))  # fmt: skip
+    return JobRecord(
+        submitted,
+        len(starts),
+        np.array(starts),
+        np.array(ends),
+        finished=finished,
+        n_done=len(starts),
+        workers=np.array(workers),
+    )
 
 
 def test_hops_are_the_means_of_chain_gaps_idle_starts_and_result_hops():
@@ -55,8 +62,11 @@ def test_the_model_reproduces_the_measured_hops_exactly_on_one_slot(durations):
 
 
 def test_with_no_delays_the_model_on_an_idle_cluster_is_the_ideal():
-    jobs = [ReplayJob(0.0, np.array([0.05, 0.03])), ReplayJob(1.0, np.array([0.02])),
-            ReplayJob(1.0, np.array([0.04]), parents=(1,))]  # fmt: skip
+    jobs = [
+        ReplayJob(0.0, np.array([0.05, 0.03])),
+        ReplayJob(1.0, np.array([0.02])),
+        ReplayJob(1.0, np.array([0.04]), parents=(1,)),
+    ]
     zero = Hops(chain_gap=0.0, idle_start=0.0, result=0.0)
     best = ideal(jobs, node_monitors=2, slots=1)
     assert best.job_response.tolist() == pytest.approx([0.05, 0.02, 0.06])  # the stage waits for its parent

@@ -10,8 +10,9 @@ from sparrow_runtime.experiment.queries import TEMPLATES, make_queries, mean_wor
 
 
 def _flat(workload) -> list:
-    return [(q.arrival, q.template, [(s.name, s.parents, s.durations.tolist()) for s in q.stages])
-            for q in workload.queries]  # fmt: skip
+    return [
+        (q.arrival, q.template, [(s.name, s.parents, s.durations.tolist()) for s in q.stages]) for q in workload.queries
+    ]
 
 
 def test_the_same_seed_draws_the_same_queries_and_another_seed_others():

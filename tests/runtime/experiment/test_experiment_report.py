@@ -11,7 +11,7 @@ import pytest
 from sparrow_runtime.demo.replay import Hops
 from sparrow_runtime.demo.workload import JobRecord
 from sparrow_runtime.experiment.document import Setup, render, verdicts
-from sparrow_runtime.experiment.machine import MachineNote
+from sparrow_runtime.experiment.machine import Machine, MachineNote
 from sparrow_runtime.experiment.queries import Query, Stage
 from sparrow_runtime.experiment.report import (
     RunFigures,
@@ -43,22 +43,39 @@ def test_a_spread_is_the_median_lowest_and_highest():
 
 
 def _stage(submitted, starts, ends, workers, finished) -> JobRecord:
-    return JobRecord(submitted, len(starts), np.array(starts, dtype=float), np.array(ends, dtype=float),
-                     finished=finished, n_done=len(starts), workers=np.array(workers))  # fmt: skip
+    return JobRecord(
+        submitted,
+        len(starts),
+        np.array(starts, dtype=float),
+        np.array(ends, dtype=float),
+        finished=finished,
+        n_done=len(starts),
+        workers=np.array(workers),
+    )
 
 
 def _two_queries() -> list[QueryRecord]:
     """Two queries of a scan (2 tasks of 100 ms) then a 1-task aggregate (50 ms), on one node monitor of
     2 slots (workers 1 and 2); the second query arrives while the first one's scan runs."""
     shape = (Stage("scan", np.array([0.1, 0.1]), ()), Stage("aggregate", np.array([0.05]), (0,)))
-    first = QueryRecord(Query(0.0, "q6", shape), arrived=10.0, stages=[
-        _stage(10.000, [10.002, 10.003], [10.102, 10.103], [1, 2], finished=10.1036),
-        _stage(10.1040, [10.1060], [10.1560], [1], finished=10.1566),
-    ], finished=10.1566)  # fmt: skip
-    second = QueryRecord(Query(0.05, "q6", shape), arrived=10.050, stages=[
-        _stage(10.050, [10.1035, 10.1560 + 0.0005], [10.2035, 10.2565], [2, 1], finished=10.2571),
-        _stage(10.2575, [10.2600], [10.3100], [2], finished=10.3106),
-    ], finished=10.3106)  # fmt: skip
+    first = QueryRecord(
+        Query(0.0, "q6", shape),
+        arrived=10.0,
+        stages=[
+            _stage(10.000, [10.002, 10.003], [10.102, 10.103], [1, 2], finished=10.1036),
+            _stage(10.1040, [10.1060], [10.1560], [1], finished=10.1566),
+        ],
+        finished=10.1566,
+    )
+    second = QueryRecord(
+        Query(0.05, "q6", shape),
+        arrived=10.050,
+        stages=[
+            _stage(10.050, [10.1035, 10.1560 + 0.0005], [10.2035, 10.2565], [2, 1], finished=10.2571),
+            _stage(10.2575, [10.2600], [10.3100], [2], finished=10.3106),
+        ],
+        finished=10.3106,
+    )
     return [first, second]
 
 
@@ -96,11 +113,21 @@ def test_a_run_with_an_unfinished_query_is_refused():
 def _figures(response: list[float], ideal: list[float], simulated: list[float]) -> RunFigures:
     empty = np.zeros(1)
     return RunFigures(
-        queries=len(response), tasks=1, failed=0, wall=1.0, busy=0.5, slots=1, response=np.array(response),
-        ideal_response=np.array(ideal), simulated_response=np.array(simulated), delay=np.array([0.004]),
-        delay_network=np.array([0.001]), delay_slot=np.array([0.003]), ideal_delay=empty,
+        queries=len(response),
+        tasks=1,
+        failed=0,
+        wall=1.0,
+        busy=0.5,
+        slots=1,
+        response=np.array(response),
+        ideal_response=np.array(ideal),
+        simulated_response=np.array(simulated),
+        delay=np.array([0.004]),
+        delay_network=np.array([0.001]),
+        delay_slot=np.array([0.003]),
+        ideal_delay=empty,
         hops=Hops(chain_gap=0.0005, idle_start=0.002, result=0.0005),
-    )  # fmt: skip
+    )
 
 
 def test_the_verdicts_follow_the_numbers_of_every_run():
@@ -118,13 +145,20 @@ def test_the_verdicts_follow_the_numbers_of_every_run():
 
 
 def test_the_page_quotes_the_command_the_machine_and_every_table():
-    setup = Setup("sparrow experiment cluster --runs 2", 4, 8, 4, 0.8, 40.0, 1.0, "process", (0, 1))
+    machine = Machine(2, "Test CPU 9000", virtual=True)
+    setup = Setup("sparrow experiment cluster --runs 2", 4, 8, 4, 0.8, 40.0, 1.0, "process", (0, 1), machine)
     notes = [MachineNote(1.0, 2.5, 3.25, 2), MachineNote(2.5, 2.0, None, 2)]
     page = render([_figures([1.0], [1.0], [1.0])] * 2, notes, setup, "cluster.png")
     assert "sparrow experiment cluster --runs 2" in page
+    assert "node monitors, their worker processes) shares 2 CPUs (Test CPU 9000) of a virtual machine," in page
     # each run's offered load: its task time (busy 0.5 s) over the arrival period's slot time (40 s x 1 slot)
     assert "- run 1: offered load 1%, 1 queries; load average 1.00 -> 2.50 on 2 CPUs, steal 3.2%" in page
     assert "- run 2: offered load 1%, 1 queries; load average 2.50 -> 2.00 on 2 CPUs, steal unknown" in page
-    for heading in ("| query response | sparrow | ideal |", "| queueing delay per task |", "| simulated / sparrow |",
-                    "| measured in the run (mean) | ms |", "![query response time CDFs"):  # fmt: skip
+    for heading in (
+        "| query response | sparrow | ideal |",
+        "| queueing delay per task |",
+        "| simulated / sparrow |",
+        "| measured in the run (mean) | ms |",
+        "![query response time CDFs",
+    ):
         assert heading in page

@@ -63,7 +63,10 @@ def test_layout_needs_a_service_and_a_cpu():
 
 
 def _pin_in_child(cpus) -> subprocess.CompletedProcess:
-    code = f"import os; from sparrow_runtime.services.cpus import pin_process; pin_process({cpus!r}); print(sorted(os.sched_getaffinity(0)))"
+    code = (
+        "import os; from sparrow_runtime.services.cpus import pin_process; "
+        f"pin_process({cpus!r}); print(sorted(os.sched_getaffinity(0)))"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sparrow_runtime.services.job_timer import SchedulerObserver
 from sparrow_runtime.services.metrics import MeteredSchedulerLogic
-from sparrow_runtime.wire.messages import GetTask, RegisterNodeMonitor, SubmitJob, TaskFinished
+from sparrow_runtime.wire.messages import GetTask, Outcome, OutcomeToScheduler, RegisterNodeMonitor, SubmitJob
 
 from ..manual_clock import ManualClock
 
@@ -45,10 +45,10 @@ def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
     clock.now = 101.5
     logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id)])  # the third is answered NoTask
     clock.now = 103.0
-    logic.on_node_messages("nm", [TaskFinished(job_id, 0, False, b"", "boom")])
+    logic.on_node_messages("nm", [OutcomeToScheduler(job_id, 0, Outcome(False, b"", "boom"))])
     assert (seen.responses, seen.failed) == ([], 1)
     clock.now = 104.0
-    logic.on_node_messages("nm", [TaskFinished(job_id, 1, True, b"", "")])
+    logic.on_node_messages("nm", [OutcomeToScheduler(job_id, 1, Outcome(True, b"", ""))])
     assert (seen.delays, seen.responses, seen.ok, seen.failed) == ([0.5, 1.5], [4.0], 1, 1)
     assert logic.metrics is None  # no registry: no Prometheus metrics, the timer still runs
 

@@ -25,9 +25,10 @@ from sparrow_runtime.wire.messages import (
     EnqueueReservations,
     GetTask,
     NoTask,
+    Outcome,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     SubmitJob,
-    TaskFinished,
 )
 
 
@@ -44,17 +45,32 @@ def test_scheduler_metrics_count_the_protocol_traffic():
     logic.on_client_messages("c", [SubmitJob(1, [b"x", b"y"])])
     job_id = next(iter(logic.jobs))
     out = logic.on_node_messages("nm", [GetTask(job_id), GetTask(job_id), GetTask(job_id)])
-    assert kinds(out).count("TaskLaunch") == 2 and kinds(out).count("NoTask") == 1
+    assert kinds(out).count("TaskToNode") == 2 and kinds(out).count("NoTask") == 1
     assert any(isinstance(msg, CancelReservations) for _, msg in out)
-    logic.on_node_messages("nm", [TaskFinished(job_id, 0, True, b"", ""), TaskFinished(job_id, 1, False, b"", "boom")])
+    logic.on_node_messages(
+        "nm",
+        [
+            OutcomeToScheduler(job_id, 0, Outcome(True, b"", "")),
+            OutcomeToScheduler(job_id, 1, Outcome(False, b"", "boom")),
+        ],
+    )
     expected = {
-        "sparrow_jobs_submitted_total": 1, "sparrow_tasks_submitted_total": 2, "sparrow_probes_sent_total": 4,
-        "sparrow_get_task_total": 3, "sparrow_get_task_empty_total": 1, "sparrow_tasks_launched_total": 2,
-        "sparrow_cancellations_sent_total": 1, "sparrow_tasks_finished_total": 1, "sparrow_tasks_failed_total": 1,
-        "sparrow_jobs_finished_total": 1, "sparrow_scheduling_delay_seconds_count": 2,
-        "sparrow_job_response_seconds_count": 1, "sparrow_node_monitors": 1, "sparrow_jobs_in_flight": 0,
+        "sparrow_jobs_submitted_total": 1,
+        "sparrow_tasks_submitted_total": 2,
+        "sparrow_probes_sent_total": 4,
+        "sparrow_get_task_total": 3,
+        "sparrow_get_task_empty_total": 1,
+        "sparrow_tasks_launched_total": 2,
+        "sparrow_cancellations_sent_total": 1,
+        "sparrow_tasks_finished_total": 1,
+        "sparrow_tasks_failed_total": 1,
+        "sparrow_jobs_finished_total": 1,
+        "sparrow_scheduling_delay_seconds_count": 2,
+        "sparrow_job_response_seconds_count": 1,
+        "sparrow_node_monitors": 1,
+        "sparrow_jobs_in_flight": 0,
         "sparrow_jobs_rejected_total": 0,
-    }  # fmt: skip
+    }
     assert {name: value(name) for name in expected} == expected
 
 
@@ -62,9 +78,14 @@ def test_scheduler_counters_are_the_logic_stats_themselves():
     """The counters are read from SchedulerLogic.stats at scrape time: one source, not a recount."""
     registry = prometheus_client.CollectorRegistry()
     logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
-    table = {"probes": "sparrow_probes_sent_total", "launched": "sparrow_tasks_launched_total",
-             "no_task": "sparrow_get_task_empty_total", "cancel_messages": "sparrow_cancellations_sent_total",
-             "get_task": "sparrow_get_task_total", "tasks": "sparrow_tasks_submitted_total"}  # fmt: skip
+    table = {
+        "probes": "sparrow_probes_sent_total",
+        "launched": "sparrow_tasks_launched_total",
+        "no_task": "sparrow_get_task_empty_total",
+        "cancel_messages": "sparrow_cancellations_sent_total",
+        "get_task": "sparrow_get_task_total",
+        "tasks": "sparrow_tasks_submitted_total",
+    }
     for i, key in enumerate(table, start=1):
         logic.stats[key] += 10 * i
     assert {key: registry.get_sample_value(name) for key, name in table.items()} == {
@@ -93,7 +114,7 @@ def test_node_monitor_metrics_follow_its_queue_and_slots():
     assert value("sparrow_node_reservations_total") == 5 and value("sparrow_node_get_task_empty_total") == 1
     assert value("sparrow_node_reservations_cancelled_total") == 3  # removed before the freed slot is refilled
     assert (value("sparrow_node_queue_length"), value("sparrow_node_busy_slots")) == (0, 1)
-    logic.on_task_done("s", 1, 0, False, b"", "died")
+    logic.on_task_done("s", 1, 0, Outcome(False, b"", "died"))
     assert value("sparrow_node_tasks_failed_total") == 1 and value("sparrow_node_slots") == 2
     assert value("sparrow_node_get_task_total") == logic.stats["get_task"] == 2  # the NoTask was not re-asked
 
@@ -160,8 +181,10 @@ def test_bucket_counts_expose_what_prometheus_clients_histogram_would():
     def samples(registry):
         return sorted(
             (s.name, tuple(sorted(s.labels.items())), s.value)
-            for metric in registry.collect() for s in metric.samples if not s.name.endswith("_created")
-        )  # fmt: skip
+            for metric in registry.collect()
+            for s in metric.samples
+            if not s.name.endswith("_created")
+        )
 
     assert samples(ours) == samples(reference)
     assert ours.get_sample_value("delay_seconds_bucket", {"le": "0.001"}) == 4

@@ -13,8 +13,9 @@ from sparrow_runtime.wire.messages import (
     Error,
     GetTask,
     NoTask,
-    TaskFinished,
-    TaskLaunch,
+    Outcome,
+    OutcomeToScheduler,
+    TaskToNode,
 )
 
 
@@ -33,15 +34,15 @@ def launch_all(logic, out, sched="s"):
     """Answer every GetTask in `out` with a launch; returns the job ids launched, in order."""
     jobs = asked(out)
     for job in jobs:
-        launched = logic.on_scheduler_messages(sched, [TaskLaunch(job, 0, b"")])
-        assert launched[0] == (sched, TaskLaunch(job, 0, b""))
+        launched = logic.on_scheduler_messages(sched, [TaskToNode(job, 0, b"")])
+        assert launched[0] == (sched, TaskToNode(job, 0, b""))
     return jobs
 
 
 def finish_one(logic, job, sched="s"):
     """Finish a task of `job`; returns the job ids the node monitor asks for next."""
-    out = logic.on_task_done(sched, job, 0, True, b"", "")
-    assert out[0] == (sched, TaskFinished(job, 0, True, b""))
+    out = logic.on_task_done(sched, job, 0, Outcome(True, b"", ""))
+    assert out[0] == (sched, OutcomeToScheduler(job, 0, Outcome(True, b"")))
     return launch_all(logic, out[1:], sched)
 
 
@@ -83,7 +84,7 @@ def test_round_robin_between_users():
 def test_fair_weights_3_to_1_share_pops():
     logic = node(1, "fair", weights={"a": 3, "b": 1})
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "a", 0, 100), EnqueueReservations(2, "b", 0, 100)])
-    logic.on_scheduler_messages("s", [TaskLaunch(1, 0, b"")])  # answer the first GetTask
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # answer the first GetTask
     served = Counter()
     job = 1
     for _ in range(80):
@@ -95,8 +96,9 @@ def test_fair_weights_3_to_1_share_pops():
 
 def test_empty_answer_asks_the_next_reservation_at_once_and_keeps_the_users_turn():
     logic = node(1, "fair")
-    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "a", 0, 1), EnqueueReservations(2, "b", 0, 1),
-                                            EnqueueReservations(3, "a", 0, 1)])  # fmt: skip
+    out = logic.on_scheduler_messages(
+        "s", [EnqueueReservations(1, "a", 0, 1), EnqueueReservations(2, "b", 0, 1), EnqueueReservations(3, "a", 0, 1)]
+    )
     assert asked(out) == [1]
     assert asked(logic.on_scheduler_messages("s", [NoTask(1)])) == [3]  # user a keeps its turn
     assert logic.free == 0 and logic.stats["no_task"] == 1
@@ -117,7 +119,7 @@ def test_lost_scheduler_frees_the_slots_waiting_on_it():
     logic.on_scheduler_messages("s2", [EnqueueReservations(1, "u", 0, 1)])  # same job id, other scheduler
     out = logic.on_scheduler_lost("s1")
     assert out == [("s2", GetTask(1))] and logic.free == 1
-    assert logic.on_task_done("s1", 1, 0, True, b"", "") == []  # nobody to report to; slot freed
+    assert logic.on_task_done("s1", 1, 0, Outcome(True, b"", "")) == []  # nobody to report to; slot freed
     assert logic.free == 2
 
 
@@ -125,7 +127,7 @@ def test_lost_scheduler_frees_the_slots_waiting_on_it():
     "msg, match",
     [
         (NoTask(4), "did not ask"),
-        (TaskLaunch(4, 0, b""), "did not ask"),
+        (TaskToNode(4, 0, b""), "did not ask"),
         (GetTask(1), "not allowed from a scheduler"),
     ],
 )
@@ -142,15 +144,15 @@ def test_unregistered_scheduler_is_answered_with_error():
 
 
 def test_a_launch_before_a_bad_answer_in_one_batch_still_runs_and_frees_its_slot():
-    """[TaskLaunch, NoTask] in one read (the NoTask answers nothing): the launch keeps its effect and
+    """[TaskToNode, NoTask] in one read (the NoTask answers nothing): the launch keeps its effect and
     output, the violation closes the link, and the slot comes back when the task ends (not leaked)."""
     logic = node(1)
     assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])) == [1]
-    out = logic.on_scheduler_messages("s", [TaskLaunch(1, 0, b"p"), NoTask(1)])
-    assert out[0] == ("s", TaskLaunch(1, 0, b"p")) and type(out[1][1]) is Error and len(out) == 2
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"p"), NoTask(1)])
+    assert out[0] == ("s", TaskToNode(1, 0, b"p")) and type(out[1][1]) is Error and len(out) == 2
     assert logic.free == 0
     logic.on_scheduler_lost("s")
-    assert logic.on_task_done("s", 1, 0, True, b"", "") == [] and logic.free == 1
+    assert logic.on_task_done("s", 1, 0, Outcome(True, b"", "")) == [] and logic.free == 1
 
 
 def test_messages_after_a_violation_in_the_batch_are_not_handled():

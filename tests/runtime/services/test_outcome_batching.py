@@ -9,7 +9,7 @@ import trio
 
 from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.outcome_batching import OutcomeBatcher
-from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, TaskResult
+from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, Outcome, OutcomeToClient
 
 
 class Peer:
@@ -26,8 +26,8 @@ class Peer:
         self.writes.append(list(msgs))
 
 
-def outcome(task: int, last: bool = False) -> TaskResult:
-    return TaskResult(1, task, True, b"", "", last)
+def outcome(task: int, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(1, task, Outcome(True, b"", ""), last)
 
 
 def test_outcomes_wait_for_the_delay_then_go_in_one_write(autojump_clock):

@@ -10,13 +10,14 @@ from sparrow_runtime.wire.messages import (
     GetTask,
     Heartbeat,
     NoTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     StatusReply,
     StatusRequest,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
 )
 
 
@@ -63,10 +64,10 @@ def test_drained_node_monitor_finishes_what_it_started_and_takes_nothing_new():
     assert logic.heartbeat() == Heartbeat(0, 1, True)  # and every later heartbeat says so
     assert logic.on_scheduler_messages("t", [EnqueueReservations(9, "", 0, 5)]) == []  # sent before t heard
     assert len(logic.queue) == 0 and logic.stats["dropped_draining"] == 5
-    out = logic.on_scheduler_messages("s", [TaskLaunch(7, 0, b"payload")])
-    assert kinds(out) == ["TaskLaunch"]  # the task asked for before the drain still runs
-    out = logic.on_task_done("s", 7, 0, True, b"", "")
-    assert kinds(out) == ["TaskFinished"] and logic.busy == 0  # reported, and no new GetTask
+    out = logic.on_scheduler_messages("s", [TaskToNode(7, 0, b"payload")])
+    assert kinds(out) == ["TaskToNode"]  # the task asked for before the drain still runs
+    out = logic.on_task_done("s", 7, 0, Outcome(True, b"", ""))
+    assert kinds(out) == ["OutcomeToScheduler"] and logic.busy == 0  # reported, and no new GetTask
 
 
 def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_held():
@@ -77,7 +78,7 @@ def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_he
     held = {peer: msg.count for peer, msg in out if type(msg) is EnqueueReservations}
     assert sum(held.values()) == 3 and set(held) == {"a", "b"}
     job_id = next(iter(logic.jobs))
-    [(_, launch)] = [m for m in logic.on_node_messages("a", [GetTask(job_id)]) if type(m[1]) is TaskLaunch]
+    [(_, launch)] = [m for m in logic.on_node_messages("a", [GetTask(job_id)]) if type(m[1]) is TaskToNode]
     out = logic.on_node_messages("a", [Heartbeat(queued=0, busy=1, draining=True)])
     assert out[0] == ("a", Heartbeat())  # echoed as any heartbeat
     # a held its share minus the task it runs; those are re-probed, on b only (b still holds 1 or 2)
@@ -87,11 +88,11 @@ def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_he
     out = logic.on_client_messages("client", [SubmitJob(2, [b"u0", b"u1"])])
     assert {peer for peer, msg in out if type(msg) is EnqueueReservations} == {"b"}  # new jobs avoid a
     # a's running task still reports, and b serves every other task
-    out = logic.on_node_messages("a", [TaskFinished(job_id, launch.task, True, b"ok", "")])
-    assert [m.task for _, m in out if type(m) is TaskResult] == [launch.task]
+    out = logic.on_node_messages("a", [OutcomeToScheduler(job_id, launch.task, Outcome(True, b"ok", ""))])
+    assert [m.task for _, m in out if type(m) is OutcomeToClient] == [launch.task]
     served = set()
     while True:
-        answers = [m for _, m in logic.on_node_messages("b", [GetTask(job_id)]) if type(m) in (TaskLaunch, NoTask)]
+        answers = [m for _, m in logic.on_node_messages("b", [GetTask(job_id)]) if type(m) in (TaskToNode, NoTask)]
         if type(answers[0]) is NoTask:
             break
         served.add(answers[0].task)
@@ -108,7 +109,9 @@ def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_once_placement_
     logic.on_node_messages("a", [GetTask(job_id)])  # task 0 runs there
     logic.on_client_messages("client", [SubmitJob(2, [b"u0"])])  # queued there only: fails whole
     out = logic.on_node_messages("a", [Heartbeat(0, 1, draining=True)])
-    failed = sorted((m.ref, m.task, m.ok, m.error) for _, m in out if type(m) is TaskResult)
+    failed = sorted((m.ref, m.task, m.outcome.ok, m.outcome.error) for _, m in out if type(m) is OutcomeToClient)
     assert failed == [(1, 1, False, "no live node monitor"), (2, 0, False, "no live node monitor")]
-    out = logic.on_node_messages("a", [TaskFinished(job_id, 0, True, b"v", "")])
-    assert [(m.task, m.ok, m.last) for _, m in out if type(m) is TaskResult] == [(0, True, True)] and not logic.jobs
+    out = logic.on_node_messages("a", [OutcomeToScheduler(job_id, 0, Outcome(True, b"v", ""))])
+    assert [(m.task, m.outcome.ok, m.last) for _, m in out if type(m) is OutcomeToClient] == [
+        (0, True, True)
+    ] and not logic.jobs

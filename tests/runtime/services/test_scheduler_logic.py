@@ -19,13 +19,14 @@ from sparrow_runtime.wire.messages import (
     JobAccepted,
     JobRejected,
     NoTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     Registered,
     RegisterNodeMonitor,
     RegistrationRefused,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
 )
 
 
@@ -83,7 +84,7 @@ def test_late_binding_then_cancellation_of_leftovers():
                 break
             asked[peer] += 1
             out = logic.on_node_messages(peer, [GetTask(1)])
-            launched += [msg.task for _, msg in of_type(out, TaskLaunch)]
+            launched += [msg.task for _, msg in of_type(out, TaskToNode)]
             cancels += [p for p, _ in of_type(out, CancelReservations)]
     assert sorted(launched) == [0, 1, 2]
     assert sorted(cancels) == sorted(p for p in held if held[p] > asked[p])
@@ -96,14 +97,16 @@ def test_outcomes_are_relayed_once_to_the_submitting_client():
     submit(logic, 1, client="alice", ref=9)
     submit(logic, 1, client="bob", ref=4)
     out = logic.on_node_messages("nm0", [GetTask(1), GetTask(2)])
-    assert [msg.payload for _, msg in of_type(out, TaskLaunch)] == [b"t0", b"t0"]
-    out = logic.on_node_messages("nm0", [TaskFinished(2, 0, True, b"B"), TaskFinished(1, 0, False, b"", "boom")])
+    assert [msg.payload for _, msg in of_type(out, TaskToNode)] == [b"t0", b"t0"]
+    out = logic.on_node_messages(
+        "nm0", [OutcomeToScheduler(2, 0, Outcome(True, b"B")), OutcomeToScheduler(1, 0, Outcome(False, b"", "boom"))]
+    )
     # each job's only task: its last outcome, so no scheduler holds it back for a shared write
     assert out == [
-        ("bob", TaskResult(4, 0, True, b"B", last=True)),
-        ("alice", TaskResult(9, 0, False, b"", "boom", last=True)),
+        ("bob", OutcomeToClient(4, 0, Outcome(True, b"B"), last=True)),
+        ("alice", OutcomeToClient(9, 0, Outcome(False, b"", "boom"), last=True)),
     ]
-    assert logic.on_node_messages("nm0", [TaskFinished(1, 0, True, b"again")]) == []  # duplicate ignored
+    assert logic.on_node_messages("nm0", [OutcomeToScheduler(1, 0, Outcome(True, b"again"))]) == []  # duplicate ignored
     assert not logic.jobs and len(logic.table) == 0
 
 
@@ -114,13 +117,15 @@ def test_lost_node_monitor_fails_its_running_task_and_reprobes_the_rest():
     assert held == Counter({"nm0": 1, "nm1": 1})
     logic.on_node_messages("nm0", [GetTask(1)])  # task 0 runs on nm0
     out = logic.on_node_lost("nm0")
-    lost = TaskResult(1, 0, False, b"", "node monitor 'nm0' was lost while running the task", failure=SYSTEM)
-    assert of_type(out, TaskResult) == [("c", lost)]
+    lost = OutcomeToClient(
+        1, 0, Outcome(False, b"", "node monitor 'nm0' was lost while running the task", failure=SYSTEM)
+    )
+    assert of_type(out, OutcomeToClient) == [("c", lost)]
     assert of_type(out, EnqueueReservations) == []  # nm1 still holds a reservation: no re-probe needed
     out = logic.on_node_lost("nm1")
     # nm1's reservation is lost too and nobody is left: with no placement wait, the last task fails at once
-    unplaced = TaskResult(1, 1, False, b"", "no live node monitor", last=True, failure=UNPLACEABLE)
-    assert of_type(out, TaskResult) == [("c", unplaced)]
+    unplaced = OutcomeToClient(1, 1, Outcome(False, b"", "no live node monitor", failure=UNPLACEABLE), last=True)
+    assert of_type(out, OutcomeToClient) == [("c", unplaced)]
     assert logic.on_node_messages("nm2", [RegisterNodeMonitor("nm2", 1)])  # late outcome from nm0 is ignored
     assert not logic.jobs
 
@@ -133,7 +138,7 @@ def test_job_whose_reservations_are_all_lost_is_reprobed():
     (again,) = of_type(out, EnqueueReservations)
     assert again[0] != holder and logic.stats["reprobes"] == 1
     out = logic.on_node_messages(again[0], [GetTask(1)])
-    assert of_type(out, TaskLaunch)
+    assert of_type(out, TaskToNode)
 
 
 def test_job_left_without_reservations_by_a_launch_is_reprobed():
@@ -144,7 +149,7 @@ def test_job_left_without_reservations_by_a_launch_is_reprobed():
     lost, kept = sorted(held)
     logic.on_node_lost(lost)
     out = logic.on_node_messages(kept, [GetTask(1)])
-    assert [msg.task for _, msg in of_type(out, TaskLaunch)] == [0]
+    assert [msg.task for _, msg in of_type(out, TaskToNode)] == [0]
     assert sum(reservations(out).values()) == 1 and logic.stats["reprobes"] == 1
 
 
@@ -166,7 +171,7 @@ def test_a_second_node_monitor_under_a_live_id_is_refused_and_the_first_keeps_it
     assert [(peer, type(msg)) for peer, msg in out] == [("clone", RegistrationRefused)]
     assert "'nm0' is already registered" in out[0][1].reason and "--id" in out[0][1].reason
     assert "clone" not in logic.nodes and held == Counter({"nm0": 2})
-    assert of_type(logic.on_node_messages("nm0", [GetTask(1)]), TaskLaunch)  # the first still works
+    assert of_type(logic.on_node_messages("nm0", [GetTask(1)]), TaskToNode)  # the first still works
 
 
 def test_job_constraint_by_label_and_by_node_monitor():
@@ -176,7 +181,7 @@ def test_job_constraint_by_label_and_by_node_monitor():
     held = reservations(submit(logic, 10, ref=2, constraint=Constraint(node_monitors=("nm3",))))
     assert set(held) == {"nm3"}
     out = submit(logic, 2, ref=3, constraint=Constraint(labels=("tpu",)))
-    assert [msg.error for _, msg in of_type(out, TaskResult)] == [
+    assert [msg.outcome.error for _, msg in of_type(out, OutcomeToClient)] == [
         "no live node monitor satisfies the job's constraint"
     ] * 2
 
@@ -193,11 +198,11 @@ def test_per_task_constraints_only_launch_where_allowed():
     launched = {}
     for peer in sorted(held, key=lambda p: p != "nm4"):
         for _ in range(held[peer]):
-            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(2)]), TaskLaunch):
+            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(2)]), TaskToNode):
                 launched[msg.task] = peer
     assert sorted(launched) == [0, 1, 2] and launched[0] == "nm4"
     out = submit(logic, 2, ref=3, task_constraints=[None, Constraint(labels=("x",))])
-    assert [msg.task for _, msg in of_type(out, TaskResult)] == [0, 1]  # unplaceable: fails, never hangs
+    assert [msg.task for _, msg in of_type(out, OutcomeToClient)] == [0, 1]  # unplaceable: fails, never hangs
 
 
 def test_job_constraint_holds_alongside_per_task_constraints():
@@ -222,7 +227,7 @@ def test_job_constraint_holds_alongside_per_task_constraints():
     launched = {}
     for peer in sorted(held, key=lambda p: p != "nm2"):  # nm2 asks first: it must not get task 0
         for _ in range(held[peer]):
-            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(21)]), TaskLaunch):
+            for _, msg in of_type(logic.on_node_messages(peer, [GetTask(21)]), TaskToNode):
                 launched[msg.task] = peer
     assert sorted(launched) == [0, 1, 2, 3, 4] and launched[0] == "nm5"
 
@@ -237,7 +242,7 @@ def test_reprobe_of_unconstrained_tasks_stays_inside_the_job_constraint():
     assert held == Counter({"nm2": 1, "nm5": 1})
     logic.on_node_lost("nm2")  # its reservation is dropped; nm5 still holds one
     out = logic.on_node_messages("nm5", [GetTask(1)])
-    assert [msg.task for _, msg in of_type(out, TaskLaunch)] == [0]
+    assert [msg.task for _, msg in of_type(out, TaskToNode)] == [0]
     assert reservations(out) == Counter({"nm5": 1}) and logic.stats["reprobes"] == 1
 
 
@@ -248,9 +253,11 @@ def test_task_with_no_node_monitor_in_both_constraints_fails_the_job_and_the_sch
     only_nm3 = Constraint(node_monitors=("nm3",))
     out = submit(logic, 3, constraint=Constraint(labels=("gpu",)), task_constraints=[None, only_nm3, None])
     assert of_type(out, EnqueueReservations) == []
-    results = [msg for _, msg in of_type(out, TaskResult)]
+    results = [msg for _, msg in of_type(out, OutcomeToClient)]
     assert [r.task for r in results] == [0, 1, 2] and results[-1].last
-    assert {r.error for r in results} == {"no live node monitor satisfies the constraint of task 1 and the job's"}
+    assert {r.outcome.error for r in results} == {
+        "no live node monitor satisfies the constraint of task 1 and the job's"
+    }
     assert not logic.jobs and len(logic.table) == 0
     held = reservations(submit(logic, 2, ref=2, constraint=Constraint(labels=("gpu",))))
     assert sum(held.values()) == 4 and set(held) <= {"nm0", "nm1"}
@@ -265,7 +272,7 @@ def test_invalid_jobs_are_rejected_and_change_nothing():
         (SubmitJob(5, [b"x"], priority=2**31), "priority"),
         (SubmitJob(4, [b"x"], task_constraints=[None, None]), "task_constraints"),
     ]:
-        ((peer, msg),) = logic.on_client_messages("c", [bad])
+        ((_, msg),) = logic.on_client_messages("c", [bad])
         assert isinstance(msg, JobRejected) and why in msg.reason
     assert not logic.jobs and len(logic.table) == 0
 
@@ -307,13 +314,13 @@ def test_messages_out_of_place_are_answered_with_error(peer_kind, msgs, match):
 
 
 def test_outcomes_before_a_bad_message_in_a_batch_are_kept():
-    """A node monitor's batch [TaskFinished, bad message]: the outcome reaches the client (it was
+    """A node monitor's batch [OutcomeToScheduler, bad message]: the outcome reaches the client (it was
     dropped with the whole batch before), then the link is answered with Error."""
     logic = cluster(1)
     submit(logic, 1)
     logic.on_node_messages("nm0", [GetTask(1)])
-    out = logic.on_node_messages("nm0", [TaskFinished(1, 0, True, b"r"), SubmitJob(2, [b"x"])])
-    assert out[0] == ("c", TaskResult(1, 0, True, b"r", last=True)) and type(out[1][1]) is Error
+    out = logic.on_node_messages("nm0", [OutcomeToScheduler(1, 0, Outcome(True, b"r")), SubmitJob(2, [b"x"])])
+    assert out[0] == ("c", OutcomeToClient(1, 0, Outcome(True, b"r"), last=True)) and type(out[1][1]) is Error
     assert logic.on_node_lost("nm0") == []  # nothing left to fail: exactly one outcome
 
 
@@ -332,10 +339,11 @@ def test_a_task_over_its_node_monitors_frame_limit_fails_alone_once():
     first = logic.on_node_messages("nm0", [GetTask(job_id)])
     second = logic.on_node_messages("nm0", [GetTask(job_id)])
     got = first + second
-    (failed,) = [msg for _, msg in of_type(got, TaskResult)]
-    assert failed.task == 0 and not failed.ok and failed.failure == TOO_LARGE
-    assert "payload of 5000 bytes is over the frame limit of 4096 bytes" in failed.error and "'nm0'" in failed.error
-    assert [msg.task for _, msg in of_type(got, TaskLaunch)] == [1]
+    (failed,) = [msg for _, msg in of_type(got, OutcomeToClient)]
+    assert failed.task == 0 and not failed.outcome.ok and failed.outcome.failure == TOO_LARGE
+    assert "payload of 5000 bytes is over the frame limit of 4096 bytes" in failed.outcome.error
+    assert "'nm0'" in failed.outcome.error
+    assert [msg.task for _, msg in of_type(got, TaskToNode)] == [1]
     assert of_type(got, NoTask) and not of_type(got, Error)
     assert logic.stats["too_large"] == 1
 
@@ -347,12 +355,12 @@ def test_an_outcome_over_its_clients_frame_limit_fails_alone_once():
     logic.frame_limits["c"] = 4096
     out = submit(logic, 2)
     (job_id,) = {msg.job_id for _, msg in of_type(out, EnqueueReservations)}
-    launched = of_type(logic.on_node_messages("nm0", [GetTask(job_id), GetTask(job_id)]), TaskLaunch)
+    launched = of_type(logic.on_node_messages("nm0", [GetTask(job_id), GetTask(job_id)]), TaskToNode)
     done = [
-        TaskFinished(job_id, launched[0][1].task, True, b"r" * 5000),
-        TaskFinished(job_id, launched[1][1].task, True, b"ok"),
+        OutcomeToScheduler(job_id, launched[0][1].task, Outcome(True, b"r" * 5000)),
+        OutcomeToScheduler(job_id, launched[1][1].task, Outcome(True, b"ok")),
     ]
-    results = {msg.task: msg for _, msg in of_type(logic.on_node_messages("nm0", done), TaskResult)}
+    results = {msg.task: msg.outcome for _, msg in of_type(logic.on_node_messages("nm0", done), OutcomeToClient)}
     big, small = results[launched[0][1].task], results[launched[1][1].task]
     assert not big.ok and big.failure == TOO_LARGE and big.payload == b""
     assert "outcome of 5000 bytes is over the frame limit of 4096 bytes of the link to its client" in big.error

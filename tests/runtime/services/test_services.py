@@ -26,10 +26,15 @@ async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0):
             nodes.append(logic)
             await nursery.start(
                 partial(
-                    serve_node_monitor, [address], secret=SECRET, node_id=f"nm{i}", executor="thread",
-                    labels=labels[i] if labels else (), logic=logic,
+                    serve_node_monitor,
+                    [address],
+                    secret=SECRET,
+                    node_id=f"nm{i}",
+                    executor="thread",
+                    labels=labels[i] if labels else (),
+                    logic=logic,
                 )
-            )  # fmt: skip
+            )
         yield address, scheduler, nodes
         nursery.cancel_scope.cancel()
 
@@ -208,10 +213,17 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
             scheduler = SchedulerLogic(seed=5)
             address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
             leaving, drain = NodeMonitorLogic(slots=1), trio.Event()
-            await nursery.start(partial(
-                serve_node_monitor, [address], secret=SECRET, node_id="leaving", executor="thread", logic=leaving,
-                drain=drain,
-            ))  # fmt: skip
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    [address],
+                    secret=SECRET,
+                    node_id="leaving",
+                    executor="thread",
+                    logic=leaving,
+                    drain=drain,
+                )
+            )
             staying = NodeMonitorLogic(slots=1)
             await nursery.start(
                 partial(

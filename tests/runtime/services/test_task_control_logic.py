@@ -1,12 +1,11 @@
 """The scheduler's task-control rules, sans-I/O on a fake clock: jobs waiting for a node monitor
 (placement_timeout), cancel (with and without force), per-job timeouts only where tasks can be
-stopped, the per-client bound, client heartbeats; and the client's liveness rule."""
+stopped, the per-client bound, client heartbeats (the liveness rule itself: wire/test_liveness.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.client.core import Liveness
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -19,12 +18,13 @@ from sparrow_runtime.wire.messages import (
     JobAccepted,
     JobRejected,
     NoTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
     RegisterNodeMonitor,
     StopTask,
     SubmitJob,
-    TaskFinished,
-    TaskLaunch,
-    TaskResult,
+    TaskToNode,
 )
 
 
@@ -57,7 +57,7 @@ def test_a_job_waits_for_a_node_monitor_and_runs_when_one_registers():
     """No live node monitor for a moment (a restart, a partition) is not a failure: the job waits."""
     logic, clock = logic_with(placement_timeout=5.0)
     out = submit(logic, 2)
-    assert of(out, JobAccepted) and not of(out, TaskResult) and logic.waiting
+    assert of(out, JobAccepted) and not of(out, OutcomeToClient) and logic.waiting
     clock.now += 4.9
     assert logic.on_timer() == []
     out = logic.on_node_messages("late", [RegisterNodeMonitor("late", 1, instance="x")])
@@ -71,22 +71,22 @@ def test_a_job_that_waits_past_placement_timeout_fails_with_its_reason():
     submit(logic, 2)
     clock.now += 5.0
     out = logic.on_timer()
-    results = [m for _, m in of(out, TaskResult)]
-    assert [(m.task, m.failure) for m in results] == [(0, UNPLACEABLE), (1, UNPLACEABLE)]
-    assert results[0].error == "no live node monitor (waited 5 s)" and not logic.jobs and not logic.waiting
+    results = [m for _, m in of(out, OutcomeToClient)]
+    assert [(m.task, m.outcome.failure) for m in results] == [(0, UNPLACEABLE), (1, UNPLACEABLE)]
+    assert results[0].outcome.error == "no live node monitor (waited 5 s)" and not logic.jobs and not logic.waiting
 
 
 def test_placement_timeout_zero_fails_at_once():
     logic, _ = logic_with(placement_timeout=0)
-    assert [m.failure for _, m in of(submit(logic, 1), TaskResult)] == [UNPLACEABLE]
+    assert [m.outcome.failure for _, m in of(submit(logic, 1), OutcomeToClient)] == [UNPLACEABLE]
 
 
 def test_cancel_before_launch_never_launches_and_answers_at_once():
     logic, _ = logic_with(("nm", True))
     submit(logic, 2)
     out = logic.on_client_messages("c", [CancelJob(1)])
-    assert [(m.task, m.failure) for _, m in of(out, TaskResult)] == [(0, CANCELLED), (1, CANCELLED)]
-    assert of(out, TaskResult)[-1][1].last
+    assert [(m.task, m.outcome.failure) for _, m in of(out, OutcomeToClient)] == [(0, CANCELLED), (1, CANCELLED)]
+    assert of(out, OutcomeToClient)[-1][1].last
     assert logic.on_node_messages("nm", [GetTask(1)]) == [("nm", NoTask(1))]  # its reservations were dropped
 
 
@@ -95,8 +95,10 @@ def test_cancel_of_a_running_task_without_force_drops_its_result():
     submit(logic, 1)
     logic.on_node_messages("nm", [GetTask(1)])
     out = logic.on_client_messages("c", [CancelJob(1)])
-    assert [(m.task, m.failure) for _, m in of(out, TaskResult)] == [(0, CANCELLED)] and not of(out, StopTask)
-    assert logic.on_node_messages("nm", [TaskFinished(1, 0, True, b"late")]) == []  # discarded
+    assert [(m.task, m.outcome.failure) for _, m in of(out, OutcomeToClient)] == [(0, CANCELLED)] and not of(
+        out, StopTask
+    )
+    assert logic.on_node_messages("nm", [OutcomeToScheduler(1, 0, Outcome(True, b"late"))]) == []  # discarded
 
 
 def test_cancel_with_force_stops_the_running_task_on_its_node_monitor():
@@ -105,7 +107,7 @@ def test_cancel_with_force_stops_the_running_task_on_its_node_monitor():
     logic.on_node_messages("nm", [GetTask(1)])
     out = logic.on_client_messages("c", [CancelJob(1, force=True)])
     assert of(out, StopTask) == [("nm", StopTask(1, 0))]
-    assert [m.failure for _, m in of(out, TaskResult)] == [CANCELLED]
+    assert [m.outcome.failure for _, m in of(out, OutcomeToClient)] == [CANCELLED]
 
 
 def test_cancelling_some_tasks_of_a_job_leaves_the_others_to_run():
@@ -114,11 +116,11 @@ def test_cancelling_some_tasks_of_a_job_leaves_the_others_to_run():
     logic, _ = logic_with(("nm", True), placement_timeout=0)
     submit(logic, 2, probe_ratio=1.0)
     out = logic.on_client_messages("c", [CancelJob(1, tasks=[0])])
-    assert [(m.task, m.failure, m.last) for _, m in of(out, TaskResult)] == [(0, CANCELLED, False)]
+    assert [(m.task, m.outcome.failure, m.last) for _, m in of(out, OutcomeToClient)] == [(0, CANCELLED, False)]
     launched = []
     for _ in range(4):  # the node monitor's reservations, each answered
         for _, msg in logic.on_node_messages("nm", [GetTask(1)]):
-            if type(msg) is TaskLaunch:
+            if type(msg) is TaskToNode:
                 launched.append(msg.task)
     assert launched == [1]
 
@@ -132,7 +134,7 @@ def test_a_job_with_a_timeout_is_placed_only_where_tasks_can_be_stopped():
     logic, _ = logic_with(("threads", False), ("processes", True))
     out = submit(logic, 3, timeout=2.5)
     assert {peer for peer, _ in of(out, EnqueueReservations)} == {"processes"}
-    ((_, launch),) = of(logic.on_node_messages("processes", [GetTask(1)]), TaskLaunch)
+    ((_, launch),) = of(logic.on_node_messages("processes", [GetTask(1)]), TaskToNode)
     assert launch.timeout == 2.5
 
 
@@ -168,25 +170,6 @@ def test_bad_task_control_settings_are_refused(bad):
         SchedulerLogic(**bad)
 
 
-def test_liveness_takes_a_silent_peer_for_dead_after_the_timeout():
-    live = Liveness(1.0, now=0.0)
-    assert live.interval == 0.25
-    assert not live.silent(now=0.75, asked=0.75)
-    assert not live.silent(now=1.0, asked=1.0)  # exactly the timeout: not yet
-    assert live.silent(now=1.25, asked=1.25)
-    live.heard = 1.3
-    assert not live.silent(now=2.0, asked=2.0)
-
-
-def test_liveness_forgives_a_pause_of_this_process():
-    """A check that wakes 10 s late (this process was stopped) gives the peer a fresh timeout instead
-    of a failover; only silence after that counts."""
-    live = Liveness(1.0, now=0.0)
-    assert not live.silent(now=10.25, asked=0.25)
-    assert not live.silent(now=11.0, asked=11.0)
-    assert live.silent(now=11.5, asked=11.5)
-
-
 def _running(logic: SchedulerLogic, client: str, n: int) -> list:
     """Submit a job of `n` tasks from `client` and launch every one where it was probed."""
     out = logic.on_client_messages(client, [SubmitJob(1, [b"t"] * n, probe_ratio=1.0)])
@@ -194,7 +177,7 @@ def _running(logic: SchedulerLogic, client: str, n: int) -> list:
     for peer, msg in [(p, m) for p, m in out if type(m) is EnqueueReservations]:
         for _ in range(msg.count):
             launched += [
-                (peer, m) for _, m in logic.on_node_messages(peer, [GetTask(msg.job_id)]) if type(m) is TaskLaunch
+                (peer, m) for _, m in logic.on_node_messages(peer, [GetTask(msg.job_id)]) if type(m) is TaskToNode
             ]
     assert len(launched) == n
     return launched

@@ -14,7 +14,7 @@ from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler import SchedulerService
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.handshake import accept, connect_stream
-from sparrow_runtime.wire.messages import Heartbeat, Registered, RegisterNodeMonitor, TaskResult
+from sparrow_runtime.wire.messages import Heartbeat, OutcomeToClient, Registered, RegisterNodeMonitor
 from sparrow_runtime.wire.task_codec import pack_task, run_task
 
 SECRET = b"virtual"
@@ -34,12 +34,12 @@ class VirtualExecutor:
         pass
 
     async def run(self, payload):
-        ok, data, error = run_task(payload)
-        label, duration = cloudpickle.loads(data)
+        outcome = run_task(payload)
+        label, duration = cloudpickle.loads(outcome.payload)
         start = trio.current_time()
         await trio.sleep(duration)
         self.log.append((label, start, trio.current_time()))
-        return ok, data, error
+        return outcome
 
     async def aclose(self):
         pass
@@ -69,7 +69,7 @@ async def _node_monitor(nursery, dial, executor, **logic_kw):
 async def _client(nursery, dial):
     conn = await dial("client", "c")
     results = []
-    nursery.start_soon(conn.serve, lambda msgs: results.extend(m for m in msgs if type(m) is TaskResult))
+    nursery.start_soon(conn.serve, lambda msgs: results.extend(m for m in msgs if type(m) is OutcomeToClient))
     return conn, results
 
 
@@ -93,8 +93,10 @@ def test_fair_policy_at_weights_3_to_1_gives_75_25_of_slot_time(autojump_clock):
             # slot time while both users are backlogged: until the first of them runs out
             ends = {user: max(end for label, _, end in executor.log if label == user) for user in "ab"}
             horizon = min(ends.values())
-            busy = {user: sum(min(e, horizon) - s for label, s, e in executor.log if label == user and s < horizon)
-                    for user in "ab"}  # fmt: skip
+            busy = {
+                user: sum(min(e, horizon) - s for label, s, e in executor.log if label == user and s < horizon)
+                for user in "ab"
+            }
             share = busy["a"] / (busy["a"] + busy["b"])
             assert share == pytest.approx(0.75, abs=0.05)
             nursery.cancel_scope.cancel()
@@ -139,7 +141,7 @@ def test_silent_node_monitor_is_dropped_and_gets_no_probes(autojump_clock):
             conn.send(_job(1, [partial(_label, "x", 0.01)] * 10))
             while len(results) < 10:
                 await trio.sleep(0.1)
-            assert all(r.ok for r in results)
+            assert all(r.outcome.ok for r in results)
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=autojump_clock)
@@ -152,12 +154,20 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
         async with trio.open_nursery() as nursery:
             ours, theirs = trio.testing.memory_stream_pair()
             logic = NodeMonitorLogic(slots=1)
-            service = NodeMonitorService(logic, VirtualExecutor(), nursery, secret=SECRET, node_id="nm0",
-                                         heartbeat_interval=0.5, scheduler_timeout=2.0)  # fmt: skip
+            service = NodeMonitorService(
+                logic,
+                VirtualExecutor(),
+                nursery,
+                secret=SECRET,
+                node_id="nm0",
+                heartbeat_interval=0.5,
+                scheduler_timeout=2.0,
+            )
 
             async def fake_scheduler():
-                conn = await accept(theirs, secret=SECRET, role="scheduler", node_id="s",
-                                    allowed_roles=("node-monitor",))  # fmt: skip
+                conn = await accept(
+                    theirs, secret=SECRET, role="scheduler", node_id="s", allowed_roles=("node-monitor",)
+                )
                 assert isinstance(await conn.receive_one(), RegisterNodeMonitor)
                 await conn.send_now([Registered("s"), Heartbeat()])
                 await trio.sleep_forever()  # never answers again

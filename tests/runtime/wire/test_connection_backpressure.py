@@ -12,7 +12,7 @@ import trio
 from sparrow_runtime.wire import limits
 from sparrow_runtime.wire.connection import Connection
 from sparrow_runtime.wire.framing import FrameDecoder
-from sparrow_runtime.wire.messages import GetTask, Heartbeat, LaunchTask
+from sparrow_runtime.wire.messages import GetTask, Heartbeat, TaskToWorker
 
 MB = 1 << 20
 
@@ -47,7 +47,7 @@ def test_a_peer_that_stops_reading_is_dropped_after_the_stall_timeout():
 
     async def main():
         conn, peer = _pair(stall_timeout=0.5)
-        conn.send(LaunchTask(b"x" * (2 * MB)))
+        conn.send(TaskToWorker(b"x" * (2 * MB)))
         assert conn.unsent < conn.unsent_limit
         with trio.fail_after(5):
             started = trio.current_time()
@@ -65,7 +65,7 @@ def test_a_peer_that_reads_slowly_is_kept_however_long_the_transfer_takes():
 
     async def main():
         conn, peer = _pair(stall_timeout=0.3, max_frame=6 * MB)
-        frames = [LaunchTask(bytes([i]) * (5 * MB)) for i in range(3)]
+        frames = [TaskToWorker(bytes([i]) * (5 * MB)) for i in range(3)]
         conn.send_many(frames)
         got: list = []
         async with trio.open_nursery() as nursery:
@@ -87,9 +87,9 @@ def test_send_later_waits_unencoded_in_order_while_the_link_is_full():
 
     async def main():
         conn, peer = _pair()
-        conn.send(LaunchTask(b"a" * (4 * MB)))
+        conn.send(TaskToWorker(b"a" * (4 * MB)))
         assert not conn.has_room
-        later = [[LaunchTask(bytes([i]) * (3 * MB)), GetTask(i)] for i in range(4)]
+        later = [[TaskToWorker(bytes([i]) * (3 * MB)), GetTask(i)] for i in range(4)]
         for burst in later:
             conn.send_later(burst)
         conn.send(Heartbeat())
@@ -106,7 +106,7 @@ def test_send_later_waits_unencoded_in_order_while_the_link_is_full():
             nursery.start_soon(note_room)
             await conn.serve(lambda msgs: None)
             peer.close()
-        assert got[:2] == [LaunchTask(b"a" * (4 * MB)), Heartbeat()]
+        assert got[:2] == [TaskToWorker(b"a" * (4 * MB)), Heartbeat()]
         assert got[2:] == [msg for burst in later for msg in burst]
         assert room and room[0] >= 8  # room only once the held bursts had gone out
 

@@ -7,9 +7,9 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime.services.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.services.worker_pool import ProcessExecutor, ThreadExecutor
 from sparrow_runtime.wire.connection import Connection, send_grouped
-from sparrow_runtime.wire.messages import GetTask, TaskLaunch
+from sparrow_runtime.wire.messages import GetTask, TaskToNode
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 
@@ -24,7 +24,7 @@ def test_direct_writes_keep_order_behind_a_write_that_did_not_fit():
 
     async def main():
         sender, receiver = _socket_connections()
-        big = TaskLaunch(1, 0, os.urandom(4 * 1024 * 1024))
+        big = TaskToNode(1, 0, os.urandom(4 * 1024 * 1024))
         sender.send(big)
         assert sender._unsent  # the direct write could not take it all: the test relies on that
         sender.send_many([GetTask(2), GetTask(3)])
@@ -78,9 +78,9 @@ def test_launch_runs_more_tasks_than_slots_on_the_executor_and_reports_each_once
         outcomes = {}
         finished = trio.Event()
 
-        def done(i, ok, payload, error, failure):
+        def done(i, outcome):
             assert i not in outcomes
-            outcomes[i] = unpack_outcome(ok, payload, error, failure)
+            outcomes[i] = unpack_outcome(outcome)
             if len(outcomes) == 7:
                 finished.set()
 

@@ -5,13 +5,17 @@ import pytest
 
 from sparrow_runtime.errors import FrameTooLarge, ProtocolError
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
-from sparrow_runtime.wire.messages import Constraint, GetTask, Heartbeat, SubmitJob, TaskLaunch
+from sparrow_runtime.wire.messages import Constraint, GetTask, Heartbeat, SubmitJob, TaskToNode
 
 
 def test_burst_round_trips_when_fed_byte_by_byte():
     """A burst of frames decodes to the same messages in order, however the bytes are split."""
-    msgs = [GetTask(5), TaskLaunch(1, 2, b"x" * 300), Heartbeat(),
-            SubmitJob(7, [b"a", b"b"], "alice", 3, 1.5, Constraint(("nm-0",), ("gpu",)), [None, Constraint()])]  # fmt: skip
+    msgs = [
+        GetTask(5),
+        TaskToNode(1, 2, b"x" * 300),
+        Heartbeat(),
+        SubmitJob(7, [b"a", b"b"], "alice", 3, 1.5, Constraint(("nm-0",), ("gpu",)), [None, Constraint()]),
+    ]
     data = bytes(encode_frames(msgs))
     decoder = FrameDecoder()
     got = []
@@ -36,8 +40,8 @@ def test_garbage_is_a_protocol_error():
 
 
 def test_encoding_a_message_over_the_limit_raises():
-    with pytest.raises(FrameTooLarge, match="TaskLaunch"):
-        encode_frames([TaskLaunch(1, 0, b"x" * 100)], max_frame=64)
+    with pytest.raises(FrameTooLarge, match="TaskToNode"):
+        encode_frames([TaskToNode(1, 0, b"x" * 100)], max_frame=64)
 
 
 def test_max_frame_must_be_sane():

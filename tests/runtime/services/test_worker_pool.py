@@ -1,4 +1,4 @@
-"""Executors (executor.py, worker_main.py, task_codec.py): results, exceptions, crashes and restarts."""
+"""Worker pools (worker_pool.py, worker_main.py, task_codec.py): results, exceptions, crashes and restarts."""
 
 import os
 import threading
@@ -10,9 +10,9 @@ import pytest
 import trio
 
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
-from sparrow_runtime.services.executor import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.services.worker_pool import ProcessExecutor, ThreadExecutor
 from sparrow_runtime.wire.auth import SECRET_ENV, SECRET_FILE_ENV
-from sparrow_runtime.wire.messages import CANCELLED, SYSTEM, TIMED_OUT
+from sparrow_runtime.wire.messages import CANCELLED, SYSTEM, TIMED_OUT, Outcome
 from sparrow_runtime.wire.task_codec import pack_task, run_task, unpack_outcome
 
 from ...process_tree import survivors
@@ -59,15 +59,15 @@ class _Int(int):
 @pytest.mark.parametrize("value", [None, True, 7, 2**70, 1.5, "caf\u00e9", b"x", _Int(3), (1, "a"), [2.5]])
 def test_results_pickle_to_the_bytes_cloudpickle_makes(value):
     """Plain results take the C pickler (task_codec._PLAIN_TYPES): same bytes, same value."""
-    assert run_task(pack_task(partial(_identity, value))) == (True, cloudpickle.dumps(value), "")
+    assert run_task(pack_task(partial(_identity, value))) == Outcome(True, cloudpickle.dumps(value))
 
 
 @pytest.mark.parametrize("kind", ["process", "thread"])
 def test_result_and_exception_with_remote_traceback(kind):
     async def body(executor):
-        assert unpack_outcome(*await executor.run(pack_task(sum, ([1, 2, 3],)))) == 6
+        assert unpack_outcome(await executor.run(pack_task(sum, ([1, 2, 3],)))) == 6
         with pytest.raises(ValueError, match="bad 7") as info:
-            unpack_outcome(*await executor.run(pack_task(partial(_raise_value_error, 7))))
+            unpack_outcome(await executor.run(pack_task(partial(_raise_value_error, 7))))
         cause = info.value.__cause__
         assert isinstance(cause, RemoteTraceback) and "_raise_value_error" in cause.tb
 
@@ -76,12 +76,12 @@ def test_result_and_exception_with_remote_traceback(kind):
 
 def test_dying_process_fails_its_task_and_the_next_task_runs():
     async def body(executor):
-        first_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
-        ok, payload, error, failure = await executor.run(pack_task(os._exit, (3,)))
-        assert not ok and "died while running the task (exit status 3)" in error and failure == SYSTEM
+        first_pid = unpack_outcome(await executor.run(pack_task(os.getpid)))
+        died = await executor.run(pack_task(os._exit, (3,)))
+        assert not died.ok and "died while running the task (exit status 3)" in died.error and died.failure == SYSTEM
         with pytest.raises(TaskFailed, match="exit status 3"):
-            unpack_outcome(ok, payload, error)
-        second_pid = unpack_outcome(*await executor.run(pack_task(os.getpid)))
+            unpack_outcome(died)
+        second_pid = unpack_outcome(await executor.run(pack_task(os.getpid)))
         assert second_pid != first_pid and executor.restarts == 1
 
     trio.run(_with_executor, "process", body)
@@ -89,8 +89,9 @@ def test_dying_process_fails_its_task_and_the_next_task_runs():
 
 def test_unpicklable_result_is_a_failed_outcome():
     async def body(executor):
-        ok, payload, error, failure = await executor.run(pack_task(lambda: (x for x in ())))
-        assert not ok and "could not be pickled" in error and failure == 0  # the task's own outcome
+        outcome = await executor.run(pack_task(lambda: (x for x in ())))
+        assert not outcome.ok and "could not be pickled" in outcome.error
+        assert outcome.failure == 0  # the task's own outcome
 
     trio.run(_with_executor, "thread", body)
 
@@ -110,7 +111,7 @@ def test_thread_executor_threads_end_after_aclose_and_a_slow_task_does_not_block
                 tasks.start_soon(executor.run, pack_task(time.sleep, (0.5,)))
                 with trio.fail_after(0.4):  # served by the other thread meanwhile
                     for i in range(20):
-                        assert unpack_outcome(*await executor.run(pack_task(abs, (-i,)))) == i
+                        assert unpack_outcome(await executor.run(pack_task(abs, (-i,)))) == i
             await executor.aclose()
             nursery.cancel_scope.cancel()
         deadline = time.monotonic() + 5
@@ -128,9 +129,9 @@ def test_worker_whose_task_forked_a_long_lived_child_frees_its_slot_when_it_dies
 
     async def body(executor):
         with trio.fail_after(20):  # the child lives 60 s
-            ok, _, error, failure = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
-            assert not ok and "died while running the task (exit status 9)" in error
-            assert unpack_outcome(*await executor.run(pack_task(abs, (-1,)))) == 1
+            died = await executor.run(pack_task(_fork_a_sleeper_then_die, (str(pid_file),)))
+            assert not died.ok and "died while running the task (exit status 9)" in died.error
+            assert unpack_outcome(await executor.run(pack_task(abs, (-1,)))) == 1
         assert survivors([int(pid_file.read_text())], timeout=10) == []  # killed with its worker's group
 
     trio.run(_with_executor, "process", body)
@@ -143,8 +144,8 @@ def test_tasks_get_no_secret_in_their_environment_and_a_process_group_of_their_o
     monkeypatch.setenv(SECRET_FILE_ENV, "/etc/sparrow/secret")
 
     async def body(executor):
-        assert unpack_outcome(*await executor.run(pack_task(_secret_variables))) == [None, None]
-        assert unpack_outcome(*await executor.run(pack_task(os.getpgrp))) != os.getpgrp()
+        assert unpack_outcome(await executor.run(pack_task(_secret_variables))) == [None, None]
+        assert unpack_outcome(await executor.run(pack_task(os.getpgrp))) != os.getpgrp()
 
     trio.run(_with_executor, "process", body)
 
@@ -155,15 +156,15 @@ def test_a_running_task_is_stopped_by_killing_its_worker_and_the_slot_is_reused(
 
     async def body(executor):
         got = []
-        ticket = executor.launch(pack_task(time.sleep, (60,)), lambda *outcome: got.append(outcome))
+        ticket = executor.launch(pack_task(time.sleep, (60,)), got.append)
         await trio.sleep(0.5)  # running in its worker
         assert executor.stop(ticket, TIMED_OUT, "past its time") is True
         with trio.fail_after(10):
             while not got:
                 await trio.sleep(0.01)
-        assert got == [(False, b"", "past its time", TIMED_OUT)]
+        assert got == [Outcome(False, b"", "past its time", TIMED_OUT)]
         assert executor.stop(ticket, TIMED_OUT, "again") is False  # already ended
-        assert unpack_outcome(*await executor.run(pack_task(abs, (-4,)))) == 4
+        assert unpack_outcome(await executor.run(pack_task(abs, (-4,)))) == 4
 
     trio.run(_with_executor, "process", body)
 
@@ -172,10 +173,10 @@ def test_a_running_task_is_stopped_by_killing_its_worker_and_the_slot_is_reused(
 def test_a_task_waiting_for_a_worker_is_dropped_when_stopped(kind):
     async def body(executor):
         got = []
-        busy = executor.launch(pack_task(time.sleep, (0.5,)), lambda *outcome: got.append(("busy", outcome)))
-        waiting = executor.launch(pack_task(abs, (-1,)), lambda *outcome: got.append(("waiting", outcome)))
+        busy = executor.launch(pack_task(time.sleep, (0.5,)), lambda outcome: got.append(("busy", outcome)))
+        waiting = executor.launch(pack_task(abs, (-1,)), lambda outcome: got.append(("waiting", outcome)))
         assert executor.stop(waiting, CANCELLED, "cancelled") is True
-        assert got == [("waiting", (False, b"", "cancelled", CANCELLED))]
+        assert got == [("waiting", Outcome(False, b"", "cancelled", CANCELLED))]
         assert executor.stop(busy, CANCELLED, "cancelled") is (kind == "process")  # threads cannot be stopped
         with trio.fail_after(10):
             while len(got) < 2:

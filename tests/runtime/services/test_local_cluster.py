@@ -151,3 +151,21 @@ def test_close_drains_the_node_monitors_first_so_a_running_task_reports(tmp_path
 def test_bad_weight_is_refused_at_construction():
     with pytest.raises(ValueError, match="weights: expected USER=WEIGHT with a weight > 0, got 'alice=0'"):
         LocalCluster(weights={"alice": 0})
+
+
+def test_unix_transport_runs_tasks_over_unix_sockets_and_removes_them():
+    """transport="unix": every service listens on a Unix socket of a private folder, tasks run through
+    them as over TCP, and the folder is gone after close."""
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor="thread", transport="unix") as c:
+        assert all(a.startswith("unix:") for a in c.schedulers + c.node_monitors)
+        folder = os.path.dirname(c.schedulers[0].removeprefix("unix:"))
+        assert os.stat(folder).st_mode & 0o077 == 0
+        with SparrowExecutor(c.schedulers, secret=c.secret) as ex:
+            assert list(ex.map(pow, range(10), [2] * 10)) == [x**2 for x in range(10)]
+    assert not os.path.exists(folder)
+
+
+def test_unknown_transport_is_refused_at_construction():
+    """A transport other than tcp or unix is a ValueError naming both."""
+    with pytest.raises(ValueError, match="transport must be one of tcp, unix, got 'udp'"):
+        LocalCluster(transport="udp")

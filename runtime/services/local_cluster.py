@@ -1,11 +1,12 @@
-"""LocalCluster: schedulers and node monitors as real processes on loopback, with a fresh secret.
+"""LocalCluster: schedulers and node monitors as real processes on this host, with a fresh secret.
 
     with LocalCluster(schedulers=1, node_monitors=2, slots=1) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
             ...
 
 Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
-(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0`, its id,
+(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0` (with
+`transport="unix"`, `--listen unix:DIR/NAME.sock`, DIR a 0700 folder removed on close), its id,
 `--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
 killed outright, the services stop), and `--secret-file` naming a private file (mode 0600 in a 0700
 directory) removed once every service has read it: the secret is never on a command line nor in an
@@ -18,6 +19,10 @@ another CPU costs several times more than one on the same CPU).
 On exit the node monitors stop first, as on SIGTERM: they drain (running tasks finish and report,
 for up to `stop_timeout` seconds); then the schedulers. A service still running `stop_timeout`
 seconds after its signal is killed (SIGKILL; its executor workers die with it).
+
+It lives with the services, below the client and the command line: it starts the services' own
+processes and reads their ready line (ready_line.py), a contract between processes; the CLI
+(`sparrow local`, `sparrow experiment`) builds on it, never the other way round.
 
 Error handling: a bad argument raises ValueError at construction. A service that exits or prints
 nothing within `startup_timeout` seconds stops the whole cluster and raises RuntimeError with its
@@ -38,16 +43,18 @@ from collections.abc import Sequence
 
 from sparrow_core import QUEUE_POLICIES
 
-from ..cli.config import WEIGHTS
-from ..cli.service import parse_ready_line
-from ..services.cpus import available_cpus, can_pin, format_cpu_list, local_layout
-from ..services.logsetup import LOG_LEVELS
-from ..services.outcome_batching import check_result_delay
-from ..services.processes import child_env, describe_exit
+from .. import views
 from ..wire.auth import new_secret
+from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
+from .logsetup import LOG_LEVELS
+from .outcome_batching import check_result_delay
+from .processes import child_env, describe_exit
+from .ready_line import parse_ready_line
+from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
+TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
 
 
 class LocalCluster:
@@ -65,6 +72,8 @@ class LocalCluster:
     (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and
     `dashboard_url` (the first scheduler's), and `metrics_urls` (address -> metrics URL of each
     service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
+    `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
+    clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md).
     """
 
     def __init__(
@@ -84,6 +93,7 @@ class LocalCluster:
         dashboard: bool = True,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
+        transport: str = "tcp",
     ) -> None:
         if not isinstance(schedulers, int) or schedulers < 1:
             raise ValueError(f"schedulers must be an int >= 1, got {schedulers!r}")
@@ -93,6 +103,8 @@ class LocalCluster:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
         if executor not in ("process", "thread"):
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if result_delay is not None:
@@ -100,7 +112,7 @@ class LocalCluster:
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
         try:
-            WEIGHTS.from_toml(dict(weights or {}))
+            check_weights(weights or {})
         except ValueError as exc:
             raise ValueError(f"weights: {exc}") from None
         if labels is not None and len(labels) != node_monitors:
@@ -123,6 +135,8 @@ class LocalCluster:
             self.scheduler_cpus, self.node_monitor_cpus = local_layout(schedulers, node_monitors, cpus)
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
+        self.transport = transport
+        self._socket_dir: str | None = None  # transport="unix": the folder of the services' sockets
         self.secret = new_secret()
         self.schedulers: list[str] = []
         self.node_monitors: list[str] = []
@@ -144,6 +158,12 @@ class LocalCluster:
         """The process ids of the running services (schedulers first)."""
         return [process.pid for process in self._schedulers + self._node_monitors]
 
+    def __repr__(self) -> str:
+        return views.cluster_repr(self)
+
+    def _repr_html_(self) -> str:
+        return views.cluster_html(self)
+
     def __enter__(self) -> LocalCluster:
         self.start()
         return self
@@ -159,13 +179,16 @@ class LocalCluster:
         fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(self.secret)
-        common = ["--listen", "127.0.0.1:0", "--secret-file", secret_file, "--log-level", self.log_level,
-                  "--exit-with-parent"]  # fmt: skip
+        common = ["--secret-file", secret_file, "--log-level", self.log_level, "--exit-with-parent"]
+        if self.transport == "unix":
+            self._socket_dir = tempfile.mkdtemp(prefix="sparrow-sock-")  # mode 0700
         try:
-            started = [self._start(self._scheduler_args(i) + common) for i in range(self.n_schedulers)]
+            started = [self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + common)
+                       for i in range(self.n_schedulers)]  # fmt: skip
             self._schedulers = [process for process, _ in started]
             self.schedulers = self._await_ready(started)
-            started = [self._start(self._node_monitor_args(i) + common) for i in range(self.n_node_monitors)]
+            started = [self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + common)
+                       for i in range(self.n_node_monitors)]  # fmt: skip
             self._node_monitors = [process for process, _ in started]
             self.node_monitors = self._await_ready(started)
             self.node_monitor_pids = [process.pid for process in self._node_monitors]
@@ -174,6 +197,11 @@ class LocalCluster:
             raise
         finally:  # every service has read it: no copy is left for a task to find
             shutil.rmtree(secret_dir, ignore_errors=True)
+
+    def _listen(self, name: str) -> list[str]:
+        if self._socket_dir is None:
+            return ["--listen", "127.0.0.1:0"]
+        return ["--listen", "unix:" + os.path.join(self._socket_dir, f"{name}.sock")]
 
     def _scheduler_args(self, i: int) -> list[str]:
         args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
@@ -249,6 +277,9 @@ class LocalCluster:
         for group in (self._node_monitors, self._schedulers):
             _stop(group, self.stop_timeout)
             group.clear()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
 
 def _stop(processes: list[subprocess.Popen], timeout: float) -> None:

@@ -1,12 +1,12 @@
-"""Executors: where a node monitor runs the tasks it launched.
+"""The node monitor's executors: the pools of worker processes or threads that run the tasks it launched.
 
 Both have the same small interface: `await start(nursery)`; `launch(payload, done) -> Ticket`,
-which starts a task and later calls `done(ok, payload, error, failure)` from the trio thread (never
-for a task's failure raising: every failure is an outcome; `failure` is 0 or a cause of
-messages.py); `stop(ticket, failure, reason)`, which ends a task before its time (a timeout, a
-forced cancel) where `can_stop`; `await run(payload) -> (ok, payload, error, failure)`, the same as
-a coroutine; `await aclose()`. The node monitor never runs more tasks at once than it has slots, and
-each executor has exactly that many workers; a launch while none is free waits for one.
+which starts a task and later calls `done(outcome)` (an `Outcome`, messages.py) from the trio thread
+(never for a task's failure raising: every failure is an outcome); `stop(ticket, failure, reason)`,
+which ends a task before its time (a timeout, a forced cancel) where `can_stop`;
+`await run(payload) -> Outcome`, the same as a coroutine; `await aclose()`. The node monitor never
+runs more tasks at once than it has slots, and each executor has exactly that many workers; a
+launch while none is free waits for one.
 
 `launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
 own per task: at a few hundred microseconds of CPU per task, each wake-up counts (docs/runtime.md).
@@ -42,7 +42,7 @@ import trio
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.messages import SYSTEM, ExecutorResult, LaunchTask
+from ..wire.messages import SYSTEM, Outcome, OutcomeToNode, TaskToWorker, failed
 from ..wire.task_codec import run_task
 from .processes import child_env, describe_exit
 
@@ -50,8 +50,7 @@ logger = logging.getLogger(__name__)
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
 
-Done = Callable[[bool, bytes, str, int], None]
-Outcome = tuple[bool, bytes, str, int]  # ok, payload, error, failure
+Done = Callable[[Outcome], None]
 
 
 class Ticket:
@@ -62,22 +61,23 @@ class Ticket:
     def __init__(self, payload: bytes, done: Done) -> None:
         self.payload = payload
         self.done: Done | None = done  # None once called
-        self.worker = None
+        self.worker: _Thread | _Worker | None = None
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
-    """`launch(payload, done)` and wait for `done`'s arguments. If cancelled, the task still runs to
+    """`launch(payload, done)` and wait for `done`'s outcome. If cancelled, the task still runs to
     its end; its outcome is dropped."""
     outcome: Outcome | None = None
     finished = trio.Event()
 
-    def done(ok: bool, data: bytes, error: str, failure: int) -> None:
+    def done(result: Outcome) -> None:
         nonlocal outcome
-        outcome = (ok, data, error, failure)
+        outcome = result
         finished.set()
 
     launch(payload, done)
     await finished.wait()
+    assert outcome is not None  # done() set it
     return outcome
 
 
@@ -110,7 +110,7 @@ class _Pool:
         if ticket.worker is None:
             self._waiting.remove(ticket)
             done, ticket.done = ticket.done, None
-            done(False, b"", reason, failure)
+            done(failed(reason, failure))
             return True
         return self.can_stop and self._stop_running(ticket, failure, reason)
 
@@ -122,11 +122,11 @@ class _Pool:
                 ticket.worker, worker.ticket = worker, ticket
                 self._hand(worker, ticket.payload)
 
-    def _finished(self, worker, ok: bool, payload: bytes, error: str, failure: int = 0) -> None:
+    def _finished(self, worker, outcome: Outcome) -> None:
         ticket, worker.ticket = worker.ticket, None
         self._idle.append(worker)
         done, ticket.done = ticket.done, None
-        done(ok, payload, error, failure)
+        done(outcome)
 
     def _usable(self, worker) -> bool:
         return True
@@ -145,7 +145,7 @@ class _Thread:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
-        self.outcome: tuple[bool, bytes, str] = (False, b"", "")
+        self.outcome: Outcome | None = None
 
 
 class ThreadExecutor(_Pool):
@@ -195,7 +195,7 @@ class ThreadExecutor(_Pool):
                 return
             if not signal:  # the thread is gone (it only leaves when its socket closes)
                 return
-            self._finished(worker, *worker.outcome)
+            self._finished(worker, worker.outcome)
             self._dispatch()
 
 
@@ -250,17 +250,17 @@ class ProcessExecutor(_Pool):
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
 
     def _hand(self, worker: _Worker, payload: bytes) -> None:
-        worker.conn.send(LaunchTask(payload))
+        worker.conn.send(TaskToWorker(payload))
 
     async def _serve(self, worker: _Worker) -> None:
         """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""
 
         def on_messages(msgs: list) -> None:
             for msg in msgs:
-                if type(msg) is not ExecutorResult or worker.ticket is None:
-                    raise ProtocolError(f"executor sent {type(msg).__name__} when no ExecutorResult was due")
+                if type(msg) is not OutcomeToNode or worker.ticket is None:
+                    raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
                 if worker.stopped is None:  # else the kill is on its way: the task ends as stopped
-                    self._finished(worker, msg.ok, msg.payload, msg.error)
+                    self._finished(worker, msg.outcome)
             self._dispatch()
 
         async with trio.open_nursery() as watching:
@@ -278,12 +278,14 @@ class ProcessExecutor(_Pool):
                 failure, why = worker.stopped
             else:
                 failure = SYSTEM
-                why = f"executor process {worker.process.pid} died while running the task ({describe_exit(worker.process.poll())})"
+                exited = describe_exit(worker.process.poll())
+                why = f"executor process {worker.process.pid} died while running the task ({exited})"
                 if worker.process.poll() is None:  # alive but broke the protocol
                     why += f": {reason}"
                 logger.warning("%s; starting a replacement", why)
             done, ticket.done = ticket.done, None
-            done(False, b"", why, failure)
+            assert done is not None  # its outcome was not reported: the worker still held it
+            done(failed(why, failure))
         await self._kill(worker)
         if not self._closed:
             self.restarts += 1
@@ -294,8 +296,10 @@ class ProcessExecutor(_Pool):
         """Once the worker process exits, end its connection: the reader takes the outcomes it sent
         before dying, then sees end of file, even if a process its task forked still holds the socket."""
         await worker.process.wait()
+        stream = worker.conn.stream
+        assert isinstance(stream, trio.SocketStream)  # over the socket pair of _spawn
         try:
-            worker.conn.stream.socket.shutdown(socket.SHUT_RD)
+            stream.socket.shutdown(socket.SHUT_RD)
         except OSError:  # already closed
             pass
 
@@ -326,6 +330,7 @@ class ProcessExecutor(_Pool):
         conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
         worker = _Worker(process, conn)
         self._workers.add(worker)
+        assert self._nursery is not None, "start() first"
         self._nursery.start_soon(self._serve, worker)
         self._idle.append(worker)
         self._dispatch()
@@ -333,7 +338,7 @@ class ProcessExecutor(_Pool):
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
         """Kill the worker running `ticket`'s task; its reader reports (failure, reason) and replaces it."""
         worker = ticket.worker
-        if worker.ticket is not ticket or worker.stopped is not None:
+        if not isinstance(worker, _Worker) or worker.ticket is not ticket or worker.stopped is not None:
             return False
         worker.stopped = (failure, reason)
         _kill_group(worker.process)

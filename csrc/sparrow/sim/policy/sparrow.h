@@ -1,0 +1,176 @@
+// Sparrow: batch sampling + late binding + proactive cancellation (the paper's policy).
+//
+// The job's ceil(d * m) probes (the kernel's sample_job) put reservations in worker queues
+// (worker_queues.h) in one Reserve message; the scheduler records them in its TaskTable. A
+// reservation at the head of a queue with a free slot holds the slot and asks its scheduler
+// for a task (GetTask, naming the worker the reservation was placed at); the scheduler binds
+// one now (TaskTable::get_task) and its Reply launches the task or frees the slot. With
+// cancellation, once all of a job's tasks are launched the scheduler cancels its leftover
+// reservations (Cancel, to the workers the table still counts). A task's queue wait runs from
+// the Reserve message's arrival to the grant of the slot that ran it.
+//
+// With stealing on (policy sparrow_steal, steal.h), a worker left with a free slot and an empty
+// queue, after a task or an empty Reply, takes reservations from its peers' queues. A stolen
+// reservation is queued at the thief under a negative key that carries the job and the worker
+// it was placed at (StealKeys, steal.h), and asks for its task on that worker's behalf.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sparrow/sim/cluster.h"
+#include "sparrow/sim/policy/steal.h"
+#include "sparrow/sim/worker_queues.h"
+#include "sparrow/task_table.h"
+
+namespace sparrow {
+namespace sim {
+
+class SparrowPolicy {
+ public:
+  explicit SparrowPolicy(Cluster& c)
+      : c_(c), queues_(c), tables_(static_cast<size_t>(c.p.n_schedulers)), stealing_(c, queues_) {}
+
+  void dispatch(Job& job) {
+    c_.sample_batch_probes(job, workers_, tags_);
+    const bool tagged = job.has_task_constraints();
+    TaskTable& table = tables_[job.scheduler];
+    if (tagged) {
+      table.add_job(job.id, job.n_tasks, job.task_candidates.data(), job.task_candidate_offsets.data());
+    } else {
+      table.add_job(job.id, job.n_tasks);
+    }
+    const int64_t k = static_cast<int64_t>(workers_.size());
+    table.reserve(job.id, workers_.data(), tagged ? tags_.data() : nullptr, k);
+    job.in_table = true;
+    job.live_reservations = k;
+    job.dispatch = c_.now + c_.p.network_delay;
+    c_.out.counters.probes += k;
+    c_.send(kReserve, job.id, -1, -1, 0.0, 0, &workers_);
+  }
+
+  void deliver(const Msg& m) {
+    switch (m.kind) {
+      case kReserve:
+        on_reserve(m.job);
+        break;
+      case kGetTask:
+        on_get_task(m);
+        break;
+      case kReply:
+        on_reply(m);
+        break;
+      case kCancel:
+        on_cancel(m.job);
+        break;
+      default:
+        stealing_.deliver(m, *this);
+        break;
+    }
+  }
+
+  void complete(int64_t w) {
+    run_reservations(w);
+    stealing_.if_idle(w);
+  }
+
+  // Work stealing's thief side: a reservation (a queue key: a job id, or a stolen key) arrives
+  // at worker w; it queues, or takes a free slot and asks for its task at once.
+  void accept(int64_t w, int64_t key) {
+    const int64_t job = stealing_.keys().job(key);
+    const Job& j = c_.pool.get(job);
+    if (queues_.enqueue(w, key, j.user, j.priority)) {
+      ask_for_task(w, key, j.user);
+    } else {
+      run_reservations(w);
+    }
+  }
+
+ private:
+  enum Kind : int32_t { kReserve, kGetTask, kReply, kCancel };  // steal.h's kinds come after
+
+  // Late binding: a reservation at the head with a free slot holds it and asks for a task.
+  void run_reservations(int64_t w) {
+    Reservation r;
+    while (queues_.dequeue(w, r)) ask_for_task(w, r.job_id, r.user);
+  }
+
+  // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
+  void ask_for_task(int64_t w, int64_t key, int32_t user) {
+    ++c_.out.counters.get_task;
+    c_.send(kGetTask, stealing_.keys().job(key), static_cast<int32_t>(w), stealing_.keys().origin(key, w), c_.now, user);
+  }
+
+  void on_reserve(int64_t id) {
+    const Job& job = c_.pool.get(id);
+    for (int64_t w : c_.words) {
+      if (queues_.enqueue(w, id, job.user, job.priority)) {
+        ask_for_task(w, id, job.user);
+      } else {
+        run_reservations(w);
+      }
+    }
+  }
+
+  void on_reply(const Msg& m) {
+    if (m.task >= 0) {
+      c_.start(m.worker, c_.pool.get(m.job), m.task, m.aux);
+      return;
+    }
+    ++c_.free[m.worker];
+    queues_.queue(m.worker).refund(m.user);
+    run_reservations(m.worker);
+    stealing_.if_idle(m.worker);
+  }
+
+  void on_cancel(int64_t id) {
+    Job* job = c_.pool.find(id);
+    for (int64_t w : c_.words) {
+      const int64_t removed = queues_.cancel(w, id);
+      c_.out.counters.cancelled += removed;
+      if (job != nullptr) job->live_reservations -= removed;
+    }
+    if (job != nullptr) leave_table(*job);
+  }
+
+  // The scheduler: the reservation placed at m.task (asked for by m.worker) binds a task or none.
+  void on_get_task(const Msg& m) {
+    Job& job = c_.pool.get(m.job);  // live: this request's reservation is counted in it
+    TaskTable& table = tables_[job.scheduler];
+    const int64_t t = table.get_task(job.id, m.task);
+    --job.live_reservations;
+    if (t >= 0) {
+      c_.send(kReply, job.id, m.worker, t, m.aux);
+      if (++job.launched == job.n_tasks && c_.p.cancellation) {
+        cancel_.clear();
+        table.workers_to_cancel(job.id, cancel_);
+        if (!cancel_.empty()) {
+          c_.out.counters.cancel_messages += static_cast<int64_t>(cancel_.size());
+          c_.send(kCancel, job.id, -1, -1, 0.0, 0, &cancel_);
+        }
+      }
+    } else {
+      ++c_.out.counters.get_task_empty;
+      c_.send(kReply, job.id, m.worker, -1, m.aux, m.user);
+    }
+    leave_table(job);
+  }
+
+  // Once every task is launched and no reservation can still ask, the scheduler forgets the job.
+  void leave_table(Job& job) {
+    if (!job.in_table || job.launched < job.n_tasks || job.live_reservations > 0) return;
+    if (job.live_reservations < 0) throw std::logic_error("simulator: negative reservation count");
+    tables_[job.scheduler].remove_job(job.id);
+    job.in_table = false;
+    c_.release_if_done(job);
+  }
+
+  Cluster& c_;
+  WorkerQueues queues_;
+  std::vector<TaskTable> tables_;
+  WorkStealing stealing_;
+  std::vector<int64_t> workers_, tags_, cancel_;  // scratch
+};
+
+}  // namespace sim
+}  // namespace sparrow

@@ -1,0 +1,163 @@
+// WorkStealing: Hawk-style randomized work stealing between the workers of the sparrow policy
+// (policy sparrow_steal), every decision made by the kernel sparrow/steal.h.
+//
+// Protocol, four one-way hops (each network_delay), at most one attempt in flight per worker:
+//   1. a worker with a free slot and an empty queue (after a task ends or an empty Reply)
+//      sends StealProbe to steal_victims random peers (choose_victims);
+//   2. each peer answers its state: how many reservations wait for its slots (0 if it has a
+//      free slot) and how long the task that took its slot last has run (StealAnswer);
+//   3. the thief picks the peer queued behind the longest-running task and how many to take
+//      (choose_steal), and sends it StealTake; no peer worth it ends the attempt;
+//   4. the victim gives up to that many from the head of its queue (take_reservations; the
+//      reservations of constrained jobs stay), in one Stolen message, maybe none by then.
+// The thief queues what it gets (SparrowPolicy::accept). A failed attempt is not retried until
+// the worker is idle again, so an idle cluster sends at most one attempt per task. Stealing
+// draws from its own Rng (spawned after the schedulers'), so the plain sparrow policy's
+// decisions are the same with or without this unit compiled in.
+//
+// StealKeys: a reservation in a queue is keyed by its job id (>= 0) at the worker it was placed
+// at; a stolen one by -(job * n_workers + origin) - 1, which keeps the worker whose reservation
+// the scheduler's TaskTable will consume (GetTask names it), so n_jobs * n_workers < 2^62.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sparrow/rng.h"
+#include "sparrow/sim/cluster.h"
+#include "sparrow/sim/worker_queues.h"
+#include "sparrow/steal.h"
+
+namespace sparrow {
+namespace sim {
+
+struct StealKeys {
+  int64_t n_workers = 1;
+  int64_t job(int64_t key) const { return key >= 0 ? key : (-key - 1) / n_workers; }
+  int64_t origin(int64_t key, int64_t at) const { return key >= 0 ? at : (-key - 1) % n_workers; }
+  int64_t stolen(int64_t job, int64_t origin) const { return -(job * n_workers + origin) - 1; }
+};
+
+class WorkStealing {
+ public:
+  static constexpr int32_t kProbe = 16, kAnswer = 17, kTake = 18, kStolen = 19;
+
+  WorkStealing(Cluster& c, WorkerQueues& queues)
+      : c_(c), queues_(queues), on_(c.p.policy == PlacementPolicy::SparrowSteal), rng_(c.spawn()) {
+    if (!on_) return;
+    config_.victims = c.p.steal_victims;
+    config_.max_take = c.p.steal_max_take;
+    config_.min_blocked = c.p.steal_min_blocked;
+    check_steal_config(config_);
+    const int64_t jobs = c.workload.n_jobs();
+    if (jobs > 0 && c.p.n_workers > (int64_t{1} << 62) / jobs)
+      throw std::invalid_argument("sparrow_steal: n_jobs * n_workers must be < 2**62");
+    keys_of_.n_workers = c.p.n_workers;
+    attempting_.assign(static_cast<size_t>(c.p.n_workers), 0);
+  }
+
+  const StealKeys& keys() const { return keys_of_; }
+
+  // Worker w may have become idle: a free slot, nothing queued, no attempt in flight.
+  void if_idle(int64_t w) {
+    if (!on_ || c_.free[w] == 0 || queues_.queued(w) != 0 || attempting_[w]) return;
+    if (c_.p.n_workers < 2) return;
+    attempting_[w] = 1;
+    ++c_.out.counters.steal_attempts;
+    victims_.clear();
+    choose_victims(rng_, c_.p.n_workers, w, config_.victims, victims_);
+    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+  }
+
+  template <class Host>
+  void deliver(const Msg& m, Host& host) {
+    switch (m.kind) {
+      case kProbe:
+        on_probe(m);
+        break;
+      case kAnswer:
+        on_answer(m);
+        break;
+      case kTake:
+        on_take(m);
+        break;
+      case kStolen:
+        attempting_[m.worker] = 0;
+        for (int64_t key : c_.words) host.accept(m.worker, key);
+        break;
+      default:
+        throw std::logic_error("simulator: sparrow got a message of kind " + std::to_string(m.kind));
+    }
+  }
+
+ private:
+  // At the victims (the payload): each one's (worker, waiting reservations, blocked for).
+  void on_probe(const Msg& m) {
+    answer_.clear();
+    for (int64_t v : c_.words) {
+      const int64_t waiting = c_.free[v] == 0 ? queues_.queued(v) : 0;
+      const double blocked = c_.now - queues_.granted_at(v);
+      int64_t bits;
+      std::memcpy(&bits, &blocked, sizeof bits);
+      answer_.insert(answer_.end(), {v, waiting, bits});
+    }
+    c_.send(kAnswer, -1, m.worker, -1, 0.0, 0, &answer_);
+  }
+
+  // At the thief: the kernel picks the victim and how many it gives.
+  void on_answer(const Msg& m) {
+    const size_t n = c_.words.size() / 3;
+    stealable_.resize(n);
+    blocked_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      stealable_[i] = c_.words[3 * i + 1];
+      std::memcpy(&blocked_[i], &c_.words[3 * i + 2], sizeof(double));
+    }
+    const StealChoice choice =
+        choose_steal(rng_, stealable_.data(), blocked_.data(), static_cast<int64_t>(n), config_);
+    if (choice.victim < 0) {
+      attempting_[m.worker] = 0;
+      return;
+    }
+    c_.send(kTake, c_.words[3 * static_cast<size_t>(choice.victim)], m.worker, choice.take, 0.0);
+  }
+
+  // At the victim (m.job): up to m.task reservations of unconstrained jobs from its queue's head.
+  void on_take(const Msg& m) {
+    const int64_t v = m.job;
+    taken_.clear();
+    if (c_.free[v] == 0) {
+      auto movable = [this](const Reservation& r) {
+        const Job& job = c_.pool.get(keys_of_.job(r.job_id));
+        return job.job_candidates.empty() && !job.has_task_constraints();
+      };
+      take_reservations(queues_.queue(v), m.task, movable, taken_);
+    }
+    queues_.taken(v, static_cast<int64_t>(taken_.size()));
+    keys_.clear();
+    for (const Reservation& r : taken_)
+      keys_.push_back(keys_of_.stolen(keys_of_.job(r.job_id), keys_of_.origin(r.job_id, v)));
+    if (!keys_.empty()) {
+      ++c_.out.counters.steals;
+      c_.out.counters.stolen += static_cast<int64_t>(keys_.size());
+    }
+    c_.send(kStolen, -1, m.worker, -1, 0.0, 0, &keys_);
+  }
+
+  Cluster& c_;
+  WorkerQueues& queues_;
+  bool on_;
+  Rng rng_;
+  StealConfig config_;
+  StealKeys keys_of_;
+  std::vector<uint8_t> attempting_;  // per worker: an attempt is in flight
+  std::vector<int64_t> victims_, answer_, stealable_, keys_;  // scratch
+  std::vector<double> blocked_;
+  std::vector<Reservation> taken_;
+};
+
+}  // namespace sim
+}  // namespace sparrow

@@ -1,0 +1,194 @@
+"""What the client keeps of a submitted job, and the checks a job passes before anything is sent.
+
+`Job` is plain data (no trio, no threads): the client logic (logic.py) changes it, its owner (a
+`JobHandle`, or SparrowExecutor's futures) reads it. A job's tasks travel in one or more placements,
+each a `SubmitJob` on the wire; the scheduler's outcomes come back per placement. `build_submit`
+validates a job's settings and its size; `oversize_problem` and `split_jobs` say what fits one frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
+from ..wire.messages import Constraint, SubmitJob
+from ..wire.task_codec import outcome_exception, unpack_outcome
+
+FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
+FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously
+DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
+
+
+class Job:
+    """A submitted job: its settings (a SubmitJob whose `tasks` are not used), each task's payload
+    until it has an outcome, its attempts and its outcomes (an Outcome each, as the scheduler sent it
+    or as the client decided it). `listener(job, task)` is called by the client's shell as each outcome
+    arrives; `owner` is its owner's (a JobHandle, a list of futures)."""
+
+    __slots__ = (
+        "at",
+        "attempts",
+        "cancelled",
+        "cancelled_tasks",
+        "coalesce",
+        "errors",
+        "held",
+        "job_id",
+        "listener",
+        "n_done",
+        "n_tasks",
+        "order",
+        "outcomes",
+        "owner",
+        "payloads",
+        "ref",
+        "retries",
+        "retry_exceptions",
+        "settings",
+    )
+
+    def __init__(
+        self,
+        settings: SubmitJob,
+        payloads: list[bytes],
+        *,
+        retries: int = DEFAULT_RETRIES,
+        retry_exceptions: bool = False,
+        coalesce: bool = False,
+        listener: Callable[[Job, int], None] | None = None,
+        owner: object = None,
+    ) -> None:
+        n = len(payloads)
+        self.settings = settings
+        self.n_tasks = n
+        self.payloads: list[bytes | None] = list(payloads)
+        self.retries = retries
+        self.retry_exceptions = retry_exceptions
+        self.coalesce = coalesce  # may share a placement with other such jobs of the same settings
+        self.listener = listener
+        self.owner = owner
+        self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
+        self.attempts = [0] * n
+        self.outcomes: list = [None] * n
+        self.order: list[int] = []  # tasks in the order their outcomes arrived
+        self.n_done = 0
+        self.cancelled = False  # the whole job
+        self.cancelled_tasks: set[int] = set()
+        self.held: set[int] = set()  # tasks waiting for other tasks' outcomes
+        self.ref = [0] * n  # the placement that holds each task (0: none)
+        self.at = [0] * n  # its index in that placement
+        self.errors: dict[int, BaseException] = {}  # outcomes decided here, with their exception
+
+    def done(self) -> bool:
+        return self.n_done == self.n_tasks
+
+    def exception(self, task: int) -> BaseException:
+        """The exception failed task `task`'s outcome stands for."""
+        error = self.errors.get(task)
+        if error is not None:
+            return error
+        outcome = self.outcomes[task]
+        return outcome_exception(outcome)
+
+    def value(self, task: int):
+        """Task `task`'s value, or raise the exception its outcome stands for."""
+        outcome = self.outcomes[task]
+        if outcome.ok:
+            return unpack_outcome(outcome)
+        raise self.exception(task)
+
+    def __repr__(self) -> str:
+        return f"<Job {self.job_id}: {self.n_done} of {self.n_tasks} tasks done>"
+
+
+def check_retries(retries: int) -> int:
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be an int >= 0, got {retries!r}")
+    return retries
+
+
+def build_submit(
+    payloads: list[bytes],
+    user: str,
+    priority: int,
+    probe_ratio: float | None,
+    constraints: Constraint | Sequence[Constraint | None] | None,
+    max_frame: int = DEFAULT_MAX_FRAME,
+    timeout: float | None = None,
+) -> SubmitJob:
+    """Validate a job and build its SubmitJob (ref set when sent).
+
+    Error handling: ValueError/TypeError naming the bad argument."""
+    if not payloads:
+        raise ValueError("tasks must contain at least one task")
+    if not isinstance(user, str):
+        raise TypeError(f"user must be a str, got {type(user).__name__}")
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, got {type(priority).__name__}")
+    job_constraint, task_constraints = None, None
+    if isinstance(constraints, Constraint):
+        job_constraint = _normalise(constraints)
+    elif constraints is not None:
+        task_constraints = list(constraints)
+        if len(task_constraints) != len(payloads):
+            raise ValueError(
+                f"constraints has {len(task_constraints)} entries for {len(payloads)} tasks "
+                "(one per task, or one Constraint)"
+            )
+        for i, c in enumerate(task_constraints):
+            if c is not None and not isinstance(c, Constraint):
+                raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
+        task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
+    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout)
+    if problem is not None:
+        raise ValueError(problem)
+    size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB
+    if size > max_frame:
+        raise ValueError(
+            f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: "
+            "submit fewer or smaller tasks"
+        )
+    return SubmitJob(
+        0,
+        payloads,
+        user,
+        priority,
+        None if probe_ratio is None else float(probe_ratio),
+        job_constraint,
+        task_constraints,
+        None if timeout is None else float(timeout),
+    )
+
+
+def _normalise(c: Constraint) -> Constraint:
+    nodes, labels = c.node_monitors, c.labels
+    if isinstance(nodes, str) or isinstance(labels, str):
+        raise TypeError("Constraint.node_monitors and .labels must be sequences of str, not a str")
+    return Constraint(tuple(str(n) for n in nodes), tuple(str(label) for label in labels))
+
+
+def oversize_problem(size: int, max_frame: int) -> str | None:
+    """Why a task payload of `size` bytes cannot be sent under `max_frame`, or None."""
+    if size + FRAME_OVERHEAD_PER_TASK + FRAME_OVERHEAD_PER_JOB <= max_frame:
+        return None
+    return (
+        f"the task with its inputs takes {size:,} bytes, over the frame limit of {max_frame:,} bytes: values "
+        "travel through the client, so each task's arguments, inputs included, must fit in one frame "
+        "(docs/runtime.md, Dependencies and Dask)"
+    )
+
+
+def split_jobs(sizes: Sequence[int], max_frame: int) -> list[range]:
+    """Consecutive groups of tasks (by their payload sizes, each one fitting alone) that each fit one job."""
+    groups = []
+    start, used = 0, FRAME_OVERHEAD_PER_JOB
+    for i, size in enumerate(sizes):
+        cost = size + FRAME_OVERHEAD_PER_TASK
+        if i > start and (used + cost > max_frame or i - start >= MAX_TASKS_PER_JOB):
+            groups.append(range(start, i))
+            start, used = i, FRAME_OVERHEAD_PER_JOB
+        used += cost
+    if start < len(sizes):
+        groups.append(range(start, len(sizes)))
+    return groups

@@ -1,0 +1,410 @@
+"""The client's decisions, sans-I/O (no trio, no sockets, no threads), as services/scheduler_logic.py:
+job state, placement, retries, relaunch on failover, cancel, close, and the one dependency engine.
+
+Its shell (core.py, under Client and SparrowExecutor) tells it what happened: a job added, a batch of
+messages from the scheduler, a connection made or lost with the time, a cancel, the close. Each call
+returns the messages to send; the outcomes it decided are taken with `take_events()`, each a
+`(job, task)` whose outcome is now in `job.outcomes[task]` (an Outcome, as the scheduler sent it or
+as decided here). Placement: the tasks added or made ready in one pass (the shell flushes once after
+it) go as one SubmitJob per job, and jobs marked `coalesce` with the same settings share one.
+
+Rules (docs/runtime.md, "Limits and failure behaviour" and "Dependencies and Dask"):
+- a system failure (SYSTEM) is retried, a task's own exception only with `retry_exceptions`; a task is
+  launched at most `retries + 1` times, and a cancelled one is never retried;
+- the scheduler lost: every task without an outcome that has attempts left is relaunched on the next
+  connection (at-least-once); one with none left fails, naming the lost scheduler;
+- no scheduler reachable: every task without an outcome fails (SYSTEM);
+- cancel: a task no scheduler holds ends cancelled at once, one that a scheduler holds once it
+  confirms; the tasks that take its result are cancelled at once;
+- a task whose input failed does not run and fails with DependencyFailed naming the input; one
+  whose input was cancelled is cancelled;
+- close: every task without an outcome ends cancelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cloudpickle
+
+from ..errors import ProtocolError
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
+from ..wire.messages import (
+    CANCELLED,
+    SYSTEM,
+    TOO_LARGE,
+    UNPLACEABLE,
+    CancelJob,
+    Heartbeat,
+    JobAccepted,
+    JobRejected,
+    Outcome,
+    OutcomeToClient,
+    StatusReply,
+    StatusRequest,
+    SubmitJob,
+)
+from .dependencies import Dependencies, Settler, Waiting, dependency_failed
+from .job import Job, oversize_problem, split_jobs
+from .task_inputs import Inputs, pack_dependent
+
+TaskKey = tuple[Job, int]  # a task of a job: the dependency engine's name for it
+Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a TaskKey
+
+
+@dataclass
+class Failover:
+    """One loss of the client's scheduler, with `time.monotonic()` times: `lost_at` when the client
+    noticed, `connected_at` when it was connected to `to` (None: no scheduler was reachable), and the
+    tasks it relaunched there."""
+
+    scheduler: str
+    reason: str
+    lost_at: float
+    connected_at: float | None = None
+    to: str | None = None
+    relaunched: int = 0
+
+
+class Placement:
+    """The tasks one SubmitJob carries: task i of the placement is `tasks[i]` of `jobs[i]`."""
+
+    __slots__ = ("jobs", "members", "tasks")
+
+    def __init__(self, jobs: list[Job], tasks: list[int], members: list[Job]) -> None:
+        self.jobs = jobs
+        self.tasks = tasks
+        self.members = members  # the distinct jobs, in order
+
+
+def local_outcome(reason: str, failure: int) -> Outcome:
+    """An outcome decided by the client (no task ran for it)."""
+    return Outcome(False, b"", reason, failure)
+
+
+class ClientLogic:
+    """The jobs of one client and their tasks' way to exactly one outcome each."""
+
+    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame = max_frame
+        self.frame_limit = max_frame  # the link's: the smaller of max_frame and its scheduler's (`connected`)
+        self.connected_to: str | None = None
+        self.failovers: list[Failover] = []
+        self.unfinished = 0  # tasks without an outcome
+        self.closed = False
+        self.status_replies: list[StatusReply] = []  # taken by the shell, in request order
+        self._jobs: dict[Job, None] = {}  # unfinished, in submission order
+        self._placements: dict[int, Placement] = {}  # ref -> what it carries, while the scheduler holds it
+        self._next_ref = 1
+        self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
+        self._events: list[tuple[Job, int]] = []
+        self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
+        self._settle = Settler(self._settle_one)
+        self._status_requests = 0
+
+    # -- what the shell asks -----------------------------------------------------------------------
+
+    @property
+    def queued(self) -> bool:
+        """Whether tasks wait for the next `flush`."""
+        return bool(self._queue)
+
+    def take_events(self) -> list[tuple[Job, int]]:
+        """The `(job, task)` pairs whose outcome was decided since the last call, in order."""
+        events, self._events = self._events, []
+        return events
+
+    def add(self, job: Job, held: Held | None = None) -> None:
+        """A new job; `held`: its tasks that wait for other tasks' outcomes. Its other tasks are placed
+        at the next `flush` (or relaunched once connected)."""
+        if self.closed:
+            for task in range(job.n_tasks):
+                self._end(job, task, local_outcome("the client is closed", SYSTEM))
+            return
+        self._jobs[job] = None
+        self.unfinished += job.n_tasks
+        if not held:
+            self._enqueue(job, list(range(job.n_tasks)))
+            return
+        job.held.update(held)
+        known: dict[TaskKey, None] = {}
+        for task, (template, inputs) in held.items():
+            self._deps.wait((job, task), template, inputs)
+            for key in inputs.keys:
+                if key[0].outcomes[key[1]] is not None:
+                    known[key] = None
+        placeable = [t for t in range(job.n_tasks) if t not in held]
+        if placeable:
+            self._enqueue(job, placeable)
+        for key in known:
+            if self._deps.awaited(key):
+                self._settle(key, False)
+
+    def flush(self) -> list[SubmitJob]:
+        """The SubmitJobs of what waits to be placed (nothing while not connected: relaunched then)."""
+        if self.connected_to is None or not self._queue:
+            return []
+        queue, self._queue = self._queue, {}
+        msgs = []
+        for entries in queue.values():
+            jobs: list[Job] = []
+            tasks: list[int] = []
+            payloads: list[bytes] = []
+            for job, some in entries:
+                outcomes, job_payloads = job.outcomes, job.payloads
+                for task in some:
+                    if outcomes[task] is None:  # not cancelled meanwhile
+                        payload = job_payloads[task]
+                        assert payload is not None  # cleared only with its outcome
+                        if len(payload) + MESSAGE_OVERHEAD > self.frame_limit:
+                            self._too_large(job, task, len(payload))
+                            continue
+                        jobs.append(job)
+                        tasks.append(task)
+                        payloads.append(payload)
+            for group in split_jobs([len(p) for p in payloads], self.frame_limit) if tasks else ():
+                msgs.append(
+                    self._place(
+                        jobs[group.start : group.stop],
+                        tasks[group.start : group.stop],
+                        payloads[group.start : group.stop],
+                    )
+                )
+        return msgs
+
+    def on_messages(self, msgs: list) -> list:
+        """A batch from the scheduler; returns what to send (the retries, placed together).
+
+        Error handling: ProtocolError for a message a scheduler may not send (the connection ends).
+        """
+        placements = self._placements
+        for msg in msgs:
+            kind = type(msg)
+            if kind is OutcomeToClient:
+                placement = placements.get(msg.ref)
+                if placement is None:
+                    raise ProtocolError(f"outcome for job ref {msg.ref}, which this client does not wait for")
+                if msg.task >= len(placement.tasks):
+                    raise ProtocolError(f"outcome for task {msg.task} of a job of {len(placement.tasks)} tasks")
+                if msg.last:
+                    del placements[msg.ref]
+                job = placement.jobs[msg.task]
+                task = placement.tasks[msg.task]
+                if job.outcomes[task] is not None:
+                    continue  # cancelled here before the scheduler heard
+                outcome = msg.outcome
+                failure = outcome.failure
+                if (
+                    (failure == SYSTEM or (failure == 0 and not outcome.ok and job.retry_exceptions))
+                    and job.attempts[task] <= job.retries
+                    and task not in job.cancelled_tasks
+                ):
+                    job.ref[task] = 0
+                    self._enqueue(job, [task])
+                    continue
+                self._end(job, task, outcome)
+            elif kind is JobAccepted:
+                placement = placements.get(msg.ref)
+                if placement is not None:
+                    for job in placement.members:
+                        if job.job_id is None:
+                            job.job_id = msg.job_id
+            elif kind is JobRejected:
+                placement = placements.pop(msg.ref, None)
+                if placement is not None:
+                    outcome = local_outcome(
+                        f"the scheduler rejected the job: {clip(msg.reason, MAX_REASON)}", UNPLACEABLE
+                    )
+                    for job, task in zip(placement.jobs, placement.tasks, strict=True):
+                        if job.outcomes[task] is None:
+                            self._end(job, task, outcome)
+            elif kind is StatusReply:
+                if not self._status_requests:
+                    raise ProtocolError("StatusReply without a StatusRequest")
+                self._status_requests -= 1
+                self.status_replies.append(msg)
+            elif kind is not Heartbeat:
+                raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
+        return self.flush() if self._queue else []
+
+    def cancel(self, job: Job, tasks: list[int] | None = None, force: bool = False) -> list[CancelJob]:
+        """Cancel `tasks` (None: all) of `job`: those no scheduler holds end cancelled now, the others
+        once the scheduler confirms (the CancelJobs returned); the tasks that take their results now."""
+        if tasks is None:
+            job.cancelled = True
+            tasks = list(range(job.n_tasks))
+        job.cancelled_tasks.update(tasks)
+        by_ref: dict[int, list[int]] = {}
+        for task in tasks:
+            if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
+                continue
+            ref = job.ref[task]
+            if ref in self._placements:
+                by_ref.setdefault(ref, []).append(job.at[task])
+                if self._deps.awaited((job, task)):
+                    self._settle((job, task), True)
+            else:
+                self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
+        return [
+            CancelJob(ref, force, None if len(local) == len(self._placements[ref].tasks) else sorted(local))
+            for ref, local in by_ref.items()
+        ]
+
+    def status_request(self) -> StatusRequest:
+        """A StatusRequest to send (its reply comes to `status_replies`)."""
+        self._status_requests += 1
+        return StatusRequest()
+
+    # -- the connection ----------------------------------------------------------------------------
+
+    def connected(self, scheduler: str, now: float, frame_limit: int | None = None) -> list[SubmitJob]:
+        """Connected to `scheduler` at `now`: every task without an outcome that waits for no input is
+        (re)launched there, as one placement per job. `frame_limit`: the scheduler's max_frame, told at
+        the handshake; nothing sent is over it (a task over it alone fails, TOO_LARGE)."""
+        self.connected_to = scheduler
+        self.frame_limit = self.max_frame if frame_limit is None else min(self.max_frame, frame_limit)
+        self._queue.clear()
+        for job in self._jobs:
+            pending = self._pending(job)
+            if pending:
+                self._enqueue(job, pending)
+        msgs = self.flush()
+        if self.failovers and self.failovers[-1].connected_at is None:
+            record = self.failovers[-1]
+            record.connected_at, record.to = now, scheduler
+            record.relaunched = sum(len(m.tasks) for m in msgs)
+        return msgs
+
+    def lost(self, reason: str, now: float) -> None:
+        """The scheduler is gone with every placement it held: what may be relaunched waits for the
+        next connection; what used all its attempts fails, a cancelled task ends cancelled."""
+        scheduler = self.connected_to or "?"
+        self.connected_to = None
+        self.failovers.append(Failover(scheduler, reason, now))
+        self._placements.clear()
+        self._queue.clear()
+        self._status_requests = 0
+        why = f"scheduler {scheduler} was lost ({clip(reason, MAX_REASON)})"
+        for job in list(self._jobs):
+            for task in self._pending(job):
+                attempts = job.attempts[task]
+                if task in job.cancelled_tasks:
+                    self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
+                elif attempts > job.retries:
+                    reason = f"{why} (after {attempts} attempt{'s' * (attempts > 1)})"
+                    self._end(job, task, local_outcome(reason, SYSTEM))
+
+    def unreachable(self, reason: str) -> None:
+        """No scheduler could be reached: every task without an outcome fails with `reason`."""
+        self._end_all(local_outcome(reason, SYSTEM))
+
+    def close(self, reason: str = "the client was closed") -> list[CancelJob]:
+        """The client closes: every task without an outcome ends cancelled; returns the CancelJobs
+        that tell the scheduler, if one is connected."""
+        self.closed = True
+        msgs = [CancelJob(ref) for ref in self._placements] if self.connected_to is not None else []
+        self._placements.clear()
+        self._end_all(local_outcome(reason, CANCELLED))
+        return msgs
+
+    # -- inside ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _pending(job: Job) -> list[int]:
+        """The tasks of `job` without an outcome that wait for no input."""
+        outcomes, held = job.outcomes, job.held
+        return [t for t in range(job.n_tasks) if outcomes[t] is None and t not in held]
+
+    def _enqueue(self, job: Job, tasks: list[int]) -> None:
+        s = job.settings
+        key = (s.user, s.priority, s.probe_ratio, s.constraint, s.timeout) if job.coalesce else job
+        entries = self._queue.get(key)
+        if entries is None:
+            self._queue[key] = [(job, tasks)]
+        else:
+            entries.append((job, tasks))
+
+    def _place(self, jobs: list[Job], tasks: list[int], payloads: list[bytes]) -> SubmitJob:
+        """One placement: one more attempt for each task."""
+        ref = self._next_ref
+        self._next_ref += 1
+        first = jobs[0]
+        for i, (job, task) in enumerate(zip(jobs, tasks, strict=True)):
+            job.attempts[task] += 1
+            job.ref[task] = ref
+            job.at[task] = i
+        members = list(dict.fromkeys(jobs))
+        s = first.settings
+        task_constraints = s.task_constraints  # only a job of its own has them (coalesced jobs have none)
+        if task_constraints is not None and len(tasks) != first.n_tasks:
+            task_constraints = [task_constraints[t] for t in tasks]
+        self._placements[ref] = Placement(jobs, tasks, members)
+        return SubmitJob(ref, payloads, s.user, s.priority, s.probe_ratio, s.constraint, task_constraints, s.timeout)
+
+    def _too_large(self, job: Job, task: int, size: int) -> None:
+        """Task `task` of `job` is over the link's frame limit by itself: it fails alone, once."""
+        job.attempts[task] += 1
+        where = f"of the link to scheduler {self.connected_to}"
+        self._end(job, task, local_outcome(too_large("the task's payload", size, self.frame_limit, where), TOO_LARGE))
+
+    def _end(self, job: Job, task: int, outcome) -> None:
+        """Task `task` of `job` has its one outcome."""
+        job.outcomes[task] = outcome
+        job.payloads[task] = None
+        job.order.append(task)
+        job.n_done += 1
+        self.unfinished -= 1
+        if job.n_done == job.n_tasks:
+            self._jobs.pop(job, None)
+        self._events.append((job, task))
+        if job.held and task in job.held:
+            job.held.discard(task)
+            self._deps.drop((job, task))
+        if self._deps and self._deps.awaited((job, task)):
+            self._settle((job, task), False)
+
+    def _end_all(self, outcome: Outcome) -> None:
+        self._queue.clear()
+        for job in list(self._jobs):
+            for task in range(job.n_tasks):
+                if job.outcomes[task] is None:
+                    self._end(job, task, outcome)
+
+    def _fail(self, job: Job, task: int, exc: BaseException, error: str) -> None:
+        """End `task` with `exc`, decided here (`error`: the text its outcome carries)."""
+        if job.outcomes[task] is None:
+            job.errors[task] = exc
+            self._end(job, task, Outcome(False, cloudpickle.dumps(exc), error or str(exc)))
+
+    def _settle_one(self, key: tuple[Job, int], cancelled: bool) -> None:
+        """Input `key` ended (or, `cancelled`, was cancelled): what waits for it is ready, fails or is cancelled."""
+        job, task = key
+        outcome = job.outcomes[task]
+        if not cancelled and outcome.ok:
+            for waiting in self._deps.done(key, outcome.payload):
+                self._ready(waiting)
+        elif cancelled or outcome.failure == CANCELLED:
+            for waiting, path in self._deps.failed(key):
+                target, index = waiting.target
+                if target.outcomes[index] is None:
+                    target.cancelled_tasks.add(index)
+                    self._end(target, index, local_outcome(f"cancelled: its input {path} was cancelled", CANCELLED))
+        else:
+            upstream = job.exception(task)
+            for waiting, path in self._deps.failed(key):
+                self._fail(*waiting.target, dependency_failed(path, upstream), outcome.error)
+
+    def _ready(self, waiting: Waiting[TaskKey]) -> None:
+        """A held task has all its inputs: its payload is made now, and it is placed at the next flush."""
+        job, task = waiting.target
+        if job.outcomes[task] is not None:
+            return
+        payload = pack_dependent(waiting.template, waiting.all_values())
+        problem = oversize_problem(len(payload), self.max_frame)
+        if problem is not None:
+            self._fail(job, task, ValueError(problem), problem)
+            return
+        job.payloads[task] = payload
+        job.held.discard(task)
+        self._enqueue(job, [task])

@@ -1,0 +1,405 @@
+"""The client's rules, sans-I/O on a fake clock (logic.py): placement and coalescing, retries, failover
+and relaunch, cancel, close, status, protocol errors, and the one dependency engine that Client and
+SparrowExecutor share. No network: messages in, messages and outcome events out."""
+
+from __future__ import annotations
+
+import pickle
+
+import cloudpickle
+import pytest
+
+from sparrow_runtime.client.job import Job, build_submit
+from sparrow_runtime.client.logic import ClientLogic
+from sparrow_runtime.client.task_inputs import call_with_inputs, find_inputs, pack_template
+from sparrow_runtime.errors import DependencyFailed, ProtocolError, TaskCancelled, TaskFailed
+from sparrow_runtime.wire.messages import (
+    CANCELLED,
+    SYSTEM,
+    UNPLACEABLE,
+    CancelJob,
+    Heartbeat,
+    JobAccepted,
+    JobRejected,
+    NoTask,
+    Outcome,
+    OutcomeToClient,
+    StatusReply,
+    SubmitJob,
+)
+
+from ..manual_clock import ManualClock
+
+
+def job_of(n: int, *, retries: int = 3, retry_exceptions: bool = False, coalesce: bool = False, **settings) -> Job:
+    payloads = [b"t%d" % i for i in range(n)]
+    msg = build_submit(payloads, settings.pop("user", ""), settings.pop("priority", 0), None, None, **settings)
+    return Job(msg, payloads, retries=retries, retry_exceptions=retry_exceptions, coalesce=coalesce)
+
+
+def connected_logic(**kw) -> tuple[ClientLogic, ManualClock]:
+    clock = ManualClock()
+    logic = ClientLogic(**kw)
+    assert logic.connected("s1", clock()) == []
+    return logic, clock
+
+
+def ok(ref: int, task: int, value=None, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(True, pickle.dumps(value)), last=last)
+
+
+def failed(ref: int, task: int, failure: int = SYSTEM, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(False, b"", "it broke", failure=failure), last=last)
+
+
+def raised(ref: int, task: int, exc: BaseException, last: bool = False) -> OutcomeToClient:
+    return OutcomeToClient(ref, task, Outcome(False, cloudpickle.dumps(exc), "Traceback: ..."), last=last)
+
+
+def events(logic: ClientLogic) -> list[tuple[Job, int]]:
+    return logic.take_events()
+
+
+def add_and_flush(logic: ClientLogic, *jobs: Job) -> list[SubmitJob]:
+    for job in jobs:
+        logic.add(job)
+    return logic.flush()
+
+
+# -- placement ------------------------------------------------------------------------------------
+
+
+def test_a_job_goes_as_one_submit_and_its_outcomes_come_back_as_events_in_arrival_order():
+    logic, _ = connected_logic()
+    job = job_of(3)
+    [msg] = add_and_flush(logic, job)
+    assert msg.tasks == [b"t0", b"t1", b"t2"] and job.attempts == [1, 1, 1] and logic.unfinished == 3
+    assert logic.on_messages([JobAccepted(msg.ref, 42), ok(msg.ref, 2, "c"), ok(msg.ref, 0, "a")]) == []
+    assert job.job_id == 42 and events(logic) == [(job, 2), (job, 0)]
+    logic.on_messages([ok(msg.ref, 1, "b", last=True)])
+    assert [job.value(t) for t in range(3)] == ["a", "b", "c"] and job.done() and logic.unfinished == 0
+    assert job.order == [2, 0, 1] and job.payloads == [None, None, None]  # payloads freed with their outcome
+
+
+def test_nothing_is_sent_while_not_connected_and_everything_goes_once_connected():
+    logic, clock = ClientLogic(), ManualClock()
+    job = job_of(2)
+    logic.add(job)
+    assert logic.flush() == [] and logic.queued
+    [msg] = logic.connected("s1", clock())
+    assert msg.tasks == [b"t0", b"t1"] and job.attempts == [1, 1] and logic.failovers == []
+
+
+def test_coalescing_jobs_with_the_same_settings_share_one_submit_and_the_others_go_alone():
+    logic, _ = connected_logic()
+    a, b, c = job_of(1, coalesce=True), job_of(2, coalesce=True), job_of(1, coalesce=True, priority=1)
+    alone = job_of(1)
+    msgs = add_and_flush(logic, a, b, c, alone)
+    assert sorted(len(m.tasks) for m in msgs) == [1, 1, 3]
+    shared = next(m for m in msgs if len(m.tasks) == 3)
+    logic.on_messages([JobAccepted(shared.ref, 7), ok(shared.ref, 2, "b1"), ok(shared.ref, 0, "a0")])
+    assert events(logic) == [(b, 1), (a, 0)] and a.value(0) == "a0" and b.value(1) == "b1"
+    assert a.job_id == b.job_id == 7 and c.job_id is None
+
+
+def test_tasks_over_one_frame_together_are_split_into_jobs_that_each_fit():
+    logic, _ = connected_logic(max_frame=10_000)
+    jobs = [Job(job_of(1).settings, [b"x" * 3000], coalesce=True) for _ in range(5)]
+    msgs = add_and_flush(logic, *jobs)
+    assert [len(m.tasks) for m in msgs] == [2, 2, 1] and all(j.attempts == [1] for j in jobs)
+
+
+# -- retries --------------------------------------------------------------------------------------
+
+
+def test_a_system_failure_is_retried_and_the_retries_of_one_batch_go_as_one_submit():
+    logic, _ = connected_logic()
+    job = job_of(3, retries=1)
+    [first] = add_and_flush(logic, job)
+    [again] = logic.on_messages([failed(first.ref, 0), failed(first.ref, 2), ok(first.ref, 1, "b", last=True)])
+    assert again.tasks == [b"t0", b"t2"] and job.attempts == [2, 1, 2] and events(logic) == [(job, 1)]
+    assert logic.on_messages([failed(again.ref, 0), failed(again.ref, 1, last=True)]) == []  # out of attempts
+    assert events(logic) == [(job, 0), (job, 2)]
+    with pytest.raises(TaskFailed, match="it broke"):
+        job.value(0)
+
+
+def test_a_tasks_own_exception_is_retried_only_with_retry_exceptions():
+    for retry_exceptions, expected in ((False, 1), (True, 2)):
+        logic, _ = connected_logic()
+        job = job_of(1, retry_exceptions=retry_exceptions)
+        [msg] = add_and_flush(logic, job)
+        out = logic.on_messages([raised(msg.ref, 0, ValueError("bad"), last=True)])
+        assert len(out) == expected - 1 and job.attempts == [expected]
+
+
+def test_a_cancelled_task_is_never_retried():
+    logic, _ = connected_logic()
+    job = job_of(2)
+    [msg] = add_and_flush(logic, job)
+    [cancel] = logic.cancel(job, [1])
+    assert cancel == CancelJob(msg.ref, False, [1]) and events(logic) == []  # the scheduler holds it: it confirms
+    assert logic.on_messages([failed(msg.ref, 1)]) == []
+    assert events(logic) == [(job, 1)] and job.attempts == [1, 1]
+
+
+def test_timeouts_and_unplaceable_tasks_are_not_retried_and_a_rejected_job_fails_its_tasks():
+    logic, _ = connected_logic()
+    job, other = job_of(1), job_of(2)
+    [msg], [rejected] = add_and_flush(logic, job), add_and_flush(logic, other)
+    assert logic.on_messages([failed(msg.ref, 0, UNPLACEABLE, last=True)]) == []
+    logic.on_messages([JobRejected(rejected.ref, "too many jobs")])
+    assert other.done() and other.outcomes[0].failure == UNPLACEABLE
+    with pytest.raises(TaskFailed, match="the scheduler rejected the job: too many jobs"):
+        other.value(1)
+
+
+# -- failover -------------------------------------------------------------------------------------
+
+
+def test_losing_the_scheduler_relaunches_every_task_without_an_outcome_on_the_next_one():
+    logic, clock = connected_logic()
+    a, b = job_of(3), job_of(1)
+    [ma] = add_and_flush(logic, a)
+    add_and_flush(logic, b)
+    logic.on_messages([ok(ma.ref, 1, "done")])
+    clock.now += 1.0
+    logic.lost("silent for more than 1 s", clock())
+    assert events(logic) == [(a, 1)] and logic.connected_to is None
+    clock.now += 0.25
+    relaunch = logic.connected("s2", clock())
+    assert [m.tasks for m in relaunch] == [[b"t0", b"t2"], [b"t0"]]  # one placement per job
+    assert a.attempts == [2, 1, 2] and b.attempts == [2]
+    (record,) = logic.failovers
+    assert (record.scheduler, record.to, record.relaunched) == ("s1", "s2", 3)
+    assert (record.lost_at, record.connected_at) == (101.0, 101.25)
+    logic.on_messages([ok(relaunch[0].ref, 1, "a2")])  # the new placements' refs and indexes
+    assert a.value(2) == "a2" and a.outcomes[0] is None
+
+
+def test_an_old_placements_outcome_after_a_failover_is_a_protocol_error_not_a_second_outcome():
+    logic, clock = connected_logic()
+    [msg] = add_and_flush(logic, job_of(1))
+    logic.lost("gone", clock())
+    logic.connected("s2", clock())
+    with pytest.raises(ProtocolError, match="does not wait for"):
+        logic.on_messages([ok(msg.ref, 0)])
+
+
+def test_a_task_out_of_attempts_fails_at_the_loss_naming_the_scheduler_and_a_cancelled_one_ends_cancelled():
+    logic, clock = connected_logic()
+    spent, cancelled = job_of(1, retries=0), job_of(1)
+    add_and_flush(logic, spent, cancelled)
+    cancelled.cancelled_tasks.add(0)  # cancelled; its confirmation never came
+    logic.lost("connection reset", clock())
+    assert events(logic) == [(spent, 0), (cancelled, 0)]
+    with pytest.raises(TaskFailed, match=r"scheduler s1 was lost \(connection reset\) \(after 1 attempt\)"):
+        spent.value(0)
+    assert cancelled.outcomes[0].failure == CANCELLED and logic.connected("s2", clock()) == []
+
+
+def test_no_scheduler_reachable_fails_every_task_without_an_outcome():
+    logic, clock = connected_logic()
+    job = job_of(2)
+    add_and_flush(logic, job)
+    logic.lost("gone", clock())
+    logic.unreachable("no scheduler reachable: s1: refused")
+    assert [job.outcomes[t].failure for t in range(2)] == [SYSTEM, SYSTEM] and logic.unfinished == 0
+    (record,) = logic.failovers
+    assert record.connected_at is None
+
+
+# -- cancel and close -----------------------------------------------------------------------------
+
+
+def test_cancel_ends_what_no_scheduler_holds_at_once_and_asks_for_the_rest():
+    logic, clock = ClientLogic(), ManualClock()
+    queued = job_of(2)
+    logic.add(queued)
+    assert logic.cancel(queued) == [] and queued.done() and queued.cancelled
+    assert queued.outcomes[0].failure == CANCELLED and logic.connected("s1", clock()) == []
+    placed = job_of(3)
+    [msg] = add_and_flush(logic, placed)
+    assert logic.cancel(placed, None, force=True) == [CancelJob(msg.ref, True, None)]
+    logic.on_messages(
+        [OutcomeToClient(msg.ref, t, Outcome(False, b"", "cancelled", failure=CANCELLED)) for t in range(3)]
+    )
+    with pytest.raises(TaskCancelled):
+        placed.value(0)
+
+
+def test_cancel_of_one_job_in_a_shared_placement_names_only_its_tasks():
+    logic, _ = connected_logic()
+    a, b = job_of(2, coalesce=True), job_of(1, coalesce=True)
+    [msg] = add_and_flush(logic, a, b)
+    assert logic.cancel(b) == [CancelJob(msg.ref, False, [2])]
+    assert logic.cancel(a, [1]) == [CancelJob(msg.ref, False, [1])]
+
+
+def test_closing_ends_every_task_without_an_outcome_cancelled_and_tells_the_scheduler():
+    logic, _ = connected_logic()
+    placed, waiting = job_of(2), job_of(1)
+    [msg] = add_and_flush(logic, placed)
+    logic.on_messages([ok(msg.ref, 0)])
+    events(logic)
+    logic.add(waiting)  # not flushed yet
+    assert logic.close() == [CancelJob(msg.ref)]
+    assert events(logic) == [(placed, 1), (waiting, 0)] and logic.unfinished == 0
+    assert placed.outcomes[1].failure == CANCELLED and logic.flush() == []
+    late = job_of(1)
+    logic.add(late)
+    with pytest.raises(TaskFailed, match="the client is closed"):
+        late.value(0)
+
+
+def test_an_outcome_that_beats_the_cancel_confirmation_counts_and_the_relaunched_placement_is_the_one_cancelled():
+    logic, clock = connected_logic()
+    job = job_of(1)
+    [msg] = add_and_flush(logic, job)
+    logic.lost("gone", clock())
+    [relaunch] = logic.connected("s2", clock())
+    assert logic.cancel(job) == [CancelJob(relaunch.ref, False, None)] and relaunch.ref != msg.ref
+    logic.on_messages([ok(relaunch.ref, 0, "finished first", last=True)])
+    assert job.value(0) == "finished first" and job.attempts == [2]
+
+
+# -- status and protocol errors -------------------------------------------------------------------
+
+
+def test_status_replies_match_requests_in_order_and_an_unasked_one_is_a_protocol_error():
+    logic, _ = connected_logic()
+    logic.status_request()
+    reply = StatusReply("s1", [], [], {})
+    logic.on_messages([Heartbeat(), reply])
+    assert logic.status_replies == [reply]
+    with pytest.raises(ProtocolError, match="StatusReply without a StatusRequest"):
+        logic.on_messages([reply])
+
+
+@pytest.mark.parametrize(
+    "msg, match",
+    [
+        (OutcomeToClient(99, 0, Outcome(True, b"")), "does not wait for"),
+        (OutcomeToClient(1, 5, Outcome(True, b"")), "task 5 of a job of 1 tasks"),
+        (NoTask(1), "NoTask is not allowed from a scheduler"),
+    ],
+)
+def test_what_a_scheduler_may_not_send_is_a_protocol_error(msg, match):
+    logic, _ = connected_logic()
+    add_and_flush(logic, job_of(1))
+    with pytest.raises(ProtocolError, match=match):
+        logic.on_messages([msg])
+
+
+# -- dependencies ---------------------------------------------------------------------------------
+
+
+def _dependent(logic: ClientLogic, fn, *args, coalesce: bool = False) -> Job:
+    """A one-task job calling `fn(*args)`, where each (Job, task) in args is an input."""
+    inputs = find_inputs(args, {}, lambda obj: type(obj) is tuple and len(obj) == 2 and isinstance(obj[0], Job))
+    job = job_of(1, coalesce=coalesce)
+    logic.add(job, {0: (pack_template(fn, inputs), inputs)})
+    return job
+
+
+def _identity(x):
+    return x
+
+
+def _run(msg: SubmitJob, i: int):
+    """Run task `i` of `msg` here, as a worker would (a dependent's payload is a call_with_inputs)."""
+    fn, args, kwargs = cloudpickle.loads(msg.tasks[i])
+    assert fn is call_with_inputs
+    return fn(*args, **kwargs)
+
+
+def test_the_dependents_made_ready_by_one_batch_go_as_one_submit_with_their_inputs_values():
+    logic, _ = connected_logic()
+    up = job_of(2)
+    [msg] = add_and_flush(logic, up)
+    deps = [_dependent(logic, lambda x, i=i: x + i, (up, 0), coalesce=True) for i in range(3)]
+    total = _dependent(logic, lambda a, b: a * b, (up, 0), (up, 1), coalesce=True)
+    assert logic.flush() == [] and all(d.attempts == [0] for d in deps)  # held
+    [ready] = logic.on_messages([ok(msg.ref, 0, 10), ok(msg.ref, 1, 3, last=True)])
+    assert len(ready.tasks) == 4 and [_run(ready, i) for i in range(4)] == [10, 11, 12, 30]
+    assert total.attempts == [1]
+
+
+def test_an_input_known_when_the_dependent_is_added_counts_at_once():
+    logic, _ = connected_logic()
+    up = job_of(1)
+    [msg] = add_and_flush(logic, up)
+    logic.on_messages([ok(msg.ref, 0, 5, last=True)])
+    _dependent(logic, lambda x: x * 2, (up, 0))
+    [ready] = logic.flush()
+    assert _run(ready, 0) == 10
+
+
+def test_a_failed_input_fails_its_dependents_and_theirs_without_running_naming_the_input_and_its_cause():
+    logic, _ = connected_logic()
+    up = job_of(1)
+    [msg] = add_and_flush(logic, up)
+    child = _dependent(logic, lambda x: x, (up, 0))
+    grandchild = _dependent(logic, lambda x, y: x, 1, (child, 0))
+    assert logic.on_messages([raised(msg.ref, 0, ValueError("bad row 7"), last=True)]) == []
+    with pytest.raises(DependencyFailed, match=r"input args\[0\] failed: ValueError: bad row 7") as caught:
+        child.value(0)
+    assert isinstance(caught.value.__cause__, ValueError)
+    with pytest.raises(DependencyFailed, match=r"input args\[1\] failed: ValueError: bad row 7"):
+        grandchild.value(0)
+    assert child.attempts == grandchild.attempts == [0]
+    assert isinstance(pickle.loads(child.outcomes[0].payload), DependencyFailed)  # the wire form says it too
+
+
+def test_a_cancelled_input_cancels_its_dependents_at_once_before_the_scheduler_confirms():
+    logic, _ = connected_logic()
+    up = job_of(1)
+    [msg] = add_and_flush(logic, up)
+    child = _dependent(logic, lambda x: x, (up, 0))
+    assert logic.cancel(up) == [CancelJob(msg.ref, False, None)]
+    assert events(logic) == [(child, 0)] and child.outcomes[0].failure == CANCELLED
+    logic.on_messages([ok(msg.ref, 0, "finished anyway", last=True)])  # the race: too late to matter
+    assert logic.flush() == [] and child.attempts == [0]
+
+
+def test_cancelling_a_waiting_dependent_leaves_its_input_alone_and_it_is_never_sent():
+    logic, _ = connected_logic()
+    up = job_of(1)
+    [msg] = add_and_flush(logic, up)
+    child = _dependent(logic, lambda x: x, (up, 0))
+    assert logic.cancel(child) == [] and child.outcomes[0].failure == CANCELLED
+    assert logic.on_messages([ok(msg.ref, 0, 1, last=True)]) == [] and up.value(0) == 1
+
+
+def test_a_dependent_over_the_frame_limit_with_its_inputs_fails_with_the_sizes():
+    logic, _ = connected_logic(max_frame=100_000)
+    up = job_of(1)
+    [msg] = add_and_flush(logic, up)
+    child = _dependent(logic, lambda x: x, (up, 0))
+    assert logic.on_messages([ok(msg.ref, 0, b"v" * 200_000, last=True)]) == []
+    with pytest.raises(ValueError, match="over the frame limit of 100,000 bytes"):
+        child.value(0)
+
+
+def test_a_failure_at_the_root_of_a_long_chain_ends_every_link_without_deep_recursion():
+    logic, _ = connected_logic()
+    root = job_of(1)
+    [msg] = add_and_flush(logic, root)
+    chain = [root]
+    for _ in range(3000):
+        chain.append(_dependent(logic, _identity, (chain[-1], 0)))
+    logic.on_messages([failed(msg.ref, 0, CANCELLED, last=True)])
+    assert all(job.outcomes[0].failure == CANCELLED for job in chain) and logic.unfinished == 0
+
+
+def test_the_held_tasks_of_a_job_wait_while_its_other_tasks_go_and_are_placed_together_when_ready():
+    logic, _ = connected_logic()
+    up = job_of(2)
+    [msg] = add_and_flush(logic, up)
+    inputs = [find_inputs(((up, t),), {}, lambda obj: type(obj) is tuple) for t in range(2)]
+    mixed = job_of(3)
+    logic.add(mixed, {t: (pack_template(lambda x: x, inputs[t]), inputs[t]) for t in range(2)})
+    [free] = logic.flush()
+    assert free.tasks == [b"t2"]
+    [ready] = logic.on_messages([ok(msg.ref, 0, "a"), ok(msg.ref, 1, "b", last=True)])
+    assert [_run(ready, i) for i in range(2)] == ["a", "b"] and mixed.attempts == [1, 1, 1]

@@ -14,10 +14,10 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, LocalCluster, TaskFailed
-from sparrow_runtime.cli.service import parse_ready_line
-from sparrow_runtime.client.core import build_submit
-from sparrow_runtime.client.local_cluster import SPARROW
+from sparrow_runtime.client.job import build_submit
+from sparrow_runtime.services.local_cluster import SPARROW
 from sparrow_runtime.services.processes import child_env
+from sparrow_runtime.services.ready_line import parse_ready_line
 from sparrow_runtime.wire.task_codec import pack_task
 
 MB = 1_000_000

@@ -31,14 +31,19 @@ RUNTIME_FACTOR = 1.2
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0].replace("`", ""), formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0].replace("`", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
-    )  # fmt: skip
+    )
     parser.add_argument("--base", required=True, help="the commit, branch or tag to compare with (e.g. main)")
     parser.add_argument("--head", default="HEAD", help="the commit to check (default HEAD; commit your work first)")
     parser.add_argument("--factor", type=float, default=FACTOR, help=f"the worsening that fails (default {FACTOR:g})")
-    parser.add_argument("--runtime-factor", type=float, default=RUNTIME_FACTOR,
-                        help=f"the worsening of a runtime ratio that fails (default {RUNTIME_FACTOR:g})")  # fmt: skip
+    parser.add_argument(
+        "--runtime-factor",
+        type=float,
+        default=RUNTIME_FACTOR,
+        help=f"the worsening of a runtime ratio that fails (default {RUNTIME_FACTOR:g})",
+    )
     parser.add_argument("--project", type=Path, default=REPOSITORY, help="the asv project (default: this repository)")
     args = parser.parse_args(argv)
     for flag, factor in (("--factor", args.factor), ("--runtime-factor", args.runtime_factor)):
@@ -51,10 +56,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--base {args.base} and --head {args.head} are the same commit ({base[:8]}): nothing to compare")
     ensure_machine(args.project)
     failed = []
-    for name, pattern, factor in (("kernels", GATED_BENCHMARKS, args.factor),
-                                  ("runtime", RUNTIME_BENCHMARKS, args.runtime_factor)):  # fmt: skip
-        print(f"gate ({name}): {args.head} ({head[:8]}) against {args.base} ({base[:8]}), benchmarks matching "
-              f"{pattern}, failing past a factor of {factor:g}", flush=True)  # fmt: skip
+    for name, pattern, factor in (
+        ("kernels", GATED_BENCHMARKS, args.factor),
+        ("runtime", RUNTIME_BENCHMARKS, args.runtime_factor),
+    ):
+        print(
+            f"gate ({name}): {args.head} ({head[:8]}) against {args.base} ({base[:8]}), benchmarks matching "
+            f"{pattern}, failing past a factor of {factor:g}",
+            flush=True,
+        )
         status = asv(args.project, "continuous", "--factor", str(factor), "--bench", pattern, base, head)
         print(f"gate ({name}): {'FAILED' if status else 'passed'} (asv continuous exit status {status})", flush=True)
         if status:

@@ -40,8 +40,8 @@ from functools import partial
 
 import trio
 
-from ..errors import ConnectionLost, HandshakeError
 from .. import views
+from ..errors import ConnectionLost, HandshakeError
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
@@ -81,6 +81,7 @@ class TaskOutcome:
     def result(self):
         """The task's return value, or raise its exception."""
         if not self.ok:
+            assert self.exception is not None  # a failed outcome has one
             raise self.exception
         return self.value
 
@@ -332,6 +333,7 @@ class Client:
         msgs = self._logic.close()
         self._dispatch()
         conn = self._conn
+        assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"
         if conn is not None:
             self._send(msgs)
             conn.close_soon()
@@ -346,7 +348,7 @@ class Client:
     async def _connect_any(self, last: str | None = None) -> tuple[Connection | None, list[str]]:
         """A connection to the first reachable scheduler, in random order but `last` (the one just
         lost, which may be frozen: its handshake would only time out) last; or None and the reasons."""
-        errors = []
+        errors: list[str] = []
         order = random.sample(self.schedulers, len(self.schedulers))
         order.sort(key=lambda address: format_address(address) == last)
         for address in order:
@@ -442,7 +444,8 @@ class Client:
         """Tell each job's owner of the outcomes the logic decided."""
         events = self._logic.take_events()
         for job, task in events:
-            job.listener(job, task)
+            if job.listener is not None:  # a job of this shell always has one
+                job.listener(job, task)
         if events:
             self._room.set()
 
@@ -484,11 +487,12 @@ class Client:
         """
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
-        payloads = []
+        payloads: list[bytes] = []
         held: Held = {}  # task -> its call and inputs, for those that take outcomes
         for task in tasks:
             inputs = self._task_inputs(task)
             if inputs is not None:
+                assert isinstance(task, partial)  # inputs are found in a partial's arguments only
                 held[len(payloads)] = (pack_template(task.func, inputs), inputs)
                 payloads.append(b"")  # set once its inputs are done
                 continue
@@ -552,6 +556,7 @@ class Client:
         elif job.coalesce:
             if not self._flush_due:
                 self._flush_due = True
+                assert self._token is not None  # set by __aenter__
                 self._token.run_sync_soon(self._flush)
         else:
             self._send(self._logic.flush())

@@ -218,9 +218,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
         client = self._client
         job = Job(
-            self._settings, payloads, retries=client.retries, retry_exceptions=client.retry_exceptions,
-            coalesce=coalesce, listener=self._on_outcome,
-        )  # fmt: skip
+            self._settings,
+            payloads,
+            retries=client.retries,
+            retry_exceptions=client.retry_exceptions,
+            coalesce=coalesce,
+            listener=self._on_outcome,
+        )
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -239,6 +243,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         wake = not self._incoming
         self._incoming.extend(calls)
         if wake:
+            assert self._token is not None  # set by the trio thread before __init__ returns
             self._token.run_sync_soon(self._run_incoming)
 
     def _run_incoming(self) -> None:
@@ -339,6 +344,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             if wait:
                 concurrent.futures.wait(pending)
             with self._lock:
+                assert self._stop is not None  # set by the trio thread before __init__ returns
                 try:
                     self._queue_calls((self._stop.set,))
                 except trio.RunFinishedError:

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import IO
 
 from sparrow_core import QUEUE_POLICIES
 
@@ -183,12 +184,16 @@ class LocalCluster:
         if self.transport == "unix":
             self._socket_dir = tempfile.mkdtemp(prefix="sparrow-sock-")  # mode 0700
         try:
-            started = [self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + common)
-                       for i in range(self.n_schedulers)]  # fmt: skip
+            started = [
+                self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + common)
+                for i in range(self.n_schedulers)
+            ]
             self._schedulers = [process for process, _ in started]
             self.schedulers = self._await_ready(started)
-            started = [self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + common)
-                       for i in range(self.n_node_monitors)]  # fmt: skip
+            started = [
+                self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + common)
+                for i in range(self.n_node_monitors)
+            ]
             self._node_monitors = [process for process, _ in started]
             self.node_monitors = self._await_ready(started)
             self.node_monitor_pids = [process.pid for process in self._node_monitors]
@@ -242,8 +247,8 @@ class LocalCluster:
         """The address in each service's ready line, once all are printed; RuntimeError if one exits
         or stays silent until the startup timeout."""
         deadline = time.monotonic() + self.startup_timeout
-        lines = {process.stdout.fileno(): b"" for process, _ in started}
-        names = {process.stdout.fileno(): (process, name) for process, name in started}
+        lines = {_stdout(process).fileno(): b"" for process, _ in started}
+        names = {_stdout(process).fileno(): (process, name) for process, name in started}
         waiting = set(lines)
         while waiting:
             ready, _, _ = select.select(list(waiting), [], [], max(deadline - time.monotonic(), 0))
@@ -261,9 +266,9 @@ class LocalCluster:
                     waiting.discard(fd)
         addresses = []
         for process, name in started:
-            parsed = parse_ready_line(lines[process.stdout.fileno()].decode())
+            parsed = parse_ready_line(lines[_stdout(process).fileno()].decode())
             if parsed is None:
-                raise RuntimeError(f"{name} printed {lines[process.stdout.fileno()]!r}, not its ready line")
+                raise RuntimeError(f"{name} printed {lines[_stdout(process).fileno()]!r}, not its ready line")
             address, metrics_url, dashboard_url = parsed
             addresses.append(address)
             if metrics_url is not None:
@@ -294,5 +299,12 @@ def _stop(processes: list[subprocess.Popen], timeout: float) -> None:
         except subprocess.TimeoutExpired:
             process.kill()  # its executor workers die with it
             process.wait()
-        process.stdout.close()
-        process.stdin.close()
+        for pipe in (process.stdout, process.stdin):
+            if pipe is not None:
+                pipe.close()
+
+
+def _stdout(process: subprocess.Popen) -> IO[bytes]:
+    """The pipe of a service's standard output, which _start opens."""
+    assert process.stdout is not None
+    return process.stdout

@@ -74,10 +74,17 @@ class SchedulerService:
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve one incoming connection (a client or a node monitor) until it ends."""
         await accept_and_serve(
-            stream, self.serve_peer, log=logger, gate=self._gate, secret=self._secret, role="scheduler",
-            node_id=self.name, allowed_roles=("client", "node-monitor"), timeout=self.handshake_timeout,
+            stream,
+            self.serve_peer,
+            log=logger,
+            gate=self._gate,
+            secret=self._secret,
+            role="scheduler",
+            node_id=self.name,
+            allowed_roles=("client", "node-monitor"),
+            timeout=self.handshake_timeout,
             max_frame=self.max_frame,
-        )  # fmt: skip
+        )
 
     async def serve_peer(self, conn: Connection) -> None:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""
@@ -172,9 +179,14 @@ async def serve_scheduler(
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
-            scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
-            max_client_tasks=max_client_tasks, max_frame=max_frame, client_grace=client_grace,
-        )  # fmt: skip
+            scheduler_id=name,
+            probe_ratio=probe_ratio,
+            seed=seed,
+            placement_timeout=placement_timeout,
+            max_client_tasks=max_client_tasks,
+            max_frame=max_frame,
+            client_grace=client_grace,
+        )
     service = SchedulerService(
         logic,
         secret=key,

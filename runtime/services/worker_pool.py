@@ -145,7 +145,7 @@ class _Thread:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
-        self.outcome: Outcome | None = None
+        self.outcome: Outcome | None = failed("no task ran yet")  # each task's replaces it before the thread signals
 
 
 class ThreadExecutor(_Pool):
@@ -195,7 +195,9 @@ class ThreadExecutor(_Pool):
                 return
             if not signal:  # the thread is gone (it only leaves when its socket closes)
                 return
-            self._finished(worker, worker.outcome)
+            outcome, worker.outcome = worker.outcome, None
+            assert outcome is not None  # the thread sets it before it signals
+            self._finished(worker, outcome)
             self._dispatch()
 
 

@@ -358,8 +358,9 @@ class Connection:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
-        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch before an Error from the
-        peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
+        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch
+        before an Error from the peer are delivered; the Error ends the connection (it is the peer's
+        goodbye, not a fault).
         """
         reason = "closed locally"
         async with trio.open_nursery() as nursery:

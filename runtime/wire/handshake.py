@@ -102,8 +102,10 @@ class HandshakeGate:
                 self._logged_at = now
                 logger.warning(
                     "refused connection from %s: %d connections are in the handshake already (%d refused so far)",
-                    peer_name, self.limit, self.refused,
-                )  # fmt: skip
+                    peer_name,
+                    self.limit,
+                    self.refused,
+                )
             _close_now(stream)
             raise HandshakeError(f"{self.limit} connections are in the handshake already")
         self.pending += 1
@@ -123,13 +125,15 @@ def _close_now(stream: trio.abc.Stream) -> None:
 async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name) -> Connection:
     conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
     nonce = auth.new_nonce()
-    reason = f"handshake not completed within {timeout} s"
+    reason = f"handshake not completed within {timeout} s"  # unless told otherwise below
     with trio.move_on_after(timeout):
         try:
             await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
             msg = await conn.receive_one()
-            reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
-            if reason is None:
+            refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
+            if refused is not None:
+                reason = refused
+            else:  # a timeout while welcoming it leaves the timeout as the reason
                 conn.peer_role, conn.peer_id = msg.role, msg.peer_id
                 mac = auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
                 await conn.send_now([Welcome(mac)])
@@ -273,9 +277,12 @@ async def keep_connected(
 def peer_name(stream: trio.abc.Stream) -> str:
     """ "host:port" of the peer of a socket stream ("unix peer" on a Unix socket), for log lines;
     "unknown peer" otherwise."""
+    sock = getattr(stream, "socket", None)  # a SocketStream's; other streams have none
     try:
-        if stream.socket.family == socket.AF_UNIX:
+        if sock is None:
+            return "unknown peer"
+        if sock.family == socket.AF_UNIX:
             return "unix peer"
-        return format_address(stream.socket.getpeername()[:2])
-    except (OSError, AttributeError, TypeError, ValueError):
+        return format_address(sock.getpeername()[:2])
+    except (OSError, TypeError, ValueError):
         return "unknown peer"

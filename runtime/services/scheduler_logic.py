@@ -50,7 +50,7 @@ import sparrow_core
 
 from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, clip, job_problem, too_large
+from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -561,8 +561,12 @@ class SchedulerLogic:
         payload = job.payloads[task]
         assert payload is not None  # the kernel hands each task out once, and only then is it cleared
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
-        where = f"of the link to node monitor {clip(node.node_id)!r}"
-        problem = too_large("the task's payload", len(payload), self.frame_limits.get(node.peer, self.max_frame), where)
+        limit = self.frame_limits.get(node.peer, self.max_frame)
+        problem = None
+        if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
+            problem = too_large(
+                "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
+            )
         if problem is None:
             job.running[task] = node.worker
             self.stats["launched"] += 1

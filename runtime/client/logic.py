@@ -346,7 +346,9 @@ class ClientLogic:
         """Task `task` of `job` is over the link's frame limit by itself: it fails alone, once."""
         job.attempts[task] += 1
         where = f"of the link to scheduler {self.connected_to}"
-        self._end(job, task, local_outcome(too_large("the task's payload", size, self.frame_limit, where), TOO_LARGE))
+        problem = too_large("the task's payload", size, self.frame_limit, where)
+        assert problem is not None  # the caller found it over the limit
+        self._end(job, task, local_outcome(problem, TOO_LARGE))
 
     def _end(self, job: Job, task: int, outcome) -> None:
         """Task `task` of `job` has its one outcome."""

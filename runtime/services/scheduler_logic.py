@@ -211,7 +211,7 @@ class SchedulerLogic:
         self.client_grace = client_grace
         self.client_ids: dict[Hashable, str] = {}  # connected client peer -> its id
         # running tasks of lost clients: (when to stop them, the client's id, [(worker, job id, task)])
-        self.orphans: list[tuple[float, str, list[tuple[int, int, int]]]] = []
+        self.orphans: list[tuple[float, str | None, list[tuple[int, int, int]]]] = []
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id

@@ -10,7 +10,12 @@ from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
-from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..services.scheduler_logic import (
+    DEFAULT_CLIENT_GRACE,
+    DEFAULT_MAX_CLIENT_TASKS,
+    DEFAULT_PLACEMENT_TIMEOUT,
+    DEFAULT_PROBE_RATIO,
+)
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
@@ -146,6 +151,13 @@ SCHEDULER_SETTINGS = (
         number(0.0, open_low=True),
         DEFAULT_CLIENT_TIMEOUT,
         "drop a client silent this long (clients heartbeat several times a second)",
+        "S",
+    ),
+    Setting(
+        "client_grace",
+        number(0.0),
+        DEFAULT_CLIENT_GRACE,
+        "stop a lost client's running tasks (where node monitors can) once it is not back within this",
         "S",
     ),
     Setting(

@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         "seed": s["seed"],
         "placement_timeout": s["placement_timeout"],
         "max_client_tasks": s["max_client_tasks"],
+        "client_grace": s["client_grace"],
+        "max_frame": s["max_frame"],
     }
     where = metrics_address(s)
     if where is None:

@@ -403,7 +403,8 @@ class Client:
                 first = False
                 task_status.started()
             failed_over = bool(self.failovers) and self.failovers[-1].connected_at is None
-            self._send(self._logic.connected(conn.peer_name, time.monotonic()))
+            self._send(self._logic.connected(conn.peer_name, time.monotonic(), conn.send_limit))
+            self._dispatch()  # tasks over the link's frame limit failed there
             if failed_over:
                 logger.warning("failed over to %s: %d tasks relaunched", conn.peer_name, self.failovers[-1].relaunched)
             reason = await self._serve(conn)
@@ -441,14 +442,15 @@ class Client:
         while True:
             asked = trio.current_time() + liveness.interval
             await trio.sleep_until(asked)
+            liveness.heard = max(liveness.heard, conn.active_at)  # a big frame on its way (connection.py)
             if liveness.silent(trio.current_time(), asked):
                 conn.drop(f"silent for more than {self.scheduler_timeout:g} s")
                 return
             conn.send(Heartbeat())
 
     def _send(self, msgs: list) -> None:
-        if msgs and self._conn is not None:
-            self._conn.send_many(msgs)
+        if msgs and self._conn is not None:  # held, unencoded and in order, while the link is full (backpressure)
+            self._conn.send_later(msgs)
 
     def _dispatch(self) -> None:
         """Tell each job's owner of the outcomes the logic decided."""
@@ -515,6 +517,8 @@ class Client:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
+        if self._conn is not None:
+            await self._conn.wait_room()  # while the link to the scheduler is full
         await trio.lowlevel.checkpoint()
         return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
 

@@ -29,10 +29,11 @@ import cloudpickle
 
 from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, clip
+from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
+    TOO_LARGE,
     UNPLACEABLE,
     CancelJob,
     Heartbeat,
@@ -87,6 +88,7 @@ class ClientLogic:
 
     def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame = max_frame
+        self.frame_limit = max_frame  # the link's: the smaller of max_frame and its scheduler's (`connected`)
         self.connected_to: str | None = None
         self.failovers: list[Failover] = []
         self.unfinished = 0  # tasks without an outcome
@@ -155,10 +157,13 @@ class ClientLogic:
                     if outcomes[task] is None:  # not cancelled meanwhile
                         payload = job_payloads[task]
                         assert payload is not None  # cleared only with its outcome
+                        if len(payload) + MESSAGE_OVERHEAD > self.frame_limit:
+                            self._too_large(job, task, len(payload))
+                            continue
                         jobs.append(job)
                         tasks.append(task)
                         payloads.append(payload)
-            for group in split_jobs([len(p) for p in payloads], self.max_frame) if tasks else ():
+            for group in split_jobs([len(p) for p in payloads], self.frame_limit) if tasks else ():
                 msgs.append(
                     self._place(
                         jobs[group.start : group.stop],
@@ -253,10 +258,12 @@ class ClientLogic:
 
     # -- the connection ----------------------------------------------------------------------------
 
-    def connected(self, scheduler: str, now: float) -> list[SubmitJob]:
+    def connected(self, scheduler: str, now: float, frame_limit: int | None = None) -> list[SubmitJob]:
         """Connected to `scheduler` at `now`: every task without an outcome that waits for no input is
-        (re)launched there, as one placement per job."""
+        (re)launched there, as one placement per job. `frame_limit`: the scheduler's max_frame, told at
+        the handshake; nothing sent is over it (a task over it alone fails, TOO_LARGE)."""
         self.connected_to = scheduler
+        self.frame_limit = self.max_frame if frame_limit is None else min(self.max_frame, frame_limit)
         self._queue.clear()
         for job in self._jobs:
             pending = self._pending(job)
@@ -334,6 +341,14 @@ class ClientLogic:
             task_constraints = [task_constraints[t] for t in tasks]
         self._placements[ref] = Placement(jobs, tasks, members)
         return SubmitJob(ref, payloads, s.user, s.priority, s.probe_ratio, s.constraint, task_constraints, s.timeout)
+
+    def _too_large(self, job: Job, task: int, size: int) -> None:
+        """Task `task` of `job` is over the link's frame limit by itself: it fails alone, once."""
+        job.attempts[task] += 1
+        where = f"of the link to scheduler {self.connected_to}"
+        problem = too_large("the task's payload", size, self.frame_limit, where)
+        assert problem is not None  # the caller found it over the limit
+        self._end(job, task, local_outcome(problem, TOO_LARGE))
 
     def _end(self, job: Job, task: int, outcome) -> None:
         """Task `task` of `job` has its one outcome."""

@@ -35,8 +35,9 @@ from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.limits import LINK_FULL
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
-from ..wire.messages import Outcome, TaskToNode
+from ..wire.messages import Outcome, OutcomeToScheduler, TaskToNode
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
@@ -97,7 +98,7 @@ class NodeMonitorService:
             with trio.fail_after(self.handshake_timeout):
                 await conn.send_now([self.logic.registration(self.node_id, self.labels, self.instance, self.can_stop)])
                 reply = await conn.receive_one()
-            welcome = self.logic.on_registration_reply(conn, reply, conn.peer_name)
+            welcome = self.logic.on_registration_reply(conn, reply, conn.peer_name, conn.send_limit)
         except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
             logger.warning("registration with %s failed: %s", conn, exc or "timed out")
             await conn.aclose()
@@ -176,8 +177,11 @@ class NodeMonitorService:
 
     def _route(self, out: list) -> None:
         """Start the launched tasks and stop the ones asked, then send the rest with one write per
-        scheduler."""
+        scheduler; a burst with a big outcome (over LINK_FULL) waits while the link is full, with the
+        GetTask of the slot it frees (backpressure, connection.py). Small ones go at once: they never
+        fill a link, and holding them costs a pass of the sender task per outcome (measured)."""
         sends = []
+        big = False  # a big outcome among them: they wait while the link is full (small ones never fill it)
         for peer, msg in out:
             kind = type(msg)
             if kind is TaskToNode:
@@ -188,7 +192,9 @@ class NodeMonitorService:
                     self.executor.stop(ticket, msg.failure, msg.reason)
             else:
                 sends.append((peer, msg))
-        send_grouped(sends)
+                if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
+                    big = True
+        send_grouped(sends, later=big)
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)

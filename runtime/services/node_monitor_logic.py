@@ -21,7 +21,8 @@ it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OU
 (`clock` tells the time: tests pass a fake one).
 
 Outcomes: `on_task_done` reports the task's Outcome as is, unless it would not fit in a frame of
-`max_frame` bytes: then a failed outcome saying so goes instead (the task's own failure, not retried).
+its scheduler's link (the smaller of `max_frame` and the scheduler's, given at registration): then a
+failed outcome (TOO_LARGE, not retried) naming its size and the limit goes instead, and the link stays.
 
 `drain()` (for a clean shutdown) drops the queued reservations and takes no more (later ones are
 dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), which then stops
@@ -46,10 +47,11 @@ import sparrow_core
 
 from ..errors import ProtocolError, RegistrationRefused
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
-from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip
+from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     TIMED_OUT,
+    TOO_LARGE,
     CancelReservations,
     EnqueueReservations,
     Error,
@@ -64,8 +66,6 @@ from ..wire.messages import (
     TaskToNode,
 )
 from ..wire.messages import RegistrationRefused as Refusal
-
-OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
 
 
 class Stop(msgspec.Struct, frozen=True, gc=False):
@@ -113,6 +113,7 @@ class NodeMonitorLogic:
         self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
         self.max_frame = check_max_frame(max_frame)
+        self.frame_limits: dict[Hashable, int] = {}  # scheduler -> the largest frame its link takes
         self.clock = clock
         self.stats: Counter[str] = Counter()
         self.deadlines: dict[tuple, tuple[float, float]] = {}  # (scheduler, job, task) -> (when, its timeout)
@@ -129,25 +130,31 @@ class NodeMonitorLogic:
         process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task)."""
         return RegisterNodeMonitor(node_id, self.slots, tuple(labels), instance, can_stop)
 
-    def on_registration_reply(self, scheduler: Hashable, reply, name: str = "the scheduler") -> list:
+    def on_registration_reply(
+        self, scheduler: Hashable, reply, name: str = "the scheduler", frame_limit: int | None = None
+    ) -> list:
         """Take `reply` to `registration()` from `scheduler` (called `name` in errors): Registered
         takes the scheduler on (a draining node monitor tells it at once, so it is not probed even for
-        one heartbeat interval). Raises RegistrationRefused for a refusal, ProtocolError otherwise."""
+        one heartbeat interval). `frame_limit`: the largest frame its link takes (the smaller of both
+        sides' max_frame; None: `max_frame`). Raises RegistrationRefused for a refusal, ProtocolError
+        otherwise."""
         kind = type(reply)
         if kind is Refusal:
             raise RegistrationRefused(f"{name} refused this node monitor: {clip(reply.reason, MAX_REASON)}")
         if kind is not Registered:
             why = f"refused: {clip(reply.reason, MAX_REASON)}" if kind is Error else f"answered {kind.__name__}"
             raise ProtocolError(f"{name} {why}")
-        self.on_scheduler_registered(scheduler)
+        self.on_scheduler_registered(scheduler, frame_limit)
         return [(scheduler, self.heartbeat())] if self.draining else []
 
-    def on_scheduler_registered(self, scheduler: Hashable) -> None:
+    def on_scheduler_registered(self, scheduler: Hashable, frame_limit: int | None = None) -> None:
         self._schedulers.setdefault(scheduler, {})
+        self.frame_limits[scheduler] = self.max_frame if frame_limit is None else min(self.max_frame, frame_limit)
 
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
         """Drop the reservations of a scheduler that is gone; slots waiting on its answers are freed."""
         out: list = []
+        self.frame_limits.pop(scheduler, None)
         for entry in self._schedulers.pop(scheduler, {}).values():
             self.queue.cancel(entry.key)
             self.free += entry.asking
@@ -201,10 +208,12 @@ class NodeMonitorLogic:
         self.stats["finished"] += 1
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
-        if len(outcome.payload) + len(outcome.error) > self.max_frame - OUTCOME_OVERHEAD:
+        size = len(outcome.payload) + len(outcome.error)
+        limit = self.frame_limits.get(scheduler, self.max_frame)
+        problem = too_large("the task's outcome", size, limit, "of the link to its scheduler")
+        if problem is not None:  # that task fails alone, once; the link stays
             self.stats["outcomes_too_large"] += 1
-            too_large = f"the task's outcome ({len(outcome.payload)} bytes) exceeds the frame limit of {self.max_frame}"
-            outcome = Outcome(False, b"", too_large, outcome.failure)
+            outcome = Outcome(False, b"", problem, TOO_LARGE)
         if scheduler in self._schedulers:
             out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
         self._fill(out)

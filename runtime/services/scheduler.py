@@ -30,7 +30,13 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_an
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
-from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
+from .scheduler_logic import (
+    DEFAULT_CLIENT_GRACE,
+    DEFAULT_MAX_CLIENT_TASKS,
+    DEFAULT_PLACEMENT_TIMEOUT,
+    DEFAULT_PROBE_RATIO,
+    SchedulerLogic,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +99,9 @@ class SchedulerService:
             handle, lost, idle = logic.on_node_messages, logic.on_node_lost, self.node_timeout
 
         send = self.outcomes.send
+        logic.frame_limits[conn] = conn.send_limit  # what this peer's link takes (told at the handshake)
+        if conn.peer_role == "client":
+            logic.on_client_connected(conn, conn.peer_id)
 
         def on_messages(msgs: list) -> None:
             send(handle(conn, msgs))
@@ -107,11 +116,12 @@ class SchedulerService:
                 send(lost(conn))
 
     async def run_timers(self) -> None:
-        """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long (until cancelled)."""
+        """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long and stop the tasks of
+        lost clients (until cancelled)."""
         while True:
             await trio.sleep(TIMER_INTERVAL)
-            if self.logic.waiting:
-                with contained(logger, "failing the jobs that waited too long"):
+            if self.logic.timers_due:
+                with contained(logger, "failing the jobs that waited too long, stopping lost clients' tasks"):
                     self.outcomes.send(self.logic.on_timer())
 
     async def keep_dialing(self, target: Address) -> None:
@@ -142,6 +152,7 @@ async def serve_scheduler(
     seed: int | None = None,
     placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
     max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
+    client_grace: float = DEFAULT_CLIENT_GRACE,
     node_timeout: float = DEFAULT_NODE_TIMEOUT,
     client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -159,8 +170,9 @@ async def serve_scheduler(
     A node monitor silent for `node_timeout`, or a client silent for `client_timeout` (clients
     heartbeat), is dropped. `logic` (optional) is the SchedulerLogic to drive, e.g. to read its `stats`
     in tests; otherwise one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set
-    none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it) and
-    `max_client_tasks` (unfinished tasks per client).
+    none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it),
+    `max_client_tasks` (unfinished tasks per client) and `client_grace` (how long a lost client may
+    take to come back before its running tasks are stopped where they can be).
     With `tls` (tls.TLS), every link is TLS with the cluster CA and peers are who their certificates say
     (a client's jobs run as its certificate's user); else the secret comes from `secret`,
     `secret_file`, or the environment (see auth.load_secret): the insecure mode, for one trusted host.
@@ -180,6 +192,8 @@ async def serve_scheduler(
             seed=seed,
             placement_timeout=placement_timeout,
             max_client_tasks=max_client_tasks,
+            max_frame=max_frame,
+            client_grace=client_grace,
         )
     service = SchedulerService(
         logic,

@@ -18,6 +18,10 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - a job that no live node monitor can take (none, or none satisfying its constraint) waits up to
   `placement_timeout` for one to register (`on_timer` gives up); a task whose own constraint and
   the job's leave it no node monitor fails at once.
+- a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
+  are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
+  client of the same id connecting) within `client_grace`, so their slots go back to work. Where a
+  node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -51,10 +55,12 @@ import numpy as np
 import sparrow_core
 
 from ..errors import ProtocolError
-from ..wire.limits import MAX_REASON, clip, job_problem
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
+    TOO_LARGE,
     UNPLACEABLE,
     CancelJob,
     CancelReservations,
@@ -85,6 +91,7 @@ from ..wire.messages import (
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
 DEFAULT_MAX_CLIENT_TASKS = 1_000_000  # unfinished tasks one client may have at this scheduler
+DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before its running tasks are stopped
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
@@ -176,6 +183,11 @@ class SchedulerLogic:
     `clock` (seconds) dates the node monitors' last messages (StatusReply) and the jobs waiting for
     a node monitor; `on_timer` (call it a few times a second) fails those waiting past
     `placement_timeout` (0: fail at once). A client may have `max_client_tasks` unfinished tasks.
+    `frame_limits` holds the largest frame each peer's link takes (the smaller max_frame of both
+    sides; the shell sets it as a peer connects, `max_frame` for a peer not in it): a task or an
+    outcome over its next hop's limit fails alone (TOO_LARGE), naming the size and the limit.
+    The shell names each client as it connects (`on_client_connected`); `on_timer` also stops the
+    running tasks of clients lost for `client_grace` seconds.
     """
 
     def __init__(
@@ -186,16 +198,26 @@ class SchedulerLogic:
         seed: int | None = None,
         placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT,
         max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        client_grace: float = DEFAULT_CLIENT_GRACE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
+        if not 0 <= client_grace < math.inf:
+            raise ValueError(f"client_grace must be a number of seconds >= 0, got {client_grace!r}")
         if not isinstance(max_client_tasks, int) or max_client_tasks < 1:
             raise ValueError(f"max_client_tasks must be an int >= 1, got {max_client_tasks!r}")
         self.scheduler_id = scheduler_id
         self.clock = clock
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
+        self.max_frame = max_frame
+        self.frame_limits: dict[Hashable, int] = {}  # peer -> the largest frame its link takes
+        self.client_grace = client_grace
+        self.client_ids: dict[Hashable, str] = {}  # connected client peer -> its id
+        # running tasks of lost clients: (when to stop them, the client's id, [(worker, job id, task)])
+        self.orphans: list[tuple[float, str | None, list[tuple[int, int, int]]]] = []
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
@@ -252,6 +274,7 @@ class SchedulerLogic:
     def on_node_lost(self, peer: Hashable) -> list:
         """The node monitor behind `peer` disconnected or went silent."""
         out: list = []
+        self.frame_limits.pop(peer, None)
         node = self.nodes.pop(peer, None)
         if node is None:
             return out
@@ -372,9 +395,21 @@ class SchedulerLogic:
             jobs.append(JobStatus(job_id, job.user, job.priority, n, n - unlaunched, len(job.running), job.n_done))
         return StatusReply(self.scheduler_id, nodes, jobs, dict(self.stats))
 
+    def on_client_connected(self, peer: Hashable, client_id: str) -> None:
+        """The client `client_id` is connected behind `peer` (a lost one with this id is back)."""
+        self.client_ids[peer] = client_id
+
     def on_client_lost(self, peer: Hashable) -> list:
-        """The client behind `peer` is gone: drop its jobs and cancel their reservations."""
+        """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
+        tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: list = []
+        self.frame_limits.pop(peer, None)
+        client_id = self.client_ids.pop(peer, None)
+        running = []
+        for job_id in self.clients.get(peer, ()):
+            running += [(worker, job_id, task) for task, worker in self.jobs[job_id].running.items()]
+        if running:
+            self.orphans.append((self.clock() + self.client_grace, client_id, running))
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
             self._refs.pop((peer, job.ref), None)
@@ -384,8 +419,11 @@ class SchedulerLogic:
         return out
 
     def on_timer(self) -> list:
-        """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks)."""
+        """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
+        stop the running tasks of clients lost `client_grace` ago that are not back."""
         out: list = []
+        if self.orphans:
+            self._stop_orphans(out)
         if self.waiting:
             now = self.clock()
             for job_id, (deadline, reason) in list(self.waiting.items()):
@@ -395,6 +433,28 @@ class SchedulerLogic:
                     if job is not None:
                         self._abandon(job, f"{reason} (waited {self.placement_timeout:g} s)", out)
         return out
+
+    @property
+    def timers_due(self) -> bool:
+        """Whether `on_timer` has anything to check."""
+        return bool(self.waiting or self.orphans)
+
+    def _stop_orphans(self, out: list) -> None:
+        now = self.clock()
+        back = set(self.client_ids.values())
+        while self.orphans and self.orphans[0][0] <= now:  # in order of loss: deadlines ascend
+            _, client_id, running = self.orphans.pop(0)
+            if client_id is not None and client_id in back:
+                continue  # it came back: its tasks' outcomes are dropped as they come
+            for worker, job_id, task in running:
+                node = self._by_worker.get(worker)
+                if node is None:
+                    continue  # lost meanwhile: the slot went with it
+                if node.can_stop:
+                    self.stats["orphans_stopped"] += 1
+                    out.append((node.peer, StopTask(job_id, task)))
+                else:
+                    self.stats["orphans_left_running"] += 1
 
     def _cancel(self, client: Hashable, msg: CancelJob, out: list) -> None:
         """The client cancels tasks of its job `msg.ref`: each gets a CANCELLED outcome now; those not
@@ -513,9 +573,22 @@ class SchedulerLogic:
         payload = job.payloads[task]
         assert payload is not None  # the kernel hands each task out once, and only then is it cleared
         job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
-        job.running[task] = node.worker
-        self.stats["launched"] += 1
-        out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        limit = self.frame_limits.get(node.peer, self.max_frame)
+        problem = None
+        if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
+            problem = too_large(
+                "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
+            )
+        if problem is None:
+            job.running[task] = node.worker
+            self.stats["launched"] += 1
+            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        else:  # it fails alone, once; the slot that asked is told there is nothing for it
+            self.stats["too_large"] += 1
+            out.append((node.peer, NoTask(job_id)))
+            self._deliver(job, task, failed(problem, TOO_LARGE), out)
+            if job_id not in self.table:  # that was the job's last outcome
+                return
         if self.table.all_launched(job_id):
             for worker in self.table.workers_to_cancel(job_id).tolist():
                 holder = self._by_worker.get(worker)
@@ -558,6 +631,13 @@ class SchedulerLogic:
         job.n_done += 1
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1
+        limit = self.frame_limits.get(job.client, self.max_frame)
+        problem = too_large(
+            "the task's outcome", len(outcome.payload) + len(outcome.error), limit, "of the link to its client"
+        )
+        if problem is not None:  # it fails alone, once; the link stays
+            self.stats["too_large"] += 1
+            outcome = failed(problem, TOO_LARGE)
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
         if last:

@@ -12,6 +12,12 @@ connection over a `trio.SocketStream` writes a burst straight to the non-blockin
 queued while that remainder is pending, is written by the connection's sender task in order. Other
 streams (trio memory streams in tests) always go through the sender task and `receive_some`.
 
+Backpressure: a peer that does not read is judged by its progress, not by a byte count at one
+instant: it is dropped once it accepts no byte for `stall_timeout` seconds while bytes wait for it.
+A link is full while more than LINK_FULL bytes wait; a sender that can wait uses `send_later`
+(messages kept unencoded, in order, until the link has room) and `wait_room`. What a connection
+holds encoded is bounded all the same (`unsent_limit`, limits.py): past it the peer is dropped.
+
 Error handling: a ProtocolError raised while reading (oversized frame, undecodable bytes) or by the
 callback (a message not allowed in the connection's state) is answered with an Error message, then
 the connection is closed; only this connection is affected. Every wait has a deadline: the flush
@@ -22,8 +28,10 @@ liveness.py (a pause of this process does not count as the peer's silence).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import ssl
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -42,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 FAREWELLS = (Error, RegistrationRefused)  # messages after which their sender closes the connection
 CLOSE_TIMEOUT = 1.0  # how long a final Error may take to flush before the connection is dropped
+BIG_RECEIVE_SIZE = 4 * 1024 * 1024  # bytes asked of one read while a big frame is coming
+WRITE_CHUNK = 1024 * 1024  # bytes per write on a stream that is not a socket (progress is seen per chunk)
 _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (not on Windows sockets)
 
 
@@ -51,8 +61,11 @@ class Connection:
 
     Until `handshake_done()` (called by handshake.py once the peer is authenticated), frames over
     HANDSHAKE_MAX_FRAME are refused at their length prefix; `handshake=False` (a private socket
-    pair, no handshake) starts at `max_frame`. A peer that lets more than `unsent_limit` bytes pile
-    up unsent (it does not read) is dropped: `serve` returns that reason."""
+    pair, no handshake) starts at `max_frame`. A peer that accepts no byte for `stall_timeout`
+    seconds while bytes wait for it, or lets more than `unsent_limit` bytes pile up encoded, does not
+    read and is dropped: `serve` returns that reason. `active_at` is when the peer was last seen
+    at work between messages: a read brought part of a frame, or the peer drained our socket's full
+    buffer (a big frame on its way, either way, is a peer that is heard from)."""
 
     def __init__(
         self,
@@ -62,10 +75,14 @@ class Connection:
         peer_name: str = "peer",
         handshake: bool = True,
         unsent_limit: int | None = None,
+        stall_timeout: float = limits.STALL_TIMEOUT,
     ) -> None:
         self.stream = stream
         self.max_frame = max_frame
+        self.send_limit = max_frame  # the smaller of both sides' max_frame, once the peer told its own
         self.unsent_limit = limits.unsent_limit(max_frame) if unsent_limit is None else unsent_limit
+        self.stall_timeout = stall_timeout
+        self.active_at = -math.inf
         self.peer_name = peer_name
         self.peer_role = ""
         self.peer_id = ""
@@ -80,7 +97,11 @@ class Connection:
         self._closing = False
         self._fd = stream.socket.fileno() if _DIRECT_IO and type(stream) is trio.SocketStream else None
         self._unsent: bytes | memoryview = b""  # the tail of a direct write that did not fit; the sender task writes it
-        self._writing = False  # the sender task is in send_all: direct writes must queue behind it
+        self._writing = False  # the sender task is writing: direct writes must queue behind it
+        self._in_flight = 0  # bytes of the sender task's current write not yet accepted by the peer
+        self._progress_at = 0.0  # when the peer last accepted bytes (or bytes began to wait)
+        self._later: deque[Sequence] = deque()  # bursts of send_later waiting for room, unencoded
+        self._room: trio.Event | None = None  # set when the link has room again (wait_room)
         self._dropped: str | None = None  # why the connection was dropped without a goodbye
         self._goodbye: str | None = None  # the reason of the peer's Error, once it came
         self._farewell: str | None = None  # the reason of the Error we sent, once we did
@@ -89,9 +110,12 @@ class Connection:
     def __repr__(self) -> str:
         return f"<Connection {self.peer_role} {limits.clip(self.peer_id, 60)!r} at {self.peer_name}>"
 
-    def handshake_done(self) -> None:
-        """The peer is authenticated: accept frames up to `max_frame` from now on."""
+    def handshake_done(self, peer_max_frame: int = 0) -> None:
+        """The peer is authenticated: accept frames up to `max_frame` from now on, and send none over
+        `peer_max_frame`, the peer's own limit (0: not told)."""
         self._decoder.max_frame = self.max_frame
+        if peer_max_frame:
+            self.send_limit = min(self.max_frame, peer_max_frame)
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -106,7 +130,7 @@ class Connection:
         if self._closing:
             return
         try:
-            data = encode_frames(msgs, self.max_frame)
+            data = encode_frames(msgs, self.send_limit)
         except ProtocolError:
             logger.exception("could not encode a message for %s; closing the connection", self)
             self.close_soon()
@@ -131,13 +155,47 @@ class Connection:
                 self._closing = True
                 self._wake.set()
 
+    def send_later(self, msgs: Sequence) -> None:
+        """Send `msgs` as one burst once the link has room: at once if it has, else kept unencoded
+        (no copy of their payloads) until the bytes before them drop to LINK_FULL. Bursts of
+        send_later keep their order; `send` and `send_many` may overtake them (heartbeats do)."""
+        if self._later or not self.has_room:
+            if not self._closing:
+                self._later.append(msgs)
+                self._wake.set()
+        else:
+            self.send_many(msgs)
+
+    @property
+    def unsent(self) -> int:
+        """Bytes encoded for the peer that it has not accepted yet."""
+        return len(self._outbox) + len(self._unsent) + self._in_flight
+
+    @property
+    def has_room(self) -> bool:
+        """No send_later burst waits and at most LINK_FULL bytes are unsent."""
+        return not self._later and self.unsent <= limits.LINK_FULL
+
+    async def wait_room(self) -> None:
+        """Wait until the link has room (`has_room`) or is closing: a sender's backpressure."""
+        while not self.has_room and not self._closing:
+            if self._room is None:
+                self._room = trio.Event()
+            await self._room.wait()
+
+    def _wake_room(self) -> None:
+        if self._room is not None and (self._closing or self.has_room):
+            self._room.set()
+            self._room = None
+
     def _queue(self, data: bytearray) -> None:
         self._outbox += data
         self._wake.set()
         self._check_unsent()
 
     def _check_unsent(self) -> None:
-        unsent = len(self._outbox) + len(self._unsent)
+        """The memory bound: a peer with more than `unsent_limit` bytes waiting is dropped."""
+        unsent = self.unsent
         if unsent > self.unsent_limit:
             self.drop(f"{unsent} bytes unsent, over the limit of {self.unsent_limit}: the peer does not read")
 
@@ -150,6 +208,8 @@ class Connection:
         self._closing = True
         self._outbox = bytearray()
         self._unsent = b""
+        self._later.clear()
+        self._wake_room()
         if self._scope is not None:
             self._scope.cancel()
 
@@ -159,11 +219,12 @@ class Connection:
             self.send(Error(limits.clip(reason, limits.MAX_REASON)))
         self._closing = True
         self._wake.set()
+        self._wake_room()
 
     async def send_now(self, msgs: list) -> None:
         """Write `msgs` directly; only before `serve` started (the handshake)."""
         try:
-            await self.stream.send_all(encode_frames(msgs, self.max_frame))
+            await self.stream.send_all(encode_frames(msgs, self.send_limit))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
 
@@ -172,26 +233,95 @@ class Connection:
             while True:
                 await self._wake.wait()
                 self._wake = trio.Event()
-                while self._unsent or self._outbox:  # a direct write's tail first, then what queued behind it
+                self._progress_at = trio.current_time()  # bytes wait from now
+                while True:  # a direct write's tail first, then what queued behind it, then send_later's
                     data: bytes | memoryview | bytearray
                     if self._unsent:
                         data, self._unsent = self._unsent, b""
-                    else:
+                    elif self._outbox:
                         data, self._outbox = self._outbox, bytearray()
+                    elif self._later:
+                        self._encode_later()
+                        continue
+                    else:
+                        break
                     self._writing = True
                     if self._closing:
                         with trio.move_on_after(CLOSE_TIMEOUT):
-                            await self.stream.send_all(data)
+                            await self._write(data)
                     else:
-                        await self.stream.send_all(data)
+                        await self._write(data)
                     self._writing = False
+                    self._wake_room()
                 if self._closing:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             self._closing = True
+            self._wake_room()
             await self.aclose()
+
+    def _encode_later(self) -> None:
+        """Encode send_later's bursts into the outbox, in order, until it holds more than LINK_FULL."""
+        while self._later and len(self._outbox) <= limits.LINK_FULL:
+            msgs = self._later.popleft()
+            try:
+                self._outbox += encode_frames(msgs, self.send_limit)
+            except ProtocolError:
+                logger.exception("could not encode a message for %s; closing the connection", self)
+                self._later.clear()
+                self.close_soon()
+                return
+            for msg in msgs:
+                if type(msg) in FAREWELLS:
+                    self._farewell = msg.reason
+                    self._closing = True
+
+    async def _write(self, data) -> None:
+        """Write `data` (the sender task), noting each time the peer accepts bytes; drop the peer
+        when it accepts none for `stall_timeout` seconds."""
+        view = memoryview(data)
+        self._in_flight = len(view)
+        try:
+            while view:
+                with trio.move_on_at(self._progress_at + self.stall_timeout):
+                    sent = await self._write_some(view)
+                    view = view[sent:]
+                    self._in_flight = len(view)
+                    self._progress_at = trio.current_time()
+                    self._wake_room()
+                    continue
+                self.drop(
+                    f"it accepted no byte for {self.stall_timeout:g} s while {self.unsent} bytes waited for it: "
+                    "the peer does not read"
+                )
+                await trio.lowlevel.checkpoint()  # drop cancelled serve: this raises Cancelled
+        finally:
+            self._in_flight = 0
+
+    async def _write_some(self, view: memoryview) -> int:
+        """Write some of `view` once the stream takes it; how many bytes were written."""
+        if self._fd is None:
+            chunk = view[:WRITE_CHUNK]
+            await self.stream.send_all(chunk)
+            return len(chunk)
+        waited = False
+        while True:
+            if self.closed:  # its descriptor may already belong to another file
+                raise trio.ClosedResourceError("the connection was closed")
+            try:
+                sent = os.write(self._fd, view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self._fd)
+                waited = True
+                continue
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from None
+            if waited:  # the socket's buffer was full and has room again: the peer read from it
+                self.active_at = trio.current_time()
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return sent
 
     # -- receiving --------------------------------------------------------------------------------
 
@@ -214,6 +344,7 @@ class Connection:
             msgs = self._decoder.feed(data)
             if msgs:
                 return msgs
+            self.active_at = trio.current_time()  # part of a frame: the peer is heard from
 
     async def _read_socket(self, fd: int) -> bytes:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
@@ -222,8 +353,8 @@ class Connection:
             if self.closed:  # its descriptor may already belong to another file
                 raise trio.ClosedResourceError("the connection was closed")
             await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
-            try:
-                return os.read(fd, RECEIVE_SIZE)
+            try:  # the rest of a big frame in few reads: past a frame's first read, its size is known
+                return os.read(fd, max(RECEIVE_SIZE, min(self._decoder.missing, BIG_RECEIVE_SIZE)))
             except BlockingIOError:
                 pass
 
@@ -301,6 +432,7 @@ class Connection:
                     batch = await self.receive_batch()
                     liveness.heard = trio.current_time()
                     self._deliver(on_messages, batch)
+            liveness.heard = max(liveness.heard, self.active_at)  # a big frame on its way: the peer is heard
             if liveness.silent(trio.current_time(), asked):
                 return
 
@@ -319,15 +451,19 @@ def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def send_grouped(pairs: list) -> None:
+def send_grouped(pairs: list, *, later: bool = False) -> None:
     """Send `(connection, message)` pairs with one write per connection, each connection's messages in
     order. Connections to clients are written last: the messages that keep node monitors busy (the
-    critical path of every task) leave before the outcomes a client is waiting for."""
+    critical path of every task) leave before the outcomes a client is waiting for. `later`: each
+    connection's burst waits while its link is full (`Connection.send_later`)."""
     if not pairs:
         return
     if len(pairs) == 1:
         peer, msg = pairs[0]
-        peer.send(msg)
+        if later:
+            peer.send_later((msg,))
+        else:
+            peer.send(msg)
         return
     by_peer: dict[Connection, list] = {}
     for peer, msg in pairs:
@@ -336,11 +472,11 @@ def send_grouped(pairs: list) -> None:
             by_peer[peer] = [msg]
         else:
             msgs.append(msg)
-    later = []
+    clients = []
     for peer, msgs in by_peer.items():
         if peer.peer_role == "client":
-            later.append((peer, msgs))
+            clients.append((peer, msgs))
         else:
-            peer.send_many(msgs)
-    for peer, msgs in later:
-        peer.send_many(msgs)
+            peer.send_later(msgs) if later else peer.send_many(msgs)
+    for peer, msgs in clients:
+        peer.send_later(msgs) if later else peer.send_many(msgs)

@@ -137,6 +137,15 @@ class FrameDecoder:
         return out
 
     @property
+    def missing(self) -> int:
+        """Bytes still to come of the frame begun in the buffer (0: none begun, or its header is not
+        complete): a receiver may read that much at once."""
+        buf = self._buf
+        if len(buf) < HEADER_SIZE:
+            return 0
+        return HEADER_SIZE + int.from_bytes(buf[:HEADER_SIZE], "big") - len(buf)
+
+    @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
         return len(self._buf)

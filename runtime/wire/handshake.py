@@ -2,7 +2,8 @@
 
 `accept` (server side) and `connect` / `connect_stream` (client side) exchange Challenge,
 Authenticate and Welcome and return a `Connection` (connection.py) whose `peer_role` and `peer_id`
-are proven; `keep_connected` dials an address again whenever its link ends.
+are proven, and whose `send_limit` is the smaller of both sides' max_frame (each tells its own);
+`keep_connected` dials an address again whenever its link ends.
 
 With `tls` (tls.TLS), the stream is wrapped in TLS first (mutual authentication with the cluster
 CA) and the peer's certificate, not the secret, proves who it is: the role it claims must be the one
@@ -145,7 +146,7 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
                     raise TLSFailure("TLS: the client's certificate names no sparrow role")
             conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
             nonce = auth.new_nonce()
-            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce)])
+            await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
             msg = await conn.receive_one()
             refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity)
             if refused is not None:
@@ -158,7 +159,7 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
                     else auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
                 )
                 await conn.send_now([Welcome(mac)])
-                conn.handshake_done()
+                conn.handshake_done(msg.max_frame)
                 return conn
         except (TLSFailure, ProtocolError, ConnectionLost) as exc:
             reason = str(exc)
@@ -292,7 +293,7 @@ async def _client_handshake(
         if identity is None:
             assert secret is not None  # the insecure mode: its caller loaded the secret
             mac = auth.proof(secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id)
-        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
+        await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce, conn.max_frame)])
         reply = await conn.receive_one()
     except ConnectionLost as exc:
         raise HandshakeError(f"{name} closed the connection during the handshake ({exc})") from None
@@ -306,7 +307,7 @@ async def _client_handshake(
         if not auth.verify(expected, reply.mac):
             raise HandshakeError(f"{name} did not prove it knows the cluster secret")
     conn.peer_role, conn.peer_id, conn.identity = server_role, server_id, identity
-    conn.handshake_done()
+    conn.handshake_done(challenge.max_frame)
 
 
 async def keep_connected(

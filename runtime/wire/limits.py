@@ -35,13 +35,29 @@ MAX_COUNT = 2**31 - 1  # heartbeat counters
 # -- connections -----------------------------------------------------------------------------------
 HANDSHAKE_MAX_FRAME = 8192  # bytes of a frame before the handshake completes
 MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished the handshake
-MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for a peer that does not read, at the least
+MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for one peer, at the least (the memory bound)
+STALL_TIMEOUT = 10.0  # seconds a peer may accept no byte while bytes wait for it: then it does not read
+LINK_FULL = 1024 * 1024  # unsent bytes past which a link is full: senders that can wait, wait (send_later)
 
 
 def unsent_limit(max_frame: int) -> int:
-    """The bytes a connection may have queued for its peer before the peer is dropped as too slow:
-    two of the largest frames, and at least MIN_UNSENT_LIMIT."""
-    return max(2 * max_frame, MIN_UNSENT_LIMIT)
+    """The memory bound of one connection: the bytes it may hold encoded for its peer before the peer
+    is dropped, four of the largest frames and at least MIN_UNSENT_LIMIT. Senders that wait while
+    their link is full (clients, node monitors) stay near LINK_FULL + one frame; the bound is for
+    what a scheduler relays to a peer that reads too slowly. A peer that stops reading altogether is
+    dropped after STALL_TIMEOUT whatever it holds."""
+    return max(4 * max_frame, MIN_UNSENT_LIMIT)
+
+
+MESSAGE_OVERHEAD = 1024  # bytes of a task's or an outcome's message besides its payload and text, generously
+
+
+def too_large(what: str, size: int, limit: int, where: str) -> str | None:
+    """Why `what` of `size` bytes (payload and text) cannot go in a frame of at most `limit` bytes
+    (the smaller max_frame of a link, `where`: "to scheduler X"), naming both; None if it fits."""
+    if size + MESSAGE_OVERHEAD <= limit:
+        return None
+    return f"{what} of {size} bytes is over the frame limit of {limit} bytes {where}"
 
 
 def clip(text: object, limit: int = CLIP) -> str:

@@ -47,13 +47,15 @@ SYSTEM = 1  # its worker process died, its node monitor or scheduler was lost
 CANCELLED = 2  # cancelled by its client (or killed for it, with force)
 TIMED_OUT = 3  # ran past its job's timeout and was stopped
 UNPLACEABLE = 4  # no node monitor could take it in time, or the scheduler rejected its job
-FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE)
+TOO_LARGE = 5  # the task or its outcome is over the frame limit of a hop on its way
+FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE, TOO_LARGE)
 
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 Id = Annotated[int, msgspec.Meta(ge=0, le=MAX_ID)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Priority = Annotated[int, msgspec.Meta(ge=PRIORITY_MIN, le=PRIORITY_MAX)]
 Digest = Annotated[bytes, msgspec.Meta(max_length=64)]
+FrameLimit = Annotated[int, msgspec.Meta(ge=0, lt=2**32)]  # a peer's max_frame; 0: not told
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -89,18 +91,24 @@ def failed(reason: str, failure: int = SYSTEM) -> Outcome:
 
 
 class Challenge(_Msg, tag=1):
+    """`max_frame`: the largest frame the server accepts; senders keep to the smaller of both sides'."""
+
     version: Count
     role: Name
     peer_id: Name
     nonce: Digest
+    max_frame: FrameLimit = 0
 
 
 class Authenticate(_Msg, tag=2):
+    """`max_frame`: the largest frame the client accepts (see Challenge)."""
+
     version: Count
     role: Name
     peer_id: Name
     mac: Digest
     nonce: Digest
+    max_frame: FrameLimit = 0
 
 
 class Welcome(_Msg, tag=3):

@@ -68,7 +68,7 @@ COUNT_OK, COUNT_OVER = limits.MAX_PROBES_PER_JOB, limits.MAX_PROBES_PER_JOB + 1
         ([22, 0, 0], [22, -1, 0], "Heartbeat.queued"),
         ([25, limits.MAX_ID], [25, limits.MAX_ID + 1], "GetTask.job_id"),
         ([28, 1, limits.MAX_ID, [True, b""]], [28, 1, -1, [True, b""]], "OutcomeToScheduler.task"),
-        ([28, 1, 0, [False, b"", "e", 4]], [28, 1, 0, [False, b"", "e", 5]], "OutcomeToScheduler.outcome.failure"),
+        ([28, 1, 0, [False, b"", "e", 5]], [28, 1, 0, [False, b"", "e", 6]], "OutcomeToScheduler.outcome.failure"),
         (
             [2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32],
             [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32],
@@ -202,9 +202,9 @@ def test_clip_shortens_and_escapes_peer_text():
     assert limits.clip(b"\xff") == "b'\\xff'"
 
 
-def test_unsent_limit_allows_two_frames_at_least():
+def test_unsent_limit_allows_four_frames_at_least():
     assert limits.unsent_limit(1 << 20) == limits.MIN_UNSENT_LIMIT
-    assert limits.unsent_limit(64 << 20) == 128 << 20
+    assert limits.unsent_limit(64 << 20) == 256 << 20
 
 
 def test_heartbeat_and_enqueue_defaults_decode():

@@ -7,10 +7,12 @@ from collections import Counter
 import pytest
 
 from sparrow_runtime.errors import ProtocolError, RegistrationRefused
-from sparrow_runtime.services.node_monitor_logic import OUTCOME_OVERHEAD, NodeMonitorLogic, Stop
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic, Stop
+from sparrow_runtime.wire.limits import MESSAGE_OVERHEAD
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     TIMED_OUT,
+    TOO_LARGE,
     CancelReservations,
     EnqueueReservations,
     Error,
@@ -322,12 +324,14 @@ def test_a_forced_cancel_becomes_a_stop_for_the_executor():
 
 
 def test_an_outcome_too_large_for_a_frame_is_reported_as_a_failure_of_the_task():
-    """Over max_frame less the message's overhead: a failed outcome saying so goes instead (the
-    task's own failure: not retried); one that fits goes as is."""
-    logic = NodeMonitorLogic(slots=1, max_frame=4096)
-    logic.on_scheduler_registered("s")
-    fits = Outcome(True, b"x" * (4096 - OUTCOME_OVERHEAD))
+    """Over the link's limit (the smaller of max_frame and the scheduler's, 4096 here) less the
+    message's overhead: a TOO_LARGE failure naming the size and the limit goes instead (not retried);
+    one that fits goes as is."""
+    logic = NodeMonitorLogic(slots=1, max_frame=8192)
+    logic.on_scheduler_registered("s", 4096)
+    fits = Outcome(True, b"x" * (4096 - MESSAGE_OVERHEAD))
     assert logic.on_task_done("s", 1, 0, fits) == [("s", OutcomeToScheduler(1, 0, fits))]
-    (_, sent), *_ = logic.on_task_done("s", 1, 1, Outcome(True, b"x" * (4096 - OUTCOME_OVERHEAD + 1)))
-    assert sent.outcome == Outcome(False, b"", "the task's outcome (3073 bytes) exceeds the frame limit of 4096")
+    (_, sent), *_ = logic.on_task_done("s", 1, 1, Outcome(True, b"x" * (4096 - MESSAGE_OVERHEAD + 1)))
+    reason = "the task's outcome of 3073 bytes is over the frame limit of 4096 bytes of the link to its scheduler"
+    assert sent.outcome == Outcome(False, b"", reason, TOO_LARGE)
     assert logic.stats["outcomes_too_large"] == 1

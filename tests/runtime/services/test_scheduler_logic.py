@@ -8,6 +8,7 @@ import pytest
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     SYSTEM,
+    TOO_LARGE,
     UNPLACEABLE,
     CancelReservations,
     Constraint,
@@ -326,3 +327,41 @@ def test_outcomes_before_a_bad_message_in_a_batch_are_kept():
 def test_heartbeat_is_echoed():
     logic = cluster(1)
     assert logic.on_node_messages("nm0", [Heartbeat()]) == [("nm0", Heartbeat())]
+
+
+def test_a_task_over_its_node_monitors_frame_limit_fails_alone_once():
+    """Node monitor nm0 takes frames of 4096 bytes: a 5000-byte task fails (TOO_LARGE, naming the size
+    and the limit) with NoTask to the slot that asked; its 10-byte sibling is launched; no Error."""
+    logic = cluster(1)
+    logic.frame_limits["nm0"] = 4096
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * 5000, b"y" * 10])])
+    (job_id,) = {msg.job_id for _, msg in of_type(out, EnqueueReservations)}
+    first = logic.on_node_messages("nm0", [GetTask(job_id)])
+    second = logic.on_node_messages("nm0", [GetTask(job_id)])
+    got = first + second
+    (failed,) = [msg for _, msg in of_type(got, OutcomeToClient)]
+    assert failed.task == 0 and not failed.outcome.ok and failed.outcome.failure == TOO_LARGE
+    assert "payload of 5000 bytes is over the frame limit of 4096 bytes" in failed.outcome.error
+    assert "'nm0'" in failed.outcome.error
+    assert [msg.task for _, msg in of_type(got, TaskToNode)] == [1]
+    assert of_type(got, NoTask) and not of_type(got, Error)
+    assert logic.stats["too_large"] == 1
+
+
+def test_an_outcome_over_its_clients_frame_limit_fails_alone_once():
+    """The client takes frames of 4096 bytes: a 5000-byte outcome reaches it as a TOO_LARGE failure
+    naming the size and the limit; a small one as it is."""
+    logic = cluster(1)
+    logic.frame_limits["c"] = 4096
+    out = submit(logic, 2)
+    (job_id,) = {msg.job_id for _, msg in of_type(out, EnqueueReservations)}
+    launched = of_type(logic.on_node_messages("nm0", [GetTask(job_id), GetTask(job_id)]), TaskToNode)
+    done = [
+        OutcomeToScheduler(job_id, launched[0][1].task, Outcome(True, b"r" * 5000)),
+        OutcomeToScheduler(job_id, launched[1][1].task, Outcome(True, b"ok")),
+    ]
+    results = {msg.task: msg.outcome for _, msg in of_type(logic.on_node_messages("nm0", done), OutcomeToClient)}
+    big, small = results[launched[0][1].task], results[launched[1][1].task]
+    assert not big.ok and big.failure == TOO_LARGE and big.payload == b""
+    assert "outcome of 5000 bytes is over the frame limit of 4096 bytes of the link to its client" in big.error
+    assert small.ok and small.payload == b"ok"

@@ -168,3 +168,55 @@ def test_labels_starting_sparrow_colon_are_reserved():
 def test_bad_task_control_settings_are_refused(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         SchedulerLogic(**bad)
+
+
+def _running(logic: SchedulerLogic, client: str, n: int) -> list:
+    """Submit a job of `n` tasks from `client` and launch every one where it was probed."""
+    out = logic.on_client_messages(client, [SubmitJob(1, [b"t"] * n, probe_ratio=1.0)])
+    launched = []
+    for peer, msg in [(p, m) for p, m in out if type(m) is EnqueueReservations]:
+        for _ in range(msg.count):
+            launched += [
+                (peer, m) for _, m in logic.on_node_messages(peer, [GetTask(msg.job_id)]) if type(m) is TaskToNode
+            ]
+    assert len(launched) == n
+    return launched
+
+
+def test_a_lost_clients_running_tasks_are_stopped_after_the_grace_where_they_can_be():
+    """Client c is lost with 4 tasks running on a node monitor that can stop tasks and one that
+    cannot: nothing is stopped within the 2 s grace; then each task on the first gets StopTask, those
+    on the second run on (counted), and on_timer has nothing more to do."""
+    logic, clock = logic_with(("procs", True), ("threads", False), client_grace=2.0)
+    logic.on_client_connected("c", "client-1")
+    launched = _running(logic, "c", 4)
+    logic.on_client_lost("c")
+    assert logic.timers_due
+    clock.now += 1.9
+    assert logic.on_timer() == []
+    clock.now += 0.2
+    stops = logic.on_timer()
+    on_procs = sorted(m.task for p, m in launched if p == "procs")
+    assert 0 < len(on_procs) < 4  # both kinds of node monitor run some (seeded)
+    assert sorted(m.task for p, m in stops if p == "procs" and type(m) is StopTask) == on_procs
+    assert all(p == "procs" for p, _ in stops)
+    assert logic.stats["orphans_stopped"] == len(on_procs)
+    assert logic.stats["orphans_left_running"] == 4 - len(on_procs)
+    assert not logic.timers_due
+
+
+def test_a_lost_client_that_comes_back_within_the_grace_keeps_its_tasks_running():
+    """The same client id connects again on another link within the grace: no StopTask."""
+    logic, clock = logic_with(("procs", True), client_grace=2.0)
+    logic.on_client_connected("c", "client-1")
+    _running(logic, "c", 1)
+    logic.on_client_lost("c")
+    clock.now += 1.0
+    logic.on_client_connected("c2", "client-1")
+    clock.now += 1.5
+    assert logic.on_timer() == [] and not logic.timers_due
+
+
+def test_client_grace_must_be_a_number_of_seconds():
+    with pytest.raises(ValueError, match="client_grace must be a number of seconds >= 0"):
+        SchedulerLogic(client_grace=-1)

@@ -44,6 +44,27 @@ def test_handshake_authenticates_both_sides_and_names_them():
     trio.run(main)
 
 
+def test_each_side_tells_its_max_frame_and_both_send_within_the_smaller():
+    """Server 64 KiB, client 16 KiB: each side's send limit is 16 KiB, each still accepts its own
+    max_frame; a message over the send limit is never written (the sender knew)."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        async with trio.open_nursery() as nursery:
+            got = {}
+
+            async def server():
+                got["server"] = await _accept(left, max_frame=64 * 1024)
+
+            nursery.start_soon(server)
+            client = await connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=16 * 1024)
+        server = got["server"]
+        assert (server.send_limit, client.send_limit) == (16 * 1024, 16 * 1024)
+        assert (server.max_frame, client.max_frame) == (64 * 1024, 16 * 1024)
+
+    trio.run(main)
+
+
 def test_peer_without_the_secret_is_refused_with_a_reason(caplog):
     async def main():
         server, client = await _handshake(client_secret=b"wrong")

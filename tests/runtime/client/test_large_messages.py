@@ -77,7 +77,16 @@ SECRET = "large-messages-secret"
 
 def _service(args: list[str], secret_file: str) -> tuple[subprocess.Popen, str]:
     """Start `sparrow ARGS` on loopback; the process and the address of its ready line (30 s at most)."""
-    common = ["--listen", "127.0.0.1:0", "--secret-file", secret_file, "--exit-with-parent", "--log-level", "warning"]
+    common = [
+        "--insecure",
+        "--listen",
+        "127.0.0.1:0",
+        "--secret-file",
+        secret_file,
+        "--exit-with-parent",
+        "--log-level",
+        "warning",
+    ]
     process = subprocess.Popen(
         [*SPARROW, *args, *common], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env()
     )

@@ -68,8 +68,11 @@ def compare(base: list[dict], head: list[dict]) -> list[tuple[str, float, float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("base", help="the commit, branch or tag to compare with (e.g. main)")
     parser.add_argument("head", nargs="?", default="HEAD", help="the commit to check (default HEAD)")
     parser.add_argument("--factor", type=float, default=FACTOR, help=f"the worsening that fails (default {FACTOR:g})")
@@ -98,13 +101,17 @@ def main(argv: list[str] | None = None) -> int:
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=1800).stdout
             rounds = json.loads(out.splitlines()[-1])
             runs[i].append(absolute(rounds, "sparrow"))
-    print(f"ab: {args.head} ({commits[1][:8]}) against {args.base} ({commits[0][:8]}), {args.repeat} runs each "
-          f"alternating, {args.rounds} rounds per run; failing past {args.factor:g}")  # fmt: skip
+    print(
+        f"ab: {args.head} ({commits[1][:8]}) against {args.base} ({commits[0][:8]}), {args.repeat} runs each "
+        f"alternating, {args.rounds} rounds per run; failing past {args.factor:g}"
+    )
     failed = []
     for label, b, h, worse, pairs in compare(*runs):
         verdict = "WORSE" if worse > args.factor else "ok"
-        print(f"  {label:<24} base {b:,.2f}  head {h:,.2f}  head's worsening {worse:.2f}x "
-              f"(pairs {min(pairs):.2f}-{max(pairs):.2f})  {verdict}")  # fmt: skip
+        print(
+            f"  {label:<24} base {b:,.2f}  head {h:,.2f}  head's worsening {worse:.2f}x "
+            f"(pairs {min(pairs):.2f}-{max(pairs):.2f})  {verdict}"
+        )
         if worse > args.factor:
             failed.append(label)
     print(f"ab: FAILED ({', '.join(failed)})" if failed else "ab: passed")

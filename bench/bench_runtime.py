@@ -37,9 +37,15 @@ LATENCY_JOB_SIZE = 10
 IN_FLIGHT = 10  # jobs of the throughput run kept in flight at once
 
 
+def _client(schedulers, credentials):
+    """A Client with `credentials`: the cluster secret, or Client's keyword arguments ({"tls": ...})."""
+    return Client(schedulers, **(credentials if isinstance(credentials, dict) else {"secret": credentials}))
+
+
 async def measure_throughput(schedulers, secret, n_tasks=THROUGHPUT_TASKS, job_size=THROUGHPUT_JOB_SIZE) -> float:
-    """Tasks per second for `n_tasks` no-op tasks in jobs of `job_size`, IN_FLIGHT jobs at a time."""
-    async with Client(schedulers, secret=secret) as client:
+    """Tasks per second for `n_tasks` no-op tasks in jobs of `job_size`, IN_FLIGHT jobs at a time;
+    `secret`: the cluster's, or a LocalCluster's `credentials`."""
+    async with _client(schedulers, secret) as client:
         await (await client.submit_job([int] * job_size)).wait()  # warm up: workers, connections
         start = time.perf_counter()
         pending = []
@@ -54,7 +60,7 @@ async def measure_throughput(schedulers, secret, n_tasks=THROUGHPUT_TASKS, job_s
 
 async def measure_latencies(schedulers, secret, n_jobs=LATENCY_JOBS, job_size=LATENCY_JOB_SIZE) -> list[float]:
     """Sorted seconds from submission to the last outcome of one `job_size`-task job, one job at a time."""
-    async with Client(schedulers, secret=secret) as client:
+    async with _client(schedulers, secret) as client:
         for _ in range(20):  # warm up
             await (await client.submit_job([int] * job_size)).wait()
         latencies = []

@@ -19,7 +19,7 @@ import time
 
 ROUND_TRIPS = 5_000
 ROUNDS = 5
-MESSAGE = b"x" * 64  # about a GetTask / TaskLaunch frame of a no-op task
+MESSAGE = b"x" * 64  # about a GetTask / TaskToNode frame of a no-op task
 
 
 def _pair(transport: str) -> tuple[socket.socket, socket.socket]:
@@ -105,18 +105,24 @@ def main() -> None:
         layouts["two CPUs"] = (cpus[0], cpus[1])
     if cpus:
         layouts["one CPU"] = (cpus[0], cpus[0])
-    print(f"{args.round_trips:,} round trips of {len(MESSAGE)} bytes, {args.rounds} rounds alternating; "
-          f"median (range) per round trip; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"{args.round_trips:,} round trips of {len(MESSAGE)} bytes, {args.rounds} rounds alternating; "
+        f"median (range) per round trip; load average {os.getloadavg()[0]:.2f}"
+    )
     for name, layout in layouts.items():
         runs = rounds(args.rounds, args.round_trips, layout)
         cells = []
         for transport, figures in runs.items():
             walls, cpu = [f[0] for f in figures], [f[1] for f in figures]
-            cells.append(f"{transport} {statistics.median(walls):.1f} us ({min(walls):.1f}-{max(walls):.1f}), "
-                         f"CPU {statistics.median(cpu):.1f} us")  # fmt: skip
+            cells.append(
+                f"{transport} {statistics.median(walls):.1f} us ({min(walls):.1f}-{max(walls):.1f}), "
+                f"CPU {statistics.median(cpu):.1f} us"
+            )
         ratio = [u[0] / t[0] for u, t in zip(runs["unix"], runs["tcp"], strict=True)]
-        print(f"  {name:<9} {'; '.join(cells)}; unix/tcp wall {statistics.median(ratio):.2f}x "
-              f"({min(ratio):.2f}-{max(ratio):.2f})")  # fmt: skip
+        print(
+            f"  {name:<9} {'; '.join(cells)}; unix/tcp wall {statistics.median(ratio):.2f}x "
+            f"({min(ratio):.2f}-{max(ratio):.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -247,9 +247,21 @@ def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[di
     per_python: list[list[list[dict]]] = [[] for _ in pythons]
     for _ in range(args.repeat):
         for i, python in enumerate(pythons):
-            command = [python, os.path.abspath(__file__), "--json", "--rounds", str(args.rounds),
-                       "--map-tasks", str(args.map_tasks), "--submit-tasks", str(args.submit_tasks),
-                       "--jobs", str(args.jobs), "--transport", args.transport]  # fmt: skip
+            command = [
+                python,
+                os.path.abspath(__file__),
+                "--json",
+                "--rounds",
+                str(args.rounds),
+                "--map-tasks",
+                str(args.map_tasks),
+                "--submit-tasks",
+                str(args.submit_tasks),
+                "--jobs",
+                str(args.jobs),
+                "--transport",
+                args.transport,
+            ]
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
             per_python[i].append(json.loads(out.splitlines()[-1]))
     return per_python
@@ -273,8 +285,10 @@ def print_build(name: str, blocks: list[list[dict]]) -> None:
         ours = [s[figure] for s, _, _ in per_block]
         theirs = [p[figure] for _, p, _ in per_block]
         ratio = [1 / r[figure] if rate else r[figure] for _, _, r in per_block]
-        print(f"  {label:<24} Sparrow {_span(ours, fmt)}  pool {_span(theirs, fmt)}  "
-              f"Sparrow/pool {_span(ratio, '{:.2f}x')}")  # fmt: skip
+        print(
+            f"  {label:<24} Sparrow {_span(ours, fmt)}  pool {_span(theirs, fmt)}  "
+            f"Sparrow/pool {_span(ratio, '{:.2f}x')}"
+        )
 
 
 def main() -> None:
@@ -287,8 +301,12 @@ def main() -> None:
     parser.add_argument("--load", action="store_true", help="also the 80%%-load p50 over the floor's, per run")
     parser.add_argument("--transport", choices=("tcp", "unix"), default="tcp", help="LocalCluster's (default tcp)")
     parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
-    parser.add_argument("--python", action="append", default=[],
-                        help="run under this interpreter too (repeatable), alternating with this one")  # fmt: skip
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="run under this interpreter too (repeatable), alternating with this one",
+    )
     args = parser.parse_args()
     if min(args.rounds, args.repeat, args.map_tasks, args.submit_tasks, args.jobs) < 1:
         parser.error("--rounds, --repeat, --map-tasks, --submit-tasks and --jobs must be >= 1")
@@ -305,9 +323,12 @@ def main() -> None:
     else:
         builds = [[run_rounds(args.rounds, args.transport, **sizes)]]
     loads = [load_ratio() for _ in range(args.repeat)] if args.load else []
-    print(f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
-          f"{args.rounds} rounds per run, {args.repeat} runs" + (", builds alternating" if args.python else "")
-          + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
+        f"{args.rounds} rounds per run, {args.repeat} runs"
+        + (", builds alternating" if args.python else "")
+        + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
     for python, blocks in zip(pythons, builds, strict=True):
         print_build(python, blocks)
     if loads:

@@ -129,13 +129,18 @@ def _report(name: str, rate: float, baseline: float, baseline_tasks: int, rss: P
     per_task = rss.per_task(queued)
     memory = ", ".join(f"{who} {value:,.0f} B" for who, value in per_task.items())
     peaks = ", ".join(f"{who} {rss.peak[who] / 2**20:,.0f} MiB" for who in per_task)
-    return (f"{name}: {rate:,.0f} tasks/s, {rate / baseline:.2f}x the {baseline_tasks:,}-task map's; "
-            f"peak RSS over before per queued task ({queued:,} queued at most): {memory}; peaks {peaks}")  # fmt: skip
+    return (
+        f"{name}: {rate:,.0f} tasks/s, {rate / baseline:.2f}x the {baseline_tasks:,}-task map's; "
+        f"peak RSS over before per queued task ({queued:,} queued at most): {memory}; peaks {peaks}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--map-tasks", type=int, default=MAP_TASKS)
     parser.add_argument("--jobs", type=int, default=JOBS)
     parser.add_argument("--job-tasks", type=int, default=JOB_TASKS, help="tasks per job (at most 100,000)")
@@ -147,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for line in run(args):
         print(line, flush=True)
-    print(f"executor={args.executor}; {time.perf_counter() - started:.0f} s in all; load average "
-          f"{os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"executor={args.executor}; {time.perf_counter() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}"
+    )
     return 0
 
 

@@ -42,9 +42,21 @@ def start_scheduler(secret_file: str) -> tuple[subprocess.Popen, str]:
     """A `sparrow scheduler` process on loopback; its address from its ready line."""
     from sparrow_runtime.services.ready_line import parse_ready_line
 
-    command = [sys.executable, "-m", "sparrow_runtime.cli.main", "scheduler", "--listen", "127.0.0.1:0",
-               "--secret-file", secret_file, "--log-level", "warning", "--exit-with-parent",
-               "--max-client-tasks", "10000000"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "sparrow_runtime.cli.main",
+        "scheduler",
+        "--listen",
+        "127.0.0.1:0",
+        "--secret-file",
+        secret_file,
+        "--log-level",
+        "warning",
+        "--exit-with-parent",
+        "--max-client-tasks",
+        "10000000",
+    ]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()
     parsed = parse_ready_line(line)
@@ -75,9 +87,10 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
     from sparrow_runtime.wire.address import parse_address
     from sparrow_runtime.wire.connection import send_grouped
     from sparrow_runtime.wire.handshake import connect
-    from sparrow_runtime.wire.messages import Registered, RegisterNodeMonitor, TaskLaunch
+    from sparrow_runtime.wire.messages import Outcome, Registered, RegisterNodeMonitor, TaskToNode
 
     logic = NodeMonitorLogic(slots=slots)
+    none = Outcome(True, b"\x80\x05N.")  # pickle.dumps(None, 5): what a no-op task returns
     conn = await connect(parse_address(address), secret=secret, role="node-monitor", peer_id=node_id)
     await conn.send_now([RegisterNodeMonitor(node_id, slots)])
     reply = await conn.receive_one()
@@ -91,9 +104,9 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
         while out:
             more = []
             for peer, msg in out:
-                if type(msg) is TaskLaunch:
+                if type(msg) is TaskToNode:
                     done[0] += 1
-                    more += logic.on_task_done(peer, msg.job_id, msg.task, True, NONE_RESULT, "")
+                    more += logic.on_task_done(peer, msg.job_id, msg.task, none)
                 else:
                     sends.append((peer, msg))
             out = more
@@ -108,9 +121,6 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
         nursery.start_soon(heartbeat)
         await conn.serve(on_messages)
         nursery.cancel_scope.cancel()
-
-
-NONE_RESULT = b"\x80\x05N."  # pickle.dumps(None, 5): what a no-op task returns
 
 
 async def drive(address: str, secret: bytes, args: argparse.Namespace, pid: int) -> dict[str, float]:
@@ -131,8 +141,11 @@ async def drive(address: str, secret: bytes, args: argparse.Namespace, pid: int)
                 await trio.sleep(args.warmup)
                 window.update(tasks=done[0], cpu=process_cpu_seconds(pid), wall=time.perf_counter())
                 await trio.sleep(args.seconds)
-                window.update(tasks=done[0] - window["tasks"], cpu=process_cpu_seconds(pid) - window["cpu"],
-                              wall=time.perf_counter() - window["wall"])  # fmt: skip
+                window.update(
+                    tasks=done[0] - window["tasks"],
+                    cpu=process_cpu_seconds(pid) - window["cpu"],
+                    wall=time.perf_counter() - window["wall"],
+                )
 
             async with trio.open_nursery() as inner:
                 inner.start_soon(measure)
@@ -166,16 +179,27 @@ def project(per_core: float) -> list[tuple[int, float, int, float]]:
         capacity = n * per_core
         slots = int(capacity * MEAN_TASK_S / 0.8)  # busy at 80% when the schedulers run flat out
         workers = max(1, slots // 16)  # hosts of 16 slots, as the paper's
-        config = SimConfig(n_workers=workers, slots=16, n_schedulers=n, load=0.8, tasks_per_job=100,
-                           n_jobs=max(500, 20 * n), mean_duration=MEAN_TASK_S, seed=1,
-                           keep_task_waits=False)  # fmt: skip
+        config = SimConfig(
+            n_workers=workers,
+            slots=16,
+            n_schedulers=n,
+            load=0.8,
+            tasks_per_job=100,
+            n_jobs=max(500, 20 * n),
+            mean_duration=MEAN_TASK_S,
+            seed=1,
+            keep_task_waits=False,
+        )
         out.append((n, capacity, workers * 16, simulate(config).summary()["response_over_ideal"]))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--node-monitors", type=int, default=NODE_MONITORS, help="light node monitors")
     parser.add_argument("--slots", type=int, default=SLOTS, help="slots per node monitor")
     parser.add_argument("--job-size", type=int, default=JOB_SIZE)
@@ -201,18 +225,26 @@ def main(argv: list[str] | None = None) -> int:
             process.wait(10)
             process.stdout.close()
     per_core = window["tasks"] / window["cpu"]
-    print(f"one scheduler, {args.node_monitors} light node monitors x {args.slots} slots, jobs of {args.job_size}, "
-          f"{args.in_flight} in flight, {args.seconds:g} s measured ({os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.2f}):")  # fmt: skip
-    print(f"  {window['tasks']:,} tasks in {window['wall']:.2f} s: {window['tasks'] / window['wall']:,.0f} tasks/s "
-          f"(wall, load generator and scheduler sharing the machine)")  # fmt: skip
-    print(f"  scheduler CPU {1e6 * window['cpu'] / window['tasks']:.1f} us per task: "
-          f"{per_core:,.0f} task decisions/s per scheduler core (target {TARGET:,}: "
-          f"{'met' if per_core >= TARGET else 'not met'})")  # fmt: skip
+    print(
+        f"one scheduler, {args.node_monitors} light node monitors x {args.slots} slots, jobs of {args.job_size}, "
+        f"{args.in_flight} in flight, {args.seconds:g} s measured ({os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f}):"
+    )
+    print(
+        f"  {window['tasks']:,} tasks in {window['wall']:.2f} s: {window['tasks'] / window['wall']:,.0f} tasks/s "
+        f"(wall, load generator and scheduler sharing the machine)"
+    )
+    print(
+        f"  scheduler CPU {1e6 * window['cpu'] / window['tasks']:.1f} us per task: "
+        f"{per_core:,.0f} task decisions/s per scheduler core (target {TARGET:,}: "
+        f"{'met' if per_core >= TARGET else 'not met'})"
+    )
     for n, capacity, slots, over_ideal in project(per_core):
-        print(f"  {n:>3} schedulers: {capacity:,.0f} tasks/s, enough for {slots:,} slots of 100 ms tasks at 80% "
-              f"load; simulated there (n_schedulers={n}, jobs of 100): mean response "
-              f"{over_ideal:.2f}x the ideal")  # fmt: skip
+        print(
+            f"  {n:>3} schedulers: {capacity:,.0f} tasks/s, enough for {slots:,} slots of 100 ms tasks at 80% "
+            f"load; simulated there (n_schedulers={n}, jobs of 100): mean response "
+            f"{over_ideal:.2f}x the ideal"
+        )
     return 0
 
 

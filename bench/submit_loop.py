@@ -56,10 +56,15 @@ def main() -> None:
     for i in range(args.rounds):
         ours, pool = sparrow_submit_loop(args.executor, args.tasks), pool_submit_loop(args.tasks)
         ratios.append(ours / pool)
-        print(f"round {i + 1}: Sparrow {ours:,.0f} tasks/s, ProcessPoolExecutor(2) {pool:,.0f} tasks/s, "
-              f"ratio {ours / pool:.2f}x", flush=True)  # fmt: skip
-    print(f"{args.tasks:,} submits, executor={args.executor}: ratio {min(ratios):.2f}-{max(ratios):.2f}x; "
-          f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(
+            f"round {i + 1}: Sparrow {ours:,.0f} tasks/s, ProcessPoolExecutor(2) {pool:,.0f} tasks/s, "
+            f"ratio {ours / pool:.2f}x",
+            flush=True,
+        )
+    print(
+        f"{args.tasks:,} submits, executor={args.executor}: ratio {min(ratios):.2f}-{max(ratios):.2f}x; "
+        f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ _EXPORTS = {
     "serve_node_monitor": "services.node_monitor",
     "serve_scheduler": "services.scheduler",
     "SparrowExecutor": "client.executor",
+    "TLS": "wire.tls",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from .services.node_monitor import serve_node_monitor as serve_node_monitor
     from .services.scheduler import serve_scheduler as serve_scheduler
     from .wire.messages import Constraint as Constraint
+    from .wire.tls import TLS as TLS
 
 
 def __getattr__(name: str):

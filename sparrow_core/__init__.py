@@ -18,6 +18,7 @@ from ._core import sample_constrained as sample_constrained
 from ._core import sample_constrained_flat as sample_constrained_flat
 from ._core import sample_job as sample_job
 from ._core import sample_per_task as sample_per_task
+from ._version import __version__ as __version__
 
 __all__ = [
     "PRIORITY_RANGE",

@@ -16,7 +16,8 @@ PRIORITY_RANGE: range
 PLACEMENT_POLICIES: tuple[str, ...]
 """The simulator's placement policies: random, per-task, batch, batch + late binding (sparrow), omniscient."""
 DURATIONS: tuple[str, ...]
-"""The simulator's task duration distributions: exponential, constant, bimodal, per_job (one exponential draw per job)."""
+"""The simulator's task duration distributions: exponential, constant, bimodal, per_job (one exponential
+draw per job)."""
 
 class Rng:
     """xoshiro256** seeded through splitmix64; the same seed gives the same stream everywhere."""

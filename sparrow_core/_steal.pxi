@@ -14,7 +14,7 @@ def choose_victims(Rng rng not None, n_workers, thief, k):
     """The peers an idle worker (`thief`) asks for work: min(k, n_workers - 1) distinct worker
     ids of range(n_workers), never the thief, uniformly at random.
 
-    Example:
+    Examples:
         >>> sorted(choose_victims(Rng(1), 3, thief=1, k=5).tolist())
         [0, 2]
     """
@@ -32,7 +32,7 @@ def choose_steal(Rng rng not None, stealable, blocked_for, max_take=1, min_block
     half its queue (rounded up), at most max_take. Returns (index, count), or None if no answer
     is eligible.
 
-    Example:
+    Examples:
         >>> choose_steal(Rng(1), [3, 4, 0], [0.5, 0.2, 9.0], max_take=4)
         (0, 2)
     """

@@ -55,7 +55,8 @@ inline void check_steal_config(const StealConfig& c) {
 inline void choose_victims(Rng& rng, int64_t n_workers, int64_t thief, int64_t k, std::vector<int64_t>& out) {
   if (n_workers < 1) throw std::invalid_argument("n_workers must be >= 1, got " + std::to_string(n_workers));
   if (thief < 0 || thief >= n_workers)
-    throw std::invalid_argument("thief must be in [0, " + std::to_string(n_workers) + "), got " + std::to_string(thief));
+    throw std::invalid_argument("thief must be in [0, " + std::to_string(n_workers) + "), got " +
+                                std::to_string(thief));
   if (k < 0) throw std::invalid_argument("k must be >= 0, got " + std::to_string(k));
   const int64_t peers = n_workers - 1;
   const size_t start = out.size();
@@ -122,9 +123,10 @@ inline int64_t take_reservations(ReservationQueue& q, int64_t n, const int64_t* 
   if (n_pinned < 0) throw std::invalid_argument("pinned must be >= 0, got " + std::to_string(n_pinned));
   for (int64_t i = 1; i < n_pinned; ++i)
     if (pinned[i - 1] >= pinned[i]) throw std::invalid_argument("pinned job ids must be ascending and distinct");
-  return take_reservations(
-      q, n, [pinned, n_pinned](const Reservation& r) { return !std::binary_search(pinned, pinned + n_pinned, r.job_id); },
-      out);
+  auto movable = [pinned, n_pinned](const Reservation& r) {
+    return !std::binary_search(pinned, pinned + n_pinned, r.job_id);
+  };
+  return take_reservations(q, n, movable, out);
 }
 
 }  // namespace sparrow

@@ -1,9 +1,14 @@
 """What the `sparrow` commands share: their settings, one-line errors, and how a client finds
-its cluster and secret (flags, environment, config file, else the running `sparrow local`)."""
+its cluster and credentials (flags, environment, config file, else the running `sparrow local`).
+
+Credentials are the keyword arguments of the services and of Client: {"tls": TLS} (TLS with the
+cluster CA) or {"secret": bytes} (the insecure shared-secret mode, which a service runs only with
+--insecure, and says so in a warning)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from ..client.local_state import running_local_cluster
@@ -11,8 +16,15 @@ from ..services.cpus import pin_process
 from ..services.logsetup import setup_logging
 from ..services.processes import SECRET_VARIABLES
 from ..wire.auth import SECRET_ENV, load_secret
+from ..wire.tls import TLS, TLSConfigError, load_tls
 from .config import CONFIG, Resolved, resolve
 from .options import COMMANDS
+
+logger = logging.getLogger(__name__)
+INSECURE_WARNING = (
+    "running --insecure: no TLS; peers prove only that they know the cluster secret, and frames are neither "
+    "encrypted nor authenticated (anyone on the path can read and forge them): use it on a single trusted host only"
+)
 
 
 class CommandError(Exception):
@@ -69,12 +81,42 @@ def service_secret(s: Resolved) -> bytes:
     return secret
 
 
-def prepare_service(s: Resolved) -> bytes:
-    """What `sparrow scheduler` and `sparrow node-monitor` do first: read the secret, pin the process
-    to its `cpus` setting, if set (before it starts threads or executors), and set up logging.
-    Returns the secret, and removes its variables from this process's environment: nothing this
-    service starts or runs inherits them."""
-    secret = service_secret(s)
+def given_tls(s: Resolved) -> TLS | None:
+    """The TLS credentials of --tls-ca, --tls-cert and --tls-key (or their variables, or the config
+    file), None if none is set. Raises CommandError (one line) for some but not all, or unusable files."""
+    try:
+        return load_tls(s["tls_ca"], s["tls_cert"], s["tls_key"])
+    except TLSConfigError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def service_credentials(s: Resolved, role: str) -> dict:
+    """The credentials of a service of `role`: its TLS files, or with --insecure the secret."""
+    tls = given_tls(s)
+    if tls is not None and s["insecure"]:
+        raise CommandError("--insecure and TLS files are both given: give one")
+    if tls is not None:
+        if tls.identity.role != role:
+            raise CommandError(
+                f"{s['tls_cert']} is a {tls.identity.role} certificate: a {role} needs one issued with --role {role}"
+            )
+        return {"tls": tls}
+    if not s["insecure"]:
+        raise CommandError(
+            "no TLS credentials: pass --tls-ca, --tls-cert and --tls-key (make them with `sparrow certs`), or "
+            "--insecure to authenticate with a shared secret only, on a single trusted host"
+        )
+    return {"secret": service_secret(s)}
+
+
+def prepare_service(s: Resolved, role: str) -> dict:
+    """What `sparrow scheduler` and `sparrow node-monitor` do first: read the credentials, pin the
+    process to its `cpus` setting, if set (before it starts threads or executors), and set up
+    logging (with a warning when --insecure). Returns the credentials (see the module's comment), and
+    removes the secret's variables from this process's environment: nothing this service starts or
+    runs inherits them."""
+    credentials = service_credentials(s, role)
+    secret = credentials.get("secret")
     for name in SECRET_VARIABLES:
         os.environ.pop(name, None)
     if s["cpus"] is not None:
@@ -83,23 +125,36 @@ def prepare_service(s: Resolved) -> bytes:
         except ValueError as exc:
             raise CommandError(f"--cpus: {exc}") from None
     setup_logging(s["log_level"], secret=secret)
-    return secret
+    if secret is not None:
+        logger.warning(INSECURE_WARNING)
+    return credentials
 
 
-def client_target(s: Resolved) -> tuple[list[str], bytes]:
-    """The scheduler addresses and the secret of a client command (submit, status): as given, else
-    those of the `sparrow local` running on this host."""
-    schedulers, secret = s["scheduler"], given_secret(s)
-    if schedulers and secret is not None:
-        return schedulers, secret
+def client_target(s: Resolved) -> tuple[list[str], dict]:
+    """The scheduler addresses and the credentials of a client command (submit, status): as given,
+    else those of the `sparrow local` running on this host."""
+    schedulers, tls = s["scheduler"], given_tls(s)
+    secret = None if tls is not None else given_secret(s)
+    if schedulers and (tls is not None or secret is not None):
+        return schedulers, {"tls": tls} if tls is not None else {"secret": secret}
     try:
         state = running_local_cluster()
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except LookupError as exc:
-        missing = "no scheduler to connect to" if not schedulers else "no cluster secret"
+        missing = "no scheduler to connect to" if not schedulers else "no credentials"
         raise CommandError(
-            f"{missing}: pass --scheduler HOST:PORT and --secret-file FILE (or set SPARROW_SCHEDULER and "
-            f"SPARROW_SECRET), or start `sparrow local` on this host ({exc})"
+            f"{missing}: pass --scheduler HOST:PORT and --tls-ca, --tls-cert and --tls-key (or --secret-file FILE "
+            f"for an --insecure cluster), or start `sparrow local` on this host ({exc})"
         ) from None
-    return schedulers or state.schedulers, secret if secret is not None else read_secret_file(state.secret_file)
+    schedulers = schedulers or state.schedulers
+    if tls is not None:
+        return schedulers, {"tls": tls}
+    if secret is not None:
+        return schedulers, {"secret": secret}
+    if state.tls_files is not None:
+        try:
+            return schedulers, {"tls": state.tls()}
+        except TLSConfigError as exc:
+            raise CommandError(f"the local cluster's client credentials: {exc}") from None
+    return schedulers, {"secret": read_secret_file(state.secret_file)}

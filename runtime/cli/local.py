@@ -1,8 +1,9 @@
 """`sparrow local`: a cluster on this host (LocalCluster: schedulers and node monitors as processes on
 loopback) until Ctrl-C; with --demo, run the demo workload on it, report, and stop.
 
-While it runs, its addresses and secret file are in the local state (local_state.py), so
-`sparrow submit` and `sparrow status` on this host find it with no flags.
+It runs on TLS with a CA and certificates kept in the state folder (`tls/`, made on first use), unless
+--insecure. While it runs, its addresses and credentials are in the local state (local_state.py), so
+`sparrow submit`, `sparrow status`, Client() and SparrowExecutor() on this host find it with no flags.
 """
 
 from __future__ import annotations
@@ -10,18 +11,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
+import sys
 from functools import partial
 
 import trio
 from rich.console import Console
 
-from ..client.local_state import read_state, remove_state, write_state
+from ..client.local_state import LocalState, read_state, remove_state, state_dir, write_state
 from ..demo.report import build_report
 from ..demo.workload import make_workload, run_workload
 from ..services.cpus import format_cpu_list
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
-from .common import CommandError, add_command, settings
+from .common import INSECURE_WARNING, CommandError, add_command, settings
 from .config import Resolved
 from .demo_view import DemoProgress, plot_cdf, render_report
 
@@ -56,6 +58,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         probe_ratio=s["probe_ratio"],
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],
+        tls=False if s["insecure"] else state_dir() / "tls",
     )
 
 
@@ -63,7 +66,7 @@ def _describe(s: Resolved) -> str:
     n, m = s["schedulers"], s["node_monitors"]
     return (
         f"{n} scheduler{'s' * (n > 1)}, {m} node monitor{'s' * (m > 1)} x {s['slots']} slots "
-        f"({s['policy']} queues, {s['executor']} executors)"
+        f"({s['policy']} queues, {s['executor']} executors, {'--insecure: no TLS' if s['insecure'] else 'TLS'})"
     )
 
 
@@ -104,8 +107,10 @@ def run_cluster(s: Resolved) -> int:
         try:
             print(f"sparrow local: starting {_describe(s)}", flush=True)
             cluster.start()
-            state = write_state(cluster.schedulers, cluster.node_monitors, cluster.secret)
-            print(_connect_help(cluster, state.secret_file), flush=True)
+            state = write_state(cluster.schedulers, cluster.node_monitors, cluster.secret, cluster.client_tls_files)
+            if s["insecure"]:
+                print(f"sparrow local: warning: {INSECURE_WARNING}", file=sys.stderr, flush=True)
+            print(_connect_help(cluster, state), flush=True)
             while True:
                 signal.pause()
         except KeyboardInterrupt:
@@ -126,21 +131,30 @@ def _cpu_layout(cluster: LocalCluster) -> str:
     return f"node monitors {nodes}; schedulers {schedulers} (--share-cpus: any)"
 
 
-def _connect_help(cluster: LocalCluster, secret_file: str) -> str:
+def _connect_help(cluster: LocalCluster, state: LocalState) -> str:
+    if state.tls_files is not None:
+        ca, cert, key = state.tls_files
+        credentials = [f"  TLS client:    {cert} (an admin of this host's user; CA {ca})"]
+        flags = f"--tls-ca {ca} --tls-cert {cert} --tls-key {key}"
+        python = f"tls=TLS({ca!r}, {cert!r}, {key!r})"
+    else:
+        credentials = [f"  secret file:   {state.secret_file}"]
+        flags = f"--secret-file {state.secret_file}"
+        python = f"secret_file={state.secret_file!r}"
     return "\n".join(
         [
             f"  schedulers:    {' '.join(cluster.schedulers)}",
             f"  node monitors: {' '.join(cluster.node_monitors)}",
             f"  CPUs:          {_cpu_layout(cluster)}",
-            f"  secret file:   {secret_file}",
+            *credentials,
             f"  dashboard:     {' '.join(cluster.dashboard_urls)}",
             "From this host, with no flags:",
             "  sparrow submit --tasks 10 -- hostname",
             "  sparrow status",
-            "From Python:",
-            f"  SparrowExecutor({cluster.schedulers!r}, secret_file={secret_file!r})",
-            "From another shell or host:",
-            f"  sparrow submit --scheduler {cluster.schedulers[0]} --secret-file {secret_file} --tasks 10 -- hostname",
+            "From Python, with no arguments: SparrowExecutor(), Client(); or",
+            f"  SparrowExecutor({cluster.schedulers!r}, {python})",
+            "From another shell:",
+            f"  sparrow submit --scheduler {cluster.schedulers[0]} {flags} --tasks 10 -- hostname",
             "Press Ctrl-C to stop.",
         ]
     )
@@ -181,6 +195,7 @@ def run_demo(s: Resolved) -> int:
             console.print(f"dashboard: {cluster.dashboard_url}")
             with DemoProgress(console) as progress:
                 run = partial(run_workload, slots=slots, on_progress=progress.update)
+                run = partial(run, tls=cluster.client_tls)
                 records = trio.run(run, cluster.schedulers, cluster.secret, workload)
         except KeyboardInterrupt:
             console.print("sparrow local: demo interrupted")

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from sparrow_core._version import __version__
+
 from .common import CommandError
 from .config import ConfigError
 
@@ -21,6 +23,7 @@ SUBCOMMAND_MODULES = {
     "node-monitor": "node_monitor",
     "simulate": "simulate",
     "experiment": "experiment",
+    "certs": "certs",
 }
 
 
@@ -43,6 +46,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="sparrow",
         description="Sparrow: decentralized, randomized low-latency task scheduling.",
     )
+    parser.add_argument("--version", action="version", version=f"sparrow {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = [SUBCOMMAND_MODULES[command]] if command in SUBCOMMAND_MODULES else SUBCOMMAND_MODULES.values()
     for name in modules:

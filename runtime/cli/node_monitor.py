@@ -11,6 +11,7 @@ import trio
 from ..services.metrics import MeteredNodeMonitorLogic
 from ..services.node_monitor import serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
+from ..services.worker_pool import task_user_options
 from .common import CommandError, add_command, prepare_service, settings
 from .service import node_monitor_drain, run_service, service_logic
 
@@ -32,9 +33,16 @@ def run(args: argparse.Namespace) -> int:
     s = settings("node-monitor", args)
     if not s["scheduler"]:
         raise CommandError("no scheduler to register with: pass --scheduler HOST:PORT (or set SPARROW_SCHEDULER)")
+    if s["task_user"] is not None:
+        if s["executor"] != "process":
+            raise CommandError("--task-user needs process executors (--executor process)")
+        try:
+            task_user_options(s["task_user"])
+        except ValueError as exc:
+            raise CommandError(f"--task-user: {exc}") from None
     options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
-    secret = prepare_service(s)
+    credentials = prepare_service(s, "node-monitor")
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(
@@ -42,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
         s["scheduler"],
         host,
         port,
-        secret=secret,
+        **credentials,
         node_id=s["id"],
         labels=s["label"],
         executor=s["executor"],
+        task_user=s["task_user"],
         heartbeat_interval=s["heartbeat_interval"],
         scheduler_timeout=s["scheduler_timeout"],
         max_frame=s["max_frame"],

@@ -11,6 +11,7 @@ from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO
+from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
@@ -34,28 +35,75 @@ def _log_level(default: str) -> Setting:
 
 
 def _secret_file(unset: str) -> Setting:
-    return Setting("secret_file", TEXT, help="file holding the cluster secret, mode 0600 (or set SPARROW_SECRET)",
-                   metavar="FILE", unset=unset)  # fmt: skip
+    return Setting(
+        "secret_file",
+        TEXT,
+        help="file holding the cluster secret, mode 0600 (or set SPARROW_SECRET)",
+        metavar="FILE",
+        unset=unset,
+    )
+
+
+def _tls(unset: str) -> tuple[Setting, ...]:
+    return (
+        Setting(
+            "tls_ca",
+            TEXT,
+            help="the cluster CA's certificate, for TLS (sparrow certs init)",
+            metavar="FILE",
+            unset=unset,
+        ),
+        Setting(
+            "tls_cert",
+            TEXT,
+            help="this peer's certificate, signed by the CA (sparrow certs issue)",
+            metavar="FILE",
+            unset=unset,
+        ),
+        Setting("tls_key", TEXT, help="this peer's private key, mode 0600", metavar="FILE", unset=unset),
+    )
+
+
+INSECURE = Setting(
+    "insecure",
+    BOOLEAN,
+    False,
+    "no TLS: peers prove only that they know the cluster secret, and frames are neither encrypted nor "
+    "authenticated (a single trusted host only)",
+)
 
 
 def _scheduler(unset: str) -> Setting:
-    return Setting("scheduler", ADDRESSES, help="a scheduler's address, HOST:PORT or unix:PATH (repeatable)",
-                   metavar="HOST:PORT", unset=unset)  # fmt: skip
+    return Setting(
+        "scheduler",
+        ADDRESSES,
+        help="a scheduler's address, HOST:PORT or unix:PATH (repeatable)",
+        metavar="HOST:PORT",
+        unset=unset,
+    )
 
 
 MAX_FRAME = Setting("max_frame", integer(16), DEFAULT_MAX_FRAME, "largest message accepted, in bytes", "BYTES")
 METRICS_PORT = Setting(
-    "metrics_port", integer(0), help="serve Prometheus metrics on this port of the --listen host (0: any free port)",
-    metavar="PORT", unset="off",
-)  # fmt: skip
+    "metrics_port",
+    integer(0),
+    help="serve Prometheus metrics on this port of the --listen host (0: any free port)",
+    metavar="PORT",
+    unset="off",
+)
 METRICS_LISTEN = Setting(
-    "metrics_listen", LISTEN_ADDRESS, help="serve Prometheus metrics at this address instead, unauthenticated",
-    metavar="HOST:PORT", unset="off",
-)  # fmt: skip
+    "metrics_listen",
+    LISTEN_ADDRESS,
+    help="serve Prometheus metrics at this address instead, unauthenticated",
+    metavar="HOST:PORT",
+    unset="off",
+)
 EXIT_WITH_PARENT = Setting(
-    "exit_with_parent", BOOLEAN, False,
+    "exit_with_parent",
+    BOOLEAN,
+    False,
     "stop as on SIGTERM once standard input reaches end of file (the parent holding the other end of a pipe is gone)",
-)  # fmt: skip
+)
 POLICY = Setting("policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
@@ -73,13 +121,16 @@ PROBE_RATIO = Setting("probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "pro
 
 
 def _cpus(what: str) -> Setting:
-    return Setting("cpus", CPU_LIST, help=f"run {what} only on these CPUs, like 0-3,6", metavar="LIST",
-                   unset="all it may use")  # fmt: skip
+    return Setting(
+        "cpus", CPU_LIST, help=f"run {what} only on these CPUs, like 0-3,6", metavar="LIST", unset="all it may use"
+    )
 
 
 SCHEDULER_SETTINGS = (
     Setting(
-        "listen", LISTEN_ADDRESS, ("127.0.0.1", 7077),
+        "listen",
+        LISTEN_ADDRESS,
+        ("127.0.0.1", 7077),
         "address to listen on (port 0: any free port; other hosts need 0.0.0.0:7077 or this host's address; "
         "unix:PATH: a Unix socket, for this host's node monitors and clients only)",
         "HOST:PORT",
@@ -87,49 +138,98 @@ SCHEDULER_SETTINGS = (
     Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
     PROBE_RATIO,
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
-    Setting("node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"),
-    Setting("client_timeout", number(0.0, open_low=True), DEFAULT_CLIENT_TIMEOUT,
-            "drop a client silent this long (clients heartbeat several times a second)", "S"),
-    Setting("placement_timeout", number(0.0), DEFAULT_PLACEMENT_TIMEOUT,
-            "how long a job waits for a node monitor that can take it before its tasks fail (0: fail at once)", "S"),
-    Setting("max_client_tasks", integer(1), DEFAULT_MAX_CLIENT_TASKS,
-            "unfinished tasks one client may have here; a job past it is rejected", "N"),
+    Setting(
+        "node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"
+    ),
+    Setting(
+        "client_timeout",
+        number(0.0, open_low=True),
+        DEFAULT_CLIENT_TIMEOUT,
+        "drop a client silent this long (clients heartbeat several times a second)",
+        "S",
+    ),
+    Setting(
+        "placement_timeout",
+        number(0.0),
+        DEFAULT_PLACEMENT_TIMEOUT,
+        "how long a job waits for a node monitor that can take it before its tasks fail (0: fail at once)",
+        "S",
+    ),
+    Setting(
+        "max_client_tasks",
+        integer(1),
+        DEFAULT_MAX_CLIENT_TASKS,
+        "unfinished tasks one client may have here; a job past it is rejected",
+        "N",
+    ),
     Setting("seed", integer(0), help="seed of the probe sampling", unset="random"),
     Setting(
-        "result_delay", number(0.0), DEFAULT_RESULT_DELAY,
-        "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)", "S",
+        "result_delay",
+        number(0.0),
+        DEFAULT_RESULT_DELAY,
+        "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)",
+        "S",
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
     EXIT_WITH_PARENT,
-)  # fmt: skip
+)
 
 NODE_MONITOR_SETTINGS = (
     _scheduler("none: required"),
-    Setting("listen", LISTEN_ADDRESS, ("127.0.0.1", 0), "address to listen on, for schedulers that dial (or unix:PATH)",
-            "HOST:PORT"),
-    Setting("id", TEXT, help="this node monitor's id, unique in the cluster",
-            unset="HOST:PORT, this host's name and the port (or socket path) it listens on"),
+    Setting(
+        "listen",
+        LISTEN_ADDRESS,
+        ("127.0.0.1", 0),
+        "address to listen on, for schedulers that dial (or unix:PATH)",
+        "HOST:PORT",
+    ),
+    Setting(
+        "id",
+        TEXT,
+        help="this node monitor's id, unique in the cluster",
+        unset="HOST:PORT, this host's name and the port or socket path it listens on",
+    ),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,
     WEIGHT,
     EXECUTOR,
-    Setting("heartbeat_interval", number(0.0, open_low=True), DEFAULT_HEARTBEAT_INTERVAL, "seconds between heartbeats", "S"),
-    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT, "drop a scheduler silent this long", "S"),
+    Setting(
+        "task_user",
+        TEXT,
+        help="run tasks as this OS user (process executors), so they cannot read this "
+        "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
+        metavar="USER",
+        unset="this service's user",
+    ),
+    Setting(
+        "heartbeat_interval", number(0.0, open_low=True), DEFAULT_HEARTBEAT_INTERVAL, "seconds between heartbeats", "S"
+    ),
+    Setting(
+        "scheduler_timeout",
+        number(0.0, open_low=True),
+        DEFAULT_SCHEDULER_TIMEOUT,
+        "drop a scheduler silent this long",
+        "S",
+    ),
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
     _cpus("the node monitor and its executors"),
     MAX_FRAME,
+    *_tls("none: --insecure is required"),
+    INSECURE,
     _secret_file("none"),
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
     EXIT_WITH_PARENT,
-)  # fmt: skip
+)
 
 LOCAL_SETTINGS = (
     Setting("schedulers", integer(1), 1, "schedulers to start", "N"),
@@ -140,7 +240,16 @@ LOCAL_SETTINGS = (
     EXECUTOR,
     PROBE_RATIO,
     Setting(
-        "share_cpus", BOOLEAN, False, "let every service use every CPU, instead of giving each node monitor its own share"
+        "share_cpus",
+        BOOLEAN,
+        False,
+        "let every service use every CPU, instead of giving each node monitor its own share",
+    ),
+    Setting(
+        "insecure",
+        BOOLEAN,
+        False,
+        "no TLS: the services authenticate with a shared secret only (frames neither encrypted nor authenticated)",
     ),
     _log_level("warning"),
     Setting("demo", BOOLEAN, False, "run the demo workload, print its report and stop"),
@@ -150,32 +259,67 @@ LOCAL_SETTINGS = (
     Setting("max_tasks", integer(1), 100, "demo: most tasks in a job", "N"),
     Setting("task_ms", number(0.0, open_low=True), 20.0, "demo: mean task duration, milliseconds", "MS"),
     Setting("seed", integer(0), help="demo: seed of the workload", unset="random"),
-    Setting("plot", TEXT, help="demo: draw the response-time CDF against the ideal to FILE (.png, .svg, .pdf)", metavar="FILE"),
-)  # fmt: skip
+    Setting(
+        "plot",
+        TEXT,
+        help="demo: draw the response-time CDF against the ideal to FILE (.png, .svg, .pdf)",
+        metavar="FILE",
+    ),
+)
 
 SUBMIT_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("tasks", integer(1), 1, "tasks in the job", "N"),
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
     Setting("probe_ratio", PROBE_RATIO_KIND, help="probes per task", metavar="D", unset="the scheduler's"),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
-    Setting("task_timeout", number(0.0, open_low=True), help="stop a task that runs longer than this (needs process "
-            "executors)", metavar="S", unset="no limit"),
-    Setting("retries", integer(0), DEFAULT_RETRIES, "relaunch a task this many times after a system failure (its "
-            "worker, node monitor or scheduler lost; 0 for a task with side effects)", "N"),
-    Setting("scheduler_timeout", number(0.0, open_low=True), DEFAULT_SCHEDULER_TIMEOUT,
-            "fail over to another --scheduler when this one is silent this long", "S"),
+    Setting(
+        "task_timeout",
+        number(0.0, open_low=True),
+        help="stop a task that runs longer than this (needs process executors)",
+        metavar="S",
+        unset="no limit",
+    ),
+    Setting(
+        "retries",
+        integer(0),
+        DEFAULT_RETRIES,
+        "relaunch a task this many times after a system failure (its "
+        "worker, node monitor or scheduler lost; 0 for a task with side effects)",
+        "N",
+    ),
+    Setting(
+        "scheduler_timeout",
+        number(0.0, open_low=True),
+        DEFAULT_SCHEDULER_TIMEOUT,
+        "fail over to another --scheduler when this one is silent this long",
+        "S",
+    ),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
     _log_level("warning"),
-)  # fmt: skip
+)
 
 STATUS_SETTINGS = (
     _scheduler("the local cluster's"),
+    *_tls("the local cluster's"),
     _secret_file("the local cluster's"),
     Setting("json", BOOLEAN, False, "print JSON instead of tables"),
     _log_level("warning"),
+)
+
+CERTS_SETTINGS = (
+    Setting("certs_dir", TEXT, "sparrow-certs", "folder of the CA (ca.pem, ca-key.pem) and the certificates", "DIR"),
+    Setting(
+        "days",
+        number(0.0, open_low=True),
+        help="days the certificate is valid",
+        metavar="N",
+        unset=f"{DEFAULT_CA_DAYS} for a CA, {DEFAULT_DAYS} for others",
+    ),
+    Setting("force", BOOLEAN, False, "replace files that exist"),
 )
 
 COMMANDS = {
@@ -184,4 +328,5 @@ COMMANDS = {
     "local": LOCAL_SETTINGS,
     "submit": SUBMIT_SETTINGS,
     "status": STATUS_SETTINGS,
+    "certs": CERTS_SETTINGS,
 }

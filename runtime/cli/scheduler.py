@@ -48,12 +48,12 @@ def run(args: argparse.Namespace) -> int:
     else:  # the metrics port also serves the dashboard, which works without prometheus-client
         logic, sampler, dashboard = scheduler_with_dashboard(**options)
         metrics = (logic.registry, *where, dashboard)
-    secret = prepare_service(s)
+    credentials = prepare_service(s, "scheduler")
     service: Callable[..., Awaitable[None]] = partial(
         serve_scheduler,
         host,
         port,
-        secret=secret,
+        **credentials,
         node_monitors=s["node_monitor"],
         node_timeout=s["node_timeout"],
         client_timeout=s["client_timeout"],

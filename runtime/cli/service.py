@@ -16,18 +16,22 @@ import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import trio
 
 from ..errors import SparrowError
-from ..services.metrics import new_registry, serve_metrics
+from ..services.http_server import serve_metrics
+from ..services.metrics import new_registry
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.ready_line import ready_line
 from ..wire.address import format_address, unix_path
+from ..wire.guard import sole_error
 from .common import CommandError
 from .config import ConfigError, Resolved
 
 logger = logging.getLogger(__name__)
+Logic = TypeVar("Logic")  # a service's logic class, plain or metered
 
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
 
@@ -44,7 +48,9 @@ def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
     return None
 
 
-def service_logic(s: Resolved, plain: type, metered: type, **options) -> tuple[object, tuple | None]:
+def service_logic(
+    s: Resolved, plain: Callable[..., Logic], metered: Callable[..., Logic], **options: Any
+) -> tuple[Logic, tuple | None]:
     """The logic of a service (`plain(**options)`), or, when metrics are on, its metered subclass
     and `(registry, host or None, port, None)` for `run_service` (None: the service's own host)."""
     where = metrics_address(s)
@@ -186,17 +192,10 @@ def run_service(
     try:
         trio.run(_serve_until_stopped, service, name, metrics, drain, exit_with_parent)
     except Exception as exc:
-        error = _sole_error(exc)
+        error = sole_error(exc)
         if isinstance(error, (CommandError, ConfigError)):
             raise error from None
         if isinstance(error, (SparrowError, OSError)):
             raise CommandError(str(error)) from None
         raise
     return 0
-
-
-def _sole_error(exc: BaseException) -> BaseException:
-    """`exc`, or the one exception inside it if it is a group (nested) of exactly one."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc

@@ -34,8 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     s = settings("status", args)
     setup_logging(s["log_level"])
-    schedulers, secret = client_target(s)
-    replies = trio.run(_ask_all, schedulers, secret)
+    schedulers, credentials = client_target(s)
+    replies = trio.run(_ask_all, schedulers, credentials)
     failures = [(address, r) for address, r in replies if isinstance(r, str)]
     if s["json"]:
         data = [_as_dict(a, r) for a, r in replies if isinstance(r, StatusReply)]
@@ -52,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-async def _ask_all(schedulers: list[str], secret: bytes) -> list[tuple[str, StatusReply | str]]:
+async def _ask_all(schedulers: list[str], credentials: dict) -> list[tuple[str, StatusReply | str]]:
     replies: list = [None] * len(schedulers)
 
     async def ask(i: int, address: str) -> None:
         try:
-            async with Client([address], secret=secret) as client:
+            async with Client([address], **credentials) as client:
                 replies[i] = (address, await client.status())
         except (SparrowError, trio.TooSlowError) as exc:
             replies[i] = (address, str(exc) or "no answer in time")

@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
         _check_command(target[0])
         tasks = [partial(run_command, list(target), i) for i in range(s["tasks"])]
         show = _show_output
-    schedulers, secret = client_target(s)
+    schedulers, credentials = client_target(s)
     try:
-        return trio.run(_submit, schedulers, secret, tasks, s, show)
+        return trio.run(_submit, schedulers, credentials, tasks, s, show)
     except (SparrowError, OSError, ValueError, TypeError) as exc:
         raise CommandError(str(exc)) from None
 
@@ -125,14 +125,14 @@ def _failure(outcome: TaskOutcome, traceback: bool) -> str:
     return f"[{outcome.index}] failed: {text}"
 
 
-async def _submit(schedulers: list[str], secret: bytes, tasks: list, s, show) -> int:
+async def _submit(schedulers: list[str], credentials: dict, tasks: list, s, show) -> int:
     """Submit the job, print each outcome as it comes; on SIGINT/SIGTERM cancel the job (its running
     tasks are stopped) and exit 130 once the cancellation is confirmed (at most CANCEL_WAIT s)."""
     started = time.monotonic()
     failed = done = 0
     interrupted = False
     async with Client(
-        schedulers, secret=secret, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
+        schedulers, **credentials, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
     ) as client:
         job = await client.submit_job(
             tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"], timeout=s["task_timeout"]

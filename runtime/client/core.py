@@ -50,6 +50,7 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, Outcome, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
+from ..wire.tls import TLS, load_tls
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
 from .job import Job, check_retries
 from .job import build_submit as build_submit
@@ -81,6 +82,7 @@ class TaskOutcome:
     def result(self):
         """The task's return value, or raise its exception."""
         if not self.ok:
+            assert self.exception is not None  # a failed outcome has one
             raise self.exception
         return self.value
 
@@ -233,7 +235,12 @@ class TaskRef:
 
 class Client:
     """A connection to one of `schedulers` (tried in random order, failing over to the others);
-    None: those of the `sparrow local` on this host (and its secret, unless one is given).
+    None: those of the `sparrow local` on this host (and its credentials, unless some are given).
+
+    Credentials: `tls` (tls.TLS: the cluster CA, this client's certificate and key), else `secret` or
+    `secret_file` (the insecure shared-secret mode), else (with no `schedulers`) the `sparrow local`'s,
+    else the SPARROW_TLS_CA/CERT/KEY variables, else SPARROW_SECRET / SPARROW_SECRET_FILE. Under TLS,
+    jobs run as the user named in the certificate.
 
     The decisions are the client logic's (logic.py); this is its trio shell: it connects and fails
     over, heartbeats the scheduler, holds back submissions past `max_pending_tasks`, and sends what
@@ -246,6 +253,7 @@ class Client:
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
+        tls: TLS | None = None,
         client_id: str | None = None,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
@@ -260,7 +268,8 @@ class Client:
             except LookupError as exc:
                 raise ConnectionLost(f"no scheduler given and {exc}, or pass the schedulers' addresses") from None
             schedulers = state.schedulers
-            if secret is None and secret_file is None:
+            if secret is None and secret_file is None and tls is None:
+                tls = state.tls()
                 secret_file = state.secret_file
         if isinstance(schedulers, str):
             schedulers = [schedulers]
@@ -274,7 +283,10 @@ class Client:
             raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
         if not isinstance(handshake_timeout, (int, float)) or not 0 < handshake_timeout < float("inf"):
             raise ValueError(f"handshake_timeout must be a number of seconds > 0, got {handshake_timeout!r}")
-        self._secret = load_secret(secret, secret_file)
+        if tls is None and secret is None and secret_file is None:
+            tls = load_tls()
+        self._tls = tls
+        self._secret = None if tls is not None else load_secret(secret, secret_file)
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
         self.scheduler_timeout = float(scheduler_timeout)
         self.retries = retries
@@ -333,6 +345,7 @@ class Client:
         msgs = self._logic.close()
         self._dispatch()
         conn = self._conn
+        assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"
         if conn is not None:
             self._send(msgs)
             conn.close_soon()
@@ -347,7 +360,7 @@ class Client:
     async def _connect_any(self, last: str | None = None) -> tuple[Connection | None, list[str]]:
         """A connection to the first reachable scheduler, in random order but `last` (the one just
         lost, which may be frozen: its handshake would only time out) last; or None and the reasons."""
-        errors = []
+        errors: list[str] = []
         order = random.sample(self.schedulers, len(self.schedulers))
         order.sort(key=lambda address: format_address(address) == last)
         for address in order:
@@ -359,6 +372,7 @@ class Client:
                     peer_id=self.client_id,
                     timeout=self.handshake_timeout,
                     max_frame=self.max_frame,
+                    tls=self._tls,
                 )
                 return conn, errors
             except (OSError, HandshakeError) as exc:
@@ -445,9 +459,11 @@ class Client:
         start, listener = 0, events[0][0].listener
         for i in range(1, len(events)):  # one call per run of events with the same listener
             if events[i][0].listener != listener:
-                listener(events[start:i])
+                if listener is not None:  # a job of this shell always has one
+                    listener(events[start:i])
                 start, listener = i, events[i][0].listener
-        listener(events[start:] if start else events)
+        if listener is not None:
+            listener(events[start:] if start else events)
         self._room.set()
 
     def _answer_status(self) -> None:
@@ -488,11 +504,12 @@ class Client:
         """
         tasks = list(tasks)  # keeps every task alive, so no id below is reused by another object
         packed: dict[int, bytes] = {}  # id -> payload: a callable repeated in a job is pickled once
-        payloads = []
+        payloads: list[bytes] = []
         held: Held = {}  # task -> its call and inputs, for those that take outcomes
         for task in tasks:
             inputs = self._task_inputs(task)
             if inputs is not None:
+                assert isinstance(task, partial)  # inputs are found in a partial's arguments only
                 held[len(payloads)] = (pack_template(task.func, inputs), inputs)
                 payloads.append(b"")  # set once its inputs are done
                 continue
@@ -554,6 +571,7 @@ class Client:
         elif job.coalesce:
             if not self._flush_due:
                 self._flush_due = True
+                assert self._token is not None  # set by __aenter__
                 self._token.run_sync_soon(self._flush)
         else:
             self._send(self._logic.flush())

@@ -48,6 +48,7 @@ from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED
 from ..wire.task_codec import pack_task
+from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
 from .task_inputs import Inputs, find_inputs, pack_template
@@ -83,7 +84,8 @@ class SparrowFuture(concurrent.futures.Future):
 
 class SparrowExecutor(concurrent.futures.Executor):
     """Run callables on the cluster behind `schedulers` (addresses; None: the `sparrow local` of this
-    host) as `user`. `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
+    host) as `user` (under TLS, by default the user of the client certificate `tls`; see Client for
+    the credentials). `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
     `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
     `timeout` (seconds, optional) is each task's time limit. `connect_timeout` is the old name of
     `handshake_timeout` (deprecated)."""
@@ -94,6 +96,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         *,
         secret: str | bytes | None = None,
         secret_file: str | None = None,
+        tls: TLS | None = None,
         user: str = "",
         priority: int = 0,
         chunksize: int = DEFAULT_CHUNKSIZE,
@@ -116,6 +119,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             schedulers,
             secret=secret,
             secret_file=secret_file,
+            tls=tls,
             handshake_timeout=handshake_timeout,
             retries=retries,
             retry_exceptions=retry_exceptions,
@@ -218,9 +222,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
         client = self._client
         job = Job(
-            self._settings, payloads, retries=client.retries, retry_exceptions=client.retry_exceptions,
-            coalesce=coalesce, listener=self._on_outcomes,
-        )  # fmt: skip
+            self._settings,
+            payloads,
+            retries=client.retries,
+            retry_exceptions=client.retry_exceptions,
+            coalesce=coalesce,
+            listener=self._on_outcomes,
+        )
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -239,6 +247,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         wake = not self._incoming
         self._incoming.extend(calls)
         if wake:
+            assert self._token is not None  # set by the trio thread before __init__ returns
             self._token.run_sync_soon(self._run_incoming)
 
     def _run_incoming(self) -> None:
@@ -345,6 +354,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             if wait:
                 concurrent.futures.wait(pending)
             with self._lock:
+                assert self._stop is not None  # set by the trio thread before __init__ returns
                 try:
                     self._queue_calls((self._stop.set,))
                 except trio.RunFinishedError:

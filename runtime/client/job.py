@@ -9,6 +9,7 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
@@ -58,7 +59,7 @@ class Job:
         retry_exceptions: bool = False,
         coalesce: bool = False,
         listener: Callable[[list[tuple[Job, int]]], None] | None = None,
-        owner: object = None,
+        owner: Any = None,  # the shell's: a JobHandle, or the executor's futures, one per task
     ) -> None:
         n = len(payloads)
         self.settings = settings

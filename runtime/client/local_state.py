@@ -2,7 +2,9 @@
 
 The state directory is `$XDG_RUNTIME_DIR/sparrow` (else `~/.cache/sparrow`), mode 0700. It holds
 `local.json` (the pid of `sparrow local`, scheduler and node monitor addresses, the path of the
-secret file) and `local.secret`, both mode 0600. `sparrow local` writes them once its cluster is
+secret file and, on TLS, of the client's CA, certificate and key) and `local.secret`, both mode 0600;
+on TLS, the cluster's CA and certificates are in its `tls/` folder (mode 0700, keys 0600), made once
+and kept across runs. `sparrow local` writes them once its cluster is
 up and removes them when it stops; a state whose pid is no longer running is stale.
 """
 
@@ -12,6 +14,8 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..wire.tls import TLS
 
 STATE_NAME = "local.json"
 SECRET_NAME = "local.secret"
@@ -24,6 +28,11 @@ class LocalState:
     node_monitors: list[str]
     secret_file: str
     path: Path
+    tls_files: tuple[str, str, str] | None = None  # the client's (CA, certificate, key) on TLS
+
+    def tls(self) -> TLS | None:
+        """The client credentials of this cluster, None if it runs --insecure."""
+        return None if self.tls_files is None else TLS(*self.tls_files)
 
     def alive(self) -> bool:
         """Whether the `sparrow local` that wrote this state is still running."""
@@ -50,8 +59,14 @@ def read_state() -> LocalState | None:
     path = state_dir() / STATE_NAME
     try:
         data = json.loads(path.read_text())
+        tls = data.get("tls")
         return LocalState(
-            int(data["pid"]), list(data["schedulers"]), list(data["node_monitors"]), str(data["secret_file"]), path
+            int(data["pid"]),
+            list(data["schedulers"]),
+            list(data["node_monitors"]),
+            str(data["secret_file"]),
+            path,
+            None if tls is None else (str(tls["ca"]), str(tls["cert"]), str(tls["key"])),
         )
     except FileNotFoundError:
         return None
@@ -59,19 +74,24 @@ def read_state() -> LocalState | None:
         raise ValueError(f"unreadable local cluster state {path}: {exc}") from None
 
 
-def write_state(schedulers: list[str], node_monitors: list[str], secret: str) -> LocalState:
-    """Write the secret and the state of this process's cluster (owner-only permissions)."""
+def write_state(
+    schedulers: list[str], node_monitors: list[str], secret: str, tls_files: tuple[str, str, str] | None = None
+) -> LocalState:
+    """Write the secret and the state of this process's cluster (owner-only permissions); `tls_files`:
+    the client's (CA, certificate, key) when it runs on TLS."""
     directory = state_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     secret_path = directory / SECRET_NAME
     _write_private(secret_path, secret + "\n")
-    state = LocalState(os.getpid(), schedulers, node_monitors, str(secret_path), directory / STATE_NAME)
+    state = LocalState(os.getpid(), schedulers, node_monitors, str(secret_path), directory / STATE_NAME, tls_files)
     record = {
         "pid": state.pid,
         "schedulers": schedulers,
         "node_monitors": node_monitors,
         "secret_file": state.secret_file,
     }
+    if tls_files is not None:
+        record["tls"] = dict(zip(("ca", "cert", "key"), tls_files, strict=True))
     _write_private(state.path, json.dumps(record, indent=1) + "\n")
     return state
 

@@ -1,4 +1,4 @@
-"""The dashboard as a WSGI application, served by the metrics HTTP server (metrics.serve_metrics):
+"""The dashboard as a WSGI application, served by the metrics HTTP server (http_server.serve_metrics):
 
     /                the page (HTML, with its live part)
     /live            the live part alone (the page's script fetches it every second)

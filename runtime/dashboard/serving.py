@@ -10,7 +10,7 @@ from .sampler import Sampler
 def scheduler_with_dashboard(**options) -> tuple[MeteredSchedulerLogic, Sampler, DashboardApp]:
     """A scheduler's logic (SchedulerLogic `options`) with Prometheus metrics when prometheus-client is
     installed, the sampler to run beside the service (`sampler.alongside(service)`), and the
-    dashboard app to pass to `serve_metrics(logic.registry, host, port, app)`."""
+    dashboard app to pass to `http_server.serve_metrics(logic.registry, host, port, app)`."""
     logic = MeteredSchedulerLogic(registry_if_available(), **options)
     sampler = Sampler(logic)
     return logic, sampler, DashboardApp(sampler)

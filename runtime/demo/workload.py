@@ -23,6 +23,7 @@ import trio
 from ..client.core import Client, build_submit
 from ..wire.messages import Outcome
 from ..wire.task_codec import pack_task, unpack_outcome
+from ..wire.tls import TLS
 from .task import demo_task
 
 WARMUP_TASKS_PER_SLOT = 2
@@ -135,13 +136,15 @@ async def run_workload(
     slots: int,
     on_progress: Callable[[Progress], None] = lambda p: None,
     progress_interval: float = 0.1,
+    tls: TLS | None = None,
 ) -> list[JobRecord]:
     """Run `workload` (after a warm-up job of a few tasks per slot, not recorded); returns its jobs.
+    The client authenticates with `tls` if given, else with `secret`.
 
     `on_progress` is called every `progress_interval` seconds and once at the end.
     """
     progress = Progress(len(workload.arrivals), workload.n_tasks)
-    async with Client(schedulers, secret=secret) as client:
+    async with Client(schedulers, **({"tls": tls} if tls is not None else {"secret": secret})) as client:
         warmup = await client.submit_job([partial(demo_task, 0.0)] * (slots * WARMUP_TASKS_PER_SLOT))
         await warmup.results()
         records: list[JobRecord] = []

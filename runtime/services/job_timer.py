@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 from ..wire.messages import JobAccepted, OutcomeToClient, RegisterNodeMonitor, TaskToNode
+from .instruments import Instruments
 
 
 class SchedulerObserver:
     """What a scheduler's traffic tells beyond its counters, as events; override the ones you need.
     Called in the scheduler's own thread, from inside its logic, once per batch of messages: keep each
-    call short."""
+    call short. One that raises is removed and logged (instruments.py); the scheduler goes on."""
 
     def traffic(self, delays: list[float], responses: list[float], ok: int, failed: int) -> None:
         """In one batch: the scheduling delays of the tasks launched (seconds from their job's arrival),
@@ -36,7 +37,7 @@ class JobTimer:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.observers: list[SchedulerObserver] = []
+        self.observers: Instruments = Instruments()  # SchedulerObservers
         self._arrived: dict[int, float] = {}  # job id -> arrival time
         self._job_of: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
         self.node_ids: dict[Hashable, str] = {}  # node monitor peer -> its id
@@ -56,16 +57,14 @@ class JobTimer:
             if type(msg) is RegisterNodeMonitor:
                 self.node_ids[peer] = msg.node_id
                 self._peer_of[msg.node_id] = peer
-                for observer in self.observers:
-                    observer.node_registered(msg.node_id, peer)
+                self.observers.call("node_registered", msg.node_id, peer)
                 return
 
     def node_lost(self, peer: Hashable, out: list) -> None:
         node_id = self.node_ids.pop(peer, None)
         if node_id is not None and self._peer_of.get(node_id) is peer:  # not replaced by a newer link
             del self._peer_of[node_id]
-            for observer in self.observers:
-                observer.node_lost(node_id)
+            self.observers.call("node_lost", node_id)
         self.outgoing(out)
 
     def client_lost(self, client: Hashable, out: list) -> None:
@@ -100,8 +99,7 @@ class JobTimer:
             now = self.clock() if now is None else now
             delays = [now - when for when in launched] if launched is not None else _NONE
             responses = [now - when for when in finished] if finished is not None else _NONE
-            for observer in self.observers:
-                observer.traffic(delays, responses, ok, failed)
+            self.observers.call("traffic", delays, responses, ok, failed)
 
 
 _NONE: list[float] = []  # shared, never changed

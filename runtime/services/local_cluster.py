@@ -1,7 +1,8 @@
-"""LocalCluster: schedulers and node monitors as real processes on this host, with a fresh secret.
+"""LocalCluster: schedulers and node monitors as real processes on this host, with a fresh secret, or
+on TLS with a cluster CA of its own.
 
     with LocalCluster(schedulers=1, node_monitors=2, slots=1) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+        with SparrowExecutor(cluster.schedulers, **cluster.credentials) as ex:
             ...
 
 Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
@@ -10,7 +11,10 @@ Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user 
 `--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
 killed outright, the services stop), and `--secret-file` naming a private file (mode 0600 in a 0700
 directory) removed once every service has read it: the secret is never on a command line nor in an
-environment. Its address is the ready line it prints. Settings it does not set come, as for any
+environment. With `tls`, each service gets `--tls-ca`, `--tls-cert` and `--tls-key` instead: a CA and a
+certificate per role (certs.local_certs) in a folder of its own, made for this cluster (removed on
+exit) or kept in the folder given (`sparrow local` keeps them in its state folder). Its address is the
+ready line it prints. Settings it does not set come, as for any
 `sparrow` command, from SPARROW_* variables and the file named by SPARROW_CONFIG (docs/configuration.md).
 Unless `share_cpus` is set, each node monitor runs on its own share of this process's CPUs, with
 its executors, as if it had a host of its own (see cpus.py: a message that wakes a process on
@@ -31,6 +35,7 @@ exit status (its one-line error is on this process's standard error).
 
 from __future__ import annotations
 
+import getpass
 import os
 import select
 import shutil
@@ -40,11 +45,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import IO
 
 from sparrow_core import QUEUE_POLICIES
 
 from .. import views
 from ..wire.auth import new_secret
+from ..wire.certs import local_certs
+from ..wire.tls import TLS
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .outcome_batching import check_result_delay
@@ -74,6 +82,12 @@ class LocalCluster:
     service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
     `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
     clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md).
+
+    `tls`: False (default) runs the services --insecure, with the shared `secret` (one trusted host:
+    every process is this user's and listens on loopback only); True on TLS with a CA made for this
+    cluster; a folder path on TLS with the CA kept there (made if missing). `client_tls` is then the
+    credentials of a client (an admin of this host's user: it may run jobs as any user), and
+    `credentials` is what to pass to Client or SparrowExecutor either way.
     """
 
     def __init__(
@@ -94,6 +108,7 @@ class LocalCluster:
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
         transport: str = "tcp",
+        tls: bool | str | os.PathLike = False,
     ) -> None:
         if not isinstance(schedulers, int) or schedulers < 1:
             raise ValueError(f"schedulers must be an int >= 1, got {schedulers!r}")
@@ -109,6 +124,8 @@ class LocalCluster:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
+        if not isinstance(tls, (bool, str, os.PathLike)):
+            raise ValueError(f"tls must be True, False or a folder path, got {tls!r}")
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
         try:
@@ -138,6 +155,10 @@ class LocalCluster:
         self.transport = transport
         self._socket_dir: str | None = None  # transport="unix": the folder of the services' sockets
         self.secret = new_secret()
+        self.tls = tls
+        self.client_tls: TLS | None = None
+        self._tls_files: dict[str, tuple[str, str, str]] = {}
+        self._tls_dir: str | None = None  # a CA made for this cluster, removed on close
         self.schedulers: list[str] = []
         self.node_monitors: list[str] = []
         self.node_ids = [f"nm-{i}" for i in range(node_monitors)]
@@ -147,6 +168,11 @@ class LocalCluster:
         self.dashboard_urls: list[str] = []
         self._schedulers: list[subprocess.Popen] = []
         self._node_monitors: list[subprocess.Popen] = []
+
+    @property
+    def credentials(self) -> dict:
+        """The keyword arguments that let Client or SparrowExecutor in: {"tls": ...} or {"secret": ...}."""
+        return {"tls": self.client_tls} if self.client_tls is not None else {"secret": self.secret}
 
     @property
     def dashboard_url(self) -> str | None:
@@ -179,16 +205,23 @@ class LocalCluster:
         fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(self.secret)
-        common = ["--secret-file", secret_file, "--log-level", self.log_level, "--exit-with-parent"]
+        common = ["--log-level", self.log_level, "--exit-with-parent"]
         if self.transport == "unix":
             self._socket_dir = tempfile.mkdtemp(prefix="sparrow-sock-")  # mode 0700
         try:
-            started = [self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + common)
-                       for i in range(self.n_schedulers)]  # fmt: skip
+            credentials = self._credential_args(secret_file)
+            scheduler_common = common + credentials["scheduler"]
+            started = [
+                self._start(self._scheduler_args(i) + self._listen(f"scheduler-{i}") + scheduler_common)
+                for i in range(self.n_schedulers)
+            ]
             self._schedulers = [process for process, _ in started]
             self.schedulers = self._await_ready(started)
-            started = [self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + common)
-                       for i in range(self.n_node_monitors)]  # fmt: skip
+            node_common = common + credentials["node-monitor"]
+            started = [
+                self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + node_common)
+                for i in range(self.n_node_monitors)
+            ]
             self._node_monitors = [process for process, _ in started]
             self.node_monitors = self._await_ready(started)
             self.node_monitor_pids = [process.pid for process in self._node_monitors]
@@ -202,6 +235,30 @@ class LocalCluster:
         if self._socket_dir is None:
             return ["--listen", "127.0.0.1:0"]
         return ["--listen", "unix:" + os.path.join(self._socket_dir, f"{name}.sock")]
+
+    def _credential_args(self, secret_file: str) -> dict[str, list[str]]:
+        """Each role's credential flags: its TLS files (made now if needed), or --insecure and the secret."""
+        if self.tls is False:
+            insecure = ["--insecure", "--secret-file", secret_file]
+            return {"scheduler": insecure, "node-monitor": insecure}
+        if self.tls is True:
+            if self._tls_dir is None:
+                self._tls_dir = tempfile.mkdtemp(prefix="sparrow-local-tls-")
+            folder = self._tls_dir
+        else:
+            folder = os.fspath(self.tls)
+        self._tls_files = local_certs(folder, getpass.getuser())
+        self.client_tls = TLS(*self._tls_files["client"])
+        return {
+            role: ["--tls-ca", files[0], "--tls-cert", files[1], "--tls-key", files[2]]
+            for role, files in self._tls_files.items()
+            if role != "client"
+        }
+
+    @property
+    def client_tls_files(self) -> tuple[str, str, str] | None:
+        """The client's (CA, certificate, key) paths, on TLS once started (for `sparrow local`'s state)."""
+        return self._tls_files.get("client")
 
     def _scheduler_args(self, i: int) -> list[str]:
         args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
@@ -242,8 +299,8 @@ class LocalCluster:
         """The address in each service's ready line, once all are printed; RuntimeError if one exits
         or stays silent until the startup timeout."""
         deadline = time.monotonic() + self.startup_timeout
-        lines = {process.stdout.fileno(): b"" for process, _ in started}
-        names = {process.stdout.fileno(): (process, name) for process, name in started}
+        lines = {_stdout(process).fileno(): b"" for process, _ in started}
+        names = {_stdout(process).fileno(): (process, name) for process, name in started}
         waiting = set(lines)
         while waiting:
             ready, _, _ = select.select(list(waiting), [], [], max(deadline - time.monotonic(), 0))
@@ -261,9 +318,9 @@ class LocalCluster:
                     waiting.discard(fd)
         addresses = []
         for process, name in started:
-            parsed = parse_ready_line(lines[process.stdout.fileno()].decode())
+            parsed = parse_ready_line(lines[_stdout(process).fileno()].decode())
             if parsed is None:
-                raise RuntimeError(f"{name} printed {lines[process.stdout.fileno()]!r}, not its ready line")
+                raise RuntimeError(f"{name} printed {lines[_stdout(process).fileno()]!r}, not its ready line")
             address, metrics_url, dashboard_url = parsed
             addresses.append(address)
             if metrics_url is not None:
@@ -280,6 +337,9 @@ class LocalCluster:
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
+        if self._tls_dir is not None:
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
+            self._tls_dir = None
 
 
 def _stop(processes: list[subprocess.Popen], timeout: float) -> None:
@@ -294,5 +354,12 @@ def _stop(processes: list[subprocess.Popen], timeout: float) -> None:
         except subprocess.TimeoutExpired:
             process.kill()  # its executor workers die with it
             process.wait()
-        process.stdout.close()
-        process.stdin.close()
+        for pipe in (process.stdout, process.stdin):
+            if pipe is not None:
+                pipe.close()
+
+
+def _stdout(process: subprocess.Popen) -> IO[bytes]:
+    """The pipe of a service's standard output, which _start opens."""
+    assert process.stdout is not None
+    return process.stdout

@@ -1,5 +1,5 @@
-"""Prometheus metrics of the services (`--metrics-port`), with the optional prometheus-client package,
-and the HTTP server that serves them (with a scheduler's dashboard, runtime/dashboard/).
+"""Prometheus metrics of the services (`--metrics-port`), with the optional prometheus-client package
+(served over HTTP, with a scheduler's dashboard, by http_server.py).
 
 One source per number. The counters are the logic's own `stats` (SchedulerLogic, NodeMonitorLogic),
 read when Prometheus scrapes. What no counter holds comes from the messages a scheduler's logic
@@ -23,10 +23,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import logging
-import socket
-import socketserver
-import threading
-import wsgiref.simple_server
 from collections import Counter
 from collections.abc import Hashable, Mapping
 
@@ -49,45 +45,6 @@ def require_prometheus():
     except ImportError:
         raise RuntimeError(f"--metrics-port needs the prometheus-client package: {INSTALL_HINT}") from None
     return prometheus_client
-
-
-def serve_metrics(registry, host: str, port: int, pages=None) -> tuple[str, int]:
-    """Serve HTTP on host:port from daemon threads; returns the bound address (port 0: any free one).
-
-    `/metrics`: the Prometheus metrics of `registry` (None: a 503 saying how to install
-    prometheus-client). Every other path: the WSGI app `pages` (the scheduler's dashboard), or, without
-    one, the metrics again, as prometheus-client's own server does.
-    """
-    metrics = _no_prometheus if registry is None else require_prometheus().make_wsgi_app(registry)
-    other = pages if pages is not None else metrics
-
-    def app(environ, start_response):
-        return (metrics if environ.get("PATH_INFO") == "/metrics" else other)(environ, start_response)
-
-    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    server_class = type("HTTPServer", (_ThreadingWSGIServer,), {"address_family": family})
-    server: wsgiref.simple_server.WSGIServer = wsgiref.simple_server.make_server(
-        host, port, app, server_class, _QuietHandler
-    )
-    threading.Thread(target=server.serve_forever, name="sparrow-http", daemon=True).start()
-    return host, server.server_port
-
-
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
-    daemon_threads = True  # a slow client never holds up the service's exit
-
-
-class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
-    def log_message(self, format, *args) -> None:
-        """No line on standard error per request (a dashboard polls every second)."""
-
-
-def _no_prometheus(environ, start_response):
-    body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
-    start_response(
-        "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
-    )
-    return [body]
 
 
 def new_registry():

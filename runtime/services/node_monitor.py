@@ -1,8 +1,10 @@
 """The node monitor service: a thin trio shell around NodeMonitorLogic and an executor.
 
-`NodeMonitorService.link` runs one authenticated connection to a scheduler: it registers (node id,
-slots, labels), sends heartbeats, feeds received batches to the logic, sends what the logic returns,
-and runs each launched task on the executor. `serve_node_monitor` dials the given schedulers (and
+`NodeMonitorService.link` runs one authenticated connection to a scheduler: it sends the logic's
+registration and gives it the reply, sends heartbeats, feeds received batches to the logic, sends
+what the logic returns, and runs each launched task on the executor (and stops the ones the logic
+says to stop: a forced cancel, a task past its timeout, whose timers the logic keeps and
+`run_timers` ticks). `serve_node_monitor` dials the given schedulers (and
 redials them when a link ends) and also listens, so a scheduler can dial it instead.
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
@@ -33,19 +35,18 @@ from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from ..wire.limits import MAX_REASON, clip
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
-from ..wire.messages import CANCELLED, TIMED_OUT, Error, Outcome, Registered, RegisterNodeMonitor, StopTask, TaskToNode
-from ..wire.messages import RegistrationRefused as Refusal
+from ..wire.messages import Outcome, TaskToNode
+from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import NodeMonitorLogic
+from .node_monitor_logic import NodeMonitorLogic, Stop
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
-OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
+TIMER_INTERVAL = 0.1  # seconds between checks of the running tasks' timeouts
 
 
 class NodeMonitorService:
@@ -57,7 +58,8 @@ class NodeMonitorService:
         executor,
         nursery: trio.Nursery,
         *,
-        secret: bytes,
+        secret: bytes | None,
+        tls: TLS | None = None,
         node_id: str,
         labels: Sequence[str] = (),
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
@@ -67,14 +69,14 @@ class NodeMonitorService:
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
-                f"heartbeat_interval ({heartbeat_interval}) must be shorter than scheduler_timeout ({scheduler_timeout})"
+                f"heartbeat_interval ({heartbeat_interval}) must be shorter than "
+                f"scheduler_timeout ({scheduler_timeout})"
             )
         self.logic = logic
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
-        self._deadlines: dict[tuple, trio.CancelScope] = {}  # the same key -> its timeout's timer
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -82,6 +84,7 @@ class NodeMonitorService:
         self.handshake_timeout = handshake_timeout
         self.max_frame = check_max_frame(max_frame)
         self._secret = secret
+        self._tls = tls
         self._nursery = nursery
         self._gate = HandshakeGate()
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
@@ -92,25 +95,18 @@ class NodeMonitorService:
         """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
         try:
             with trio.fail_after(self.handshake_timeout):
-                reg = RegisterNodeMonitor(self.node_id, self.logic.slots, self.labels, self.instance, self.can_stop)
-                await conn.send_now([reg])
+                await conn.send_now([self.logic.registration(self.node_id, self.labels, self.instance, self.can_stop)])
                 reply = await conn.receive_one()
+            welcome = self.logic.on_registration_reply(conn, reply, conn.peer_name)
         except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
             logger.warning("registration with %s failed: %s", conn, exc or "timed out")
             await conn.aclose()
             return
-        if isinstance(reply, Refusal):
+        except RegistrationRefused:
             await conn.aclose()
-            raise RegistrationRefused(f"{conn.peer_name} refused this node monitor: {clip(reply.reason, MAX_REASON)}")
-        if not isinstance(reply, Registered):
-            why = clip(reply.reason, MAX_REASON) if isinstance(reply, Error) else f"got {type(reply).__name__}"
-            logger.warning("registration with %s refused: %s", conn, why)
-            await conn.aclose()
-            return
+            raise
         logger.info("registered with %s", conn)
-        self.logic.on_scheduler_registered(conn)
-        if self.logic.draining:  # it must not probe this node monitor, even for the one heartbeat interval
-            conn.send(self.logic.heartbeat())
+        send_grouped(welcome)
         if registered is not None:
             registered.set()
 
@@ -139,19 +135,37 @@ class NodeMonitorService:
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
             redial_delay=REDIAL_DELAY,
+            tls=self._tls,
         )
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor."""
         await accept_and_serve(
-            stream, self.link, log=logger, gate=self._gate, secret=self._secret, role="node-monitor",
-            node_id=self.node_id, allowed_roles=("scheduler",), timeout=self.handshake_timeout, max_frame=self.max_frame,
-        )  # fmt: skip
+            stream,
+            self.link,
+            log=logger,
+            gate=self._gate,
+            secret=self._secret,
+            role="node-monitor",
+            node_id=self.node_id,
+            allowed_roles=("scheduler",),
+            timeout=self.handshake_timeout,
+            max_frame=self.max_frame,
+            tls=self._tls,
+        )
 
     async def _heartbeat(self, conn: Connection) -> None:
         while True:
             await trio.sleep(self.heartbeat_interval)
             conn.send(self.logic.heartbeat())
+
+    async def run_timers(self) -> None:
+        """Every TIMER_INTERVAL: stop the tasks that ran past their job's timeout (until cancelled)."""
+        while True:
+            await trio.sleep(TIMER_INTERVAL)
+            if self.logic.deadlines:
+                with contained(logger, "stopping the tasks past their timeout"):
+                    self._route(self.logic.on_timer())
 
     async def drain_when(self, event: trio.Event) -> None:
         """Once `event` is set: drain (take no more reservations) and tell the schedulers at once."""
@@ -168,10 +182,10 @@ class NodeMonitorService:
             kind = type(msg)
             if kind is TaskToNode:
                 self._start(peer, msg)
-            elif kind is StopTask:
+            elif kind is Stop:
                 ticket = self._tickets.get((peer, msg.job_id, msg.task))
                 if ticket is not None and self.can_stop:
-                    self.executor.stop(ticket, CANCELLED, "cancelled by its client with force: its worker was stopped")
+                    self.executor.stop(ticket, msg.failure, msg.reason)
             else:
                 sends.append((peer, msg))
         send_grouped(sends)
@@ -185,16 +199,6 @@ class NodeMonitorService:
         ticket = self._launch(msg.payload, done)
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
-            if msg.timeout and self.can_stop:
-                self._deadlines[key] = scope = trio.CancelScope()
-                self._nursery.start_soon(self._stop_at_deadline, scope, ticket, msg.timeout)
-
-    async def _stop_at_deadline(self, scope: trio.CancelScope, ticket, timeout: float) -> None:
-        with scope:
-            await trio.sleep(timeout)
-            self.executor.stop(
-                ticket, TIMED_OUT, f"the task ran past its job's timeout of {timeout:g} s and was stopped"
-            )
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
@@ -203,20 +207,17 @@ class NodeMonitorService:
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
         self._tickets.pop(key, None)
-        deadline = self._deadlines.pop(key, None)
-        if deadline is not None:
-            deadline.cancel()
-        if len(outcome.payload) + len(outcome.error) > self.max_frame - OUTCOME_OVERHEAD:
-            size = len(outcome.payload)
-            outcome = Outcome(False, b"", f"the task's outcome ({size} bytes) exceeds the frame limit", outcome.failure)
         with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 
-def make_executor(kind, slots: int, max_frame: int):
-    """ "process" or "thread", or an executor object (see worker_pool.py) used as is."""
+def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):
+    """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
+    user process executors run tasks as (ProcessExecutor)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame)
+        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user)
+    if task_user is not None:
+        raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
         return ThreadExecutor(slots)
     if isinstance(kind, str):
@@ -237,12 +238,14 @@ async def serve_node_monitor(
     *,
     secret: str | bytes | None = None,
     secret_file: str | None = None,
+    tls: TLS | None = None,
     node_id: str | None = None,
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
     weights: dict[str, float] | None = None,
     executor="process",
+    task_user: str | None = None,
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -253,24 +256,29 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
-    ("process", "thread", or an executor object).
+    ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
+    OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
     `schedulers` (it keeps retrying until then). `logic` (optional) replaces the one made from
-    `slots`, `policy` and `weights`, e.g. to read its `stats` in tests. Setting `drain` (optional)
+    `slots`, `policy`, `weights` and `max_frame`, e.g. to read its `stats` in tests (its own
+    `max_frame` bounds the outcomes it reports). Setting `drain` (optional)
     starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
     its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
     `logic.busy == 0`, then cancel). Its id is `node_id`, by default "HOST:PORT": this host's name
-    and the port it listens on, unique per process even where clones share a host name.
+    and the port it listens on, unique per process even where clones share a host name. With `tls`
+    (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
-    key = load_secret(secret, secret_file)
+    key = None if tls is not None else load_secret(secret, secret_file)
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
-        logic = NodeMonitorLogic(slots=slots or os.cpu_count() or 1, policy=policy, weights=weights)
-    runner = make_executor(executor, logic.slots, max_frame)
+        logic = NodeMonitorLogic(
+            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame
+        )
+    runner = make_executor(executor, logic.slots, max_frame, task_user)
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
     async with trio.open_nursery() as nursery:
@@ -281,6 +289,7 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 secret=key,
+                tls=tls,
                 node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,
@@ -289,6 +298,7 @@ async def serve_node_monitor(
                 max_frame=max_frame,
             )
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
+            nursery.start_soon(service.run_timers)
             if drain is not None:
                 nursery.start_soon(service.drain_when, drain)
             registered = [trio.Event() for _ in targets]

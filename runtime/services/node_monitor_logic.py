@@ -1,4 +1,4 @@
-"""The node monitor's decisions, sans-I/O: messages in, `(peer, message)` pairs out. No sockets, no trio.
+"""The node monitor's decisions, sans-I/O: messages and time in, `(peer, message)` pairs out. No sockets, no trio.
 
 The reservation queue and its policy (fifo, priority, weighted fair) are the kernel's
 `sparrow_core.ReservationQueue`; this class adds slot accounting and the mapping between the queue's
@@ -8,7 +8,20 @@ A free slot pops a reservation and asks its scheduler for a task (GetTask); the 
 the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
 reservation at once. TaskToNode is passed on as an output addressed to the executor: the shell runs
 it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot.
-StopTask (a forced cancel) is passed on the same way: the shell stops that task if its executor can.
+StopTask (a forced cancel) becomes a `Stop` for the executor the same way: the shell stops that task
+if its executor can.
+
+Registration: the shell sends `registration(...)` to each scheduler it links to and gives the reply
+to `on_registration_reply`, which takes the scheduler on (Registered), stops the node monitor
+(RegistrationRefused: a configuration error, so it raises instead of retrying), or raises
+ProtocolError (anything else: the shell closes that link and redials).
+
+Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
+it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
+(`clock` tells the time: tests pass a fake one).
+
+Outcomes: `on_task_done` reports the task's Outcome as is, unless it would not fit in a frame of
+`max_frame` bytes: then a failed outcome saying so goes instead (the task's own failure, not retried).
 
 `drain()` (for a clean shutdown) drops the queued reservations and takes no more (later ones are
 dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), which then stops
@@ -23,14 +36,20 @@ Answers about a scheduler that is gone are dropped.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
+
+import msgspec
 
 import sparrow_core
 
-from ..errors import ProtocolError
+from ..errors import ProtocolError, RegistrationRefused
+from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip
 from ..wire.messages import (
+    CANCELLED,
+    TIMED_OUT,
     CancelReservations,
     EnqueueReservations,
     Error,
@@ -40,9 +59,23 @@ from ..wire.messages import (
     Outcome,
     OutcomeToScheduler,
     Registered,
+    RegisterNodeMonitor,
     StopTask,
     TaskToNode,
 )
+from ..wire.messages import RegistrationRefused as Refusal
+
+OUTCOME_OVERHEAD = 1024  # room for OutcomeToScheduler's other fields within a frame
+
+
+class Stop(msgspec.Struct, frozen=True, gc=False):
+    """For the executor (not a wire message): end the running task `task` of job `job_id` now with
+    a failed outcome of cause `failure` and text `reason`."""
+
+    job_id: int
+    task: int
+    failure: int
+    reason: str
 
 
 class _Reserved:
@@ -68,6 +101,8 @@ class NodeMonitorLogic:
         slots: int,
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
@@ -77,12 +112,35 @@ class NodeMonitorLogic:
         self.free = slots
         self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
+        self.max_frame = check_max_frame(max_frame)
+        self.clock = clock
         self.stats: Counter[str] = Counter()
+        self.deadlines: dict[tuple, tuple[float, float]] = {}  # (scheduler, job, task) -> (when, its timeout)
         self._schedulers: dict[Hashable, dict[int, _Reserved]] = {}  # scheduler -> job id -> entry
         self._by_key: dict[int, _Reserved] = {}
         self._next_key = 0
 
     # -- schedulers -------------------------------------------------------------------------------
+
+    def registration(
+        self, node_id: str, labels: Sequence[str] = (), instance: str = "", can_stop: bool = False
+    ) -> RegisterNodeMonitor:
+        """The message that registers this node monitor with a scheduler (`instance`: random per
+        process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task)."""
+        return RegisterNodeMonitor(node_id, self.slots, tuple(labels), instance, can_stop)
+
+    def on_registration_reply(self, scheduler: Hashable, reply, name: str = "the scheduler") -> list:
+        """Take `reply` to `registration()` from `scheduler` (called `name` in errors): Registered
+        takes the scheduler on (a draining node monitor tells it at once, so it is not probed even for
+        one heartbeat interval). Raises RegistrationRefused for a refusal, ProtocolError otherwise."""
+        kind = type(reply)
+        if kind is Refusal:
+            raise RegistrationRefused(f"{name} refused this node monitor: {clip(reply.reason, MAX_REASON)}")
+        if kind is not Registered:
+            why = f"refused: {clip(reply.reason, MAX_REASON)}" if kind is Error else f"answered {kind.__name__}"
+            raise ProtocolError(f"{name} {why}")
+        self.on_scheduler_registered(scheduler)
+        return [(scheduler, self.heartbeat())] if self.draining else []
 
     def on_scheduler_registered(self, scheduler: Hashable) -> None:
         self._schedulers.setdefault(scheduler, {})
@@ -111,6 +169,8 @@ class NodeMonitorLogic:
                     self._answered(jobs, msg.job_id)
                     self.stats["launched"] += 1
                     out.append((scheduler, msg))  # for the executor
+                    if msg.timeout:
+                        self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
                 elif kind is NoTask:
                     entry = self._answered(jobs, msg.job_id)
                     self.stats["no_task"] += 1
@@ -122,7 +182,8 @@ class NodeMonitorLogic:
                         self.stats["cancelled"] += self._drop_queued(jobs, held)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
-                    out.append((scheduler, msg))  # for the executor
+                    reason = "cancelled by its client with force: its worker was stopped"
+                    out.append((scheduler, Stop(msg.job_id, msg.task, CANCELLED, reason)))  # for the executor
                 elif kind is not Heartbeat and kind is not Registered:
                     raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
             except ProtocolError as exc:
@@ -133,13 +194,34 @@ class NodeMonitorLogic:
         return out
 
     def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
-        """The executor finished a launched task: report it, free the slot, start the next reservation."""
+        """The executor finished a launched task: report it (a failure instead if it is too large for
+        a frame), free the slot, start the next reservation."""
         out: list = []
         self.free += 1
         self.stats["finished"] += 1
+        if self.deadlines:
+            self.deadlines.pop((scheduler, job_id, task), None)
+        if len(outcome.payload) + len(outcome.error) > self.max_frame - OUTCOME_OVERHEAD:
+            self.stats["outcomes_too_large"] += 1
+            too_large = f"the task's outcome ({len(outcome.payload)} bytes) exceeds the frame limit of {self.max_frame}"
+            outcome = Outcome(False, b"", too_large, outcome.failure)
         if scheduler in self._schedulers:
             out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
         self._fill(out)
+        return out
+
+    def on_timer(self) -> list:
+        """A Stop (TIMED_OUT) for each running task past its job's timeout, once."""
+        out: list = []
+        if self.deadlines:
+            now = self.clock()
+            for key, (when, timeout) in list(self.deadlines.items()):
+                if now >= when:
+                    del self.deadlines[key]
+                    scheduler, job_id, task = key
+                    self.stats["timed_out"] += 1
+                    reason = f"the task ran past its job's timeout of {timeout:g} s and was stopped"
+                    out.append((scheduler, Stop(job_id, task, TIMED_OUT, reason)))
         return out
 
     @property

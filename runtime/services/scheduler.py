@@ -27,6 +27,7 @@ from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import DEFAULT_MAX_CLIENT_TASKS, DEFAULT_PLACEMENT_TIMEOUT, DEFAULT_PROBE_RATIO, SchedulerLogic
@@ -48,7 +49,8 @@ class SchedulerService:
         self,
         logic: SchedulerLogic,
         *,
-        secret: bytes,
+        secret: bytes | None,
+        tls: TLS | None = None,
         node_timeout: float = DEFAULT_NODE_TIMEOUT,
         client_timeout: float = DEFAULT_CLIENT_TIMEOUT,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
@@ -59,6 +61,7 @@ class SchedulerService:
         self.outcomes = OutcomeBatcher(result_delay)
         self.name = logic.scheduler_id
         self._secret = secret
+        self._tls = tls
         self.node_timeout = node_timeout
         self.client_timeout = client_timeout
         self.handshake_timeout = handshake_timeout
@@ -68,10 +71,18 @@ class SchedulerService:
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve one incoming connection (a client or a node monitor) until it ends."""
         await accept_and_serve(
-            stream, self.serve_peer, log=logger, gate=self._gate, secret=self._secret, role="scheduler",
-            node_id=self.name, allowed_roles=("client", "node-monitor"), timeout=self.handshake_timeout,
+            stream,
+            self.serve_peer,
+            log=logger,
+            gate=self._gate,
+            secret=self._secret,
+            role="scheduler",
+            node_id=self.name,
+            allowed_roles=("client", "node-monitor"),
+            timeout=self.handshake_timeout,
             max_frame=self.max_frame,
-        )  # fmt: skip
+            tls=self._tls,
+        )
 
     async def serve_peer(self, conn: Connection) -> None:
         """Serve an authenticated connection until it ends, then let the logic forget the peer."""
@@ -114,6 +125,7 @@ class SchedulerService:
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
             redial_delay=REDIAL_DELAY,
+            tls=self._tls,
         )
 
 
@@ -123,6 +135,7 @@ async def serve_scheduler(
     *,
     secret: str | bytes | None = None,
     secret_file: str | None = None,
+    tls: TLS | None = None,
     node_monitors: Sequence[str | Address] = (),
     scheduler_id: str | None = None,
     probe_ratio: float = DEFAULT_PROBE_RATIO,
@@ -148,11 +161,13 @@ async def serve_scheduler(
     in tests; otherwise one is made from `scheduler_id`, `probe_ratio` (the default for jobs that set
     none), `seed`, `placement_timeout` (how long a job waits for a node monitor that can take it) and
     `max_client_tasks` (unfinished tasks per client).
-    The secret comes from `secret`, `secret_file`, or the environment (see auth.load_secret).
+    With `tls` (tls.TLS), every link is TLS with the cluster CA and peers are who their certificates say
+    (a client's jobs run as its certificate's user); else the secret comes from `secret`,
+    `secret_file`, or the environment (see auth.load_secret): the insecure mode, for one trusted host.
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
-    key = load_secret(secret, secret_file)
+    key = None if tls is not None else load_secret(secret, secret_file)
     check_result_delay(result_delay)
     dial = [parse_address(a) for a in node_monitors]
     listeners = await open_listeners(host, port)
@@ -160,12 +175,16 @@ async def serve_scheduler(
     if logic is None:
         name = scheduler_id or f"scheduler@{format_address(address)}"
         logic = SchedulerLogic(
-            scheduler_id=name, probe_ratio=probe_ratio, seed=seed, placement_timeout=placement_timeout,
+            scheduler_id=name,
+            probe_ratio=probe_ratio,
+            seed=seed,
+            placement_timeout=placement_timeout,
             max_client_tasks=max_client_tasks,
-        )  # fmt: skip
+        )
     service = SchedulerService(
         logic,
         secret=key,
+        tls=tls,
         node_timeout=node_timeout,
         client_timeout=client_timeout,
         handshake_timeout=handshake_timeout,

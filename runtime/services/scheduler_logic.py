@@ -23,6 +23,12 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
   client may have at most `max_client_tasks` unfinished tasks.
 
+Users: a peer may carry an `identity` (tls.Identity, the certificate it authenticated with over TLS).
+A client's job then runs as its identity's user (the fair-share user node monitors see): one that
+names another user is rejected, and its StatusRequest shows only that user's jobs; an admin may name
+any user and sees every job. A peer without one (the shared-secret mode, tests) names its own user
+and sees every job. A client cancels only the jobs it submitted (refs are per connection).
+
 Error handling: a message not allowed from a peer (a client sending GetTask, a node monitor sending
 anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the
 messages of its batch before it keep their effects and their outputs. An invalid job, or one over
@@ -141,12 +147,12 @@ class _Job:
         "user",
     )
 
-    def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float) -> None:
+    def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float, user: str) -> None:
         self.job_id = job_id
         self.client = client
         self.ref = msg.ref
         self.payloads: list[bytes | None] = list(msg.tasks)
-        self.user = msg.user
+        self.user = user
         self.priority = msg.priority
         self.probe_ratio = probe_ratio
         self.timeout = msg.timeout or 0.0
@@ -341,14 +347,15 @@ class SchedulerLogic:
             elif kind is CancelJob:
                 self._cancel(peer, msg, out)
             elif kind is StatusRequest:
-                out.append((peer, self.status()))
+                out.append((peer, self.status(_viewer(peer))))
             else:
                 self._violation(peer, ProtocolError(f"{kind.__name__} is not allowed from a client"), out)
                 break
         return out
 
-    def status(self) -> StatusReply:
-        """What this scheduler knows: its node monitors, its jobs in flight, its counters."""
+    def status(self, user: str | None = None) -> StatusReply:
+        """What this scheduler knows: its node monitors, its jobs in flight (only `user`'s, if given),
+        its counters."""
         now = self.clock()
         nodes = [
             NodeStatus(
@@ -358,6 +365,8 @@ class SchedulerLogic:
         ]
         jobs = []
         for job_id, job in sorted(self.jobs.items()):
+            if user is not None and job.user != user:
+                continue
             unlaunched = len(self.table.unlaunched(job_id)) if job_id in self.table else 0
             n = len(job.done)
             jobs.append(JobStatus(job_id, job.user, job.priority, n, n - unlaunched, len(job.running), job.n_done))
@@ -414,6 +423,9 @@ class SchedulerLogic:
         reason = job_problem(
             len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints, msg.timeout
         )
+        user, refusal = _job_user(client, msg.user)
+        if reason is None:
+            reason = refusal
         if reason is None and self.unfinished[client] + len(msg.tasks) > self.max_client_tasks:
             reason = (
                 f"this client has {self.unfinished[client]} unfinished tasks here; {len(msg.tasks)} more would pass "
@@ -430,7 +442,7 @@ class SchedulerLogic:
             return
         job_id = self._next_job
         self._next_job += 1
-        job = _Job(job_id, client, msg, probe_ratio)
+        job = _Job(job_id, client, msg, probe_ratio, user)
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -627,3 +639,23 @@ def _per_worker(workers: np.ndarray) -> list[tuple[int, int]]:
         return sorted(Counter(workers.tolist()).items())
     where, counts = np.unique(workers, return_counts=True)
     return list(zip(where.tolist(), counts.tolist(), strict=True))
+
+
+def _job_user(client: Hashable, named: str) -> tuple[str, str | None]:
+    """The user a job of `client` naming `named` runs as, and the reason to reject it (or None): a
+    client authenticated by certificate runs as its user (an admin as the one it names)."""
+    identity = getattr(client, "identity", None)
+    if identity is None or identity.admin:
+        return named, None
+    if named and named != identity.user:
+        return (
+            named,
+            f"this client is authenticated as user {identity.user!r}: it may not submit a job as {clip(named)!r}",
+        )
+    return identity.user, None
+
+
+def _viewer(client: Hashable) -> str | None:
+    """Whose jobs `client` may see: its certificate's user; None (all) for an admin or without one."""
+    identity = getattr(client, "identity", None)
+    return None if identity is None or identity.admin else identity.user

@@ -145,7 +145,7 @@ class _Thread:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
-        self.outcome: Outcome | None = None
+        self.outcome: Outcome | None = failed("no task ran yet")  # each task's replaces it before the thread signals
 
 
 class ThreadExecutor(_Pool):
@@ -195,7 +195,9 @@ class ThreadExecutor(_Pool):
                 return
             if not signal:  # the thread is gone (it only leaves when its socket closes)
                 return
-            self._finished(worker, worker.outcome)
+            outcome, worker.outcome = worker.outcome, None
+            assert outcome is not None  # the thread sets it before it signals
+            self._finished(worker, outcome)
             self._dispatch()
 
 
@@ -220,13 +222,20 @@ class _Worker:
 
 class ProcessExecutor(_Pool):
     """One worker process per slot; a dead worker fails its task and is replaced; a task is stopped
-    by killing its worker."""
+    by killing its worker. With `task_user` (a user name of this host) the workers run as that user,
+    its group and no other group, with its home as HOME: a task cannot read what only the service's
+    user may (its key, certificate, secret: mode 0600). That needs a node monitor that may switch
+    users (root, or CAP_SETUID, CAP_SETGID and CAP_KILL).
+
+    Error handling: an unknown `task_user` raises ValueError at construction; a node monitor that may
+    not switch to it raises PermissionError (one line) when it starts its workers."""
 
     can_stop = True
 
-    def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None) -> None:
         super().__init__(slots)
         self.max_frame = max_frame
+        self._as_user = task_user_options(task_user) if task_user is not None else {}
         self.restarts = 0
         self._workers: set[_Worker] = set()
         self._nursery: trio.Nursery | None = None
@@ -306,6 +315,7 @@ class ProcessExecutor(_Pool):
     async def _spawn(self) -> None:
         """Start a worker process, its reader task, and put it to work."""
         parent, child = socket.socketpair()
+        user = self._as_user
         try:
             process = await trio.lowlevel.open_process(
                 [
@@ -318,9 +328,18 @@ class ProcessExecutor(_Pool):
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
-                env=child_env(),
+                env=child_env(user.get("env")),
                 start_new_session=True,  # its own process group: killed whole, and no terminal signals
+                **user.get("popen", {}),
             )
+        except PermissionError as exc:
+            parent.close()
+            if not user:
+                raise
+            raise PermissionError(
+                f"cannot start an executor as task user {user['name']}: {exc.strerror or exc} (a node monitor "
+                f"needs to run as root, or with CAP_SETUID, CAP_SETGID and CAP_KILL, to run tasks as another user)"
+            ) from None
         except BaseException:
             parent.close()
             raise
@@ -360,3 +379,17 @@ def _kill_group(process: trio.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # nothing left of it
         pass
+
+
+def task_user_options(name: str) -> dict:
+    """What starts a worker process as the user `name`: Popen's user, group and extra_groups (none),
+    and the HOME, USER and LOGNAME of its environment."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ValueError(f"task user {name!r}: no such user on this host") from None
+    env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
+    popen = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+    return {"name": entry.pw_name, "env": env, "popen": popen}

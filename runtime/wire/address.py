@@ -4,6 +4,8 @@ on one host: docs/runtime.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 Address = tuple[str, int]
 
 UNIX_PREFIX = "unix:"
@@ -15,17 +17,18 @@ def parse_address(address: str | tuple[str, int]) -> Address:
     a bad one."""
     if isinstance(address, str) and address.startswith(UNIX_PREFIX):
         return unix_address(address[len(UNIX_PREFIX) :])
+    given: Any  # the port as given: an int, its text, or whatever a caller passed
     if isinstance(address, (tuple, list)) and len(address) == 2:
-        host, port = address
-        if isinstance(host, str) and host.startswith(UNIX_PREFIX) and port == 0:
+        host, given = address
+        if isinstance(host, str) and host.startswith(UNIX_PREFIX) and given == 0:
             return unix_address(host[len(UNIX_PREFIX) :])
     elif isinstance(address, str) and ":" in address:
-        host, _, port = address.rpartition(":")
+        host, _, given = address.rpartition(":")
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     else:
         raise ValueError(f"address must be 'host:port', 'unix:PATH' or (host, port), got {address!r}")
     try:
-        port = int(port)
+        port = int(given)
     except (TypeError, ValueError):
         raise ValueError(f"address {address!r} has a non-integer port") from None
     if not host or not 0 < port < 65536:

@@ -52,20 +52,25 @@ def read_secret_file(path: str | os.PathLike) -> bytes:
     command that fixes it), and so is an empty one."""
     with open(path, "rb") as f:
         info = os.fstat(f.fileno())
-        if os.name == "posix" and stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-            raise ValueError(_too_open(os.fspath(path), info))
+        problem = too_open(os.fspath(path), info)
+        if problem is not None:
+            raise ValueError(problem)
         secret = f.read().strip()
     if not secret:
         raise ValueError(f"secret file {os.fspath(path)!r} is empty")
     return secret
 
 
-def _too_open(path: str, info: os.stat_result) -> str:
+def too_open(path: str, info: os.stat_result, what: str = "secret file") -> str | None:
+    """Why a private file (`what`: a secret file, a key) with `info` may not be used, and the command
+    that fixes it; None if only its owner may access it (or the system has no such modes)."""
+    if os.name != "posix" or not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o077:
+        return None
     fix = f"chmod 600 {path}"
     if info.st_uid != os.getuid():  # it must also become the reader's, or it could not read it after chmod
         fix = f"chown {_user_name(os.getuid())} {path} && {fix}"
     mode = stat.S_IMODE(info.st_mode)
-    return f"secret file {path} has mode {mode:04o}: group and others must have no access to it; fix it with: {fix}"
+    return f"{what} {path} has mode {mode:04o}: group and others must have no access to it; fix it with: {fix}"
 
 
 def _user_name(uid: int) -> str:

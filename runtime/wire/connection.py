@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -33,6 +35,9 @@ from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frame
 from .liveness import Liveness
 from .messages import Error, RegistrationRefused
 
+if TYPE_CHECKING:
+    from .tls import Identity
+
 logger = logging.getLogger(__name__)
 
 FAREWELLS = (Error, RegistrationRefused)  # messages after which their sender closes the connection
@@ -41,7 +46,8 @@ _DIRECT_IO = os.name == "posix"  # os.read/os.write on a socket's descriptor (no
 
 
 class Connection:
-    """A message connection over a trio stream; `peer_role`/`peer_id` are set by the handshake.
+    """A message connection over a trio stream; `peer_role`/`peer_id` (and `identity` under TLS) are
+    set by the handshake.
 
     Until `handshake_done()` (called by handshake.py once the peer is authenticated), frames over
     HANDSHAKE_MAX_FRAME are refused at their length prefix; `handshake=False` (a private socket
@@ -63,6 +69,9 @@ class Connection:
         self.peer_name = peer_name
         self.peer_role = ""
         self.peer_id = ""
+        self.identity: Identity | None = (
+            None  # under TLS, the peer's certificate's (tls.Identity), set by the handshake
+        )
         self.closed = False
         self._decoder = FrameDecoder(min(max_frame, limits.HANDSHAKE_MAX_FRAME) if handshake else max_frame)
         self._pending: list = []
@@ -199,7 +208,7 @@ class Connection:
                 else:
                     data = await self._read_socket(self._fd)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
+                raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
             if not data:
                 raise ConnectionLost(f"{self.peer_name} closed the connection")
             msgs = self._decoder.feed(data)
@@ -227,8 +236,9 @@ class Connection:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
-        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch before an Error from the
-        peer are delivered; the Error ends the connection (it is the peer's goodbye, not a fault).
+        `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch
+        before an Error from the peer are delivered; the Error ends the connection (it is the peer's
+        goodbye, not a fault).
         """
         reason = "closed locally"
         async with trio.open_nursery() as nursery:
@@ -298,6 +308,15 @@ class Connection:
         self.closed = True
         self._closing = True
         await trio.aclose_forcefully(self.stream)
+
+
+def _why(exc: BaseException) -> str:
+    """What broke a stream: a TLS stream's reason is on the SSL error it wraps (a record that fails its
+    MAC: "TLS: DECRYPTION_FAILED_OR_BAD_RECORD_MAC")."""
+    cause = exc.__cause__
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS: {cause.reason or cause}"
+    return str(exc) or type(exc).__name__
 
 
 def send_grouped(pairs: list) -> None:

@@ -4,9 +4,17 @@
 Authenticate and Welcome and return a `Connection` (connection.py) whose `peer_role` and `peer_id`
 are proven; `keep_connected` dials an address again whenever its link ends.
 
+With `tls` (tls.TLS), the stream is wrapped in TLS first (mutual authentication with the cluster
+CA) and the peer's certificate, not the secret, proves who it is: the role it claims must be the one
+its certificate allows (tls.CLAIMS), and the connection's `identity` is that certificate's (its user
+for a client). Without it, both sides prove they know the cluster secret (auth.py): the insecure
+mode, for a single trusted host, since the frames after the handshake are neither encrypted nor
+authenticated.
+
 Error handling: a peer that sends garbage, speaks another version, claims a role that may not
-connect, does not know the cluster secret, or is too slow gets Error(reason) and is closed, and
-HandshakeError(reason) is raised; the secret and the MACs are never logged.
+connect, does not know the cluster secret, presents no certificate of the cluster CA (or an expired
+one), or is too slow gets Error(reason) (or a TLS alert) and is closed, and HandshakeError(reason) is
+raised; the secret and the MACs are never logged.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
 from .limits import clip
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
+from .tls import TLS, Identity, TLSFailure, peer_identity, start_tls
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +45,7 @@ DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 async def accept(
     stream: trio.abc.Stream,
     *,
-    secret: bytes,
+    secret: bytes | None,
     role: str,
     node_id: str,
     allowed_roles: Iterable[str],
@@ -44,6 +53,7 @@ async def accept(
     max_frame: int = DEFAULT_MAX_FRAME,
     peer_name: str = "peer",
     gate: HandshakeGate | None = None,
+    tls: TLS | None = None,
 ) -> Connection:
     """Server side of the handshake. Returns the authenticated connection. Until it is done, frames
     over HANDSHAKE_MAX_FRAME are refused at their length prefix; `gate` (optional, one per service)
@@ -54,10 +64,11 @@ async def accept(
     HandshakeError(reason) is raised. The reason is logged, with what the peer sent cut short; the
     secret and MACs never are.
     """
+    args = (stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name, tls)
     if gate is None:
-        return await _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name)
+        return await _accept(*args)
     with gate.admit(stream, peer_name):
-        return await _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name)
+        return await _accept(*args)
 
 
 async def accept_and_serve(
@@ -101,8 +112,10 @@ class HandshakeGate:
                 self._logged_at = now
                 logger.warning(
                     "refused connection from %s: %d connections are in the handshake already (%d refused so far)",
-                    peer_name, self.limit, self.refused,
-                )  # fmt: skip
+                    peer_name,
+                    self.limit,
+                    self.refused,
+                )
             _close_now(stream)
             raise HandshakeError(f"{self.limit} connections are in the handshake already")
         self.pending += 1
@@ -119,26 +132,40 @@ def _close_now(stream: trio.abc.Stream) -> None:
         sock.close()
 
 
-async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name) -> Connection:
-    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
-    nonce = auth.new_nonce()
-    reason = f"handshake not completed within {timeout} s"
+async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name, tls) -> Connection:
+    reason = f"handshake not completed within {timeout} s"  # unless told otherwise below
+    conn = None
     with trio.move_on_after(timeout):
         try:
+            identity = None
+            if tls is not None:
+                stream = await start_tls(stream, tls, server_side=True)
+                identity = peer_identity(stream)
+                if identity is None:
+                    raise TLSFailure("TLS: the client's certificate names no sparrow role")
+            conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
+            nonce = auth.new_nonce()
             await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce)])
             msg = await conn.receive_one()
-            reason = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles))
-            if reason is None:
-                conn.peer_role, conn.peer_id = msg.role, msg.peer_id
-                mac = auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
+            refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity)
+            if refused is not None:
+                reason = refused
+            else:  # a timeout while welcoming it leaves the timeout as the reason
+                conn.peer_role, conn.peer_id, conn.identity = msg.role, msg.peer_id, identity
+                mac = (
+                    b""
+                    if identity is not None
+                    else auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
+                )
                 await conn.send_now([Welcome(mac)])
                 conn.handshake_done()
                 return conn
-        except ProtocolError as exc:
-            reason = str(exc)
-        except ConnectionLost as exc:
+        except (TLSFailure, ProtocolError, ConnectionLost) as exc:
             reason = str(exc)
     logger.warning("refused connection from %s: %s", peer_name, reason)
+    if conn is None:  # no framed channel to say why on (the TLS handshake failed: its alert said it)
+        await trio.aclose_forcefully(stream)
+        raise HandshakeError(reason)
     with trio.move_on_after(CLOSE_TIMEOUT):
         try:
             await conn.send_now([Error(limits.clip(f"refused: {reason}", limits.MAX_REASON))])
@@ -148,14 +175,19 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
     raise HandshakeError(reason)
 
 
-def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles) -> str | None:
-    """None if `msg` is a valid Authenticate for this server, else the reason to refuse."""
+def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles, identity: Identity | None) -> str | None:
+    """None if `msg` is a valid Authenticate for this server (from the holder of `identity`, under TLS),
+    else the reason to refuse."""
     if not isinstance(msg, Authenticate):
         return f"expected Authenticate, got {type(msg).__name__}"
     if msg.version != PROTOCOL_VERSION:
         return f"protocol version mismatch: peer speaks {msg.version}, this {role} speaks {PROTOCOL_VERSION}"
     if msg.role not in allowed_roles:
         return f"a {clip(msg.role)!r} may not connect to a {role} (allowed: {', '.join(sorted(allowed_roles))})"
+    if identity is not None:
+        if not identity.may_claim(msg.role):
+            return f"the {identity.role} certificate {clip(identity.name)!r} may not connect as a {clip(msg.role)}"
+        return None
     expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
     if not auth.verify(expected, msg.mac):
         return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"
@@ -167,18 +199,20 @@ def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles) -> str
 async def connect(
     address: Address,
     *,
-    secret: bytes,
+    secret: bytes | None,
     role: str,
     peer_id: str,
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
+    tls: TLS | None = None,
 ) -> Connection:
     """Open a TCP connection (a Unix socket's, for "unix:PATH") to `address` and run the client side of
-    the handshake.
+    the handshake (over TLS with `tls`).
 
     Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
-    reason is in the message), speaks another version, cannot prove it knows the secret, or the
-    whole exchange takes longer than `timeout` seconds.
+    reason is in the message), speaks another version, cannot prove it knows the secret (or has no
+    certificate of the cluster CA for the role it claims), or the whole exchange takes longer than
+    `timeout` seconds.
     """
     name = format_address(address)
     with trio.move_on_after(timeout) as scope:
@@ -187,34 +221,56 @@ async def connect(
     if scope.cancelled_caught:
         raise HandshakeError(f"could not connect to {name} within {timeout} s")
     return await connect_stream(
-        stream, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame, peer_name=name
+        stream,
+        secret=secret,
+        role=role,
+        peer_id=peer_id,
+        timeout=timeout,
+        max_frame=max_frame,
+        peer_name=name,
+        tls=tls,
     )
 
 
 async def connect_stream(
     stream: trio.abc.Stream,
     *,
-    secret: bytes,
+    secret: bytes | None,
     role: str,
     peer_id: str,
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     peer_name: str = "peer",
+    tls: TLS | None = None,
 ) -> Connection:
     """The client side of the handshake over an open `stream` (see `connect`); closes it on failure."""
-    conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
     with trio.move_on_after(timeout):
+        identity = None
+        if tls is not None:
+            try:
+                stream = await start_tls(stream, tls, server_side=False)
+            except TLSFailure as exc:
+                await trio.aclose_forcefully(stream)
+                raise HandshakeError(f"{peer_name}: {exc}") from None
+            identity = peer_identity(stream)
+            if identity is None:
+                await trio.aclose_forcefully(stream)
+                raise HandshakeError(f"{peer_name}: TLS: the server's certificate names no sparrow role")
+        conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
         try:
-            await _client_handshake(conn, secret, role, peer_id, peer_name)
+            await _client_handshake(conn, secret, role, peer_id, peer_name, identity)
         except BaseException:
             await conn.aclose()
             raise
         return conn
-    await conn.aclose()
-    raise HandshakeError(f"handshake with {peer_name} not completed within {timeout} s")
+    await trio.aclose_forcefully(stream)
+    hint = "" if tls is not None else " (a TLS service? connect with its CA, certificate and key)"
+    raise HandshakeError(f"handshake with {peer_name} not completed within {timeout} s{hint}")
 
 
-async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id: str, name: str) -> None:
+async def _client_handshake(
+    conn: Connection, secret: bytes | None, role: str, peer_id: str, name: str, identity: Identity | None
+) -> None:
     try:
         challenge = await conn.receive_one()
         if isinstance(challenge, Error):
@@ -226,8 +282,16 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
                 f"{name} speaks protocol version {challenge.version}, this {role} speaks {PROTOCOL_VERSION}"
             )
         server_role, server_id = challenge.role, challenge.peer_id
+        if identity is not None and not identity.may_claim(server_role):
+            raise HandshakeError(
+                f"{name} claims to be a {clip(server_role)} but holds the {identity.role} certificate "
+                f"{clip(identity.name)!r}"
+            )
         nonce = auth.new_nonce()
-        mac = auth.proof(secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id)
+        mac = b""
+        if identity is None:
+            assert secret is not None  # the insecure mode: its caller loaded the secret
+            mac = auth.proof(secret, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, server_role, server_id)
         await conn.send_now([Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce)])
         reply = await conn.receive_one()
     except ConnectionLost as exc:
@@ -236,10 +300,12 @@ async def _client_handshake(conn: Connection, secret: bytes, role: str, peer_id:
         raise HandshakeError(f"{name} refused the connection: {clip(reply.reason, limits.MAX_REASON)}")
     if not isinstance(reply, Welcome):
         raise HandshakeError(f"{name} sent {type(reply).__name__} instead of Welcome")
-    expected = auth.proof(secret, "server", nonce, PROTOCOL_VERSION, server_role, server_id, role, peer_id)
-    if not auth.verify(expected, reply.mac):
-        raise HandshakeError(f"{name} did not prove it knows the cluster secret")
-    conn.peer_role, conn.peer_id = server_role, server_id
+    if identity is None:
+        assert secret is not None
+        expected = auth.proof(secret, "server", nonce, PROTOCOL_VERSION, server_role, server_id, role, peer_id)
+        if not auth.verify(expected, reply.mac):
+            raise HandshakeError(f"{name} did not prove it knows the cluster secret")
+    conn.peer_role, conn.peer_id, conn.identity = server_role, server_id, identity
     conn.handshake_done()
 
 
@@ -247,19 +313,20 @@ async def keep_connected(
     address: Address,
     serve: Callable[[Connection], Awaitable[None]],
     *,
-    secret: bytes,
+    secret: bytes | None,
     role: str,
     peer_id: str,
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     redial_delay: float = 0.5,
+    tls: TLS | None = None,
 ) -> None:
     """Connect to `address` and `await serve(conn)`; whenever the connection fails or ends, wait
     `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
     while True:
         try:
             conn = await connect(
-                address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame
+                address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame, tls=tls
             )
         except (OSError, HandshakeError) as exc:
             logger.warning("cannot reach %s: %s", format_address(address), exc)
@@ -272,9 +339,12 @@ async def keep_connected(
 def peer_name(stream: trio.abc.Stream) -> str:
     """ "host:port" of the peer of a socket stream ("unix peer" on a Unix socket), for log lines;
     "unknown peer" otherwise."""
+    sock = getattr(stream, "socket", None)  # a SocketStream's; other streams have none
     try:
-        if stream.socket.family == socket.AF_UNIX:
+        if sock is None:
+            return "unknown peer"
+        if sock.family == socket.AF_UNIX:
             return "unix peer"
-        return format_address(stream.socket.getpeername()[:2])
-    except (OSError, AttributeError, TypeError, ValueError):
+        return format_address(sock.getpeername()[:2])
+    except (OSError, TypeError, ValueError):
         return "unknown peer"

@@ -23,7 +23,7 @@ with JobRejected and the connection stays.
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated
 
 import msgspec
 
@@ -285,29 +285,29 @@ class OutcomeToNode(_Msg, tag=31):
     outcome: Outcome
 
 
-Message = Union[
-    Challenge,
-    Authenticate,
-    Welcome,
-    Error,
-    SubmitJob,
-    CancelJob,
-    JobAccepted,
-    JobRejected,
-    OutcomeToClient,
-    StatusRequest,
-    StatusReply,
-    RegisterNodeMonitor,
-    Registered,
-    RegistrationRefused,
-    Heartbeat,
-    EnqueueReservations,
-    CancelReservations,
-    GetTask,
-    TaskToNode,
-    StopTask,
-    NoTask,
-    OutcomeToScheduler,
-    TaskToWorker,
-    OutcomeToNode,
-]
+Message = (
+    Challenge
+    | Authenticate
+    | Welcome
+    | Error
+    | SubmitJob
+    | CancelJob
+    | JobAccepted
+    | JobRejected
+    | OutcomeToClient
+    | StatusRequest
+    | StatusReply
+    | RegisterNodeMonitor
+    | Registered
+    | RegistrationRefused
+    | Heartbeat
+    | EnqueueReservations
+    | CancelReservations
+    | GetTask
+    | TaskToNode
+    | StopTask
+    | NoTask
+    | OutcomeToScheduler
+    | TaskToWorker
+    | OutcomeToNode
+)

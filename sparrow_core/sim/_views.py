@@ -7,9 +7,15 @@ import math
 
 from .._html import card, escape, number, plain, table
 
-_SUMMARY = (("mean", "mean response (s)"), ("p50", "p50 (s)"), ("p95", "p95 (s)"), ("p99", "p99 (s)"),
-            ("response_over_ideal", "over the ideal"), ("no_queueing", "jobs with no queueing"),
-            ("mean_task_wait", "mean task wait (s)"))  # fmt: skip
+_SUMMARY = (
+    ("mean", "mean response (s)"),
+    ("p50", "p50 (s)"),
+    ("p95", "p95 (s)"),
+    ("p99", "p99 (s)"),
+    ("response_over_ideal", "over the ideal"),
+    ("no_queueing", "jobs with no queueing"),
+    ("mean_task_wait", "mean task wait (s)"),
+)
 
 
 def _summary(result) -> dict[str, float] | None:

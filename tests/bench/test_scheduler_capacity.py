@@ -9,8 +9,25 @@ from bench import scheduler_capacity
 def test_short_capacity_run_measures_the_scheduler_and_projects_ten_and_a_hundred(capsys):
     """2 light node monitors x 2 slots for 1 s: tasks finish (a positive count and rate), the
     scheduler's CPU per task is measured, and 1, 10 and 100 schedulers are projected."""
-    assert scheduler_capacity.main(["--node-monitors", "2", "--slots", "2", "--seconds", "1", "--warmup", "0.5",
-                                    "--job-size", "10", "--in-flight", "4"]) == 0  # fmt: skip
+    assert (
+        scheduler_capacity.main(
+            [
+                "--node-monitors",
+                "2",
+                "--slots",
+                "2",
+                "--seconds",
+                "1",
+                "--warmup",
+                "0.5",
+                "--job-size",
+                "10",
+                "--in-flight",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     tasks = int(re.search(r"  ([\d,]+) tasks in", out).group(1).replace(",", ""))
     assert tasks > 0

@@ -128,6 +128,29 @@ def test_the_deploy_example_file_serves_every_command(tmp_path):
     assert (status["scheduler"], status["json"]) == (["sched-1.example:7077"], True)
 
 
+def test_the_deploy_tls_file_gives_each_service_its_own_files(tmp_path):
+    """docs/deploy.md's TLS file: the CA for everyone at the top level, each service's pair and the
+    node monitor's task user in its table; SPARROW_INSECURE and SPARROW_TLS_* are settings."""
+    config = tmp_path / "sparrow.toml"
+    config.write_text(
+        'tls_ca = "/etc/sparrow/tls/ca.pem"\n[scheduler]\ntls_cert = "/etc/sparrow/tls/scheduler.pem"\n'
+        'tls_key = "/etc/sparrow/tls/scheduler-key.pem"\n[node-monitor]\nscheduler = ["sched-1.example:7077"]\n'
+        'tls_cert = "/etc/sparrow/tls/node.pem"\ntls_key = "/etc/sparrow/tls/node-key.pem"\n'
+        'task_user = "sparrow-task"\n'
+    )
+    scheduler = settings("scheduler", ["--config", str(config)])
+    assert (scheduler["tls_ca"], scheduler["tls_cert"]) == ("/etc/sparrow/tls/ca.pem", "/etc/sparrow/tls/scheduler.pem")
+    node = settings("node-monitor", ["--config", str(config)])
+    assert (node["tls_ca"], node["tls_key"], node["task_user"]) == (
+        "/etc/sparrow/tls/ca.pem",
+        "/etc/sparrow/tls/node-key.pem",
+        "sparrow-task",
+    )
+    env = {"SPARROW_INSECURE": "1", "SPARROW_TLS_CERT": "/x.pem"}
+    assert settings("scheduler", [], env)["insecure"] is True
+    assert settings("submit", [], env)["tls_cert"] == "/x.pem"
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_shows_every_flags_default_and_environment_variable(command, capsys):
     """`sparrow COMMAND --help`, as docs/cli.md promises: each flag's line ends with both."""

@@ -61,19 +61,22 @@ def test_bad_environment_variable_is_one_line_naming_it(tmp_path):
     assert "SPARROW_NODE_MONITORS: expected an integer >= 1, got 'two'" in one_line_error(done, 2)
 
 
-def test_missing_secret_is_one_line(tmp_path):
+def test_missing_credentials_are_one_line(tmp_path):
+    """No TLS files and no --insecure, --insecure with no secret, a missing secret file: one line each."""
     env = clean_env(tmp_path)
     none_given = run_sparrow("scheduler", "--listen", "127.0.0.1:0", env=env)
-    assert "no cluster secret: pass --secret-file FILE" in one_line_error(none_given, 1)
+    assert "no TLS credentials: pass --tls-ca, --tls-cert and --tls-key" in one_line_error(none_given, 1)
+    insecure = run_sparrow("scheduler", "--insecure", "--listen", "127.0.0.1:0", env=env)
+    assert "no cluster secret: pass --secret-file FILE" in one_line_error(insecure, 1)
     missing = tmp_path / "nowhere.secret"
-    no_file = run_sparrow("scheduler", "--secret-file", str(missing), env=env)
+    no_file = run_sparrow("scheduler", "--insecure", "--secret-file", str(missing), env=env)
     assert f"cannot read the secret file {missing}: No such file or directory" in one_line_error(no_file, 1)
     no_cluster = run_sparrow("submit", "--", "true", env=env)
     assert "no scheduler to connect to" in one_line_error(no_cluster, 1)
 
 
 def test_cpus_this_host_cannot_give_are_one_line_naming_the_available_ones(tmp_path):
-    env = clean_env(tmp_path, SPARROW_SECRET="s")
+    env = clean_env(tmp_path, SPARROW_SECRET="s", SPARROW_INSECURE="1")
     allowed = format_cpu_list(available_cpus())
     needed = {"scheduler": ["--listen", "127.0.0.1:0"], "node-monitor": ["--scheduler", "127.0.0.1:1"]}
     for command, args in needed.items():
@@ -83,7 +86,7 @@ def test_cpus_this_host_cannot_give_are_one_line_naming_the_available_ones(tmp_p
 
 
 def test_unreachable_scheduler_is_one_line(tmp_path):
-    env = clean_env(tmp_path, SPARROW_SECRET="s")
+    env = clean_env(tmp_path, SPARROW_SECRET="s", SPARROW_INSECURE="1")
     done = run_sparrow("submit", "--scheduler", "127.0.0.1:1", "--", "true", env=env)
     assert "no scheduler reachable: 127.0.0.1:1" in one_line_error(done, 1)
 
@@ -99,7 +102,8 @@ def test_unreachable_scheduler_is_one_line(tmp_path):
 def test_port_in_use_is_one_line(tmp_path, taken_port, command, args, what):
     """Not a 38-line ExceptionGroup traceback: where, and why."""
     args = [arg.format(port=taken_port) for arg in args]
-    done = run_sparrow(command, *args, "--log-level", "warning", env=clean_env(tmp_path, SPARROW_SECRET="s"))
+    env = clean_env(tmp_path, SPARROW_SECRET="s", SPARROW_INSECURE="1")
+    done = run_sparrow(command, *args, "--log-level", "error", env=env)  # not the warning of --insecure
     line = one_line_error(done, 1)
     assert line == f"sparrow {command}: error: cannot {what} 127.0.0.1:{taken_port}: Address already in use"
 
@@ -113,7 +117,9 @@ def test_secret_file_others_can_read_is_refused_in_one_line_with_the_fix(tmp_pat
     secret = tmp_path / "secret"
     secret.write_text("s3cret\n")
     secret.chmod(0o644)
-    done = run_sparrow("scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), env=clean_env(tmp_path))
+    done = run_sparrow(
+        "scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret), env=clean_env(tmp_path)
+    )
     line = one_line_error(done, 1)
     assert line == (
         f"sparrow scheduler: error: secret file {secret} has mode 0644: group and others must have no access to "

@@ -33,17 +33,23 @@ def local(tmp_path_factory):
         cluster.close()
 
 
-def test_local_prints_how_to_connect_and_keeps_the_secret_private(local):
-    """The addresses and the secret file are printed; the state and secret are readable by the owner only."""
+def test_local_prints_how_to_connect_and_keeps_its_keys_private(local):
+    """The addresses and the TLS client files are printed; the state, the secret and every key are
+    readable by the owner only, in a 0700 folder; it runs on TLS by default."""
     cluster, env, _ = local
     state_path = Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json"
     state = json.loads(state_path.read_text())
+    assert "process executors, TLS)" in cluster.output
     assert f"schedulers:    {state['schedulers'][0]}" in cluster.output
     schedulers, nodes = local_layout(1, 2, available_cpus())  # where each service runs
     layout = f"node monitors {' | '.join(map(format_cpu_list, nodes))}; schedulers {format_cpu_list(schedulers[0])}"
     assert f"CPUs:          {layout} (--share-cpus: any)" in cluster.output
-    assert f"secret file:   {state['secret_file']}" in cluster.output
-    for path in (state_path, Path(state["secret_file"])):
+    assert f"TLS client:    {state['tls']['cert']}" in cluster.output
+    tls_dir = Path(state["tls"]["ca"]).parent
+    assert stat.S_IMODE(tls_dir.stat().st_mode) == 0o700
+    keys = sorted(tls_dir.glob("*-key.pem"))
+    assert len(keys) == 4  # the CA's, the scheduler's, the node monitor's, the client's
+    for path in (state_path, Path(state["secret_file"]), *keys):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert Path(state["secret_file"]).read_text().strip() not in cluster.output
 
@@ -91,12 +97,48 @@ def test_status_shows_the_registered_node_monitors(local):
     assert all(n["silent_for"] < 5 for n in data[0]["nodes"])
 
 
-def test_scheduler_flag_and_secret_file_point_elsewhere(local, tmp_path):
-    """--scheduler and --secret-file override the local state: a wrong secret is refused in one line."""
+def test_scheduler_and_tls_flags_point_elsewhere(local, tmp_path):
+    """--scheduler and --tls-* override the local state; a certificate of another CA is refused in one line."""
+    from sparrow_runtime.wire.certs import init_ca, issue
+
     _, env, _ = local
     state = json.loads((Path(env["XDG_RUNTIME_DIR"]) / "sparrow" / "local.json").read_text())
     elsewhere = clean_env(tmp_path)  # no local state here
+    tls = state["tls"]
     ok = run_sparrow(
+        "submit",
+        "--scheduler",
+        state["schedulers"][0],
+        "--tls-ca",
+        tls["ca"],
+        "--tls-cert",
+        tls["cert"],
+        "--tls-key",
+        tls["key"],
+        "math:factorial",
+        env=elsewhere,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "[0] 1"
+    other = tmp_path / "other-ca"
+    init_ca(other)
+    cert, key = issue(other, "mallory", "client")
+    refused = run_sparrow(
+        "submit",
+        "--scheduler",
+        state["schedulers"][0],
+        "--tls-ca",
+        str(other / "ca.pem"),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        "math:factorial",
+        env=elsewhere,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1 and "TLS:" in refused.stderr, refused.stderr
+    secret = run_sparrow(
         "submit",
         "--scheduler",
         state["schedulers"][0],
@@ -105,16 +147,7 @@ def test_scheduler_flag_and_secret_file_point_elsewhere(local, tmp_path):
         "math:factorial",
         env=elsewhere,
     )
-    assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.strip() == "[0] 1"
-    wrong = tmp_path / "wrong.secret"
-    wrong.write_text("not the secret\n")
-    wrong.chmod(0o600)
-    refused = run_sparrow(
-        "submit", "--scheduler", state["schedulers"][0], "--secret-file", str(wrong), "math:factorial", env=elsewhere
-    )
-    assert refused.returncode == 1
-    assert refused.stderr.count("\n") == 1 and "authentication failed" in refused.stderr
+    assert secret.returncode == 1 and secret.stderr.count("\n") == 1, secret.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

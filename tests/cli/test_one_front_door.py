@@ -23,9 +23,9 @@ def _labels(env, *args: str) -> list[list[str]]:
 
 def test_standalone_node_monitor_reads_the_setting(running, tmp_path):
     env = clean_env(tmp_path, SPARROW_SECRET="s", SPARROW_LABEL=LABEL)
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0"], env)
+    scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0"], env)
     address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
-    running(["node-monitor", "--scheduler", address, "--slots", "1"], env).wait_for("listening on")
+    running(["node-monitor", "--insecure", "--scheduler", address, "--slots", "1"], env).wait_for("listening on")
     assert _labels(env, "--scheduler", address) == [[LABEL]]
 
 

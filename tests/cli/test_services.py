@@ -51,9 +51,11 @@ def test_services_serve_metrics_drain_on_sigterm_and_leave_nothing(running, tmp_
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
     common = ["--secret-file", str(secret), "--metrics-port", "0"]
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", *common], env)
+    scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", *common], env)
     address, scheduler_metrics = scheduler.wait_for(LISTENING).groups()
-    node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--id", "host-a", *common], env)
+    node = running(
+        ["node-monitor", "--insecure", "--scheduler", address, "--slots", "2", "--id", "host-a", *common], env
+    )
     node_metrics = node.wait_for(LISTENING).group(2)
     client = ["--scheduler", address, "--secret-file", str(secret)]
 
@@ -109,11 +111,14 @@ def test_node_monitor_still_trying_to_register_stops_on_the_first_signal(running
         address, logged = "127.0.0.1:1", "cannot reach 127.0.0.1:1"
     else:
         scheduler = running(
-            ["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(write_secret(tmp_path / "s"))], env
+            ["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(write_secret(tmp_path / "s"))],
+            env,
         )
         address, logged = scheduler.wait_for(r"listening on (\S+)\n").group(1), "authentication failed"
     other = write_secret(tmp_path / "other", "another secret")
-    node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--secret-file", str(other)], env)
+    node = running(
+        ["node-monitor", "--insecure", "--scheduler", address, "--slots", "2", "--secret-file", str(other)], env
+    )
     node.wait_for_stderr(logged)
     assert node.stop(sig, timeout=10) == 0  # today: ignored until SIGKILL
     assert node.leftover == []
@@ -124,9 +129,11 @@ def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_proces
     """Its executor workers, and the programs their tasks run, die with it instead of running on."""
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+    scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
     address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
-    node = running(["node-monitor", "--scheduler", address, "--slots", "2", "--secret-file", str(secret)], env)
+    node = running(
+        ["node-monitor", "--insecure", "--scheduler", address, "--slots", "2", "--secret-file", str(secret)], env
+    )
     node.wait_for(r"listening on")
     job = submit("--scheduler", address, "--secret-file", str(secret), "--tasks", "2", "--", "sleep", "60", env=env)
     try:
@@ -160,11 +167,22 @@ def test_ctrl_c_in_the_node_monitors_terminal_drains_without_interrupting_its_ta
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
     scheduler = running(
-        ["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env
+        ["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0"], env
     )
     address = scheduler.wait_for(LISTENING).group(1)
     node = running(
-        ["node-monitor", "--scheduler", address, "--slots", "1", "--secret-file", str(secret), "--metrics-port", "0"],
+        [
+            "node-monitor",
+            "--insecure",
+            "--scheduler",
+            address,
+            "--slots",
+            "1",
+            "--secret-file",
+            str(secret),
+            "--metrics-port",
+            "0",
+        ],
         env,
     )
     node_metrics = node.wait_for(LISTENING).group(2)
@@ -188,9 +206,9 @@ def test_ctrl_c_in_the_node_monitors_terminal_drains_without_interrupting_its_ta
 def test_tasks_cannot_read_the_secret_the_node_monitor_was_given_in_its_environment(running, tmp_path, executor):
     """SPARROW_SECRET given to the services: a shell task finds no SPARROW_SECRET nor SPARROW_SECRET_FILE."""
     env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret")
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0"], env)
+    scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0"], env)
     address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
-    node = running(["node-monitor", "--scheduler", address, "--slots", "1", "--executor", executor], env)
+    node = running(["node-monitor", "--insecure", "--scheduler", address, "--slots", "1", "--executor", executor], env)
     node.wait_for(r"listening on")
     show = 'echo "[${SPARROW_SECRET-unset}] [${SPARROW_SECRET_FILE-unset}]"'
     job = submit("--scheduler", address, "--", "sh", "-c", show, env=env)
@@ -203,9 +221,20 @@ def test_a_second_node_monitor_with_a_live_id_exits_with_a_one_line_reason(runni
     how to fix it; the first keeps serving."""
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
-    scheduler = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+    scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
     address = scheduler.wait_for(r"listening on (\S+)\n").group(1)
-    args = ["node-monitor", "--scheduler", address, "--secret-file", str(secret), "--id", "box", "--slots", "1"]
+    args = [
+        "node-monitor",
+        "--insecure",
+        "--scheduler",
+        address,
+        "--secret-file",
+        str(secret),
+        "--id",
+        "box",
+        "--slots",
+        "1",
+    ]
     first = running(args, env)
     first.wait_for("listening on")
     second = running(args, env)
@@ -219,7 +248,7 @@ def test_a_second_node_monitor_with_a_live_id_exits_with_a_one_line_reason(runni
 def test_services_and_submit_speak_over_unix_sockets(running, tmp_path):
     """`--listen unix:PATH` for the scheduler and the node monitor, `--scheduler unix:PATH` to dial it: the
     ready lines give the socket addresses, metrics stay on loopback TCP, and a submitted command runs."""
-    env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret")
+    env = clean_env(tmp_path, SPARROW_SECRET="the cluster secret", SPARROW_INSECURE="1")
     path = tmp_path / "scheduler.sock"
     scheduler = running(["scheduler", "--listen", f"unix:{path}", "--metrics-port", "0"], env)
     address, metrics = scheduler.wait_for(LISTENING).groups()

@@ -22,10 +22,10 @@ def _cluster(running, tmp_path, schedulers: int):
     secret = write_secret(tmp_path / "secret")
     addresses, procs = [], []
     for _ in range(schedulers):
-        proc = running(["scheduler", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
+        proc = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
         addresses.append(proc.wait_for(ADDRESS).group(1))
         procs.append(proc)
-    args = ["node-monitor", "--slots", "2", "--secret-file", str(secret)]
+    args = ["node-monitor", "--insecure", "--slots", "2", "--secret-file", str(secret)]
     for address in addresses:
         args += ["--scheduler", address]
     node = running(args, env)

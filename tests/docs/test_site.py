@@ -46,8 +46,12 @@ def site(config, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     if build.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{build.stderr[-4000:]}")
     return out
@@ -83,8 +87,11 @@ def test_the_strict_config_fails_a_build_with_a_broken_link_or_anchor(config, tm
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(small))
     build = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "-f", str(tmp_path / "mkdocs.yml")],
-        capture_output=True, text=True, timeout=BUILD_TIMEOUT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert build.returncode != 0
     assert "missing.md" in build.stderr and "no-such-heading" in build.stderr
 

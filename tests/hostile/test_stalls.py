@@ -48,7 +48,7 @@ def processes(tmp_path):
     secret_file = tmp_path / "secret"
     secret_file.write_bytes(SECRET)
     secret_file.chmod(0o600)
-    env = clean_env(tmp_path, SPARROW_SECRET_FILE=str(secret_file))
+    env = clean_env(tmp_path, SPARROW_SECRET_FILE=str(secret_file), SPARROW_INSECURE="1")
     started: list[Running] = []
 
     def start(args: list[str]) -> tuple[Running, str]:

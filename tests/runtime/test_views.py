@@ -87,8 +87,16 @@ def test_views_escape_what_they_show_and_link_only_web_urls():
     assert ["127.0.0.1:1", "closed &lt;b&gt;&amp;&lt;/b&gt;", "127.0.0.1:2", "5"] in _pairs(html)
 
     cluster = SimpleNamespace(
-        schedulers=['127.0.0.1:1"><script>'], n_schedulers=1, node_monitors=[], n_node_monitors=0, slots=1,
-        policy="fifo", executor="thread", dashboard_urls=["javascript:alert(1)"], node_ids=[], node_monitor_pids=[],
-    )  # fmt: skip
+        schedulers=['127.0.0.1:1"><script>'],
+        n_schedulers=1,
+        node_monitors=[],
+        n_node_monitors=0,
+        slots=1,
+        policy="fifo",
+        executor="thread",
+        dashboard_urls=["javascript:alert(1)"],
+        node_ids=[],
+        node_monitor_pids=[],
+    )
     html = views.cluster_html(cluster)
     assert "<script>" not in html and "href" not in html and "javascript:alert(1)" in html

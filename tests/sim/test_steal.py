@@ -46,9 +46,15 @@ def test_every_task_runs_once_with_stealing_under_every_queue_policy(queue_polic
     """Multi-slot workers, priority and fair queues (two users 3:1, two schedulers): stealing moves
     reservations, every job finishes and each task is bound exactly once."""
     config = replace(
-        BIMODAL, policy="sparrow_steal", n_jobs=600, slots=slots, queue_policy=queue_policy, n_schedulers=2,
-        user_weights=(3.0, 1.0), priority_shares=(0.5, 0.5),
-    )  # fmt: skip
+        BIMODAL,
+        policy="sparrow_steal",
+        n_jobs=600,
+        slots=slots,
+        queue_policy=queue_policy,
+        n_schedulers=2,
+        user_weights=(3.0, 1.0),
+        priority_shares=(0.5, 0.5),
+    )
     result = simulate(config)
     c = result.counters
     assert c["stolen"] > 0

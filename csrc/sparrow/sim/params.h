@@ -13,7 +13,9 @@
 namespace sparrow {
 namespace sim {
 
-enum class PlacementPolicy : int32_t { Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4, SparrowSteal = 5 };
+enum class PlacementPolicy : int32_t {
+  Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4, SparrowSteal = 5
+};
 enum class DurationKind : int32_t { Exponential = 0, Constant = 1, Bimodal = 2, PerJob = 3 };
 
 struct SimParams {

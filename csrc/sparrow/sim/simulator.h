@@ -26,6 +26,7 @@
 // the policy holds and calls (as sparrow.h holds steal.h), turned on by its PlacementPolicy.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -70,7 +71,8 @@ class Simulator {
       }
     }
     c.out.counters.end_time = c.now;
-    if (c.pool.live() != 0) throw std::logic_error("simulator: " + std::to_string(c.pool.live()) + " jobs never released");
+    if (c.pool.live() != 0)
+      throw std::logic_error("simulator: " + std::to_string(c.pool.live()) + " jobs never released");
   }
 
  private:

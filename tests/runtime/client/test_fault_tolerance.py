@@ -36,12 +36,14 @@ def _scheduler_pid(cluster: LocalCluster, address: str) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("tls", [False, True], ids=["insecure", "tls"])
 @pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
-def test_a_map_survives_its_scheduler_killed_or_frozen_with_two_listed(fault):
+def test_a_map_survives_its_scheduler_killed_or_frozen_with_two_listed(fault, tls):
     """The client notices (scheduler_timeout 0.5 s), connects to the other scheduler and relaunches
-    what had no outcome: every value comes, once, in order."""
-    with LocalCluster(schedulers=2, node_monitors=2, slots=2, executor="thread", dashboard=False) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=0.5) as ex:
+    what had no outcome: every value comes, once, in order (on TLS as on the shared secret)."""
+    cluster = LocalCluster(schedulers=2, node_monitors=2, slots=2, executor="thread", dashboard=False, tls=tls)
+    with cluster:
+        with SparrowExecutor(cluster.schedulers, **cluster.credentials, scheduler_timeout=0.5) as ex:
             results = ex.map(_slow_square, range(600), chunksize=20, buffersize=200)
             got = [next(results) for _ in range(60)]
             first = ex.client.connected_to
@@ -59,10 +61,13 @@ def test_a_map_survives_its_scheduler_killed_or_frozen_with_two_listed(fault):
 
 
 @pytest.mark.slow
-def test_a_killed_node_monitors_running_tasks_are_retried_elsewhere():
+@pytest.mark.parametrize("tls", [False, True], ids=["insecure", "tls"])
+def test_a_killed_node_monitors_running_tasks_are_retried_elsewhere(tls):
+    """A node monitor killed while running a task: the task is retried on the other one, once."""
+
     async def main():
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
-            async with Client(cluster.schedulers, secret=cluster.secret) as client:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, tls=tls) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(time.sleep, 1.5)] * 2, probe_ratio=1.0)
                 await trio.sleep(0.7)  # both running, one per node monitor
                 os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)

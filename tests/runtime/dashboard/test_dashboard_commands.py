@@ -50,7 +50,7 @@ def test_sparrow_scheduler_serves_its_dashboard_beside_the_metrics(tmp_path):
     secret.write_text("a cluster secret\n")
     secret.chmod(0o600)
     args = ["--listen", "127.0.0.1:0", "--secret-file", str(secret), "--metrics-port", "0", "--id", "s-1"]
-    scheduler = Running(["scheduler", *args], clean_env(tmp_path))
+    scheduler = Running(["scheduler", "--insecure", *args], clean_env(tmp_path))
     try:
         found = scheduler.wait_for(r"metrics on (http://[^\s,]+)/metrics, dashboard on (http://\S+/)\n")
         metrics, dashboard = found.groups()

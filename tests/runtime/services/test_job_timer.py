@@ -72,3 +72,26 @@ def test_a_node_monitor_is_lost_once_and_not_when_a_newer_link_replaced_it():
     logic.on_node_lost("new")
     logic.on_node_lost("new")
     assert seen.events[2:] == [("lost", "a")]
+
+
+class Broken(SchedulerObserver):
+    def traffic(self, delays, responses, ok, failed) -> None:
+        raise RuntimeError("a dashboard bug")
+
+
+def test_an_observer_that_raises_is_removed_and_logged_and_the_scheduler_goes_on(caplog):
+    """As trio's instruments: the broken observer is dropped with an ERROR naming it, the next one
+    still sees the same batch, and the logic's messages are unaffected (no connection is ended)."""
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    broken, seen = Broken(), Recorder()
+    logic.timer.observers.extend([broken, seen])
+    logic.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])
+    logic.on_client_messages("c", [SubmitJob(7, [b"x"])])
+    job_id = next(iter(logic.jobs))
+    out = logic.on_node_messages("nm", [GetTask(job_id)])
+    assert type(out[0][1]).__name__ == "TaskToNode"
+    assert list(logic.timer.observers) == [seen] and len(seen.delays) == 1
+    (record,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "raised in traffic and was removed" in record.getMessage() and "a dashboard bug" in record.exc_text
+    logic.on_node_messages("nm", [OutcomeToScheduler(job_id, 0, Outcome(True, b""))])
+    assert seen.ok == 1

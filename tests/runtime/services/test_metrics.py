@@ -12,13 +12,13 @@ import urllib.request
 import prometheus_client
 import pytest
 
+from sparrow_runtime.services.http_server import serve_metrics
 from sparrow_runtime.services.metrics import (
     DELAY_BUCKETS,
     BucketCounts,
     MeteredNodeMonitorLogic,
     MeteredSchedulerLogic,
     registry_if_available,
-    serve_metrics,
 )
 from sparrow_runtime.wire.messages import (
     CancelReservations,

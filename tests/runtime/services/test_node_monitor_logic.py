@@ -6,17 +6,25 @@ from collections import Counter
 
 import pytest
 
-from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.errors import ProtocolError, RegistrationRefused
+from sparrow_runtime.services.node_monitor_logic import OUTCOME_OVERHEAD, NodeMonitorLogic, Stop
 from sparrow_runtime.wire.messages import (
+    CANCELLED,
+    TIMED_OUT,
     CancelReservations,
     EnqueueReservations,
     Error,
     GetTask,
+    Heartbeat,
     NoTask,
     Outcome,
     OutcomeToScheduler,
+    Registered,
+    RegisterNodeMonitor,
+    StopTask,
     TaskToNode,
 )
+from sparrow_runtime.wire.messages import RegistrationRefused as RegistrationRefusedMsg
 
 
 def node(slots, policy="fifo", weights=None, schedulers=("s",)):
@@ -213,3 +221,113 @@ def test_bad_configuration_is_named():
         NodeMonitorLogic(slots=0)
     with pytest.raises(ValueError, match="policy"):
         NodeMonitorLogic(slots=1, policy="lifo")
+
+
+# -- registration, timers and outcome clipping (decisions the shell used to keep) -----------------
+
+
+def test_registration_says_who_this_node_monitor_is():
+    logic = NodeMonitorLogic(slots=3)
+    assert logic.registration("nm", ["gpu"], "i-1", True) == RegisterNodeMonitor("nm", 3, ("gpu",), "i-1", True)
+
+
+def test_a_registered_reply_takes_the_scheduler_on():
+    """Registered: the scheduler's messages are served from now on (before, they are an Error)."""
+    logic = NodeMonitorLogic(slots=1)
+    assert type(logic.on_scheduler_messages("s", [NoTask(1)])[0][1]) is Error
+    assert logic.on_registration_reply("s", Registered("s")) == []
+    assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])) == [1]
+
+
+def test_a_draining_node_monitor_tells_a_new_scheduler_at_once():
+    """Registered while draining: a Heartbeat with `draining` goes right after, so the scheduler never
+    probes it, not even for one heartbeat interval."""
+    logic = node(1)
+    logic.drain()
+    assert logic.on_registration_reply("s2", Registered("s2")) == [("s2", Heartbeat(0, 0, True))]
+
+
+def test_a_refused_registration_stops_the_node_monitor_with_the_reason():
+    logic = NodeMonitorLogic(slots=1)
+    with pytest.raises(RegistrationRefused, match=r"^sched-a refused this node monitor: id nm is live"):
+        logic.on_registration_reply("s", RegistrationRefusedMsg("id nm is live elsewhere"), "sched-a")
+    assert logic.on_scheduler_messages("s", [NoTask(1)])[0][1].reason.startswith("message from a scheduler")
+
+
+@pytest.mark.parametrize(
+    "reply, reason", [(Error("bad secret"), "sched-a refused: bad secret"), (Heartbeat(), "sched-a answered Heartbeat")]
+)
+def test_any_other_reply_to_a_registration_is_a_protocol_error(reply, reason):
+    """An Error or an unexpected message: the shell closes that link and redials (ProtocolError)."""
+    with pytest.raises(ProtocolError, match=f"^{reason}$"):
+        NodeMonitorLogic(slots=1).on_registration_reply("s", reply, "sched-a")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _launched_with_timeout(clock: Clock, timeout: float, job: int = 1) -> NodeMonitorLogic:
+    logic = NodeMonitorLogic(slots=2, clock=clock)
+    logic.on_scheduler_registered("s")
+    assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 1)])) == [job]
+    logic.on_scheduler_messages("s", [TaskToNode(job, 0, b"", timeout)])
+    return logic
+
+
+def test_a_task_past_its_timeout_is_stopped_once():
+    """Launched at t=0 with a 2 s timeout: nothing at 1.99 s, one TIMED_OUT Stop at 2 s, none after."""
+    clock = Clock()
+    logic = _launched_with_timeout(clock, 2.0)
+    clock.now = 1.99
+    assert logic.on_timer() == []
+    clock.now = 2.0
+    reason = "the task ran past its job's timeout of 2 s and was stopped"
+    assert logic.on_timer() == [("s", Stop(1, 0, TIMED_OUT, reason))]
+    clock.now = 5.0
+    assert logic.on_timer() == [] and not logic.deadlines
+
+
+def test_a_task_that_ends_in_time_is_never_stopped():
+    clock = Clock()
+    logic = _launched_with_timeout(clock, 2.0)
+    clock.now = 1.0
+    logic.on_task_done("s", 1, 0, Outcome(True, b"v"))
+    clock.now = 3.0
+    assert logic.on_timer() == [] and not logic.deadlines
+
+
+def test_a_task_without_a_timeout_has_no_timer():
+    logic = _launched_with_timeout(Clock(), 0.0)
+    assert not logic.deadlines
+
+
+def test_a_task_whose_scheduler_is_gone_is_still_stopped_at_its_timeout():
+    """Its worker is still busy: the timer outlives the link, so the slot is not held forever."""
+    clock = Clock()
+    logic = _launched_with_timeout(clock, 1.0)
+    logic.on_scheduler_lost("s")
+    clock.now = 1.0
+    assert [type(m) for _, m in logic.on_timer()] == [Stop]
+
+
+def test_a_forced_cancel_becomes_a_stop_for_the_executor():
+    logic = _launched_with_timeout(Clock(), 0.0)
+    reason = "cancelled by its client with force: its worker was stopped"
+    assert logic.on_scheduler_messages("s", [StopTask(1, 0)]) == [("s", Stop(1, 0, CANCELLED, reason))]
+
+
+def test_an_outcome_too_large_for_a_frame_is_reported_as_a_failure_of_the_task():
+    """Over max_frame less the message's overhead: a failed outcome saying so goes instead (the
+    task's own failure: not retried); one that fits goes as is."""
+    logic = NodeMonitorLogic(slots=1, max_frame=4096)
+    logic.on_scheduler_registered("s")
+    fits = Outcome(True, b"x" * (4096 - OUTCOME_OVERHEAD))
+    assert logic.on_task_done("s", 1, 0, fits) == [("s", OutcomeToScheduler(1, 0, fits))]
+    (_, sent), *_ = logic.on_task_done("s", 1, 1, Outcome(True, b"x" * (4096 - OUTCOME_OVERHEAD + 1)))
+    assert sent.outcome == Outcome(False, b"", "the task's outcome (3073 bytes) exceeds the frame limit of 4096")
+    assert logic.stats["outcomes_too_large"] == 1

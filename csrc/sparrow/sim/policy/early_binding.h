@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sparrow/sim/cluster.h"

@@ -23,7 +23,8 @@ class OmniscientPolicy {
   explicit OmniscientPolicy(Cluster& c) : c_(c), central_(c.p.queue_policy), idle_(c.p.n_workers) {
     for (int64_t w = 0; w < c.p.n_workers; ++w) idle_.add(static_cast<int32_t>(w));
     if (central_.policy() == Policy::Fair)
-      for (size_t u = 0; u < c.p.user_weight.size(); ++u) central_.set_weight(static_cast<int32_t>(u), c.p.user_weight[u]);
+      for (size_t u = 0; u < c.p.user_weight.size(); ++u)
+        central_.set_weight(static_cast<int32_t>(u), c.p.user_weight[u]);
   }
 
   void dispatch(Job& job) {

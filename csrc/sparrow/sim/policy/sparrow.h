@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sparrow/sim/cluster.h"
@@ -98,7 +100,8 @@ class SparrowPolicy {
   // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
   void ask_for_task(int64_t w, int64_t key, int32_t user) {
     ++c_.out.counters.get_task;
-    c_.send(kGetTask, stealing_.keys().job(key), static_cast<int32_t>(w), stealing_.keys().origin(key, w), c_.now, user);
+    const StealKeys& keys = stealing_.keys();
+    c_.send(kGetTask, keys.job(key), static_cast<int32_t>(w), keys.origin(key, w), c_.now, user);
   }
 
   void on_reserve(int64_t id) {

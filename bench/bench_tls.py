@@ -1,0 +1,198 @@
+"""What TLS costs (issue 19): no-op tasks through a LocalCluster on TLS and on the insecure shared-secret
+mode in the same run, alternating (plaintext, TLS, plaintext, ...) so a shared machine's noise hits
+both; new connections per second a scheduler accepts (TCP connect + handshake, then close, one at a
+time) on each; and, in one process, what a message round trip costs on a plain socket (the connection's
+direct-write fast path), on a socket behind a pass-through stream (the same path as TLS without the
+crypto: the sender task and receive_some), and over trio.SSLStream.
+
+asv: `track_tls_over_plaintext_throughput` and `track_tls_over_plaintext_p50` (ratios in one run),
+`track_handshakes_per_second` (TLS). Script: `python bench/bench_tls.py [--executor process|thread]
+[--repeat N] [--tasks N] [--jobs N]`. Targets: throughput ratio >= 0.85, p50 ratio <= 1.2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from functools import partial
+
+try:
+    from bench import bench_runtime as runtime
+except ModuleNotFoundError:  # run as `python bench/bench_tls.py`
+    import bench_runtime as runtime
+
+import trio
+
+try:
+    from sparrow_runtime import LocalCluster
+    from sparrow_runtime.wire.address import parse_address
+    from sparrow_runtime.wire.certs import local_certs
+    from sparrow_runtime.wire.connection import Connection
+    from sparrow_runtime.wire.handshake import connect
+    from sparrow_runtime.wire.messages import Heartbeat
+    from sparrow_runtime.wire.tls import TLS
+except ImportError:  # the suite imports with any version of the package; TLS arrived with issue 19
+    LocalCluster = None
+
+HANDSHAKE_SECONDS = 2.0
+ROUND_TRIPS = 3000
+
+
+def run_once(tls: bool, executor: str, n_tasks: int, n_jobs: int) -> tuple[float, float, float, float]:
+    """(tasks/s, p50 ms, p99 ms, new connections/s) on a fresh cluster, on TLS or not."""
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, tls=tls) as cluster:
+        credentials = cluster.credentials
+        rate = trio.run(runtime.measure_throughput, cluster.schedulers, credentials, n_tasks)
+        lat = trio.run(runtime.measure_latencies, cluster.schedulers, credentials, n_jobs)
+        handshakes = trio.run(connections_per_second, cluster.schedulers[0], credentials)
+    return rate, 1e3 * runtime.percentile(lat, 0.5), 1e3 * runtime.percentile(lat, 0.99), handshakes
+
+
+async def connections_per_second(address: str, credentials: dict, seconds: float = HANDSHAKE_SECONDS) -> float:
+    """Connections opened, authenticated (handshake) and closed per second, one at a time, for `seconds`."""
+    target = parse_address(address)
+    secret = credentials.get("secret")
+    secret = secret.encode() if isinstance(secret, str) else secret
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        conn = await connect(target, secret=secret, role="client", peer_id="bench", tls=credentials.get("tls"))
+        await conn.aclose()
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+class _PassThrough(trio.abc.Stream):
+    """A socket stream behind a wrapper: the connection cannot use its fast path (direct writes)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    async def send_all(self, data) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes=None) -> bytes:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def round_trip_us(kind: str, n: int = ROUND_TRIPS) -> float:
+    """Microseconds per Heartbeat echoed over loopback between two Connections in this process, on a
+    plain socket ("direct"), a wrapped one ("sender task") or TLS."""
+    done = trio.Event()
+    with tempfile.TemporaryDirectory() as folder:
+        files = local_certs(folder, "bench")
+        server_tls, client_tls = TLS(*files["scheduler"]), TLS(*files["client"])
+
+    async def echo(stream) -> None:
+        if kind == "tls":
+            stream = trio.SSLStream(stream, server_tls.server_context(), server_side=True)
+        elif kind == "sender task":
+            stream = _PassThrough(stream)
+        conn = Connection(stream, handshake=False)
+        await conn.serve(lambda msgs: conn.send_many(msgs))
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, echo, 0, host="127.0.0.1"))
+        stream = await trio.open_tcp_stream(*listeners[0].socket.getsockname()[:2])
+        if kind == "tls":
+            stream = trio.SSLStream(stream, client_tls.client_context())
+        elif kind == "sender task":
+            stream = _PassThrough(stream)
+        conn = Connection(stream, handshake=False)
+        replies = 0
+        start = 0.0
+
+        def on_messages(msgs: list) -> None:
+            nonlocal replies
+            replies += len(msgs)
+            if replies < n:
+                conn.send(Heartbeat())
+            else:
+                done.set()
+
+        async def drive() -> None:
+            nonlocal start
+            start = time.perf_counter()
+            conn.send(Heartbeat())
+            await done.wait()
+            conn.close_soon()
+
+        nursery.start_soon(drive)
+        await conn.serve(on_messages)
+        elapsed = time.perf_counter() - start
+        nursery.cancel_scope.cancel()
+    return 1e6 * elapsed / n
+
+
+class RuntimeTLS:
+    """No-op tasks on TLS against the shared-secret mode, one cluster of each per run (thread executors)."""
+
+    timeout = 300
+    number = 1
+    repeat = 1
+
+    def setup_cache(self) -> dict[str, float | str]:
+        if LocalCluster is None:
+            return {"unavailable": "sparrow_runtime has no TLS"}
+        plain = run_once(False, "thread", runtime.THROUGHPUT_TASKS, runtime.LATENCY_JOBS)
+        tls = run_once(True, "thread", runtime.THROUGHPUT_TASKS, runtime.LATENCY_JOBS)
+        return {"throughput": tls[0] / plain[0], "p50": tls[1] / plain[1], "handshakes": tls[3]}
+
+    def setup(self, figures) -> None:
+        if "unavailable" in figures:
+            raise NotImplementedError(figures["unavailable"])
+
+    def track_tls_over_plaintext_throughput(self, figures) -> float:
+        return figures["throughput"]
+
+    track_tls_over_plaintext_throughput.unit = "ratio"
+
+    def track_tls_over_plaintext_p50(self, figures) -> float:
+        return figures["p50"]
+
+    track_tls_over_plaintext_p50.unit = "ratio"
+
+    def track_handshakes_per_second(self, figures) -> float:
+        return figures["handshakes"]
+
+    track_handshakes_per_second.unit = "connections/s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--executor", choices=("process", "thread"), default="process")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=runtime.THROUGHPUT_TASKS)
+    parser.add_argument("--jobs", type=int, default=runtime.LATENCY_JOBS)
+    args = parser.parse_args()
+    print(
+        f"{args.executor} executors, {args.tasks} tasks, {args.jobs} jobs, {args.repeat} runs of each, "
+        f"alternating; load average before: {os.getloadavg()[0]:.1f}"
+    )
+    runs: dict[bool, list] = {False: [], True: []}
+    for _ in range(args.repeat):
+        for tls in (False, True):
+            runs[tls].append(run_once(tls, args.executor, args.tasks, args.jobs))
+            r = runs[tls][-1]
+            print(
+                f"  {'TLS  ' if tls else 'plain'}: {r[0]:8.0f} tasks/s  p50 {r[1]:6.2f} ms  p99 {r[2]:6.2f} ms  "
+                f"{r[3]:6.0f} connections/s"
+            )
+    for i, name in ((0, "throughput"), (1, "p50"), (2, "p99"), (3, "connections/s")):
+        ratios = sorted(t[i] / p[i] for p, t in zip(runs[False], runs[True], strict=True))
+        print(f"TLS / plaintext {name}: {ratios[len(ratios) // 2]:.2f} (range {ratios[0]:.2f}-{ratios[-1]:.2f})")
+    for kind in ("direct", "sender task", "tls"):
+        times = sorted(trio.run(round_trip_us, kind) for _ in range(args.repeat))
+        print(f"round trip, {kind:>11}: {times[len(times) // 2]:6.1f} us (range {times[0]:.1f}-{times[-1]:.1f})")
+    print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare ratios, not absolute figures)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""TLS credentials and the TLS handshake: every unusable file and every refused peer is one line
+naming what is wrong; a refused peer leaves the service serving the others."""
+
+import datetime
+import logging
+import os
+import shutil
+import ssl
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime.errors import HandshakeError
+from sparrow_runtime.wire import certs
+from sparrow_runtime.wire.handshake import HandshakeGate, accept_and_serve, connect
+from sparrow_runtime.wire.tls import TLS, TLSConfigError, load_tls
+
+
+def _files(folder, name):
+    return folder / "ca.pem", folder / f"{name}.pem", folder / f"{name}-key.pem"
+
+
+def test_a_certificate_says_its_role_and_user(cluster_certs):
+    """Role from the subject's OU, user from its UID (a client's defaults to its name)."""
+    assert (cluster_certs.tls("alice").identity.role, cluster_certs.tls("alice").identity.user) == ("client", "alice")
+    assert cluster_certs.tls("root").identity.admin
+    assert cluster_certs.tls("nm0").identity.role == "node-monitor" and cluster_certs.tls("nm0").identity.user == ""
+
+
+def test_unusable_files_are_one_line_each(cluster_certs, tmp_path):
+    """A missing key, a key of another certificate, a readable key, a certificate of another CA, an
+    expired one, and a certificate with no role: TLSConfigError saying which file and why."""
+    d = cluster_certs.directory
+    ca, alice, alice_key = _files(d, "alice")
+    cases = {
+        "cannot read the TLS key": (ca, alice, tmp_path / "missing-key.pem"),
+        "does not belong to the certificate": (ca, alice, d / "bob-key.pem"),
+        "is not signed by the CA": (ca, cluster_certs.other / "alice.pem", cluster_certs.other / "alice-key.pem"),
+        "names no sparrow role": (ca, ca, d / "ca-key.pem"),
+    }
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)
+    expired, expired_key = certs.issue(tmp_path, "late", "client", ca_dir=d, days=1, not_before=old)
+    cases["expired on"] = (ca, expired, expired_key)
+    loose = tmp_path / "loose-key.pem"
+    shutil.copy(alice_key, loose)
+    loose.chmod(0o644)
+    cases["has mode 0644: group and others must have no access to it; fix it with: chmod 600"] = (ca, alice, loose)
+    for expected, files in cases.items():
+        with pytest.raises(TLSConfigError) as caught:
+            TLS(*files)
+        assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_tls_from_the_environment_needs_all_three(cluster_certs, monkeypatch):
+    """SPARROW_TLS_CA/CERT/KEY give credentials; only some of them is an error naming the missing ones."""
+    ca, cert, key = map(str, _files(cluster_certs.directory, "alice"))
+    monkeypatch.setenv("SPARROW_TLS_CA", ca)
+    monkeypatch.setenv("SPARROW_TLS_CERT", cert)
+    with pytest.raises(TLSConfigError, match="the key is missing"):
+        load_tls()
+    monkeypatch.setenv("SPARROW_TLS_KEY", key)
+    assert load_tls().identity.user == "alice"
+
+
+def test_issue_refuses_bad_requests_in_one_line(tmp_path, cluster_certs):
+    """An unknown role, a user on a scheduler, an existing file, no CA: CertError, nothing written."""
+    with pytest.raises(certs.CertError, match="role must be one of"):
+        certs.issue(cluster_certs.directory, "x", "root")
+    with pytest.raises(certs.CertError, match="--user is for client and admin"):
+        certs.issue(cluster_certs.directory, "x", "scheduler", user="alice")
+    with pytest.raises(certs.CertError, match="exists already"):
+        certs.issue(cluster_certs.directory, "alice", "client")
+    with pytest.raises(certs.CertError, match="cannot read the CA"):
+        certs.issue(tmp_path / "nothing", "x", "client")
+    assert not (tmp_path / "nothing" / "x.pem").exists()
+    assert os.stat(cluster_certs.directory / "alice-key.pem").st_mode & 0o077 == 0
+
+
+def _expired_client_context(cluster_certs, tmp_path) -> ssl.SSLContext:
+    """A client context holding an expired certificate of the right CA (TLS() would refuse to load it)."""
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)
+    cert, key = certs.issue(tmp_path, "late", "client", ca_dir=cluster_certs.directory, days=1, not_before=old)
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(cluster_certs.directory / "ca.pem"))
+    ctx.check_hostname = False
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+async def _serve(certs_, task_status=trio.TASK_STATUS_IGNORED):
+    """A bare TLS service (the scheduler's handshake) that closes each authenticated connection."""
+
+    async def serve(conn):
+        await conn.aclose()
+
+    handler = partial(
+        accept_and_serve,
+        serve=serve,
+        log=logging.getLogger("test"),
+        gate=HandshakeGate(),
+        secret=None,
+        role="scheduler",
+        node_id="s",
+        allowed_roles=("client", "node-monitor"),
+        timeout=2.0,
+        tls=certs_.tls("sched"),
+    )
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, handler, listeners)
+        task_status.started(listeners[0].socket.getsockname()[:2])
+
+
+def test_an_expired_client_certificate_is_refused_in_one_line_and_others_are_served(cluster_certs, tmp_path, caplog):
+    """The service logs "the client's certificate has expired" (one line); a valid client connects next."""
+    ctx = _expired_client_context(cluster_certs, tmp_path)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(_serve, cluster_certs)
+            raw = await trio.open_tcp_stream(*address)
+            stream = trio.SSLStream(raw, ctx)
+            with pytest.raises(trio.BrokenResourceError):
+                await stream.do_handshake()
+                await stream.receive_some(1)  # TLS 1.3: the refusal comes after the client's Finished
+            await trio.aclose_forcefully(stream)
+            good = await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
+            assert good.peer_role == "scheduler"
+            await good.aclose()
+            nursery.cancel_scope.cancel()
+
+    with caplog.at_level(logging.WARNING):
+        trio.run(main)
+    lines = [r.getMessage() for r in caplog.records if "refused connection" in r.getMessage()]
+    assert lines == [lines[0]] and lines[0].endswith("TLS: the client's certificate has expired")
+
+
+def test_a_tls_client_against_a_plaintext_service_is_one_line(cluster_certs):
+    """Connecting with TLS to a service of the shared-secret mode says the server does not speak TLS."""
+
+    async def serve(conn):
+        await conn.aclose()
+
+    async def main():
+        handler = partial(
+            accept_and_serve,
+            serve=serve,
+            log=logging.getLogger("test"),
+            gate=HandshakeGate(),
+            secret=b"s",
+            role="scheduler",
+            node_id="s",
+            allowed_roles=("client",),
+            timeout=2.0,
+        )
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, handler, listeners)
+            address = listeners[0].socket.getsockname()[:2]
+            with pytest.raises(HandshakeError) as caught:
+                await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
+            assert "the server does not speak TLS" in str(caught.value) and "\n" not in str(caught.value)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_server_certificate_of_the_wrong_role_is_refused_by_the_client(cluster_certs, tmp_path):
+    """A node monitor's certificate serving as a scheduler: the client refuses it, naming both."""
+
+    async def serve(conn):
+        await conn.aclose()
+
+    async def main():
+        handler = partial(
+            accept_and_serve,
+            serve=serve,
+            log=logging.getLogger("test"),
+            gate=HandshakeGate(),
+            secret=None,
+            role="scheduler",
+            node_id="fake",
+            allowed_roles=("client",),
+            timeout=2.0,
+            tls=cluster_certs.tls("nm0"),
+        )
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, handler, listeners)
+            address = listeners[0].socket.getsockname()[:2]
+            with pytest.raises(HandshakeError, match="claims to be a scheduler but holds the node-monitor certificate"):
+                await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

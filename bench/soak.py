@@ -53,11 +53,12 @@ class Tally:
     wrong_values: int = 0
     jobs_in_flight: int = 0
 
-    def record(self, job: int, task: int, ok: bool, payload: bytes, error: str) -> None:
+    def record(self, job: int, task: int, outcome: Outcome) -> None:
         self.outcomes[job, task] += 1
-        if not ok:
+        if not outcome.ok:
+            error = outcome.error
             self.failures[error.splitlines()[-1][:120] if error else "failed"] += 1
-        elif unpack_outcome(Outcome(ok, payload, error)) != (job, task):
+        elif unpack_outcome(outcome) != (job, task):
             self.wrong_values += 1
 
     def verdict(self) -> dict[str, int]:
@@ -143,9 +144,9 @@ def _submit(client: Client, job: int, tasks: int, task_s: float, tally: Tally) -
     tally.jobs_in_flight += 1
     left = tasks
 
-    def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
+    def on_outcome(task: int, outcome: Outcome) -> None:
         nonlocal left
-        tally.record(job, task, ok, payload, error)
+        tally.record(job, task, outcome)
         left -= 1
         if left == 0:
             tally.jobs_in_flight -= 1

@@ -48,7 +48,7 @@ from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
-from ..wire.messages import Constraint, Heartbeat, StatusReply, SubmitJob
+from ..wire.messages import Constraint, Heartbeat, Outcome, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS, load_tls
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
@@ -65,7 +65,7 @@ DEFAULT_STATUS_TIMEOUT = 5.0
 DEFAULT_MAX_PENDING_TASKS = 100_000
 CLOSE_TIMEOUT = 0.5  # how long closing may take to tell the scheduler (a frozen one gets no more)
 
-OutcomeCallback = Callable[[int, bool, bytes, str, int], None]
+OutcomeCallback = Callable[[int, Outcome], None]
 
 
 @dataclass(frozen=True)
@@ -159,14 +159,15 @@ class JobHandle:
         if self._client is not None:
             self._client.cancel_job(self._job, list(tasks), force)
 
-    def _arrived(self, job: Job, task: int) -> None:
-        """The client's shell: task `task` has its outcome."""
+    def _arrived(self, events: list[tuple[Job, int]]) -> None:
+        """The client's shell: these tasks of this job have their outcome."""
+        job = self._job
         self._changed.set()
         if job.n_done == job.n_tasks:
             self._finished.set()
         if self._on_outcome is not None:
-            outcome = job.outcomes[task]
-            self._on_outcome(task, outcome.ok, outcome.payload, outcome.error, outcome.failure)
+            for _, task in events:
+                self._on_outcome(task, job.outcomes[task])
 
     def _outcome(self, task: int) -> TaskOutcome:
         job = self._job
@@ -455,11 +456,17 @@ class Client:
     def _dispatch(self) -> None:
         """Tell each job's owner of the outcomes the logic decided."""
         events = self._logic.take_events()
-        for job, task in events:
-            if job.listener is not None:  # a job of this shell always has one
-                job.listener(job, task)
-        if events:
-            self._room.set()
+        if not events:
+            return
+        start, listener = 0, events[0][0].listener
+        for i in range(1, len(events)):  # one call per run of events with the same listener
+            if events[i][0].listener != listener:
+                if listener is not None:  # a job of this shell always has one
+                    listener(events[start:i])
+                start, listener = i, events[i][0].listener
+        if listener is not None:
+            listener(events[start:] if start else events)
+        self._room.set()
 
     def _answer_status(self) -> None:
         replies = self._logic.status_replies
@@ -546,7 +553,7 @@ class Client:
     ) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
-        `on_outcome(task, ok, payload, error, failure)` (optional) is called as each outcome arrives.
+        `on_outcome(task, outcome)` (optional) is called with each task's Outcome as it arrives.
         `held`: tasks that wait for inputs (task -> its call with Slots and its inputs, task_inputs.py).
         """
         job = Job(

@@ -227,7 +227,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             retries=client.retries,
             retry_exceptions=client.retry_exceptions,
             coalesce=coalesce,
-            listener=self._on_outcome,
+            listener=self._on_outcomes,
         )
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
@@ -260,11 +260,17 @@ class SparrowExecutor(concurrent.futures.Executor):
             except Exception:  # a bug: the trio loop of the client must go on
                 logger.exception("a call handed over to the executor's trio thread failed")
 
-    def _on_outcome(self, job: Job, task: int) -> None:
-        """In the trio thread: task `task` of `job` has its outcome; settle its future."""
-        future = job.owner[task]
+    def _on_outcomes(self, events: list[tuple[Job, int]]) -> None:
+        """In the trio thread: these tasks have their outcomes; settle their futures."""
+        futures = [job.owner[task] for job, task in events]
         with self._lock:
-            self._pending.discard(future)
+            self._pending.difference_update(futures)
+        for (job, task), future in zip(events, futures):
+            self._settle(job, task, future)
+
+    @staticmethod
+    def _settle(job: Job, task: int, future: SparrowFuture) -> None:
+        """Give `future` task `task`'s outcome: its value, its exception, or cancelled."""
         if future.cancelled():
             return
         if job.outcomes[task].failure == CANCELLED:

@@ -24,8 +24,9 @@ DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
 class Job:
     """A submitted job: its settings (a SubmitJob whose `tasks` are not used), each task's payload
     until it has an outcome, its attempts and its outcomes (an Outcome each, as the scheduler sent it
-    or as the client decided it). `listener(job, task)` is called by the client's shell as each outcome
-    arrives; `owner` is its owner's (a JobHandle, a list of futures)."""
+    or as the client decided it). `listener(events)` is called by the client's shell with the `(job,
+    task)` pairs whose outcomes arrived, in order (one call for a run of events with the same
+    listener); `owner` is its owner's (a JobHandle, a list of futures)."""
 
     __slots__ = (
         "at",
@@ -57,8 +58,8 @@ class Job:
         retries: int = DEFAULT_RETRIES,
         retry_exceptions: bool = False,
         coalesce: bool = False,
-        listener: Callable[[Job, int], None] | None = None,
-        owner: Any = None,  # the shell's: the executor's futures, one per task
+        listener: Callable[[list[tuple[Job, int]]], None] | None = None,
+        owner: Any = None,  # the shell's: a JobHandle, or the executor's futures, one per task
     ) -> None:
         n = len(payloads)
         self.settings = settings

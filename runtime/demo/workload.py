@@ -99,13 +99,13 @@ class JobRecord:
             workers=np.full(n_tasks, -1, dtype=np.int64),
         )
 
-    def on_outcome(self, task: int, ok: bool, payload: bytes, error: str, failure: int = 0) -> bool:
+    def on_outcome(self, task: int, outcome: Outcome) -> bool:
         """Record task `task`'s outcome (a demo_task's); returns whether the job is now complete."""
         now = time.monotonic()
         workers = self.workers
         assert workers is not None  # submitted_now gives a live record its array
         try:
-            self.starts[task], self.ends[task], workers[task] = unpack_outcome(Outcome(ok, payload, error, failure))
+            self.starts[task], self.ends[task], workers[task] = unpack_outcome(outcome)
         except Exception as exc:
             self.failed += 1
             self.errors.append(f"{type(exc).__name__}: {exc}")
@@ -172,9 +172,9 @@ async def run_workload(
 
 
 def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event):
-    def on_outcome(task: int, ok: bool, payload: bytes, error: str, failure: int) -> None:
+    def on_outcome(task: int, outcome: Outcome) -> None:
         failed = record.failed
-        complete = record.on_outcome(task, ok, payload, error, failure)
+        complete = record.on_outcome(task, outcome)
         progress.tasks_failed += record.failed - failed
         progress.tasks_done += 1
         if complete:

@@ -23,6 +23,7 @@ import trio
 from ..client.core import Client, build_submit
 from ..demo.task import demo_task
 from ..demo.workload import WARMUP_TASKS_PER_SLOT, JobRecord, Progress
+from ..wire.messages import Outcome
 from ..wire.task_codec import pack_task
 from .queries import Query, QueryWorkload
 
@@ -82,9 +83,9 @@ async def run_queries(
             stage = record.stages[s] = JobRecord.submitted_now(len(payloads))
             client.send_job(msg, partial(on_outcome, client, i, s, stage))
 
-        def on_outcome(client: Client, i: int, s: int, stage: JobRecord, task: int, *outcome) -> None:
+        def on_outcome(client: Client, i: int, s: int, stage: JobRecord, task: int, outcome: Outcome) -> None:
             failed = stage.failed
-            complete = stage.on_outcome(task, *outcome)
+            complete = stage.on_outcome(task, outcome)
             progress.tasks_failed += stage.failed - failed
             progress.tasks_done += 1
             if not complete:

@@ -6,21 +6,22 @@ from __future__ import annotations
 import cloudpickle
 
 from bench.soak import Tally, main
+from sparrow_runtime.wire.messages import Outcome
 
 
-def _ok(value) -> tuple[bool, bytes, str]:
-    return True, cloudpickle.dumps(value), ""
+def _ok(value) -> Outcome:
+    return Outcome(True, cloudpickle.dumps(value))
 
 
 def test_tally_counts_outcomes_per_task_id():
     tally = Tally()
     tally.expected.update({(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)})
-    tally.record(0, 0, *_ok((0, 0)))
-    tally.record(0, 1, *_ok((0, 1)))
-    tally.record(0, 1, *_ok((0, 1)))  # a second outcome
-    tally.record(0, 2, *_ok((9, 9)))  # the value of another task
-    tally.record(1, 0, False, b"", "executor process 7 died while running the task (exit status 3)")
-    tally.record(5, 0, *_ok((5, 0)))  # a task nobody submitted; (1, 1) gets none
+    tally.record(0, 0, _ok((0, 0)))
+    tally.record(0, 1, _ok((0, 1)))
+    tally.record(0, 1, _ok((0, 1)))  # a second outcome
+    tally.record(0, 2, _ok((9, 9)))  # the value of another task
+    tally.record(1, 0, Outcome(False, b"", "executor process 7 died while running the task (exit status 3)"))
+    tally.record(5, 0, _ok((5, 0)))  # a task nobody submitted; (1, 1) gets none
     assert tally.verdict() == {
         "tasks": 5,
         "exactly one outcome": 3,

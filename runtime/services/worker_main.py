@@ -24,7 +24,7 @@ import threading
 
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
-from ..wire.messages import Outcome, OutcomeToNode, TaskToWorker
+from ..wire.messages import TOO_LARGE, Outcome, OutcomeToNode, TaskToWorker
 from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
@@ -42,10 +42,9 @@ def serve(sock: socket.socket, max_frame: int) -> None:
                 raise SystemExit(f"sparrow worker: unexpected {type(msg).__name__} from the node monitor")
             try:
                 frame = encode_frames([OutcomeToNode(run_task(msg.payload))], max_frame)
-            except FrameTooLarge as exc:
-                frame = encode_frames(
-                    [OutcomeToNode(Outcome(False, b"", f"the task's outcome is too large to send: {exc}"))]
-                )
+            except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
+                too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
+                frame = encode_frames([OutcomeToNode(too_large)])
             sock.sendall(frame)
 
 

@@ -47,6 +47,7 @@ def start_scheduler(secret_file: str) -> tuple[subprocess.Popen, str]:
         "-m",
         "sparrow_runtime.cli.main",
         "scheduler",
+        "--insecure",  # one trusted host: the load generator speaks the shared-secret handshake
         "--listen",
         "127.0.0.1:0",
         "--secret-file",

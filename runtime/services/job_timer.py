@@ -1,7 +1,7 @@
 """What a scheduler's messages tell that its counters do not: when each task launched and each job
 ended, relative to the job's arrival, and which node monitor is behind which connection. The
-`JobTimer` follows the messages a scheduler's logic takes and sends (MeteredSchedulerLogic feeds it,
-in the scheduler's own thread) and reports to its observers once per batch: the Prometheus
+`JobTimer` follows the messages a scheduler's logic takes and sends (an instrument of the logic's
+steps, instruments.observed, in the scheduler's own thread) and reports to its observers once per batch: the Prometheus
 histograms (metrics.py) and the dashboard (dashboard/activity.py) share it.
 """
 
@@ -42,6 +42,24 @@ class JobTimer:
         self._job_of: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
         self.node_ids: dict[Hashable, str] = {}  # node monitor peer -> its id
         self._peer_of: dict[str, Hashable] = {}  # node id -> its newest peer
+
+    def step(self, event: str, args: tuple, out) -> None:
+        """The instrument hook (instruments.observed): the logic took step `event` with `args` and
+        returned `out`. Any step not named here (on_timer, or one added later) is followed by its
+        messages."""
+        if event == "on_node_messages":
+            peer = args[0]
+            if peer not in self.node_ids:  # the hot path: the registered ones just send traffic
+                self.registration(peer, args[1])
+            self.outgoing(out)
+        elif event == "on_client_messages":
+            self.client_messages(args[0], out)
+        elif event == "on_node_lost":
+            self.node_lost(args[0], out)
+        elif event == "on_client_lost":
+            self.client_lost(args[0], out)
+        elif out:
+            self.outgoing(out)
 
     def client_messages(self, client: Hashable, out: list) -> None:
         now = self.clock()

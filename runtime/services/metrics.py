@@ -3,7 +3,8 @@
 
 One source per number. The counters are the logic's own `stats` (SchedulerLogic, NodeMonitorLogic),
 read when Prometheus scrapes. What no counter holds comes from the messages a scheduler's logic
-sends, per batch, in the service's own thread: `MeteredSchedulerLogic` hands them to a `JobTimer`
+sends, per batch, in the service's own thread: every step of the logic (instruments.observed: one
+chokepoint, so a step added to the logic later is seen too) is told to a `JobTimer`
 (job_timer.py), which tells its observers (these metrics, the dashboard) the scheduling delays (job received to
 task handed to a node monitor), job response times (job received to its last outcome sent) and
 outcomes. Nothing here changes a decision. Names and meanings are listed in docs/metrics.md.
@@ -24,9 +25,10 @@ import bisect
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ..wire.messages import Outcome
+from .instruments import Instruments, observed
 from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
@@ -63,6 +65,21 @@ def registry_if_available():
     except RuntimeError:
         logger.warning("serving the dashboard without Prometheus metrics: %s", INSTALL_HINT)
         return None
+
+
+# NodeMonitorLogic's steps beside its on_* methods (instruments.steps); its other public methods only read
+NODE_MONITOR_STEPS = ("drain",)
+
+if TYPE_CHECKING:  # mypy cannot follow a class made at run time: to it, each is its logic with instruments
+
+    class _ObservedSchedulerLogic(SchedulerLogic):
+        instruments: Instruments
+
+    class _ObservedNodeMonitorLogic(NodeMonitorLogic):
+        instruments: Instruments
+else:
+    _ObservedSchedulerLogic = observed(SchedulerLogic)
+    _ObservedNodeMonitorLogic = observed(NodeMonitorLogic, also=NODE_MONITOR_STEPS)
 
 
 class StatsCounters:
@@ -169,45 +186,18 @@ class SchedulerMetrics(SchedulerObserver):
         outcomes["failed"] += failed
 
 
-class MeteredSchedulerLogic(SchedulerLogic):
-    """SchedulerLogic whose traffic a JobTimer follows (`timer`: add observers to `timer.observers`),
-    with Prometheus metrics (`metrics`) in `registry` unless it is None."""
+class MeteredSchedulerLogic(_ObservedSchedulerLogic):
+    """SchedulerLogic whose every step a JobTimer follows (`timer`, an instrument of its steps: add
+    observers to `timer.observers`), with Prometheus metrics (`metrics`) in `registry` unless it is None."""
 
     def __init__(self, registry, **kwargs) -> None:
         super().__init__(**kwargs)
         self.registry = registry
         self.timer = JobTimer(self.clock)
+        self.instruments.append(self.timer)
         self.metrics = None if registry is None else SchedulerMetrics(registry, self)
         if self.metrics is not None:
             self.timer.observers.append(self.metrics)
-
-    def on_client_messages(self, peer: Hashable, msgs: list) -> list:
-        out = super().on_client_messages(peer, msgs)
-        self.timer.client_messages(peer, out)
-        return out
-
-    def on_client_lost(self, peer: Hashable) -> list:
-        out = super().on_client_lost(peer)
-        self.timer.client_lost(peer, out)
-        return out
-
-    def on_node_messages(self, peer: Hashable, msgs: list) -> list:
-        out = super().on_node_messages(peer, msgs)
-        timer = self.timer
-        if peer not in timer.node_ids:  # the hot path, inlined: the registered ones just send traffic
-            timer.registration(peer, msgs)
-        timer.outgoing(out)
-        return out
-
-    def on_node_lost(self, peer: Hashable) -> list:
-        out = super().on_node_lost(peer)
-        self.timer.node_lost(peer, out)
-        return out
-
-    def on_timer(self) -> list:
-        out = super().on_timer()
-        self.timer.outgoing(out)
-        return out
 
 
 # metric name -> (help, the NodeMonitorLogic.stats keys it adds up)
@@ -220,13 +210,15 @@ NODE_COUNTERS = {
 }
 
 
-class MeteredNodeMonitorLogic(NodeMonitorLogic):
-    """NodeMonitorLogic that keeps Prometheus metrics (in `registry`) of its counters and queue."""
+class NodeMonitorMetrics:
+    """A node monitor's Prometheus metrics (in `registry`): counters from its logic's stats, and, as an
+    instrument of the logic's steps (instruments.observed), its outcomes and its queue and busy slots
+    after every step."""
 
-    def __init__(self, registry, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, registry, logic: NodeMonitorLogic) -> None:
         prom = require_prometheus()
-        registry.register(StatsCounters(self.stats, NODE_COUNTERS))
+        self.logic = logic
+        registry.register(StatsCounters(logic.stats, NODE_COUNTERS))
         self._finished = prom.Counter("sparrow_node_tasks_finished", "Tasks that returned a value", registry=registry)
         self._failed = prom.Counter(
             "sparrow_node_tasks_failed", "Tasks that raised or whose worker died", registry=registry
@@ -234,22 +226,20 @@ class MeteredNodeMonitorLogic(NodeMonitorLogic):
         # set here, not read at scrape time: the queue is a kernel object that may be in use in this thread
         self._queue_length = prom.Gauge("sparrow_node_queue_length", "Reservations waiting", registry=registry)
         self._busy = prom.Gauge("sparrow_node_busy_slots", "Slots running or asking for a task", registry=registry)
-        prom.Gauge("sparrow_node_slots", "Task slots", registry=registry).set(self.slots)
+        prom.Gauge("sparrow_node_slots", "Task slots", registry=registry).set(logic.slots)
 
-    def _update(self, out: list) -> list:
-        self._queue_length.set(len(self.queue))
-        self._busy.set(self.slots - self.free)
-        return out
+    def step(self, event: str, args: tuple, out) -> None:
+        if event == "on_task_done":  # (scheduler, job_id, task, outcome)
+            (self._finished if args[3].ok else self._failed).inc()
+        logic = self.logic
+        self._queue_length.set(len(logic.queue))
+        self._busy.set(logic.slots - logic.free)
 
-    def on_scheduler_messages(self, scheduler: Hashable, msgs: list) -> list:
-        return self._update(super().on_scheduler_messages(scheduler, msgs))
 
-    def on_scheduler_lost(self, scheduler: Hashable) -> list:
-        return self._update(super().on_scheduler_lost(scheduler))
+class MeteredNodeMonitorLogic(_ObservedNodeMonitorLogic):
+    """NodeMonitorLogic with Prometheus metrics (`metrics`, in `registry`) told of its every step."""
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
-        (self._finished if outcome.ok else self._failed).inc()
-        return self._update(super().on_task_done(scheduler, job_id, task, outcome))
-
-    def drain(self) -> list:
-        return self._update(super().drain())
+    def __init__(self, registry, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.metrics = NodeMonitorMetrics(registry, self)
+        self.instruments.append(self.metrics)

@@ -59,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ab", action="store_true", help="skip the runtime A/B (bench/ab.py)")
     parser.add_argument("--project", type=Path, default=REPOSITORY, help="the asv project (default: this repository)")
     args = parser.parse_args(argv)
-    for flag, factor in (("--factor", args.factor), ("--runtime-factor", args.runtime_factor),
-                         ("--ab-factor", args.ab_factor)):  # fmt: skip
+    for flag, factor in (
+        ("--factor", args.factor),
+        ("--runtime-factor", args.runtime_factor),
+        ("--ab-factor", args.ab_factor),
+    ):
         if not factor > 1.0:
             parser.error(f"{flag} must be > 1, got {factor}")
     base, head = (
@@ -84,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         if status:
             failed.append(name)
     if not args.no_ab:
-        print(f"gate (runtime A/B): bench.ab {args.base} {args.head}, failing past a factor of {args.ab_factor:g}",
-              flush=True)  # fmt: skip
+        print(
+            f"gate (runtime A/B): bench.ab {args.base} {args.head}, failing past a factor of {args.ab_factor:g}",
+            flush=True,
+        )
         status = ab.main([base, head, "--factor", str(args.ab_factor), "--project", str(args.project)])
         if status:
             failed.append("runtime A/B")

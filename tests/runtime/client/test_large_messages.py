@@ -52,8 +52,10 @@ def test_bursts_of_big_tasks_and_results_beside_a_stream_of_small_tasks_all_succ
                 with trio.fail_after(120):
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(steady)
-                        msgs = [build_submit([pack_task(_size, (bytes([i]) * (30 * MB),))], "", 0, None, None)
-                                for i in range(6)]  # fmt: skip
+                        msgs = [
+                            build_submit([pack_task(_size, (bytes([i]) * (30 * MB),))], "", 0, None, None)
+                            for i in range(6)
+                        ]
                         inbound = [client.send_job(msg) for msg in msgs]  # together, with no wait between
                         del msgs
                         inbound_values = [await job.outcomes() for job in inbound]
@@ -147,8 +149,14 @@ def test_three_max_frames_fail_only_what_is_over_a_hops_limit_once(tmp_path):
             return partial(bytes, size)
 
         under, over = -64 * 1024, 64 * 1024
-        big_client = [payload(4 * MiB + under), payload(4 * MiB + over), payload(8 * MiB + under),
-                      payload(8 * MiB + over), result(4 * MiB + under), result(4 * MiB + over)]  # fmt: skip
+        big_client = [
+            payload(4 * MiB + under),
+            payload(4 * MiB + over),
+            payload(8 * MiB + under),
+            payload(8 * MiB + over),
+            result(4 * MiB + under),
+            result(4 * MiB + over),
+        ]
         small_client = [result(2 * MiB + under), result(2 * MiB + over)]
         outcomes, small_outcomes, _, failovers = trio.run(run, 12 * MiB, big_client)
         outcomes_b, small_outcomes_b, counters, failovers_b = trio.run(run, 2 * MiB, small_client)
@@ -165,10 +173,16 @@ def test_three_max_frames_fail_only_what_is_over_a_hops_limit_once(tmp_path):
     assert [o.ok for o in outcomes_b] == [True, False]
     assert outcomes[0].value == 4 * MiB + under and len(outcomes[4].value) == 4 * MiB + under and ok
     assert len(outcomes_b[0].value) == 2 * MiB + under
-    failed = [(o, size, limit) for o, size, limit in [
-        (outcomes[1], 4 * MiB + over, 4 * MiB), (outcomes[2], 8 * MiB + under, 4 * MiB),
-        (outcomes[3], 8 * MiB + over, 8 * MiB), (outcomes[5], 4 * MiB + over, 4 * MiB),
-        (outcomes_b[1], 2 * MiB + over, 2 * MiB)]]  # fmt: skip
+    failed = [
+        (o, size, limit)
+        for o, size, limit in [
+            (outcomes[1], 4 * MiB + over, 4 * MiB),
+            (outcomes[2], 8 * MiB + under, 4 * MiB),
+            (outcomes[3], 8 * MiB + over, 8 * MiB),
+            (outcomes[5], 4 * MiB + over, 4 * MiB),
+            (outcomes_b[1], 2 * MiB + over, 2 * MiB),
+        ]
+    ]
     for outcome, size, limit in failed:
         assert isinstance(outcome.exception, TaskFailed)
         text = str(outcome.exception)

@@ -1,6 +1,6 @@
 """Notebook views (`_repr_html_`) and one-line reprs of the runtime's user objects: a LocalCluster's
 schedulers, node monitors, slots and dashboard; a Client's or SparrowExecutor's schedulers, connection,
-tasks in flight and failovers; a JobHandle's progress. Each class's methods are one line calling these;
+jobs and tasks in flight and failovers; a JobHandle's progress. Each class's methods are one line calling these;
 they read only the objects' public attributes (duck-typed: this room imports no service and no client)."""
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def client_html(client, title: str = "Sparrow Client") -> str:
         ("schedulers", escape(", ".join(_addresses(client.schedulers)))),
         ("connected to", escape(client.connected_to or "none")),
         ("client id", escape(client.client_id)),
+        ("jobs in flight", f"{client.unfinished_jobs:,}"),
         ("tasks in flight", f"{client.unfinished:,}"),
         ("failovers", str(len(client.failovers))),
     ]

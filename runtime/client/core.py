@@ -320,6 +320,11 @@ class Client:
         """How many submitted tasks have no outcome yet."""
         return self._logic.unfinished
 
+    @property
+    def unfinished_jobs(self) -> int:
+        """How many submitted jobs have a task without an outcome yet."""
+        return self._logic.unfinished_jobs
+
     def __repr__(self) -> str:
         return views.client_repr(self)
 

@@ -106,6 +106,11 @@ class ClientLogic:
     # -- what the shell asks -----------------------------------------------------------------------
 
     @property
+    def unfinished_jobs(self) -> int:
+        """How many submitted jobs have a task without an outcome."""
+        return len(self._jobs)
+
+    @property
     def queued(self) -> bool:
         """Whether tasks wait for the next `flush`."""
         return bool(self._queue)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -56,6 +57,10 @@ def test_a_running_cluster_its_executor_and_a_client_job_show_their_facts():
 
         async def job_views() -> tuple[str, str, str, str]:
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
+                sleeper = await client.submit_job([functools.partial(time.sleep, 0.3)])
+                busy = client._repr_html_()  # the sleeper is in flight
+                assert ["jobs in flight", "1"] in _pairs(busy) and ["tasks in flight", "1"] in _pairs(busy), busy
+                await sleeper.wait()
                 job = await client.submit_job([functools.partial(abs, -x) for x in range(3)])
                 await job.wait()
                 return job._repr_html_(), repr(job), client._repr_html_(), repr(client)
@@ -64,6 +69,7 @@ def test_a_running_cluster_its_executor_and_a_client_job_show_their_facts():
     assert '<progress value="3" max="3"></progress> 3 / 3 tasks' in job_html and ["state", "done"] in _pairs(job_html)
     assert re.fullmatch(r"<JobHandle job_id=\d+ done=3/3 state=done>", job_text)
     assert ["connected to", scheduler] in _pairs(client_html) and ["failovers", "0"] in _pairs(client_html)
+    assert ["jobs in flight", "0"] in _pairs(client_html)
     assert client_text.startswith(f"<Client schedulers={scheduler} connected_to={scheduler} unfinished_tasks=0")
 
 
@@ -79,6 +85,7 @@ def test_views_escape_what_they_show_and_link_only_web_urls():
         connected_to='<img src=x onerror="alert(1)">',
         client_id="<script>alert(1)</script>",
         unfinished=2,
+        unfinished_jobs=1,
         failovers=[Failover("127.0.0.1:1", "closed <b>&</b>", 0.0, 1.0, "127.0.0.1:2", 5)],
     )
     html = views.client_html(client)

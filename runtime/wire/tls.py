@@ -84,9 +84,13 @@ class TLS:
         self.client_context()
 
     def server_context(self) -> ssl.SSLContext:
+        """The context a service accepts with: its own certificate, and a peer's required and checked
+        against the cluster CA."""
         return self._context(ssl.Purpose.CLIENT_AUTH)
 
     def client_context(self) -> ssl.SSLContext:
+        """The context a peer dials with: its own certificate, and the service's checked against the
+        cluster CA (roles are checked by the handshake, not host names)."""
         return self._context(ssl.Purpose.SERVER_AUTH)
 
     def _context(self, purpose: ssl.Purpose) -> ssl.SSLContext:

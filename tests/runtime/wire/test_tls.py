@@ -135,61 +135,44 @@ def test_an_expired_client_certificate_is_refused_in_one_line_and_others_are_ser
     assert lines == [lines[0]] and lines[0].endswith("TLS: the client's certificate has expired")
 
 
-def test_a_tls_client_against_a_plaintext_service_is_one_line(cluster_certs):
-    """Connecting with TLS to a service of the shared-secret mode says the server does not speak TLS."""
+def _client_refusal(client_tls: TLS, *, secret: bytes | None, server_tls: TLS | None) -> str:
+    """The HandshakeError a TLS client gets from a scheduler of `secret`/`server_tls` on loopback."""
 
     async def serve(conn):
         await conn.aclose()
 
-    async def main():
+    async def main() -> str:
         handler = partial(
             accept_and_serve,
             serve=serve,
             log=logging.getLogger("test"),
             gate=HandshakeGate(),
-            secret=b"s",
+            secret=secret,
             role="scheduler",
             node_id="s",
             allowed_roles=("client",),
             timeout=2.0,
+            tls=server_tls,
         )
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, handler, listeners)
             address = listeners[0].socket.getsockname()[:2]
             with pytest.raises(HandshakeError) as caught:
-                await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
-            assert "the server does not speak TLS" in str(caught.value) and "\n" not in str(caught.value)
+                await connect(address, secret=None, role="client", peer_id="c", tls=client_tls)
             nursery.cancel_scope.cancel()
+        return str(caught.value)
 
-    trio.run(main)
+    return trio.run(main)
+
+
+def test_a_tls_client_against_a_plaintext_service_is_one_line(cluster_certs):
+    """Connecting with TLS to a service of the shared-secret mode says the server does not speak TLS."""
+    reason = _client_refusal(cluster_certs.tls("alice"), secret=b"s", server_tls=None)
+    assert "the server does not speak TLS" in reason and "\n" not in reason
 
 
 def test_a_server_certificate_of_the_wrong_role_is_refused_by_the_client(cluster_certs, tmp_path):
     """A node monitor's certificate serving as a scheduler: the client refuses it, naming both."""
-
-    async def serve(conn):
-        await conn.aclose()
-
-    async def main():
-        handler = partial(
-            accept_and_serve,
-            serve=serve,
-            log=logging.getLogger("test"),
-            gate=HandshakeGate(),
-            secret=None,
-            role="scheduler",
-            node_id="fake",
-            allowed_roles=("client",),
-            timeout=2.0,
-            tls=cluster_certs.tls("nm0"),
-        )
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, handler, listeners)
-            address = listeners[0].socket.getsockname()[:2]
-            with pytest.raises(HandshakeError, match="claims to be a scheduler but holds the node-monitor certificate"):
-                await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
-            nursery.cancel_scope.cancel()
-
-    trio.run(main)
+    reason = _client_refusal(cluster_certs.tls("alice"), secret=None, server_tls=cluster_certs.tls("nm0"))
+    assert "claims to be a scheduler but holds the node-monitor certificate" in reason

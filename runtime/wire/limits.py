@@ -40,6 +40,7 @@ MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished
 MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for one peer, at the least (the memory bound)
 STALL_TIMEOUT = 10.0  # seconds a peer may accept no byte while bytes wait for it: then it does not read
 LINK_FULL = 1024 * 1024  # unsent bytes past which a link is full: senders that can wait, wait (send_later)
+MIN_PEER_FRAME = 64 * 1024  # the smallest max_frame a peer may tell at the handshake (see peer_frame_problem)
 
 
 def unsent_limit(max_frame: int) -> int:
@@ -49,6 +50,16 @@ def unsent_limit(max_frame: int) -> int:
     what a scheduler relays to a peer that reads too slowly. A peer that stops reading altogether is
     dropped after STALL_TIMEOUT whatever it holds."""
     return max(4 * max_frame, MIN_UNSENT_LIMIT)
+
+
+def peer_frame_problem(told: int, own: int) -> str | None:
+    """Why a peer's announced max_frame `told` (0: not told) is refused by a side whose own is `own`:
+    under MIN_PEER_FRAME (or under `own`, if that is smaller), a lying or misconfigured peer would make
+    every task or outcome it is sent fail as too large. None if it is acceptable."""
+    floor = min(MIN_PEER_FRAME, own)
+    if told == 0 or told >= floor:
+        return None
+    return f"its max_frame of {told} bytes is under the floor of {floor} bytes (a peer must accept frames that large)"
 
 
 MESSAGE_OVERHEAD = 1024  # bytes of a task's or an outcome's message besides its payload and text, generously

@@ -1,5 +1,5 @@
-"""TLS on every link: the cluster's SSL contexts (stdlib `ssl` under `trio.SSLStream`) and who a peer's
-certificate says it is.
+"""TLS on every link: the cluster's SSL contexts (stdlib `ssl`, run by tls_channel.TLSChannel under each
+Connection) and who a peer's certificate says it is.
 
 Every peer holds a key and a certificate signed by the cluster CA (`sparrow certs`, certs.py) and
 checks the other's against that CA: mutual authentication, TLS 1.2 or later. A certificate names its
@@ -28,6 +28,7 @@ import trio
 
 from ..errors import SparrowError
 from .auth import too_open
+from .tls_channel import TLSChannel
 
 TLS_CA_ENV = "SPARROW_TLS_CA"
 TLS_CERT_ENV = "SPARROW_TLS_CERT"
@@ -193,25 +194,27 @@ def identity_of_subject(attributes: list[tuple[str, str]]) -> Identity | None:
     return Identity(found.get(_CN, ""), role, found.get(_UID, "") if role in ("client", "admin") else "")
 
 
-def peer_identity(stream: trio.SSLStream) -> Identity | None:
+def peer_identity(channel: TLSChannel) -> Identity | None:
     """What the peer's certificate (verified by the TLS handshake) says it is; None if it names no role."""
-    cert = stream.getpeercert()
+    cert = channel.getpeercert()
     if not cert:
         return None
     return identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
 
 
-async def start_tls(stream: trio.abc.Stream, tls: TLS, *, server_side: bool) -> trio.SSLStream:
-    """`stream` wrapped in TLS, its handshake done (the caller bounds it in time).
+async def start_tls(stream: trio.abc.Stream, tls: TLS, *, server_side: bool) -> TLSChannel:
+    """The TLS session of `stream`, its handshake done (the caller bounds it in time); the Connection
+    over `stream` encrypts and decrypts with it.
 
     Error handling: raises TLSFailure(one line, see describe_failure) when the handshake fails."""
-    ctx = tls.server_context() if server_side else tls.client_context()
-    wrapped = trio.SSLStream(stream, ctx, server_side=server_side)
+    channel = TLSChannel(tls.server_context() if server_side else tls.client_context(), server_side=server_side)
     try:
-        await wrapped.do_handshake()
+        await channel.handshake(stream)
+    except ssl.SSLError as exc:
+        raise TLSFailure(describe_failure(exc, server_side)) from None
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise TLSFailure(describe_failure(exc.__cause__ or exc, server_side)) from None
-    return wrapped
+        raise TLSFailure(describe_failure(exc, server_side)) from None
+    return channel
 
 
 class TLSFailure(SparrowError):

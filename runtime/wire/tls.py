@@ -3,8 +3,10 @@ Connection) and who a peer's certificate says it is.
 
 Every peer holds a key and a certificate signed by the cluster CA (`sparrow certs`, certs.py) and
 checks the other's against that CA: mutual authentication, TLS 1.2 or later. A certificate names its
-holder (subject CN), its role (subject OU: scheduler, node-monitor, client or admin) and, for a client
-or an admin, its user (subject UID). The role decides what the peer may claim in the handshake
+holder (subject CN), its role (subject OU: scheduler, node-monitor, client, admin or monitor) and, for
+a client or an admin, its user (subject UID). A monitor certificate (Prometheus, an operator's
+browser) connects to no service's port: it only reads metrics and dashboards (METRICS_READERS,
+services/http_server.py), which an admin's may too. The role decides what the peer may claim in the handshake
 (handshake.py): a client or admin certificate connects only as a client, a node-monitor certificate
 only as a node monitor, a scheduler's only as a scheduler. A server's host name is not checked: any
 certificate of the cluster CA with the right role may serve that role (the CA is the cluster's own).
@@ -33,9 +35,10 @@ from .tls_channel import TLSChannel
 TLS_CA_ENV = "SPARROW_TLS_CA"
 TLS_CERT_ENV = "SPARROW_TLS_CERT"
 TLS_KEY_ENV = "SPARROW_TLS_KEY"
-ROLES = ("scheduler", "node-monitor", "client", "admin")
-# the handshake role each certificate role may claim
+ROLES = ("scheduler", "node-monitor", "client", "admin", "monitor")
+# the handshake role each certificate role may claim (a monitor's: none)
 CLAIMS = {"scheduler": "scheduler", "node-monitor": "node-monitor", "client": "client", "admin": "client"}
+METRICS_READERS = ("admin", "monitor")  # the roles whose certificates may read metrics and dashboards over HTTPS
 _EXPIRED = 10  # X509_V_ERR_CERT_HAS_EXPIRED
 _NOT_YET_VALID = 9  # X509_V_ERR_CERT_NOT_YET_VALID
 _UNKNOWN_ISSUER = {2, 18, 19, 20, 21}  # unable to get issuer / self-signed / local issuer ...
@@ -59,6 +62,10 @@ class Identity:
 
     def may_claim(self, role: str) -> bool:
         return CLAIMS.get(self.role) == role
+
+    @property
+    def may_read_metrics(self) -> bool:
+        return self.role in METRICS_READERS
 
 
 @dataclass(frozen=True)

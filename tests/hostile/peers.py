@@ -8,6 +8,7 @@ system failures (a hostile node monitor that took a task and vanished) as failur
 `RawPeer` is an attacker on a blocking socket, plain or (with `tls`) inside a TLS session of a
 certificate of the cluster CA: it can speak the handshake as any role (it knows the secret; under
 TLS, as the role of its certificate: `LiveCluster.peer`) or not, and send any bytes it likes.
+`Credentials(mode)` is what each peer authenticates with, for tests that start services themselves.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ class SteadyRecord:
     problems: list[str] = field(default_factory=list)
 
 
-class LiveCluster:
-    """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
-    steady client's record."""
+class Credentials:
+    """What each peer of TLS_PEERS authenticates with in `mode`: the shared secret, or (for "tls") its
+    own certificate of a CA made for these credentials (in a temporary folder, until `cleanup()`)."""
 
     def __init__(self, mode: str = "insecure") -> None:
         if mode not in MODES:
@@ -71,6 +72,33 @@ class LiveCluster:
             for name, role in TLS_PEERS.values():
                 certs.issue(folder, name, role)
                 self._tls[name] = TLS(folder / "ca.pem", folder / f"{name}.pem", folder / f"{name}-key.pem")
+
+    def of(self, name: str) -> dict:
+        """The `secret=` or `tls=` keyword of the peer `name` (a key of TLS_PEERS)."""
+        return {"secret": SECRET} if self.mode == "insecure" else {"tls": self._tls[name]}
+
+    def flags(self, name: str) -> list[str]:
+        """The `--tls-*` flags of the service `name` (none in the insecure mode: see `env`)."""
+        tls = self._tls.get(name)
+        return [] if tls is None else ["--tls-ca", tls.ca, "--tls-cert", tls.cert, "--tls-key", tls.key]
+
+    def peer(self, address: tuple[str, int], role: str = "client", timeout: float = 5.0) -> RawPeer:
+        """An attacker at `address` that may claim `role` (under TLS: holding a certificate of that role)."""
+        return RawPeer(address, timeout, tls=self._tls.get(f"attacker-{role}"))
+
+    def cleanup(self) -> None:
+        if self._folder is not None:
+            self._folder.cleanup()
+
+
+class LiveCluster:
+    """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
+    steady client's record."""
+
+    def __init__(self, mode: str = "insecure") -> None:
+        self.mode = mode
+        self.creds = Credentials(mode)
+        self.credentials, self.peer = self.creds.of, self.creds.peer
         self.scheduler: tuple[str, int] | None = None
         self.node_monitors: list[tuple[str, int]] = []
         self.record = SteadyRecord()
@@ -89,19 +117,10 @@ class LiveCluster:
     def stop(self) -> SteadyRecord:
         self._token.run_sync_soon(self._stop.set)
         self._thread.join(30)
-        if self._folder is not None:
-            self._folder.cleanup()
+        self.creds.cleanup()
         if self._error is not None:
             raise self._error
         return self.record
-
-    def credentials(self, name: str) -> dict:
-        """The `secret=` or `tls=` keyword of the peer `name` (a key of TLS_PEERS) in this mode."""
-        return {"secret": SECRET} if self.mode == "insecure" else {"tls": self._tls[name]}
-
-    def peer(self, address: tuple[str, int], role: str = "client", timeout: float = 5.0) -> RawPeer:
-        """An attacker at `address` that may claim `role` (under TLS: holding a certificate of that role)."""
-        return RawPeer(address, timeout, tls=self._tls.get(f"attacker-{role}"))
 
     def scheduler_answers(self) -> bool:
         """Whether a fresh client gets a StatusReply from the scheduler (it is alive)."""

@@ -532,7 +532,14 @@ class SchedulerLogic:
     def _submit(self, client: Hashable, msg: SubmitJob, out: list) -> None:
         probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
         reason = job_problem(
-            len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints, msg.timeout
+            len(msg.tasks),
+            msg.user,
+            msg.priority,
+            probe_ratio,
+            msg.constraint,
+            msg.task_constraints,
+            msg.timeout,
+            msg.task_prefer,
         )
         user, refusal = _job_user(client, msg.user)
         if reason is None:

@@ -23,6 +23,8 @@ MAX_PROBE_RATIO = 100.0
 MAX_PROBES_PER_JOB = 200_000  # ceil(probe_ratio x tasks), across every node monitor
 MAX_LABELS = 64  # labels of a node monitor or a constraint
 MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
+MAX_PREFERRED_NODES = 64  # node monitor ids one task may prefer (SubmitJob.task_prefer)
+MAX_PREFERRED_PER_JOB = 200_000  # node monitor ids all of a job's tasks prefer, together
 MAX_TIMEOUT = 30 * 24 * 3600.0  # seconds a job's task may be allowed to run
 PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1  # the kernel's sparrow_core.PRIORITY_RANGE
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
@@ -91,6 +93,7 @@ def job_problem(
     constraint,
     task_constraints,
     timeout: float | None = None,
+    task_prefer=None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -121,6 +124,25 @@ def job_problem(
             problem = None if c is None else constraint_problem(c, f"task_constraints[{i}]")
             if problem is not None:
                 return problem
+    if task_prefer is not None:
+        return prefer_problem(task_prefer, n_tasks)
+    return None
+
+
+def prefer_problem(task_prefer, n_tasks: int) -> str | None:
+    """Why `task_prefer` (per task, the node monitor ids it prefers) is malformed or over a limit, or None."""
+    if len(task_prefer) != n_tasks:
+        return f"task_prefer: {len(task_prefer)} entries for {n_tasks} tasks"
+    total = 0
+    for i, nodes in enumerate(task_prefer):
+        if len(nodes) > MAX_PREFERRED_NODES:
+            return f"task_prefer[{i}]: names {len(nodes)} node monitors, over the limit of {MAX_PREFERRED_NODES}"
+        total += len(nodes)
+        for name in nodes:
+            if len(name) > MAX_NAME:
+                return f"task_prefer[{i}]: a name of {len(name)} characters, over the limit of {MAX_NAME}"
+    if total > MAX_PREFERRED_PER_JOB:
+        return f"task_prefer: names {total} node monitors in all, over the limit of {MAX_PREFERRED_PER_JOB} per job"
     return None
 
 

@@ -19,6 +19,8 @@ import pytest
 from sparrow_runtime.client.executor import SparrowExecutor
 from sparrow_runtime.services.local_cluster import LocalCluster
 
+from ..process_tree import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "sparrow.json"
 ALERTS = ROOT / "deploy" / "prometheus" / "sparrow-alerts.yml"
@@ -180,12 +182,7 @@ def test_prometheus_scrapes_a_tls_scheduler_with_the_monitor_certificate_and_not
     try:
         health = _wait_for_targets(f"http://127.0.0.1:{web}/api/v1/targets", {"sparrow-scheduler", "as-a-client"})
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, 20)
         process.stderr.close()
     assert health["sparrow-scheduler"] == ("up", ""), health
     state, error = health["as-a-client"]

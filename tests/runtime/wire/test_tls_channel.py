@@ -5,9 +5,9 @@ that came with the handshake's last read not lost."""
 
 from __future__ import annotations
 
-import os
 import socket
 import ssl
+from functools import partial
 
 import pytest
 import trio
@@ -17,9 +17,11 @@ from sparrow_runtime.errors import ConnectionLost
 from sparrow_runtime.wire.certs import local_certs
 from sparrow_runtime.wire.connection import Connection
 from sparrow_runtime.wire.framing import encode_frames
-from sparrow_runtime.wire.messages import GetTask, Heartbeat, TaskToNode, TaskToWorker
+from sparrow_runtime.wire.messages import GetTask, Heartbeat, TaskToWorker
 from sparrow_runtime.wire.tls import TLS, start_tls
 from sparrow_runtime.wire.tls_channel import TLSChannel
+
+from .test_fast_path import order_behind_a_big_write
 
 MB = 1 << 20
 
@@ -56,24 +58,7 @@ def test_direct_writes_on_tls_keep_order_behind_a_write_that_did_not_fit(tls_pai
     async def main():
         sender, receiver = await _tls_connections(tls_pair)
         assert sender._fd is not None  # the fast path: direct writes on the socket's descriptor
-        big = TaskToNode(1, 0, os.urandom(4 * MB))
-        sender.send(big)
-        assert sender._unsent  # the direct write could not take it all: the test relies on that
-        sender.send_many([GetTask(2), GetTask(3)])
-        sender.send(GetTask(4))
-        got = []
-
-        def on_messages(msgs):
-            got.extend(msgs)
-            if len(got) == 4:
-                receiver.close_soon()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(sender.serve, lambda msgs: None)
-            with trio.fail_after(20):
-                await receiver.serve(on_messages)
-            nursery.cancel_scope.cancel()
-        assert got == [big, GetTask(2), GetTask(3), GetTask(4)]
+        await order_behind_a_big_write(sender, receiver)
 
     trio.run(main)
 
@@ -126,26 +111,6 @@ def test_records_cut_at_every_byte_are_reassembled(tls_pair):
     trio.run(main)
 
 
-class _Slow(trio.abc.Stream):
-    """A stream whose reads wait a little first, so that what the peer sent back to back comes in one."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-
-    async def send_all(self, data) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes=None) -> bytes:
-        await trio.sleep(0.1)
-        return await self.inner.receive_some(max_bytes)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 def test_a_message_that_came_with_the_handshakes_last_read_is_delivered(tls_pair, autojump_clock):
     """TLS 1.2, where the server finishes the handshake last and may write at once: its Finished and
     its first message reach the client in one read; that message is the client's first batch."""
@@ -160,7 +125,8 @@ def test_a_message_that_came_with_the_handshakes_last_read_is_delivered(tls_pair
 
     async def main():
         server_stream, client_stream = trio.testing.memory_stream_pair()
-        client_stream = _Slow(client_stream)
+        # the client's reads wait a little first, so what the server sent back to back comes in one
+        client_stream.receive_stream.receive_some_hook = partial(trio.sleep, 0.1)
         server_channel = TLSChannel(context(tls_pair[0], True), server_side=True)
         client_channel = TLSChannel(context(tls_pair[1], False), server_side=False)
 

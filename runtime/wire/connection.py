@@ -382,9 +382,8 @@ class Connection:
             raise ConnectionLost(f"connection to {self.peer_name} lost: TLS: {exc.reason or exc}") from None
         except EOFError:
             raise ConnectionLost(f"{self.peer_name} closed the connection") from None
-        output = tls.output()
-        if output and not self._closing:
-            self._send_bytes(output)
+        if tls.has_output and not self._closing:
+            self._send_bytes(tls.output())
         return plain
 
     async def _read_socket(self, fd: int) -> bytes:

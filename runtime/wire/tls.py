@@ -108,6 +108,8 @@ class TLS:
             ctx.check_hostname = False  # the role is checked instead (see the module's comment)
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            if purpose is ssl.Purpose.CLIENT_AUTH:
+                ctx.num_tickets = 0  # sessions are never resumed: no TLS 1.3 tickets to make, send and parse
             try:
                 ctx.load_cert_chain(self.cert, self.key)
             except ssl.SSLError as exc:

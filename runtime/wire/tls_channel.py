@@ -5,7 +5,7 @@ the socket directly (one `os.write`, no task switch), and decrypts what one read
 `TLSChannel.handshake(stream)` runs the TLS handshake over any trio stream (the only step that waits);
 then the Connection (connection.py) calls `encrypt` on each burst it sends and `decrypt` on each read,
 both synchronous. Bytes the TLS layer itself must send after the handshake (a key update's answer)
-come out of `decrypt` in `output()`, for the Connection to write in order with its own bytes.
+wait in `output()` after a `decrypt`, for the Connection to write in order with its own bytes.
 
 Against trio.SSLStream (what it replaces on every link): the same ssl contexts and the same record
 layer; encryption happens where a burst is queued (so bytes leave in the order they were encrypted),
@@ -96,6 +96,11 @@ class TLSChannel:
                 chunks.append(chunk)
         return first if chunks is None else b"".join(chunks)
 
+    @property
+    def has_output(self) -> bool:
+        """The TLS layer has bytes to send now (after `decrypt`: rare, a key update's answer)."""
+        return self._outgoing.pending > 0
+
     def output(self) -> bytes:
-        """Bytes the TLS layer has to send now (after `decrypt`: rare, a key update's answer)."""
-        return self._outgoing.read() if self._outgoing.pending else b""
+        """Those bytes (see `has_output`)."""
+        return self._outgoing.read()

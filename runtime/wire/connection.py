@@ -245,7 +245,7 @@ class Connection:
         data = encode_frames(msgs, self.send_limit)
         try:
             await self.stream.send_all(data if self.tls is None else self.tls.encrypt(data))
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError) as exc:
             raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
 
     async def _send_loop(self) -> None:
@@ -288,9 +288,14 @@ class Connection:
             msgs = self._later.popleft()
             try:
                 data = encode_frames(msgs, self.send_limit)
-                self._outbox += data if self.tls is None else self.tls.encrypt(data)
             except ProtocolError:
                 logger.exception("could not encode a message for %s; closing the connection", self)
+                self._later.clear()
+                self.close_soon()
+                return
+            try:
+                self._outbox += data if self.tls is None else self.tls.encrypt(data)
+            except ssl.SSLError:  # the session broke (a bad record came): the receiving side reports it
                 self._later.clear()
                 self.close_soon()
                 return

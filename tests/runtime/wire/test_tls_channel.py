@@ -146,3 +146,28 @@ def test_a_message_that_came_with_the_handshakes_last_read_is_delivered(tls_pair
             await client.receive_batch()
 
     trio.run(main, clock=autojump_clock)
+
+
+def test_sending_on_a_broken_tls_session_closes_the_connection_without_an_error(tls_pair, caplog):
+    """Once a bad record broke the session, TLS refuses to encrypt: a send, a send_later burst the sender
+    task encodes later, and a handshake-time send each end in a closing connection (or ConnectionLost),
+    never an exception out of the connection."""
+
+    async def main():
+        server, client = await _tls_connections(tls_pair)
+        record = bytearray(client.tls.encrypt(encode_frames([Heartbeat()])))
+        record[-3] ^= 0x40
+        with pytest.raises(ssl.SSLError):
+            server.tls.decrypt(bytes(record))
+        server.send(GetTask(1))
+        assert server._closing
+        server._later.append([GetTask(2)])
+        server._encode_later()  # what the sender task does with send_later's bursts
+        assert not server._later and not server._outbox
+        with pytest.raises(ConnectionLost):
+            await server.send_now([GetTask(3)])
+        await server.aclose()
+        await client.aclose()
+
+    trio.run(main)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]

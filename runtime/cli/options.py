@@ -99,9 +99,16 @@ METRICS_PORT = Setting(
 METRICS_LISTEN = Setting(
     "metrics_listen",
     LISTEN_ADDRESS,
-    help="serve Prometheus metrics at this address instead, unauthenticated",
+    help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_INSECURE = Setting(
+    "metrics_insecure",
+    BOOLEAN,
+    False,
+    "serve metrics and the dashboard over plain HTTP to anyone even with TLS (with TLS they are HTTPS for "
+    "admin and monitor certificates only)",
 )
 EXIT_WITH_PARENT = Setting(
     "exit_with_parent",
@@ -190,6 +197,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -240,6 +248,7 @@ NODE_MONITOR_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 

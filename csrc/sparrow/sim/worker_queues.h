@@ -56,6 +56,16 @@ class WorkerQueues {
     return true;
   }
 
+  // Pops the head of w's queue into r whether or not w has a free slot (pipelining asks ahead).
+  bool pop_ahead(int64_t w, Reservation& r) {
+    if (queued_[w] == 0 || !queues_[w].pop(r)) return false;
+    --queued_[w];
+    return true;
+  }
+
+  // w's free slot is taken now (by a task bound ahead, or a request asked ahead).
+  void hold_slot(int64_t w) { take_slot(w); }
+
   // Every queued entry of job at w leaves (cancellation); returns how many.
   int64_t cancel(int64_t w, int64_t job) {
     if (queued_[w] == 0) return 0;

@@ -46,7 +46,10 @@ class WorkStealing {
   static constexpr int32_t kProbe = 16, kAnswer = 17, kTake = 18, kStolen = 19;
 
   WorkStealing(Cluster& c, WorkerQueues& queues)
-      : c_(c), queues_(queues), on_(c.p.policy == PlacementPolicy::SparrowSteal), rng_(c.spawn()) {
+      : c_(c),
+        queues_(queues),
+        on_(c.p.policy == PlacementPolicy::SparrowSteal || c.p.policy == PlacementPolicy::SparrowStealPipelined),
+        rng_(c.spawn()) {
     if (!on_) return;
     config_.victims = c.p.steal_victims;
     config_.max_take = c.p.steal_max_take;

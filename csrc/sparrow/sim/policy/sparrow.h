@@ -134,14 +134,14 @@ class SparrowPolicy {
 
   void on_reserve(int64_t id) {
     const Job& job = c_.pool.get(id);
-    for (int64_t w : c_.words) {
+    queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       if (queues_.enqueue(w, id, job.user, job.priority)) {
         ask_for_task(w, id, job.user);
       } else {
         run_reservations(w);
         if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
       }
-    }
+    });
   }
 
   void on_reply(const Msg& m) {
@@ -158,11 +158,11 @@ class SparrowPolicy {
 
   void on_cancel(int64_t id) {
     Job* job = c_.pool.find(id);
-    for (int64_t w : c_.words) {
+    queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       const int64_t removed = queues_.cancel(w, id);
       c_.out.counters.cancelled += removed;
       if (job != nullptr) job->live_reservations -= removed;
-    }
+    });
     if (job != nullptr) leave_table(*job);
   }
 

@@ -100,6 +100,7 @@ class WorkStealing {
   // At the victims (the payload): each one's (worker, waiting reservations, blocked for).
   void on_probe(const Msg& m) {
     answer_.clear();
+    for (int64_t v : c_.words) queues_.prefetch(v);  // the victims' misses overlap
     for (int64_t v : c_.words) {
       const int64_t waiting = c_.free[v] == 0 ? queues_.queued(v) : 0;
       const double blocked = c_.now - queues_.granted_at(v);

@@ -5,11 +5,17 @@ when the node monitor dies with a task bound."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import time
 from collections import Counter
+from functools import partial
 
 import pytest
+import trio
 
+from sparrow_runtime import Client, LocalCluster
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -233,3 +239,31 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> Non
     outcomes = {o.task: o.outcome.failure for o in to_client if type(o) is OutcomeToClient}
     assert outcomes == {0: SYSTEM, 1: SYSTEM, 2: UNPLACEABLE}
     assert sum(type(o) is OutcomeToClient for o in to_client) == 3
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+@pytest.mark.slow
+def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_monitors() -> None:
+    """Real processes, LocalCluster(pipeline=True), 2 node monitors x 1 slot: a map of 300 no-op tasks
+    gives every value once, in order; then 4 one-second tasks (each node monitor runs one and holds
+    the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on a
+    second attempt."""
+
+    async def main() -> None:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, pipeline=True) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                job = await client.submit_job([partial(_square, x) for x in range(300)])
+                with trio.fail_after(60):
+                    assert await job.results() == [x * x for x in range(300)]
+                job = await client.submit_job([partial(time.sleep, 1.0)] * 4, probe_ratio=1.0)
+                await trio.sleep(0.6)  # each node monitor runs one task and holds one bound
+                os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)
+                with trio.fail_after(60):
+                    outcomes = await job.outcomes()
+        assert [o.ok for o in outcomes] == [True] * 4
+        assert 1 <= sum(o.attempts == 2 for o in outcomes) and max(o.attempts for o in outcomes) == 2
+
+    trio.run(main)

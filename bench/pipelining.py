@@ -22,12 +22,15 @@ WORKLOADS = {
     "exponential": SimConfig(duration="exponential"),
     "bimodal": SimConfig(duration="bimodal", bimodal_long_fraction=0.05, bimodal_ratio=20.0),
     "per_job": SimConfig(duration="per_job"),
+    "constant": SimConfig(duration="constant"),  # predictable tasks: where asking at the median's end pays
 }
+DEFAULT_WORKLOADS = ("exponential", "bimodal", "per_job")
 # (label, policy, pipeline_after); the first is the baseline every ratio is over.
 VARIANTS = (
     ("sparrow", "sparrow", 0.0),
     ("pipelined@0", "sparrow_pipelined", 0.0),
     ("pipelined@0.5", "sparrow_pipelined", 0.5),
+    ("pipelined@0.9", "sparrow_pipelined", 0.9),
     ("pipelined@1", "sparrow_pipelined", 1.0),
     ("steal", "sparrow_steal", 0.0),
     ("steal+pipelined@0", "sparrow_steal_pipelined", 0.0),
@@ -45,8 +48,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=5000, help="jobs per run")
     parser.add_argument("--workers", type=int, default=10_000)
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--variants", default=",".join(v[0] for v in VARIANTS))
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    parser.add_argument(
+        "--variants", default=",".join(v[0] for v in VARIANTS if v[0] != "pipelined@0.9"), help="labels of VARIANTS"
+    )
     parser.add_argument("--network-delay", type=float, default=0.00015, help="one way, seconds")
     parser.add_argument("--mean-duration", type=float, default=MEAN)
     args = parser.parse_args(argv)

@@ -34,19 +34,13 @@ from sparrow_runtime.wire.messages import (
     TaskToNode,
 )
 
+from ..manual_clock import ManualClock
+
 OK = Outcome(True, b"", "")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def node(slots: int = 1, pipeline: bool = True, clock: Clock | None = None) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or Clock())
+def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None) -> NodeMonitorLogic:
+    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0))
     logic.on_scheduler_registered("s")
     return logic
 
@@ -115,7 +109,7 @@ def test_a_slot_that_frees_first_takes_over_the_request_asked_ahead() -> None:
 
 def test_a_bound_tasks_timeout_starts_when_it_starts() -> None:
     """A 2 s timeout on a task bound at t=0 that starts at t=5: not stopped at 2 s, stopped at 7 s."""
-    clock = Clock()
+    clock = ManualClock(0.0)
     logic = node(clock=clock)
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 2)])
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -247,19 +241,19 @@ def _square(x: int) -> int:
 
 @pytest.mark.slow
 def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_monitors() -> None:
-    """Real processes, LocalCluster(pipeline=True), 2 node monitors x 1 slot: a map of 300 no-op tasks
-    gives every value once, in order; then 4 one-second tasks (each node monitor runs one and holds
-    the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on a
-    second attempt."""
+    """Real processes, LocalCluster(pipeline=True), 2 node monitors x 1 slot (thread executors): 100
+    no-op tasks give every value once, in order; then 4 half-second tasks (each node monitor runs one
+    and holds the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on
+    a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, pipeline=True) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
-                job = await client.submit_job([partial(_square, x) for x in range(300)])
+                job = await client.submit_job([partial(_square, x) for x in range(100)])
                 with trio.fail_after(60):
-                    assert await job.results() == [x * x for x in range(300)]
-                job = await client.submit_job([partial(time.sleep, 1.0)] * 4, probe_ratio=1.0)
-                await trio.sleep(0.6)  # each node monitor runs one task and holds one bound
+                    assert await job.results() == [x * x for x in range(100)]
+                job = await client.submit_job([partial(time.sleep, 0.5)] * 4, probe_ratio=1.0)
+                await trio.sleep(0.3)  # each node monitor runs one task and holds one bound
                 os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)
                 with trio.fail_after(60):
                     outcomes = await job.outcomes()

@@ -40,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
             task_user_options(s["task_user"])
         except ValueError as exc:
             raise CommandError(f"--task-user: {exc}") from None
-    options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
+    options = {
+        "slots": s["slots"] or os.cpu_count() or 1,
+        "policy": s["policy"],
+        "weights": s["weight"],
+        "pipeline": s["pipeline"],
+    }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")
     host, port = s["listen"]

@@ -119,6 +119,13 @@ EXIT_WITH_PARENT = Setting(
 POLICY = Setting("policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
+PIPELINE = Setting(
+    "pipeline",
+    BOOLEAN,
+    False,
+    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead, at most "
+    "one per running task, so the scheduler round trip overlaps the running task (docs/runtime.md)",
+)
 
 
 def _probe_ratio(value) -> float:
@@ -221,6 +228,7 @@ NODE_MONITOR_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     Setting(
         "task_user",
         TEXT,
@@ -259,6 +267,7 @@ LOCAL_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     PROBE_RATIO,
     Setting(
         "share_cpus",

@@ -133,6 +133,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         Sparrow "sparrow::sim::PlacementPolicy::Sparrow"
         Omniscient "sparrow::sim::PlacementPolicy::Omniscient"
         SparrowSteal "sparrow::sim::PlacementPolicy::SparrowSteal"
+        SparrowPipelined "sparrow::sim::PlacementPolicy::SparrowPipelined"
+        SparrowStealPipelined "sparrow::sim::PlacementPolicy::SparrowStealPipelined"
 
     cdef enum class CDurationKind "sparrow::sim::DurationKind":
         Exponential "sparrow::sim::DurationKind::Exponential"
@@ -157,6 +159,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_victims
         int64_t steal_max_take
         double steal_min_blocked
+        double pipeline_after
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate
@@ -198,6 +201,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_attempts
         int64_t steals
         int64_t stolen
+        int64_t asked_ahead
+        int64_t bound_ahead
         double end_time
         bint interrupted
 

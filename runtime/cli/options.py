@@ -100,9 +100,16 @@ METRICS_PORT = Setting(
 METRICS_LISTEN = Setting(
     "metrics_listen",
     LISTEN_ADDRESS,
-    help="serve Prometheus metrics at this address instead, unauthenticated",
+    help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_INSECURE = Setting(
+    "metrics_insecure",
+    BOOLEAN,
+    False,
+    "serve metrics and the dashboard over plain HTTP to anyone even with TLS (with TLS they are HTTPS for "
+    "admin and monitor certificates only)",
 )
 EXIT_WITH_PARENT = Setting(
     "exit_with_parent",
@@ -113,6 +120,13 @@ EXIT_WITH_PARENT = Setting(
 POLICY = Setting("policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
+PIPELINE = Setting(
+    "pipeline",
+    BOOLEAN,
+    False,
+    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead, at most "
+    "one per running task, so the scheduler round trip overlaps the running task (docs/runtime.md)",
+)
 
 
 def _probe_ratio(value) -> float:
@@ -191,6 +205,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -214,6 +229,7 @@ NODE_MONITOR_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     Setting(
         "task_user",
         TEXT,
@@ -241,6 +257,7 @@ NODE_MONITOR_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -251,6 +268,7 @@ LOCAL_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     PROBE_RATIO,
     Setting(
         "share_cpus",

@@ -222,6 +222,8 @@ NODE_COUNTERS = {
     "sparrow_node_get_task": ("GetTask requests sent", ("get_task",)),
     "sparrow_node_get_task_empty": ("NoTask answers received", ("no_task",)),
     "sparrow_node_tasks_launched": ("Tasks launched on the executor", ("launched",)),
+    "sparrow_node_get_task_ahead": ("GetTask requests sent for a busy slot (pipelining)", ("asked_ahead",)),
+    "sparrow_node_tasks_bound_ahead": ("Tasks answered ahead that waited for a slot (pipelining)", ("bound_ahead",)),
     "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
 }
 

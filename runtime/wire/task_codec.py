@@ -29,7 +29,7 @@ def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
 
     A callable that cloudpickle would pickle by reference (importable by its module and name, in no
     module registered to be pickled by value) called with plain arguments is pickled by the C pickler:
-    the same bytes, at a third of the cost (the caller's thread pays it once per task)."""
+    the same bytes, at about 60% of the cost (the caller's thread pays it once per task)."""
     if not callable(fn):
         raise TypeError(f"a task must be callable, got {type(fn).__name__}")
     call = (fn, args, kwargs or {})

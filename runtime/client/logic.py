@@ -29,7 +29,7 @@ import cloudpickle
 
 from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
+from ..wire.limits import MAX_PREFERRED_PER_JOB, MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -345,7 +345,17 @@ class ClientLogic:
         if task_constraints is not None and len(tasks) != first.n_tasks:
             task_constraints = [task_constraints[t] for t in tasks]
         self._placements[ref] = Placement(jobs, tasks, members)
-        return SubmitJob(ref, payloads, s.user, s.priority, s.probe_ratio, s.constraint, task_constraints, s.timeout)
+        return SubmitJob(
+            ref,
+            payloads,
+            s.user,
+            s.priority,
+            s.probe_ratio,
+            s.constraint,
+            task_constraints,
+            s.timeout,
+            _placement_prefer(jobs, tasks, members),
+        )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:
         """Task `task` of `job` is over the link's frame limit by itself: it fails alone, once."""
@@ -415,3 +425,20 @@ class ClientLogic:
         job.payloads[task] = payload
         job.held.discard(task)
         self._enqueue(job, [task])
+
+
+def _placement_prefer(jobs: list[Job], tasks: list[int], members: list[Job]) -> list[tuple[str, ...]] | None:
+    """SubmitJob.task_prefer of a placement: task i's entry is `tasks[i]`'s of `jobs[i]`; None when none
+    of its jobs prefers a node monitor. A placement of coalesced jobs keeps their preferences until
+    they name MAX_PREFERRED_PER_JOB ids together; the tasks past that go without one (a preference is
+    soft: it places a task, it never decides whether it runs)."""
+    if all(job.settings.task_prefer is None for job in members):
+        return None
+    out: list[tuple[str, ...]] = []
+    total = 0
+    for job, task in zip(jobs, tasks, strict=True):
+        prefer = job.settings.task_prefer
+        nodes = () if prefer is None else prefer[task]
+        total += len(nodes)
+        out.append(nodes if total <= MAX_PREFERRED_PER_JOB else ())
+    return out if any(out) else None

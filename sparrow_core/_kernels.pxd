@@ -47,6 +47,9 @@ cdef extern from "sparrow/job_probes.h" namespace "sparrow" nogil:
         const int64_t* tasks
         int64_t n_selected
         double probe_ratio
+        const int64_t* prefer
+        const int64_t* prefer_offsets
+        cbool per_task
 
     int64_t c_sample_job "sparrow::sample_job"(CRng& rng, const CJobRequest& request, vector[int64_t]& workers,
                          vector[int64_t]& made_for) except +
@@ -83,7 +86,8 @@ cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
 cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
     cdef cppclass CTaskTable "sparrow::TaskTable":
         CTaskTable()
-        void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets) except +
+        void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets,
+                     const int64_t* pref, const int64_t* pref_offsets, cbool per_task) except +
         void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) except +
         int64_t get_task(int64_t job_id, int64_t worker) except +
         int64_t get_task_many(const int64_t* job_ids, const int64_t* workers, int64_t n, int64_t* out) except +

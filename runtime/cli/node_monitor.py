@@ -13,7 +13,7 @@ from ..services.node_monitor import serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.worker_pool import task_user_options
 from .common import CommandError, add_command, prepare_service, settings
-from .service import node_monitor_drain, run_service, service_logic
+from .service import metrics_tls, node_monitor_drain, run_service, service_logic
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,4 +67,11 @@ def run(args: argparse.Namespace) -> int:
         drain=draining,
     )
     drain = node_monitor_drain(logic, draining, s["drain_timeout"])
-    return run_service(service, "node-monitor", metrics, drain, exit_with_parent=s["exit_with_parent"])
+    return run_service(
+        service,
+        "node-monitor",
+        metrics,
+        drain,
+        exit_with_parent=s["exit_with_parent"],
+        metrics_tls=metrics_tls(s, credentials),
+    )

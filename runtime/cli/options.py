@@ -18,6 +18,7 @@ from ..services.scheduler_logic import (
 )
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.limits import SAMPLINGS
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
@@ -99,9 +100,16 @@ METRICS_PORT = Setting(
 METRICS_LISTEN = Setting(
     "metrics_listen",
     LISTEN_ADDRESS,
-    help="serve Prometheus metrics at this address instead, unauthenticated",
+    help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_INSECURE = Setting(
+    "metrics_insecure",
+    BOOLEAN,
+    False,
+    "serve metrics and the dashboard over plain HTTP to anyone even with TLS (with TLS they are HTTPS for "
+    "admin and monitor certificates only)",
 )
 EXIT_WITH_PARENT = Setting(
     "exit_with_parent",
@@ -199,6 +207,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -250,6 +259,7 @@ NODE_MONITOR_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -298,6 +308,12 @@ SUBMIT_SETTINGS = (
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
     Setting("probe_ratio", PROBE_RATIO_KIND, help="probes per task", metavar="D", unset="the scheduler's"),
+    Setting(
+        "sampling",
+        choice(*SAMPLINGS),
+        "batch",
+        "how the job's probes are drawn: batch (Sparrow's) or per_task (each task for itself, the paper's baseline)",
+    ),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting(
         "task_timeout",

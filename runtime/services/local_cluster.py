@@ -254,8 +254,9 @@ class LocalCluster:
             folder = os.fspath(self.tls)
         self._tls_files = local_certs(folder, getpass.getuser())
         self.client_tls = TLS(*self._tls_files["client"])
+        # their metrics and dashboards stay plain HTTP on loopback, for the owner's browser
         return {
-            role: ["--tls-ca", files[0], "--tls-cert", files[1], "--tls-key", files[2]]
+            role: ["--tls-ca", files[0], "--tls-cert", files[1], "--tls-key", files[2], "--metrics-insecure"]
             for role, files in self._tls_files.items()
             if role != "client"
         }

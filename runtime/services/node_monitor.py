@@ -213,7 +213,7 @@ class NodeMonitorService:
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
         self._tickets.pop(key, None)
-        with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
+        with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 

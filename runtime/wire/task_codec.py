@@ -53,6 +53,7 @@ def _by_reference(fn) -> bool:
     function, or a function or class that is its module's attribute of its qualified name, in a module
     that is imported, not `__main__` and not registered to be pickled by value (nor is its package)."""
     kind = type(fn)
+    module_name: object
     if kind is types.BuiltinFunctionType:
         owner = fn.__self__
         if type(owner) is not types.ModuleType:

@@ -249,6 +249,7 @@ async def serve_node_monitor(
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
+    pipeline: bool = False,
     weights: dict[str, float] | None = None,
     executor="process",
     task_user: str | None = None,
@@ -261,7 +262,8 @@ async def serve_node_monitor(
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
-    queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
+    queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
+    with `pipeline` (node_monitor_logic.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
@@ -282,7 +284,7 @@ async def serve_node_monitor(
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
-            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame
+            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame, pipeline=pipeline
         )
     runner = make_executor(executor, logic.slots, max_frame, task_user)
     listeners = await open_listeners(host, port)

@@ -124,8 +124,10 @@ PIPELINE = Setting(
     "pipeline",
     BOOLEAN,
     False,
-    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead, at most "
-    "one per running task, so the scheduler round trip overlaps the running task (docs/runtime.md)",
+    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead (at most "
+    "one per running task), so the scheduler round trip overlaps the running task; off by default since a task "
+    "bound ahead waits out the running one, which costs more than it hides for varied tasks of a few ms; pays for "
+    "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
 )
 
 

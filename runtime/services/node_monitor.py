@@ -26,18 +26,32 @@ import socket
 from collections.abc import Sequence
 from functools import partial
 
+import msgspec
 import trio
 
-from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
+from ..data.dependent import is_remote, unpack_remote, worker_payload
+from ..data.links import DataLinks, describe
+from ..data.server import DataServer
+from ..data.store import ValueStore
+from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
 from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from ..wire.limits import LINK_FULL
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
-from ..wire.messages import Outcome, OutcomeToScheduler, TaskToNode
+from ..wire.messages import (
+    LOST_INPUT,
+    SYSTEM,
+    TOO_LARGE,
+    Outcome,
+    OutcomeToScheduler,
+    TaskToNode,
+    ValueRef,
+    failed,
+)
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
@@ -67,6 +81,7 @@ class NodeMonitorService:
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_value: int = DEFAULT_MAX_VALUE,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -89,6 +104,16 @@ class NodeMonitorService:
         self._nursery = nursery
         self._gate = HandshakeGate()
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
+        self.max_value = max_value
+        self.links = DataLinks(
+            secret=secret,
+            tls=tls,
+            role="node-monitor",
+            peer_id=node_id,
+            max_frame=self.max_frame,
+            max_value=max_value,
+            handshake_timeout=handshake_timeout,
+        )
 
     # -- links to schedulers ------------------------------------------------------------------------
 
@@ -198,13 +223,60 @@ class NodeMonitorService:
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
+        if is_remote(msg.payload):  # inputs to fetch first (data/dependent.py)
+            self._nursery.start_soon(self._fetch_inputs, key, msg.payload)
+        else:
+            self._launch_task(key, msg.payload)
+
+    def _launch_task(self, key: tuple, payload: bytes) -> None:
         done = partial(self._finished, key)
         if self._launch is None:
-            self._nursery.start_soon(self._run, msg.payload, done)
+            self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(msg.payload, done)
+        ticket = self._launch(payload, done)
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
+
+    async def _fetch_inputs(self, key: tuple, payload: bytes) -> None:
+        """Fetch the referenced inputs of a task (from this node monitor's store, or from their holders),
+        then launch it with every value in its call; a lost input fails it (LOST_INPUT, the lost keys in
+        its payload, so its client can recompute them)."""
+        done = partial(self._finished, key)
+        try:
+            call = unpack_remote(payload)
+        except ProtocolError as exc:
+            done(failed(f"the task's payload is not valid: {exc}", SYSTEM))
+            return
+        total = sum(value.size if type(value) is ValueRef else len(value) for value in call.inputs)
+        if total > self.max_value:
+            done(failed(f"the task's inputs take {total:,} bytes, over the max_value of {self.max_value:,}", TOO_LARGE))
+            return
+        values: list = []
+        lost: list[bytes] = []
+        reasons: list[str] = []
+        for i, value in enumerate(call.inputs):
+            if type(value) is ValueRef:
+                try:
+                    value = await self._value(value)
+                except ValueLost as exc:
+                    lost.append(value.key)
+                    reasons.append(f"input {i}: {exc}")
+                    continue
+            values.append(value)
+        if lost:
+            done(Outcome(False, msgspec.msgpack.encode(lost), "; ".join(reasons), LOST_INPUT))
+            return
+        self._launch_task(key, worker_payload(call.template, values))
+
+    async def _value(self, ref: ValueRef) -> bytes | bytearray:
+        """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""
+        if ref.node_id == self.node_id:
+            store = self.logic.store
+            kept = None if store is None else store.get(ref.key)
+            if kept is None:
+                raise ValueLost(f"{describe(ref)} is lost: this node monitor no longer holds it")
+            return kept.value
+        return await self.links.fetch(ref)
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
@@ -229,6 +301,27 @@ def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None
     if isinstance(kind, str):
         raise ValueError(f"executor must be 'process' or 'thread', got {kind!r}")
     return kind
+
+
+def check_value_settings(inline_limit: int, max_value: int) -> None:
+    for name, value in (("inline_limit", inline_limit), ("max_value", max_value)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+
+
+def default_memory_limit() -> int:
+    """A quarter of this host's physical memory (1 GiB where it cannot be told)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 1024**3
+
+
+def advertised(address: Address) -> Address:
+    """The address to give others for a listener on `address`: a wildcard host is this host's name."""
+    if unix_path(address) is None and address[0] in ("0.0.0.0", "::", ""):
+        return (socket.gethostname(), address[1])
+    return address
 
 
 def default_node_id(address: Address) -> str:
@@ -256,6 +349,11 @@ async def serve_node_monitor(
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
+    data_host: str | None = None,
+    data_port: int = 0,
+    inline_limit: int = DEFAULT_INLINE_LIMIT,
+    memory_limit: int | None = None,
+    max_value: int = DEFAULT_MAX_VALUE,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
@@ -276,6 +374,13 @@ async def serve_node_monitor(
     and the port it listens on, unique per process even where clones share a host name. With `tls`
     (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
+    Values (docs/runtime.md, "Values stay where they were made"): a result over `inline_limit` bytes
+    stays in this node monitor's memory (at most `memory_limit` bytes, default a quarter of this host's;
+    past it a new result fails with a reason naming the sizes) and its outcome carries a reference;
+    clients and node monitors fetch it in chunks from the data listener on `data_host:data_port`
+    (default: `host`, any free port; "unix:PATH" as `data_host` for a Unix socket). `max_value` is the
+    largest value kept or sent, and the most bytes of inputs one task may take.
+
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
     key = None if tls is not None else load_secret(secret, secret_file)
@@ -284,9 +389,21 @@ async def serve_node_monitor(
         logic = NodeMonitorLogic(
             slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame
         )
-    runner = make_executor(executor, logic.slots, max_frame, task_user)
+    check_value_settings(inline_limit, max_value)
+    if logic.store is None:
+        logic.store = ValueStore(default_memory_limit() if memory_limit is None else memory_limit)
+    logic.inline_limit = inline_limit
+    # a worker's private socket carries a whole value (its result, or its inputs), whatever max_frame is
+    runner = make_executor(
+        executor, logic.slots, min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)), task_user
+    )
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
+    if data_host is None:  # beside the main listener (on its own socket file, for a Unix one)
+        data_host = f"{host}.data" if unix_path((host, port)) is not None else host
+    data_listeners = await open_listeners(data_host, data_port)
+    data_address = listener_address(data_listeners[0])
+    service: NodeMonitorService | None = None
     async with trio.open_nursery() as nursery:
         try:
             await runner.start(nursery)
@@ -302,7 +419,18 @@ async def serve_node_monitor(
                 scheduler_timeout=scheduler_timeout,
                 handshake_timeout=handshake_timeout,
                 max_frame=max_frame,
+                max_value=max_value,
             )
+            logic.holder = (service.node_id, format_address(advertised(data_address)))
+            data_server = DataServer(
+                logic.store,
+                node_id=service.node_id,
+                secret=key,
+                tls=tls,
+                max_frame=max_frame,
+                handshake_timeout=handshake_timeout,
+            )
+            await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
             if drain is not None:
@@ -317,4 +445,8 @@ async def serve_node_monitor(
             await trio.sleep_forever()
         finally:
             remove_unix_socket(address)
+            remove_unix_socket(data_address)
+            if service is not None:
+                with trio.CancelScope(shield=True):
+                    await service.links.aclose()
             await runner.aclose()

@@ -14,8 +14,8 @@ import traceback
 
 import cloudpickle
 
-from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
-from .messages import CANCELLED, TIMED_OUT, Outcome
+from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
+from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -67,6 +67,8 @@ def outcome_exception(outcome: Outcome) -> BaseException:
         return TaskTimeout(error)
     if failure == CANCELLED:
         return TaskCancelled(error)
+    if failure == LOST_INPUT:
+        return ValueLost(error)
     if failure or not payload:
         return TaskFailed(error)
     try:

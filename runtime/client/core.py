@@ -566,6 +566,7 @@ class Client:
         timeout: float | None = None,
         retries: int | None = None,
         retry_exceptions: bool | None = None,
+        prefer: Sequence[Sequence[str] | None] | None = None,
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
@@ -574,7 +575,9 @@ class Client:
         `constraints`: one Constraint for the whole job, or one Constraint-or-None per task.
         `timeout`: seconds each task may run before it is stopped (TaskTimeout; needs node monitors
         that run tasks in processes). `retries` / `retry_exceptions`: the client's, unless given
-        (retries=0 for a task with side effects). Waits while `max_pending_tasks` are unfinished.
+        (retries=0 for a task with side effects). `prefer`: one entry per task, None or the ids of
+        node monitors to probe first for it, a soft preference (it may still run elsewhere: a busy
+        node monitor does not hold it up). Waits while `max_pending_tasks` are unfinished.
         A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
         and Dask"): it is placed once its inputs are done, with their values.
         """
@@ -593,7 +596,7 @@ class Client:
             if payload is None:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
-        msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout)
+        msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer)
         while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():
                 self._room = trio.Event()

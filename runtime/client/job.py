@@ -18,6 +18,7 @@ from ..wire.task_codec import outcome_exception, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
 FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously
+FRAME_OVERHEAD_PER_NAME = 8  # msgpack bytes around each node monitor id of task_prefer, generously
 DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
 
 
@@ -124,8 +125,10 @@ def build_submit(
     constraints: Constraint | Sequence[Constraint | None] | None,
     max_frame: int = DEFAULT_MAX_FRAME,
     timeout: float | None = None,
+    prefer: Sequence[Sequence[str] | None] | None = None,
 ) -> SubmitJob:
-    """Validate a job and build its SubmitJob (ref set when sent).
+    """Validate a job and build its SubmitJob (ref set when sent). `prefer`: None, or one entry per
+    task, None or the ids of the node monitors it should be probed at first (SubmitJob.task_prefer).
 
     Error handling: ValueError/TypeError naming the bad argument."""
     if not payloads:
@@ -148,10 +151,15 @@ def build_submit(
             if c is not None and not isinstance(c, Constraint):
                 raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
         task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
-    problem = job_problem(len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout)
+    task_prefer = None if prefer is None else _task_prefer(prefer, len(payloads))
+    problem = job_problem(
+        len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout, task_prefer
+    )
     if problem is not None:
         raise ValueError(problem)
     size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB
+    if task_prefer is not None:
+        size += sum(len(name) + FRAME_OVERHEAD_PER_NAME for nodes in task_prefer for name in nodes)
     if size > max_frame:
         raise ValueError(
             f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: "
@@ -166,7 +174,31 @@ def build_submit(
         job_constraint,
         task_constraints,
         None if timeout is None else float(timeout),
+        task_prefer,
     )
+
+
+def _task_prefer(prefer: Sequence[Sequence[str] | None], n_tasks: int) -> list[tuple[str, ...]] | None:
+    """`prefer` as SubmitJob.task_prefer (None when no task prefers a node monitor); TypeError for a
+    bare str where a sequence of ids belongs, ValueError for the wrong number of entries."""
+    if isinstance(prefer, str):
+        raise TypeError("prefer must be one entry per task (None or node monitor ids), not a str")
+    entries = list(prefer)
+    if len(entries) != n_tasks:
+        raise ValueError(f"prefer has {len(entries)} entries for {n_tasks} tasks (one per task)")
+    out: list[tuple[str, ...]] = []
+    for i, nodes in enumerate(entries):
+        if nodes is None:
+            out.append(())
+            continue
+        if isinstance(nodes, str):
+            raise TypeError(f"prefer[{i}] must be a sequence of node monitor ids, not a str")
+        ids = tuple(nodes)
+        for name in ids:
+            if not isinstance(name, str):
+                raise TypeError(f"prefer[{i}]: node monitor ids are str, got {type(name).__name__}")
+        out.append(ids)
+    return out if any(out) else None
 
 
 def _normalise(c: Constraint) -> Constraint:

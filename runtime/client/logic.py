@@ -36,7 +36,7 @@ import msgspec
 
 from ..errors import ProtocolError, ValueLost
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
+from ..wire.limits import MAX_PREFERRED_NODES, MAX_PREFERRED_PER_JOB, MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     LOST_INPUT,
@@ -373,7 +373,17 @@ class ClientLogic:
         if task_constraints is not None and len(tasks) != first.n_tasks:
             task_constraints = [task_constraints[t] for t in tasks]
         self._placements[ref] = Placement(jobs, tasks, members)
-        return SubmitJob(ref, payloads, s.user, s.priority, s.probe_ratio, s.constraint, task_constraints, s.timeout)
+        return SubmitJob(
+            ref,
+            payloads,
+            s.user,
+            s.priority,
+            s.probe_ratio,
+            s.constraint,
+            task_constraints,
+            s.timeout,
+            _placement_prefer(jobs, tasks, members),
+        )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:
         """Task `task` of `job` is over the link's frame limit by itself: it fails alone, once."""
@@ -460,6 +470,7 @@ class ClientLogic:
         for value in values:
             if type(value) is ValueRef:
                 self.values.hold(value)
+        _prefer_holders(job, task, values)
         job.calls[task] = waiting
         job.payloads[task] = payload
         job.held.discard(task)
@@ -540,6 +551,42 @@ class ClientLogic:
                 self.values.hold(value)
             waiting.missing -= 1
             if not waiting.missing:
+                _prefer_holders(job, task, waiting.values, again=True)
                 job.payloads[task] = pack_dependent(waiting.template, waiting.values)
                 job.held.discard(task)
                 self._enqueue(job, [task])
+
+
+def _prefer_holders(job: Job, task: int, values: list, again: bool = False) -> None:
+    """Place dependent `task` of `job` toward the node monitors holding its referenced inputs, those with
+    the most of their bytes first (SubmitJob.task_prefer: soft), unless its job names its own preference
+    (`again`: its inputs changed after a recompute, so the last one set here is replaced)."""
+    held: dict[str, int] = {}
+    for value in values:
+        if type(value) is ValueRef:
+            held[value.node_id] = held.get(value.node_id, 0) + value.size
+    if not held:
+        return
+    prefer = job.settings.task_prefer
+    if prefer is not None and prefer[task] and not again:
+        return
+    prefer = [()] * job.n_tasks if prefer is None else list(prefer)
+    prefer[task] = tuple(sorted(held, key=held.__getitem__, reverse=True)[:MAX_PREFERRED_NODES])
+    job.settings = msgspec.structs.replace(job.settings, task_prefer=prefer)
+
+
+def _placement_prefer(jobs: list[Job], tasks: list[int], members: list[Job]) -> list[tuple[str, ...]] | None:
+    """SubmitJob.task_prefer of a placement: task i's entry is `tasks[i]`'s of `jobs[i]`; None when none
+    of its jobs prefers a node monitor. A placement of coalesced jobs keeps their preferences until
+    they name MAX_PREFERRED_PER_JOB ids together; the tasks past that go without one (a preference is
+    soft: it places a task, it never decides whether it runs)."""
+    if all(job.settings.task_prefer is None for job in members):
+        return None
+    out: list[tuple[str, ...]] = []
+    total = 0
+    for job, task in zip(jobs, tasks, strict=True):
+        prefer = job.settings.task_prefer
+        nodes = () if prefer is None else prefer[task]
+        total += len(nodes)
+        out.append(nodes if total <= MAX_PREFERRED_PER_JOB else ())
+    return out if any(out) else None

@@ -15,6 +15,8 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - a lost node monitor: its reservations are dropped (and re-probed as above), and the tasks running
   there are reported failed as system failures (the client decides whether to retry them: a task
   may have side effects).
+- frame limits: a job's reservations go only to node monitors whose link takes its largest task
+  (frame_limits); a task too large for every one of them fails alone (TOO_LARGE).
 - a job that no live node monitor can take (none, or none satisfying its constraint) waits up to
   `placement_timeout` for one to register (`on_timer` gives up); a task whose own constraint and
   the job's leave it no node monitor fails at once.
@@ -191,8 +193,11 @@ class SchedulerLogic:
     a node monitor; `on_timer` (call it a few times a second) fails those waiting past
     `placement_timeout` (0: fail at once). A client may have `max_client_tasks` unfinished tasks.
     `frame_limits` holds the largest frame each peer's link takes (the smaller max_frame of both
-    sides; the shell sets it as a peer connects, `max_frame` for a peer not in it): a task or an
-    outcome over its next hop's limit fails alone (TOO_LARGE), naming the size and the limit.
+    sides; the shell sets it as a peer connects, before its first message; `max_frame` for a peer not
+    in it). Where node monitors' links differ, a job is probed only on those whose link takes its
+    largest unlaunched task, so a node monitor that told a small limit is left out rather than handed
+    tasks that fail; a task that no node monitor which may run it can take fails alone (TOO_LARGE),
+    naming its size and the largest limit, as does an outcome over its client's link.
     The shell names each client as it connects (`on_client_connected`); `on_timer` also stops the
     running tasks of clients lost for `client_grace` seconds.
     """
@@ -239,6 +244,7 @@ class SchedulerLogic:
         self._next_worker = 0
         self._next_job = 1
         self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
+        self._floor: int | None = None  # cache of _link_floor
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -347,6 +353,51 @@ class SchedulerLogic:
 
     def _invalidate_live(self) -> None:
         self._eligible.clear()
+        self._floor = None
+
+    def _link_floor(self) -> int:
+        """The smallest frame limit of the links to live node monitors (not draining); `max_frame` with
+        none. Cached until a node monitor comes, goes or drains."""
+        floor = self._floor
+        if floor is None:
+            floor = min(
+                (self.frame_limits.get(n.peer, self.max_frame) for n in self.nodes.values() if not n.draining),
+                default=self.max_frame,
+            )
+            self._floor = floor
+        return floor
+
+    def _fitting(
+        self, job: _Job, tasks: np.ndarray | None, candidates: np.ndarray, out: list
+    ) -> tuple[np.ndarray, np.ndarray | None, int] | None:
+        """(candidates, tasks, need): `candidates` narrowed to the node monitors whose link takes the
+        largest payload of `tasks` (None: every task), `need` bytes. A task that no candidate's link
+        takes fails alone (TOO_LARGE) and leaves `tasks`. None: no task is left to place."""
+        sizes = np.array([self.frame_limits.get(self._by_worker[w].peer, self.max_frame) for w in candidates.tolist()])
+        largest = int(sizes.max())
+        need = 0
+        failed_any = False
+        for task in range(len(job.payloads)) if tasks is None else tasks.tolist():
+            payload = job.payloads[task]
+            if payload is None or job.done[task]:
+                continue
+            size = len(payload)
+            problem = too_large("the task's payload", size, largest, "of every node monitor that may run it")
+            if problem is None:
+                need = max(need, size + MESSAGE_OVERHEAD)
+                continue
+            self.stats["too_large"] += 1
+            failed_any = True
+            job.payloads[task] = None
+            self._deliver(job, task, failed(problem, TOO_LARGE), out)
+            if job.job_id not in self.jobs:  # that was the job's last outcome
+                return None
+        if failed_any:
+            self._finish_in_table_if_done(job)
+            if job.job_id not in self.table:
+                return None
+            tasks = self._unlaunched(job)
+        return candidates[sizes >= need], tasks, need
 
     def _eligible_workers(self, constraint: Constraint | None) -> np.ndarray:
         """The worker ids, ascending, of the live node monitors (not draining) satisfying `constraint`
@@ -491,7 +542,14 @@ class SchedulerLogic:
     def _submit(self, client: Hashable, msg: SubmitJob, out: list) -> None:
         probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
         reason = job_problem(
-            len(msg.tasks), msg.user, msg.priority, probe_ratio, msg.constraint, msg.task_constraints, msg.timeout
+            len(msg.tasks),
+            msg.user,
+            msg.priority,
+            probe_ratio,
+            msg.constraint,
+            msg.task_constraints,
+            msg.timeout,
+            msg.task_prefer,
         )
         user, refusal = _job_user(client, msg.user)
         if reason is None:
@@ -542,6 +600,12 @@ class SchedulerLogic:
             what = "" if job.constraint is None else " satisfies the job's constraint"
             self._unplaceable(job, "no live node monitor" + what, out)
             return
+        need = 0
+        if self._link_floor() < self.max_frame:  # some link takes less than others: place by size
+            fitting = self._fitting(job, tasks, candidates, out)
+            if fitting is None:
+                return
+            candidates, tasks, need = fitting
         try:
             workers, made_for = sparrow_core.sample_job(
                 self.rng,
@@ -555,6 +619,8 @@ class SchedulerLogic:
             )
         except sparrow_core.InfeasibleTaskError as exc:
             also = "" if job.constraint is None else " and the job's"
+            if need:
+                also += f", among those whose link takes frames of {need} bytes (the job's largest task)"
             self._abandon(job, f"no live node monitor satisfies the constraint of task {exc.task}{also}", out)
             return
         self.table.reserve(job_id, workers, made_for)

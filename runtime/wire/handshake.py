@@ -14,8 +14,9 @@ authenticated.
 
 Error handling: a peer that sends garbage, speaks another version, claims a role that may not
 connect, does not know the cluster secret, presents no certificate of the cluster CA (or an expired
-one), or is too slow gets Error(reason) (or a TLS alert) and is closed, and HandshakeError(reason) is
-raised; the secret and the MACs are never logged.
+one), tells a max_frame under the floor (limits.peer_frame_problem: a peer may not make every
+message to it "too large"), or is too slow gets Error(reason) (or a TLS alert) and is closed, and
+HandshakeError(reason) is raised; the secret and the MACs are never logged.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
             nonce = auth.new_nonce()
             await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
             msg = await conn.receive_one()
-            refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity)
+            refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity, max_frame)
             if refused is not None:
                 reason = refused
             else:  # a timeout while welcoming it leaves the timeout as the reason
@@ -176,9 +177,13 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
     raise HandshakeError(reason)
 
 
-def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles, identity: Identity | None) -> str | None:
-    """None if `msg` is a valid Authenticate for this server (from the holder of `identity`, under TLS),
-    else the reason to refuse."""
+def _check_authenticate(
+    msg, secret, nonce, role, node_id, allowed_roles, identity: Identity | None, max_frame: int
+) -> str | None:
+    """None if `msg` is a valid Authenticate for this server (from the holder of `identity`, under TLS)
+    telling a max_frame this side accepts, else the reason to refuse."""
+    if isinstance(msg, Error):
+        return f"the peer refused the connection: {clip(msg.reason)}"
     if not isinstance(msg, Authenticate):
         return f"expected Authenticate, got {type(msg).__name__}"
     if msg.version != PROTOCOL_VERSION:
@@ -188,12 +193,15 @@ def _check_authenticate(msg, secret, nonce, role, node_id, allowed_roles, identi
     if identity is not None:
         if not identity.may_claim(msg.role):
             return f"the {identity.role} certificate {clip(identity.name)!r} may not connect as a {clip(msg.role)}"
-        return None
-    expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
-    if not auth.verify(expected, msg.mac):
-        return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"
-    if len(msg.nonce) != auth.NONCE_SIZE:
-        return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
+    else:
+        expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
+        if not auth.verify(expected, msg.mac):
+            return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"
+        if len(msg.nonce) != auth.NONCE_SIZE:
+            return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
+    frame_problem = limits.peer_frame_problem(msg.max_frame, max_frame)
+    if frame_problem is not None:
+        return f"{msg.role} {clip(msg.peer_id)!r}: {frame_problem}"
     return None
 
 
@@ -283,6 +291,11 @@ async def _client_handshake(
                 f"{name} speaks protocol version {challenge.version}, this {role} speaks {PROTOCOL_VERSION}"
             )
         server_role, server_id = challenge.role, challenge.peer_id
+        frame_problem = limits.peer_frame_problem(challenge.max_frame, conn.max_frame)
+        if frame_problem is not None:
+            with contextlib.suppress(ConnectionLost, ProtocolError):
+                await conn.send_now([Error(clip(f"refused: {frame_problem}", limits.MAX_REASON))])
+            raise HandshakeError(f"refused {name}: {frame_problem}")
         if identity is not None and not identity.may_claim(server_role):
             raise HandshakeError(
                 f"{name} claims to be a {clip(server_role)} but holds the {identity.role} certificate "

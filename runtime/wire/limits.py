@@ -23,6 +23,8 @@ MAX_PROBE_RATIO = 100.0
 MAX_PROBES_PER_JOB = 200_000  # ceil(probe_ratio x tasks), across every node monitor
 MAX_LABELS = 64  # labels of a node monitor or a constraint
 MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
+MAX_PREFERRED_NODES = 64  # node monitor ids one task may prefer (SubmitJob.task_prefer)
+MAX_PREFERRED_PER_JOB = 200_000  # node monitor ids all of a job's tasks prefer, together
 MAX_TIMEOUT = 30 * 24 * 3600.0  # seconds a job's task may be allowed to run
 PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1  # the kernel's sparrow_core.PRIORITY_RANGE
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
@@ -50,6 +52,7 @@ MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished
 MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for one peer, at the least (the memory bound)
 STALL_TIMEOUT = 10.0  # seconds a peer may accept no byte while bytes wait for it: then it does not read
 LINK_FULL = 1024 * 1024  # unsent bytes past which a link is full: senders that can wait, wait (send_later)
+MIN_PEER_FRAME = 64 * 1024  # the smallest max_frame a peer may tell at the handshake (see peer_frame_problem)
 
 
 def unsent_limit(max_frame: int) -> int:
@@ -59,6 +62,16 @@ def unsent_limit(max_frame: int) -> int:
     what a scheduler relays to a peer that reads too slowly. A peer that stops reading altogether is
     dropped after STALL_TIMEOUT whatever it holds."""
     return max(4 * max_frame, MIN_UNSENT_LIMIT)
+
+
+def peer_frame_problem(told: int, own: int) -> str | None:
+    """Why a peer's announced max_frame `told` (0: not told) is refused by a side whose own is `own`:
+    under MIN_PEER_FRAME (or under `own`, if that is smaller), a lying or misconfigured peer would make
+    every task or outcome it is sent fail as too large. None if it is acceptable."""
+    floor = min(MIN_PEER_FRAME, own)
+    if told == 0 or told >= floor:
+        return None
+    return f"its max_frame of {told} bytes is under the floor of {floor} bytes (a peer must accept frames that large)"
 
 
 MESSAGE_OVERHEAD = 1024  # bytes of a task's or an outcome's message besides its payload and text, generously
@@ -92,6 +105,7 @@ def job_problem(
     constraint,
     task_constraints,
     timeout: float | None = None,
+    task_prefer=None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -122,6 +136,25 @@ def job_problem(
             problem = None if c is None else constraint_problem(c, f"task_constraints[{i}]")
             if problem is not None:
                 return problem
+    if task_prefer is not None:
+        return prefer_problem(task_prefer, n_tasks)
+    return None
+
+
+def prefer_problem(task_prefer, n_tasks: int) -> str | None:
+    """Why `task_prefer` (per task, the node monitor ids it prefers) is malformed or over a limit, or None."""
+    if len(task_prefer) != n_tasks:
+        return f"task_prefer: {len(task_prefer)} entries for {n_tasks} tasks"
+    total = 0
+    for i, nodes in enumerate(task_prefer):
+        if len(nodes) > MAX_PREFERRED_NODES:
+            return f"task_prefer[{i}]: names {len(nodes)} node monitors, over the limit of {MAX_PREFERRED_NODES}"
+        total += len(nodes)
+        for name in nodes:
+            if len(name) > MAX_NAME:
+                return f"task_prefer[{i}]: a name of {len(name)} characters, over the limit of {MAX_NAME}"
+    if total > MAX_PREFERRED_PER_JOB:
+        return f"task_prefer: names {total} node monitors in all, over the limit of {MAX_PREFERRED_PER_JOB} per job"
     return None
 
 

@@ -146,7 +146,9 @@ class Error(_Msg, tag=4):
 
 
 class SubmitJob(_Msg, tag=10):
-    """`timeout`: seconds each task may run before it is stopped (None: no limit)."""
+    """`timeout`: seconds each task may run before it is stopped (None: no limit). `task_prefer`: per
+    task, the ids of node monitors to probe first (empty: none), a soft placement preference: the task
+    may still run elsewhere (None: no task has one)."""
 
     ref: Id
     tasks: list[bytes]
@@ -156,6 +158,7 @@ class SubmitJob(_Msg, tag=10):
     constraint: Constraint | None = None
     task_constraints: list[Constraint | None] | None = None
     timeout: float | None = None
+    task_prefer: list[tuple[str, ...]] | None = None
 
 
 class CancelJob(_Msg, tag=16):

@@ -170,18 +170,23 @@ class RawPeer:
             got += batch
         return got
 
-    def handshake(self, role: str, peer_id: str = "attacker") -> Challenge:
-        """Authenticate as `role` with the cluster secret."""
+    def handshake(self, role: str, peer_id: str = "attacker", max_frame: int = 0) -> Challenge:
+        """Authenticate as `role` with the cluster secret, telling `max_frame` (0: not told)."""
+        challenge, welcome = self.authenticate(role, peer_id, max_frame)
+        assert isinstance(welcome, Welcome), welcome
+        return challenge
+
+    def authenticate(self, role: str, peer_id: str, max_frame: int = 0) -> tuple[Challenge, object]:
+        """Read the Challenge and answer it as `role` with the cluster secret, telling `max_frame`: the
+        Challenge and the service's reply (Welcome, or Error)."""
         challenge = self.receive_one()
         assert isinstance(challenge, Challenge), challenge
         nonce = auth.new_nonce()
         mac = auth.proof(
             SECRET, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, challenge.role, challenge.peer_id
         )
-        self.send(Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce))
-        welcome = self.receive_one()
-        assert isinstance(welcome, Welcome), welcome
-        return challenge
+        self.send(Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce, max_frame))
+        return challenge, self.receive_one()
 
 
 def scheduler_answers(address: tuple[str, int]) -> bool:

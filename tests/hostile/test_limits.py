@@ -112,6 +112,7 @@ def _job(n_tasks=1, **fields) -> SubmitJob:
 
 
 P = limits.MAX_PROBE_RATIO
+PREFER_TASKS = limits.MAX_PREFERRED_PER_JOB // limits.MAX_PREFERRED_NODES  # tasks that fill task_prefer's limit
 JOB_CASES = [
     # (fields at the limit, fields one past it, what the reason must say)
     (
@@ -153,6 +154,23 @@ JOB_CASES = [
         dict(n_tasks=2, task_constraints=[None, Constraint(labels=(NAME_OVER,))]),
         "task_constraints[1]: a name of 201",
     ),
+    (
+        dict(n_tasks=2, task_prefer=[(), ("nm",) * limits.MAX_PREFERRED_NODES]),
+        dict(n_tasks=2, task_prefer=[(), ("nm",) * (limits.MAX_PREFERRED_NODES + 1)]),
+        f"task_prefer[1]: names {limits.MAX_PREFERRED_NODES + 1} node monitors, over the limit of "
+        f"{limits.MAX_PREFERRED_NODES}",
+    ),
+    (
+        dict(n_tasks=2, task_prefer=[(NAME_OK,), ()]),
+        dict(n_tasks=2, task_prefer=[(NAME_OVER,), ()]),
+        "task_prefer[0]: a name of 201",
+    ),
+    (
+        dict(n_tasks=PREFER_TASKS, task_prefer=[("nm",) * limits.MAX_PREFERRED_NODES] * PREFER_TASKS),
+        dict(n_tasks=PREFER_TASKS + 1, task_prefer=[("nm",) * limits.MAX_PREFERRED_NODES] * PREFER_TASKS + [("nm",)]),
+        f"task_prefer: names {limits.MAX_PREFERRED_PER_JOB + 1} node monitors in all, over the limit of "
+        f"{limits.MAX_PREFERRED_PER_JOB} per job",
+    ),
 ]
 
 
@@ -175,7 +193,19 @@ def test_job_limits_are_answered_with_a_reason_naming_the_field_and_limit(at, pa
             past.pop("priority", 0),
             past.pop("probe_ratio", None),
             past.get("constraint") or past.get("task_constraints"),
+            prefer=past.get("task_prefer"),
         )
+
+
+def test_task_prefer_with_the_wrong_number_of_entries_is_rejected_by_both_sides():
+    """One preference for a job of two tasks: JobRejected from the scheduler, ValueError from the
+    client before sending, each saying how many entries for how many tasks."""
+    logic = _logic()
+    rejected = _scheduler_answer(logic, _job(n_tasks=2, task_prefer=[("nm",)]))
+    assert type(rejected) is JobRejected and rejected.reason == "task_prefer: 1 entries for 2 tasks"
+    assert logic.jobs == {}
+    with pytest.raises(ValueError, match="prefer has 1 entries for 2 tasks"):
+        build_submit([b"t"] * 2, "", 0, None, None, prefer=[["nm"]])
 
 
 def test_the_schedulers_own_probe_ratio_is_held_to_the_probe_limit_too():

@@ -110,6 +110,38 @@ def test_tasks_over_one_frame_together_are_split_into_jobs_that_each_fit():
     assert [len(m.tasks) for m in msgs] == [2, 2, 1] and all(j.attempts == [1] for j in jobs)
 
 
+def test_task_prefer_goes_with_its_tasks_sliced_for_a_retry_and_joined_when_coalesced():
+    """A job's per-task preferences travel in its SubmitJob; a retry of some tasks carries theirs only;
+    coalesced jobs' preferences line up with their tasks in the shared placement."""
+    logic, _ = connected_logic()
+    job = job_of(3, prefer=[["nm-a"], None, ["nm-b", "nm-c"]])
+    assert job.settings.task_prefer == [("nm-a",), (), ("nm-b", "nm-c")]
+    [first] = add_and_flush(logic, job)
+    assert first.task_prefer == [("nm-a",), (), ("nm-b", "nm-c")]
+    [again] = logic.on_messages([failed(first.ref, 2), ok(first.ref, 0), ok(first.ref, 1, last=True)])
+    assert again.tasks == [b"t2"] and again.task_prefer == [("nm-b", "nm-c")]
+    plain, preferring = job_of(1, coalesce=True), job_of(2, coalesce=True, prefer=[None, ["nm-d"]])
+    [shared] = add_and_flush(logic, plain, preferring)
+    assert shared.task_prefer == [(), (), ("nm-d",)]
+    [alone] = add_and_flush(logic, job_of(2, prefer=[None, None]))
+    assert alone.task_prefer is None  # no task prefers anything: the field stays empty on the wire
+
+
+@pytest.mark.parametrize(
+    "prefer, error, match",
+    [
+        ("nm-a", TypeError, "prefer must be one entry per task"),
+        (["nm-a", None], TypeError, r"prefer\[0\] must be a sequence of node monitor ids, not a str"),
+        ([[1], None], TypeError, r"prefer\[0\]: node monitor ids are str, got int"),
+        ([None], ValueError, "prefer has 1 entries for 2 tasks"),
+    ],
+)
+def test_a_malformed_prefer_is_refused_before_anything_is_sent(prefer, error, match):
+    """A bare str, a non-str id or the wrong number of entries: a clear error naming `prefer`."""
+    with pytest.raises(error, match=match):
+        build_submit([b"a", b"b"], "", 0, None, None, prefer=prefer)
+
+
 # -- retries --------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 import pytest
 
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.framing import DEFAULT_MAX_FRAME
 from sparrow_runtime.wire.messages import (
     SYSTEM,
     TOO_LARGE,
@@ -329,23 +330,104 @@ def test_heartbeat_is_echoed():
     assert logic.on_node_messages("nm0", [Heartbeat()]) == [("nm0", Heartbeat())]
 
 
-def test_a_task_over_its_node_monitors_frame_limit_fails_alone_once():
-    """Node monitor nm0 takes frames of 4096 bytes: a 5000-byte task fails (TOO_LARGE, naming the size
-    and the limit) with NoTask to the slot that asked; its 10-byte sibling is launched; no Error."""
-    logic = cluster(1)
-    logic.frame_limits["nm0"] = 4096
-    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * 5000, b"y" * 10])])
-    (job_id,) = {msg.job_id for _, msg in of_type(out, EnqueueReservations)}
-    first = logic.on_node_messages("nm0", [GetTask(job_id)])
-    second = logic.on_node_messages("nm0", [GetTask(job_id)])
-    got = first + second
-    (failed,) = [msg for _, msg in of_type(got, OutcomeToClient)]
-    assert failed.task == 0 and not failed.outcome.ok and failed.outcome.failure == TOO_LARGE
-    assert "payload of 5000 bytes is over the frame limit of 4096 bytes" in failed.outcome.error
-    assert "'nm0'" in failed.outcome.error
-    assert [msg.task for _, msg in of_type(got, TaskToNode)] == [1]
-    assert of_type(got, NoTask) and not of_type(got, Error)
+KIB = 1024
+
+
+def cluster_with_limits(limits, **kw):
+    """Node monitors nm0, nm1, ... whose links take frames of `limits[i]` bytes (set, as the shell does,
+    before each registers), on a fake clock."""
+    logic = SchedulerLogic(seed=7, clock=lambda: 0.0, **kw)
+    for i, limit in enumerate(limits):
+        logic.frame_limits[f"nm{i}"] = limit
+        logic.on_node_messages(f"nm{i}", [RegisterNodeMonitor(f"nm{i}", 1, (), instance=f"process-{i}")])
+    return logic
+
+
+def serve_all(logic, out):
+    """Answer every reservation in `out` (and the re-probes that follow) with GetTask until none is left;
+    the (node monitor, TaskToNode) launches and every message sent meanwhile."""
+    sent, launched = list(out), []
+    todo = [(peer, msg.job_id) for peer, msg in of_type(out, EnqueueReservations) for _ in range(msg.count)]
+    while todo:
+        peer, job_id = todo.pop(0)
+        got = logic.on_node_messages(peer, [GetTask(job_id)])
+        sent += got
+        launched += of_type(got, TaskToNode)
+        todo += [(p, m.job_id) for p, m in of_type(got, EnqueueReservations) for _ in range(m.count)]
+    return launched, sent
+
+
+def test_a_node_monitor_telling_a_small_limit_gets_no_reservation_for_a_task_it_cannot_take():
+    """nm0 told 64 KiB (a liar, or misconfigured), nm1 and nm2 the default: a job with a 100 KiB task is
+    probed on nm1 and nm2 only, and every task runs; nothing fails TOO_LARGE."""
+    logic = cluster_with_limits([64 * KIB, DEFAULT_MAX_FRAME, DEFAULT_MAX_FRAME])
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * (100 * KIB)] + [b"y"] * 5)])
+    assert set(reservations(out)) == {"nm1", "nm2"}
+    launched, sent = serve_all(logic, out)
+    assert sorted(msg.task for _, msg in launched) == list(range(6))
+    assert {peer for peer, _ in launched} <= {"nm1", "nm2"}
+    assert not [m for _, m in of_type(sent, OutcomeToClient) if not m.outcome.ok]
+    assert logic.stats["too_large"] == 0
+
+
+def test_small_tasks_still_go_to_a_node_monitor_with_a_small_limit():
+    """The same cluster: a job of small tasks is probed on all three, nm0 among them (its limit is no
+    reason to leave it idle)."""
+    logic = cluster_with_limits([64 * KIB, DEFAULT_MAX_FRAME, DEFAULT_MAX_FRAME])
+    out = submit(logic, 12)
+    assert set(reservations(out)) == {"nm0", "nm1", "nm2"}
+    launched, _ = serve_all(logic, out)
+    assert sorted(msg.task for _, msg in launched) == list(range(12))
+
+
+def test_a_task_too_large_for_every_node_monitor_fails_alone_at_once():
+    """Every node monitor takes 64 KiB: a 100 KiB task fails TOO_LARGE at submission, naming its size and
+    the largest limit, without a reservation made for it; its small sibling runs."""
+    logic = cluster_with_limits([64 * KIB, 64 * KIB])
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * (100 * KIB), b"y"])])
+    (failed,) = [msg for _, msg in of_type(out, OutcomeToClient)]
+    assert failed.task == 0 and failed.outcome.failure == TOO_LARGE and not failed.last
+    assert (
+        "payload of 102400 bytes is over the frame limit of 65536 bytes of every node monitor" in failed.outcome.error
+    )
+    assert sum(reservations(out).values()) == 2  # d = 2 for the one task left
+    launched, _ = serve_all(logic, out)
+    assert [msg.task for _, msg in launched] == [1]
     assert logic.stats["too_large"] == 1
+
+
+def test_a_job_of_only_too_large_tasks_ends_at_once():
+    """Both tasks are too large for every node monitor: each fails once, the job ends, nothing is probed."""
+    logic = cluster_with_limits([64 * KIB])
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * (100 * KIB)] * 2)])
+    outcomes = [msg for _, msg in of_type(out, OutcomeToClient)]
+    assert [(m.task, m.outcome.failure, m.last) for m in outcomes] == [(0, TOO_LARGE, False), (1, TOO_LARGE, True)]
+    assert not of_type(out, EnqueueReservations) and not logic.jobs and not len(logic.table)
+
+
+def test_a_big_task_fails_too_large_only_once_the_last_node_monitor_that_fits_is_lost():
+    """nm0 takes 64 KiB, nm1 the default: the 100 KiB task is reserved at nm1 only. nm1 is lost before it
+    asks: the re-probe finds no node monitor that fits, so the task fails TOO_LARGE (one outcome), not
+    hands it to nm0."""
+    logic = cluster_with_limits([64 * KIB, DEFAULT_MAX_FRAME])
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"x" * (100 * KIB)])])
+    assert set(reservations(out)) == {"nm1"}
+    lost = logic.on_node_lost("nm1")
+    assert not of_type(lost, EnqueueReservations)
+    (failed,) = [msg for _, msg in of_type(lost, OutcomeToClient)]
+    assert failed.outcome.failure == TOO_LARGE and failed.last
+    assert logic.on_node_messages("nm0", [GetTask(1)]) == [("nm0", NoTask(1))]
+
+
+def test_a_constrained_task_whose_candidates_are_all_too_small_says_so():
+    """A task constrained to nm0 alone, whose link takes 64 KiB, with a 100 KiB payload beside a task
+    that fits: the job is abandoned with a reason naming both the constraint and the frame size."""
+    logic = cluster_with_limits([64 * KIB, DEFAULT_MAX_FRAME])
+    only_nm0 = Constraint(node_monitors=("nm0",))
+    msg = SubmitJob(1, [b"x" * (100 * KIB), b"y"], task_constraints=[None, only_nm0])
+    out = logic.on_client_messages("c", [msg])
+    failures = {m.task: m.outcome for _, m in of_type(out, OutcomeToClient)}
+    assert "constraint of task 1" in failures[1].error and "frames of" in failures[1].error
 
 
 def test_an_outcome_over_its_clients_frame_limit_fails_alone_once():

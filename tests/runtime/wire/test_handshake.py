@@ -1,5 +1,7 @@
 """The connection handshake and protocol errors (connection.py), over trio memory streams."""
 
+from functools import partial
+
 import pytest
 import trio
 import trio.testing
@@ -45,7 +47,7 @@ def test_handshake_authenticates_both_sides_and_names_them():
 
 
 def test_each_side_tells_its_max_frame_and_both_send_within_the_smaller():
-    """Server 64 KiB, client 16 KiB: each side's send limit is 16 KiB, each still accepts its own
+    """Server 1 MiB, client 64 KiB: each side's send limit is 64 KiB, each still accepts its own
     max_frame; a message over the send limit is never written (the sender knew)."""
 
     async def main():
@@ -54,15 +56,80 @@ def test_each_side_tells_its_max_frame_and_both_send_within_the_smaller():
             got = {}
 
             async def server():
-                got["server"] = await _accept(left, max_frame=64 * 1024)
+                got["server"] = await _accept(left, max_frame=1024 * 1024)
 
             nursery.start_soon(server)
-            client = await connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=16 * 1024)
+            client = await connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=64 * 1024)
         server = got["server"]
-        assert (server.send_limit, client.send_limit) == (16 * 1024, 16 * 1024)
-        assert (server.max_frame, client.max_frame) == (64 * 1024, 16 * 1024)
+        assert (server.send_limit, client.send_limit) == (64 * 1024, 64 * 1024)
+        assert (server.max_frame, client.max_frame) == (1024 * 1024, 64 * 1024)
 
     trio.run(main)
+
+
+def test_a_client_telling_a_tiny_max_frame_is_refused_naming_it(caplog):
+    """A client that tells 1 KiB (a liar, or misconfigured) would make every outcome to it too large:
+    the server refuses it at the handshake with one line naming the value and the floor."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_client_telling, right, 1024)
+            with pytest.raises(HandshakeError, match="max_frame of 1024 bytes is under the floor of 65536"):
+                await _accept(left)
+
+    trio.run(main)
+    assert "client 'c1': its max_frame of 1024 bytes is under the floor" in caplog.text
+
+
+def test_a_server_telling_a_tiny_max_frame_is_refused_and_told_why():
+    """A server that tells 1 KiB to a client of the default max_frame: the client refuses it (one line)
+    and says why to the server, whose refusal names the client's reason."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        got = {}
+
+        async def server():
+            with pytest.raises(HandshakeError) as info:
+                await _accept(left, max_frame=1024)
+            got["server"] = str(info.value)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server)
+            with pytest.raises(HandshakeError, match="max_frame of 1024 bytes is under the floor of 65536"):
+                await connect_stream(right, secret=SECRET, role="client", peer_id="c1")
+        assert "the peer refused the connection: refused: its max_frame of 1024" in got["server"]
+
+    trio.run(main)
+
+
+def test_a_side_configured_under_the_floor_accepts_peers_as_small_as_itself():
+    """The floor is the smaller of 64 KiB and a side's own max_frame: two sides both set to 1 KiB talk."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                partial(connect_stream, right, secret=SECRET, role="client", peer_id="c", max_frame=1024)
+            )
+            server = await _accept(left, max_frame=1024)
+        assert server.send_limit == 1024
+
+    trio.run(main)
+
+
+async def _client_telling(stream, max_frame: int) -> None:
+    """A client that knows the secret and tells `max_frame` whatever its own is (as a liar would)."""
+    decoder = FrameDecoder()
+    msgs = []
+    while not msgs:
+        msgs = decoder.feed(await stream.receive_some(65536))
+    challenge = msgs[0]
+    mac = auth.proof(SECRET, "client", challenge.nonce, PROTOCOL_VERSION, "client", "c1", "scheduler", "s")
+    await stream.send_all(encode_frames([Authenticate(PROTOCOL_VERSION, "client", "c1", mac, b"n" * 32, max_frame)]))
+    while await stream.receive_some(65536):  # until the server closes
+        pass
 
 
 def test_peer_without_the_secret_is_refused_with_a_reason(caplog):
@@ -136,7 +203,9 @@ def test_protocol_error_after_handshake_sends_error_and_closes():
     async def main():
         left, right = trio.testing.memory_stream_pair()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: connect_stream(right, secret=SECRET, role="client", peer_id="c1"))
+            nursery.start_soon(
+                lambda: connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=1024)
+            )
             server = await _accept(left, max_frame=1024)
         got = []
         async with trio.open_nursery() as nursery:

@@ -24,12 +24,14 @@ def _length(blob: bytes) -> int:
     return len(blob)
 
 
-async def _kill_holder(cluster: LocalCluster, job) -> str:
-    """SIGKILL the node monitor that holds task 0's value of `job`; its id."""
+async def _produce_then_kill_holder(cluster: LocalCluster, client: Client):
+    """A job of one task whose value is kept, and the id of its holder, SIGKILLed once the task is done."""
+    job = await client.submit_job([partial(_blob, BIG)])
+    await job.wait()
     holder = job._job.outcomes[0].ref.node_id
     os.kill(cluster.node_monitor_pids[cluster.node_ids.index(holder)], signal.SIGKILL)
     await trio.sleep(0.5)  # its links close: the scheduler drops it
-    return holder
+    return job, holder
 
 
 @pytest.mark.slow
@@ -42,9 +44,7 @@ def test_a_value_lost_with_its_node_monitor_is_recomputed_from_its_task_and_the_
         async def main():
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 with trio.fail_after(60):
-                    first = await client.submit_job([partial(_blob, BIG)])
-                    await first.wait()
-                    holder = await _kill_holder(cluster, first)
+                    first, holder = await _produce_then_kill_holder(cluster, client)
                     second = await client.submit_job([partial(_length, first[0])])
                     assert await second.results() == [BIG]
                     assert client._logic.recomputed == 1
@@ -64,9 +64,7 @@ def test_without_attempts_left_the_dependent_fails_naming_the_lost_input_and_its
         async def main():
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 with trio.fail_after(60):
-                    first = await client.submit_job([partial(_blob, BIG)])
-                    await first.wait()
-                    holder = await _kill_holder(cluster, first)
+                    first, holder = await _produce_then_kill_holder(cluster, client)
                     second = await client.submit_job([partial(_length, first[0])], retries=0)
                     outcome = (await second.outcomes())[0]
                     assert isinstance(outcome.exception, DependencyFailed) and outcome.attempts == 1

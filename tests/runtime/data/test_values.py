@@ -9,11 +9,10 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, TaskFailed, ValueLost, serve_node_monitor, serve_scheduler
-from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
-from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime import Client, TaskFailed, ValueLost
 
-SECRET = b"v" * 32
+from ..services.test_services import SECRET, services
+
 BIG = 200_000  # over the default inline limit of 64 KiB
 
 
@@ -25,29 +24,21 @@ def _length(*blobs) -> int:
     return sum(map(len, blobs))
 
 
-async def _services(test, *, node_options=None, client_grace: float = 2.0) -> list[NodeMonitorLogic]:
-    """Run `test(client, logics)` against a scheduler and two thread node monitors in this process."""
-    logics = [NodeMonitorLogic(slots=1) for _ in range(2)]
-    async with trio.open_nursery() as nursery:
-        address = await nursery.start(
-            partial(serve_scheduler, secret=SECRET, logic=SchedulerLogic(seed=5, client_grace=client_grace))
-        )
-        for i, logic in enumerate(logics):
-            await nursery.start(
-                partial(
-                    serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id=f"nm{i}",
-                    executor="thread",
-                    logic=logic,
-                    **(node_options or {}),
-                )
-            )
+async def _services(test, **options) -> None:
+    """Run `test(address, node logics)` against a scheduler and two thread node monitors in this process."""
+    async with services(**options) as (address, _, logics):
         with trio.fail_after(30):
             await test(address, logics)
-        nursery.cancel_scope.cancel()
-    return logics
+
+
+async def _with_client(test, **options) -> None:
+    """Run `test(client, node logics)` with a Client of those services."""
+
+    async def with_client(address, logics):
+        async with Client([address], secret=SECRET) as client:
+            await test(client, logics)
+
+    await _services(with_client, **options)
 
 
 async def _until(condition, timeout: float = 5.0) -> None:
@@ -64,65 +55,61 @@ def test_a_small_result_travels_inline_and_a_big_one_stays_where_it_was_made():
     """Under the inline limit the outcome carries the value; over it, a reference (node, address, key,
     size), and the value is in that node monitor's store; results() fetches it whole either way."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            job = await client.submit_job([partial(_blob, 10), partial(_blob, BIG)])
-            assert await job.results() == [b"x" * 10, b"x" * BIG]
-            small, big = job._job.outcomes
-            assert small.ref is None and small.payload
-            assert big.ref is not None and big.payload == b"" and big.ref.size > BIG
-            assert big.ref.node_id in ("nm0", "nm1") and len(big.ref.key) == 16
-            holder = logics[int(big.ref.node_id[-1])]
-            assert len(holder.store) == 1 and holder.store.get(big.ref.key) is not None
+    async def test(client, logics):
+        job = await client.submit_job([partial(_blob, 10), partial(_blob, BIG)])
+        assert await job.results() == [b"x" * 10, b"x" * BIG]
+        small, big = job._job.outcomes
+        assert small.ref is None and small.payload
+        assert big.ref is not None and big.payload == b"" and big.ref.size > BIG
+        assert big.ref.node_id in ("nm0", "nm1") and len(big.ref.key) == 16
+        holder = logics[int(big.ref.node_id[-1])]
+        assert len(holder.store) == 1 and holder.store.get(big.ref.key) is not None
 
-    trio.run(_services, test)
+    trio.run(_with_client, test)
 
 
 def test_a_dependent_gets_references_and_its_node_monitor_fetches_the_inputs():
     """A task taking two kept results runs with both values, wherever it lands: its node monitor takes them
     from its own store or from the holder over a data link; the client's link carries no value."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            first = await client.submit_job([partial(_blob, BIG), partial(_blob, BIG + 1)])
-            second = await client.submit_job([partial(_length, first[0], first[1])])
-            assert await second.results() == [2 * BIG + 1]
-            assert client._links.fetched == 0  # nothing came to the client
-            assert _held(logics) == 2
+    async def test(client, logics):
+        first = await client.submit_job([partial(_blob, BIG), partial(_blob, BIG + 1)])
+        second = await client.submit_job([partial(_length, first[0], first[1])])
+        assert await second.results() == [2 * BIG + 1]
+        assert client._links.fetched == 0  # nothing came to the client
+        assert _held(logics) == 2
 
-    trio.run(_services, test)
+    trio.run(_with_client, test)
 
 
 def test_values_are_released_when_their_job_handle_is_dropped():
     """Dropping the JobHandle releases its kept values at their node monitor (ReleaseValues)."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            job = await client.submit_job([partial(_blob, BIG) for _ in range(3)])
-            await job.wait()
-            assert _held(logics) == 3
-            del job
-            gc.collect()
-            await _until(lambda: _held(logics) == 0)
+    async def test(client, logics):
+        job = await client.submit_job([partial(_blob, BIG) for _ in range(3)])
+        await job.wait()
+        assert _held(logics) == 3
+        del job
+        gc.collect()
+        await _until(lambda: _held(logics) == 0)
 
-    trio.run(_services, test)
+    trio.run(_with_client, test)
 
 
 def test_a_value_is_held_while_a_dependent_needs_it_even_if_its_owner_is_gone():
     """The producer's handle dropped before its dependent ran: its value stays until the dependent is done."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            first = await client.submit_job([partial(_blob, BIG)])
-            second = await client.submit_job([partial(_length, first[0])])
-            del first
-            gc.collect()  # the handle lives on in the dependent's record of its input until that is done
-            assert await second.results() == [BIG]
-            assert _held(logics) == 1
-            gc.collect()
-            await _until(lambda: _held(logics) == 0)
+    async def test(client, logics):
+        first = await client.submit_job([partial(_blob, BIG)])
+        second = await client.submit_job([partial(_length, first[0])])
+        del first
+        gc.collect()  # the handle lives on in the dependent's record of its input until that is done
+        assert await second.results() == [BIG]
+        assert _held(logics) == 1
+        gc.collect()
+        await _until(lambda: _held(logics) == 0)
 
-    trio.run(_services, test)
+    trio.run(_with_client, test)
 
 
 def test_a_closed_client_releases_every_value_it_held():
@@ -162,40 +149,38 @@ def test_a_lost_clients_values_are_released_by_the_scheduler_after_its_grace():
 def test_a_value_no_longer_held_gives_value_lost_naming_its_node_monitor():
     """A value its node monitor no longer has: results() raises ValueLost naming the node monitor."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            job = await client.submit_job([partial(_blob, BIG)])
-            await job.wait()
-            ref = job._job.outcomes[0].ref
-            logics[int(ref.node_id[-1])].store.release([ref.key])
-            with pytest.raises(ValueLost, match=f"at node monitor {ref.node_id} .*holds no such value"):
-                await job.results()
+    async def test(client, logics):
+        job = await client.submit_job([partial(_blob, BIG)])
+        await job.wait()
+        ref = job._job.outcomes[0].ref
+        logics[int(ref.node_id[-1])].store.release([ref.key])
+        with pytest.raises(ValueLost, match=f"at node monitor {ref.node_id} .*holds no such value"):
+            await job.results()
 
-    trio.run(_services, test)
+    trio.run(_with_client, test)
 
 
 def test_past_the_memory_limit_a_result_fails_with_the_sizes_and_the_node_monitor_goes_on():
     """memory_limit 300 kB: the first 200 kB result is kept, the second fails with TaskFailed naming the
     store's sizes (not retried); small results go on, and once the first is released a big one fits again."""
 
-    async def test(address, logics):
-        async with Client([address], secret=SECRET) as client:
-            first = await client.submit_job([partial(_blob, BIG)], constraints=None)
-            await first.wait()
-            holder = first._job.outcomes[0].ref.node_id
-            pinned = {"constraints": _on(holder)}
-            second = await client.submit_job([partial(_blob, BIG)], **pinned)
-            outcome = (await second.outcomes())[0]
-            assert isinstance(outcome.exception, TaskFailed) and outcome.attempts == 1
-            assert "value store is full" in str(outcome.exception) and "300,000 bytes" in str(outcome.exception)
-            assert await (await client.submit_job([partial(_blob, 5)], **pinned)).results() == [b"xxxxx"]
-            del first
-            gc.collect()
-            await _until(lambda: _held(logics) == 0)
-            third = await client.submit_job([partial(_blob, BIG)], **pinned)
-            assert await third.results() == [b"x" * BIG]
+    async def test(client, logics):
+        first = await client.submit_job([partial(_blob, BIG)], constraints=None)
+        await first.wait()
+        holder = first._job.outcomes[0].ref.node_id
+        pinned = {"constraints": _on(holder)}
+        second = await client.submit_job([partial(_blob, BIG)], **pinned)
+        outcome = (await second.outcomes())[0]
+        assert isinstance(outcome.exception, TaskFailed) and outcome.attempts == 1
+        assert "value store is full" in str(outcome.exception) and "300,000 bytes" in str(outcome.exception)
+        assert await (await client.submit_job([partial(_blob, 5)], **pinned)).results() == [b"xxxxx"]
+        del first
+        gc.collect()
+        await _until(lambda: _held(logics) == 0)
+        third = await client.submit_job([partial(_blob, BIG)], **pinned)
+        assert await third.results() == [b"x" * BIG]
 
-    trio.run(partial(_services, test, node_options={"memory_limit": 300_000}))
+    trio.run(partial(_with_client, test, memory_limit=300_000))
 
 
 def _on(node_id: str):

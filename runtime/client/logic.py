@@ -503,7 +503,7 @@ class ClientLogic:
             self.values.forget(waiting.values[index])
             entry = self._recomputing.get(key)
             if entry is None:
-                rjob = Job(pjob.settings, [pjob.payloads[ptask]], retries=pjob.retries)
+                rjob = Job(_one_task(pjob.settings, ptask), [pjob.payloads[ptask]], retries=pjob.retries)
                 entry = self._recomputing[key] = (rjob, pjob, ptask, [])
                 self._recompute_of[rjob] = key
                 self.recomputed += 1
@@ -555,6 +555,17 @@ class ClientLogic:
                 job.payloads[task] = pack_dependent(waiting.template, waiting.values)
                 job.held.discard(task)
                 self._enqueue(job, [task])
+
+
+def _one_task(settings: SubmitJob, task: int) -> SubmitJob:
+    """The settings of a job for task `task` of a job with `settings` alone (its own constraint and
+    preference, if its job has per-task ones)."""
+    constraints, prefer = settings.task_constraints, settings.task_prefer
+    return msgspec.structs.replace(
+        settings,
+        task_constraints=None if constraints is None else [constraints[task]],
+        task_prefer=None if prefer is None else [prefer[task]],
+    )
 
 
 def _prefer_holders(job: Job, task: int, values: list, again: bool = False) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from sparrow_runtime.client.job import Job, build_submit
 from sparrow_runtime.data.dependent import is_remote, unpack_remote
 from sparrow_runtime.errors import DependencyFailed, ValueLost
 from sparrow_runtime.wire.messages import LOST_INPUT, Outcome, OutcomeToClient, ValueRef
@@ -100,3 +101,21 @@ def test_closing_releases_every_value_still_held():
     logic.on_messages([_kept(msg.ref, 0, A), _kept(msg.ref, 1, B, last=True)])
     logic.close()
     assert sorted(r.key for r in logic.values.take()) == [A.key, B.key]
+
+
+def test_the_recompute_of_a_task_of_a_job_with_per_task_settings_takes_that_tasks_own():
+    """Task 1 of a job with per-task constraints and preferences is recomputed as a job of one task
+    with task 1's constraint and preference only."""
+    from sparrow_runtime import Constraint
+
+    logic, _ = connected_logic()
+    constraints = [Constraint(labels=("a",)), Constraint(labels=("b",))]
+    payloads = [b"t0", b"t1"]
+    up = Job(build_submit(payloads, "", 0, None, constraints, prefer=[["nm-a"], ["nm-b"]]), payloads)
+    [msg] = add_and_flush(logic, up)
+    _dependent(logic, _identity, (up, 1))
+    logic.on_messages([OutcomeToClient(msg.ref, 0, Outcome(True, b"\x80\x05N."))])
+    [placed] = logic.on_messages([_kept(msg.ref, 1, B, last=True)])
+    [again] = logic.on_messages([_lost(placed.ref, B)])
+    assert again.tasks == [b"t1"] and again.task_constraints == [constraints[1]]
+    assert again.task_prefer == [("nm-b",)]

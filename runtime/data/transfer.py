@@ -6,8 +6,9 @@ CHUNK_SIZE and fits the link's frame limit (the smaller max_frame of its two sid
 far larger than a frame: its limit is the receiver's `max_value` (a setting, DEFAULT_MAX_VALUE).
 
 Error handling: the receiver raises TransferError, naming what was wrong, for a header whose size is
-not the reference's or is over `max_value`, a chunk size over what the link takes, a chunk out of
-order or of the wrong length, or any other message; the caller closes that link (and only it).
+not the reference's or is over `max_value`, a chunk size over what the link takes or so small that
+the value would take more than MAX_CHUNKS chunks, a chunk out of order or of the wrong length, or
+any other message; the caller closes that link (and only it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import ProtocolError
-from ..wire.limits import CHUNK_SIZE, MESSAGE_OVERHEAD
+from ..wire.limits import CHUNK_SIZE, MAX_CHUNKS, MESSAGE_OVERHEAD
 from ..wire.messages import ValueChunk, ValueHeader, ValueMissing
 
 
@@ -75,6 +76,10 @@ class Assembler:
                     f"{self.name}: chunks of {msg.chunk:,} bytes would be over this link's frame limit of "
                     f"{self.frame_limit:,} bytes"
                 )
+            count = -(-self.size // msg.chunk)
+            if count > MAX_CHUNKS:
+                over = f"over the limit of {MAX_CHUNKS:,}"
+                raise TransferError(f"{self.name}: chunks of {msg.chunk:,} bytes make {count:,} chunks, {over}")
             self.chunk = msg.chunk
             self._buf = bytearray(self.size)
             return self.size == 0

@@ -42,7 +42,7 @@ MAX_KEY = 32  # bytes of a value's key (this side makes them of KEY_SIZE random 
 KEY_SIZE = 16
 MAX_ADDRESS = 1000  # characters of a data address in a reference ("HOST:PORT" or "unix:PATH")
 CHUNK_SIZE = 4 * 1024 * 1024  # bytes of one chunk of a transfer (and at most the link's frame limit less overhead)
-MAX_CHUNKS = MAX_VALUE_SIZE  # a chunk index's bound; the count a header implies is checked against max_value
+MAX_CHUNKS = 100_000  # chunks of one value (1 GiB in chunks of the smallest frame a peer may tell: 16,644)
 MAX_RELEASE_KEYS = 100_000  # keys in one ReleaseValues
 MAX_INPUTS = 100_000  # inputs of one task that travel as references
 

@@ -32,6 +32,7 @@ import msgspec
 
 from .limits import (
     MAX_ADDRESS,
+    MAX_CHUNKS,
     MAX_COUNT,
     MAX_ID,
     MAX_KEY,
@@ -331,7 +332,9 @@ class ValueHeader(_Msg, tag=41):
 
 
 class ValueChunk(_Msg, tag=42):
-    index: Size
+    """Chunk `index` of the value announced by the ValueHeader before it (runtime/data/transfer.py)."""
+
+    index: Annotated[int, msgspec.Meta(ge=0, lt=MAX_CHUNKS)]
     data: bytes
 
 

@@ -62,6 +62,13 @@ def test_a_transfer_that_breaks_the_protocol_is_refused_naming_what_was_wrong(fe
         feed(Assembler(10, frame_limit=FRAME, max_value=1000, name="v"))
 
 
+def test_a_header_that_would_make_a_huge_number_of_chunks_is_refused():
+    """1 MB in chunks of 1 byte would be a million messages: refused at the header, naming the count."""
+    assembler = Assembler(1_000_000, frame_limit=FRAME, max_value=1 << 30, name="v")
+    with pytest.raises(TransferError, match="chunks of 1 bytes make 1,000,000 chunks, over the limit of 100,000"):
+        assembler.feed(ValueHeader(1_000_000, 1))
+
+
 def test_a_chunk_after_the_last_is_refused():
     """Once the value is complete nothing more belongs to the transfer."""
     assembler = _started(4, 4)

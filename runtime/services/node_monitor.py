@@ -93,6 +93,7 @@ class NodeMonitorService:
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
+        self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -212,9 +213,12 @@ class NodeMonitorService:
             if kind is TaskToNode:
                 self._start(peer, msg)
             elif kind is Stop:
-                ticket = self._tickets.get((peer, msg.job_id, msg.task))
+                key = (peer, msg.job_id, msg.task)
+                ticket = self._tickets.get(key)
                 if ticket is not None and self.can_stop:
                     self.executor.stop(ticket, msg.failure, msg.reason)
+                elif key in self._fetching:  # still fetching its inputs: it ends now, never launched
+                    self._fetching.pop(key).stop(msg)
             else:
                 sends.append((peer, msg))
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
@@ -238,8 +242,8 @@ class NodeMonitorService:
             self._tickets[key] = ticket
 
     async def _fetch_inputs(self, key: tuple, payload: bytes) -> None:
-        """Fetch the referenced inputs of a task (from this node monitor's store, or from their holders),
-        then launch it with every value in its call; a lost input fails it (LOST_INPUT, the lost keys in
+        """Fetch the referenced inputs of a task (from this node monitor's store, or from their holders, all
+        at once), then launch it with every value in its call; a lost input fails it (LOST_INPUT, the lost keys in
         its payload, so its client can recompute them)."""
         done = partial(self._finished, key)
         try:
@@ -251,20 +255,30 @@ class NodeMonitorService:
         if total > self.max_value:
             done(failed(f"the task's inputs take {total:,} bytes, over the max_value of {self.max_value:,}", TOO_LARGE))
             return
-        values: list = []
-        lost: list[bytes] = []
-        reasons: list[str] = []
-        for i, value in enumerate(call.inputs):
-            if type(value) is ValueRef:
-                try:
-                    value = await self._value(value)
-                except ValueLost as exc:
-                    lost.append(value.key)
-                    reasons.append(f"input {i}: {exc}")
-                    continue
-            values.append(value)
+        values: list = list(call.inputs)
+        lost: dict[int, tuple[bytes, str]] = {}
+
+        async def fetch(i: int, ref: ValueRef) -> None:
+            try:
+                values[i] = await self._value(ref)
+            except ValueLost as exc:
+                lost[i] = (ref.key, f"input {i}: {exc}")
+
+        fetching = self._fetching[key] = _Fetching()
+        try:
+            with fetching.scope:
+                async with trio.open_nursery() as nursery:  # from every holder at once
+                    for i, value in enumerate(call.inputs):
+                        if type(value) is ValueRef:
+                            nursery.start_soon(fetch, i, value)
+        finally:
+            self._fetching.pop(key, None)
+        if fetching.stopped is not None:
+            done(failed(fetching.stopped.reason, fetching.stopped.failure))
+            return
         if lost:
-            done(Outcome(False, msgspec.msgpack.encode(lost), "; ".join(reasons), LOST_INPUT))
+            keys = [lost[i][0] for i in sorted(lost)]
+            done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
             return
         self._launch_task(key, worker_payload(call.template, values))
 
@@ -287,6 +301,20 @@ class NodeMonitorService:
         self._tickets.pop(key, None)
         with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
+
+
+class _Fetching:
+    """A task fetching its inputs: its cancel scope, and the Stop that ended it (a timeout, a forced cancel)."""
+
+    __slots__ = ("scope", "stopped")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.stopped: Stop | None = None
+
+    def stop(self, msg: Stop) -> None:
+        self.stopped = msg
+        self.scope.cancel()
 
 
 def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):

@@ -187,3 +187,31 @@ def _on(node_id: str):
     from sparrow_runtime import Constraint
 
     return Constraint(node_monitors=(node_id,))
+
+
+def test_a_task_whose_input_never_arrives_ends_at_its_timeout_and_its_slot_goes_back_to_work():
+    """A dependent whose input's holder accepts the connection and says nothing: the task's timeout (1 s)
+    ends it while it is still fetching (TaskTimeout, never launched), and the node monitor runs the next."""
+    from sparrow_runtime import TaskTimeout, serve_node_monitor, serve_scheduler
+    from sparrow_runtime.client.job import build_submit
+    from sparrow_runtime.data.dependent import Slot, pack_dependent
+    from sparrow_runtime.wire.messages import ValueRef
+    from sparrow_runtime.wire.task_codec import pack_task
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never accepts, never answers
+            ghost = ValueRef("ghost", f"127.0.0.1:{silent.socket.getsockname()[1]}", b"g" * 16, 10)
+            address = await nursery.start(partial(serve_scheduler, secret=SECRET))
+            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, slots=1, executor="process"))
+            async with Client([address], secret=SECRET) as client:
+                with trio.fail_after(30):
+                    payload = pack_dependent(pack_task(_length, (Slot(0),)), [ghost])
+                    stuck = client.send_job(build_submit([payload], "", 0, None, None, timeout=1.0))
+                    outcome = (await stuck.outcomes())[0]
+                    assert isinstance(outcome.exception, TaskTimeout) and "timeout of 1 s" in str(outcome.exception)
+                    assert await (await client.submit_job([partial(_blob, 3)])).results() == [b"xxx"]
+            await silent.aclose()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)

@@ -381,7 +381,7 @@ class Client:
         self._closing = True
         msgs = self._logic.close()
         self._dispatch()
-        with trio.move_on_after(CLOSE_TIMEOUT), trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             await self._links.release(self._logic.values.take())  # every value it held
             await self._links.aclose()
         conn = self._conn

@@ -228,7 +228,7 @@ class NodeMonitorService:
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         if is_remote(msg.payload):  # inputs to fetch first (data/dependent.py)
-            self._nursery.start_soon(self._fetch_inputs, key, msg.payload)
+            self._nursery.start_soon(self._fetch_then_launch, key, msg.payload)
         else:
             self._launch_task(key, msg.payload)
 
@@ -241,11 +241,23 @@ class NodeMonitorService:
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
 
-    async def _fetch_inputs(self, key: tuple, payload: bytes) -> None:
+    async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
+        """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""
+        reported: list[Outcome | None] = []
+        with contained(logger, f"fetching the inputs of task {key[2]} of job {key[1]}"):
+            await self._fetch_inputs(key, payload, reported)
+        if not reported and key not in self._tickets:
+            self._finished(key, failed("the node monitor failed while fetching the task's inputs", SYSTEM))
+
+    async def _fetch_inputs(self, key: tuple, payload: bytes, reported: list) -> None:
         """Fetch the referenced inputs of a task (from this node monitor's store, or from their holders, all
         at once), then launch it with every value in its call; a lost input fails it (LOST_INPUT, the lost keys in
         its payload, so its client can recompute them)."""
-        done = partial(self._finished, key)
+
+        def done(outcome: Outcome) -> None:
+            reported.append(outcome)
+            self._finished(key, outcome)
+
         try:
             call = unpack_remote(payload)
         except ProtocolError as exc:
@@ -280,7 +292,9 @@ class NodeMonitorService:
             keys = [lost[i][0] for i in sorted(lost)]
             done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
             return
-        self._launch_task(key, worker_payload(call.template, values))
+        call_payload = worker_payload(call.template, values)
+        reported.append(None)  # launched: the executor reports it from now on
+        self._launch_task(key, call_payload)
 
     async def _value(self, ref: ValueRef) -> bytes | bytearray:
         """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""

@@ -215,3 +215,25 @@ def test_a_task_whose_input_never_arrives_ends_at_its_timeout_and_its_slot_goes_
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_a_bug_while_fetching_inputs_fails_that_task_once_and_the_node_monitor_goes_on(monkeypatch, caplog):
+    """Making the worker's call raises (a bug, simulated): the dependent fails once, naming where, it is
+    logged, and the next tasks run on the same node monitors."""
+    from sparrow_runtime.services import node_monitor
+
+    def broken(template, values):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(node_monitor, "worker_payload", broken)
+
+    async def test(client, logics):
+        first = await client.submit_job([partial(_blob, BIG)])
+        second = await client.submit_job([partial(_length, first[0])], retries=0)
+        outcome = (await second.outcomes())[0]
+        assert isinstance(outcome.exception, TaskFailed) and outcome.attempts == 1
+        assert "failed while fetching the task's inputs" in str(outcome.exception)
+        assert await (await client.submit_job([partial(_blob, 4)])).results() == [b"xxxx"]
+
+    trio.run(_with_client, test)
+    assert "RuntimeError: simulated bug" in caplog.text

@@ -511,9 +511,8 @@ class Client:
 
     def _release(self) -> None:
         """Send the holders the values nobody holds any more (in the background)."""
-        refs = self._logic.values.take()
-        if refs and self._nursery is not None and not self._closing:
-            self._nursery.start_soon(self._links.release, refs)
+        if self._logic.values.to_release and self._nursery is not None and not self._closing:
+            self._nursery.start_soon(self._links.release, self._logic.values.take())
 
     def dropped(self, job: Job, task: int | None) -> None:
         """The owner of task `task` (None: of every task) of `job` is gone (from any thread, a finalizer

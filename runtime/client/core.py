@@ -533,13 +533,39 @@ class Client:
         self._release()
 
     async def value_of(self, job: Job, task: int):
-        """Task `task`'s value (its outcome ok), fetched from its node monitor if it was kept there.
+        """Task `task`'s value (its outcome ok), fetched from its node monitor if it was kept there; a
+        value lost with its node monitor is recomputed from the task's call once, then fetched.
 
-        Error handling: ValueLost, naming the node monitor and why, if it cannot be fetched."""
+        Error handling: ValueLost, naming the node monitor and why, if it cannot be fetched and its
+        recompute fails (or its call is not known)."""
         outcome = job.outcomes[task]
         if outcome.ref is None:
             return job.value(task)
-        return cloudpickle.loads(await self._links.fetch(outcome.ref))
+        try:
+            return cloudpickle.loads(await self._links.fetch(outcome.ref))
+        except ValueLost as lost:
+            rjob, new = self._logic.recompute(job, task)
+            if rjob is None:
+                raise
+            logger.warning("%s: recomputing it", lost)
+            finished = trio.Event()
+            before = rjob.listener
+
+            def heard(events: list) -> None:
+                finished.set()
+                if before is not None:
+                    before(events)
+
+            rjob.listener = heard
+            if new:
+                self.add_job(rjob)
+            await finished.wait()
+            again = rjob.outcomes[0]
+            if not again.ok:
+                raise ValueLost(f"{lost}; recomputing it failed: {again.error}") from None
+            if again.ref is None:
+                return job.value(task)
+            return cloudpickle.loads(await self._links.fetch(again.ref))
 
     def _answer_status(self) -> None:
         replies = self._logic.status_replies

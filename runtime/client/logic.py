@@ -24,7 +24,8 @@ Rules (docs/runtime.md, "Limits and failure behaviour" and "Dependencies and Das
   `values.take()`); a dependent whose input was lost (LOST_INPUT) gets that input recomputed from the
   call of the task that made it (lineage, once per lost value, within its own attempts), then is placed
   again; if the recompute fails, or the call is not known, it fails with DependencyFailed naming the lost
-  input (ValueLost).
+  input (ValueLost); a value whose fetch failed is recomputed the same way when the shell asks
+  (`recompute`).
 """
 
 from __future__ import annotations
@@ -511,6 +512,26 @@ class ClientLogic:
             entry[3].append((job, task, index))
             waiting.missing += 1
         return True
+
+    def recompute(self, job: Job, task: int) -> tuple[Job | None, bool]:
+        """Task `task` of `job` ended with a value that is lost (its fetch failed): the job of one task
+        that recomputes it from its call, and whether it is new (the caller adds it); one already
+        recomputing it, and False; or (None, False) if its call is not known. Its outcome replaces the
+        task's once it ends."""
+        ref = job.outcomes[task].ref
+        if ref is None:
+            return None, False
+        entry = self._recomputing.get(ref.key)
+        if entry is not None:
+            return entry[0], False
+        if job.payloads[task] is None:
+            return None, False
+        rjob = Job(_one_task(job.settings, task), [job.payloads[task]], retries=job.retries)
+        self._recomputing[ref.key] = (rjob, job, task, [])
+        self._recompute_of[rjob] = ref.key
+        self.values.forget(ref)
+        self.recomputed += 1
+        return rjob, True
 
     def _lost_input(self, job: Job, task: int, outcome: Outcome) -> None:
         """Dependent `task` of `job` lost an input that cannot be recomputed: it fails with DependencyFailed

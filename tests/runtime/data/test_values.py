@@ -146,15 +146,44 @@ def test_a_lost_clients_values_are_released_by_the_scheduler_after_its_grace():
     trio.run(partial(_services, test, client_grace=0.2))
 
 
-def test_a_value_no_longer_held_gives_value_lost_naming_its_node_monitor():
-    """A value its node monitor no longer has: results() raises ValueLost naming the node monitor."""
+def test_a_value_its_node_monitor_no_longer_has_is_recomputed_when_fetched():
+    """results() of a value gone from its node monitor: the task is run again from its call, once, and
+    the new value is fetched (the outcome now refers to it)."""
 
     async def test(client, logics):
         job = await client.submit_job([partial(_blob, BIG)])
         await job.wait()
         ref = job._job.outcomes[0].ref
         logics[int(ref.node_id[-1])].store.release([ref.key])
-        with pytest.raises(ValueLost, match=f"at node monitor {ref.node_id} .*holds no such value"):
+        assert await job.results() == [b"x" * BIG]
+        assert client._logic.recomputed == 1 and job._job.outcomes[0].ref != ref
+
+    trio.run(_with_client, test)
+
+
+_runs: list[int] = []
+
+
+def _only_once(n: int) -> bytes:
+    """A result the first time (thread executors: this process), a failure after."""
+    _runs.append(n)
+    if len(_runs) > 1:
+        raise RuntimeError("not again")
+    return b"x" * n
+
+
+def test_a_lost_value_whose_recompute_fails_gives_value_lost_naming_its_node_monitor_and_why():
+    """The value gone and its task failing when run again: results() raises ValueLost naming the node
+    monitor, that it held no such value, and the recompute's failure."""
+    _runs.clear()
+
+    async def test(client, logics):
+        job = await client.submit_job([partial(_only_once, BIG)])
+        await job.wait()
+        ref = job._job.outcomes[0].ref
+        logics[int(ref.node_id[-1])].store.release([ref.key])
+        why = f"(?s)at node monitor {ref.node_id} .*holds no such value.*recomputing it failed.*not again"
+        with pytest.raises(ValueLost, match=why):
             await job.results()
 
     trio.run(_with_client, test)

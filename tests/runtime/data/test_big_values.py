@@ -38,3 +38,20 @@ def test_a_256_mb_result_works_end_to_end_and_is_released_when_dropped():
             del blob, value
             gc.collect()
             assert len(book) == 0 and book.released == 1
+
+
+def _length(*blobs) -> int:
+    return sum(map(len, blobs))
+
+
+@pytest.mark.slow
+def test_on_unix_sockets_each_node_monitor_serves_its_values_beside_its_own_socket():
+    """transport="unix": the data listener is a socket PATH.data beside the node monitor's; values kept on
+    both node monitors reach one dependent, and result() fetches one over its socket."""
+    with LocalCluster(node_monitors=2, slots=1, dashboard=False, transport="unix") as cluster:
+        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
+            blobs = [ex.submit(_zeros, 300_000 + i) for i in range(4)]
+            assert ex.submit(_length, *blobs).result(timeout=60) == 4 * 300_000 + 6
+            addresses = {b._job.outcomes[b._task].ref.address for b in blobs}
+            assert all(a.startswith("unix:") and a.endswith(".data") for a in addresses)
+            assert len(blobs[0].result()) == 300_000

@@ -240,7 +240,7 @@ NODE_MONITOR_SETTINGS = (
         LISTEN_ADDRESS,
         help="address of the data listener, where clients and node monitors fetch the results kept here (or unix:PATH)",
         metavar="HOST:PORT",
-        unset="the --listen host, any free port (PATH.data beside a unix: --listen)",
+        unset="the --listen host and any free port, or PATH.data beside a unix: --listen",
     ),
     Setting(
         "inline_limit",

@@ -96,6 +96,8 @@ def unpack_remote(payload: bytes) -> RemoteCall:
         raise ProtocolError(f"invalid task with remote inputs: {exc}") from None
 
 
-def worker_payload(template: bytes, values: list) -> bytes:
-    """The payload a worker runs: the call of `template` with every input's pickled value."""
-    return pack_task(call_with_inputs, (template, values))
+def worker_payload(template: bytes, values: list | None = None) -> bytes:
+    """The payload a worker runs: the call of `template` with every input's pickled value in it, or (no
+    `values`) without them, for an executor that passes them to the call itself (run_task's `inputs`):
+    a big value is then not pickled again."""
+    return pack_task(call_with_inputs, (template,) if values is None else (template, values))

@@ -92,6 +92,7 @@ class NodeMonitorService:
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
+        self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
         self.node_id = node_id
@@ -232,12 +233,12 @@ class NodeMonitorService:
         else:
             self._launch_task(key, msg.payload)
 
-    def _launch_task(self, key: tuple, payload: bytes) -> None:
+    def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(payload, done)
+        ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
 
@@ -292,9 +293,12 @@ class NodeMonitorService:
             keys = [lost[i][0] for i in sorted(lost)]
             done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
             return
-        call_payload = worker_payload(call.template, values)
+        if self._takes_inputs:  # the values go beside the call, not pickled into it again
+            call_payload, inputs = worker_payload(call.template), values
+        else:
+            call_payload, inputs = worker_payload(call.template, values), None
         reported.append(None)  # launched: the executor reports it from now on
-        self._launch_task(key, call_payload)
+        self._launch_task(key, call_payload, inputs)
 
     async def _value(self, ref: ValueRef) -> bytes | bytearray:
         """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""

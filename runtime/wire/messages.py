@@ -354,9 +354,11 @@ class ReleaseValues(_Msg, tag=44):
 
 
 class TaskToWorker(_Msg, tag=30):
-    """Node monitor -> worker process: run this packed task (task_codec.py)."""
+    """Node monitor -> worker process: run this packed task (task_codec.py); `inputs`, if any, are the
+    pickled values of a dependent task's inputs, passed to its call last (data/dependent.py)."""
 
     payload: bytes
+    inputs: list[bytes] | None = None
 
 
 class OutcomeToNode(_Msg, tag=31):

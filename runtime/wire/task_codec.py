@@ -32,11 +32,12 @@ def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
         raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
 
 
-def run_task(payload: bytes) -> Outcome:
-    """Run a packed task here; never raises (every failure becomes a not-ok outcome)."""
+def run_task(payload: bytes, inputs: list | None = None) -> Outcome:
+    """Run a packed task here, with `inputs` (if not None) as the call's last positional argument; never
+    raises (every failure becomes a not-ok outcome)."""
     try:
         fn, args, kwargs = cloudpickle.loads(payload)
-        result = fn(*args, **kwargs)
+        result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)
     except BaseException as exc:
         tb = "".join(traceback.format_exception(exc))
         try:

@@ -217,7 +217,8 @@ def test_a_client_that_does_not_read_is_dropped_and_others_are_served(caplog):
         async with trio.open_nursery() as nursery:
             logic = SchedulerLogic(seed=1)
             address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=logic, max_frame=2 << 20))
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, slots=2, executor="thread"))
+            node = partial(serve_node_monitor, [address], secret=SECRET, slots=2, executor="thread")
+            await nursery.start(partial(node, inline_limit=2 << 20))  # 1 MB results travel with their outcomes
             with RawPeer(address) as sloth:
                 sloth.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 await trio.to_thread.run_sync(sloth.handshake, "client", "sloth")

@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, TaskFailed, ValueLost
+from sparrow_runtime import Client, Constraint, TaskFailed, ValueLost
 
 from ..services.test_services import SECRET, services
 
@@ -197,7 +197,7 @@ def test_past_the_memory_limit_a_result_fails_with_the_sizes_and_the_node_monito
         first = await client.submit_job([partial(_blob, BIG)], constraints=None)
         await first.wait()
         holder = first._job.outcomes[0].ref.node_id
-        pinned = {"constraints": _on(holder)}
+        pinned = {"constraints": Constraint(node_monitors=(holder,))}
         second = await client.submit_job([partial(_blob, BIG)], **pinned)
         outcome = (await second.outcomes())[0]
         assert isinstance(outcome.exception, TaskFailed) and outcome.attempts == 1
@@ -212,38 +212,33 @@ def test_past_the_memory_limit_a_result_fails_with_the_sizes_and_the_node_monito
     trio.run(partial(_with_client, test, memory_limit=300_000))
 
 
-def _on(node_id: str):
-    from sparrow_runtime import Constraint
-
-    return Constraint(node_monitors=(node_id,))
-
-
-def test_a_task_whose_input_never_arrives_ends_at_its_timeout_and_its_slot_goes_back_to_work():
-    """A dependent whose input's holder accepts the connection and says nothing: the task's timeout (1 s)
-    ends it while it is still fetching (TaskTimeout, never launched), and the node monitor runs the next."""
-    from sparrow_runtime import TaskTimeout, serve_node_monitor, serve_scheduler
+def test_a_task_whose_input_never_arrives_is_stopped_while_fetching_and_its_slot_goes_back_to_work():
+    """A dependent whose input's holder accepts the connection and says nothing: a forced cancel (a Stop,
+    as a timeout's) ends it while its node monitor is still fetching, and the one slot runs the next task."""
+    from sparrow_runtime import TaskCancelled
     from sparrow_runtime.client.job import build_submit
     from sparrow_runtime.data.dependent import Slot, pack_dependent
     from sparrow_runtime.wire.messages import ValueRef
     from sparrow_runtime.wire.task_codec import pack_task
 
-    async def main():
-        async with trio.open_nursery() as nursery:
-            silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never accepts, never answers
-            ghost = ValueRef("ghost", f"127.0.0.1:{silent.socket.getsockname()[1]}", b"g" * 16, 10)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET))
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, slots=1, executor="process"))
-            async with Client([address], secret=SECRET) as client:
-                with trio.fail_after(30):
-                    payload = pack_dependent(pack_task(_length, (Slot(0),)), [ghost])
-                    stuck = client.send_job(build_submit([payload], "", 0, None, None, timeout=1.0))
-                    outcome = (await stuck.outcomes())[0]
-                    assert isinstance(outcome.exception, TaskTimeout) and "timeout of 1 s" in str(outcome.exception)
-                    assert await (await client.submit_job([partial(_blob, 3)])).results() == [b"xxx"]
-            await silent.aclose()
-            nursery.cancel_scope.cancel()
+    async def test(address, logics):
+        silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never accepts, never answers
+        ghost = ValueRef("ghost", f"127.0.0.1:{silent.socket.getsockname()[1]}", b"g" * 16, 10)
+        async with Client([address], secret=SECRET) as client:
+            payload = pack_dependent(pack_task(_length, (Slot(0),)), [ghost])
+            pinned = [Constraint(node_monitors=("nm0",))]
+            stuck = client.send_job(build_submit([payload], "", 0, None, pinned))
+            await _until(lambda: logics[0].busy == 1)
+            stuck.cancel(force=True)
+            outcome = (await stuck.outcomes())[0]
+            assert isinstance(outcome.exception, TaskCancelled)
+            await _until(lambda: logics[0].busy == 0, timeout=2.0)  # not the 5 s handshake timeout of the fetch
+            assert logics[0].stats["stop_requests"] == 1
+            again = await client.submit_job([partial(_blob, 3)], constraints=pinned)
+            assert await again.results() == [b"xxx"]
+        await silent.aclose()
 
-    trio.run(main)
+    trio.run(partial(_services, test, slots=1))
 
 
 def test_a_bug_while_fetching_inputs_fails_that_task_once_and_the_node_monitor_goes_on(monkeypatch, caplog):
@@ -251,7 +246,7 @@ def test_a_bug_while_fetching_inputs_fails_that_task_once_and_the_node_monitor_g
     logged, and the next tasks run on the same node monitors."""
     from sparrow_runtime.services import node_monitor
 
-    def broken(template, values):
+    def broken(template, values=None):
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(node_monitor, "worker_payload", broken)

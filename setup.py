@@ -26,7 +26,9 @@ import numpy as np  # noqa: E402  (after the Cython check: both are build requir
 DEBUG = os.environ.get("SPARROW_DEBUG", "") not in ("", "0")
 
 compile_args = ["-std=c++17", "-Wall", "-Wno-unused-function"]
-compile_args += ["-O0", "-g"] if DEBUG else ["-O3"]
+# A release build has no debug info (-g0 overrides the -g in Python's own CFLAGS): a quarter less compile
+# time (34 s against 45 s here) and a smaller extension; SPARROW_DEBUG=1 builds with it.
+compile_args += ["-O0", "-g"] if DEBUG else ["-O3", "-g0"]
 macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 if DEBUG:
     macros += [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]

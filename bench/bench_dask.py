@@ -13,7 +13,9 @@ No-op tasks are builtins (`int`, `sum`), as bench_peers.py's, so no system pays 
 
 Sparrow: `LocalCluster(1 scheduler, 2 node monitors x 1 slot)` and a `DaskScheduler` on it; its waves
 (jobs sent) are printed with each graph (tasks / waves: how well the readiness of a stage was batched),
-and the CPU time of this process (the client: Dask's graph walk, pickling, outcomes). The row "wide
+the CPU time of this process (the client: Dask's graph walk, pickling, outcomes), and the megabytes
+through the client and through the scheduler (bench/traffic.py: the services' own byte counters of task
+payloads and outcomes, per graph). The row "wide
 without Dask" sends the wide graph's 200 waves with `SparrowExecutor.submit_many`, one after the
 other, on the same cluster: what the cluster takes for those waves when no graph is walked.
 Dask distributed: `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, a synchronous
@@ -36,8 +38,10 @@ from rich.console import Console
 from rich.table import Table
 
 try:
+    from bench import traffic
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_dask.py`: bench/ is on sys.path, its parent is not
+    import traffic
     from measure import cpu_counters, steal_percent
 
 try:
@@ -118,30 +122,53 @@ def waves_without_dask(executor, stages: int = WIDE_STAGES, width: int = WIDE_WI
 
 def sparrow_round(
     graphs: dict, executor: str, wide_shape: tuple[int, int] = (WIDE_STAGES, WIDE_WIDTH)
-) -> dict[str, tuple[float, int, int, float]]:
-    """Graph -> (seconds, waves, tasks, client CPU seconds) on a fresh Sparrow cluster; with a "wide"
-    graph of `wide_shape` (stages, width), also its waves without Dask."""
+) -> dict[str, tuple[float, int, int, float, int, int]]:
+    """Graph -> (seconds, waves, tasks, client CPU seconds, bytes through the client, bytes through the
+    scheduler) on a fresh Sparrow cluster; with a "wide" graph of `wide_shape` (stages, width), also its
+    waves without Dask."""
     results = {}
     with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, dashboard=False) as cluster:
         with DaskScheduler(cluster) as sparrow:
             dask.compute(chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
+            meter = traffic.of_cluster(cluster, sparrow.executor.client)
             for name, graph in graphs.items():
-                waves, tasks, cpu = sparrow.waves, sparrow.tasks, time.process_time()
+                waves, tasks = sparrow.waves, sparrow.tasks
+                meter.start()
+                cpu = time.process_time()
                 seconds = timed(graph, sparrow)
-                results[name] = (seconds, sparrow.waves - waves, sparrow.tasks - tasks, time.process_time() - cpu)
+                cpu = time.process_time() - cpu
+                meter.stop()
+                results[name] = (
+                    seconds,
+                    sparrow.waves - waves,
+                    sparrow.tasks - tasks,
+                    cpu,
+                    meter.client_bytes,
+                    meter.scheduler_bytes,
+                )
             if "wide" in graphs:
+                meter.start()
                 cpu = time.process_time()
                 seconds = waves_without_dask(sparrow.executor, *wide_shape)
+                cpu = time.process_time() - cpu
+                meter.stop()
                 stages, width = wide_shape
-                results[WITHOUT_DASK] = (seconds, 2 * stages, stages * (width + 1), time.process_time() - cpu)
+                results[WITHOUT_DASK] = (
+                    seconds,
+                    2 * stages,
+                    stages * (width + 1),
+                    cpu,
+                    meter.client_bytes,
+                    meter.scheduler_bytes,
+                )
     return results
 
 
-def distributed_round(graphs: dict) -> dict[str, float]:
-    """Graph -> seconds on a fresh Dask distributed cluster."""
+def distributed_round(graphs: dict, workers: int = 2) -> dict[str, float]:
+    """Graph -> seconds on a fresh Dask distributed cluster of `workers` worker processes x 1 thread."""
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -154,21 +181,33 @@ def local_round(graphs: dict) -> dict[str, float]:
     return {name: timed(graph, None) for name, graph in graphs.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--executor", choices=("process", "thread"), default="process", help="Sparrow's executors")
+def graph_parser(description: str, builders: dict) -> argparse.ArgumentParser:
+    """The command line of a graph benchmark: --repeat and --graphs (of `builders`)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each on fresh clusters; the best is shown")
-    parser.add_argument("--graphs", default=",".join(GRAPHS), help=f"comma-separated, of {', '.join(GRAPHS)}")
-    args = parser.parse_args()
+    parser.add_argument("--graphs", default=",".join(builders), help=f"comma-separated, of {', '.join(builders)}")
+    return parser
+
+
+def parsed_graphs(parser: argparse.ArgumentParser, args: argparse.Namespace, builders: dict) -> dict:
+    """The graphs that `args` (of graph_parser) names, built; exits with a message for bad arguments."""
     if dask is None:
-        parser.exit(2, "bench_dask.py needs Dask: pip install -e '.[dask]' (and '.[peers]' for Dask distributed)\n")
+        parser.exit(2, f"{parser.prog} needs Dask: pip install -e '.[dask]' (and '.[peers]' for Dask distributed)\n")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     names = [n for n in args.graphs.split(",") if n]
-    unknown = sorted(set(names) - set(GRAPHS))
+    unknown = sorted(set(names) - set(builders))
     if unknown:
-        parser.error(f"unknown graphs {unknown}: choose among {', '.join(GRAPHS)}")
-    graphs = {name: GRAPHS[name]() for name in names}
+        parser.error(f"unknown graphs {unknown}: choose among {', '.join(builders)}")
+    return {name: builders[name]() for name in names}
+
+
+def main() -> None:
+    parser = graph_parser(__doc__, GRAPHS)
+    parser.add_argument("--executor", choices=("process", "thread"), default="process", help="Sparrow's executors")
+    args = parser.parse_args()
+    graphs = parsed_graphs(parser, args, GRAPHS)
+    names = list(graphs)
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
     sparrow_runs, distributed_runs, local_runs = [], [], []
     for _ in range(args.repeat):
@@ -179,15 +218,16 @@ def main() -> None:
     load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
 
     table = Table()
-    columns = ["graph", "tasks", "tasks/wave", "Sparrow s", "client CPU s"]
+    columns = ["graph", "tasks", "tasks/wave", "Sparrow s", "client CPU s", "client MB", "scheduler MB"]
     columns += ["distributed s", "vs distributed"] if distributed_runs else []
     columns += ["local s", "vs local"]
     for column in columns:
         table.add_column(column, justify="left" if column == "graph" else "right")
     for name in names + ([WITHOUT_DASK] if "wide" in names else []):
         best = min(run[name][0] for run in sparrow_runs)
-        _, waves, tasks, cpu = min(run[name] for run in sparrow_runs)
+        _, waves, tasks, cpu, through_client, through_scheduler = min(run[name] for run in sparrow_runs)
         row = [name, f"{tasks:,}", f"{tasks / max(waves, 1):.1f}", f"{best:.3f}", f"{cpu:.3f}"]
+        row += [traffic.megabytes(through_client), traffic.megabytes(through_scheduler)]
         if name == WITHOUT_DASK:
             table.add_row(*row)
             continue

@@ -145,9 +145,14 @@ class RuntimeAtLoad:
     track_overhead_p50_ms.unit = "ms"
 
 
-def run_once(executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False) -> tuple[float, float, float]:
-    """(tasks/s, p50 ms, p99 ms) on a fresh cluster."""
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus) as cluster:
+def run_once(
+    executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: bool = False
+) -> tuple[float, float, float]:
+    """(tasks/s, p50 ms, p99 ms) on a fresh cluster (`pipeline`: its node monitors pipeline late binding)."""
+    options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
+    with LocalCluster(
+        schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus, **options
+    ) as cluster:
         rate = trio.run(measure_throughput, cluster.schedulers, cluster.secret, n_tasks)
         lat = trio.run(measure_latencies, cluster.schedulers, cluster.secret, n_jobs)
     return rate, 1e3 * percentile(lat, 0.5), 1e3 * percentile(lat, 0.99)

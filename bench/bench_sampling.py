@@ -85,6 +85,25 @@ def python_sample_job(rng: random.Random, job_candidates: list[int], task_candid
     return workers, tasks
 
 
+def python_sample_prefer(rng: random.Random, n_workers: int, preferred, probe_ratio: float):
+    """Each task's ceil(d) probes: min(|Q|, max(ceil(d) - 1, 1)) of its preferred workers Q, the
+    rest on random workers outside Q (sample_job's `prefer` without constraints)."""
+    per_task = math.ceil(probe_ratio - 1e-9)
+    workers, tasks = [], []
+    for t, q in enumerate(preferred):
+        a = min(len(q), max(per_task - 1, 1))
+        drawn = rng.sample(q, a)
+        taken = set(q)
+        while len(drawn) < per_task:
+            w = rng.randrange(n_workers)
+            if w not in taken:
+                taken.add(w)
+                drawn.append(w)
+        workers += drawn
+        tasks += [t] * per_task
+    return workers, tasks
+
+
 # ---- cases ----
 
 
@@ -226,6 +245,41 @@ def job_case(n_workers: int, n_tasks: int, n_job_candidates: int, n_jobs: int = 
     )
 
 
+def prefer_case(n_workers: int, n_tasks: int, n_preferred: int = 2, n_jobs: int = 500) -> Case:
+    """sample_job with `prefer` ("probe these first, then random ones"): every task prefers
+    n_preferred workers (where its inputs are), d = 2; per-task lists, or flat arrays + offsets."""
+    require("sample_job")
+    preferred = constrained_job(n_workers, n_tasks, 1.0, n_preferred)
+    as_lists = [list(p) for p in preferred]
+    flat = np.array([w for p in preferred for w in p], dtype=np.int64)
+    offsets = np.cumsum([0] + [len(p) for p in preferred], dtype=np.int64)
+    rng, py = sparrow_core.Rng(6), random.Random(6)
+    try:
+        sparrow_core.sample_job(rng, n_workers, n_tasks, 2.0, prefer=as_lists)
+    except TypeError:  # an older sparrow_core: sample_job without prefer
+        raise NotImplementedError("this sparrow_core's sample_job takes no prefer") from None
+
+    def calls():
+        return [sparrow_core.sample_job(rng, n_workers, n_tasks, 2.0, prefer=as_lists)[0] for _ in range(n_jobs)]
+
+    def flat_calls():
+        return [
+            sparrow_core.sample_job(rng, n_workers, n_tasks, 2.0, prefer=flat, prefer_offsets=offsets)[0]
+            for _ in range(n_jobs)
+        ]
+
+    def python():
+        return [python_sample_prefer(py, n_workers, as_lists, 2.0)[0] for _ in range(n_jobs)]
+
+    return Case(
+        f"preferring sampling, {n_tasks} tasks preferring {n_preferred} of {n_workers} workers each",
+        "jobs",
+        n_jobs,
+        {"calls": calls, "flat": flat_calls, "python": python},
+        lambda out: sum(len(j) for j in out),
+    )
+
+
 # ---- asv ----
 
 
@@ -325,4 +379,24 @@ class JobSampling(KernelBenchmark):
         self.case.variants["flat"]()
 
     def time_python_sample_job(self) -> None:
+        self.case.variants["python"]()
+
+
+class PreferSampling(KernelBenchmark):
+    """sample_job with `prefer`: 16- and 100-task jobs among 10,000 workers, each task preferring 2."""
+
+    params = ([16, 100],)
+    param_names: ClassVar[list[str]] = ["n_tasks"]
+    compared = "flat"
+
+    def make_case(self, n_tasks: int) -> Case:
+        return prefer_case(10_000, n_tasks)
+
+    def time_sample_job_prefer(self, n_tasks: int) -> None:
+        self.case.variants["calls"]()
+
+    def time_sample_job_prefer_flat(self, n_tasks: int) -> None:
+        self.case.variants["flat"]()
+
+    def time_python_sample_prefer(self, n_tasks: int) -> None:
         self.case.variants["python"]()

@@ -2,8 +2,9 @@
 mode in the same run, alternating (plaintext, TLS, plaintext, ...) so a shared machine's noise hits
 both; new connections per second a scheduler accepts (TCP connect + handshake, then close, one at a
 time) on each; and, in one process, what a message round trip costs on a plain socket (the connection's
-direct-write fast path), on a socket behind a pass-through stream (the same path as TLS without the
-crypto: the sender task and receive_some), and over trio.SSLStream.
+direct-write fast path), on a socket behind a pass-through stream (the sender task and receive_some,
+no crypto), on TLS as the connections run it (tls_channel: records made into one buffer, the same
+direct writes) and on TLS under trio.SSLStream (the sender task path, which TLS took before).
 
 asv: `track_tls_over_plaintext_throughput` and `track_tls_over_plaintext_p50` (ratios in one run),
 `track_handshakes_per_second` (TLS). Script: `python bench/bench_tls.py [--executor process|thread]
@@ -32,7 +33,7 @@ try:
     from sparrow_runtime.wire.connection import Connection
     from sparrow_runtime.wire.handshake import connect
     from sparrow_runtime.wire.messages import Heartbeat
-    from sparrow_runtime.wire.tls import TLS
+    from sparrow_runtime.wire.tls import TLS, start_tls
 except ImportError:  # the suite imports with any version of the package; TLS arrived with issue 19
     LocalCluster = None
 
@@ -82,30 +83,38 @@ class _PassThrough(trio.abc.Stream):
         await self.inner.aclose()
 
 
+ROUND_TRIP_KINDS = ("direct", "sender task", "tls", "trio.SSLStream")
+
+
+async def _wrap(kind: str, stream, tls, server_side: bool) -> Connection:
+    """A Connection over `stream` as `kind` runs it (see ROUND_TRIP_KINDS)."""
+    if kind == "tls":
+        channel = await start_tls(stream, tls, server_side=server_side)
+        return Connection(stream, handshake=False, tls=channel)
+    if kind == "trio.SSLStream":
+        ctx = tls.server_context() if server_side else tls.client_context()
+        stream = trio.SSLStream(stream, ctx, server_side=server_side)
+    elif kind == "sender task":
+        stream = _PassThrough(stream)
+    return Connection(stream, handshake=False)
+
+
 async def round_trip_us(kind: str, n: int = ROUND_TRIPS) -> float:
     """Microseconds per Heartbeat echoed over loopback between two Connections in this process, on a
-    plain socket ("direct"), a wrapped one ("sender task") or TLS."""
+    plain socket ("direct"), a wrapped one ("sender task"), TLS ("tls") or TLS under trio.SSLStream."""
     done = trio.Event()
     with tempfile.TemporaryDirectory() as folder:
         files = local_certs(folder, "bench")
         server_tls, client_tls = TLS(*files["scheduler"]), TLS(*files["client"])
 
     async def echo(stream) -> None:
-        if kind == "tls":
-            stream = trio.SSLStream(stream, server_tls.server_context(), server_side=True)
-        elif kind == "sender task":
-            stream = _PassThrough(stream)
-        conn = Connection(stream, handshake=False)
+        conn = await _wrap(kind, stream, server_tls, True)
         await conn.serve(lambda msgs: conn.send_many(msgs))
 
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, echo, 0, host="127.0.0.1"))
         stream = await trio.open_tcp_stream(*listeners[0].socket.getsockname()[:2])
-        if kind == "tls":
-            stream = trio.SSLStream(stream, client_tls.client_context())
-        elif kind == "sender task":
-            stream = _PassThrough(stream)
-        conn = Connection(stream, handshake=False)
+        conn = await _wrap(kind, stream, client_tls, False)
         replies = 0
         start = 0.0
 
@@ -188,7 +197,7 @@ def main() -> None:
     for i, name in ((0, "throughput"), (1, "p50"), (2, "p99"), (3, "connections/s")):
         ratios = sorted(t[i] / p[i] for p, t in zip(runs[False], runs[True], strict=True))
         print(f"TLS / plaintext {name}: {ratios[len(ratios) // 2]:.2f} (range {ratios[0]:.2f}-{ratios[-1]:.2f})")
-    for kind in ("direct", "sender task", "tls"):
+    for kind in ROUND_TRIP_KINDS:
         times = sorted(trio.run(round_trip_us, kind) for _ in range(args.repeat))
         print(f"round trip, {kind:>11}: {times[len(times) // 2]:6.1f} us (range {times[0]:.1f}-{times[-1]:.1f})")
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare ratios, not absolute figures)")

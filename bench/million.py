@@ -107,21 +107,29 @@ def run(args: argparse.Namespace) -> list[str]:
             queued = min(args.map_tasks, 8 * 256)  # SparrowExecutor's buffersize: what the map keeps submitted
             lines.append(_report(f"{args.map_tasks:,}-task map", rate, baseline, args.baseline_tasks, rss, queued))
 
-        async def jobs() -> float:
-            async with Client(cluster.schedulers, secret=cluster.secret) as client:
+        total = args.jobs * args.job_tasks
+
+        async def jobs() -> tuple[float, int]:
+            """Their rate, and the most tasks the client had unfinished (queued) at once."""
+            # room for every job at once (the default max_pending_tasks, 100,000, would hold the second
+            # job back until the first is done, and a million would never be queued together)
+            async with Client(cluster.schedulers, secret=cluster.secret, max_pending_tasks=total) as client:
                 start = time.perf_counter()
-                handles = [await client.submit_job([int] * args.job_tasks) for _ in range(args.jobs)]
+                handles, queued = [], 0
+                for _ in range(args.jobs):
+                    handles.append(await client.submit_job([int] * args.job_tasks))
+                    queued = max(queued, client.unfinished)
                 for handle in handles:
                     outcomes = await handle.outcomes()
                     failed = [o for o in outcomes if not o.ok]
                     if len(outcomes) != args.job_tasks or failed:
                         raise RuntimeError(f"a job ended with {len(outcomes)} outcomes, {len(failed)} failed")
-                return args.jobs * args.job_tasks / (time.perf_counter() - start)
+                return total / (time.perf_counter() - start), queued
 
         with PeakRss(pids) as rss:
-            rate = trio.run(jobs)
+            rate, queued = trio.run(jobs)
         name = f"{args.jobs} jobs of {args.job_tasks:,} submitted together"
-        lines.append(_report(name, rate, baseline, args.baseline_tasks, rss, args.jobs * args.job_tasks))
+        lines.append(_report(name, rate, baseline, args.baseline_tasks, rss, queued))
     return lines
 
 

@@ -32,8 +32,11 @@ def _loop(executor, n_tasks: int) -> float:
     return n_tasks / (time.perf_counter() - start)
 
 
-def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS) -> float:
-    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False) as cluster:
+def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: bool = False) -> float:
+    options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
+    with LocalCluster(
+        schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
+    ) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
             return _loop(ex, n_tasks)
 

@@ -73,6 +73,9 @@ def sample_job(
     task_candidates: Sequence[ArrayLikeInt | None] | ArrayLikeInt | None = None,
     task_offsets: ArrayLikeInt | None = None,
     tasks: ArrayLikeInt | None = None,
+    prefer: Sequence[ArrayLikeInt | None] | ArrayLikeInt | None = None,
+    prefer_offsets: ArrayLikeInt | None = None,
+    per_task: bool = False,
 ) -> tuple[Int64Array, Int64Array]: ...
 
 class Reservation:
@@ -114,7 +117,14 @@ def choose_steal(
 
 class TaskTable:
     def __init__(self) -> None: ...
-    def add_job(self, job_id: int, n_tasks: int, candidates: Sequence[Iterable[int] | None] | None = None) -> None: ...
+    def add_job(
+        self,
+        job_id: int,
+        n_tasks: int,
+        candidates: Sequence[Iterable[int] | None] | None = None,
+        preferred: Sequence[Iterable[int] | None] | None = None,
+        per_task: bool = False,
+    ) -> None: ...
     def reserve(self, job_id: int, workers: ArrayLikeInt, tasks: ArrayLikeInt | None = None) -> None: ...
     def get_task(self, job_id: int, worker: int) -> int | None: ...
     def get_task_many(self, job_ids: ArrayLikeInt, workers: ArrayLikeInt) -> Int64Array: ...

@@ -47,6 +47,9 @@ cdef extern from "sparrow/job_probes.h" namespace "sparrow" nogil:
         const int64_t* tasks
         int64_t n_selected
         double probe_ratio
+        const int64_t* prefer
+        const int64_t* prefer_offsets
+        cbool per_task
 
     int64_t c_sample_job "sparrow::sample_job"(CRng& rng, const CJobRequest& request, vector[int64_t]& workers,
                          vector[int64_t]& made_for) except +
@@ -83,7 +86,8 @@ cdef extern from "sparrow/reservation_queue.h" namespace "sparrow" nogil:
 cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
     cdef cppclass CTaskTable "sparrow::TaskTable":
         CTaskTable()
-        void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets) except +
+        void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand, const int64_t* cand_offsets,
+                     const int64_t* pref, const int64_t* pref_offsets, cbool per_task) except +
         void reserve(int64_t job_id, const int64_t* workers, const int64_t* tasks, int64_t n) except +
         int64_t get_task(int64_t job_id, int64_t worker) except +
         int64_t get_task_many(const int64_t* job_ids, const int64_t* workers, int64_t n, int64_t* out) except +
@@ -129,6 +133,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         Sparrow "sparrow::sim::PlacementPolicy::Sparrow"
         Omniscient "sparrow::sim::PlacementPolicy::Omniscient"
         SparrowSteal "sparrow::sim::PlacementPolicy::SparrowSteal"
+        SparrowPipelined "sparrow::sim::PlacementPolicy::SparrowPipelined"
+        SparrowStealPipelined "sparrow::sim::PlacementPolicy::SparrowStealPipelined"
 
     cdef enum class CDurationKind "sparrow::sim::DurationKind":
         Exponential "sparrow::sim::DurationKind::Exponential"
@@ -153,6 +159,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_victims
         int64_t steal_max_take
         double steal_min_blocked
+        double pipeline_after
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate
@@ -194,6 +201,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_attempts
         int64_t steals
         int64_t stolen
+        int64_t asked_ahead
+        int64_t bound_ahead
         double end_time
         bint interrupted
 

@@ -148,7 +148,7 @@ class InfeasibleTaskError(ValueError):
 
 
 def sample_job(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=None, task_candidates=None,
-               task_offsets=None, tasks=None):
+               task_offsets=None, tasks=None, prefer=None, prefer_offsets=None, per_task=False):
     """The probes of one job under its constraints: the workers that get its reservations and
     the task each probe is made for (GIL released).
 
@@ -161,6 +161,20 @@ def sample_job(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=Non
     ceil(d * m_u) probes on those not already probed. A job without a constrained task is
     sampled exactly as sample_batch would. `tasks` (increasing indices) probes for those tasks
     only, e.g. the unlaunched ones of a job to probe again.
+
+    `prefer` ("probe these first, then random ones"): per task, the workers it prefers (where
+    its inputs are; a soft placement), as one entry per task (None or empty: none) or flat with
+    `prefer_offsets`. Only those among a task's allowed workers count. A task with such a
+    preferred set Q gets ceil(d) probes made for it: min(|Q|, max(ceil(d) - 1, 1)) of Q, the
+    rest among its allowed workers outside Q (all on Q if it has no other), so a busy preferred
+    worker never holds it alone when d >= 2. Give its TaskTable the same preferences
+    (TaskTable.add_job's `preferred`): its probes are made for it. Without `prefer` the draws
+    are those of a job without preferences, at no extra cost.
+
+    `per_task` (per-task sampling, the paper's baseline): every unconstrained task without a
+    preference gets ceil(d) probes of its own among the job's candidates, made for it (without
+    a job constraint or other tasks: the draws of sample_per_task); give its TaskTable
+    `per_task=True` too, so each task runs only where it was probed.
 
     Returns (workers, made_for): probe i goes to workers[i] and was made for task made_for[i]
     (-1: any unconstrained task); pass both to TaskTable.reserve.
@@ -175,15 +189,16 @@ def sample_job(Rng rng not None, n_workers, n_tasks, probe_ratio, candidates=Non
         >>> workers[made_for == 0].tolist(), sorted(set(workers.tolist()) - {0, 1, 2, 3})
         ([1, 1], [])
     """
-    return _sample_job(rng, _job_request(n_workers, n_tasks, probe_ratio), candidates, task_candidates, task_offsets,
-                       tasks)
+    cdef CJobRequest r = _job_request(n_workers, n_tasks, probe_ratio)
+    r.per_task = bool(per_task)
+    return _sample_job(rng, r, candidates, task_candidates, task_offsets, tasks, prefer, prefer_offsets)
 
 
 cdef tuple _sample_job(Rng rng, CJobRequest r, object candidates, object task_candidates, object task_offsets,
-                       object tasks):
+                       object tasks, object prefer=None, object prefer_offsets=None):
     """sample_job for a request with its sizes set: converts and checks the arrays, then probes."""
-    cdef cnp.ndarray cand, flat, bounds, which
-    cdef vector[int64_t] list_flat, list_offsets
+    cdef cnp.ndarray cand, flat, bounds, which, pref_flat, pref_bounds
+    cdef vector[int64_t] list_flat, list_offsets, pref_list, pref_list_offsets
     if candidates is not None:
         cand = _int64_array(candidates, "candidates")
         r.candidates = <const int64_t*>cnp.PyArray_DATA(cand)
@@ -193,13 +208,25 @@ cdef tuple _sample_job(Rng rng, CJobRequest r, object candidates, object task_ca
             raise ValueError("task_offsets needs task_candidates (the flat candidate array)")
         flat = _int64_array(task_candidates, "task_candidates")
         bounds = _int64_array(task_offsets, "task_offsets")
-        if bounds.shape[0] != r.n_tasks + 1:
-            raise ValueError(f"task_offsets must have n_tasks + 1 = {r.n_tasks + 1} entries, got {bounds.shape[0]}")
-        _set_flat_constraints(r, flat, bounds, "task_candidates", "task_offsets")
+        _check_flat(flat, bounds, r.n_tasks, "task_candidates", "task_offsets")
+        r.task_candidates = <const int64_t*>cnp.PyArray_DATA(flat)
+        r.task_offsets = <const int64_t*>cnp.PyArray_DATA(bounds)
     elif task_candidates is not None:
         _flatten_candidates(task_candidates, r.n_tasks, "task_candidates", list_flat, list_offsets)
         r.task_candidates = list_flat.data()
         r.task_offsets = list_offsets.data()
+    if prefer_offsets is not None:
+        if prefer is None:
+            raise ValueError("prefer_offsets needs prefer (the flat preferred workers)")
+        pref_flat = _int64_array(prefer, "prefer")
+        pref_bounds = _int64_array(prefer_offsets, "prefer_offsets")
+        _check_flat(pref_flat, pref_bounds, r.n_tasks, "prefer", "prefer_offsets")
+        r.prefer = <const int64_t*>cnp.PyArray_DATA(pref_flat)
+        r.prefer_offsets = <const int64_t*>cnp.PyArray_DATA(pref_bounds)
+    elif prefer is not None:
+        _flatten_candidates(prefer, r.n_tasks, "prefer", pref_list, pref_list_offsets)
+        r.prefer = pref_list.data()
+        r.prefer_offsets = pref_list_offsets.data()
     if tasks is not None:
         which = _int64_array(tasks, "tasks")
         r.tasks = <const int64_t*>cnp.PyArray_DATA(which)
@@ -236,6 +263,9 @@ cdef CJobRequest _job_request(object n_workers, object n_tasks, object probe_rat
     r.task_offsets = NULL
     r.tasks = NULL
     r.n_selected = 0
+    r.prefer = NULL
+    r.prefer_offsets = NULL
+    r.per_task = False
     if r.n_workers < 0:
         raise ValueError(f"n_workers must be >= 0, got {r.n_workers}")
     if r.n_tasks < 0:
@@ -246,17 +276,32 @@ cdef CJobRequest _job_request(object n_workers, object n_tasks, object probe_rat
 cdef int _set_flat_constraints(CJobRequest& r, cnp.ndarray flat, cnp.ndarray bounds, str flat_name,
                                str offsets_name) except -1:
     """Points r at flat per-task candidates after checking the offsets against the arrays
-    (r.n_tasks + 1 of them, from 0 to len(flat), never decreasing), naming the arguments."""
+    (_check_offsets), naming the arguments."""
+    _check_offsets(flat, bounds, r.n_tasks, flat_name, offsets_name)
+    r.task_candidates = <const int64_t*>cnp.PyArray_DATA(flat)
+    r.task_offsets = <const int64_t*>cnp.PyArray_DATA(bounds)
+    return 0
+
+
+cdef int _check_flat(cnp.ndarray flat, cnp.ndarray bounds, int64_t n_tasks, str flat_name,
+                     str offsets_name) except -1:
+    """The offsets of a flat per-task argument of sample_job: n_tasks + 1 of them (_check_offsets)."""
+    if bounds.shape[0] != n_tasks + 1:
+        raise ValueError(f"{offsets_name} must have n_tasks + 1 = {n_tasks + 1} entries, got {bounds.shape[0]}")
+    return _check_offsets(flat, bounds, n_tasks, flat_name, offsets_name)
+
+
+cdef int _check_offsets(cnp.ndarray flat, cnp.ndarray bounds, int64_t n_tasks, str flat_name,
+                        str offsets_name) except -1:
+    """n_tasks + 1 offsets (bounds has that many) from 0 to len(flat), never decreasing."""
     cdef const int64_t* off = <const int64_t*>cnp.PyArray_DATA(bounds)
     cdef Py_ssize_t t
-    if r.n_tasks < 0 or off[0] != 0 or off[r.n_tasks] != flat.shape[0]:
+    if n_tasks < 0 or off[0] != 0 or off[n_tasks] != flat.shape[0]:
         raise ValueError(f"{offsets_name} must start at 0 and end at len({flat_name}) ({flat.shape[0]}), "
                          f"one entry per task plus one")
-    for t in range(r.n_tasks):
+    for t in range(n_tasks):
         if off[t + 1] < off[t]:
             raise ValueError(f"{offsets_name} must not decrease (task {t})")
-    r.task_candidates = <const int64_t*>cnp.PyArray_DATA(flat)
-    r.task_offsets = off
     return 0
 
 

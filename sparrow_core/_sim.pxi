@@ -7,6 +7,8 @@ _PLACEMENT_POLICY = {
     "random": CPlacementPolicy.Random, "per_task": CPlacementPolicy.PerTask, "batch": CPlacementPolicy.Batch,
     "sparrow": CPlacementPolicy.Sparrow, "omniscient": CPlacementPolicy.Omniscient,
     "sparrow_steal": CPlacementPolicy.SparrowSteal,
+    "sparrow_pipelined": CPlacementPolicy.SparrowPipelined,
+    "sparrow_steal_pipelined": CPlacementPolicy.SparrowStealPipelined,
 }
 _DURATION = {
     "exponential": CDurationKind.Exponential, "constant": CDurationKind.Constant,
@@ -64,6 +66,7 @@ def _simulate(dict params, dict trace=None):
     p.steal_victims = params["steal_victims"]
     p.steal_max_take = params["steal_max_take"]
     p.steal_min_blocked = params["steal_min_blocked"]
+    p.pipeline_after = params["pipeline_after"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]
@@ -108,6 +111,7 @@ def _simulate(dict params, dict trace=None):
         "cancel_messages": c.cancel_messages, "cancelled": c.cancelled, "messages": c.messages,
         "events": c.events, "max_jobs_in_flight": c.max_jobs_in_flight,
         "steal_attempts": c.steal_attempts, "steals": c.steals, "stolen": c.stolen,
+        "asked_ahead": c.asked_ahead, "bound_ahead": c.bound_ahead,
     }
     return {
         "job_arrival": job_arrival, "job_response": job_response, "job_ideal": job_ideal,

@@ -15,23 +15,31 @@ cdef class TaskTable:
     """
     cdef CTaskTable c
 
-    def add_job(self, job_id, n_tasks, candidates=None):
+    def add_job(self, job_id, n_tasks, candidates=None, preferred=None, per_task=False):
         """Adds a job of n_tasks tasks; `candidates` is None or one entry per task: None
-        (unconstrained) or the task's candidate worker ids."""
+        (unconstrained) or the task's candidate worker ids (it runs only there). `preferred`
+        likewise gives a task's preferred workers (sample_job's `prefer`): such a soft task
+        goes first to a worker that has a reservation made for it or prefers it, else to any
+        worker of the job left with nothing unconstrained to run. A task with candidates is
+        constrained whatever it prefers. With `per_task` (per-task sampling: sample_job's
+        `per_task`), each task with neither runs only where a reservation was made for it."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef int64_t m = _as_int64(n_tasks, "n_tasks")
-        cdef vector[int64_t] flat, offsets
+        cdef vector[int64_t] flat, offsets, pref, pref_offsets
         if m < 0:
             raise ValueError(f"n_tasks must be >= 0, got {m}")
-        if candidates is None:
-            self.c.add_job(job, m, NULL, NULL)
-            return
-        _flatten_candidates(candidates, m, "candidates", flat, offsets)
-        self.c.add_job(job, m, flat.data(), offsets.data())
+        if candidates is not None:
+            _flatten_candidates(candidates, m, "candidates", flat, offsets)
+        if preferred is not None:
+            _flatten_candidates(preferred, m, "preferred", pref, pref_offsets)
+        self.c.add_job(job, m, flat.data() if candidates is not None else NULL,
+                       offsets.data() if candidates is not None else NULL,
+                       pref.data() if preferred is not None else NULL,
+                       pref_offsets.data() if preferred is not None else NULL, bool(per_task))
 
     def reserve(self, job_id, workers, tasks=None):
         """Records that reservations of job_id went to `workers`; tasks[i] is the task probe i
-        was made for (as returned by sample_constrained), default -1 (any unconstrained task)."""
+        was made for (as returned by sample_job), default -1 (any unconstrained task)."""
         cdef int64_t job = _as_int64(job_id, "job_id")
         cdef cnp.ndarray where = _int64_array(workers, "workers")
         cdef cnp.ndarray which

@@ -1,9 +1,10 @@
 """What the tests that start processes check about them: which are alive, which a process started
-(read from /proc, zombies excluded), and a bounded wait for them to be gone."""
+(read from /proc, zombies excluded), a bounded wait for them to be gone, and a bounded stop."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 
@@ -43,3 +44,13 @@ def survivors(pids, timeout: float) -> list[int]:
     while (left := [pid for pid in pids if alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def stop(process: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM `process`, and SIGKILL it if it has not ended `timeout` seconds later; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -4,13 +4,16 @@
 // sparrow_core.sample_job) both call it.
 //
 // Assumptions. Worker ids are [0, n_workers). A job may have a job constraint (its candidates:
-// distinct workers; none = every worker) and per-task constraints (task t's own candidates,
-// flat with offsets; an empty range = unconstrained). Probes may be asked for some of its tasks
-// only (a re-probe of the unlaunched ones). d is the probe ratio.
+// distinct workers; none = every worker), per-task constraints (task t's own candidates, flat
+// with offsets; an empty range = unconstrained) and per-task preferences (task t's preferred
+// workers, flat with offsets, distinct: where its inputs are; a soft placement). Probes may be
+// asked for some of its tasks only (a re-probe of the unlaunched ones). d is the probe ratio.
 //
 // The rule. A constrained task may run on its own candidates that are also the job's; an
-// unconstrained task on the job's candidates. A constrained task left with none is infeasible:
-// sample_job and candidates_within return that task (the first one) and draw nothing. Infeasible
+// unconstrained task on the job's candidates (its allowed workers). A task's preferred workers
+// count among its allowed ones only (the others are ignored: a preference never makes a task
+// infeasible nor lets it run outside its constraints). A constrained task left with none is
+// infeasible: sample_job and candidates_within return that task (the first one) and draw nothing. Infeasible
 // is an answer, not an exception; broken contracts (a worker id out of range, a candidate listed
 // twice, offsets that decrease) throw std::invalid_argument, also before any draw.
 //
@@ -19,14 +22,27 @@
 //                        algorithm (sampling.h): the draws of sample_batch. O(k).
 //   else                 1. no draw yet: each constrained task's allowed workers, its own
 //                           candidates tested against a bitmap of the job's (O(c + own); with
-//                           no job constraint, range checks only: O(own)).
-//                        2. ceil(d) probes per constrained task among its allowed workers.
-//                        3. the m_u unconstrained tasks together: probe_count(m_u, d) probes
-//                           among the job's candidates not probed in 2, by rejection sampling
+//                           no job constraint, range checks only: O(own)); each preferring
+//                           task's allowed preferred workers Q (O(pref), and O(own) for a
+//                           constrained one: Q then in the order of its allowed workers).
+//                        2. ceil(d) probes per constrained or preferring task, in task order.
+//                           Without a preference, among its allowed workers. With one ("probe
+//                           these first, then random ones"): a = min(|Q|, max(ceil(d) - 1, 1))
+//                           distinct ones of Q (Floyd), then ceil(d) - a among its allowed
+//                           workers outside Q (as step 3 draws, Q taken), so that a busy
+//                           preferred worker never holds it alone (but at d = 1); all of them
+//                           on Q when it has no other allowed worker. An unconstrained task
+//                           none of whose preferred workers is allowed counts as unpreferring.
+//                           With per_task (per-task sampling), every other unconstrained task
+//                           too: ceil(d) distinct probes among the job's candidates, its own
+//                           (no job constraint: the draws of sample_per_task).
+//                        3. the m_u remaining unconstrained tasks together: probe_count(m_u, d)
+//                           probes among the job's candidates not probed in 2, by rejection sampling
 //                           while at least half of them are free (O(k) expected), else Floyd
 //                           over the enumerated free candidates (O(c): the crowded case); past
 //                           the free ones, the wrap rule over all the job's candidates.
-// Each probe records the task it was made for (-1: any unconstrained task), the input of
+// Each probe records the task it was made for (-1: any unconstrained task; a preferring or
+// per-task sampled task's are made for it, so the TaskTable must know it as soft), the input of
 // TaskTable::reserve. (The binding's sample_constrained is sample_job without a job constraint.)
 #pragma once
 
@@ -53,6 +69,9 @@ struct JobRequest {
   const int64_t* tasks = nullptr;            // the tasks to probe for, increasing; nullptr: all of them
   int64_t n_selected = 0;
   double probe_ratio = 2.0;
+  const int64_t* prefer = nullptr;           // task t's preferred: [prefer_offsets[t], prefer_offsets[t + 1])
+  const int64_t* prefer_offsets = nullptr;   // n_tasks + 1 entries, >= 0; nullptr: no task prefers any worker
+  bool per_task = false;                     // per-task sampling: each task probes for itself
 };
 
 // What sample_job and candidates_within return when every task can be placed.
@@ -60,10 +79,13 @@ constexpr int64_t kFeasible = -1;
 
 namespace detail {
 
-// A constrained task's allowed workers: [begin, end) of the job scratch's `allowed` when the job
-// has a job constraint, else of the request's task_candidates (its own candidates, not copied).
+// A constrained or preferring task's allowed workers: [begin, end) of the job scratch's `allowed`
+// when the job has a job constraint, else of the request's task_candidates (its own candidates,
+// not copied), or the job's population when job_wide (an unconstrained task); its allowed
+// preferred workers Q: [prefer_begin, prefer_end) of the job scratch's `preferred` (empty: none).
 struct TaskWorkers {
-  int64_t task, begin, end;
+  int64_t task, begin, end, prefer_begin, prefer_end;
+  bool job_wide;
 };
 
 // The per-thread scratch space of sample_job, next to sampling.h's (looked up once per call, as
@@ -73,6 +95,7 @@ struct JobScratch {
   Bitmap member;
   IdSet member_set;
   std::vector<int64_t> allowed;
+  std::vector<int64_t> preferred;
   std::vector<TaskWorkers> groups;
 };
 
@@ -88,11 +111,12 @@ inline void check_request(const JobRequest& r) {
   probe_count(0, r.probe_ratio);  // throws for a probe ratio that is not valid_probe_ratio
   if (r.candidates != nullptr && r.n_candidates < 0)
     fail("candidates: the count must be >= 0, got " + std::to_string(r.n_candidates));
-  if (r.task_offsets != nullptr) {
-    if (r.task_offsets[0] < 0) fail("task_offsets must be >= 0, got " + std::to_string(r.task_offsets[0]));
+  for (auto [offsets, name] :
+       {std::pair{r.task_offsets, "task_offsets"}, std::pair{r.prefer_offsets, "prefer_offsets"}}) {
+    if (offsets == nullptr) continue;
+    if (offsets[0] < 0) fail(std::string(name) + " must be >= 0, got " + std::to_string(offsets[0]));
     for (int64_t t = 0; t < r.n_tasks; ++t)
-      if (r.task_offsets[t + 1] < r.task_offsets[t])
-        fail("task_offsets must not decrease (task " + std::to_string(t) + ")");
+      if (offsets[t + 1] < offsets[t]) fail(std::string(name) + " must not decrease (task " + std::to_string(t) + ")");
   }
   if (r.tasks != nullptr) {
     if (r.n_selected < 0) fail("tasks: the count must be >= 0, got " + std::to_string(r.n_selected));
@@ -132,6 +156,16 @@ class JobMembers {
   bool bitmap_;
 };
 
+// Task t's preferred workers prefer[lo, hi) are distinct ids of [0, n_workers), else
+// invalid_argument naming the task; with keep they stay marked in s (see check_candidates).
+inline void check_preferred(const JobRequest& r, int64_t t, int64_t lo, int64_t hi, Scratch& s, bool keep) {
+  try {
+    check_candidates(r.prefer + lo, hi - lo, r.n_workers, s.bitmap, s.set, keep, "prefer");
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("task " + std::to_string(t) + ": " + e.what());
+  }
+}
+
 // The rule (step 1), after checking the whole request: for each probed constrained task, in
 // order, where its allowed workers are (TaskWorkers; with a job constraint they are filtered
 // into js.allowed, else they are its own candidates); the number of unconstrained probed tasks
@@ -140,10 +174,11 @@ class JobMembers {
 inline int64_t allowed_workers(const JobRequest& r, Scratch& s, JobScratch& js, int64_t& n_unconstrained) {
   check_request(r);
   js.allowed.clear();
+  js.preferred.clear();
   js.groups.clear();
   const int64_t m = r.tasks != nullptr ? r.n_selected : r.n_tasks;
   n_unconstrained = 0;
-  if (r.task_offsets == nullptr) {
+  if (r.task_offsets == nullptr && r.prefer_offsets == nullptr && !r.per_task) {
     if (r.candidates != nullptr) check_candidates(r.candidates, r.n_candidates, r.n_workers, s);
     n_unconstrained = m;
     return kFeasible;
@@ -151,9 +186,23 @@ inline int64_t allowed_workers(const JobRequest& r, Scratch& s, JobScratch& js, 
   JobMembers members(r, js);  // checks the job's candidates
   for (int64_t i = 0; i < m; ++i) {
     const int64_t t = r.tasks != nullptr ? r.tasks[i] : i;
-    const int64_t lo = r.task_offsets[t], hi = r.task_offsets[t + 1];
+    const int64_t lo = r.task_offsets != nullptr ? r.task_offsets[t] : 0;
+    const int64_t hi = r.task_offsets != nullptr ? r.task_offsets[t + 1] : 0;
+    const int64_t plo = r.prefer_offsets != nullptr ? r.prefer_offsets[t] : 0;
+    const int64_t phi = r.prefer_offsets != nullptr ? r.prefer_offsets[t + 1] : 0;
     if (hi == lo) {
-      ++n_unconstrained;
+      const int64_t start = static_cast<int64_t>(js.preferred.size());
+      if (phi > plo) {
+        check_preferred(r, t, plo, phi, s, false);
+        for (int64_t j = plo; j < phi; ++j)
+          if (members.contains(r.prefer[j])) js.preferred.push_back(r.prefer[j]);
+      }
+      const int64_t end = static_cast<int64_t>(js.preferred.size());
+      if (end == start && !r.per_task) {
+        ++n_unconstrained;
+      } else {
+        js.groups.push_back(TaskWorkers{t, 0, 0, start, end, true});
+      }
       continue;
     }
     const int64_t* own = r.task_candidates + lo;
@@ -162,15 +211,25 @@ inline int64_t allowed_workers(const JobRequest& r, Scratch& s, JobScratch& js, 
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("task " + std::to_string(t) + ": " + e.what());
     }
-    if (r.candidates == nullptr) {  // every worker is the job's
-      js.groups.push_back(TaskWorkers{t, lo, hi});
-      continue;
+    int64_t begin = lo, end = hi;  // every worker is the job's: its own candidates
+    if (r.candidates != nullptr) {
+      begin = static_cast<int64_t>(js.allowed.size());
+      for (int64_t j = 0; j < hi - lo; ++j)
+        if (members.contains(own[j])) js.allowed.push_back(own[j]);
+      end = static_cast<int64_t>(js.allowed.size());
+      if (end == begin) return t;
     }
-    const int64_t start = static_cast<int64_t>(js.allowed.size());
-    for (int64_t j = 0; j < hi - lo; ++j)
-      if (members.contains(own[j])) js.allowed.push_back(own[j]);
-    if (static_cast<int64_t>(js.allowed.size()) == start) return t;
-    js.groups.push_back(TaskWorkers{t, start, static_cast<int64_t>(js.allowed.size())});
+    const int64_t start = static_cast<int64_t>(js.preferred.size());
+    if (phi > plo) {  // Q: its allowed workers that it prefers, in their order
+      check_preferred(r, t, plo, phi, s, true);
+      const int64_t* allowed = (r.candidates != nullptr ? js.allowed.data() : r.task_candidates) + begin;
+      const bool bitmap = r.n_workers <= kBitmapLimit;
+      for (int64_t j = 0; j < end - begin; ++j)
+        if (bitmap ? s.bitmap.test(allowed[j]) : s.set.contains(allowed[j])) js.preferred.push_back(allowed[j]);
+      if (bitmap)
+        for (int64_t j = plo; j < phi; ++j) s.bitmap.unmark(r.prefer[j]);
+    }
+    js.groups.push_back(TaskWorkers{t, begin, end, start, static_cast<int64_t>(js.preferred.size()), false});
   }
   return kFeasible;
 }
@@ -251,11 +310,34 @@ inline void sample_unprobed(Rng& rng, const int64_t* population, int64_t n_pop, 
       workers, s);
 }
 
+// Step 2 for a task with allowed preferred workers Q: a of them, then per_task - a among its
+// allowed workers outside Q (Q is put at the end of workers meanwhile, for sample_unprobed to
+// take, and removed again); all per_task on Q when Q is all of its allowed workers.
+inline void sample_preferring(Rng& rng, const JobRequest& r, const int64_t* base, const TaskWorkers& g,
+                              const JobScratch& js, int64_t per_task, std::vector<int64_t>& workers, Scratch& s) {
+  const int64_t* q = js.preferred.data() + g.prefer_begin;
+  const int64_t n_q = g.prefer_end - g.prefer_begin;
+  const int64_t* population = g.job_wide ? r.candidates : base + g.begin;  // nullptr: [0, n_workers)
+  const int64_t n_pop = g.job_wide ? (r.candidates != nullptr ? r.n_candidates : r.n_workers) : g.end - g.begin;
+  if (n_q == n_pop) {
+    sample_from(rng, q, n_q, per_task, workers, s);
+    return;
+  }
+  const int64_t a = std::min(n_q, std::max<int64_t>(per_task - 1, 1));
+  sample_from(rng, q, n_q, a, workers, s);
+  if (per_task == a) return;
+  const size_t at = workers.size();
+  workers.insert(workers.end(), q, q + n_q);
+  sample_unprobed(rng, population, n_pop, r.n_workers, per_task - a, at, workers, s);
+  workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(at),
+                workers.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(n_q)));
+}
+
 }  // namespace detail
 
 // Appends the job's probes to workers and, for each, the task it was made for (-1: any
-// unconstrained task) to made_for. Returns kFeasible, or the first task whose candidates and
-// the job's have no worker in common: then nothing is appended and rng is untouched.
+// unconstrained task without a preference) to made_for. Returns kFeasible, or the first task whose
+// candidates and the job's have no worker in common: then nothing is appended and rng is untouched.
 inline int64_t sample_job(Rng& rng, const JobRequest& r, std::vector<int64_t>& workers,
                           std::vector<int64_t>& made_for) {
   detail::Scratch& s = detail::scratch();
@@ -275,7 +357,15 @@ inline int64_t sample_job(Rng& rng, const JobRequest& r, std::vector<int64_t>& w
   const int64_t* base = detail::allowed_base(r, js);
   const size_t first = workers.size();
   for (const detail::TaskWorkers& g : js.groups) {
-    detail::sample_from(rng, base + g.begin, g.end - g.begin, per_task, workers, s);
+    if (g.prefer_end == g.prefer_begin) {
+      if (g.job_wide) {  // per-task sampling
+        detail::sample_population(rng, r.candidates, n_pop, per_task, workers, s);
+      } else {
+        detail::sample_from(rng, base + g.begin, g.end - g.begin, per_task, workers, s);
+      }
+    } else {
+      detail::sample_preferring(rng, r, base, g, js, per_task, workers, s);
+    }
     made_for.insert(made_for.end(), static_cast<size_t>(per_task), g.task);
   }
   if (k > 0) {
@@ -302,7 +392,7 @@ inline int64_t candidates_within(const JobRequest& r, std::vector<int64_t>& flat
   for (int64_t i = 0; i < m; ++i) {
     const int64_t t = r.tasks != nullptr ? r.tasks[i] : i;
     if (g < js.groups.size() && js.groups[g].task == t) {
-      flat.insert(flat.end(), base + js.groups[g].begin, base + js.groups[g].end);
+      if (!js.groups[g].job_wide) flat.insert(flat.end(), base + js.groups[g].begin, base + js.groups[g].end);
       ++g;
     }
     offsets.push_back(static_cast<int64_t>(flat.size()));

@@ -131,9 +131,9 @@ inline void sample_workers(Rng& rng, int64_t n, int64_t k, std::vector<int64_t>&
 
 // Duplicates are found with `bitmap` (set, then cleared again: O(c)) up to kBitmapLimit
 // workers, else with `set`. With keep, the candidates stay marked on success (the caller
-// clears them); on failure the bitmap is always left clear.
+// clears them); on failure the bitmap is always left clear. Errors start with `name`.
 inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Bitmap& bitmap,
-                             IdSet& set, bool keep) {
+                             IdSet& set, bool keep, const char* name = "candidates") {
   const bool use_bitmap = n_workers <= kBitmapLimit;
   if (use_bitmap) {
     bitmap.ensure(n_workers);
@@ -158,9 +158,9 @@ inline void check_candidates(const int64_t* candidates, int64_t n_candidates, in
   if (problem == nullptr) return;
   const std::string id = std::to_string(candidates[i]);
   if (problem[0] == 'o')
-    throw std::invalid_argument("candidates: worker id " + id + " is out of range [0, " + std::to_string(n_workers) +
-                                ")");
-  throw std::invalid_argument("candidates: worker id " + id + " appears twice");
+    throw std::invalid_argument(std::string(name) + ": worker id " + id + " is out of range [0, " +
+                                std::to_string(n_workers) + ")");
+  throw std::invalid_argument(std::string(name) + ": worker id " + id + " appears twice");
 }
 
 inline void check_candidates(const int64_t* candidates, int64_t n_candidates, int64_t n_workers, Scratch& scratch) {

@@ -1,29 +1,38 @@
 // TaskTable: the scheduler's late-binding state, one entry per job.
 //
-// A job has m tasks, some with candidate workers (per-task constraints), and the probes
-// (reservations) the scheduler placed for it, each at a worker and made for a task
-// (-1: any unconstrained task). When a worker's reservation reaches the head of its queue
-// the worker asks get_task(job, worker), which consumes one of its outstanding reservations
-// (one made for any task if it holds one, else the one made for the lowest task) and binds
-// a task only now (late binding), preferring
-//   1. the lowest unlaunched constrained task a reservation at this worker was made for,
-//   2. the lowest unlaunched constrained task that has this worker as a candidate,
-//   3. the lowest unlaunched unconstrained task,
-// or answers none (-1). Decisions depend on the values only, never on the order the
+// A job has m tasks, some with candidate workers (per-task constraints: a task runs only on
+// one of them), some with preferred workers instead (soft: a task prefers them but may run
+// anywhere), and with per-task sampling the others bound to their own probes (soft too, but a
+// bound task runs only where a reservation was made for it), and the probes (reservations) the scheduler placed for it, each at a worker and
+// made for a task (-1: any unconstrained task). A probe made for a constrained task is at one
+// of its candidates; one made for a soft task may be anywhere. When a worker's reservation
+// reaches the head of its queue the worker asks get_task(job, worker), which consumes one of
+// its outstanding reservations (one made for any task if it holds one, else the one made for
+// the lowest task) and binds a task only now (late binding), preferring
+//   1. the lowest unlaunched task a reservation at this worker was made for that lists this
+//      worker (a constrained task's candidate, a soft task's preferred worker),
+//   2. the lowest unlaunched task that lists this worker,
+//   3. the lowest unlaunched soft task a reservation at this worker was made for (elsewhere
+//      than it prefers: the probe that keeps a busy preferred worker from holding it),
+//   4. the lowest unlaunched unconstrained task,
+//   5. the lowest unlaunched soft task with preferred workers (any reservation of the job may
+//      run it; never a bound task),
+// or answers none (-1). Without soft tasks, rules 3 and 5 never apply. A task given both candidates and preferred workers is constrained:
+// its preference only matters to where it is probed (job_probes.h). Decisions depend on the values only, never on the order the
 // reservations were recorded in. Once all m tasks are launched, workers_to_cancel lists
 // the workers still holding reservations (proactive cancellation, matched by job id value)
 // and forgets them, so asking again gives nothing.
 //
 // Storage: a job's probes made for any task are a count per worker in an open-addressing
-// map (flat_map.h), so an unconstrained job needs no sort; probes made for a constrained task
-// are kept apart, sorted by (worker, task, reservation order) when first needed. Job
+// map (flat_map.h), so an unconstrained job needs no sort; probes made for a constrained or
+// soft task are kept apart, sorted by (worker, task, reservation order) when first needed. Job
 // records are pooled and reused (their buffers with them) and found through a flat map of
 // job ids, so a steady stream of jobs allocates nothing. A job holds at most 2^31 - 1
 // outstanding reservations (the per-worker counts are 32-bit, to keep the map small).
-// Costs (k probes, c candidates): add_job O(m + c log c); reserve O(k); get_task O(1)
+// Costs (k probes, c candidates and preferred workers): add_job O(m + c log c); reserve O(k); get_task O(1)
 // expected for a job without constrained tasks, else O(log k_c) after one O(k_c log k_c)
 // sort of its k_c constrained probes (redone after a new reserve), plus the scan of that
-// worker's probes and candidate tasks; workers_to_cancel O(k) (plus a sort of the workers
+// worker's probes and candidate tasks (rule 4: O(m) over the job's life); workers_to_cancel O(k) (plus a sort of the workers
 // when constrained probes are held); remove_job O(k); get_task_many overlaps the cache
 // misses of its requests.
 #pragma once
@@ -41,7 +50,11 @@ namespace sparrow {
 
 class TaskTable {
  public:
-  void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand = nullptr, const int64_t* cand_offsets = nullptr) {
+  // Task t's candidates are cand[cand_offsets[t], cand_offsets[t + 1]), its preferred workers
+  // pref[pref_offsets[t], pref_offsets[t + 1]) (nullptr offsets: none; empty: none). With
+  // per_task, the tasks with neither are bound to their own probes (per-task sampling).
+  void add_job(int64_t job_id, int64_t n_tasks, const int64_t* cand = nullptr, const int64_t* cand_offsets = nullptr,
+               const int64_t* pref = nullptr, const int64_t* pref_offsets = nullptr, bool per_task = false) {
     if (n_tasks < 0) throw std::invalid_argument("n_tasks must be >= 0, got " + std::to_string(n_tasks));
     if (index_.find(job_id) != nullptr) throw std::invalid_argument("job_id " + std::to_string(job_id) + " already exists");
     const uint32_t record = take_record();
@@ -61,11 +74,32 @@ class TaskTable {
           job.candidate_index.emplace_back(cand[i], t);
         }
       }
+      for (int64_t t = 0; pref_offsets && t < n_tasks; ++t) {
+        const int64_t lo = pref_offsets[t], hi = pref_offsets[t + 1];
+        if (hi < lo) throw std::invalid_argument("preferred: offsets decrease at task " + std::to_string(t));
+        if (hi == lo || (job.flags[t] & kConstrained)) continue;  // a constraint governs
+        job.flags[t] = kSoft | kAnywhere;
+        job.has_soft = job.has_anywhere = true;
+        for (int64_t i = lo; i < hi; ++i) {
+          if (pref[i] < 0)
+            throw std::invalid_argument("preferred: task " + std::to_string(t) + " has a negative worker id " +
+                                        std::to_string(pref[i]));
+          job.candidate_index.emplace_back(pref[i], t);
+        }
+      }
+      for (int64_t t = 0; per_task && t < n_tasks; ++t)
+        if (job.flags[t] == 0) {
+          job.flags[t] = kSoft;
+          job.has_soft = true;
+        }
       std::sort(job.candidate_index.begin(), job.candidate_index.end());
       for (size_t i = 1; i < job.candidate_index.size(); ++i)
-        if (job.candidate_index[i] == job.candidate_index[i - 1])
-          throw std::invalid_argument("candidates: task " + std::to_string(job.candidate_index[i].second) +
-                                      " lists worker " + std::to_string(job.candidate_index[i].first) + " twice");
+        if (job.candidate_index[i] == job.candidate_index[i - 1]) {
+          const int64_t t = job.candidate_index[i].second;
+          throw std::invalid_argument(std::string(job.flags[t] & kSoft ? "preferred" : "candidates") + ": task " +
+                                      std::to_string(t) + " lists worker " +
+                                      std::to_string(job.candidate_index[i].first) + " twice");
+        }
     } catch (...) {
       release_record(record);
       throw;
@@ -87,9 +121,9 @@ class TaskTable {
         throw std::invalid_argument("tasks: task " + std::to_string(t) + " is out of range [-1, " +
                                     std::to_string(job.n_tasks) + ")");
       if (t >= 0) {
-        if (!(job.flags[t] & kConstrained))
+        if (!(job.flags[t] & (kConstrained | kSoft)))
           throw std::invalid_argument("tasks: task " + std::to_string(t) + " is unconstrained; its probes use -1");
-        if (!std::binary_search(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(w, t)))
+        if ((job.flags[t] & kConstrained) && !listed(job, w, t))
           throw std::invalid_argument("workers: worker " + std::to_string(w) + " is not a candidate of task " +
                                       std::to_string(t));
       } else {
@@ -102,7 +136,8 @@ class TaskTable {
       if (t < 0) {
         ++*job.any.try_emplace(workers[i], 0).first;
       } else {
-        job.tagged.push_back(Tagged{workers[i], t, job.tagged_seq++, kOutstanding});
+        const bool here = (job.flags[t] & kConstrained) || listed(job, workers[i], t);
+        job.tagged.push_back(Tagged{workers[i], t, job.tagged_seq++, kOutstanding, here});
         job.tagged_sorted = false;
       }
     }
@@ -126,7 +161,7 @@ class TaskTable {
     if (job.n_launched == job.n_tasks) return -1;
     int64_t task = -1;
     for (Tagged* p = lo; p != hi && task < 0; ++p)
-      if (!(job.flags[p->task] & kLaunched)) task = p->task;
+      if (p->listed && !(job.flags[p->task] & kLaunched)) task = p->task;
     if (task < 0 && !job.candidate_index.empty()) {
       auto c = std::lower_bound(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(worker, int64_t{-1}));
       for (; c != job.candidate_index.end() && c->first == worker; ++c)
@@ -135,10 +170,19 @@ class TaskTable {
           break;
         }
     }
+    if (task < 0 && job.has_soft)  // its probes elsewhere than it prefers (the others are listed)
+      for (Tagged* p = lo; p != hi && task < 0; ++p)
+        if (!(job.flags[p->task] & kLaunched)) task = p->task;
     if (task < 0) {
       // Unconstrained tasks in index order: skip constrained ones (and none is launched yet).
       while (job.next_unconstrained < job.n_tasks && job.flags[job.next_unconstrained] != 0) ++job.next_unconstrained;
       if (job.next_unconstrained < job.n_tasks) task = job.next_unconstrained++;
+    }
+    if (task < 0 && job.has_anywhere) {
+      // Soft tasks with preferred workers in index order: skip launched and other ones.
+      constexpr uint8_t kWanted = kSoft | kAnywhere;
+      while (job.next_anywhere < job.n_tasks && job.flags[job.next_anywhere] != kWanted) ++job.next_anywhere;
+      if (job.next_anywhere < job.n_tasks) task = job.next_anywhere++;
     }
     if (task >= 0) {
       job.flags[task] |= kLaunched;
@@ -235,30 +279,41 @@ class TaskTable {
 
  private:
   static constexpr uint8_t kOutstanding = 0, kConsumed = 1, kCancelled = 2;  // Tagged::state
-  static constexpr uint8_t kLaunched = 1, kConstrained = 2;                  // Job::flags bits
+  // Job::flags bits. kSoft: a probe made for the task may be at any worker; kAnywhere: any
+  // reservation of the job may run it (a soft task with preferred workers, not a bound one).
+  static constexpr uint8_t kLaunched = 1, kConstrained = 2, kSoft = 4, kAnywhere = 8;
   // A pooled record keeps its buffers for the next job unless they outgrew this many entries.
   static constexpr size_t kKeptCapacity = 1 << 14;
   static constexpr int64_t kMaxOutstanding = INT32_MAX;  // so a per-worker count fits 32 bits
   static constexpr int64_t kAhead = 8;                   // get_task_many's lookahead
 
-  struct Tagged {  // a probe made for constrained task `task`
+  struct Tagged {  // a probe made for constrained or soft task `task`
     int64_t worker;
     int64_t task;
     uint32_t seq;  // reservation order within the job
     uint8_t state;
+    bool listed;  // `task` lists `worker` (always, for a constrained task)
   };
   struct Job {
     int64_t n_tasks = 0;
     int64_t n_launched = 0;
     int64_t outstanding = 0;
     int64_t next_unconstrained = 0;  // no unconstrained task below it is unlaunched
-    std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained
+    int64_t next_anywhere = 0;       // no kAnywhere task below it is unlaunched
+    bool has_soft = false;           // some task is soft (rule 3 is looked at only then)
+    bool has_anywhere = false;       // some task is kAnywhere (rule 5 is looked at only then)
+    std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained | kSoft | kAnywhere
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
     FlatMap<int32_t> any;           // worker -> outstanding probes made for any task
     std::vector<Tagged> tagged;     // sorted by (worker, task, seq) when tagged_sorted
     uint32_t tagged_seq = 0;
     bool tagged_sorted = true;
   };
+
+  // Whether task t lists worker w (as a candidate or a preferred worker).
+  static bool listed(const Job& job, int64_t w, int64_t t) {
+    return std::binary_search(job.candidate_index.begin(), job.candidate_index.end(), std::make_pair(w, t));
+  }
 
   static std::invalid_argument unknown_job(int64_t job_id) {
     return std::invalid_argument("job_id " + std::to_string(job_id) + " does not exist");
@@ -284,7 +339,8 @@ class TaskTable {
   // Resets a record for the next job, keeping its buffers unless they are large.
   void release_record(uint32_t r) {
     Job& job = records_[r];
-    job.n_tasks = job.n_launched = job.outstanding = job.next_unconstrained = 0;
+    job.n_tasks = job.n_launched = job.outstanding = job.next_unconstrained = job.next_anywhere = 0;
+    job.has_soft = job.has_anywhere = false;
     job.tagged_seq = 0;
     job.tagged_sorted = true;
     reset(job.flags);
@@ -307,7 +363,7 @@ class TaskTable {
     }
   }
 
-  // The job's probes made for constrained tasks at `worker`, lowest task first.
+  // The job's probes made for constrained or soft tasks at `worker`, lowest task first.
   static std::pair<Tagged*, Tagged*> tagged_range(Job& job, int64_t worker) {
     if (job.tagged.empty()) return {nullptr, nullptr};
     if (!job.tagged_sorted) {

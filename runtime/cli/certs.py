@@ -25,8 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="make a cluster CA and the certificates of its peers (TLS)",
         description="`sparrow certs init` makes a CA (ca.pem, ca-key.pem) in --certs-dir; `sparrow certs issue "
         "NAME --role ROLE [--user USER]` issues NAME.pem and NAME-key.pem signed by it. The role (scheduler, "
-        "node-monitor, client, admin) is the subject's OU, a client's or admin's user (default: NAME) its UID: a "
-        "client runs jobs as its user and sees only that user's jobs; an admin sees all and may name any user.",
+        "node-monitor, client, admin, monitor) is the subject's OU, a client's or admin's user (default: NAME) its "
+        "UID: a client runs jobs as its user and sees only that user's jobs; an admin sees all and may name any "
+        "user; a monitor (Prometheus) only reads the services' HTTPS metrics and dashboards, as an admin may.",
     )
     parser.add_argument("action", choices=("init", "issue"), help="init: make the CA; issue: a key and certificate")
     parser.add_argument("name", nargs="?", help="issue: the holder's name (the subject's CN, and its file names)")

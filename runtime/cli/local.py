@@ -55,6 +55,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         executor=s["executor"],
         policy=s["policy"],
         weights=s["weight"],
+        pipeline=s["pipeline"],
         probe_ratio=s["probe_ratio"],
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],

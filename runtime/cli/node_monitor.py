@@ -13,7 +13,7 @@ from ..services.node_monitor import serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.worker_pool import task_user_options
 from .common import CommandError, add_command, prepare_service, settings
-from .service import node_monitor_drain, run_service, service_logic
+from .service import metrics_tls, node_monitor_drain, run_service, service_logic
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
             task_user_options(s["task_user"])
         except ValueError as exc:
             raise CommandError(f"--task-user: {exc}") from None
-    options = {"slots": s["slots"] or os.cpu_count() or 1, "policy": s["policy"], "weights": s["weight"]}
+    options = {
+        "slots": s["slots"] or os.cpu_count() or 1,
+        "policy": s["policy"],
+        "weights": s["weight"],
+        "pipeline": s["pipeline"],
+    }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")
     host, port = s["listen"]
@@ -67,4 +72,11 @@ def run(args: argparse.Namespace) -> int:
         drain=draining,
     )
     drain = node_monitor_drain(logic, draining, s["drain_timeout"])
-    return run_service(service, "node-monitor", metrics, drain, exit_with_parent=s["exit_with_parent"])
+    return run_service(
+        service,
+        "node-monitor",
+        metrics,
+        drain,
+        exit_with_parent=s["exit_with_parent"],
+        metrics_tls=metrics_tls(s, credentials),
+    )

@@ -18,7 +18,7 @@ from ..services.scheduler_logic import (
 )
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, SAMPLINGS
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
@@ -100,9 +100,16 @@ METRICS_PORT = Setting(
 METRICS_LISTEN = Setting(
     "metrics_listen",
     LISTEN_ADDRESS,
-    help="serve Prometheus metrics at this address instead, unauthenticated",
+    help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_INSECURE = Setting(
+    "metrics_insecure",
+    BOOLEAN,
+    False,
+    "serve metrics and the dashboard over plain HTTP to anyone even with TLS (with TLS they are HTTPS for "
+    "admin and monitor certificates only)",
 )
 EXIT_WITH_PARENT = Setting(
     "exit_with_parent",
@@ -113,6 +120,15 @@ EXIT_WITH_PARENT = Setting(
 POLICY = Setting("policy", choice(*QUEUE_POLICIES), "fifo", "reservation queue policy: " + ", ".join(QUEUE_POLICIES))
 WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (repeatable)", "USER=WEIGHT")
 EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
+PIPELINE = Setting(
+    "pipeline",
+    BOOLEAN,
+    False,
+    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead (at most "
+    "one per running task), so the scheduler round trip overlaps the running task; off by default since a task "
+    "bound ahead waits out the running one, which costs more than it hides for varied tasks of a few ms; pays for "
+    "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
+)
 
 
 def _probe_ratio(value) -> float:
@@ -191,6 +207,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -214,6 +231,7 @@ NODE_MONITOR_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     Setting(
         "task_user",
         TEXT,
@@ -269,6 +287,7 @@ NODE_MONITOR_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
 
@@ -279,6 +298,7 @@ LOCAL_SETTINGS = (
     POLICY,
     WEIGHT,
     EXECUTOR,
+    PIPELINE,
     PROBE_RATIO,
     Setting(
         "share_cpus",
@@ -316,6 +336,12 @@ SUBMIT_SETTINGS = (
     Setting("user", TEXT, "", "the user the job runs as (fair sharing)"),
     Setting("priority", integer(), 0, "the job's priority (lower runs first)"),
     Setting("probe_ratio", PROBE_RATIO_KIND, help="probes per task", metavar="D", unset="the scheduler's"),
+    Setting(
+        "sampling",
+        choice(*SAMPLINGS),
+        "batch",
+        "how the job's probes are drawn: batch (Sparrow's) or per_task (each task for itself, the paper's baseline)",
+    ),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting(
         "task_timeout",

@@ -12,7 +12,7 @@ from ..dashboard import scheduler_with_dashboard
 from ..services.scheduler import serve_scheduler
 from ..services.scheduler_logic import SchedulerLogic
 from .common import add_command, prepare_service, settings
-from .service import metrics_address, run_service
+from .service import metrics_address, metrics_tls, run_service
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,4 +65,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if sampler is not None:
         service = sampler.alongside(service)
-    return run_service(service, "scheduler", metrics, exit_with_parent=s["exit_with_parent"])
+    return run_service(
+        service,
+        "scheduler",
+        metrics,
+        exit_with_parent=s["exit_with_parent"],
+        metrics_tls=metrics_tls(s, credentials),
+    )

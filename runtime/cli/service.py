@@ -27,6 +27,7 @@ from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.ready_line import ready_line
 from ..wire.address import format_address, unix_path
 from ..wire.guard import sole_error
+from ..wire.tls import TLS
 from .common import CommandError
 from .config import ConfigError, Resolved
 
@@ -45,6 +46,24 @@ def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
         return s["metrics_listen"]
     if s["metrics_port"] is not None:
         return (None, s["metrics_port"])
+    return None
+
+
+def metrics_tls(s: Resolved, credentials: dict) -> TLS | None:
+    """The TLS the metrics and dashboard are served with: the service's own, unless --metrics-insecure
+    (a warning, unless they are on loopback) or the service has none (--insecure)."""
+    tls = credentials.get("tls")
+    if tls is None or not s["metrics_insecure"]:
+        return tls
+    where = metrics_address(s)
+    if where is not None:
+        host = where[0] if where[0] is not None else s["listen"][0]
+        if unix_path((host, 0)) is None and not _is_loopback(host):
+            logger.warning(
+                "--metrics-insecure: metrics and the dashboard on %s are plain HTTP, readable by anyone who can reach "
+                "them",
+                format_address((host, where[1])),
+            )
     return None
 
 
@@ -76,8 +95,11 @@ def node_monitor_drain(logic: NodeMonitorLogic, start: trio.Event, timeout: floa
     return drain
 
 
-async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: str, metrics: tuple | None) -> None:
-    """Start `service` in `nursery`, then its metrics (and dashboard), then print the ready line."""
+async def _start_and_announce(
+    nursery: trio.Nursery, service: Callable, name: str, metrics: tuple | None, tls: TLS | None
+) -> None:
+    """Start `service` in `nursery`, then its metrics (and dashboard, HTTPS with `tls`), then print the
+    ready line."""
     address = await nursery.start(service)
     metrics_url = dashboard_url = None
     if metrics is not None:
@@ -85,12 +107,12 @@ async def _start_and_announce(nursery: trio.Nursery, service: Callable, name: st
         if host is None:  # the service's own host; loopback beside a Unix socket
             host = "127.0.0.1" if unix_path(address) is not None else address[0]
         try:
-            bound = serve_metrics(registry, host, port, pages)
+            bound = serve_metrics(registry, host, port, pages, tls)
         except OSError as exc:
             raise CommandError(
                 f"cannot serve metrics on {format_address((host, port))}: {exc.strerror or exc}"
             ) from None
-        url = f"http://{format_address(bound)}"
+        url = f"{'http' if tls is None else 'https'}://{format_address(bound)}"
         metrics_url = f"{url}/metrics" if registry is not None else None
         dashboard_url = f"{url}/" if pages is not None else None
     line = ready_line(name, address, metrics_url, dashboard_url)
@@ -150,10 +172,11 @@ async def _serve_until_stopped(
     metrics: tuple | None,
     drain: Callable[[], Awaitable[None]] | None,
     exit_with_parent: bool,
+    tls: TLS | None,
 ) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_start_and_announce, nursery, service, name, metrics)
+            nursery.start_soon(_start_and_announce, nursery, service, name, metrics, tls)
             logger.info("%s: stopping", await _stop_requested(signals, exit_with_parent))
             if drain is not None:
                 async with trio.open_nursery() as draining:  # a second signal stops at once
@@ -177,20 +200,21 @@ def run_service(
     drain: Callable[[], Awaitable[None]] | None = None,
     *,
     exit_with_parent: bool = False,
+    metrics_tls: TLS | None = None,
 ) -> int:
     """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT (or, with `exit_with_parent`,
     the end of standard input); print its ready line once it serves.
 
     `metrics` (optional): `(registry, host, port, pages)` for `serve_metrics` once it is listening
     (host None: the service's; registry None: no Prometheus metrics; pages: the scheduler's
-    dashboard, or None). `drain` (optional): awaited after the first signal, before the service is
-    cancelled.
+    dashboard, or None), served over HTTPS with `metrics_tls` (http_server.py). `drain` (optional):
+    awaited after the first signal, before the service is cancelled.
 
     Error handling: a failure to start (port in use, no such address) raises CommandError with its
     one-line reason instead of a traceback.
     """
     try:
-        trio.run(_serve_until_stopped, service, name, metrics, drain, exit_with_parent)
+        trio.run(_serve_until_stopped, service, name, metrics, drain, exit_with_parent, metrics_tls)
     except Exception as exc:
         error = sole_error(exc)
         if isinstance(error, (CommandError, ConfigError)):

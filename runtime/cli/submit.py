@@ -135,7 +135,12 @@ async def _submit(schedulers: list[str], credentials: dict, tasks: list, s, show
         schedulers, **credentials, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
     ) as client:
         job = await client.submit_job(
-            tasks, user=s["user"], priority=s["priority"], probe_ratio=s["probe_ratio"], timeout=s["task_timeout"]
+            tasks,
+            user=s["user"],
+            priority=s["priority"],
+            probe_ratio=s["probe_ratio"],
+            timeout=s["task_timeout"],
+            sampling=s["sampling"],
         )
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:

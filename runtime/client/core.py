@@ -356,6 +356,13 @@ class Client:
         """How many submitted jobs have a task without an outcome yet."""
         return self._logic.unfinished_jobs
 
+    @property
+    def traffic(self) -> dict[str, int]:
+        """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
+        included) and `bytes_received` (outcomes: payloads and error text); message headers are not
+        counted. A copy."""
+        return {"bytes_sent": 0, "bytes_received": 0, **self._logic.traffic}
+
     def __repr__(self) -> str:
         return views.client_repr(self)
 
@@ -592,6 +599,7 @@ class Client:
         retries: int | None = None,
         retry_exceptions: bool | None = None,
         prefer: Sequence[Sequence[str] | None] | None = None,
+        sampling: str = "batch",
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
@@ -602,7 +610,9 @@ class Client:
         that run tasks in processes). `retries` / `retry_exceptions`: the client's, unless given
         (retries=0 for a task with side effects). `prefer`: one entry per task, None or the ids of
         node monitors to probe first for it, a soft preference (it may still run elsewhere: a busy
-        node monitor does not hold it up). Waits while `max_pending_tasks` are unfinished.
+        node monitor does not hold it up). `sampling`: "batch" (Sparrow's batch sampling, the default)
+        or "per_task" (each task gets ceil(probe_ratio) probes of its own and runs only at one of
+        them: the paper's baseline, docs/runtime.md). Waits while `max_pending_tasks` are unfinished.
         A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
         and Dask"): it is placed once its inputs are done, with their values.
         """
@@ -621,7 +631,9 @@ class Client:
             if payload is None:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
-        msg = build_submit(payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer)
+        msg = build_submit(
+            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling
+        )
         while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():
                 self._room = trio.Event()

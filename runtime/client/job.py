@@ -126,9 +126,11 @@ def build_submit(
     max_frame: int = DEFAULT_MAX_FRAME,
     timeout: float | None = None,
     prefer: Sequence[Sequence[str] | None] | None = None,
+    sampling: str = "batch",
 ) -> SubmitJob:
     """Validate a job and build its SubmitJob (ref set when sent). `prefer`: None, or one entry per
     task, None or the ids of the node monitors it should be probed at first (SubmitJob.task_prefer).
+    `sampling`: "batch" or "per_task" (SubmitJob.sampling).
 
     Error handling: ValueError/TypeError naming the bad argument."""
     if not payloads:
@@ -152,8 +154,10 @@ def build_submit(
                 raise TypeError(f"constraints[{i}] must be a Constraint or None, got {type(c).__name__}")
         task_constraints = [None if c is None else _normalise(c) for c in task_constraints]
     task_prefer = None if prefer is None else _task_prefer(prefer, len(payloads))
+    if not isinstance(sampling, str):
+        raise TypeError(f"sampling must be a str, got {type(sampling).__name__}")
     problem = job_problem(
-        len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout, task_prefer
+        len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout, task_prefer, sampling
     )
     if problem is not None:
         raise ValueError(problem)
@@ -175,6 +179,7 @@ def build_submit(
         task_constraints,
         None if timeout is None else float(timeout),
         task_prefer,
+        sampling,
     )
 
 

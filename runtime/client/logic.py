@@ -30,6 +30,7 @@ Rules (docs/runtime.md, "Limits and failure behaviour" and "Dependencies and Das
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import cloudpickle
@@ -118,6 +119,9 @@ class ClientLogic:
         # a lost value's key -> (the job recomputing it, the job and task that made it, [(dependent job, task, input)])
         self._recomputing: dict[bytes, tuple[Job, Job, int, list[tuple[Job, int, int]]]] = {}
         self._recompute_of: dict[Job, bytes] = {}  # recomputing job -> the lost value's key
+        # bytes of task payloads sent and of outcomes (payload and error text) received: the data
+        # that passes through this client (bytes_sent, bytes_received)
+        self.traffic: Counter[str] = Counter()
 
     # -- what the shell asks -----------------------------------------------------------------------
 
@@ -212,6 +216,7 @@ class ClientLogic:
                     del placements[msg.ref]
                 job = placement.jobs[msg.task]
                 task = placement.tasks[msg.task]
+                self.traffic["bytes_received"] += len(msg.outcome.payload) + len(msg.outcome.error)
                 if job.outcomes[task] is not None:
                     continue  # cancelled here before the scheduler heard
                 outcome = msg.outcome
@@ -352,7 +357,7 @@ class ClientLogic:
 
     def _enqueue(self, job: Job, tasks: list[int]) -> None:
         s = job.settings
-        key = (s.user, s.priority, s.probe_ratio, s.constraint, s.timeout) if job.coalesce else job
+        key = (s.user, s.priority, s.probe_ratio, s.constraint, s.timeout, s.sampling) if job.coalesce else job
         entries = self._queue.get(key)
         if entries is None:
             self._queue[key] = [(job, tasks)]
@@ -374,6 +379,7 @@ class ClientLogic:
         if task_constraints is not None and len(tasks) != first.n_tasks:
             task_constraints = [task_constraints[t] for t in tasks]
         self._placements[ref] = Placement(jobs, tasks, members)
+        self.traffic["bytes_sent"] += sum(map(len, payloads))
         return SubmitJob(
             ref,
             payloads,
@@ -384,6 +390,7 @@ class ClientLogic:
             task_constraints,
             s.timeout,
             _placement_prefer(jobs, tasks, members),
+            s.sampling,
         )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:

@@ -68,7 +68,8 @@ TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a privat
 class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
-    `executor` ("process" or "thread"), `policy` and `weights` apply to every node monitor;
+    `executor` ("process" or "thread"), `policy`, `weights` and `pipeline` (pipelined late binding,
+    services/node_monitor_logic.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
@@ -99,6 +100,7 @@ class LocalCluster:
         executor: str = "process",
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
+        pipeline: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
         result_delay: float | None = None,
@@ -122,6 +124,8 @@ class LocalCluster:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
+        if not isinstance(pipeline, bool):
+            raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
         if not isinstance(tls, (bool, str, os.PathLike)):
@@ -139,6 +143,7 @@ class LocalCluster:
         self.slots = slots
         self.executor = executor
         self.policy = policy
+        self.pipeline = pipeline
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
@@ -249,8 +254,9 @@ class LocalCluster:
             folder = os.fspath(self.tls)
         self._tls_files = local_certs(folder, getpass.getuser())
         self.client_tls = TLS(*self._tls_files["client"])
+        # their metrics and dashboards stay plain HTTP on loopback, for the owner's browser
         return {
-            role: ["--tls-ca", files[0], "--tls-cert", files[1], "--tls-key", files[2]]
+            role: ["--tls-ca", files[0], "--tls-cert", files[1], "--tls-key", files[2], "--metrics-insecure"]
             for role, files in self._tls_files.items()
             if role != "client"
         }
@@ -274,6 +280,8 @@ class LocalCluster:
         args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
         args += self._cpus_args(self.node_monitor_cpus[i])
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
+        if self.pipeline:
+            args.append("--pipeline")
         for address in self.schedulers:
             args += ["--scheduler", address]
         for label in self.labels[i]:

@@ -105,11 +105,27 @@ SCHEDULER_COUNTERS = {
     "sparrow_jobs_rejected": ("Jobs refused as invalid", ("jobs_rejected",)),
     "sparrow_tasks_submitted": ("Tasks in the jobs accepted", ("tasks",)),
     "sparrow_tasks_launched": ("Tasks handed to a node monitor (TaskToNode)", ("launched",)),
+    "sparrow_tasks_launched_preferred": (
+        "Tasks with a placement preference launched on a node monitor they prefer",
+        ("launched_preferred",),
+    ),
+    "sparrow_tasks_launched_not_preferred": (
+        "Tasks with a placement preference launched elsewhere (their preferred ones were busy)",
+        ("launched_not_preferred",),
+    ),
     "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
     "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
     "sparrow_node_monitors_lost": ("Node monitors dropped: silent, disconnected or redialed", ("node_monitors_lost",)),
+    "sparrow_scheduler_bytes_received": (
+        "Bytes of task payloads from clients and of outcomes from node monitors",
+        ("bytes_from_clients", "bytes_from_node_monitors"),
+    ),
+    "sparrow_scheduler_bytes_sent": (
+        "Bytes of task payloads to node monitors and of outcomes to clients",
+        ("bytes_to_node_monitors", "bytes_to_clients"),
+    ),
 }
 
 
@@ -206,6 +222,8 @@ NODE_COUNTERS = {
     "sparrow_node_get_task": ("GetTask requests sent", ("get_task",)),
     "sparrow_node_get_task_empty": ("NoTask answers received", ("no_task",)),
     "sparrow_node_tasks_launched": ("Tasks launched on the executor", ("launched",)),
+    "sparrow_node_get_task_ahead": ("GetTask requests sent for a busy slot (pipelining)", ("asked_ahead",)),
+    "sparrow_node_tasks_bound_ahead": ("Tasks answered ahead that waited for a slot (pipelining)", ("bound_ahead",)),
     "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
 }
 

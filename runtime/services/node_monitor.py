@@ -317,7 +317,7 @@ class NodeMonitorService:
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
         self._tickets.pop(key, None)
-        with contained(logger, f"reporting task {task} of job {job_id} to {scheduler}"):
+        with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
 
 
@@ -388,6 +388,7 @@ async def serve_node_monitor(
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
+    pipeline: bool = False,
     weights: dict[str, float] | None = None,
     executor="process",
     task_user: str | None = None,
@@ -405,7 +406,8 @@ async def serve_node_monitor(
     task_status=trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
-    queue with `policy` fifo|priority|fair (`weights` per user for fair), tasks on `executor`
+    queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
+    with `pipeline` (node_monitor_logic.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
@@ -433,7 +435,7 @@ async def serve_node_monitor(
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
-            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame
+            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame, pipeline=pipeline
         )
     check_value_settings(inline_limit, max_value)
     if logic.store is None:

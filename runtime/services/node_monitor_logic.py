@@ -16,6 +16,18 @@ to `on_registration_reply`, which takes the scheduler on (Registered), stops the
 (RegistrationRefused: a configuration error, so it raises instead of retrying), or raises
 ProtocolError (anything else: the shell closes that link and redials).
 
+Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds
+reservations, the node monitor also asks ahead: it pops a reservation and sends its GetTask without
+a slot, at most one per running task (asked ahead in flight + tasks bound and waiting <= running
+tasks). A TaskToNode answering such a request waits, bound, until a slot frees, and then starts at
+once: the scheduler round trip between two tasks of a slot overlaps the running task. A slot that
+frees with no bound task takes over a request asked ahead that is still in flight (it waits for that
+answer) before it pops a new reservation. NoTask to a request asked ahead frees no slot. A bound task
+is launched as far as its scheduler knows: a forced cancel (StopTask) of it reports its CANCELLED
+outcome at once, and if this node monitor dies with it bound its scheduler fails it as SYSTEM like
+any running task. Its timeout starts when it starts. The trade-off (docs/simulator.md): a task bound
+ahead waits out the running task even when a slot elsewhere frees first.
+
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
 (`clock` tells the time: tests pass a fake one).
@@ -43,7 +55,7 @@ Answers about a scheduler that is gone are dropped.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
 
 import msgspec
@@ -89,7 +101,7 @@ class Stop(msgspec.Struct, frozen=True, gc=False):
 class _Reserved:
     """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
 
-    __slots__ = ("asking", "job_id", "key", "queued", "scheduler", "session", "user")
+    __slots__ = ("ahead", "asking", "job_id", "key", "queued", "scheduler", "session", "user")
 
     def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str, session: str = "") -> None:
         self.key = key
@@ -98,7 +110,8 @@ class _Reserved:
         self.user = user
         self.session = session  # the client that submitted the job (the values its tasks leave are tagged with it)
         self.queued = 0  # reservations in the queue
-        self.asking = 0  # GetTask requests awaiting an answer
+        self.asking = 0  # GetTask requests awaiting an answer, each holding a slot
+        self.ahead = 0  # ... asked ahead (pipelining), holding none yet
 
 
 class NodeMonitorLogic:
@@ -114,13 +127,21 @@ class NodeMonitorLogic:
         store: ValueStore | None = None,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
+        pipeline: bool = False,
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
         if policy not in sparrow_core.QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
+        if not isinstance(pipeline, bool):
+            raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         self.slots = slots
         self.free = slots
+        self.pipeline = pipeline
+        self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
+        self.running = 0  # tasks handed to the executor and not finished
+        self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
+        self._ahead: dict[int, _Reserved] = {}  # pipelining: the entries with requests asked ahead, oldest first
         self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
         self.max_frame = check_max_frame(max_frame)
@@ -173,7 +194,11 @@ class NodeMonitorLogic:
         for entry in self._schedulers.pop(scheduler, {}).values():
             self.queue.cancel(entry.key)
             self.free += entry.asking
+            self.ahead -= entry.ahead
+            self._ahead.pop(entry.key, None)
             del self._by_key[entry.key]
+        if self.bound:  # never started: their scheduler is gone, so no one waits for them
+            self.bound = deque(b for b in self.bound if b[0] != scheduler)
         self._fill(out)
         return out
 
@@ -188,17 +213,19 @@ class NodeMonitorLogic:
                 if kind is EnqueueReservations:
                     self._enqueue(scheduler, jobs, msg)
                 elif kind is TaskToNode:
-                    entry = self._answered(jobs, msg.job_id)
-                    self.stats["launched"] += 1
+                    entry, held_slot = self._answered(jobs, msg.job_id, True)
                     if self.store is not None:
                         self.owners[(scheduler, msg.job_id, msg.task)] = (entry.user, entry.session)
-                    out.append((scheduler, msg))  # for the executor
-                    if msg.timeout:
-                        self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
+                    if held_slot:
+                        self._launch(scheduler, msg, out)
+                    else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
+                        self.stats["bound_ahead"] += 1
+                        self.bound.append((scheduler, msg))
                 elif kind is NoTask:
-                    entry = self._answered(jobs, msg.job_id)
+                    entry, held_slot = self._answered(jobs, msg.job_id, False)
                     self.stats["no_task"] += 1
-                    self.free += 1
+                    if held_slot:
+                        self.free += 1
                     self.queue.refund(entry.user)
                 elif kind is CancelReservations:
                     held = jobs.get(msg.job_id)
@@ -209,6 +236,8 @@ class NodeMonitorLogic:
                         self.stats["values_released"] += self.store.release_session(msg.session)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
+                    if self.bound and self._unbind(scheduler, msg, out):
+                        continue
                     reason = "cancelled by its client with force: its worker was stopped"
                     out.append((scheduler, Stop(msg.job_id, msg.task, CANCELLED, reason)))  # for the executor
                 elif kind is not Heartbeat and kind is not Registered:
@@ -225,6 +254,7 @@ class NodeMonitorLogic:
         a frame), free the slot, start the next reservation."""
         out: list = []
         self.free += 1
+        self.running -= 1
         self.stats["finished"] += 1
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
@@ -272,8 +302,9 @@ class NodeMonitorLogic:
 
     @property
     def busy(self) -> int:
-        """Slots running a task or waiting for a GetTask answer."""
-        return self.slots - self.free
+        """Slots running a task or waiting for a GetTask answer, plus (pipelining) the tasks bound to a
+        busy slot and the requests asked ahead: 0 once nothing is owed to a scheduler (drain)."""
+        return self.slots - self.free + len(self.bound) + self.ahead
 
     def drain(self) -> list:
         """Drop the queued reservations, take no more, and tell the schedulers (module docstring)."""
@@ -285,7 +316,7 @@ class NodeMonitorLogic:
 
     def heartbeat(self) -> Heartbeat:
         """The Heartbeat to send a scheduler now."""
-        return Heartbeat(len(self.queue), self.busy, self.draining)
+        return Heartbeat(len(self.queue), self.slots - self.free, self.draining)  # busy slots, at most `slots`
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -317,21 +348,70 @@ class NodeMonitorLogic:
         self._forget_if_idle(jobs, entry)
         return removed
 
-    def _answered(self, jobs: dict[int, _Reserved], job_id: int) -> _Reserved:
+    def _answered(self, jobs: dict[int, _Reserved], job_id: int, task: bool) -> tuple[_Reserved, bool]:
+        """An answer (a task or not) about job_id: the entry, and whether the request it answers held a
+        slot. Requests of one job are alike, so a task answers one that holds a slot if there is one,
+        NoTask one asked ahead if there is one."""
         entry = jobs.get(job_id)
-        if entry is None or entry.asking == 0:
+        if entry is None:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
-        entry.asking -= 1
+        if entry.asking and (task or not entry.ahead):
+            entry.asking -= 1
+            held_slot = True
+        elif entry.ahead:
+            entry.ahead -= 1
+            self.ahead -= 1
+            if not entry.ahead:
+                del self._ahead[entry.key]
+            held_slot = False
+        else:
+            raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
         self._forget_if_idle(jobs, entry)
-        return entry
+        return entry, held_slot
 
     def _forget_if_idle(self, jobs: dict[int, _Reserved], entry: _Reserved) -> None:
-        if entry.queued == 0 and entry.asking == 0:
+        if entry.queued == 0 and entry.asking == 0 and entry.ahead == 0:
             del jobs[entry.job_id]
             del self._by_key[entry.key]
 
+    def _launch(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
+        """Hand the task to the executor (an output for the shell); its timeout starts now."""
+        self.running += 1
+        self.stats["launched"] += 1
+        out.append((scheduler, msg))
+        if msg.timeout:
+            self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
+
+    def _unbind(self, scheduler: Hashable, msg: StopTask, out: list) -> bool:
+        """A forced cancel of a task bound ahead (not started): it is dropped and reports CANCELLED now.
+        Returns whether it was one."""
+        for i, (peer, bound) in enumerate(self.bound):
+            if peer == scheduler and bound.job_id == msg.job_id and bound.task == msg.task:
+                del self.bound[i]
+                self.owners.pop((scheduler, msg.job_id, msg.task), None)
+                reason = "cancelled by its client with force before it started"
+                out.append(
+                    (scheduler, OutcomeToScheduler(msg.job_id, msg.task, Outcome(False, b"", reason, CANCELLED)))
+                )
+                return True
+        return False
+
     def _fill(self, out: list) -> None:
-        """While a slot is free and a reservation waits: pop it and ask its scheduler for a task."""
+        """While a slot is free and a reservation waits: pop it and ask its scheduler for a task.
+        Pipelining: a free slot first starts a bound task, else takes over a request asked ahead; then
+        busy slots ask ahead (module docstring)."""
+        if self.pipeline:
+            while self.free > 0 and self.bound:
+                self.free -= 1
+                self._launch(*self.bound.popleft(), out)
+            while self.free > 0 and self._ahead:
+                entry = next(iter(self._ahead.values()))
+                entry.ahead -= 1
+                entry.asking += 1
+                self.ahead -= 1
+                if not entry.ahead:
+                    del self._ahead[entry.key]
+                self.free -= 1
         queue = self.queue
         while self.free > 0 and queue and not self.draining:
             reservation = queue.pop()
@@ -342,3 +422,15 @@ class NodeMonitorLogic:
             self.free -= 1
             self.stats["get_task"] += 1
             out.append((entry.scheduler, GetTask(entry.job_id)))
+        if self.pipeline:
+            while queue and not self.draining and self.ahead + len(self.bound) < self.running:
+                reservation = queue.pop()
+                assert reservation is not None  # the queue is not empty
+                entry = self._by_key[reservation.job_id]
+                entry.queued -= 1
+                entry.ahead += 1
+                self.ahead += 1
+                self._ahead.setdefault(entry.key, entry)
+                self.stats["get_task"] += 1
+                self.stats["asked_ahead"] += 1
+                out.append((entry.scheduler, GetTask(entry.job_id)))

@@ -8,6 +8,11 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - node monitors: each registered one gets a worker id (never reused); a job's candidates are the ids of
   the live node monitors satisfying its constraint, a task's those satisfying its own (fixed at
   submission); the kernel keeps a task to those that are also the job's.
+- preferences (`SubmitJob.task_prefer`): a task's preferred node monitors, by id, are the live ones
+  registered under those ids at submission; the kernel probes them first, then random ones
+  (`sample_job`'s `prefer`), and the task table holds such a task as soft: it runs where it is
+  asked for first, preferred or not, so a busy preferred node monitor never holds it up. Ids of
+  no live node monitor are ignored.
 - jobs: payloads, owner, which tasks are running where, and which outcomes were delivered, so every
   task gets exactly one outcome (`OutcomeToClient`) whatever happens to node monitors or clients.
 - re-probing: a job whose reservations are all consumed or lost while tasks remain unlaunched
@@ -26,6 +31,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped. Then,
   too, every node monitor is told to drop the values its tasks left there (ReleaseSession: a job's
   reservations carry its client's id as the session those values are tagged with).
+- traffic: `stats` counts the bytes of task payloads and outcomes (payload and error text) it took
+  from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
+  bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -148,6 +156,10 @@ class _Job:
         "job_id",
         "n_done",
         "payloads",
+        "per_task",
+        "prefer",
+        "prefer_offsets",
+        "preferred",
         "priority",
         "probe_ratio",
         "probed",
@@ -172,6 +184,7 @@ class _Job:
         self.priority = msg.priority
         self.probe_ratio = probe_ratio
         self.timeout = msg.timeout or 0.0
+        self.per_task = msg.sampling == "per_task"  # each task probes for itself
         self.constraint = msg.constraint
         if self.timeout:  # only where a running task can be stopped
             c = msg.constraint or Constraint()
@@ -180,6 +193,10 @@ class _Job:
         # task_candidates[task_offsets[t]:task_offsets[t + 1]] (empty: unconstrained); None: no task constrained
         self.task_candidates: np.ndarray | None = None
         self.task_offsets: np.ndarray | None = None
+        # per-task preferences as worker ids, flat as the constraints; preferred[t]: task t's as a set
+        self.prefer: np.ndarray | None = None
+        self.prefer_offsets: np.ndarray | None = None
+        self.preferred: list[frozenset[int]] | None = None
         self.done = bytearray(len(msg.tasks))
         self.n_done = 0
         self.running: dict[int, int] = {}  # task -> worker
@@ -245,6 +262,7 @@ class SchedulerLogic:
         self._next_job = 1
         self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
         self._floor: int | None = None  # cache of _link_floor
+        self._live_ids: dict[str, int] | None = None  # cache: node monitor id -> worker, the live ones
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -354,6 +372,7 @@ class SchedulerLogic:
     def _invalidate_live(self) -> None:
         self._eligible.clear()
         self._floor = None
+        self._live_ids = None
 
     def _link_floor(self) -> int:
         """The smallest frame limit of the links to live node monitors (not draining); `max_frame` with
@@ -398,6 +417,15 @@ class SchedulerLogic:
                 return None
             tasks = self._unlaunched(job)
         return candidates[sizes >= need], tasks, need
+
+    def _preferred_workers(self, task_prefer: list[tuple[str, ...]]) -> list[frozenset[int]] | None:
+        """Each task's preferred node monitors as the worker ids of the live ones (not draining) with
+        those ids; None when no task has one."""
+        live = self._live_ids
+        if live is None:
+            live = self._live_ids = {n.node_id: n.worker for n in self.nodes.values() if not n.draining}
+        preferred = [frozenset(live[name] for name in names if name in live) for names in task_prefer]
+        return preferred if any(preferred) else None
 
     def _eligible_workers(self, constraint: Constraint | None) -> np.ndarray:
         """The worker ids, ascending, of the live node monitors (not draining) satisfying `constraint`
@@ -550,6 +578,7 @@ class SchedulerLogic:
             msg.task_constraints,
             msg.timeout,
             msg.task_prefer,
+            msg.sampling,
         )
         user, refusal = _job_user(client, msg.user)
         if reason is None:
@@ -577,6 +606,7 @@ class SchedulerLogic:
         self.unfinished[client] += len(msg.tasks)
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
+        self.stats["bytes_from_clients"] += sum(map(len, msg.tasks))
         out.append((client, JobAccepted(msg.ref, job_id)))
         own = None
         if msg.task_constraints is not None and any(c is not None for c in msg.task_constraints):
@@ -587,7 +617,20 @@ class SchedulerLogic:
                 return
             job.task_offsets = np.cumsum([0] + [0 if c is None else len(c) for c in own], dtype=np.int64)
             job.task_candidates = np.concatenate([c for c in own if c is not None])
-        self.table.add_job(job_id, len(msg.tasks), own)
+        preferred = None
+        if msg.task_prefer is not None:
+            preferred = self._preferred_workers(msg.task_prefer)
+        if preferred is not None:
+            ordered = [sorted(p) for p in preferred]
+            job.preferred = preferred
+            job.prefer_offsets = np.cumsum([0] + [len(p) for p in ordered], dtype=np.int64)
+            job.prefer = np.fromiter((w for p in ordered for w in p), dtype=np.int64, count=int(job.prefer_offsets[-1]))
+            self.stats["preferring_tasks"] += sum(1 for p in preferred if p)
+            self.table.add_job(job_id, len(msg.tasks), own, ordered, job.per_task)
+        elif job.per_task:
+            self.table.add_job(job_id, len(msg.tasks), own, None, True)
+        else:
+            self.table.add_job(job_id, len(msg.tasks), own)
         self._probe(job, None, out)
 
     # -- probing and late binding -----------------------------------------------------------------
@@ -616,6 +659,9 @@ class SchedulerLogic:
                 job.task_candidates,
                 job.task_offsets,
                 tasks,
+                job.prefer,
+                job.prefer_offsets,
+                job.per_task,
             )
         except sparrow_core.InfeasibleTaskError as exc:
             also = "" if job.constraint is None else " and the job's"
@@ -658,6 +704,11 @@ class SchedulerLogic:
         if problem is None:
             job.running[task] = node.worker
             self.stats["launched"] += 1
+            self.stats["bytes_to_node_monitors"] += len(payload)
+            if job.preferred is not None and job.preferred[task]:
+                self.stats[
+                    "launched_preferred" if node.worker in job.preferred[task] else "launched_not_preferred"
+                ] += 1
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
         else:  # it fails alone, once; the slot that asked is told there is nothing for it
             self.stats["too_large"] += 1
@@ -696,6 +747,7 @@ class SchedulerLogic:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
             return
         del job.running[msg.task]
+        self.stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
         self._deliver(job, msg.task, msg.outcome, out)
 
     # -- outcomes ---------------------------------------------------------------------------------
@@ -708,12 +760,13 @@ class SchedulerLogic:
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1
         limit = self.frame_limits.get(job.client, self.max_frame)
-        problem = too_large(
-            "the task's outcome", len(outcome.payload) + len(outcome.error), limit, "of the link to its client"
-        )
+        size = len(outcome.payload) + len(outcome.error)
+        problem = too_large("the task's outcome", size, limit, "of the link to its client")
         if problem is not None:  # it fails alone, once; the link stays
             self.stats["too_large"] += 1
             outcome = failed(problem, TOO_LARGE)
+            size = len(outcome.error)
+        self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
         if last:

@@ -352,6 +352,12 @@ class ProcessExecutor(_Pool):
             raise
         finally:
             child.close()
+        if self._closed:  # aclose ran while the process started (a replacement): it must not outlive the pool
+            parent.close()
+            _kill_group(process)
+            with trio.CancelScope(shield=True), trio.move_on_after(REAP_TIMEOUT):
+                await process.wait()
+            return
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(parent))
         conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
         worker = _Worker(process, conn)

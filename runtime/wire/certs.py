@@ -5,8 +5,8 @@ A directory holds the CA as `ca.pem` (its certificate, given to every peer) and 
 kept by whoever issues certificates), and each issued certificate as `NAME.pem` with its key
 `NAME-key.pem`. Keys are ECDSA P-256 (fast handshakes), written mode 0600; a certificate carries
 its role in the subject's OU and, for clients and admins, its user in the subject's UID (tls.py reads
-them back). Client certificates may only authenticate clients (extended key usage clientAuth);
-schedulers' and node monitors' may serve and dial (serverAuth and clientAuth).
+them back). Client, admin and monitor certificates may only authenticate their holder (extended key
+usage clientAuth); schedulers' and node monitors' may serve and dial (serverAuth and clientAuth).
 
 Error handling: an unknown role, a bad name or user, an existing file (never overwritten unless
 `force`), or a CA that cannot be read raises CertError with one line.

@@ -12,6 +12,10 @@ connection over a `trio.SocketStream` writes a burst straight to the non-blockin
 queued while that remainder is pending, is written by the connection's sender task in order. Other
 streams (trio memory streams in tests) always go through the sender task and `receive_some`.
 
+TLS (`tls`, a tls_channel.TLSChannel whose handshake is done over `stream`): the same paths, on
+ciphertext. A burst is encrypted where it is queued (so records leave in the order they were made),
+and each read is decrypted as it comes; backpressure and the memory bound count encrypted bytes.
+
 Backpressure: a peer that does not read is judged by its progress, not by a byte count at one
 instant: it is dropped once it accepts no byte for `stall_timeout` seconds while bytes wait for it.
 A link is full while more than LINK_FULL bytes wait; a sender that can wait uses `send_later`
@@ -45,6 +49,7 @@ from .messages import Error, RegistrationRefused
 
 if TYPE_CHECKING:
     from .tls import Identity
+    from .tls_channel import TLSChannel
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +81,10 @@ class Connection:
         handshake: bool = True,
         unsent_limit: int | None = None,
         stall_timeout: float = limits.STALL_TIMEOUT,
+        tls: TLSChannel | None = None,
     ) -> None:
         self.stream = stream
+        self.tls = tls
         self.max_frame = max_frame
         self.send_limit = max_frame  # the smaller of both sides' max_frame, once the peer told its own
         self.unsent_limit = limits.unsent_limit(max_frame) if unsent_limit is None else unsent_limit
@@ -129,12 +136,29 @@ class Connection:
         among them closes the connection after it is sent (the protocol's rule)."""
         if self._closing:
             return
+        data: bytes | bytearray
         try:
             data = encode_frames(msgs, self.send_limit)
         except ProtocolError:
             logger.exception("could not encode a message for %s; closing the connection", self)
             self.close_soon()
             return
+        if self.tls is not None:
+            try:
+                data = self.tls.encrypt(data)
+            except ssl.SSLError:  # the session broke (a bad record came): the receiving side reports it
+                self.close_soon()
+                return
+        self._send_bytes(data)
+        for msg in msgs:
+            if type(msg) in FAREWELLS:  # our goodbye: the sender task flushes, then closes
+                self._farewell = msg.reason
+                self._closing = True
+                self._wake.set()
+
+    def _send_bytes(self, data: bytes | bytearray) -> None:
+        """Write `data` (encoded, encrypted under TLS) at once if nothing is pending before it, else
+        queue it for the sender task."""
         if self._fd is None or self._outbox or self._unsent or self._writing:
             self._queue(data)
         else:
@@ -149,11 +173,6 @@ class Connection:
                 self._unsent = memoryview(data)[sent:]
                 self._wake.set()
                 self._check_unsent()
-        for msg in msgs:
-            if type(msg) in FAREWELLS:  # our goodbye: the sender task flushes, then closes
-                self._farewell = msg.reason
-                self._closing = True
-                self._wake.set()
 
     def send_later(self, msgs: Sequence) -> None:
         """Send `msgs` as one burst once the link has room: at once if it has, else kept unencoded
@@ -188,7 +207,7 @@ class Connection:
             self._room.set()
             self._room = None
 
-    def _queue(self, data: bytearray) -> None:
+    def _queue(self, data: bytes | bytearray) -> None:
         self._outbox += data
         self._wake.set()
         self._check_unsent()
@@ -223,9 +242,10 @@ class Connection:
 
     async def send_now(self, msgs: list) -> None:
         """Write `msgs` directly; only before `serve` started (the handshake)."""
+        data = encode_frames(msgs, self.send_limit)
         try:
-            await self.stream.send_all(encode_frames(msgs, self.send_limit))
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            await self.stream.send_all(data if self.tls is None else self.tls.encrypt(data))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError) as exc:
             raise ConnectionLost(f"connection to {self.peer_name} lost: {exc}") from None
 
     async def _send_loop(self) -> None:
@@ -267,9 +287,15 @@ class Connection:
         while self._later and len(self._outbox) <= limits.LINK_FULL:
             msgs = self._later.popleft()
             try:
-                self._outbox += encode_frames(msgs, self.send_limit)
+                data = encode_frames(msgs, self.send_limit)
             except ProtocolError:
                 logger.exception("could not encode a message for %s; closing the connection", self)
+                self._later.clear()
+                self.close_soon()
+                return
+            try:
+                self._outbox += data if self.tls is None else self.tls.encrypt(data)
+            except ssl.SSLError:  # the session broke (a bad record came): the receiving side reports it
                 self._later.clear()
                 self.close_soon()
                 return
@@ -331,20 +357,39 @@ class Connection:
             batch, self._pending = self._pending, []
             return batch
         self._decoder.raise_error()
+        tls = self.tls
+        data: bytes | bytearray
         while True:
-            try:
-                if self._fd is None:
-                    data = await self.stream.receive_some(RECEIVE_SIZE)
-                else:
-                    data = await self._read_socket(self._fd)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
-            if not data:
-                raise ConnectionLost(f"{self.peer_name} closed the connection")
+            if tls is not None and tls.buffered:  # ciphertext that came with the TLS handshake's last read
+                data = self._decrypt(tls, b"")
+            else:
+                try:
+                    if self._fd is None:
+                        data = await self.stream.receive_some(RECEIVE_SIZE)
+                    else:
+                        data = await self._read_socket(self._fd)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
+                if not data:
+                    raise ConnectionLost(f"{self.peer_name} closed the connection")
+                if tls is not None:
+                    data = self._decrypt(tls, data)
             msgs = self._decoder.feed(data)
             if msgs:
                 return msgs
-            self.active_at = trio.current_time()  # part of a frame: the peer is heard from
+            self.active_at = trio.current_time()  # part of a frame (or of a record): the peer is heard from
+
+    def _decrypt(self, tls: TLSChannel, data: bytes | bytearray) -> bytes:
+        """The plaintext of `data` read from the socket; what the TLS layer answers goes out in order."""
+        try:
+            plain = tls.decrypt(data)
+        except ssl.SSLError as exc:
+            raise ConnectionLost(f"connection to {self.peer_name} lost: TLS: {exc.reason or exc}") from None
+        except EOFError:
+            raise ConnectionLost(f"{self.peer_name} closed the connection") from None
+        if tls.has_output and not self._closing:
+            self._send_bytes(tls.output())
+        return plain
 
     async def _read_socket(self, fd: int) -> bytes:
         """One read of the socket, once it is readable (a read right after handling a batch nearly
@@ -443,11 +488,7 @@ class Connection:
 
 
 def _why(exc: BaseException) -> str:
-    """What broke a stream: a TLS stream's reason is on the SSL error it wraps (a record that fails its
-    MAC: "TLS: DECRYPTION_FAILED_OR_BAD_RECORD_MAC")."""
-    cause = exc.__cause__
-    if isinstance(cause, ssl.SSLError):
-        return f"TLS: {cause.reason or cause}"
+    """What broke a stream, in a few words."""
     return str(exc) or type(exc).__name__
 
 

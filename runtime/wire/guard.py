@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
 
 from ..errors import ServiceStop
 from .limits import MAX_REASON, clip
@@ -21,8 +22,10 @@ if sys.version_info < (3, 11):  # pragma: no cover - trio installs the backport 
 
 
 @contextlib.contextmanager
-def contained(logger: logging.Logger, what: str):
-    """Run the body; log and swallow any Exception it raises except ServiceStop."""
+def contained(logger: logging.Logger, what: str | Callable[[], str]):
+    """Run the body; log and swallow any Exception it raises except ServiceStop. `what` names what
+    failed in the log line: a str, or a callable that makes it only then (a hot path's: a peer's
+    repr per task costs more than the rest of the guard)."""
     try:
         yield
     except ServiceStop:
@@ -31,7 +34,7 @@ def contained(logger: logging.Logger, what: str):
         leaf = sole_error(exc)
         logger.error(
             "%s failed and was closed: %s: %s",
-            what,
+            what if isinstance(what, str) else what(),
             type(leaf).__name__,
             clip(str(leaf), MAX_REASON),
             exc_info=logger.isEnabledFor(logging.DEBUG),

@@ -139,13 +139,13 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
     conn = None
     with trio.move_on_after(timeout):
         try:
-            identity = None
+            identity = channel = None
             if tls is not None:
-                stream = await start_tls(stream, tls, server_side=True)
-                identity = peer_identity(stream)
+                channel = await start_tls(stream, tls, server_side=True)
+                identity = peer_identity(channel)
                 if identity is None:
                     raise TLSFailure("TLS: the client's certificate names no sparrow role")
-            conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
+            conn = Connection(stream, max_frame=max_frame, peer_name=peer_name, tls=channel)
             nonce = auth.new_nonce()
             await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
             msg = await conn.receive_one()
@@ -254,18 +254,18 @@ async def connect_stream(
 ) -> Connection:
     """The client side of the handshake over an open `stream` (see `connect`); closes it on failure."""
     with trio.move_on_after(timeout):
-        identity = None
+        identity = channel = None
         if tls is not None:
             try:
-                stream = await start_tls(stream, tls, server_side=False)
+                channel = await start_tls(stream, tls, server_side=False)
             except TLSFailure as exc:
                 await trio.aclose_forcefully(stream)
                 raise HandshakeError(f"{peer_name}: {exc}") from None
-            identity = peer_identity(stream)
+            identity = peer_identity(channel)
             if identity is None:
                 await trio.aclose_forcefully(stream)
                 raise HandshakeError(f"{peer_name}: TLS: the server's certificate names no sparrow role")
-        conn = Connection(stream, max_frame=max_frame, peer_name=peer_name)
+        conn = Connection(stream, max_frame=max_frame, peer_name=peer_name, tls=channel)
         try:
             await _client_handshake(conn, secret, role, peer_id, peer_name, identity)
         except BaseException:

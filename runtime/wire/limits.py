@@ -26,6 +26,7 @@ MAX_CONSTRAINT_NODES = 10_000  # node monitor ids named by one constraint
 MAX_PREFERRED_NODES = 64  # node monitor ids one task may prefer (SubmitJob.task_prefer)
 MAX_PREFERRED_PER_JOB = 200_000  # node monitor ids all of a job's tasks prefer, together
 MAX_TIMEOUT = 30 * 24 * 3600.0  # seconds a job's task may be allowed to run
+SAMPLINGS = ("batch", "per_task")  # how a job's probes are drawn (SubmitJob.sampling)
 PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1  # the kernel's sparrow_core.PRIORITY_RANGE
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
 
@@ -106,6 +107,7 @@ def job_problem(
     task_constraints,
     timeout: float | None = None,
     task_prefer=None,
+    sampling: str = "batch",
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -136,6 +138,8 @@ def job_problem(
             problem = None if c is None else constraint_problem(c, f"task_constraints[{i}]")
             if problem is not None:
                 return problem
+    if sampling not in SAMPLINGS:
+        return f"sampling: {clip(sampling)!r} is not one of {', '.join(SAMPLINGS)}"
     if task_prefer is not None:
         return prefer_problem(task_prefer, n_tasks)
     return None

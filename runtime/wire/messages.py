@@ -149,7 +149,8 @@ class Error(_Msg, tag=4):
 class SubmitJob(_Msg, tag=10):
     """`timeout`: seconds each task may run before it is stopped (None: no limit). `task_prefer`: per
     task, the ids of node monitors to probe first (empty: none), a soft placement preference: the task
-    may still run elsewhere (None: no task has one)."""
+    may still run elsewhere (None: no task has one). `sampling`: "batch" (Sparrow's batch sampling) or
+    "per_task" (each task probes for itself: the paper's per-task sampling baseline)."""
 
     ref: Id
     tasks: list[bytes]
@@ -160,6 +161,7 @@ class SubmitJob(_Msg, tag=10):
     task_constraints: list[Constraint | None] | None = None
     timeout: float | None = None
     task_prefer: list[tuple[str, ...]] | None = None
+    sampling: str = "batch"
 
 
 class CancelJob(_Msg, tag=16):

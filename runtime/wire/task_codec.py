@@ -10,7 +10,9 @@ own exception (its process died, its node monitor was lost) has an empty payload
 from __future__ import annotations
 
 import pickle
+import sys
 import traceback
+import types
 
 import cloudpickle
 
@@ -23,13 +25,53 @@ _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 
 
 def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
-    """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled."""
+    """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled.
+
+    A callable that cloudpickle would pickle by reference (importable by its module and name, in no
+    module registered to be pickled by value) called with plain arguments is pickled by the C pickler:
+    the same bytes, at about 60% of the cost (the caller's thread pays it once per task)."""
     if not callable(fn):
         raise TypeError(f"a task must be callable, got {type(fn).__name__}")
+    call = (fn, args, kwargs or {})
+    if _plain(args) and _plain(call[2]) and _by_reference(fn):
+        return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL)
     try:
-        return cloudpickle.dumps((fn, args, kwargs or {}))
+        return cloudpickle.dumps(call)
     except Exception as exc:
         raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
+
+
+def _plain(values: tuple | dict) -> bool:
+    """Whether `values` (a call's arguments) are all of the exact plain types, a dict's keys str."""
+    if type(values) is dict:
+        return all(type(k) is str for k in values) and all(type(v) in _PLAIN_TYPES for v in values.values())
+    return all(type(v) in _PLAIN_TYPES for v in values)
+
+
+def _by_reference(fn) -> bool:
+    """Whether cloudpickle would pickle `fn` by reference, as the C pickler does: a module-level builtin
+    function, or a function or class that is its module's attribute of its qualified name, in a module
+    that is imported, not `__main__` and not registered to be pickled by value (nor is its package)."""
+    kind = type(fn)
+    module_name: object
+    if kind is types.BuiltinFunctionType:
+        owner = fn.__self__
+        if type(owner) is not types.ModuleType:
+            return False  # a bound method of an object
+        module_name = owner.__name__
+    elif kind is types.FunctionType or isinstance(fn, type):
+        module_name = getattr(fn, "__module__", None)
+    else:
+        return False
+    if not isinstance(module_name, str) or module_name == "__main__":
+        return False
+    found: object = sys.modules.get(module_name)
+    for part in fn.__qualname__.split("."):  # "<locals>" and "<lambda>" are nobody's attribute
+        found = getattr(found, part, None)
+    if found is not fn:
+        return False
+    by_value = cloudpickle.list_registry_pickle_by_value()
+    return not by_value or not any(module_name == name or module_name.startswith(name + ".") for name in by_value)
 
 
 def run_task(payload: bytes, inputs: list | None = None) -> Outcome:

@@ -1,10 +1,12 @@
-"""TLS on every link: the cluster's SSL contexts (stdlib `ssl` under `trio.SSLStream`) and who a peer's
-certificate says it is.
+"""TLS on every link: the cluster's SSL contexts (stdlib `ssl`, run by tls_channel.TLSChannel under each
+Connection) and who a peer's certificate says it is.
 
 Every peer holds a key and a certificate signed by the cluster CA (`sparrow certs`, certs.py) and
 checks the other's against that CA: mutual authentication, TLS 1.2 or later. A certificate names its
-holder (subject CN), its role (subject OU: scheduler, node-monitor, client or admin) and, for a client
-or an admin, its user (subject UID). The role decides what the peer may claim in the handshake
+holder (subject CN), its role (subject OU: scheduler, node-monitor, client, admin or monitor) and, for
+a client or an admin, its user (subject UID). A monitor certificate (Prometheus, an operator's
+browser) connects to no service's port: it only reads metrics and dashboards (METRICS_READERS,
+services/http_server.py), which an admin's may too. The role decides what the peer may claim in the handshake
 (handshake.py): a client or admin certificate connects only as a client, a node-monitor certificate
 only as a node monitor, a scheduler's only as a scheduler. A server's host name is not checked: any
 certificate of the cluster CA with the right role may serve that role (the CA is the cluster's own).
@@ -28,13 +30,15 @@ import trio
 
 from ..errors import SparrowError
 from .auth import too_open
+from .tls_channel import TLSChannel
 
 TLS_CA_ENV = "SPARROW_TLS_CA"
 TLS_CERT_ENV = "SPARROW_TLS_CERT"
 TLS_KEY_ENV = "SPARROW_TLS_KEY"
-ROLES = ("scheduler", "node-monitor", "client", "admin")
-# the handshake role each certificate role may claim
+ROLES = ("scheduler", "node-monitor", "client", "admin", "monitor")
+# the handshake role each certificate role may claim (a monitor's: none)
 CLAIMS = {"scheduler": "scheduler", "node-monitor": "node-monitor", "client": "client", "admin": "client"}
+METRICS_READERS = ("admin", "monitor")  # the roles whose certificates may read metrics and dashboards over HTTPS
 _EXPIRED = 10  # X509_V_ERR_CERT_HAS_EXPIRED
 _NOT_YET_VALID = 9  # X509_V_ERR_CERT_NOT_YET_VALID
 _UNKNOWN_ISSUER = {2, 18, 19, 20, 21}  # unable to get issuer / self-signed / local issuer ...
@@ -58,6 +62,10 @@ class Identity:
 
     def may_claim(self, role: str) -> bool:
         return CLAIMS.get(self.role) == role
+
+    @property
+    def may_read_metrics(self) -> bool:
+        return self.role in METRICS_READERS
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,8 @@ class TLS:
             ctx.check_hostname = False  # the role is checked instead (see the module's comment)
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            if purpose is ssl.Purpose.CLIENT_AUTH:
+                ctx.num_tickets = 0  # sessions are never resumed: no TLS 1.3 tickets to make, send and parse
             try:
                 ctx.load_cert_chain(self.cert, self.key)
             except ssl.SSLError as exc:
@@ -193,25 +203,27 @@ def identity_of_subject(attributes: list[tuple[str, str]]) -> Identity | None:
     return Identity(found.get(_CN, ""), role, found.get(_UID, "") if role in ("client", "admin") else "")
 
 
-def peer_identity(stream: trio.SSLStream) -> Identity | None:
+def peer_identity(channel: TLSChannel) -> Identity | None:
     """What the peer's certificate (verified by the TLS handshake) says it is; None if it names no role."""
-    cert = stream.getpeercert()
+    cert = channel.getpeercert()
     if not cert:
         return None
     return identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
 
 
-async def start_tls(stream: trio.abc.Stream, tls: TLS, *, server_side: bool) -> trio.SSLStream:
-    """`stream` wrapped in TLS, its handshake done (the caller bounds it in time).
+async def start_tls(stream: trio.abc.Stream, tls: TLS, *, server_side: bool) -> TLSChannel:
+    """The TLS session of `stream`, its handshake done (the caller bounds it in time); the Connection
+    over `stream` encrypts and decrypts with it.
 
     Error handling: raises TLSFailure(one line, see describe_failure) when the handshake fails."""
-    ctx = tls.server_context() if server_side else tls.client_context()
-    wrapped = trio.SSLStream(stream, ctx, server_side=server_side)
+    channel = TLSChannel(tls.server_context() if server_side else tls.client_context(), server_side=server_side)
     try:
-        await wrapped.do_handshake()
+        await channel.handshake(stream)
+    except ssl.SSLError as exc:
+        raise TLSFailure(describe_failure(exc, server_side)) from None
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise TLSFailure(describe_failure(exc.__cause__ or exc, server_side)) from None
-    return wrapped
+        raise TLSFailure(describe_failure(exc, server_side)) from None
+    return channel
 
 
 class TLSFailure(SparrowError):

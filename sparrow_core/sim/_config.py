@@ -39,7 +39,11 @@ class SimConfig:
     binding, `cancellation` of leftover reservations) | sparrow_steal (sparrow plus Hawk-style work
     stealing: a worker left with a free slot and an empty queue asks `steal_victims` random peers
     and takes up to `steal_max_take` reservations from the one queued behind the longest-running
-    task, if that task has run at least `steal_min_blocked`) | omniscient (ideal central queue).
+    task, if that task has run at least `steal_min_blocked`) | sparrow_pipelined and
+    sparrow_steal_pipelined (sparrow and sparrow_steal with pipelined late binding: a busy worker whose
+    queue holds reservations asks for the next task of a slot, at most one per running task, once
+    that task has run `pipeline_after` x the median run time of the worker's last 8 tasks; 0: at
+    once) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
@@ -70,6 +74,7 @@ class SimConfig:
     steal_victims: int = 8
     steal_max_take: int = 1
     steal_min_blocked: float = 0.0
+    pipeline_after: float = 0.0
     queue_policy: str = "fifo"
     user_weights: tuple[float, ...] = (1.0,)
     user_demands: tuple[float, ...] | None = None
@@ -98,6 +103,7 @@ class SimConfig:
         _int("steal_victims", self.steal_victims, 1, 2**31 - 1)
         _int("steal_max_take", self.steal_max_take, 1, 2**31 - 1)
         _number("steal_min_blocked", self.steal_min_blocked, low=0.0)
+        _number("pipeline_after", self.pipeline_after, low=0.0)
         for name in ("cancellation", "keep_task_waits"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
@@ -146,6 +152,7 @@ class SimConfig:
             "steal_victims": self.steal_victims,
             "steal_max_take": self.steal_max_take,
             "steal_min_blocked": float(self.steal_min_blocked),
+            "pipeline_after": float(self.pipeline_after),
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,

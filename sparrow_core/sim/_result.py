@@ -19,7 +19,9 @@ class SimResult:
     arrival), ideal (its longest task), its longest task queue wait, user and priority.
     Per task (job order, then task index; empty when config.keep_task_waits is False): the
     queue wait. `counters`: probes, get_task, get_task_empty, cancel_messages, cancelled
-    (reservations removed), messages, events, max_jobs_in_flight. `wall_time`: seconds the
+    (reservations removed), messages, events, max_jobs_in_flight; work stealing's steal_attempts,
+    steals, stolen; pipelining's asked_ahead (GetTasks sent for a busy slot) and bound_ahead (those
+    answered with a task that then waited for its slot). `wall_time`: seconds the
     simulation took."""
 
     config: SimConfig

@@ -51,3 +51,13 @@ def test_the_submit_loops_give_positive_rates_and_the_table_their_ratio():
     assert ours > 0 and pool > 0
     table = submit_table({"Sparrow": [ours, ours], "ProcessPoolExecutor(2)": [pool, pool]})
     assert table.row_count == 3 and f"{ours / pool:.2f}" in str(table.columns[1]._cells[-1])
+
+
+def test_the_pipelined_runs_take_the_node_monitors_pipeline_option():
+    """bench_peers --pipeline: Sparrow's clusters are made with LocalCluster(pipeline=True), and they run."""
+    from bench.bench_runtime import run_once
+    from bench.submit_loop import sparrow_submit_loop
+
+    assert sparrow_submit_loop("thread", n_tasks=50, pipeline=True) > 0
+    rate, p50_ms, p99_ms = run_once("thread", 200, 5, pipeline=True)
+    assert all(math.isfinite(x) and x > 0 for x in (rate, p50_ms, p99_ms))

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -258,3 +260,29 @@ def test_services_and_submit_speak_over_unix_sockets(running, tmp_path):
     job = submit("--scheduler", address, "--", "echo", "over a unix socket", env=env)
     out, err = job.communicate(timeout=60)
     assert (job.returncode, out) == (0, "[0] over a unix socket\n"), err
+
+
+def test_a_tls_scheduler_serves_metrics_over_https_to_a_monitor_and_plain_http_only_when_asked(running, tmp_path):
+    """With TLS files, the ready line's metrics URL is https:// and a monitor certificate reads it (a
+    request without one fails); with --metrics-insecure it is plain http:// again."""
+    from sparrow_runtime.wire import certs
+
+    folder = tmp_path / "ca"
+    certs.init_ca(folder)
+    certs.issue(folder, "sched", "scheduler")
+    certs.issue(folder, "prom", "monitor")
+    tls = ["--tls-ca", str(folder / "ca.pem"), "--tls-cert", str(folder / "sched.pem")]
+    tls += ["--tls-key", str(folder / "sched-key.pem"), "--listen", "127.0.0.1:0", "--metrics-port", "0"]
+    env = clean_env(tmp_path)
+    secure = running(["scheduler", *tls], env)
+    url = secure.wait_for(r"metrics on (https://[^\s,]+)").group(1)
+    ctx = ssl.create_default_context(cafile=str(folder / "ca.pem"))
+    ctx.check_hostname = False
+    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):  # no client certificate
+        urllib.request.urlopen(url, timeout=10, context=ctx)
+    ctx.load_cert_chain(str(folder / "prom.pem"), str(folder / "prom-key.pem"))
+    with urllib.request.urlopen(url, timeout=10, context=ctx) as response:
+        assert "sparrow_jobs_submitted_total" in response.read().decode()
+    plain = running(["scheduler", *tls, "--metrics-insecure"], env)
+    url = plain.wait_for(LISTENING).group(2)
+    assert url.startswith("http://127.0.0.1:") and "sparrow_jobs_submitted_total" in scrape(url)

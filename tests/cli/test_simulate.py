@@ -47,6 +47,32 @@ def test_sweep_runs_work_stealing_with_its_settings(tmp_path: Path) -> None:
     assert plain["mean"] == steal["mean"] and plain["p99"] == steal["p99"]
 
 
+def test_sweep_runs_pipelined_late_binding_with_its_setting(tmp_path: Path) -> None:
+    """--policies sparrow_pipelined runs the pipelined policy and --pipeline-after reaches it: asked
+    ahead at once its rows differ from sparrow's; with a threshold no task reaches they equal them."""
+    rows = {}
+    for after in ("0", "1e9"):
+        out = tmp_path / f"rows-{after}.csv"
+        args = [
+            *TINY,
+            "--policies",
+            "sparrow,sparrow_pipelined",
+            "--loads",
+            "0.9",
+            "--pipeline-after",
+            after,
+            "-o",
+            out,
+        ]
+        done = sparrow(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        rows[after] = list(csv.DictReader(out.read_text().splitlines()))
+    (plain, at_once), (_, never) = rows["0"], rows["1e9"]
+    assert at_once["policy"] == "sparrow_pipelined"
+    assert at_once["mean"] != plain["mean"]
+    assert never["mean"] == plain["mean"] and never["p99"] == plain["p99"]
+
+
 def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
     """--output FILE.json holds the rows; --plot draws a PNG."""
     out, figure = tmp_path / "rows.json", tmp_path / "figure.png"

@@ -13,8 +13,10 @@ from bench.bench_sampling import (
     constrained_case,
     job_case,
     per_task_case,
+    prefer_case,
     python_sample_batch,
     python_sample_job,
+    python_sample_prefer,
 )
 
 CASES = {
@@ -23,6 +25,7 @@ CASES = {
     "per_task": lambda: per_task_case(10_000, 100, n_jobs=50),
     "constrained": lambda: constrained_case(10_000, 100, n_jobs=50),
     "job": lambda: job_case(10_000, 100, 1_000, n_jobs=50),
+    "prefer": lambda: prefer_case(10_000, 100, n_jobs=50),
 }
 VARIANTS = [(name, variant) for name, build in CASES.items() for variant in build().variants]
 
@@ -50,3 +53,11 @@ def test_python_job_baseline_keeps_every_probe_inside_the_job_constraint():
     by_task = {t: [w for w, u in zip(workers, tasks) if u == t] for t in set(tasks)}
     assert by_task[0] == [3, 3] and sorted(by_task[2]) == [5, 6]
     assert len(set(by_task[-1])) == 4 and set(by_task[-1]) <= set(range(10)) - {3, 5, 6}
+
+
+def test_python_prefer_baseline_probes_one_preferred_worker_then_one_elsewhere():
+    """The prefer baseline does the kernel's work at d = 2: per task one of its preferred workers, then
+    one it does not prefer."""
+    workers, tasks = python_sample_prefer(random.Random(2), 50, [[3, 4], [7]], 2.0)
+    assert tasks == [0, 0, 1, 1] and workers[0] in {3, 4} and workers[1] not in {3, 4}
+    assert workers[2] == 7 and workers[3] != 7

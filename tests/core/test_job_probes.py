@@ -3,11 +3,12 @@ sample_constrained, its form without a job constraint): the rule (a task's candi
 own that are also the job's; unconstrained tasks stay among the job's) on the binding and the
 reference, the binding equal to the reference array for array, and the unhappy paths."""
 
+import math
 from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -280,3 +281,171 @@ def test_bad_arguments_name_what_is_wrong_and_draw_nothing(kwargs, message):
 def test_decreasing_flat_offsets_are_refused():
     with pytest.raises(ValueError, match=r"task_offsets must not decrease \(task 1\)"):
         sparrow_core.sample_job(sparrow_core.Rng(1), 10, 3, 2.0, None, [1, 2], [0, 2, 1, 2])
+
+
+# ---- preferences: "probe these first, then random ones" ----
+
+
+def test_preferring_task_probes_one_preferred_worker_then_one_elsewhere_at_d_2(impl):
+    """A task preferring workers 3 and 7 of 20, d = 2: one probe on one of them, one on a worker
+    it does not prefer, both made for it; the unconstrained task probes apart from them."""
+    for seed in range(50):
+        workers, made_for = impl.sample_job(impl.Rng(seed), 20, 2, 2.0, prefer=[[3, 7], None])
+        by_task = probes_by_task(workers, made_for)
+        assert len(by_task[0]) == 2 and by_task[0][0] in {3, 7} and by_task[0][1] not in {3, 7}
+        assert len(by_task[-1]) == 2 and not set(by_task[-1]) & set(by_task[0])
+
+
+def test_preferring_task_keeps_one_random_probe_whatever_d(impl):
+    """d = 3 with three preferred workers: two probes on distinct preferred ones, one elsewhere;
+    d = 1: its one probe on a preferred worker."""
+    for seed in range(30):
+        workers, made_for = impl.sample_job(impl.Rng(seed), 30, 1, 3.0, prefer=[[4, 5, 6]])
+        assert made_for.tolist() == [0, 0, 0]
+        assert len(set(workers[:2].tolist())) == 2 and set(workers[:2].tolist()) <= {4, 5, 6}
+        assert workers[2] not in {4, 5, 6}
+        workers, made_for = impl.sample_job(impl.Rng(seed), 30, 1, 1.0, prefer=[[4, 5, 6]])
+        assert workers.tolist()[0] in {4, 5, 6} and made_for.tolist() == [0]
+
+
+def test_preferred_workers_outside_the_job_constraint_are_ignored(impl):
+    """Preferred workers none of which is a job candidate: the task is sampled as if it preferred
+    nothing (batch sampling, the same draws); some inside: only those count."""
+    job = [0, 1, 2, 3, 4, 5]
+    want = impl.sample_job(impl.Rng(4), 20, 2, 2.0, job)
+    got = impl.sample_job(impl.Rng(4), 20, 2, 2.0, job, prefer=[[10, 11], None])
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    for seed in range(30):
+        workers, made_for = impl.sample_job(impl.Rng(seed), 20, 1, 2.0, job, prefer=[[10, 2]])
+        assert workers[0] == 2 and workers[1] in set(job) - {2} and made_for.tolist() == [0, 0]
+
+
+def test_a_task_preferring_all_its_allowed_workers_probes_only_those(impl):
+    """Every allowed worker preferred (its constraint {1, 2}, preferring both): both probes there;
+    with a constraint the preferred ones come first among its candidates, outside them never."""
+    for seed in range(30):
+        workers, made_for = impl.sample_job(impl.Rng(seed), 10, 1, 2.0, task_candidates=[[1, 2]], prefer=[[2, 1]])
+        assert sorted(workers.tolist()) == [1, 2] and made_for.tolist() == [0, 0]
+        workers, _ = impl.sample_job(impl.Rng(seed), 10, 1, 2.0, task_candidates=[[1, 2, 3, 4]], prefer=[[3, 9]])
+        assert workers[0] == 3 and workers[1] in {1, 2, 4}
+
+
+def test_no_preference_draws_what_a_job_without_prefer_draws(impl):
+    """prefer of empty entries (or None) changes nothing: the draws of the same job without it."""
+    own = [[1, 2, 3], None, None]
+    want = impl.sample_job(impl.Rng(12), 10, 3, 2.0, None, own)
+    for prefer in ([None, None, None], [[], [], []]):
+        got = impl.sample_job(impl.Rng(12), 10, 3, 2.0, None, own, prefer=prefer)
+        assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+def test_the_random_probe_of_a_preferring_task_is_uniform_over_the_other_workers():
+    """The probe that is not on the preferred worker is uniform over the 29 others."""
+    rng = sparrow_core.Rng(107)
+    counts = Counter()
+    for _ in range(6000):
+        workers, _ = sparrow_core.sample_job(rng, 30, 1, 2.0, prefer=[[0]])
+        assert workers[0] == 0
+        counts[int(workers[1])] += 1
+    assert 0 not in counts
+    assert stats.chisquare([counts[w] for w in range(1, 30)]).pvalue > 0.001
+
+
+@st.composite
+def preferring_jobs(draw):
+    """A job as jobs() draws it, per-task preferences (list form) that may reach outside its
+    allowed workers, and per-task sampling or not."""
+    n, job, own, tasks, d = draw(jobs())
+    worker_lists = st.lists(st.integers(0, n - 1), unique=True, min_size=1, max_size=6)
+    prefer = draw(st.lists(st.one_of(st.none(), worker_lists), min_size=len(own), max_size=len(own)))
+    return n, job, own, tasks, d, prefer, draw(st.booleans())
+
+
+@settings(max_examples=300, deadline=None)  # a property, not a timing: a loaded machine must not fail it
+@given(seed=st.integers(0, 2**64 - 1), job=preferring_jobs())
+def test_sample_job_with_preferences_matches_reference(seed, job):
+    """With preferences and per-task sampling, the same draws as the reference (all paths), or the
+    same infeasible task; the generators end in the same state; the flat form draws what the list
+    form draws."""
+    n, candidates, own, tasks, d, prefer, per_task = job
+    ours, ref = sparrow_core.Rng(seed), reference.Rng(seed)
+    kw = {"tasks": tasks, "prefer": prefer, "per_task": per_task}
+    try:
+        want = reference.sample_job(ref, n, len(own), d, candidates, own, **kw)
+    except reference.InfeasibleTaskError as exc:
+        with pytest.raises(sparrow_core.InfeasibleTaskError) as caught:
+            sparrow_core.sample_job(ours, n, len(own), d, candidates, own, **kw)
+        assert caught.value.task == exc.task
+        return
+    got = sparrow_core.sample_job(ours, n, len(own), d, candidates, own, **kw)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    assert ours.next_u64() == ref.next_u64()
+    flat = np.array([w for p in prefer if p for w in p], dtype=np.int64)
+    offsets = np.cumsum([0] + [len(p) if p else 0 for p in prefer], dtype=np.int64)
+    again = sparrow_core.sample_job(
+        sparrow_core.Rng(seed), n, len(own), d, candidates, own, None, tasks, flat, offsets, per_task
+    )
+    assert [a.tolist() for a in again] == [a.tolist() for a in want]
+
+
+def test_preferences_with_large_worker_ids_use_the_hash_sets():
+    """Above 2**28 workers (hash sets for the preferred workers too), the reference agrees."""
+    n = 2**40
+    job = [7, 2**39, 5, 2**40 - 1, 12, 99]
+    own = [[2**39, 3, 5], None, None]
+    prefer = [[5, 2**39 + 1], [2**40 - 1], None]
+    got = sparrow_core.sample_job(sparrow_core.Rng(4), n, 3, 2.0, job, own, prefer=prefer)
+    want = reference.sample_job(reference.Rng(4), n, 3, 2.0, job, own, prefer=prefer)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+# ---- per-task sampling ----
+
+
+def test_per_task_sampling_draws_what_sample_per_task_draws(impl):
+    """No constraint: ceil(d) probes of its own per task, made for it, the draws of sample_per_task."""
+    for d in (1.0, 2.0, 2.5):
+        want = impl.sample_per_task(impl.Rng(6), 50, 7, math.ceil(d)).ravel().tolist()
+        workers, made_for = impl.sample_job(impl.Rng(6), 50, 7, d, per_task=True)
+        assert workers.tolist() == want
+        assert made_for.tolist() == [t for t in range(7) for _ in range(math.ceil(d))]
+
+
+def test_per_task_sampling_stays_in_the_job_constraint_and_keeps_constrained_and_preferring_tasks(impl):
+    """A job constraint, a constrained task and a preferring one: each task's two probes are its own,
+    all inside the job's candidates, the constrained task's on its candidates, none made for -1."""
+    job = list(range(10, 30))
+    for seed in range(30):
+        workers, made_for = impl.sample_job(
+            impl.Rng(seed),
+            40,
+            4,
+            2.0,
+            job,
+            [None, [11, 12], None, None],
+            prefer=[None, None, [20], None],
+            per_task=True,
+        )
+        by_task = probes_by_task(workers, made_for)
+        assert sorted(by_task) == [0, 1, 2, 3] and all(len(set(p)) == 2 for p in by_task.values())
+        assert set(workers.tolist()) <= set(job) and sorted(by_task[1]) == [11, 12] and by_task[2][0] == 20
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"prefer": [None, [3, 3]]}, "task 1: prefer: worker id 3 appears twice"),
+        ({"prefer": [[12], None]}, r"task 0: prefer: worker id 12 is out of range \[0, 10\)"),
+        ({"prefer": [None]}, r"prefer must have one entry per task \(2\)"),
+        ({"prefer": [1, 2], "prefer_offsets": [0, 2]}, r"prefer_offsets must have n_tasks \+ 1 = 3 entries"),
+        ({"prefer": [1, 2], "prefer_offsets": [0, 1, 1]}, r"end at len\(prefer\) \(2\)"),
+        ({"prefer_offsets": [0, 0, 0]}, "prefer_offsets needs prefer"),
+        ({"prefer": [[1, 1], None], "task_candidates": [[1, 2], None]}, "task 0: prefer: worker id 1 appears twice"),
+    ],
+)
+def test_bad_preferences_name_what_is_wrong_and_draw_nothing(kwargs, message):
+    """Each broken contract about `prefer` is a ValueError naming it (or the task), before any draw."""
+    rng = sparrow_core.Rng(9)
+    with pytest.raises(ValueError, match=message):
+        sparrow_core.sample_job(rng, 10, 2, 2.0, **kwargs)
+    assert rng.next_u64() == sparrow_core.Rng(9).next_u64()

@@ -1,6 +1,7 @@
 """The late-binding task table (csrc/sparrow/task_table.h): the original implementation's
 get_task / cancellation properties on the binding and the reference, constrained tasks first,
-and the binding against the reference model on random operation sequences."""
+soft tasks (preferred workers) where they prefer but never held there, and the binding against
+the reference model on random operation sequences."""
 
 import random
 
@@ -186,6 +187,80 @@ def test_job_bookkeeping(impl):
     assert 1 not in table and len(table) == 1
 
 
+def test_soft_task_runs_where_it_is_asked_for_first_preferred_or_not(impl):
+    """Two tasks preferring worker 0, each probed there and at another worker: with worker 0 busy,
+    the others run both (a busy preferred worker holds nothing up); the probes stay at 0."""
+    table = impl.TaskTable()
+    table.add_job(1, 2, preferred=[[0], [0]])
+    table.reserve(1, [0, 3, 0, 5], [0, 0, 1, 1])
+    assert ask_all(table, 1, [5, 3]) == [1, 0] and table.all_launched(1)
+    assert table.workers_to_cancel(1).tolist() == [0]
+
+
+def test_preferred_worker_asking_first_gets_the_task_that_prefers_it(impl):
+    """Worker 2 holds task 0's escape probe and task 2's preferred one: it runs task 2 (the one
+    preferring it), though task 0 is lower; task 0 still runs at the worker it prefers."""
+    table = impl.TaskTable()
+    table.add_job(1, 3, preferred=[[1], [4], [2]])
+    table.reserve(1, [1, 2, 4, 0, 2, 3], [0, 0, 1, 1, 2, 2])
+    assert ask_all(table, 1, [2, 1, 4]) == [2, 0, 1]
+
+
+def test_a_worker_preferred_by_a_task_it_holds_no_probe_for_runs_it_before_its_own_escape_probe(impl):
+    """Rule 2 before rule 3: worker 3 holds task 0's escape probe but task 1 prefers it: task 1."""
+    table = impl.TaskTable()
+    table.add_job(1, 2, preferred=[[0], [3]])
+    table.reserve(1, [0, 3, 5, 6], [0, 0, 1, 1])
+    assert ask_all(table, 1, [3, 6, 0]) == [1, 0, None]
+
+
+def test_spare_unconstrained_probes_run_soft_tasks_once_unconstrained_ones_are_gone(impl):
+    """A job of one unconstrained and one soft task: a probe made for any task runs the
+    unconstrained task first, then the soft one, wherever it is."""
+    table = impl.TaskTable()
+    table.add_job(1, 2, preferred=[None, [9]])
+    table.reserve(1, [9, 2, 3], [1, -1, -1])
+    assert ask_all(table, 1, [2, 3, 9]) == [0, 1, None]
+
+
+def test_a_task_with_candidates_stays_constrained_whatever_it_prefers(impl):
+    """Candidates and preferred workers for one task: the candidates govern (no probe elsewhere)."""
+    table = impl.TaskTable()
+    table.add_job(1, 1, [[2, 3]], preferred=[[2, 7]])
+    with pytest.raises(ValueError, match="not a candidate of task 0"):
+        table.reserve(1, [7], [0])
+
+
+def test_bad_preferred_workers_are_refused(impl):
+    """A negative preferred worker or one listed twice: ValueError naming `preferred`."""
+    for preferred in ([[-1]], [[2, 2]]):
+        with pytest.raises(ValueError, match="preferred: task 0"):
+            impl.TaskTable().add_job(1, 1, preferred=preferred)
+
+
+def test_per_task_sampling_binds_each_task_to_its_own_probes(impl):
+    """per_task: each task runs only where a reservation was made for it; a worker whose task ran
+    from another probe gets another task only if it holds that task's probe, else nothing."""
+    table = impl.TaskTable()
+    table.add_job(1, 3, per_task=True)
+    table.reserve(1, [0, 1, 1, 2, 3, 4], [0, 0, 1, 1, 2, 2])
+    assert ask_all(table, 1, [1, 1, 0, 2, 4]) == [0, 1, None, None, 2] and table.all_launched(1)
+    assert table.workers_to_cancel(1).tolist() == [3]
+
+
+def test_per_task_sampling_leaves_constrained_and_preferring_tasks_as_they_are(impl):
+    """per_task with a constrained task (its probes only at its candidates) and a preferring one
+    (any spare reservation may run it): worker 5's spare probes run the preferring task, never the
+    bound one, which runs at its own probe."""
+    table = impl.TaskTable()
+    table.add_job(1, 3, [[5], None, None], [None, [6], None], per_task=True)
+    with pytest.raises(ValueError, match="not a candidate of task 0"):
+        table.reserve(1, [7], [0])
+    table.reserve(1, [5, 5, 5, 6, 8, 9], [0, 0, 0, 1, 2, 2])
+    assert ask_all(table, 1, [5, 5, 5]) == [0, 1, None]
+    assert ask_all(table, 1, [6, 9]) == [None, 2]
+
+
 def test_get_task_many_agrees_with_get_task():
     """The batch call answers in order exactly as single calls do (-1 for none)."""
     single, batch = sparrow_core.TaskTable(), sparrow_core.TaskTable()
@@ -208,17 +283,25 @@ def test_get_task_many_agrees_with_get_task():
 
 @st.composite
 def jobs_and_requests(draw):
-    """A few jobs (some with per-task candidates) with valid reservations, then operations."""
+    """A few jobs (some with per-task candidates, some with preferred workers) with valid
+    reservations, then operations."""
     n_workers = draw(st.integers(1, 8))
     jobs = []
     for job_id in range(draw(st.integers(1, 3))):
         m = draw(st.integers(0, 5))
         entry = st.one_of(st.none(), st.lists(st.integers(0, n_workers - 1), unique=True, min_size=1, max_size=3))
         candidates = draw(st.one_of(st.none(), st.lists(entry, min_size=m, max_size=m)))
+        preferred = draw(st.one_of(st.none(), st.lists(entry, min_size=m, max_size=m)))
         options = [(w, -1) for w in range(n_workers)]
         options += [(w, t) for t, c in enumerate(candidates or []) if c for w in c]
+        soft = [t for t, p in enumerate(preferred or []) if p and not (candidates and candidates[t])]
+        options += [(w, t) for t in soft for w in range(n_workers)]  # a soft task's probe may be anywhere
+        per_task = draw(st.booleans())
+        if per_task:  # the tasks with neither are bound to their probes, which may be anywhere
+            bound = [t for t in range(m) if not (candidates and candidates[t]) and not (preferred and preferred[t])]
+            options += [(w, t) for t in bound for w in range(n_workers)]
         probes = draw(st.lists(st.sampled_from(options), max_size=12))
-        jobs.append((job_id, m, candidates, probes))
+        jobs.append((job_id, m, candidates, preferred, per_task, probes))
     job_ids = st.integers(0, len(jobs))  # includes one unknown job id
     worker = st.integers(0, n_workers)
     ops = st.lists(
@@ -245,15 +328,15 @@ def outcome(table, op):
     return result.tolist() if isinstance(result, np.ndarray) else result
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)  # a property, not a timing: a loaded machine must not fail it
 @given(case=jobs_and_requests())
 def test_random_operations_match_reference(case):
     """Same jobs, reservations and requests: the same tasks, cancellations and errors."""
     jobs, ops = case
     ours, ref = sparrow_core.TaskTable(), reference.TaskTable()
     for table in (ours, ref):
-        for job_id, m, candidates, probes in jobs:
-            table.add_job(job_id, m, candidates)
+        for job_id, m, candidates, preferred, per_task, probes in jobs:
+            table.add_job(job_id, m, candidates, preferred, per_task)
             if probes:
                 table.reserve(job_id, [w for w, _ in probes], [t for _, t in probes])
     for op in ops:

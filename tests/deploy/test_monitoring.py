@@ -1,6 +1,8 @@
 """The Grafana dashboard and the Prometheus alert rules under deploy/: every metric they name is one a
-running local cluster exports (scraped), the dashboard covers what an operator watches, and promtool
-accepts the rules and passes their unit tests (deploy/prometheus/sparrow-alerts.test.yml)."""
+running local cluster exports (scraped), the dashboard covers what an operator watches, promtool
+accepts the rules and passes their unit tests (deploy/prometheus/sparrow-alerts.test.yml), and the
+scrape config (deploy/prometheus/prometheus.yml) is valid and lets a real Prometheus scrape a TLS
+service's HTTPS metrics with a monitor certificate."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import pytest
 
 from sparrow_runtime.client.executor import SparrowExecutor
 from sparrow_runtime.services.local_cluster import LocalCluster
+
+from ..process_tree import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "sparrow.json"
@@ -105,3 +109,107 @@ def test_promtool_checks_the_alert_rules_and_passes_their_unit_tests(promtool):
     assert test.returncode == 0, test.stdout + test.stderr
     tested = set(re.findall(r"alertname: (\w+)", ALERT_TESTS.read_text()))
     assert tested == set(re.findall(r"alert: (\w+)", ALERTS.read_text()))  # every alert has a test
+
+
+SCRAPE_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+PROMETHEUS_FILES = "/etc/prometheus/sparrow/"  # where the scrape config expects the CA and its certificate
+
+
+def _prometheus_folder(tmp_path: Path) -> Path:
+    """tmp_path with the cluster's CA, a scheduler's, Prometheus's (monitor) and alice's (client)
+    certificates, the alert rules, and deploy's scrape config reading its files from there."""
+    from sparrow_runtime.wire import certs
+
+    certs.init_ca(tmp_path)
+    for name, role in (("sched", "scheduler"), ("prometheus", "monitor"), ("alice", "client")):
+        certs.issue(tmp_path, name, role)
+    shutil.copy(ALERTS, tmp_path / ALERTS.name)
+    (tmp_path / "prometheus.yml").write_text(SCRAPE_CONFIG.read_text().replace(PROMETHEUS_FILES, f"{tmp_path}/"))
+    return tmp_path
+
+
+def test_promtool_accepts_the_scrape_config_with_its_files_in_place(promtool, tmp_path):
+    """deploy/prometheus/prometheus.yml (HTTPS, a monitor certificate) is a valid Prometheus config once
+    its CA, certificate and key exist, and it loads the alert rules."""
+    folder = _prometheus_folder(tmp_path)
+    check = subprocess.run(
+        [promtool, "check", "config", str(folder / "prometheus.yml")], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "SUCCESS: 6 rules found" in check.stdout + check.stderr
+
+
+@pytest.mark.timeout(120)
+def test_prometheus_scrapes_a_tls_scheduler_with_the_monitor_certificate_and_not_with_a_clients(promtool, tmp_path):
+    """A real Prometheus with deploy's sparrow-scheduler job (HTTPS, the monitor certificate; pointed at a
+    scheduler's metrics server on TLS, by IP with server_name) scrapes it: up. The same job with alice's
+    client certificate instead: down, with the server's 403."""
+    import yaml
+
+    from sparrow_runtime.services.http_server import serve_metrics
+    from sparrow_runtime.services.metrics import new_registry
+    from sparrow_runtime.wire.tls import TLS
+
+    pytest.importorskip("prometheus_client")
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        if os.environ.get("CI"):
+            pytest.fail("no prometheus: CI must install it (apt-get install prometheus)")
+        pytest.skip("no prometheus server on this machine (apt-get install prometheus)")
+    folder = _prometheus_folder(tmp_path)
+    host, port = serve_metrics(
+        new_registry(), "127.0.0.1", 0, tls=TLS(folder / "ca.pem", folder / "sched.pem", folder / "sched-key.pem")
+    )
+    config = yaml.safe_load((folder / "prometheus.yml").read_text())
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "sparrow-scheduler")
+    job["static_configs"] = [{"targets": [f"{host}:{port}"]}]
+    job["tls_config"]["server_name"] = "sched"  # scraped by IP: the certificate's name, as the file says
+    job["scrape_interval"] = "1s"
+    as_client = json.loads(json.dumps(job))
+    as_client["job_name"] = "as-a-client"
+    as_client["tls_config"]["cert_file"] = str(folder / "alice.pem")
+    as_client["tls_config"]["key_file"] = str(folder / "alice-key.pem")
+    config["scrape_configs"] = [job, as_client]
+    (folder / "scrape.yml").write_text(yaml.safe_dump(config))
+    web = _free_port()
+    args = [f"--config.file={folder / 'scrape.yml'}", f"--storage.tsdb.path={folder / 'data'}"]
+    args += [f"--web.listen-address=127.0.0.1:{web}", "--log.level=error"]
+    process = subprocess.Popen(
+        [prometheus, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        health = _wait_for_targets(f"http://127.0.0.1:{web}/api/v1/targets", {"sparrow-scheduler", "as-a-client"})
+    finally:
+        stop(process, 20)
+        process.stderr.close()
+    assert health["sparrow-scheduler"] == ("up", ""), health
+    state, error = health["as-a-client"]
+    assert state == "down" and "403" in error, health
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_targets(url: str, jobs: set[str], timeout: float = 60.0) -> dict[str, tuple[str, str]]:
+    """(health, last error) of each of `jobs`' targets, once each was scraped at least once."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                targets = json.loads(response.read())["data"]["activeTargets"]
+            found = {t["labels"]["job"]: (t["health"], t["lastError"]) for t in targets}
+            if set(found) >= jobs and all(found[j][0] != "unknown" for j in jobs):
+                return found
+        except OSError:
+            pass  # not listening yet
+        assert time.monotonic() < deadline, f"Prometheus did not scrape {sorted(jobs)} within {timeout} s"
+        time.sleep(0.25)

@@ -1,31 +1,50 @@
-"""A live cluster to attack, and a blocking peer to attack it with.
+"""A live cluster to attack, and a blocking peer to attack it with, in either security mode.
 
-`LiveCluster` runs a scheduler and two node monitors (thread executors, short handshake timeout) in
-a trio loop on a background thread, plus a steady client in the same loop that submits jobs all the
-time and checks every outcome: right values, exactly one outcome per task, and only system failures
-(a hostile node monitor that took a task and vanished) as failures. `RawPeer` is an attacker on a
-plain blocking socket: it can speak the handshake as any role (it knows the secret) or not, and
-send any bytes it likes.
+`LiveCluster(mode)` runs a scheduler and two node monitors (thread executors, short handshake
+timeout) in a trio loop on a background thread, plus a steady client in the same loop that submits
+jobs all the time and checks every outcome: right values, exactly one outcome per task, and only
+system failures (a hostile node monitor that took a task and vanished) as failures. MODES: "insecure"
+(the shared secret) or "tls" (every link on TLS, certificates of a CA made for the cluster).
+`RawPeer` is an attacker on a blocking socket, plain or (with `tls`) inside a TLS session of a
+certificate of the cluster CA: it can speak the handshake as any role (it knows the secret; under
+TLS, as the role of its certificate: `LiveCluster.peer`) or not, and send any bytes it likes.
+`Credentials(mode)` is what each peer authenticates with, for tests that start services themselves.
 """
 
 from __future__ import annotations
 
 import operator
 import socket
+import ssl
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import msgspec
 import trio
 
 from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
-from sparrow_runtime.wire import auth
+from sparrow_runtime.wire import auth, certs
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
+from sparrow_runtime.wire.tls import TLS
 
 SECRET = b"hostile-suite-secret"
 HANDSHAKE_TIMEOUT = 0.5
+MODES = ("insecure", "tls")
+# the certificate (name, role) of each peer of a "tls" cluster: its services, its steady client, and
+# an attacker per role it may claim
+TLS_PEERS = {
+    "scheduler": ("scheduler", "scheduler"),
+    "nm0": ("nm0", "node-monitor"),
+    "nm1": ("nm1", "node-monitor"),
+    "steady": ("steady", "client"),
+    "attacker-client": ("attacker-client", "client"),
+    "attacker-node-monitor": ("attacker-node-monitor", "node-monitor"),
+    "attacker-scheduler": ("attacker-scheduler", "scheduler"),
+}
 
 
 @dataclass
@@ -36,11 +55,50 @@ class SteadyRecord:
     problems: list[str] = field(default_factory=list)
 
 
+class Credentials:
+    """What each peer of TLS_PEERS authenticates with in `mode`: the shared secret, or (for "tls") its
+    own certificate of a CA made for these credentials (in a temporary folder, until `cleanup()`)."""
+
+    def __init__(self, mode: str = "insecure") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self._folder: tempfile.TemporaryDirectory | None = None
+        self._tls: dict[str, TLS] = {}
+        if mode == "tls":
+            self._folder = tempfile.TemporaryDirectory(prefix="sparrow-hostile-tls-")
+            folder = Path(self._folder.name)
+            certs.init_ca(folder)
+            for name, role in TLS_PEERS.values():
+                certs.issue(folder, name, role)
+                self._tls[name] = TLS(folder / "ca.pem", folder / f"{name}.pem", folder / f"{name}-key.pem")
+
+    def of(self, name: str) -> dict:
+        """The `secret=` or `tls=` keyword of the peer `name` (a key of TLS_PEERS)."""
+        return {"secret": SECRET} if self.mode == "insecure" else {"tls": self._tls[name]}
+
+    def flags(self, name: str) -> list[str]:
+        """The `--tls-*` flags of the service `name` (none in the insecure mode: see `env`)."""
+        tls = self._tls.get(name)
+        return [] if tls is None else ["--tls-ca", tls.ca, "--tls-cert", tls.cert, "--tls-key", tls.key]
+
+    def peer(self, address: tuple[str, int], role: str = "client", timeout: float = 5.0) -> RawPeer:
+        """An attacker at `address` that may claim `role` (under TLS: holding a certificate of that role)."""
+        return RawPeer(address, timeout, tls=self._tls.get(f"attacker-{role}"))
+
+    def cleanup(self) -> None:
+        if self._folder is not None:
+            self._folder.cleanup()
+
+
 class LiveCluster:
     """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
     steady client's record."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "insecure") -> None:
+        self.mode = mode
+        self.creds = Credentials(mode)
+        self.credentials, self.peer = self.creds.of, self.creds.peer
         self.scheduler: tuple[str, int] | None = None
         self.node_monitors: list[tuple[str, int]] = []
         self.record = SteadyRecord()
@@ -59,9 +117,22 @@ class LiveCluster:
     def stop(self) -> SteadyRecord:
         self._token.run_sync_soon(self._stop.set)
         self._thread.join(30)
+        self.creds.cleanup()
         if self._error is not None:
             raise self._error
         return self.record
+
+    def scheduler_answers(self) -> bool:
+        """Whether a fresh client gets a StatusReply from the scheduler (it is alive)."""
+        with self.peer(self.scheduler) as peer:
+            peer.handshake("client", "prober")
+            peer.send(StatusRequest())
+            return isinstance(peer.receive_one(), StatusReply)
+
+    def node_monitor_answers(self, address: tuple[str, int]) -> bool:
+        """Whether the node monitor at `address` still runs the handshake (it is alive)."""
+        with self.peer(address, "scheduler") as peer:
+            return isinstance(peer.receive_one(), Challenge)
 
     def _run(self) -> None:
         try:
@@ -73,15 +144,14 @@ class LiveCluster:
     async def _main(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._stop = trio.Event()
-        common = dict(secret=SECRET, handshake_timeout=HANDSHAKE_TIMEOUT)
+        common = dict(handshake_timeout=HANDSHAKE_TIMEOUT)
         async with trio.open_nursery() as nursery:
-            self.scheduler = await nursery.start(partial(serve_scheduler, **common, node_timeout=5.0))
+            self.scheduler = await nursery.start(
+                partial(serve_scheduler, **common, **self.credentials("scheduler"), node_timeout=5.0)
+            )
             for i in range(2):
-                address = await nursery.start(
-                    partial(
-                        serve_node_monitor, [self.scheduler], **common, node_id=f"nm{i}", slots=2, executor="thread"
-                    )
-                )
+                node = partial(serve_node_monitor, [self.scheduler], **common, **self.credentials(f"nm{i}"))
+                address = await nursery.start(partial(node, node_id=f"nm{i}", slots=2, executor="thread"))
                 self.node_monitors.append(address)
             nursery.start_soon(self._steady_client)
             self._ready.set()
@@ -90,7 +160,7 @@ class LiveCluster:
 
     async def _steady_client(self) -> None:
         record = self.record
-        async with Client([self.scheduler], secret=SECRET) as client:
+        async with Client([self.scheduler], **self.credentials("steady")) as client:
             while True:
                 base = record.jobs * 100
                 job = await client.submit_job([partial(operator.mul, base + i, 3) for i in range(20)])
@@ -110,10 +180,14 @@ class LiveCluster:
 
 
 class RawPeer:
-    """A blocking TCP peer that sends whatever it is told to (for attacks)."""
+    """A blocking TCP peer that sends whatever it is told to (for attacks); with `tls`, inside a TLS
+    session of that certificate (the TLS handshake done here)."""
 
-    def __init__(self, address: tuple[str, int], timeout: float = 5.0) -> None:
+    def __init__(self, address: tuple[str, int], timeout: float = 5.0, tls: TLS | None = None) -> None:
         self.sock = socket.create_connection(address, timeout=timeout)
+        self.tls = tls
+        if tls is not None:
+            self.sock = tls.client_context().wrap_socket(self.sock)
         self.decoder = FrameDecoder(64 * 1024 * 1024)
         self.pending: list = []  # received, not yet returned
 
@@ -129,6 +203,10 @@ class RawPeer:
 
     def __exit__(self, *exc_info) -> None:
         self.sock.close()
+
+    def shutdown_write(self) -> None:
+        """Send end of file (TCP FIN), still reading what comes (under TLS too: no close_notify)."""
+        socket.socket.shutdown(self.sock, socket.SHUT_WR)
 
     def send_raw(self, data: bytes) -> None:
         try:
@@ -155,7 +233,7 @@ class RawPeer:
         while True:
             try:
                 data = self.sock.recv(65536)
-            except ConnectionResetError:
+            except (ConnectionResetError, ssl.SSLError):  # under TLS: an unexpected EOF is a close too
                 return []
             if not data:
                 return []
@@ -182,22 +260,10 @@ class RawPeer:
         challenge = self.receive_one()
         assert isinstance(challenge, Challenge), challenge
         nonce = auth.new_nonce()
-        mac = auth.proof(
-            SECRET, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, challenge.role, challenge.peer_id
-        )
+        mac = b""  # under TLS the certificate proves the peer
+        if self.tls is None:
+            mac = auth.proof(
+                SECRET, "client", challenge.nonce, PROTOCOL_VERSION, role, peer_id, challenge.role, challenge.peer_id
+            )
         self.send(Authenticate(PROTOCOL_VERSION, role, peer_id, mac, nonce, max_frame))
         return challenge, self.receive_one()
-
-
-def scheduler_answers(address: tuple[str, int]) -> bool:
-    """Whether a fresh client gets a StatusReply from the scheduler at `address` (it is alive)."""
-    with RawPeer(address) as peer:
-        peer.handshake("client", "prober")
-        peer.send(StatusRequest())
-        return isinstance(peer.receive_one(), StatusReply)
-
-
-def node_monitor_answers(address: tuple[str, int]) -> bool:
-    """Whether the node monitor at `address` still runs the handshake (it is alive)."""
-    with RawPeer(address) as peer:
-        return isinstance(peer.receive_one(), Challenge)

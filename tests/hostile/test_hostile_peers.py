@@ -1,6 +1,9 @@
 """Random and adversarial frames, before and after authentication, against each service while a
 steady client runs jobs: no frame stops a service, the steady client's tasks each get exactly one
-outcome with the right value, and every attack ends with the attacker's connection closed.
+outcome with the right value, and every attack ends with the attacker's connection closed. Every
+test runs against a cluster of each security mode (peers.MODES): the shared secret, and TLS (where
+the attacker holds a certificate of the cluster CA and sends its frames inside its TLS session; and
+where it sends raw bytes to a TLS port, before any TLS handshake).
 
 The attacks are drawn by hypothesis with a fixed budget (derandomized: the same examples every run,
 so CI is reproducible; raise the budget locally with HOSTILE_EXAMPLES=1000)."""
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 
 import pytest
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from sparrow_runtime.wire.messages import Error, Registered, RegisterNodeMonitor
 
-from .peers import LiveCluster, RawPeer, node_monitor_answers, scheduler_answers
+from .peers import MODES, LiveCluster, RawPeer
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "100"))
 ATTACK = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -57,12 +59,12 @@ class _Errors(logging.Handler):
         self.records.append(record.getMessage())
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture(scope="module", params=MODES)
+def cluster(request):
     errors = _Errors()
     logging.getLogger("sparrow_runtime").addHandler(errors)
     try:
-        live = LiveCluster().start()
+        live = LiveCluster(request.param).start()
         yield live
         record = live.stop()
     finally:
@@ -83,39 +85,58 @@ def _closes(peer: RawPeer) -> list:
 @ATTACK
 @given(data=raw_bytes)
 def test_bytes_before_the_handshake(cluster, data):
-    for address in (cluster.scheduler, *cluster.node_monitors):
-        with RawPeer(address) as peer:
+    for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
+        with cluster.peer(address, role) as peer:
             peer.receive_one()  # the Challenge
             peer.send_raw(data)
-            peer.sock.shutdown(socket.SHUT_WR)  # (the handshake deadline is tested in tests/runtime)
+            peer.shutdown_write()  # (the handshake deadline is tested in tests/runtime)
             _closes(peer)
-    assert scheduler_answers(cluster.scheduler)
+    assert cluster.scheduler_answers()
+
+
+@ATTACK
+@given(data=raw_bytes)
+def test_raw_bytes_before_any_tls_handshake(cluster, data):
+    """Bytes on plain TCP, whatever the service speaks: a TLS service fails its TLS handshake and closes
+    (the bytes never reach the framing); either service lives on."""
+    for address in (cluster.scheduler, *cluster.node_monitors):
+        with RawPeer(address) as peer:
+            peer.send_raw(data)
+            peer.shutdown_write()
+            try:
+                while peer.sock.recv(65536):
+                    pass
+            except ConnectionResetError:
+                pass
+            except TimeoutError:
+                pytest.fail("the service kept a hostile connection open")
+    assert cluster.scheduler_answers()
 
 
 def test_the_issues_frame_a_role_of_17_million_nul_characters(cluster):
     """The adversarial run's killer frame: an Authenticate whose role is 17,000,000 NULs. Refused at
     its length prefix (over 8 KiB before the handshake), answered with a short Error, and every
     service lives on."""
-    for address in (cluster.scheduler, *cluster.node_monitors):
-        with RawPeer(address) as peer:
+    for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
+        with cluster.peer(address, role) as peer:
             peer.receive_one()
             peer.send_arrays([[2, 3, "\0" * 17_000_000, "x", b"m" * 32, b"n" * 32]])
             answer = _closes(peer)
         assert [type(m) for m in answer] == [Error] and "exceeds the limit of 8192 bytes" in answer[0].reason
         assert len(answer[0].reason) < 300
-    assert scheduler_answers(cluster.scheduler)
-    assert all(node_monitor_answers(a) for a in cluster.node_monitors)
+    assert cluster.scheduler_answers()
+    assert all(cluster.node_monitor_answers(a) for a in cluster.node_monitors)
 
 
 @ATTACK
 @given(msgs=st.lists(arrays, min_size=1, max_size=6))
 def test_random_messages_from_an_authenticated_client(cluster, msgs):
-    with RawPeer(cluster.scheduler) as peer:
+    with cluster.peer(cluster.scheduler) as peer:
         peer.handshake("client")
         peer.send_arrays(msgs)
-        peer.sock.shutdown(socket.SHUT_WR)  # whatever the scheduler makes of them, we are done
+        peer.shutdown_write()  # whatever the scheduler makes of them, we are done
         _closes(peer)
-    assert scheduler_answers(cluster.scheduler)
+    assert cluster.scheduler_answers()
 
 
 @ATTACK
@@ -125,37 +146,37 @@ def test_random_messages_from_an_authenticated_client(cluster, msgs):
     msgs=st.lists(arrays, max_size=6),
 )
 def test_random_messages_from_an_authenticated_node_monitor(cluster, slots, labels, msgs):
-    with RawPeer(cluster.scheduler) as peer:
+    with cluster.peer(cluster.scheduler, "node-monitor") as peer:
         peer.handshake("node-monitor", "hostile-nm")
         peer.send_arrays([[20, "hostile-nm", slots, labels, "instance"], *msgs])
-        peer.sock.shutdown(socket.SHUT_WR)
+        peer.shutdown_write()
         _closes(peer)
-    assert scheduler_answers(cluster.scheduler)
+    assert cluster.scheduler_answers()
 
 
 @ATTACK
 @given(msgs=st.lists(arrays, min_size=1, max_size=6))
 def test_random_messages_from_an_authenticated_scheduler_to_a_node_monitor(cluster, msgs):
     for address in cluster.node_monitors:
-        with RawPeer(address) as peer:
+        with cluster.peer(address, "scheduler") as peer:
             peer.handshake("scheduler", "hostile-scheduler")
             assert isinstance(peer.receive_one(), RegisterNodeMonitor)
             peer.send(Registered("hostile-scheduler"))
             peer.send_arrays(msgs)
-            peer.sock.shutdown(socket.SHUT_WR)
+            peer.shutdown_write()
             _closes(peer)
-        assert node_monitor_answers(address)
+        assert cluster.node_monitor_answers(address)
 
 
 @ATTACK
 @given(junk=raw_bytes)
 def test_raw_bytes_after_the_handshake(cluster, junk):
-    with RawPeer(cluster.scheduler) as peer:
+    with cluster.peer(cluster.scheduler) as peer:
         peer.handshake("client")
         peer.send_raw(junk)
-        peer.sock.shutdown(socket.SHUT_WR)
+        peer.shutdown_write()
         _closes(peer)
-    assert scheduler_answers(cluster.scheduler)
+    assert cluster.scheduler_answers()
 
 
 def test_connections_stuck_in_the_handshake_are_bounded(cluster):
@@ -163,11 +184,11 @@ def test_connections_stuck_in_the_handshake_are_bounded(cluster):
     closed at once, unanswered; once they are gone, the service accepts again."""
     from sparrow_runtime.wire.limits import MAX_PENDING_HANDSHAKES
 
-    idle = [RawPeer(cluster.scheduler) for _ in range(MAX_PENDING_HANDSHAKES)]
+    idle = [cluster.peer(cluster.scheduler) for _ in range(MAX_PENDING_HANDSHAKES)]
     try:
         for peer in idle:
             peer.receive_one()  # each got its Challenge: it is in the handshake now
-        with RawPeer(cluster.scheduler, timeout=5) as extra:
+        with RawPeer(cluster.scheduler, timeout=5) as extra:  # (plain TCP in either mode: it is refused first)
             assert extra.receive_one() is None  # closed without a Challenge
     finally:
         for peer in idle:
@@ -175,8 +196,8 @@ def test_connections_stuck_in_the_handshake_are_bounded(cluster):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            if scheduler_answers(cluster.scheduler):
+            if cluster.scheduler_answers():
                 break
         except (OSError, AssertionError):
             time.sleep(0.05)
-    assert scheduler_answers(cluster.scheduler)
+    assert cluster.scheduler_answers()

@@ -197,6 +197,21 @@ def test_job_limits_are_answered_with_a_reason_naming_the_field_and_limit(at, pa
         )
 
 
+def test_an_unknown_sampling_is_rejected_by_both_sides():
+    """sampling "optimal" (or a non-str from a hostile peer): JobRejected naming the choices, the
+    connection stays; the client refuses the same before sending."""
+    logic = _logic()
+    for sampling in ("optimal", "x" * 10_000, 3):
+        rejected = _scheduler_answer(logic, _job(sampling=sampling))
+        assert type(rejected) is JobRejected and "is not one of batch, per_task" in rejected.reason
+        assert len(rejected.reason) < limits.MAX_REASON
+    assert logic.jobs == {}
+    with pytest.raises(ValueError, match="sampling: 'optimal' is not one of batch, per_task"):
+        build_submit([b"t"], "", 0, None, None, sampling="optimal")
+    with pytest.raises(TypeError, match="sampling must be a str"):
+        build_submit([b"t"], "", 0, None, None, sampling=None)
+
+
 def test_task_prefer_with_the_wrong_number_of_entries_is_rejected_by_both_sides():
     """One preference for a job of two tasks: JobRejected from the scheduler, ValueError from the
     client before sending, each saying how many entries for how many tasks."""

@@ -2,7 +2,8 @@
 exactly one outcome, and the rest of the cluster keeps working.
 
 Real processes where the behaviour is the operating system's (SIGSTOP of a scheduler or a node
-monitor, as a GC pause, a slow disk or a VM pause would do), trio services in-process otherwise."""
+monitor, as a GC pause, a slow disk or a VM pause would do), trio services in-process otherwise.
+Each test with services runs in both security modes (peers.MODES: the shared secret, and TLS)."""
 
 from __future__ import annotations
 
@@ -37,22 +38,34 @@ from sparrow_runtime.wire.messages import (
 from sparrow_runtime.wire.task_codec import pack_task
 
 from ..cli.conftest import Running, clean_env
-from .peers import SECRET, RawPeer
+from .peers import MODES, SECRET, Credentials
 
 ADDRESS = r"(\d+\.\d+\.\d+\.\d+:\d+)"
 
 
+@pytest.fixture(scope="module", params=MODES)
+def creds(request):
+    """The credentials of one security mode (the tests that use it run in each)."""
+    found = Credentials(request.param)
+    yield found
+    found.cleanup()
+
+
 @pytest.fixture
-def processes(tmp_path):
-    """Start `sparrow` services as processes: `start(args) -> Running`; all are killed at the end."""
+def processes(tmp_path, creds):
+    """Start `sparrow` services as processes with `creds`: `start(args) -> Running`; all are killed at
+    the end."""
     secret_file = tmp_path / "secret"
     secret_file.write_bytes(SECRET)
     secret_file.chmod(0o600)
-    env = clean_env(tmp_path, SPARROW_SECRET_FILE=str(secret_file), SPARROW_INSECURE="1")
+    if creds.mode == "insecure":
+        env = clean_env(tmp_path, SPARROW_SECRET_FILE=str(secret_file), SPARROW_INSECURE="1")
+    else:
+        env = clean_env(tmp_path)
     started: list[Running] = []
 
     def start(args: list[str]) -> tuple[Running, str]:
-        started.append(Running(args, env))
+        started.append(Running(args + creds.flags("scheduler" if args[0] == "scheduler" else "nm0"), env))
         return started[-1], started[-1].wait_for(ADDRESS).group(1)
 
     yield start
@@ -86,10 +99,10 @@ def _small_cluster(processes, node_timeout: float, scheduler_timeout: float):
     return scheduler, address, nodes
 
 
-async def _run_while(address: str, freeze, n_tasks: int = 300, **client_options) -> list:
+async def _run_while(address: str, creds: Credentials, freeze, n_tasks: int = 300, **client_options) -> list:
     """Submit `n_tasks` tasks of 10 ms, call `freeze()` (sync, it sleeps) once some have run, and
     return every outcome (the JobHandle refuses a second outcome for a task)."""
-    async with Client([address], secret=SECRET, **client_options) as client:
+    async with Client([address], **creds.of("steady"), **client_options) as client:
         job = await client.submit_job([partial(time.sleep, 0.01)] * n_tasks)
         while job.n_done < 20:
             await trio.sleep(0.01)
@@ -105,70 +118,70 @@ def _pause(running: Running, seconds: float) -> None:
 
 
 @pytest.mark.slow
-def test_a_frozen_scheduler_loses_no_outcome(processes):
+def test_a_frozen_scheduler_loses_no_outcome(processes, creds):
     """The issue's trigger: the scheduler frozen 4 s while node monitors drop it after 2 s of silence.
     Their last OutcomeToScheduler messages arrive with their goodbye (Error) in one batch; those outcomes
     used to be dropped with the batch (6 of 300 per round, the client waiting forever)."""
     scheduler, address, _ = _small_cluster(processes, node_timeout=30, scheduler_timeout=2)
-    outcomes = trio.run(_run_while, address, partial(_pause, scheduler, 4.0))
+    outcomes = trio.run(_run_while, address, creds, partial(_pause, scheduler, 4.0))
     assert len(outcomes) == 300
     failed = [o.exception for o in outcomes if not o.ok]
     assert failed == []  # the client relaunched what the freeze cost (at least once, issue 10)
 
 
-async def _status(address: str):
-    async with Client([address], secret=SECRET) as client:
+async def _status(address: str, creds: Credentials):
+    async with Client([address], **creds.of("steady")) as client:
         return await client.status()
 
 
 @pytest.mark.slow
-def test_a_scheduler_paused_past_its_node_timeout_keeps_its_node_monitors(processes):
+def test_a_scheduler_paused_past_its_node_timeout_keeps_its_node_monitors(processes, creds):
     """The scheduler SIGSTOPped 3 s with a 2 s timeout on its node monitors (which wait 10 s for it):
     when it wakes, the silence was its own pause, not theirs (wire/liveness.py), so it drops none of
     them, and every task ends ok at its first attempt."""
     scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=10)
-    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, creds, partial(_pause, scheduler, 3.0))
     assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
-    status = trio.run(_status, address)
+    status = trio.run(_status, address, creds)
     assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
     assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
 
 
 @pytest.mark.slow
-def test_a_scheduler_paused_past_the_node_monitors_timeout_gets_them_back(processes):
+def test_a_scheduler_paused_past_the_node_monitors_timeout_gets_them_back(processes, creds):
     """The scheduler SIGSTOPped 3 s while its node monitors drop it after 2 s of silence: they
     re-register when it wakes, and the client loses no task (what the pause cost is relaunched)."""
     scheduler, address, _ = _small_cluster(processes, node_timeout=2, scheduler_timeout=2)
-    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, scheduler, 3.0))
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, creds, partial(_pause, scheduler, 3.0))
     assert len(outcomes) == 300 and all(o.ok for o in outcomes)
-    status = trio.run(_status, address)
+    status = trio.run(_status, address, creds)
     assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
 
 
 @pytest.mark.slow
-def test_a_paused_node_monitor_keeps_its_scheduler(processes):
+def test_a_paused_node_monitor_keeps_its_scheduler(processes, creds):
     """A node monitor SIGSTOPped 3 s with a 2 s timeout on its scheduler (which waits 10 s for it):
     when it wakes, nothing came from the scheduler meanwhile (it only echoes heartbeats), but the
     silence was the node monitor's own pause (wire/liveness.py): it keeps the link, so the scheduler
     loses no node monitor and every task ends ok at its first attempt."""
     _, address, nodes = _small_cluster(processes, node_timeout=10, scheduler_timeout=2)
-    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, partial(_pause, nodes[0], 3.0))
+    outcomes = trio.run(partial(_run_while, scheduler_timeout=10), address, creds, partial(_pause, nodes[0], 3.0))
     assert len(outcomes) == 300 and all(o.ok and o.attempts == 1 for o in outcomes)
-    status = trio.run(_status, address)
+    status = trio.run(_status, address, creds)
     assert sorted(n.node_id for n in status.nodes) == ["nm-0", "nm-1"]
     assert status.counters.get("node_monitors_lost", 0) == 0 and status.counters["node_monitors_registered"] == 2
 
 
 @pytest.mark.slow
-def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
+def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes, creds):
     """A node monitor frozen past the scheduler's node timeout is dropped (its running tasks fail,
     its reservations go elsewhere); after SIGCONT it registers again and takes work."""
     _, address, nodes = _small_cluster(processes, node_timeout=1.0, scheduler_timeout=5)
-    outcomes = trio.run(_run_while, address, partial(_pause, nodes[0], 3.0))
+    outcomes = trio.run(_run_while, address, creds, partial(_pause, nodes[0], 3.0))
     assert len(outcomes) == 300 and all(o.ok for o in outcomes)  # the lost ones were retried elsewhere
 
     async def both_take_work():
-        async with Client([address], secret=SECRET) as client:
+        async with Client([address], **creds.of("steady")) as client:
             with trio.fail_after(30):
                 while len((await client.status()).nodes) < 2:
                     await trio.sleep(0.1)
@@ -178,16 +191,16 @@ def test_a_frozen_node_monitor_loses_no_outcome_and_rejoins(processes):
     assert trio.run(both_take_work) == [None] * 40
 
 
-def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
+def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes(creds):
     """Over loopback, a node monitor writes [OutcomeToScheduler, Error] in one go: the client gets the
     result (not a 'lost' failure), and the scheduler does not call the goodbye a violation."""
 
     async def main():
         async with trio.open_nursery() as nursery:
             logic = SchedulerLogic(seed=1)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=logic))
-            async with Client([address], secret=SECRET) as client:
-                with RawPeer(address) as fake:
+            address = await nursery.start(partial(serve_scheduler, **creds.of("scheduler"), logic=logic))
+            async with Client([address], **creds.of("steady")) as client:
+                with await trio.to_thread.run_sync(creds.peer, address, "node-monitor") as fake:  # (TLS blocks)
                     await trio.to_thread.run_sync(fake.handshake, "node-monitor", "fake")
                     fake.send(RegisterNodeMonitor("fake", 1, instance="x"))
                     assert isinstance(await trio.to_thread.run_sync(fake.receive_one), Registered)
@@ -209,24 +222,25 @@ def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes():
     trio.run(main)
 
 
-def test_a_client_that_does_not_read_is_dropped_and_others_are_served(caplog):
+def test_a_client_that_does_not_read_is_dropped_and_others_are_served(creds, caplog):
     """A client that submits jobs with 1 MB results and never reads: past its connection's unsent
     limit (16 MiB here) the scheduler drops it, says why, forgets its jobs, and serves others."""
 
     async def main():
         async with trio.open_nursery() as nursery:
             logic = SchedulerLogic(seed=1)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=logic, max_frame=2 << 20))
-            node = partial(serve_node_monitor, [address], secret=SECRET, slots=2, executor="thread")
+            scheduler = partial(serve_scheduler, **creds.of("scheduler"), logic=logic, max_frame=2 << 20)
+            address = await nursery.start(scheduler)
+            node = partial(serve_node_monitor, [address], **creds.of("nm0"), slots=2, executor="thread")
             await nursery.start(partial(node, inline_limit=2 << 20))  # 1 MB results travel with their outcomes
-            with RawPeer(address) as sloth:
+            with await trio.to_thread.run_sync(creds.peer, address) as sloth:  # (its TLS handshake blocks)
                 sloth.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 await trio.to_thread.run_sync(sloth.handshake, "client", "sloth")
                 sloth.send(SubmitJob(1, [pack_task(bytes, (1 << 20,))] * 60))
                 with trio.fail_after(30):
                     while logic.clients or logic.stats["outcomes"] < 16:
                         await trio.sleep(0.05)
-            async with Client([address], secret=SECRET) as client:
+            async with Client([address], **creds.of("steady")) as client:
                 job = await client.submit_job([partial(int, i) for i in range(10)])
                 with trio.fail_after(10):
                     assert await job.results() == list(range(10))
@@ -238,24 +252,23 @@ def test_a_client_that_does_not_read_is_dropped_and_others_are_served(caplog):
     assert any("the peer does not read" in r.getMessage() and "sloth" in r.getMessage() for r in caplog.records)
 
 
-def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason():
+def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason(creds):
     """Clones sharing an id used to replace each other forever (36 registrations in 23 s). Now the
     second is refused with a reason naming the id and --id; the first keeps working."""
 
     async def main():
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET))
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread"))
+            address = await nursery.start(partial(serve_scheduler, **creds.of("scheduler")))
+            node = partial(serve_node_monitor, [address], node_id="box", executor="thread")
+            await nursery.start(partial(node, **creds.of("nm0")))
             with pytest.raises(BaseException) as raised:
-                await nursery.start(
-                    partial(serve_node_monitor, [address], secret=SECRET, node_id="box", executor="thread")
-                )
+                await nursery.start(partial(node, **creds.of("nm1")))
             leaf = raised.value
             while isinstance(leaf, BaseExceptionGroup):
                 (leaf,) = leaf.exceptions
             assert isinstance(leaf, RegistrationRefused)
             assert "'box' is already registered" in str(leaf) and "--id" in str(leaf)
-            async with Client([address], secret=SECRET) as client:
+            async with Client([address], **creds.of("steady")) as client:
                 job = await client.submit_job([partial(int, 3)] * 4)
                 with trio.fail_after(10):
                     assert await job.results() == [3] * 4

@@ -43,7 +43,8 @@ def count_jobs(client) -> list[int]:
 
 class ClusterCerts:
     """A cluster CA in `directory` and the certificates the TLS tests use: a scheduler, two node
-    monitors, clients of users alice and bob, an admin, and the same names from a second CA."""
+    monitors, clients of users alice and bob, an admin, a monitor (prom), and the same names from a
+    second CA."""
 
     def __init__(self, directory) -> None:
         from sparrow_runtime.wire import certs
@@ -57,6 +58,7 @@ class ClusterCerts:
             ("alice", "client"),
             ("bob", "client"),
             ("root", "admin"),
+            ("prom", "monitor"),
         ):
             certs.issue(directory, name, role)
         self.other = directory / "other-ca"

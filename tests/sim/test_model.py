@@ -11,7 +11,16 @@ from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, simulate
 
 DELAY = 0.001
 # One-way hops between a job's arrival and its tasks' start on an idle cluster.
-HOPS = {"random": 1, "per_task": 3, "batch": 3, "sparrow": 3, "sparrow_steal": 3, "omniscient": 0}
+HOPS = {
+    "random": 1,
+    "per_task": 3,
+    "batch": 3,
+    "sparrow": 3,
+    "sparrow_steal": 3,
+    "sparrow_pipelined": 3,
+    "sparrow_steal_pipelined": 3,
+    "omniscient": 0,
+}
 
 
 @pytest.fixture

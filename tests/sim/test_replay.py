@@ -42,8 +42,8 @@ BEFORE = {
 }
 
 
-# Counters added later (work stealing's): 0 for these policies, and left out of the digest.
-LATER_COUNTERS = ("steal_attempts", "steals", "stolen")
+# Counters added later (work stealing's, pipelining's): 0 for these policies, and left out of the digest.
+LATER_COUNTERS = ("steal_attempts", "steals", "stolen", "asked_ahead", "bound_ahead")
 
 
 def digest(result) -> str:  # type: ignore[no-untyped-def]

@@ -73,6 +73,7 @@ class Cluster {
   CompletionHeap heap;
   std::vector<int64_t> words;  // the payload of the message being delivered
   double t_release = Workload::kNever;  // the earliest release, kNever if none
+  Completion last_done{};               // the task that ended last (complete)
 
   // A generator of its own for a policy unit (drawn after the workload's and the schedulers').
   Rng spawn() { return base_rng_.spawn(); }
@@ -189,6 +190,7 @@ class Cluster {
   // A task ended now: its slot is free again; a job whose last task it was finishes.
   void complete(const Completion& c) {
     now = c.time;
+    last_done = c;
     Job& job = pool.get(c.job);
     ++free[c.worker];
     if (++job.done == job.n_tasks) finish(job);

@@ -14,7 +14,8 @@ namespace sparrow {
 namespace sim {
 
 enum class PlacementPolicy : int32_t {
-  Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4, SparrowSteal = 5
+  Random = 0, PerTask = 1, Batch = 2, Sparrow = 3, Omniscient = 4, SparrowSteal = 5,
+  SparrowPipelined = 6, SparrowStealPipelined = 7
 };
 enum class DurationKind : int32_t { Exponential = 0, Constant = 1, Bimodal = 2, PerJob = 3 };
 
@@ -41,6 +42,10 @@ struct SimParams {
   int64_t steal_victims = 2;
   int64_t steal_max_take = 1;
   double steal_min_blocked = 0.0;
+  // Pipelined late binding (policies SparrowPipelined, SparrowStealPipelined, policy/pipeline.h):
+  // a busy slot asks for its next task once its task has run pipeline_after x the worker's recent
+  // median run time (0: at once).
+  double pipeline_after = 0.0;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;
@@ -109,6 +114,8 @@ struct Counters {
   int64_t steal_attempts = 0;    // work stealing: attempts started by idle workers
   int64_t steals = 0;            // ... that moved reservations
   int64_t stolen = 0;            // ... reservations moved
+  int64_t asked_ahead = 0;       // pipelining: GetTasks sent for a slot still busy
+  int64_t bound_ahead = 0;       // ... answered with a task that then waited for the slot
   double end_time = 0.0;         // simulated time of the last event
   bool interrupted = false;      // stopped early by SimParams::should_stop
 };

@@ -14,13 +14,15 @@
 //
 // Structure. Cluster (cluster.h) holds what every policy shares; each placement policy is one
 // unit in policy/ (random.h, per_task.h, batch.h, sparrow.h, omniscient.h; sparrow_steal is
-// sparrow.h with steal.h's work stealing on), and Simulator<Policy> runs the event loop over
+// sparrow.h with steal.h's work stealing on, sparrow_pipelined with pipeline.h's pipelined late
+// binding, sparrow_steal_pipelined with both), and Simulator<Policy> runs the event loop over
 // one of them. The policy interface, called by the loop only:
 //   explicit P(Cluster& c);            // its own state (queues, tables, central queue, ...)
 //   void dispatch(Job& job);           // the job reached its scheduler now: first decision
 //   void deliver(const Msg& m);        // a message of one of its own kinds (payload: c.words)
 //   void complete(int64_t worker);     // a task of worker just ended (its slot is free again)
-// To add a policy (say a pipelined late binding rule): write policy/<name>.h with that class,
+//   void timer(const Completion& t);   // optional: a timer it pushed (task < 0) fired
+// To add a policy: write policy/<name>.h with that class,
 // add its name to PlacementPolicy (params.h) and one case to simulate() below, and the name to
 // the binding's table (_sim.pxi). A variant of an existing policy can instead be a unit that
 // the policy holds and calls (as sparrow.h holds steal.h), turned on by its PlacementPolicy.
@@ -29,6 +31,8 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "sparrow/sim/cluster.h"
 #include "sparrow/sim/params.h"
@@ -40,6 +44,14 @@
 
 namespace sparrow {
 namespace sim {
+
+// A policy may push timers into the completion heap (a negative task: pipeline.h); it then has
+// void timer(const Completion&), called when one fires.
+template <class P, class = void>
+struct HasTimers : std::false_type {};
+template <class P>
+struct HasTimers<P, std::void_t<decltype(std::declval<P&>().timer(std::declval<const Completion&>()))>>
+    : std::true_type {};
 
 template <class Policy>
 class Simulator {
@@ -62,6 +74,12 @@ class Simulator {
         policy_.deliver(c.receive());
       } else if (t_done <= t_job) {
         const Completion done = c.heap.pop();
+        if constexpr (HasTimers<Policy>::value) {
+          if (done.task < 0) {  // a policy's timer, not a task
+            policy_.timer(done);
+            continue;
+          }
+        }
         c.complete(done);
         policy_.complete(done.worker);
       } else if (c.t_release <= c.workload.next_arrival()) {
@@ -91,6 +109,8 @@ inline void simulate(const SimParams& params, SimOutput& out) {
       return Simulator<BatchPolicy>(params, out).run();
     case PlacementPolicy::Sparrow:
     case PlacementPolicy::SparrowSteal:
+    case PlacementPolicy::SparrowPipelined:
+    case PlacementPolicy::SparrowStealPipelined:
       return Simulator<SparrowPolicy>(params, out).run();
     case PlacementPolicy::Omniscient:
       return Simulator<OmniscientPolicy>(params, out).run();

@@ -31,6 +31,34 @@ class WorkerQueues {
     }
   }
 
+  // Starts loading what enqueue, dequeue and cancel read of worker w, so the cache misses of a
+  // loop over many workers overlap: stage 1 its slots, counts and queue object, stage 2 (some
+  // workers later, once those arrived) its queue's long form, stage 3 job's place in that.
+  void prefetch(int64_t w) const {
+    __builtin_prefetch(&c_.free[w]);
+    __builtin_prefetch(&queued_[w]);
+    __builtin_prefetch(&granted_at_[w]);
+    queues_[w].prefetch_object();
+  }
+  void prefetch_store(int64_t w) const {
+    if (queued_[w] != 0) queues_[w].prefetch_store();
+  }
+  void prefetch_job(int64_t w, int64_t job) const {
+    if (queued_[w] != 0) queues_[w].prefetch_job(job);
+  }
+
+  // Calls f(w) for each of the n workers ws[i] in order, prefetching (above) ahead of it.
+  template <class F>
+  void for_each_prefetched(const int64_t* ws, size_t n, int64_t job, F&& f) const {
+    constexpr size_t k1 = 12, k2 = 6, k3 = 3;  // how far ahead each stage runs
+    for (size_t i = 0; i < n; ++i) {
+      if (i + k1 < n) prefetch(ws[i + k1]);
+      if (i + k2 < n) prefetch_store(ws[i + k2]);
+      if (i + k3 < n) prefetch_job(ws[i + k3], job);
+      f(ws[i]);
+    }
+  }
+
   // Running + queued at w (what a probe answers).
   int64_t load(int64_t w) const { return (c_.p.slots - c_.free[w]) + queued_[w]; }
   int64_t queued(int64_t w) const { return queued_[w]; }
@@ -55,6 +83,16 @@ class WorkerQueues {
     --queued_[w];
     return true;
   }
+
+  // Pops the head of w's queue into r whether or not w has a free slot (pipelining asks ahead).
+  bool pop_ahead(int64_t w, Reservation& r) {
+    if (queued_[w] == 0 || !queues_[w].pop(r)) return false;
+    --queued_[w];
+    return true;
+  }
+
+  // w's free slot is taken now (by a task bound ahead, or a request asked ahead).
+  void hold_slot(int64_t w) { take_slot(w); }
 
   // Every queued entry of job at w leaves (cancellation); returns how many.
   int64_t cancel(int64_t w, int64_t job) {

@@ -1,7 +1,7 @@
 """Reference model of csrc/sparrow/sampling.h and job_probes.h: probe_count, Floyd's algorithm
 (bitmap path: below32 draws; above 2**28 ids: below draws), the wrap rule when k > n, sampling
-from candidates, per-task sampling and the probes of a job under a job constraint and per-task
-constraints (sample_job, sample_constrained), draw for draw."""
+from candidates, per-task sampling and the probes of a job under a job constraint, per-task
+constraints and per-task preferences (sample_job, sample_constrained), draw for draw."""
 
 from __future__ import annotations
 
@@ -60,13 +60,13 @@ def sample_workers(rng: Rng, n: int, k: int, n_name: str = "n_workers") -> list[
     return rounds + _floyd(rng, n, k % n)
 
 
-def _check_candidates(candidates: Sequence[int], n_workers: int) -> None:
+def _check_candidates(candidates: Sequence[int], n_workers: int, name: str = "candidates") -> None:
     seen: set[int] = set()
     for c in candidates:
         if not 0 <= c < n_workers:
-            raise ValueError(f"candidates: worker id {c} is out of range [0, {n_workers})")
+            raise ValueError(f"{name}: worker id {c} is out of range [0, {n_workers})")
         if c in seen:
-            raise ValueError(f"candidates: worker id {c} appears twice")
+            raise ValueError(f"{name}: worker id {c} appears twice")
         seen.add(c)
 
 
@@ -109,13 +109,13 @@ class InfeasibleTaskError(ValueError):
         self.task = task
 
 
-def _per_task_lists(n_tasks, task_candidates, task_offsets) -> list[list[int] | None]:
+def _per_task_lists(n_tasks, task_candidates, task_offsets, name: str = "task_candidates") -> list[list[int] | None]:
     """One entry per task (None: unconstrained) from the list or the flat form."""
     if task_candidates is None:
         return [None] * n_tasks
     if task_offsets is None:
         if len(task_candidates) != n_tasks:
-            raise ValueError(f"task_candidates must have one entry per task ({n_tasks}), got {len(task_candidates)}")
+            raise ValueError(f"{name} must have one entry per task ({n_tasks}), got {len(task_candidates)}")
         return [None if c is None or len(c) == 0 else [int(w) for w in c] for c in task_candidates]
     flat, offsets = [int(w) for w in task_candidates], [int(o) for o in task_offsets]
     return [flat[lo:hi] or None for lo, hi in pairwise(offsets)]
@@ -156,48 +156,92 @@ def sample_job(
     task_candidates=None,
     task_offsets=None,
     tasks=None,
+    prefer=None,
+    prefer_offsets=None,
+    per_task=False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A constrained task may run on its own candidates that are also the job's (none left:
-    InfeasibleTaskError, nothing drawn); it gets ceil(d) probes there. The unconstrained tasks
-    together: probe_count(m_u, d) among the job's candidates not probed yet. No constrained
+    InfeasibleTaskError, nothing drawn); it gets ceil(d) probes there. A task preferring some of
+    its allowed workers Q gets ceil(d) probes made for it: a = min(|Q|, max(ceil(d) - 1, 1)) of Q,
+    the rest among its allowed workers outside Q (all on Q when there are none). The remaining
+    unconstrained tasks together: probe_count(m_u, d) among the job's candidates not probed yet;
+    with per_task (per-task sampling) each of them instead gets ceil(d) probes of its own among
+    the job's candidates, in task order with the others. No constrained, preferring or per-task
     task: batch sampling over the job's candidates."""
     if n_workers < 0:
         raise ValueError(f"n_workers must be >= 0, got {n_workers}")
     if n_tasks < 0:
         raise ValueError(f"n_tasks must be >= 0, got {n_tasks}")
-    per_task = probe_count(1, probe_ratio)
+    each = probe_count(1, probe_ratio)  # probes per constrained, preferring or per-task task
     population = None if candidates is None else [int(c) for c in candidates]
     if population is not None:
         _check_candidates(population, n_workers)
     n_pop = n_workers if population is None else len(population)
     own = _per_task_lists(n_tasks, task_candidates, task_offsets)
+    prefs = _per_task_lists(n_tasks, prefer, prefer_offsets, "prefer")
+    members = None if population is None else set(population)
     selected = range(n_tasks) if tasks is None else [int(t) for t in tasks]
-    groups, n_unconstrained = [], 0
+    groups, n_unconstrained = [], 0  # (task, allowed workers (None: the job's), preferred ones of them)
     for t in selected:
         if own[t] is None:
-            n_unconstrained += 1
+            if prefs[t] is not None:
+                _check_task_list(prefs[t], n_workers, t, "prefer")
+            q = [w for w in prefs[t] or () if members is None or w in members]
+            if q or per_task:
+                groups.append((t, None, q))
+            else:
+                n_unconstrained += 1
             continue
-        try:
-            _check_candidates(own[t], n_workers)
-        except ValueError as exc:
-            raise ValueError(f"task {t}: {exc}") from None
-        allowed = own[t] if population is None else [w for w in own[t] if w in set(population)]
+        _check_task_list(own[t], n_workers, t, "candidates")
+        allowed = own[t] if members is None else [w for w in own[t] if w in members]
         if not allowed:
             raise InfeasibleTaskError(t)
-        groups.append((t, allowed))
+        q = []
+        if prefs[t] is not None:
+            _check_task_list(prefs[t], n_workers, t, "prefer")
+            q = [w for w in allowed if w in set(prefs[t])]
+        groups.append((t, allowed, q))
     k = probe_count(n_unconstrained, probe_ratio)
     _check_sizes(n_pop, k, "n_workers" if population is None else "candidates")
     if not groups:
         return np.asarray(_population(rng, population, n_pop, k), dtype=np.int64), np.full(k, -1, dtype=np.int64)
     workers: list[int] = []
     made_for: list[int] = []
-    for t, allowed in groups:
-        workers += _sample_from(rng, allowed, per_task)
-        made_for += [t] * per_task
+    for t, allowed, q in groups:
+        if not q and allowed is None:  # per-task sampling
+            workers += _population(rng, population, n_pop, each)
+        elif not q:
+            workers += _sample_from(rng, allowed, each)
+        else:
+            workers += _sample_preferring(rng, population, n_pop, allowed, q, each)
+        made_for += [t] * each
     if k:
         workers += _unprobed(rng, population, n_pop, k, set(workers))
         made_for += [-1] * k
     return np.asarray(workers, dtype=np.int64), np.asarray(made_for, dtype=np.int64)
+
+
+def _check_task_list(workers: list[int], n_workers: int, t: int, name: str) -> None:
+    try:
+        _check_candidates(workers, n_workers, name)
+    except ValueError as exc:
+        raise ValueError(f"task {t}: {exc}") from None
+
+
+def _sample_preferring(
+    rng: Rng, population: list[int] | None, n_pop: int, allowed: list[int] | None, q: list[int], per_task: int
+) -> list[int]:
+    """A preferring task's probes: a of Q, then per_task - a among its allowed workers (the job's
+    when `allowed` is None) outside Q; all on Q when Q is all of them."""
+    if allowed is not None:
+        population, n_pop = allowed, len(allowed)
+    if len(q) == n_pop:
+        return _sample_from(rng, q, per_task)
+    a = min(len(q), max(per_task - 1, 1))
+    drawn = _sample_from(rng, q, a)
+    if per_task > a:
+        drawn += _unprobed(rng, population, n_pop, per_task - a, set(q))
+    return drawn
 
 
 def sample_constrained(rng: Rng, n_workers: int, task_candidates, probe_ratio: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,9 +1,12 @@
 """Reference model of csrc/sparrow/task_table.h (late binding): a worker asking get_task
 consumes one of its outstanding reservations of the job and gets, in order of preference,
-the lowest-numbered unlaunched constrained task one of its reservations was made for, the
-lowest-numbered unlaunched constrained task listing it as a candidate, the lowest-numbered
-unlaunched unconstrained task; or None. Decisions depend on values only, never on the order
-reservations were recorded in."""
+the lowest-numbered unlaunched task one of its reservations was made for that lists it (as a
+candidate or a preferred worker), the lowest-numbered unlaunched task listing it, the
+lowest-numbered unlaunched soft task one of its reservations was made for, the lowest-numbered
+unlaunched unconstrained task, the lowest-numbered unlaunched soft task with preferred workers;
+or None. A soft task has preferred workers and no candidates, or (per_task) neither: bound to its
+own probes; a probe made for it may be anywhere. Decisions depend on values only, never on the
+order reservations were recorded in."""
 
 from __future__ import annotations
 
@@ -24,8 +27,10 @@ class _Probe:
 @dataclass
 class _Job:
     n_tasks: int
-    candidates: list[set[int]]  # per task; empty = unconstrained
+    candidates: list[set[int]]  # per task, its candidates or (soft) preferred workers; empty = unconstrained
     launched: list[bool]
+    soft: list[bool]  # a probe made for it may be anywhere
+    anywhere: list[bool]  # any reservation may run it (soft with preferred workers)
     probes: dict[int, list[_Probe]] = field(default_factory=dict)  # worker -> its probes
 
     def outstanding(self) -> list[_Probe]:
@@ -41,20 +46,32 @@ class TaskTable:
             raise ValueError(f"job_id {job_id} does not exist")
         return self._jobs[job_id]
 
-    def add_job(self, job_id: int, n_tasks: int, candidates=None) -> None:
+    def add_job(self, job_id: int, n_tasks: int, candidates=None, preferred=None, per_task=False) -> None:
         if n_tasks < 0:
             raise ValueError(f"n_tasks must be >= 0, got {n_tasks}")
         if job_id in self._jobs:
             raise ValueError(f"job_id {job_id} already exists")
-        per_task = [[] if c is None else [int(w) for w in c] for c in (candidates or [None] * n_tasks)]
-        if len(per_task) != n_tasks:
-            raise ValueError(f"candidates must have one entry per task ({n_tasks}), got {len(per_task)}")
-        for t, workers in enumerate(per_task):
+        own = [[] if c is None else [int(w) for w in c] for c in (candidates or [None] * n_tasks)]
+        if len(own) != n_tasks:
+            raise ValueError(f"candidates must have one entry per task ({n_tasks}), got {len(own)}")
+        for t, workers in enumerate(own):
             if len(set(workers)) != len(workers):
                 raise ValueError(f"candidates: task {t} lists a worker twice")
             if any(w < 0 for w in workers):
                 raise ValueError(f"candidates: task {t} has a negative worker id")
-        self._jobs[job_id] = _Job(n_tasks, [set(w) for w in per_task], [False] * n_tasks)
+        prefers = [[] if p is None else [int(w) for w in p] for p in (preferred or [None] * n_tasks)]
+        if len(prefers) != n_tasks:
+            raise ValueError(f"preferred must have one entry per task ({n_tasks}), got {len(prefers)}")
+        anywhere = [bool(p) and not c for c, p in zip(own, prefers, strict=True)]
+        soft = [a or (per_task and not c) for a, c in zip(anywhere, own, strict=True)]
+        for t in range(n_tasks):
+            if anywhere[t]:
+                if any(w < 0 for w in prefers[t]):
+                    raise ValueError(f"preferred: task {t} has a negative worker id")
+                if len(set(prefers[t])) != len(prefers[t]):
+                    raise ValueError(f"preferred: task {t} lists a worker twice")
+                own[t] = prefers[t]
+        self._jobs[job_id] = _Job(n_tasks, [set(w) for w in own], [False] * n_tasks, soft, anywhere)
 
     def reserve(self, job_id: int, workers, tasks=None) -> None:
         job = self._find(job_id)
@@ -63,7 +80,7 @@ class TaskTable:
         for w, t in zip(workers, tasks, strict=True):
             if w < 0 or not -1 <= t < job.n_tasks:
                 raise ValueError(f"workers/tasks: bad probe ({w}, {t})")
-            if t >= 0 and w not in job.candidates[t]:
+            if t >= 0 and not job.soft[t] and w not in job.candidates[t]:
                 raise ValueError(f"workers: worker {w} is not a candidate of task {t}")
         for w, t in zip(workers, tasks):
             job.probes.setdefault(w, []).append(_Probe(w, t))
@@ -75,11 +92,19 @@ class TaskTable:
         if not held:
             return None
         min(held, key=lambda p: p.task).state = CONSUMED
-        task = min((p.task for p in probes if p.task >= 0 and not job.launched[p.task]), default=None)
+        made_for = [p.task for p in probes if p.task >= 0 and not job.launched[p.task]]
+        task = min((t for t in made_for if worker in job.candidates[t]), default=None)
         if task is None:
             task = next((t for t in range(job.n_tasks) if not job.launched[t] and worker in job.candidates[t]), None)
         if task is None:
-            task = next((t for t in range(job.n_tasks) if not job.launched[t] and not job.candidates[t]), None)
+            task = min(made_for, default=None)  # a soft task's probe elsewhere than it prefers
+        if task is None:
+            task = next(
+                (t for t in range(job.n_tasks) if not job.launched[t] and not job.soft[t] and not job.candidates[t]),
+                None,
+            )
+        if task is None:
+            task = next((t for t in range(job.n_tasks) if not job.launched[t] and job.anywhere[t]), None)
         if task is not None:
             job.launched[task] = True
         return task

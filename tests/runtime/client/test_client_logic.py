@@ -127,6 +127,31 @@ def test_task_prefer_goes_with_its_tasks_sliced_for_a_retry_and_joined_when_coal
     assert alone.task_prefer is None  # no task prefers anything: the field stays empty on the wire
 
 
+def test_traffic_counts_the_payloads_sent_and_the_outcomes_received():
+    """Two tasks of 2 bytes, a retry of one of them, outcomes with payloads and error text: the bytes
+    of every payload placed and of every outcome received, the discarded ones included."""
+    logic, _ = connected_logic()
+    job = job_of(2, retries=1)
+    [first] = add_and_flush(logic, job)
+    assert logic.traffic["bytes_sent"] == 4
+    [again] = logic.on_messages([failed(first.ref, 0), ok(first.ref, 1, "b", last=True)])
+    assert logic.traffic["bytes_sent"] == 6
+    received = len("it broke") + len(pickle.dumps("b"))
+    assert logic.traffic["bytes_received"] == received
+    logic.on_messages([ok(again.ref, 0, "a", last=True)])
+    assert logic.traffic["bytes_received"] == received + len(pickle.dumps("a"))
+
+
+def test_sampling_goes_with_the_job_and_only_jobs_of_the_same_sampling_share_a_placement():
+    """A per-task job's placements carry sampling="per_task"; coalesced jobs of different samplings
+    go apart, each with its own."""
+    logic, _ = connected_logic()
+    [alone] = add_and_flush(logic, job_of(2, sampling="per_task"))
+    assert alone.sampling == "per_task"
+    msgs = add_and_flush(logic, job_of(1, coalesce=True), job_of(1, coalesce=True, sampling="per_task"))
+    assert sorted(m.sampling for m in msgs) == ["batch", "per_task"] and all(len(m.tasks) == 1 for m in msgs)
+
+
 @pytest.mark.parametrize(
     "prefer, error, match",
     [

@@ -20,6 +20,8 @@ from sparrow_runtime.services.processes import child_env
 from sparrow_runtime.services.ready_line import parse_ready_line
 from sparrow_runtime.wire.task_codec import pack_task
 
+from ...process_tree import stop
+
 MB = 1_000_000
 
 
@@ -105,12 +107,7 @@ def _service(args: list[str], secret_file: str) -> tuple[subprocess.Popen, str]:
 
 
 def _stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop(process)
     process.stdin.close()
     process.stdout.close()
 

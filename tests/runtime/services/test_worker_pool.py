@@ -183,3 +183,38 @@ def test_a_task_waiting_for_a_worker_is_dropped_when_stopped(kind):
                 await trio.sleep(0.01)
 
     trio.run(_with_executor, kind, body)
+
+
+def test_a_replacement_worker_that_starts_while_the_pool_closes_is_killed(monkeypatch):
+    """A worker killed with its task is replaced; if the pool closes while the replacement's process
+    starts, that process is killed and reaped instead of outliving the pool."""
+    real_open_process = trio.lowlevel.open_process
+    spawning, release = trio.Event(), trio.Event()
+    started: list[trio.Process] = []
+
+    async def open_process_after_close(*args, **kwargs):
+        if len(started) == 1:  # the replacement: hold it until the pool has closed
+            spawning.set()
+            with trio.CancelScope(shield=True):
+                await release.wait()
+        started.append(await real_open_process(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(trio.lowlevel, "open_process", open_process_after_close)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            executor = ProcessExecutor(1)
+            await executor.start(nursery)
+            busy = executor.launch(pack_task(time.sleep, (30,)), lambda outcome: None)
+            assert executor.stop(busy, CANCELLED, "cancelled") is True
+            with trio.fail_after(10):
+                await spawning.wait()
+                await executor.aclose()
+                release.set()
+                while len(started) < 2 or started[1].poll() is None:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        assert started[1].returncode == -9  # killed by the pool, not left running
+
+    trio.run(main)

@@ -23,27 +23,31 @@ def test_direct_writes_keep_order_behind_a_write_that_did_not_fit():
     queue behind it and arrive after it, in order, with no byte interleaved."""
 
     async def main():
-        sender, receiver = _socket_connections()
-        big = TaskToNode(1, 0, os.urandom(4 * 1024 * 1024))
-        sender.send(big)
-        assert sender._unsent  # the direct write could not take it all: the test relies on that
-        sender.send_many([GetTask(2), GetTask(3)])
-        sender.send(GetTask(4))
-        got = []
-
-        def on_messages(msgs):
-            got.extend(msgs)
-            if len(got) == 4:
-                receiver.close_soon()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(sender.serve, lambda msgs: None)
-            with trio.fail_after(10):
-                await receiver.serve(on_messages)
-            sender.close_soon()
-        assert got == [big, GetTask(2), GetTask(3), GetTask(4)]
+        await order_behind_a_big_write(*_socket_connections())
 
     trio.run(main)
+
+
+async def order_behind_a_big_write(sender: Connection, receiver: Connection) -> None:
+    """The check of the test above, over any pair of connected Connections (on TLS: test_tls_channel)."""
+    big = TaskToNode(1, 0, os.urandom(4 * 1024 * 1024))
+    sender.send(big)
+    assert sender._unsent  # the direct write could not take it all: the test relies on that
+    sender.send_many([GetTask(2), GetTask(3)])
+    sender.send(GetTask(4))
+    got = []
+
+    def on_messages(msgs):
+        got.extend(msgs)
+        if len(got) == 4:
+            receiver.close_soon()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender.serve, lambda msgs: None)
+        with trio.fail_after(20):
+            await receiver.serve(on_messages)
+        sender.close_soon()
+    assert got == [big, GetTask(2), GetTask(3), GetTask(4)]
 
 
 class _Peer:

@@ -176,3 +176,10 @@ def test_a_server_certificate_of_the_wrong_role_is_refused_by_the_client(cluster
     """A node monitor's certificate serving as a scheduler: the client refuses it, naming both."""
     reason = _client_refusal(cluster_certs.tls("alice"), secret=None, server_tls=cluster_certs.tls("nm0"))
     assert "claims to be a scheduler but holds the node-monitor certificate" in reason
+
+
+def test_a_monitor_certificate_connects_to_no_service_port(cluster_certs):
+    """Prometheus's monitor certificate reads HTTPS metrics only: as a client of a scheduler it is refused,
+    naming its role."""
+    reason = _client_refusal(cluster_certs.tls("prom"), secret=None, server_tls=cluster_certs.tls("sched"))
+    assert "the monitor certificate 'prom' may not connect as a client" in reason and "\n" not in reason

@@ -13,6 +13,10 @@
 // queue, after a task or an empty Reply, takes reservations from its peers' queues. A stolen
 // reservation is queued at the thief under a negative key that carries the job and the worker
 // it was placed at (StealKeys, steal.h), and asks for its task on that worker's behalf.
+//
+// With pipelining on (policies sparrow_pipelined, sparrow_steal_pipelined, pipeline.h), a busy
+// worker whose queue holds reservations asks for the next task of a slot before the slot frees;
+// the unit then decides what every answer and every freed slot does.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "sparrow/sim/cluster.h"
+#include "sparrow/sim/policy/pipeline.h"
 #include "sparrow/sim/policy/steal.h"
 #include "sparrow/sim/worker_queues.h"
 #include "sparrow/task_table.h"
@@ -31,7 +36,11 @@ namespace sim {
 class SparrowPolicy {
  public:
   explicit SparrowPolicy(Cluster& c)
-      : c_(c), queues_(c), tables_(static_cast<size_t>(c.p.n_schedulers)), stealing_(c, queues_) {}
+      : c_(c),
+        queues_(c),
+        tables_(static_cast<size_t>(c.p.n_schedulers)),
+        stealing_(c, queues_),
+        pipelining_(c, queues_) {}
 
   void dispatch(Job& job) {
     c_.sample_batch_probes(job, workers_, tags_);
@@ -72,8 +81,27 @@ class SparrowPolicy {
   }
 
   void complete(int64_t w) {
+    if (pipelining_.on()) return pipelining_.complete(*this, w);
+    serve(w);
+  }
+
+  // A pipelining timer (a completion of a negative task) fired.
+  void timer(const Completion& done) { pipelining_.timer(*this, done); }
+
+  // A slot of w is free (or several): serve the queue; left idle, try to steal.
+  void serve(int64_t w) {
     run_reservations(w);
     stealing_.if_idle(w);
+  }
+
+  // The job of a queue key (a job id, or a stolen reservation's key).
+  int64_t job_of(int64_t key) const { return stealing_.keys().job(key); }
+
+  // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
+  void send_get_task(int64_t w, int64_t key, int32_t user) {
+    ++c_.out.counters.get_task;
+    const StealKeys& keys = stealing_.keys();
+    c_.send(kGetTask, keys.job(key), static_cast<int32_t>(w), keys.origin(key, w), c_.now, user);
   }
 
   // Work stealing's thief side: a reservation (a queue key: a job id, or a stolen key) arrives
@@ -85,6 +113,7 @@ class SparrowPolicy {
       ask_for_task(w, key, j.user);
     } else {
       run_reservations(w);
+      if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
     }
   }
 
@@ -97,25 +126,26 @@ class SparrowPolicy {
     while (queues_.dequeue(w, r)) ask_for_task(w, r.job_id, r.user);
   }
 
-  // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
+  // GetTask for the reservation keyed `key`, which holds a slot of worker w now.
   void ask_for_task(int64_t w, int64_t key, int32_t user) {
-    ++c_.out.counters.get_task;
-    const StealKeys& keys = stealing_.keys();
-    c_.send(kGetTask, keys.job(key), static_cast<int32_t>(w), keys.origin(key, w), c_.now, user);
+    send_get_task(w, key, user);
+    if (pipelining_.on()) pipelining_.asked(w, stealing_.keys().job(key));
   }
 
   void on_reserve(int64_t id) {
     const Job& job = c_.pool.get(id);
-    for (int64_t w : c_.words) {
+    queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       if (queues_.enqueue(w, id, job.user, job.priority)) {
         ask_for_task(w, id, job.user);
       } else {
         run_reservations(w);
+        if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
       }
-    }
+    });
   }
 
   void on_reply(const Msg& m) {
+    if (pipelining_.on()) return pipelining_.on_reply(*this, m);
     if (m.task >= 0) {
       c_.start(m.worker, c_.pool.get(m.job), m.task, m.aux);
       return;
@@ -128,11 +158,11 @@ class SparrowPolicy {
 
   void on_cancel(int64_t id) {
     Job* job = c_.pool.find(id);
-    for (int64_t w : c_.words) {
+    queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       const int64_t removed = queues_.cancel(w, id);
       c_.out.counters.cancelled += removed;
       if (job != nullptr) job->live_reservations -= removed;
-    }
+    });
     if (job != nullptr) leave_table(*job);
   }
 
@@ -172,6 +202,7 @@ class SparrowPolicy {
   WorkerQueues queues_;
   std::vector<TaskTable> tables_;
   WorkStealing stealing_;
+  Pipelining pipelining_;
   std::vector<int64_t> workers_, tags_, cancel_;  // scratch
 };
 

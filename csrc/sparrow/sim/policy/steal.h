@@ -46,7 +46,10 @@ class WorkStealing {
   static constexpr int32_t kProbe = 16, kAnswer = 17, kTake = 18, kStolen = 19;
 
   WorkStealing(Cluster& c, WorkerQueues& queues)
-      : c_(c), queues_(queues), on_(c.p.policy == PlacementPolicy::SparrowSteal), rng_(c.spawn()) {
+      : c_(c),
+        queues_(queues),
+        on_(c.p.policy == PlacementPolicy::SparrowSteal || c.p.policy == PlacementPolicy::SparrowStealPipelined),
+        rng_(c.spawn()) {
     if (!on_) return;
     config_.victims = c.p.steal_victims;
     config_.max_take = c.p.steal_max_take;
@@ -97,6 +100,7 @@ class WorkStealing {
   // At the victims (the payload): each one's (worker, waiting reservations, blocked for).
   void on_probe(const Msg& m) {
     answer_.clear();
+    for (int64_t v : c_.words) queues_.prefetch(v);  // the victims' misses overlap
     for (int64_t v : c_.words) {
       const int64_t waiting = c_.free[v] == 0 ? queues_.queued(v) : 0;
       const double blocked = c_.now - queues_.granted_at(v);

@@ -1,0 +1,123 @@
+"""Graphs that move data (issue 20, item 5), on Sparrow and on Dask distributed with the same workers, in
+one run, alternating the two (Sparrow, distributed, Sparrow, ...) so that the noise of a shared machine
+hits both alike. Per graph: the wall time of `dask.compute` on each, and on Sparrow the megabytes
+through the client and through the scheduler (bench/traffic.py: the services' own counters of task
+payloads, outcomes and fetched values).
+
+Graphs (`GRAPHS`):
+- array: the Dask tests' array graph, `(x + x.T).mean(axis=0)` on 2,000 x 2,000 random numbers in
+  chunks of 500 x 500 (bench_dask.py's);
+- dataframe: a groupby-sum-mean over 8 partitions of 200,000 rows (bench_dask.py's; the Dask tests' is
+  the same graph on 5,000 rows);
+- shuffle: 16 input tasks each make 4 MB (500,000 float64), and each of 16 output tasks reads all 16
+  inputs (64 MB of inputs per output task, 1 GB read in all) and returns a number.
+
+Sparrow: `LocalCluster(1 scheduler, 4 node monitors x 1 slot, process executors)` and a `DaskScheduler`.
+Dask distributed: `LocalCluster(n_workers=4, threads_per_worker=1, processes=True)` and a synchronous
+`Client`. Each cluster is fresh per round and warmed up by a small graph; start-up is not timed. Dask
+distributed is optional (`pip install -e '.[peers]'`): without it its columns are left out.
+Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]`
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rich.console import Console
+from rich.table import Table
+
+try:
+    from bench import bench_dask, traffic
+    from bench.measure import cpu_counters, steal_percent
+except ModuleNotFoundError:  # run as `python bench/bench_data.py`: bench/ is on sys.path, its parent is not
+    import bench_dask
+    import traffic
+    from measure import cpu_counters, steal_percent
+
+dask, distributed = bench_dask.dask, bench_dask.distributed  # None where the optional extras are missing
+
+NODE_MONITORS = 4
+SHUFFLE_PARTS, SHUFFLE_BYTES = 16, 4_000_000
+
+
+def make_block(seed: int, n_bytes: int):
+    """A shuffle input: `n_bytes` of float64 random numbers."""
+    import numpy as np
+
+    return np.random.default_rng(seed).random(n_bytes // 8)
+
+
+def combine(part: int, *blocks) -> float:
+    """A shuffle output: reads every block (its `part`-th slice of each, and their sizes)."""
+    return float(sum(block[part::SHUFFLE_PARTS].sum() + block.size for block in blocks))
+
+
+def shuffle_graph(parts: int = SHUFFLE_PARTS, n_bytes: int = SHUFFLE_BYTES):
+    """`parts` inputs of `n_bytes` each; `parts` outputs, each reading all the inputs."""
+    blocks = [dask.delayed(make_block, pure=True)(i, n_bytes, dask_key_name=("block", i)) for i in range(parts)]
+    return [dask.delayed(combine, pure=True)(j, *blocks, dask_key_name=("combine", j)) for j in range(parts)]
+
+
+GRAPHS = {"array": bench_dask.array_graph, "dataframe": bench_dask.dataframe_graph, "shuffle": shuffle_graph}
+
+
+def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process") -> dict:
+    """Graph -> (seconds, tasks, bytes through the client, bytes through the scheduler) on a fresh
+    Sparrow cluster of `node_monitors` node monitors x 1 slot."""
+    results = {}
+    cluster = bench_dask.LocalCluster(node_monitors=node_monitors, slots=1, executor=executor, dashboard=False)
+    with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
+        dask.compute(bench_dask.chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
+        meter = traffic.of_cluster(cluster, sparrow.executor.client)
+        for name, graph in graphs.items():
+            tasks = sparrow.tasks
+            meter.start()
+            seconds = bench_dask.timed(graph, sparrow)
+            meter.stop()
+            results[name] = (seconds, sparrow.tasks - tasks, meter.client_bytes, meter.scheduler_bytes)
+    return results
+
+
+def main() -> None:
+    parser = bench_dask.graph_parser(__doc__, GRAPHS)
+    parser.add_argument("--json", metavar="FILE", help="also write every round's figures to FILE")
+    args = parser.parse_args()
+    graphs = bench_dask.parsed_graphs(parser, args, GRAPHS)
+    names = list(graphs)
+    load_before, counters_before = os.getloadavg()[0], cpu_counters()
+    sparrow_runs, distributed_runs = [], []
+    for _ in range(args.repeat):
+        sparrow_runs.append(sparrow_round(graphs))
+        if distributed is not None:
+            distributed_runs.append(bench_dask.distributed_round(graphs, NODE_MONITORS))
+    load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
+
+    table = Table()
+    columns = ["graph", "tasks", "Sparrow s", "client MB", "scheduler MB"]
+    columns += ["distributed s", "Sparrow / distributed"] if distributed_runs else []
+    for column in columns:
+        table.add_column(column, justify="left" if column == "graph" else "right")
+    for name in names:
+        best, tasks, through_client, through_scheduler = min(run[name] for run in sparrow_runs)
+        row = [name, f"{tasks:,}", f"{best:.3f}", traffic.megabytes(through_client)]
+        row.append(traffic.megabytes(through_scheduler))
+        if distributed_runs:
+            peer = min(run[name] for run in distributed_runs)
+            row += [f"{peer:.3f}", f"{best / peer:.2f}x"]
+        table.add_row(*row)
+    Console(width=max(Console().width, 120)).print(table)
+    print(
+        f"best of {args.repeat} round(s), wall seconds of dask.compute; Sparrow / distributed < 1: Sparrow faster\n"
+        f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot (process executors); "
+        + (f"distributed {distributed.__version__} {NODE_MONITORS} workers x 1 thread; " if distributed_runs else "")
+        + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"
+        + ("" if steal is None else f", steal {steal:.1f}%")
+    )
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"sparrow": sparrow_runs, "distributed": distributed_runs}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()

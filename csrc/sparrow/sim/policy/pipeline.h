@@ -1,0 +1,251 @@
+// Pipelining: pipelined late binding for the sparrow policy (policies sparrow_pipelined and
+// sparrow_steal_pipelined): a worker asks its scheduler for the next task of a busy slot before
+// the slot frees, so the round trip that plain late binding idles the slot for (GetTask + Reply,
+// 2 x network_delay) overlaps the running task.
+//
+// Rule. At most one task per running task is asked for ahead (in flight, or bound and waiting
+// for the slot), and only while the worker's queue holds reservations (the head one is popped
+// and asks, as on a free slot). A running task lets its slot ask ahead ("arms") at once
+// (pipeline_after = 0) or once it has run pipeline_after x the median run time of the worker's
+// last kRecent tasks (a timer in the completion heap; a worker that has finished no task yet
+// does not ask ahead). The price: a task bound ahead waits for its slot even if another worker
+// that holds a reservation of its job frees first (late binding's point), so a task asked for
+// behind a long one waits out the long one.
+//
+// Bookkeeping. A worker's GetTask requests are answered in the order it sent them (every message
+// takes the same delay and a scheduler answers at once; checked), so a FIFO per worker says which
+// answer is which: each request holds a slot (from when it was granted) or is ahead (no slot
+// yet). When a slot frees (a task ended, or an empty answer to a request that held it): a bound
+// task starts on it (its queue wait ends then); else the oldest ahead request takes it (its
+// answer then starts at once); else the worker serves its queue as usual (and may steal). An
+// ahead answer with a task binds it; an empty one refunds the user's fair-share charge and the
+// worker may ask ahead again.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "sparrow/sim/cluster.h"
+#include "sparrow/sim/worker_queues.h"
+
+namespace sparrow {
+namespace sim {
+
+class Pipelining {
+ public:
+  static constexpr int kRecent = 8;  // run times kept per worker for its median
+
+  Pipelining(Cluster& c, WorkerQueues& queues)
+      : c_(c),
+        queues_(queues),
+        on_(c.p.policy == PlacementPolicy::SparrowPipelined || c.p.policy == PlacementPolicy::SparrowStealPipelined),
+        after_(c.p.pipeline_after) {
+    if (!on_) return;
+    if (!(after_ >= 0) || !std::isfinite(after_)) throw std::invalid_argument("pipeline_after must be finite and >= 0");
+    const size_t n = static_cast<size_t>(c.p.n_workers), s = static_cast<size_t>(c.p.slots);
+    state_.assign(n, State{});
+    asks_.assign(n * 2 * s, Ask{0.0, -1});
+    bound_.assign(n * s, Bound{});
+    running_.assign(n * s, Running{});
+    recent_.assign(after_ > 0 ? n * kRecent : 0, 0.0);
+  }
+
+  bool on() const { return on_; }
+
+  // The host sent a GetTask for job at worker w, whose slot it holds now.
+  void asked(int64_t w, int64_t job) { push_ask(w, job, c_.now); }
+
+  // Task t of job started on worker w now (its completion is in the heap).
+  template <class Host>
+  void started(Host& host, int64_t w, int64_t job, int64_t t) {
+    State& st = state_[w];
+    Running* r = &running_[w * c_.p.slots];
+    while (r->job >= 0) ++r;  // a free entry: w runs fewer than `slots` tasks
+    *r = Running{job, static_cast<int32_t>(t), 0, c_.now};
+    if (after_ == 0) {
+      arm(host, w, *r);
+    } else if (st.n_recent > 0) {
+      c_.heap.push(c_.now + after_ * median(w), job, static_cast<int32_t>(w), -1 - static_cast<int32_t>(t));
+    }
+  }
+
+  // A timer (a completion with a negative task) fired: arm its task if it is still running.
+  template <class Host>
+  void timer(Host& host, const Completion& done) {
+    Running* r = find(done.worker, done.job, -1 - done.task);
+    if (r == nullptr || r->armed) return;  // it ended first: the timer is stale
+    c_.now = done.time;
+    arm(host, done.worker, *r);
+  }
+
+  // A task of worker w ended now (c_.last_done; the cluster freed its slot).
+  template <class Host>
+  void complete(Host& host, int64_t w) {
+    const Completion& done = c_.last_done;
+    Running* r = find(w, done.job, done.task);
+    if (r == nullptr) throw std::logic_error("simulator: pipelining lost a running task");
+    State& st = state_[w];
+    if (r->armed) --st.armed;
+    if (after_ > 0) {
+      recent_[w * kRecent + st.next_recent] = c_.now - r->start;
+      st.next_recent = (st.next_recent + 1) % kRecent;
+      if (st.n_recent < kRecent) ++st.n_recent;
+    }
+    r->job = -1;
+    slot_freed(host, w);
+    ask_ahead(host, w);
+  }
+
+  // An answer (Reply) reached worker w: the oldest request it sent.
+  template <class Host>
+  void on_reply(Host& host, const Msg& m) {
+    const int64_t w = m.worker;
+    const double granted = pop_ask(w, m.job);
+    if (granted >= 0) {  // it held a slot
+      if (m.task >= 0) {
+        c_.start(w, c_.pool.get(m.job), m.task, granted);
+        started(host, w, m.job, m.task);
+      } else {
+        ++c_.free[w];
+        queues_.queue(w).refund(m.user);
+        slot_freed(host, w);
+      }
+    } else {  // it was asked ahead
+      --state_[w].ahead;
+      if (m.task >= 0) {
+        ++c_.out.counters.bound_ahead;
+        State& st = state_[w];
+        bound_[w * c_.p.slots + st.n_bound++] = Bound{m.job, m.task};
+        if (c_.free[w] > 0) slot_freed(host, w);  // a slot freed with nothing to take it
+      } else {
+        queues_.queue(w).refund(m.user);
+      }
+    }
+    ask_ahead(host, w);
+  }
+
+  // Worker w's queue may hold reservations and a running task may be armed: ask ahead.
+  template <class Host>
+  void ask_ahead(Host& host, int64_t w) {
+    State& st = state_[w];
+    Reservation r;
+    while (st.ahead + st.n_bound < st.armed && queues_.pop_ahead(w, r)) {
+      ++st.ahead;
+      ++c_.out.counters.asked_ahead;
+      push_ask(w, host.job_of(r.job_id), -1.0);
+      host.send_get_task(w, r.job_id, r.user);
+    }
+  }
+
+ private:
+  struct State {
+    int32_t first_ask = 0, n_asks = 0;  // the FIFO of requests in flight (a ring of 2 x slots)
+    int32_t ahead = 0;                  // ... of them asked ahead (no slot yet)
+    int32_t n_bound = 0;                // tasks bound, waiting for a slot
+    int32_t armed = 0;                  // running tasks whose slot may ask ahead
+    int32_t n_recent = 0, next_recent = 0;
+  };
+  struct Ask {
+    double granted;  // when it got its slot; -1: asked ahead, none yet
+    int64_t job;
+  };
+  struct Bound {
+    int64_t job = -1;
+    int64_t task = -1;
+  };
+  struct Running {
+    int64_t job = -1;  // -1: a free entry
+    int32_t task = -1;
+    int32_t armed = 0;
+    double start = 0.0;
+  };
+
+  template <class Host>
+  void arm(Host& host, int64_t w, Running& r) {
+    r.armed = 1;
+    ++state_[w].armed;
+    ask_ahead(host, w);
+  }
+
+  // A slot of worker w is free now (c_.free counts it): a bound task, else the oldest request
+  // asked ahead, takes it; else the host serves the queue as plain late binding does.
+  template <class Host>
+  void slot_freed(Host& host, int64_t w) {
+    State& st = state_[w];
+    if (st.n_bound > 0) {
+      Bound* b = &bound_[w * c_.p.slots];
+      const Bound next = b[0];
+      std::copy(b + 1, b + st.n_bound, b);
+      --st.n_bound;
+      queues_.hold_slot(w);
+      c_.start(w, c_.pool.get(next.job), next.task, c_.now);
+      started(host, w, next.job, next.task);
+      return;
+    }
+    if (st.ahead > 0) {
+      const int32_t cap = 2 * c_.p.slots;
+      Ask* asks = &asks_[w * cap];
+      for (int32_t i = 0; i < st.n_asks; ++i) {
+        Ask& a = asks[(st.first_ask + i) % cap];
+        if (a.granted < 0) {
+          a.granted = c_.now;
+          break;
+        }
+      }
+      --st.ahead;
+      queues_.hold_slot(w);
+      return;
+    }
+    host.serve(w);
+  }
+
+  void push_ask(int64_t w, int64_t job, double granted) {
+    State& st = state_[w];
+    const int32_t cap = 2 * c_.p.slots;
+    if (st.n_asks == cap) throw std::logic_error("simulator: pipelining has too many requests in flight");
+    asks_[w * cap + (st.first_ask + st.n_asks) % cap] = Ask{granted, job};
+    ++st.n_asks;
+  }
+
+  // The oldest request of w in flight, which the answer about job must be.
+  double pop_ask(int64_t w, int64_t job) {
+    State& st = state_[w];
+    const int32_t cap = 2 * c_.p.slots;
+    const Ask a = asks_[w * cap + st.first_ask];
+    if (st.n_asks == 0 || a.job != job) throw std::logic_error("simulator: pipelining got answers out of order");
+    st.first_ask = (st.first_ask + 1) % cap;
+    --st.n_asks;
+    return a.granted;
+  }
+
+  Running* find(int64_t w, int64_t job, int64_t t) {
+    Running* r = &running_[w * c_.p.slots];
+    for (int32_t i = 0; i < c_.p.slots; ++i)
+      if (r[i].job == job && r[i].task == t) return &r[i];
+    return nullptr;
+  }
+
+  double median(int64_t w) const {
+    const State& st = state_[w];
+    double v[kRecent];
+    std::copy(&recent_[w * kRecent], &recent_[w * kRecent] + st.n_recent, v);
+    std::nth_element(v, v + st.n_recent / 2, v + st.n_recent);
+    return v[st.n_recent / 2];
+  }
+
+  Cluster& c_;
+  WorkerQueues& queues_;
+  bool on_;
+  double after_;
+  std::vector<State> state_;
+  std::vector<Ask> asks_;     // per worker 2 x slots: the requests in flight, oldest first
+  std::vector<Bound> bound_;  // per worker `slots`
+  std::vector<Running> running_;  // per worker `slots`
+  std::vector<double> recent_;    // per worker kRecent run times (pipeline_after > 0)
+};
+
+}  // namespace sim
+}  // namespace sparrow

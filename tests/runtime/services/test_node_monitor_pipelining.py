@@ -1,0 +1,263 @@
+"""Pipelined late binding in NodeMonitorLogic (`pipeline=True`), sans-I/O with a fake clock: a busy
+slot asks ahead while reservations wait, a task answered ahead waits bound and starts when the slot
+frees, and with the scheduler's logic every task still ends with exactly one outcome, including
+when the node monitor dies with a task bound."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.wire.messages import (
+    CANCELLED,
+    SYSTEM,
+    UNPLACEABLE,
+    EnqueueReservations,
+    GetTask,
+    NoTask,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
+    RegisterNodeMonitor,
+    StopTask,
+    SubmitJob,
+    TaskToNode,
+)
+
+from ..manual_clock import ManualClock
+
+OK = Outcome(True, b"", "")
+
+
+def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None) -> NodeMonitorLogic:
+    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0))
+    logic.on_scheduler_registered("s")
+    return logic
+
+
+def of(out: list, kind: type) -> list:
+    return [msg for _, msg in out if type(msg) is kind]
+
+
+def test_a_busy_slot_asks_ahead_and_its_task_starts_the_moment_the_slot_frees() -> None:
+    """1 slot, 3 reservations: the first GetTask holds the slot; once its task runs, the slot asks
+    for the next one ahead; that answer waits bound (nothing for the executor) and starts when the
+    first task ends, and the slot asks ahead for the third."""
+    logic = node()
+    assert of(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)]), GetTask) == [GetTask(1)]
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    assert of(out, TaskToNode) == [TaskToNode(1, 0, b"")] and of(out, GetTask) == [GetTask(1)]
+    assert logic.stats["asked_ahead"] == 1 and len(logic.queue) == 1
+    assert logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")]) == []  # bound: waits for the slot
+    assert len(logic.bound) == 1 and logic.free == 0
+    out = logic.on_task_done("s", 1, 0, OK)
+    assert out == [("s", OutcomeToScheduler(1, 0, OK)), ("s", TaskToNode(1, 1, b"")), ("s", GetTask(1))]
+    assert not logic.bound and logic.stats["bound_ahead"] == 1 and len(logic.queue) == 0
+
+
+def test_without_the_setting_a_busy_slot_never_asks_ahead() -> None:
+    """pipeline=False (plain late binding): reservations wait until the slot frees."""
+    logic = node(pipeline=False)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])
+    assert of(logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")]), GetTask) == []
+    assert logic.stats["asked_ahead"] == 0 and len(logic.queue) == 2
+
+
+def test_asks_ahead_only_while_reservations_wait_and_at_most_one_per_running_task() -> None:
+    """2 slots both running, 5 reservations: exactly 2 asks ahead; with the queue empty, none."""
+    logic = node(slots=2)
+    asks = of(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 5)]), GetTask)
+    assert len(asks) == 2
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b""), TaskToNode(1, 1, b"")])
+    assert len(of(out, GetTask)) == 2 and logic.ahead == 2 and len(logic.queue) == 1
+    lone = node()
+    lone.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 1)])
+    assert of(lone.on_scheduler_messages("s", [TaskToNode(2, 0, b"")]), GetTask) == []
+
+
+def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
+    """NoTask for a request asked ahead: the slot stays with its running task, the user's turn is
+    given back, and the next reservation is asked for ahead."""
+    logic = node()
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1), EnqueueReservations(2, "u", 0, 2)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # asks ahead for job 2
+    out = logic.on_scheduler_messages("s", [NoTask(2)])
+    assert of(out, GetTask) == [GetTask(2)] and logic.free == 0 and logic.ahead == 1
+
+
+def test_a_slot_that_frees_first_takes_over_the_request_asked_ahead() -> None:
+    """The running task ends before the ask ahead is answered: the freed slot waits for that answer
+    (no second GetTask for it), and the answer starts at once."""
+    logic = node()
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 2)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    out = logic.on_task_done("s", 1, 0, OK)
+    assert out == [("s", OutcomeToScheduler(1, 0, OK))] and logic.free == 0 and logic.ahead == 0
+    assert of(logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")]), TaskToNode) == [TaskToNode(1, 1, b"")]
+    assert logic.stats["bound_ahead"] == 0
+
+
+def test_a_bound_tasks_timeout_starts_when_it_starts() -> None:
+    """A 2 s timeout on a task bound at t=0 that starts at t=5: not stopped at 2 s, stopped at 7 s."""
+    clock = ManualClock(0.0)
+    logic = node(clock=clock)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 2)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"", 2.0)])
+    clock.now = 5.0
+    logic.on_task_done("s", 1, 0, OK)
+    clock.now = 6.9
+    assert logic.on_timer() == []
+    clock.now = 7.0
+    assert [(m.job_id, m.task) for _, m in logic.on_timer()] == [(1, 1)]
+
+
+def test_a_forced_cancel_of_a_bound_task_reports_it_cancelled_and_it_never_starts() -> None:
+    logic = node()
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 2)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")])
+    out = logic.on_scheduler_messages("s", [StopTask(1, 1)])
+    (reported,) = of(out, OutcomeToScheduler)
+    assert (reported.job_id, reported.task, reported.outcome.ok, reported.outcome.failure) == (1, 1, False, CANCELLED)
+    assert of(logic.on_task_done("s", 1, 0, OK), TaskToNode) == [] and logic.free == 1
+
+
+def test_a_lost_scheduler_takes_its_bound_tasks_and_asks_ahead_with_it() -> None:
+    """Its bound task never starts and its asks ahead are forgotten; the other scheduler's
+    reservation is asked for ahead (task 0 still runs), and the slot task 0 frees waits for that."""
+    logic = NodeMonitorLogic(slots=1, pipeline=True)
+    logic.on_scheduler_registered("s1")
+    logic.on_scheduler_registered("s2")
+    logic.on_scheduler_messages("s1", [EnqueueReservations(1, "u", 0, 3)])
+    logic.on_scheduler_messages("s1", [TaskToNode(1, 0, b"")])  # asks s1 ahead
+    logic.on_scheduler_messages("s1", [TaskToNode(1, 1, b"")])  # bound
+    logic.on_scheduler_messages("s2", [EnqueueReservations(7, "u", 0, 1)])
+    assert logic.ahead == 0 and len(logic.bound) == 1 and len(logic.queue) == 2  # one per running task
+    assert logic.on_scheduler_lost("s1") == [("s2", GetTask(7))]
+    assert not logic.bound and logic.ahead == 1 and logic.running == 1
+    assert logic.on_task_done("s1", 1, 0, OK) == []  # nobody to report to; the slot waits for s2's answer
+    assert logic.free == 0 and logic.ahead == 0
+    assert of(logic.on_scheduler_messages("s2", [TaskToNode(7, 0, b"")]), TaskToNode) == [TaskToNode(7, 0, b"")]
+
+
+def test_the_heartbeat_counts_busy_slots_and_drain_waits_for_bound_tasks() -> None:
+    """Heartbeat.busy stays within the slots (dashboards show it over them); `busy`, which a drain
+    waits on, counts the bound task too."""
+    logic = node()
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 2)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")])
+    logic.drain()
+    assert logic.heartbeat().busy == 1 and logic.busy == 2
+    out = logic.on_task_done("s", 1, 0, OK)
+    assert of(out, TaskToNode) == [TaskToNode(1, 1, b"")] and logic.busy == 1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
+    """A fake scheduler answers the outstanding GetTasks of 3 jobs in random order (a task or
+    nothing) while tasks finish at random: slots never go below 0 or above the count, asks ahead
+    stay within the running tasks, and every task answered is handed to the executor exactly once."""
+    rng = random.Random(seed)
+    logic = node(slots=3)
+    pending: list[int] = []  # job ids asked for, not answered
+    running: list[tuple[int, int]] = []
+    handed: Counter[tuple[int, int]] = Counter()
+    next_task = Counter[int]()
+
+    def take(out: list) -> None:
+        pending.extend(m.job_id for m in of(out, GetTask))
+        for m in of(out, TaskToNode):
+            handed[(m.job_id, m.task)] += 1
+            running.append((m.job_id, m.task))
+
+    for job in (1, 2, 3):
+        take(logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 6)]))
+    for _ in range(200):
+        choice = rng.random()
+        if pending and choice < 0.6:
+            job = pending.pop(rng.randrange(len(pending)))
+            if rng.random() < 0.8:
+                answer = TaskToNode(job, next_task[job], b"")
+                next_task[job] += 1
+            else:
+                answer = NoTask(job)
+            take(logic.on_scheduler_messages("s", [answer]))
+        elif running:
+            job, task = running.pop(rng.randrange(len(running)))
+            take(logic.on_task_done("s", job, task, OK))
+        assert 0 <= logic.free <= logic.slots and logic.running == len(running) <= logic.slots
+        assert logic.ahead + len(logic.bound) <= logic.running
+        assert len(pending) == logic.slots - logic.free - logic.running + logic.ahead
+    assert all(n == 1 for n in handed.values())
+    assert logic.stats["asked_ahead"] > 0
+
+
+def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> None:
+    """With the scheduler's logic: a 1-slot pipelined node monitor runs task 0 and holds task 1 bound
+    when it dies; the scheduler reports exactly one outcome per task: SYSTEM for both launched ones
+    (the client retries those as for any lost node monitor) and UNPLACEABLE for the third, left with
+    no node monitor to run on."""
+    scheduler = SchedulerLogic(seed=7, placement_timeout=0)
+    monitor = node()
+    scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
+    to_client: list = []
+
+    def deliver(out: list) -> None:
+        """Carry the scheduler's output to the node monitor or the client, and the node monitor's
+        back (a TaskToNode it outputs is for its executor), until neither has more to say."""
+        queue = [("scheduler", msg, peer) for peer, msg in out]
+        while queue:
+            source, msg, peer = queue.pop(0)
+            if source == "scheduler" and peer == "c":
+                to_client.append(msg)
+            elif source == "scheduler":
+                queue += [("monitor", m, p) for p, m in monitor.on_scheduler_messages("s", [msg])]
+            elif type(msg) is not TaskToNode:
+                queue += [("scheduler", m, p) for p, m in scheduler.on_node_messages("nm", [msg])]
+
+    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"a", b"b", b"c"], probe_ratio=1.0)]))
+    assert monitor.running == 1 and len(monitor.bound) == 1 and monitor.ahead == 0
+    deliver(scheduler.on_node_lost("nm"))
+    outcomes = {o.task: o.outcome.failure for o in to_client if type(o) is OutcomeToClient}
+    assert outcomes == {0: SYSTEM, 1: SYSTEM, 2: UNPLACEABLE}
+    assert sum(type(o) is OutcomeToClient for o in to_client) == 3
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+@pytest.mark.slow
+def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_monitors() -> None:
+    """Real processes, LocalCluster(pipeline=True), 2 node monitors x 1 slot (thread executors): 100
+    no-op tasks give every value once, in order; then 4 half-second tasks (each node monitor runs one
+    and holds the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on
+    a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
+
+    async def main() -> None:
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                job = await client.submit_job([partial(_square, x) for x in range(100)])
+                with trio.fail_after(60):
+                    assert await job.results() == [x * x for x in range(100)]
+                job = await client.submit_job([partial(time.sleep, 0.5)] * 4, probe_ratio=1.0)
+                await trio.sleep(0.3)  # each node monitor runs one task and holds one bound
+                os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)
+                with trio.fail_after(60):
+                    outcomes = await job.outcomes()
+        assert [o.ok for o in outcomes] == [True] * 4
+        assert 1 <= sum(o.attempts == 2 for o in outcomes) and max(o.attempts for o in outcomes) == 2
+
+    trio.run(main)

@@ -474,7 +474,7 @@ class ClientLogic:
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)
             return
-        waiting.values = values
+        waiting.values[:] = values  # the same inputs, none missing
         for value in values:
             if type(value) is ValueRef:
                 self.values.hold(value)
@@ -531,9 +531,10 @@ class ClientLogic:
         entry = self._recomputing.get(ref.key)
         if entry is not None:
             return entry[0], False
-        if job.payloads[task] is None:
+        payload = job.payloads[task]
+        if payload is None:
             return None, False
-        rjob = Job(_one_task(job.settings, task), [job.payloads[task]], retries=job.retries)
+        rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
         self._recomputing[ref.key] = (rjob, job, task, [])
         self._recompute_of[rjob] = ref.key
         self.values.forget(ref)

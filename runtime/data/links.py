@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 import trio
 
@@ -55,7 +56,7 @@ class DataLinks:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
-        self._connect = {
+        self._connect: dict[str, Any] = {
             "secret": secret,
             "tls": tls,
             "role": role,

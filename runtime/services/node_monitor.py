@@ -264,7 +264,7 @@ class NodeMonitorService:
         except ProtocolError as exc:
             done(failed(f"the task's payload is not valid: {exc}", SYSTEM))
             return
-        total = sum(value.size if type(value) is ValueRef else len(value) for value in call.inputs)
+        total = sum(value.size if isinstance(value, ValueRef) else len(value) for value in call.inputs)
         if total > self.max_value:
             done(failed(f"the task's inputs take {total:,} bytes, over the max_value of {self.max_value:,}", TOO_LARGE))
             return

@@ -13,8 +13,6 @@ from functools import partial
 import pytest
 import trio
 
-pytest.importorskip("sparrow_runtime.data", reason="the data plane (issue 20, helper data's branch) is not merged yet")
-
 from sparrow_runtime import Client
 from sparrow_runtime.client.job import build_submit
 from sparrow_runtime.data.dependent import REMOTE_MARK, Slot, pack_dependent

@@ -50,6 +50,7 @@ setup(
         "sparrow_runtime",
         "sparrow_runtime.cli",
         "sparrow_runtime.client",
+        "sparrow_runtime.data",
         "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
         "sparrow_runtime.experiment",

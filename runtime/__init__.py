@@ -25,6 +25,7 @@ _EXPORTS = {
     "TaskCancelled": "errors",
     "TaskFailed": "errors",
     "TaskTimeout": "errors",
+    "ValueLost": "errors",
     "LocalCluster": "services.local_cluster",
     "Constraint": "wire.messages",
     "serve_node_monitor": "services.node_monitor",
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from .errors import TaskCancelled as TaskCancelled
     from .errors import TaskFailed as TaskFailed
     from .errors import TaskTimeout as TaskTimeout
+    from .errors import ValueLost as ValueLost
     from .services.local_cluster import LocalCluster as LocalCluster
     from .services.node_monitor import serve_node_monitor as serve_node_monitor
     from .services.scheduler import serve_scheduler as serve_scheduler

@@ -16,9 +16,11 @@ as one job, so the scheduler batch-samples them: a stage of a dask.array computa
 to submit, `posttask` follows each outcome it has handled); should a Dask release call them in
 another order, calls go out sooner, in smaller jobs: slower, never stuck.
 
-Values travel through the client: a task is sent with its inputs' values, and its result comes back
-(docs/runtime.md, "Dependencies and Dask"). Results and exceptions are as with Dask's local
-schedulers: a task's exception is raised by `dask.compute` as its original type with the remote
+Values stay where they were made: a result over its node monitor's inline limit stays there and
+get_async's cache holds its future, so a task that takes it travels with a reference and its node
+monitor fetches the value; only the graph's final results are fetched by the client (docs/runtime.md,
+"Dependencies and Dask"). Small values travel with their tasks, as before. Results and exceptions
+are as with Dask's local schedulers: a task's exception is raised by `dask.compute` as its original type with the remote
 traceback (RemoteTraceback) as its `__cause__`; the tasks of the graph still running are cancelled.
 Needs the optional extra `dask` (`pip install 'sparrow-core[dask]'`).
 """
@@ -35,7 +37,7 @@ import trio
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
-from .client.executor import SparrowExecutor
+from .client.executor import SparrowExecutor, SparrowFuture
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
 
@@ -83,7 +85,7 @@ class DaskScheduler:
             ours = (None, None, wave.announce, wave.processed, None)
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
             try:
-                return get_async(
+                result = get_async(
                     wave.submit,
                     in_flight,
                     dsk,
@@ -92,6 +94,7 @@ class DaskScheduler:
                     chunksize=1,
                     **kwargs,
                 )
+                return _fetched(result)
             finally:
                 wave.cancel_running()
 
@@ -139,9 +142,16 @@ class _Wave:
         self._owed += 1
 
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
-        """get_async's submit: a future now; the call goes out with the rest of its wave."""
+        """get_async's submit: a future now; the call goes out with the rest of its wave. A task of the
+        graph (one `execute_task` in a batch) goes as the call of the task itself on its inputs, so that
+        an input kept at a node monitor (a future in get_async's cache) travels as a reference."""
         future: concurrent.futures.Future = concurrent.futures.Future()
-        self._calls.append((fn, args, kwargs))
+        if fn is batch_execute_tasks and len(args[0]) == 1 and not kwargs:
+            key, task_info, dumps, loads, _, _ = args[0][0]
+            task, data = loads(task_info)
+            self._calls.append((_run_task, (task, data), {}, (key, dumps)))
+        else:
+            self._calls.append((fn, args, kwargs, None))
         self._futures.append(future)
         self._owed -= len(args[0]) if fn is batch_execute_tasks else 1
         if self._owed <= 0:
@@ -161,33 +171,63 @@ class _Wave:
     def _send(self) -> None:
         calls, futures = self._calls, self._futures
         self._calls, self._futures = [], []
-        sent = self._scheduler.executor.submit_many(calls)
+        executor = self._scheduler.executor
+        plain = [i for i, call in enumerate(calls) if not _takes_kept(call)]
+        sent: list = [None] * len(calls)
+        for i, theirs in zip(plain, executor.submit_many([calls[i][:3] for i in plain]), strict=True):
+            sent[i] = theirs
+        for i, (fn, args, kwargs, _) in enumerate(calls):
+            if sent[i] is None:  # takes values kept at node monitors: a dependent (references, no fetch)
+                sent[i] = executor.submit(fn, *args, **kwargs)
         self._scheduler._count(len(sent))
-        for mine, theirs in zip(futures, sent, strict=True):
+        for mine, theirs, call in zip(futures, sent, calls, strict=True):
             self._running.add(theirs)
-            theirs.add_done_callback(partial(self._settled, mine))
+            theirs.add_done_callback(partial(self._settled, mine, call[3]))
 
-    def _settled(self, mine: concurrent.futures.Future, theirs: concurrent.futures.Future) -> None:
+    def _settled(self, mine: concurrent.futures.Future, task, theirs: concurrent.futures.Future) -> None:
         self._running.discard(theirs)
         if trio.lowlevel.in_trio_run():  # the executor's trio thread, handling outcomes
-            self._outcomes.add((mine, theirs))
+            self._outcomes.add((mine, task, theirs))
         else:  # done before its callback was added
-            self._deliver([(mine, theirs)])
+            self._deliver([(mine, task, theirs)])
 
-    def _deliver(self, pairs: list[tuple[concurrent.futures.Future, concurrent.futures.Future]]) -> None:
-        self._delivered += len(pairs)  # first: get_async may handle the first before the last is set
-        for mine, theirs in pairs:
+    def _deliver(self, settled: list[tuple]) -> None:
+        self._delivered += len(settled)  # first: get_async may handle the first before the last is set
+        for mine, task, theirs in settled:
             if theirs.cancelled():
                 mine.cancel()
             elif theirs.exception() is not None:
                 mine.set_exception(theirs.exception())
-            else:
+            elif task is None:
                 mine.set_result(theirs.result())
+            else:  # as execute_task answers; a value kept at its node monitor stays there, as its future
+                key, dumps = task
+                value = theirs if theirs.kept else theirs.result()
+                mine.set_result([(key, dumps((value, None)), False)])
 
     def cancel_running(self) -> None:
         """Cancel the graph's tasks still on the cluster (get_async returned or raised)."""
         for future in list(self._running):
             future.cancel()
+
+
+def _run_task(task, data: dict):
+    """A task of the graph, run on the cluster on its inputs' values."""
+    return task(data)
+
+
+def _takes_kept(call: tuple) -> bool:
+    """Whether a graph task's inputs include a value kept at a node monitor (a SparrowFuture)."""
+    return call[3] is not None and any(isinstance(v, SparrowFuture) for v in call[1][1].values())
+
+
+def _fetched(result):
+    """get_async's result with every value still kept at a node monitor fetched (nested lists and tuples)."""
+    if isinstance(result, SparrowFuture):
+        return result.result()
+    if type(result) in (list, tuple):
+        return type(result)(_fetched(r) for r in result)
+    return result
 
 
 def check_max_in_flight(value: int, name: str = "max_in_flight") -> int:

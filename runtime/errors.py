@@ -52,6 +52,12 @@ class TaskTimeout(TaskFailed):
     names the limit."""
 
 
+class ValueLost(TaskFailed):
+    """A task's result was kept at its node monitor and cannot be fetched from there any more: the node
+    monitor is gone or unreachable, or no longer holds it (released, or a transfer broke off). The
+    message names the value's node monitor and why."""
+
+
 class TaskCancelled(SparrowError):
     """The task was cancelled by its client before it produced an outcome."""
 

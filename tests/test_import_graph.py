@@ -22,6 +22,7 @@ ROOMS = (
     "sparrow_core.demo",
     "sparrow_runtime.errors",  # the exception hierarchy
     "sparrow_runtime.wire",  # messages, limits, framing, connections, handshake, task codec
+    "sparrow_runtime.data",  # the data plane: value store, transfers, dependents with remote inputs
     "sparrow_runtime.views",  # notebook views of the user objects (their public attributes only)
     "sparrow_runtime.services",  # scheduler, node monitor, executors, metrics, ready line, LocalCluster
     "sparrow_runtime.client",  # Client, SparrowExecutor, dependencies

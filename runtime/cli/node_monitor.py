@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         heartbeat_interval=s["heartbeat_interval"],
         scheduler_timeout=s["scheduler_timeout"],
         max_frame=s["max_frame"],
+        data_host=None if s["data_listen"] is None else s["data_listen"][0],
+        data_port=0 if s["data_listen"] is None else s["data_listen"][1],
+        inline_limit=s["inline_limit"],
+        memory_limit=s["memory_limit"],
+        max_value=s["max_value"],
         logic=logic,
         drain=draining,
     )

@@ -18,7 +18,7 @@ from ..services.scheduler_logic import (
 )
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import SAMPLINGS
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, SAMPLINGS
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
@@ -253,6 +253,34 @@ NODE_MONITOR_SETTINGS = (
     Setting("drain_timeout", number(0.0), 10.0, "on SIGTERM/Ctrl-C, wait this long for running tasks to finish", "S"),
     _cpus("the node monitor and its executors"),
     MAX_FRAME,
+    Setting(
+        "data_listen",
+        LISTEN_ADDRESS,
+        help="address of the data listener, where clients and node monitors fetch the results kept here (or unix:PATH)",
+        metavar="HOST:PORT",
+        unset="the --listen host and any free port, or PATH.data beside a unix: --listen",
+    ),
+    Setting(
+        "inline_limit",
+        integer(0),
+        DEFAULT_INLINE_LIMIT,
+        "a result over this many bytes stays in this node monitor's memory; its outcome carries a reference",
+        "BYTES",
+    ),
+    Setting(
+        "memory_limit",
+        integer(0),
+        help="bytes of results kept here at most; past it a new result fails with a reason naming the sizes",
+        metavar="BYTES",
+        unset="a quarter of this host's memory",
+    ),
+    Setting(
+        "max_value",
+        integer(0),
+        DEFAULT_MAX_VALUE,
+        "largest value kept or transferred (in chunks), and most bytes of inputs for one task",
+        "BYTES",
+    ),
     *_tls("none: --insecure is required"),
     INSECURE,
     _secret_file("none"),

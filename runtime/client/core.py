@@ -33,20 +33,24 @@ import logging
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
+import cloudpickle
 import trio
 
 from .. import views
-from ..errors import ConnectionLost, HandshakeError
+from ..data.links import DataLinks
+from ..errors import ConnectionLost, HandshakeError, ValueLost
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.limits import DEFAULT_MAX_VALUE
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, Outcome, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
@@ -98,6 +102,10 @@ class JobHandle:
         self._on_outcome = on_outcome
         self._changed = trio.Event()  # replaced after each wait: wakes as_completed per outcome
         self._finished = trio.Event()  # set once: wakes wait() once per job
+
+    def __del__(self) -> None:
+        if self._client is not None:  # the values its tasks left at node monitors may go
+            self._client.dropped(self._job, None)
 
     @property
     def job_id(self) -> int | None:
@@ -169,12 +177,20 @@ class JobHandle:
             for _, task in events:
                 self._on_outcome(task, job.outcomes[task])
 
-    def _outcome(self, task: int) -> TaskOutcome:
+    async def _outcome(self, task: int) -> TaskOutcome:
+        """Task `task`'s outcome, its value fetched from its node monitor if it was kept there."""
         job = self._job
         attempts = max(job.attempts[task], 1)
-        if job.outcomes[task].ok:
+        outcome = job.outcomes[task]
+        if not outcome.ok:
+            return TaskOutcome(task, False, exception=job.exception(task), attempts=attempts)
+        if outcome.ref is None or self._client is None:
             return TaskOutcome(task, True, job.value(task), attempts=attempts)
-        return TaskOutcome(task, False, exception=job.exception(task), attempts=attempts)
+        try:
+            value = await self._client.value_of(job, task)
+        except ValueLost as exc:
+            return TaskOutcome(task, False, exception=exc, attempts=attempts)
+        return TaskOutcome(task, True, value, attempts=attempts)
 
     async def wait(self) -> None:
         """Wait until every task has an outcome."""
@@ -183,7 +199,7 @@ class JobHandle:
     async def outcomes(self) -> list[TaskOutcome]:
         """Every task's outcome, in task order, once all are in."""
         await self.wait()
-        return [self._outcome(t) for t in range(self.n_tasks)]
+        return [await self._outcome(t) for t in range(self.n_tasks)]
 
     async def results(self) -> list:
         """Every task's value in task order; raises the exception of the first failed task (by index)."""
@@ -195,7 +211,7 @@ class JobHandle:
         order = self._job.order
         while True:
             while seen < len(order):
-                yield self._outcome(order[seen])
+                yield await self._outcome(order[seen])
                 seen += 1
             if self.done():
                 return
@@ -261,6 +277,7 @@ class Client:
         max_pending_tasks: int = DEFAULT_MAX_PENDING_TASKS,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_value: int = DEFAULT_MAX_VALUE,
     ) -> None:
         if schedulers is None:
             try:
@@ -294,7 +311,21 @@ class Client:
         self.max_pending_tasks = max_pending_tasks
         self.handshake_timeout = float(handshake_timeout)
         self.max_frame = check_max_frame(max_frame)
+        if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 0:
+            raise ValueError(f"max_value must be an int of bytes >= 0, got {max_value!r}")
+        self.max_value = max_value
         self._logic = ClientLogic(max_frame=self.max_frame)
+        self._links = DataLinks(
+            secret=self._secret,
+            tls=tls,
+            role="client",
+            peer_id=self.client_id,
+            max_frame=self.max_frame,
+            max_value=max_value,
+            handshake_timeout=self.handshake_timeout,
+        )
+        self._dropped: deque[tuple[Job, int | None]] = deque()  # owners gone (any thread), for the trio thread
+        self._nursery: trio.Nursery | None = None
         self._conn: Connection | None = None
         self._room = trio.Event()  # set when an outcome frees room under max_pending_tasks
         self._wanted = trio.Event()  # set by a submission while no scheduler is reachable
@@ -342,6 +373,7 @@ class Client:
         self._stack = AsyncExitStack()
         self._token = trio.lowlevel.current_trio_token()
         nursery = await self._stack.enter_async_context(trio.open_nursery())
+        self._nursery = nursery
         self._scope = nursery.cancel_scope
         try:
             await nursery.start(self._keep_connected)
@@ -356,6 +388,9 @@ class Client:
         self._closing = True
         msgs = self._logic.close()
         self._dispatch()
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
+            await self._links.release(self._logic.values.take())  # every value it held
+            await self._links.aclose()
         conn = self._conn
         assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"
         if conn is not None:
@@ -479,6 +514,65 @@ class Client:
         if listener is not None:
             listener(events[start:] if start else events)
         self._room.set()
+        self._release()
+
+    def _release(self) -> None:
+        """Send the holders the values nobody holds any more (in the background)."""
+        if self._logic.values.to_release and self._nursery is not None and not self._closing:
+            self._nursery.start_soon(self._links.release, self._logic.values.take())
+
+    def dropped(self, job: Job, task: int | None) -> None:
+        """The owner of task `task` (None: of every task) of `job` is gone (from any thread, a finalizer
+        included): its values are released in the trio thread."""
+        self._dropped.append((job, task))
+        token = self._token
+        if token is not None:
+            try:
+                token.run_sync_soon(self._forget_dropped)
+            except trio.RunFinishedError:
+                pass
+
+    def _forget_dropped(self) -> None:
+        while self._dropped:
+            job, task = self._dropped.popleft()
+            for t in range(job.n_tasks) if task is None else (task,):
+                self._logic.forget(job, t)
+        self._release()
+
+    async def value_of(self, job: Job, task: int):
+        """Task `task`'s value (its outcome ok), fetched from its node monitor if it was kept there; a
+        value lost with its node monitor is recomputed from the task's call once, then fetched.
+
+        Error handling: ValueLost, naming the node monitor and why, if it cannot be fetched and its
+        recompute fails (or its call is not known)."""
+        outcome = job.outcomes[task]
+        if outcome.ref is None:
+            return job.value(task)
+        try:
+            return cloudpickle.loads(await self._links.fetch(outcome.ref))
+        except ValueLost as lost:
+            rjob, new = self._logic.recompute(job, task)
+            if rjob is None:
+                raise
+            logger.warning("%s: recomputing it", lost)
+            finished = trio.Event()
+            before = rjob.listener
+
+            def heard(events: list) -> None:
+                finished.set()
+                if before is not None:
+                    before(events)
+
+            rjob.listener = heard
+            if new:
+                self.add_job(rjob)
+            await finished.wait()
+            again = rjob.outcomes[0]
+            if not again.ok:
+                raise ValueLost(f"{lost}; recomputing it failed: {again.error}") from None
+            if again.ref is None:
+                return job.value(task)
+            return cloudpickle.loads(await self._links.fetch(again.ref))
 
     def _answer_status(self) -> None:
         replies = self._logic.status_replies

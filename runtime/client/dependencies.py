@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from ..errors import DependencyFailed
+from ..wire.messages import ValueRef
 from .task_inputs import Inputs
 
 Key = TypeVar("Key", bound=Hashable)  # the name of a task, waiting or awaited (the logic's: (Job, task))
@@ -20,7 +21,8 @@ Key = TypeVar("Key", bound=Hashable)  # the name of a task, waiting or awaited (
 
 class Waiting(Generic[Key]):
     """A task waiting for its inputs: `target` is its owner's name for it (a future, a job's task),
-    `template` its pickled call with Slots, `values` the pickled values of the inputs known so far."""
+    `template` its pickled call with Slots, `values` the inputs known so far: each a pickled value, or a
+    reference to one kept at a node monitor."""
 
     __slots__ = ("keys", "missing", "paths", "target", "template", "values")
 
@@ -29,11 +31,11 @@ class Waiting(Generic[Key]):
         self.template = template
         self.keys: list[Key] = inputs.keys
         self.paths = inputs.paths
-        self.values: list[bytes | None] = [None] * len(inputs.keys)
+        self.values: list[bytes | ValueRef | None] = [None] * len(inputs.keys)
         self.missing = len(inputs.keys)
 
-    def all_values(self) -> list[bytes]:
-        """The pickled value of every input, once all are known (when `Dependencies.done` returns it)."""
+    def all_values(self) -> list[bytes | ValueRef]:
+        """Every input's value or reference, once all are known (when `Dependencies.done` returns it)."""
         values = [v for v in self.values if v is not None]
         assert len(values) == len(self.values), "an input of this task is still missing"
         return values
@@ -62,8 +64,9 @@ class Dependencies(Generic[Key]):
             self._by_input.setdefault(key, []).append(waiting)
         return waiting
 
-    def done(self, key: Key, value: bytes) -> list[Waiting[Key]]:
-        """Input `key` has the pickled `value`: the tasks that now have all their inputs (no longer waiting)."""
+    def done(self, key: Key, value: bytes | ValueRef) -> list[Waiting[Key]]:
+        """Input `key` has the pickled `value` (or a reference to it): the tasks that now have all their
+        inputs (no longer waiting)."""
         ready = []
         for waiting in self._by_input.pop(key, ()):
             if self._by_target.get(waiting.target) is not waiting:

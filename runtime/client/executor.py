@@ -59,14 +59,39 @@ DEFAULT_CHUNKSIZE = 256
 DEFAULT_BUFFERSIZE = 8 * DEFAULT_CHUNKSIZE  # map's tasks submitted and not yet yielded
 
 
+_KEPT = object()  # a future's result while its value is still at its node monitor only
+
+
 class SparrowFuture(concurrent.futures.Future):
-    """A Future whose `cancel()` also cancels its task on the cluster (and the tasks that take its result)."""
+    """A Future whose `cancel()` also cancels its task on the cluster (and the tasks that take its result),
+    and whose `result()` fetches a value kept at its node monitor (once: the value is then the future's).
+    Dropping it releases that value (once no task waits for it)."""
 
     def __init__(self, executor: SparrowExecutor, job: Job, task: int) -> None:
         super().__init__()
         self._executor = executor
         self._job = job  # the client logic's record of its job
         self._task = task
+
+    def result(self, timeout: float | None = None):
+        value = super().result(timeout)
+        if value is _KEPT:
+            value = self._executor._fetch(self)
+            with self._condition:
+                if self._result is _KEPT:
+                    self._result = value
+                value = self._result
+        return value
+
+    @property
+    def kept(self) -> bool:
+        """Whether its value is kept at its node monitor and not fetched here (yet)."""
+        return self.done() and self._result is _KEPT
+
+    def __del__(self) -> None:
+        outcome = self._job.outcomes[self._task]
+        if outcome is None or outcome.ref is not None:
+            self._executor._client.dropped(self._job, self._task)
 
     def cancel(self) -> bool:
         if not super().cancel():
@@ -277,8 +302,9 @@ class SparrowExecutor(concurrent.futures.Executor):
             if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
                 future.set_running_or_notify_cancel()
             return
+        outcome = job.outcomes[task]
         try:
-            value = job.value(task)
+            value = _KEPT if outcome.ok and outcome.ref is not None else job.value(task)
         except BaseException as exc:
             settle = partial(future.set_exception, exc)
         else:
@@ -326,6 +352,15 @@ class SparrowExecutor(concurrent.futures.Executor):
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)
+
+    def _fetch(self, future: SparrowFuture):
+        """The value of `future`'s task, fetched from its node monitor by the trio thread (ValueLost)."""
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError(
+                "the result of this future is kept at its node monitor: call result() outside the executor's callbacks"
+            )
+        assert self._token is not None
+        return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._token)
 
     def _cancel_remote(self, future: SparrowFuture) -> None:
         """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and

@@ -30,8 +30,10 @@ class Job:
     listener); `owner` is its owner's (a JobHandle, a list of futures)."""
 
     __slots__ = (
+        "__weakref__",  # the client's book of values names the task that made each one weakly (values.py)
         "at",
         "attempts",
+        "calls",
         "cancelled",
         "cancelled_tasks",
         "coalesce",
@@ -49,6 +51,7 @@ class Job:
         "retries",
         "retry_exceptions",
         "settings",
+        "unowned",
     )
 
     def __init__(
@@ -82,6 +85,8 @@ class Job:
         self.ref = [0] * n  # the placement that holds each task (0: none)
         self.at = [0] * n  # its index in that placement
         self.errors: dict[int, BaseException] = {}  # outcomes decided here, with their exception
+        self.calls: dict = {}  # dependent task -> its Waiting (call and inputs) from placement to its outcome
+        self.unowned: set[int] = set()  # tasks whose owner was dropped before their outcome came
 
     def done(self) -> bool:
         return self.n_done == self.n_tasks
@@ -98,6 +103,7 @@ class Job:
         """Task `task`'s value, or raise the exception its outcome stands for."""
         outcome = self.outcomes[task]
         if outcome.ok:
+            assert outcome.ref is None, "a value kept at its node monitor is fetched by the client (Client.value_of)"
             return unpack_outcome(outcome)
         raise self.exception(task)
 
@@ -212,9 +218,9 @@ def oversize_problem(size: int, max_frame: int) -> str | None:
     if size + FRAME_OVERHEAD_PER_TASK + FRAME_OVERHEAD_PER_JOB <= max_frame:
         return None
     return (
-        f"the task with its inputs takes {size:,} bytes, over the frame limit of {max_frame:,} bytes: values "
-        "travel through the client, so each task's arguments, inputs included, must fit in one frame "
-        "(docs/runtime.md, Dependencies and Dask)"
+        f"the task with its inputs takes {size:,} bytes, over the frame limit of {max_frame:,} bytes: its "
+        "arguments and the inputs that travel with it (results under their node monitor's inline limit) must fit "
+        "in one frame (docs/runtime.md, Dependencies and Dask)"
     )
 
 

@@ -18,7 +18,14 @@ Rules (docs/runtime.md, "Limits and failure behaviour" and "Dependencies and Das
   confirms; the tasks that take its result are cancelled at once;
 - a task whose input failed does not run and fails with DependencyFailed naming the input; one
   whose input was cancelled is cancelled;
-- close: every task without an outcome ends cancelled.
+- close: every task without an outcome ends cancelled, and every value held at node monitors is released;
+- values (values.py): a result kept at its node monitor is held while its owner lives (`forget` ends
+  that) and by each dependent task that takes it until that task ends, then released (the shell sends
+  `values.take()`); a dependent whose input was lost (LOST_INPUT) gets that input recomputed from the
+  call of the task that made it (lineage, once per lost value, within its own attempts), then is placed
+  again; if the recompute fails, or the call is not known, it fails with DependencyFailed naming the lost
+  input (ValueLost); a value whose fetch failed is recomputed the same way when the shell asks
+  (`recompute`).
 """
 
 from __future__ import annotations
@@ -27,12 +34,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 import cloudpickle
+import msgspec
 
-from ..errors import ProtocolError
+from ..errors import ProtocolError, ValueLost
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_PREFERRED_PER_JOB, MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
+from ..wire.limits import MAX_PREFERRED_NODES, MAX_PREFERRED_PER_JOB, MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
+    LOST_INPUT,
     SYSTEM,
     TOO_LARGE,
     UNPLACEABLE,
@@ -45,10 +54,12 @@ from ..wire.messages import (
     StatusReply,
     StatusRequest,
     SubmitJob,
+    ValueRef,
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
 from .task_inputs import Inputs, pack_dependent
+from .values import ValueBook
 
 TaskKey = tuple[Job, int]  # a task of a job: the dependency engine's name for it
 Held = dict[int, tuple[bytes, Inputs]]  # task -> its call with Slots and its inputs, each a TaskKey
@@ -103,6 +114,11 @@ class ClientLogic:
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._status_requests = 0
+        self.values = ValueBook()
+        self.recomputed = 0  # lost values recomputed from their task's call
+        # a lost value's key -> (the job recomputing it, the job and task that made it, [(dependent job, task, input)])
+        self._recomputing: dict[bytes, tuple[Job, Job, int, list[tuple[Job, int, int]]]] = {}
+        self._recompute_of: dict[Job, bytes] = {}  # recomputing job -> the lost value's key
         # bytes of task payloads sent and of outcomes (payload and error text) received: the data
         # that passes through this client (bytes_sent, bytes_received)
         self.traffic: Counter[str] = Counter()
@@ -205,6 +221,10 @@ class ClientLogic:
                     continue  # cancelled here before the scheduler heard
                 outcome = msg.outcome
                 failure = outcome.failure
+                if failure == LOST_INPUT:
+                    if not self._recompute(job, task, outcome):
+                        self._lost_input(job, task, outcome)
+                    continue
                 if (
                     (failure == SYSTEM or (failure == 0 and not outcome.ok and job.retry_exceptions))
                     and job.attempts[task] <= job.retries
@@ -316,7 +336,16 @@ class ClientLogic:
         msgs = [CancelJob(ref) for ref in self._placements] if self.connected_to is not None else []
         self._placements.clear()
         self._end_all(local_outcome(reason, CANCELLED))
+        self.values.release_all()
         return msgs
+
+    def forget(self, job: Job, task: int) -> None:
+        """The owner of task `task`'s outcome (a future, a JobHandle) is gone: its value may be released."""
+        outcome = job.outcomes[task]
+        if outcome is None:
+            job.unowned.add(task)  # its value is released once the tasks that take it are done with it
+        elif outcome.ref is not None:
+            self.values.drop(outcome.ref)
 
     # -- inside ----------------------------------------------------------------------------------
 
@@ -375,18 +404,30 @@ class ClientLogic:
     def _end(self, job: Job, task: int, outcome) -> None:
         """Task `task` of `job` has its one outcome."""
         job.outcomes[task] = outcome
-        job.payloads[task] = None
+        ref = outcome.ref
+        if ref is None:
+            job.payloads[task] = None
+        elif job not in self._recompute_of:  # the payload stays: its call, should the value be lost
+            self.values.keep(ref, job, task)
         job.order.append(task)
         job.n_done += 1
         self.unfinished -= 1
         if job.n_done == job.n_tasks:
             self._jobs.pop(job, None)
         self._events.append((job, task))
+        if job.calls and task in job.calls:  # a dependent: done with its inputs
+            for value in job.calls.pop(task).values:
+                if type(value) is ValueRef:
+                    self.values.drop(value)
+        if self._recompute_of and job in self._recompute_of:
+            self._recomputed(job, outcome)
         if job.held and task in job.held:
             job.held.discard(task)
             self._deps.drop((job, task))
         if self._deps and self._deps.awaited((job, task)):
             self._settle((job, task), False)
+        elif ref is not None and task in job.unowned:
+            self.values.drop(ref)
 
     def _end_all(self, outcome: Outcome) -> None:
         self._queue.clear()
@@ -406,8 +447,11 @@ class ClientLogic:
         job, task = key
         outcome = job.outcomes[task]
         if not cancelled and outcome.ok:
-            for waiting in self._deps.done(key, outcome.payload):
+            ref = outcome.ref
+            for waiting in self._deps.done(key, outcome.payload if ref is None else ref):
                 self._ready(waiting)
+            if ref is not None and task in job.unowned:  # the dependents hold it now
+                self.values.drop(ref)
         elif cancelled or outcome.failure == CANCELLED:
             for waiting, path in self._deps.failed(key):
                 target, index = waiting.target
@@ -424,14 +468,151 @@ class ClientLogic:
         job, task = waiting.target
         if job.outcomes[task] is not None:
             return
-        payload = pack_dependent(waiting.template, waiting.all_values())
+        values = waiting.all_values()
+        payload = pack_dependent(waiting.template, values)
         problem = oversize_problem(len(payload), self.max_frame)
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)
             return
+        waiting.values[:] = values  # the same inputs, none missing
+        for value in values:
+            if type(value) is ValueRef:
+                self.values.hold(value)
+        _prefer_holders(job, task, values)
+        job.calls[task] = waiting
         job.payloads[task] = payload
         job.held.discard(task)
         self._enqueue(job, [task])
+
+    def _recompute(self, job: Job, task: int, outcome: Outcome) -> bool:
+        """Dependent `task` of `job` lost inputs (LOST_INPUT): recompute each from the call of the task
+        that made it, and place the dependent again once all are back. False if that cannot be done (no
+        attempt left, a lost value whose call is not known): the outcome then stands."""
+        waiting = job.calls.get(task)
+        if waiting is None or job.attempts[task] > job.retries or task in job.cancelled_tasks:
+            return False
+        try:
+            lost = msgspec.msgpack.decode(outcome.payload, type=list[bytes])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        plan = []
+        for key in lost:
+            index = next((i for i, v in enumerate(waiting.values) if type(v) is ValueRef and v.key == key), None)
+            producer = self.values.maker(key) or self._recomputing.get(key, (None, None, None))[1:3]
+            if index is None or producer[0] is None:
+                return False
+            pjob, ptask = producer
+            if pjob.payloads[ptask] is None:
+                return False
+            plan.append((key, index, pjob, ptask))
+        job.ref[task] = 0
+        job.held.add(task)  # not relaunched on a failover while it waits
+        for key, index, pjob, ptask in plan:
+            self.values.forget(waiting.values[index])
+            entry = self._recomputing.get(key)
+            if entry is None:
+                rjob = Job(_one_task(pjob.settings, ptask), [pjob.payloads[ptask]], retries=pjob.retries)
+                entry = self._recomputing[key] = (rjob, pjob, ptask, [])
+                self._recompute_of[rjob] = key
+                self.recomputed += 1
+                self.add(rjob)
+            entry[3].append((job, task, index))
+            waiting.missing += 1
+        return True
+
+    def recompute(self, job: Job, task: int) -> tuple[Job | None, bool]:
+        """Task `task` of `job` ended with a value that is lost (its fetch failed): the job of one task
+        that recomputes it from its call, and whether it is new (the caller adds it); one already
+        recomputing it, and False; or (None, False) if its call is not known. Its outcome replaces the
+        task's once it ends."""
+        ref = job.outcomes[task].ref
+        if ref is None:
+            return None, False
+        entry = self._recomputing.get(ref.key)
+        if entry is not None:
+            return entry[0], False
+        payload = job.payloads[task]
+        if payload is None:
+            return None, False
+        rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
+        self._recomputing[ref.key] = (rjob, job, task, [])
+        self._recompute_of[rjob] = ref.key
+        self.values.forget(ref)
+        self.recomputed += 1
+        return rjob, True
+
+    def _lost_input(self, job: Job, task: int, outcome: Outcome) -> None:
+        """Dependent `task` of `job` lost an input that cannot be recomputed: it fails with DependencyFailed
+        naming the input and why it was lost."""
+        waiting = job.calls.get(task)
+        lost = ValueLost(outcome.error)
+        path = "an input"
+        if waiting is not None:
+            try:
+                keys = msgspec.msgpack.decode(outcome.payload, type=list[bytes])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                keys = []
+            where = [i for i, v in enumerate(waiting.values) if type(v) is ValueRef and v.key in keys]
+            if where:
+                path = waiting.paths[where[0]]
+        self._fail(job, task, dependency_failed(path, lost), outcome.error)
+
+    def _recomputed(self, rjob: Job, outcome: Outcome) -> None:
+        """A lost value's recompute ended: its dependents are placed again with the new value, or fail."""
+        key = self._recompute_of.pop(rjob)
+        _, pjob, ptask, waiters = self._recomputing.pop(key)
+        if outcome.ok:
+            pjob.outcomes[ptask] = outcome  # its owner's result() takes the new one
+            value = outcome.payload if outcome.ref is None else outcome.ref
+            if outcome.ref is not None:
+                self.values.keep(outcome.ref, pjob, ptask)
+        for job, task, index in waiters:
+            waiting = job.calls.get(task)
+            if job.outcomes[task] is not None or waiting is None:
+                continue
+            if not outcome.ok:
+                path = waiting.paths[index]
+                lost = ValueLost(f"its value was lost with its node monitor and recomputing it failed: {outcome.error}")
+                self._fail(job, task, dependency_failed(path, lost), str(lost))
+                continue
+            waiting.values[index] = value
+            if type(value) is ValueRef:
+                self.values.hold(value)
+            waiting.missing -= 1
+            if not waiting.missing:
+                _prefer_holders(job, task, waiting.values, again=True)
+                job.payloads[task] = pack_dependent(waiting.template, waiting.values)
+                job.held.discard(task)
+                self._enqueue(job, [task])
+
+
+def _one_task(settings: SubmitJob, task: int) -> SubmitJob:
+    """The settings of a job for task `task` of a job with `settings` alone (its own constraint and
+    preference, if its job has per-task ones)."""
+    constraints, prefer = settings.task_constraints, settings.task_prefer
+    return msgspec.structs.replace(
+        settings,
+        task_constraints=None if constraints is None else [constraints[task]],
+        task_prefer=None if prefer is None else [prefer[task]],
+    )
+
+
+def _prefer_holders(job: Job, task: int, values: list, again: bool = False) -> None:
+    """Place dependent `task` of `job` toward the node monitors holding its referenced inputs, those with
+    the most of their bytes first (SubmitJob.task_prefer: soft), unless its job names its own preference
+    (`again`: its inputs changed after a recompute, so the last one set here is replaced)."""
+    held: dict[str, int] = {}
+    for value in values:
+        if type(value) is ValueRef:
+            held[value.node_id] = held.get(value.node_id, 0) + value.size
+    if not held:
+        return
+    prefer = job.settings.task_prefer
+    if prefer is not None and prefer[task] and not again:
+        return
+    prefer = [()] * job.n_tasks if prefer is None else list(prefer)
+    prefer[task] = tuple(sorted(held, key=held.__getitem__, reverse=True)[:MAX_PREFERRED_NODES])
+    job.settings = msgspec.structs.replace(job.settings, task_prefer=prefer)
 
 
 def _placement_prefer(jobs: list[Job], tasks: list[int], members: list[Job]) -> list[tuple[str, ...]] | None:

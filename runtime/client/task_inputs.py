@@ -1,12 +1,10 @@
-"""Tasks that take other tasks' results: finding those inputs in a call's arguments, and the call that
-runs once their values are known.
+"""Tasks that take other tasks' results: finding those inputs in a call's arguments.
 
 Inputs are found, as Dask's `Client.submit` finds futures, anywhere in the positional and keyword
 arguments, nested in lists, tuples, sets and dicts (their values) of exactly those types; other
 objects (a namedtuple, a dataclass) are left as they are. A dependent task travels as
-`call_with_inputs(template, inputs)`: `template` is the pickled `(fn, args, kwargs)` with each input
-replaced by a `Slot`, `inputs` the pickled values, as the upstream tasks' outcomes brought them back
-(the client does not unpickle and pickle them again). Executor workers import this module: no trio.
+`call_with_inputs(template, inputs)` (data/dependent.py): `template` is the pickled `(fn, args, kwargs)`
+with each input replaced by a `Slot`, `inputs` the pickled values or references to them.
 """
 
 from __future__ import annotations
@@ -14,33 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import cloudpickle
-
+from ..data.dependent import CONTAINERS, Slot
+from ..data.dependent import pack_dependent as pack_dependent
 from ..wire.task_codec import pack_task
 
-CONTAINERS = (list, tuple, set, frozenset)
 SCALARS = frozenset((type(None), bool, int, float, complex, str, bytes))  # never an input, never holding one
-
-
-class Slot:
-    """Stands for input `index` in a dependent task's template."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def __reduce__(self):
-        return Slot, (self.index,)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Slot and other.index == self.index
-
-    def __hash__(self) -> int:
-        return hash((Slot, self.index))
-
-    def __repr__(self) -> str:
-        return f"Slot({self.index})"
 
 
 class Inputs:
@@ -86,30 +62,6 @@ def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -
     return found if found.keys else None
 
 
-def fill(obj, values: list):
-    """`obj` with every Slot replaced by its value (the containers find_inputs walks, rebuilt)."""
-    kind = type(obj)
-    if kind is Slot:
-        return values[obj.index]
-    if kind is dict:
-        return {k: fill(v, values) for k, v in obj.items()}
-    if kind in CONTAINERS:
-        return kind([fill(v, values) for v in obj])
-    return obj
-
-
-def call_with_inputs(template: bytes, inputs: list[bytes]):
-    """Run a dependent task: unpickle its call and its inputs' values, put the values in, call."""
-    fn, args, kwargs = cloudpickle.loads(template)
-    values = [cloudpickle.loads(payload) for payload in inputs]
-    return fn(*fill(args, values), **fill(kwargs, values))
-
-
 def pack_template(fn, inputs: Inputs) -> bytes:
     """The pickled call of `fn` with its inputs as Slots; TypeError naming `fn` if it cannot be pickled."""
     return pack_task(fn, inputs.args, inputs.kwargs)
-
-
-def pack_dependent(template: bytes, inputs: list[bytes]) -> bytes:
-    """The task payload that runs `template` with the pickled input values `inputs`."""
-    return pack_task(call_with_inputs, (template, inputs))

@@ -26,18 +26,32 @@ import socket
 from collections.abc import Sequence
 from functools import partial
 
+import msgspec
 import trio
 
-from ..errors import ConnectionLost, ProtocolError, RegistrationRefused
+from ..data.dependent import is_remote, unpack_remote, worker_payload
+from ..data.links import DataLinks, describe
+from ..data.server import DataServer
+from ..data.store import ValueStore
+from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
 from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
-from ..wire.limits import LINK_FULL
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
-from ..wire.messages import Outcome, OutcomeToScheduler, TaskToNode
+from ..wire.messages import (
+    LOST_INPUT,
+    SYSTEM,
+    TOO_LARGE,
+    Outcome,
+    OutcomeToScheduler,
+    TaskToNode,
+    ValueRef,
+    failed,
+)
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
@@ -67,6 +81,7 @@ class NodeMonitorService:
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_value: int = DEFAULT_MAX_VALUE,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -77,7 +92,9 @@ class NodeMonitorService:
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
+        self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
+        self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -89,6 +106,16 @@ class NodeMonitorService:
         self._nursery = nursery
         self._gate = HandshakeGate()
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
+        self.max_value = max_value
+        self.links = DataLinks(
+            secret=secret,
+            tls=tls,
+            role="node-monitor",
+            peer_id=node_id,
+            max_frame=self.max_frame,
+            max_value=max_value,
+            handshake_timeout=handshake_timeout,
+        )
 
     # -- links to schedulers ------------------------------------------------------------------------
 
@@ -187,9 +214,12 @@ class NodeMonitorService:
             if kind is TaskToNode:
                 self._start(peer, msg)
             elif kind is Stop:
-                ticket = self._tickets.get((peer, msg.job_id, msg.task))
+                key = (peer, msg.job_id, msg.task)
+                ticket = self._tickets.get(key)
                 if ticket is not None and self.can_stop:
                     self.executor.stop(ticket, msg.failure, msg.reason)
+                elif key in self._fetching:  # still fetching its inputs: it ends now, never launched
+                    self._fetching.pop(key).stop(msg)
             else:
                 sends.append((peer, msg))
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
@@ -198,13 +228,87 @@ class NodeMonitorService:
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
+        if is_remote(msg.payload):  # inputs to fetch first (data/dependent.py)
+            self._nursery.start_soon(self._fetch_then_launch, key, msg.payload)
+        else:
+            self._launch_task(key, msg.payload)
+
+    def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
         if self._launch is None:
-            self._nursery.start_soon(self._run, msg.payload, done)
+            self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(msg.payload, done)
+        ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
+
+    async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
+        """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""
+        reported: list[Outcome | None] = []
+        with contained(logger, f"fetching the inputs of task {key[2]} of job {key[1]}"):
+            await self._fetch_inputs(key, payload, reported)
+        if not reported and key not in self._tickets:
+            self._finished(key, failed("the node monitor failed while fetching the task's inputs", SYSTEM))
+
+    async def _fetch_inputs(self, key: tuple, payload: bytes, reported: list) -> None:
+        """Fetch the referenced inputs of a task (from this node monitor's store, or from their holders, all
+        at once), then launch it with every value in its call; a lost input fails it (LOST_INPUT, the lost keys in
+        its payload, so its client can recompute them)."""
+
+        def done(outcome: Outcome) -> None:
+            reported.append(outcome)
+            self._finished(key, outcome)
+
+        try:
+            call = unpack_remote(payload)
+        except ProtocolError as exc:
+            done(failed(f"the task's payload is not valid: {exc}", SYSTEM))
+            return
+        total = sum(value.size if isinstance(value, ValueRef) else len(value) for value in call.inputs)
+        if total > self.max_value:
+            done(failed(f"the task's inputs take {total:,} bytes, over the max_value of {self.max_value:,}", TOO_LARGE))
+            return
+        values: list = list(call.inputs)
+        lost: dict[int, tuple[bytes, str]] = {}
+
+        async def fetch(i: int, ref: ValueRef) -> None:
+            try:
+                values[i] = await self._value(ref)
+            except ValueLost as exc:
+                lost[i] = (ref.key, f"input {i}: {exc}")
+
+        fetching = self._fetching[key] = _Fetching()
+        try:
+            with fetching.scope:
+                async with trio.open_nursery() as nursery:  # from every holder at once
+                    for i, value in enumerate(call.inputs):
+                        if type(value) is ValueRef:
+                            nursery.start_soon(fetch, i, value)
+        finally:
+            self._fetching.pop(key, None)
+        if fetching.stopped is not None:
+            done(failed(fetching.stopped.reason, fetching.stopped.failure))
+            return
+        if lost:
+            keys = [lost[i][0] for i in sorted(lost)]
+            done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
+            return
+        if self._takes_inputs:  # the values go beside the call, not pickled into it again
+            call_payload, inputs = worker_payload(call.template), values
+        else:
+            call_payload, inputs = worker_payload(call.template, values), None
+        reported.append(None)  # launched: the executor reports it from now on
+        self._launch_task(key, call_payload, inputs)
+
+    async def _value(self, ref: ValueRef) -> bytes | bytearray:
+        """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""
+        if ref.node_id == self.node_id:
+            store = self.logic.store
+            kept = None if store is None else store.get(ref.key)
+            if kept is None:
+                raise ValueLost(f"{describe(ref)} is lost: this node monitor no longer holds it")
+            return kept.value
+        return await self.links.fetch(ref)
 
     async def _run(self, payload: bytes, done) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
@@ -215,6 +319,20 @@ class NodeMonitorService:
         self._tickets.pop(key, None)
         with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
             self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
+
+
+class _Fetching:
+    """A task fetching its inputs: its cancel scope, and the Stop that ended it (a timeout, a forced cancel)."""
+
+    __slots__ = ("scope", "stopped")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.stopped: Stop | None = None
+
+    def stop(self, msg: Stop) -> None:
+        self.stopped = msg
+        self.scope.cancel()
 
 
 def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):
@@ -229,6 +347,27 @@ def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None
     if isinstance(kind, str):
         raise ValueError(f"executor must be 'process' or 'thread', got {kind!r}")
     return kind
+
+
+def check_value_settings(inline_limit: int, max_value: int) -> None:
+    for name, value in (("inline_limit", inline_limit), ("max_value", max_value)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+
+
+def default_memory_limit() -> int:
+    """A quarter of this host's physical memory (1 GiB where it cannot be told)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 1024**3
+
+
+def advertised(address: Address) -> Address:
+    """The address to give others for a listener on `address`: a wildcard host is this host's name."""
+    if unix_path(address) is None and address[0] in ("0.0.0.0", "::", ""):
+        return (socket.gethostname(), address[1])
+    return address
 
 
 def default_node_id(address: Address) -> str:
@@ -257,6 +396,11 @@ async def serve_node_monitor(
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
+    data_host: str | None = None,
+    data_port: int = 0,
+    inline_limit: int = DEFAULT_INLINE_LIMIT,
+    memory_limit: int | None = None,
+    max_value: int = DEFAULT_MAX_VALUE,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
     task_status=trio.TASK_STATUS_IGNORED,
@@ -278,6 +422,13 @@ async def serve_node_monitor(
     and the port it listens on, unique per process even where clones share a host name. With `tls`
     (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
+    Values (docs/runtime.md, "Values stay where they were made"): a result over `inline_limit` bytes
+    stays in this node monitor's memory (at most `memory_limit` bytes, default a quarter of this host's;
+    past it a new result fails with a reason naming the sizes) and its outcome carries a reference;
+    clients and node monitors fetch it in chunks from the data listener on `data_host:data_port`
+    (default: `host`, any free port; "unix:PATH" as `data_host` for a Unix socket). `max_value` is the
+    largest value kept or sent, and the most bytes of inputs one task may take.
+
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
     key = None if tls is not None else load_secret(secret, secret_file)
@@ -286,9 +437,21 @@ async def serve_node_monitor(
         logic = NodeMonitorLogic(
             slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame, pipeline=pipeline
         )
-    runner = make_executor(executor, logic.slots, max_frame, task_user)
+    check_value_settings(inline_limit, max_value)
+    if logic.store is None:
+        logic.store = ValueStore(default_memory_limit() if memory_limit is None else memory_limit)
+    logic.inline_limit = inline_limit
+    # a worker's private socket carries a whole value (its result, or its inputs), whatever max_frame is
+    runner = make_executor(
+        executor, logic.slots, min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)), task_user
+    )
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
+    if data_host is None:  # beside the main listener (on its own socket file, for a Unix one)
+        data_host = f"{host}.data" if unix_path((host, port)) is not None else host
+    data_listeners = await open_listeners(data_host, data_port)
+    data_address = listener_address(data_listeners[0])
+    service: NodeMonitorService | None = None
     async with trio.open_nursery() as nursery:
         try:
             await runner.start(nursery)
@@ -304,7 +467,18 @@ async def serve_node_monitor(
                 scheduler_timeout=scheduler_timeout,
                 handshake_timeout=handshake_timeout,
                 max_frame=max_frame,
+                max_value=max_value,
             )
+            logic.holder = (service.node_id, format_address(advertised(data_address)))
+            data_server = DataServer(
+                logic.store,
+                node_id=service.node_id,
+                secret=key,
+                tls=tls,
+                max_frame=max_frame,
+                handshake_timeout=handshake_timeout,
+            )
+            await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
             if drain is not None:
@@ -319,4 +493,8 @@ async def serve_node_monitor(
             await trio.sleep_forever()
         finally:
             remove_unix_socket(address)
+            remove_unix_socket(data_address)
+            if service is not None:
+                with trio.CancelScope(shield=True):
+                    await service.links.aclose()
             await runner.aclose()

@@ -32,6 +32,11 @@ Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stoppe
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
 (`clock` tells the time: tests pass a fake one).
 
+Values: with a `store` (data/store.py), a result over `inline_limit` bytes stays here and its outcome
+carries a reference (`holder`: this node monitor's id and data address) instead of the value; it is
+tagged with the user and client session of its job (EnqueueReservations), and a ReleaseSession drops
+that session's values. A full store fails the outcome (TOO_LARGE, the reason naming the sizes).
+
 Outcomes: `on_task_done` reports the task's Outcome as is, unless it would not fit in a frame of
 its scheduler's link (the smaller of `max_frame` and the scheduler's, given at registration): then a
 failed outcome (TOO_LARGE, not retried) naming its size and the limit goes instead, and the link stays.
@@ -57,9 +62,10 @@ import msgspec
 
 import sparrow_core
 
+from ..data.store import StoreFull, ValueStore
 from ..errors import ProtocolError, RegistrationRefused
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
-from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
+from ..wire.limits import DEFAULT_INLINE_LIMIT, MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     TIMED_OUT,
@@ -74,8 +80,10 @@ from ..wire.messages import (
     OutcomeToScheduler,
     Registered,
     RegisterNodeMonitor,
+    ReleaseSession,
     StopTask,
     TaskToNode,
+    ValueRef,
 )
 from ..wire.messages import RegistrationRefused as Refusal
 
@@ -93,13 +101,14 @@ class Stop(msgspec.Struct, frozen=True, gc=False):
 class _Reserved:
     """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
 
-    __slots__ = ("ahead", "asking", "job_id", "key", "queued", "scheduler", "user")
+    __slots__ = ("ahead", "asking", "job_id", "key", "queued", "scheduler", "session", "user")
 
-    def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str) -> None:
+    def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str, session: str = "") -> None:
         self.key = key
         self.scheduler = scheduler
         self.job_id = job_id
         self.user = user
+        self.session = session  # the client that submitted the job (the values its tasks leave are tagged with it)
         self.queued = 0  # reservations in the queue
         self.asking = 0  # GetTask requests awaiting an answer, each holding a slot
         self.ahead = 0  # ... asked ahead (pipelining), holding none yet
@@ -115,6 +124,8 @@ class NodeMonitorLogic:
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
+        store: ValueStore | None = None,
+        inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
         pipeline: bool = False,
     ) -> None:
@@ -136,6 +147,10 @@ class NodeMonitorLogic:
         self.max_frame = check_max_frame(max_frame)
         self.frame_limits: dict[Hashable, int] = {}  # scheduler -> the largest frame its link takes
         self.clock = clock
+        self.store = store
+        self.inline_limit = inline_limit
+        self.holder: tuple[str, str] = ("", "")  # (node id, data address) in this node monitor's references
+        self.owners: dict[tuple, tuple[str, str]] = {}  # (scheduler, job, task) running -> (user, session)
         self.stats: Counter[str] = Counter()
         self.deadlines: dict[tuple, tuple[float, float]] = {}  # (scheduler, job, task) -> (when, its timeout)
         self._schedulers: dict[Hashable, dict[int, _Reserved]] = {}  # scheduler -> job id -> entry
@@ -198,7 +213,10 @@ class NodeMonitorLogic:
                 if kind is EnqueueReservations:
                     self._enqueue(scheduler, jobs, msg)
                 elif kind is TaskToNode:
-                    if self._answered(jobs, msg.job_id, True)[1]:
+                    entry, held_slot = self._answered(jobs, msg.job_id, True)
+                    if self.store is not None:
+                        self.owners[(scheduler, msg.job_id, msg.task)] = (entry.user, entry.session)
+                    if held_slot:
                         self._launch(scheduler, msg, out)
                     else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
@@ -213,6 +231,9 @@ class NodeMonitorLogic:
                     held = jobs.get(msg.job_id)
                     if held is not None:
                         self.stats["cancelled"] += self._drop_queued(jobs, held)
+                elif kind is ReleaseSession:
+                    if self.store is not None:
+                        self.stats["values_released"] += self.store.release_session(msg.session)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
                     if self.bound and self._unbind(scheduler, msg, out):
@@ -237,6 +258,10 @@ class NodeMonitorLogic:
         self.stats["finished"] += 1
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
+        if self.store is not None:
+            owner = self.owners.pop((scheduler, job_id, task), ("", ""))
+            if outcome.ok and len(outcome.payload) > self.inline_limit:
+                outcome = self._keep(outcome, *owner)
         size = len(outcome.payload) + len(outcome.error)
         limit = self.frame_limits.get(scheduler, self.max_frame)
         problem = too_large("the task's outcome", size, limit, "of the link to its scheduler")
@@ -261,6 +286,19 @@ class NodeMonitorLogic:
                     reason = f"the task ran past its job's timeout of {timeout:g} s and was stopped"
                     out.append((scheduler, Stop(job_id, task, TIMED_OUT, reason)))
         return out
+
+    def _keep(self, outcome: Outcome, user: str, session: str) -> Outcome:
+        """Keep a big result in the store; the outcome that refers to it (or fails, the store full)."""
+        assert self.store is not None
+        value = outcome.payload
+        try:
+            key = self.store.put(value, user, session)
+        except StoreFull as exc:
+            self.stats["values_refused"] += 1
+            return Outcome(False, b"", str(exc), TOO_LARGE)
+        self.stats["values_kept"] += 1
+        node_id, address = self.holder
+        return Outcome(True, ref=ValueRef(node_id, address, key, len(value)))
 
     @property
     def busy(self) -> int:
@@ -293,7 +331,7 @@ class NodeMonitorLogic:
             return
         entry = jobs.get(msg.job_id)
         if entry is None:
-            entry = _Reserved(self._next_key, scheduler, msg.job_id, msg.user)
+            entry = _Reserved(self._next_key, scheduler, msg.job_id, msg.user, msg.session)
             self._next_key += 1
             jobs[msg.job_id] = entry
             self._by_key[entry.key] = entry
@@ -350,6 +388,7 @@ class NodeMonitorLogic:
         for i, (peer, bound) in enumerate(self.bound):
             if peer == scheduler and bound.job_id == msg.job_id and bound.task == msg.task:
                 del self.bound[i]
+                self.owners.pop((scheduler, msg.job_id, msg.task), None)
                 reason = "cancelled by its client with force before it started"
                 out.append(
                     (scheduler, OutcomeToScheduler(msg.job_id, msg.task, Outcome(False, b"", reason, CANCELLED)))

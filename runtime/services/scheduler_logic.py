@@ -28,7 +28,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
   client of the same id connecting) within `client_grace`, so their slots go back to work. Where a
-  node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped.
+  node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped. Then,
+  too, every node monitor is told to drop the values its tasks left there (ReleaseSession: a job's
+  reservations carry its client's id as the session those values are tagged with).
 - traffic: `stats` counts the bytes of task payloads and outcomes (payload and error text) it took
   from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
   bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
@@ -90,6 +92,7 @@ from ..wire.messages import (
     Registered,
     RegisterNodeMonitor,
     RegistrationRefused,
+    ReleaseSession,
     StatusReply,
     StatusRequest,
     StopTask,
@@ -162,15 +165,19 @@ class _Job:
         "probed",
         "ref",
         "running",
+        "session",
         "task_candidates",
         "task_offsets",
         "timeout",
         "user",
     )
 
-    def __init__(self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float, user: str) -> None:
+    def __init__(
+        self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float, user: str, session: str = ""
+    ) -> None:
         self.job_id = job_id
         self.client = client
+        self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
         self.ref = msg.ref
         self.payloads: list[bytes | None] = list(msg.tasks)
         self.user = user
@@ -487,7 +494,7 @@ class SchedulerLogic:
         running = []
         for job_id in self.clients.get(peer, ()):
             running += [(worker, job_id, task) for task, worker in self.jobs[job_id].running.items()]
-        if running:
+        if running or client_id:  # its values are released then, too (ReleaseSession)
             self.orphans.append((self.clock() + self.client_grace, client_id, running))
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
@@ -525,6 +532,9 @@ class SchedulerLogic:
             _, client_id, running = self.orphans.pop(0)
             if client_id is not None and client_id in back:
                 continue  # it came back: its tasks' outcomes are dropped as they come
+            if client_id:  # the values its tasks left at node monitors
+                self.stats["sessions_released"] += 1
+                out.extend((node.peer, ReleaseSession(client_id)) for node in self.nodes.values())
             for worker, job_id, task in running:
                 node = self._by_worker.get(worker)
                 if node is None:
@@ -589,7 +599,7 @@ class SchedulerLogic:
             return
         job_id = self._next_job
         self._next_job += 1
-        job = _Job(job_id, client, msg, probe_ratio, user)
+        job = _Job(job_id, client, msg, probe_ratio, user, self.client_ids.get(client, ""))
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -665,7 +675,7 @@ class SchedulerLogic:
             node = self._by_worker[worker]
             node.jobs.add(job_id)
             job.probed.add(node.worker)
-            out.append((node.peer, EnqueueReservations(job_id, job.user, job.priority, count)))
+            out.append((node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session)))
 
     def _get_task(self, node: _Node, job_id: int, out: list) -> None:
         self.stats["get_task"] += 1

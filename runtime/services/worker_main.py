@@ -41,7 +41,7 @@ def serve(sock: socket.socket, max_frame: int) -> None:
             if not isinstance(msg, TaskToWorker):
                 raise SystemExit(f"sparrow worker: unexpected {type(msg).__name__} from the node monitor")
             try:
-                frame = encode_frames([OutcomeToNode(run_task(msg.payload))], max_frame)
+                frame = encode_frames([OutcomeToNode(run_task(msg.payload, msg.inputs))], max_frame)
             except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
                 too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
                 frame = encode_frames([OutcomeToNode(too_large)])

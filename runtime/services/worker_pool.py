@@ -1,8 +1,10 @@
 """The node monitor's executors: the pools of worker processes or threads that run the tasks it launched.
 
-Both have the same small interface: `await start(nursery)`; `launch(payload, done) -> Ticket`,
-which starts a task and later calls `done(outcome)` (an `Outcome`, messages.py) from the trio thread
-(never for a task's failure raising: every failure is an outcome); `stop(ticket, failure, reason)`,
+Both have the same small interface: `await start(nursery)`; `launch(payload, done, inputs=None) ->
+Ticket`, which starts a task (`inputs`: the pickled values of a dependent's inputs, given to its call
+last, so that the node monitor does not pickle big values into its payload again) and later calls
+`done(outcome)` (an `Outcome`, messages.py) from the trio thread (never for a task's failure raising:
+every failure is an outcome); `stop(ticket, failure, reason)`,
 which ends a task before its time (a timeout, a forced cancel) where `can_stop`;
 `await run(payload) -> Outcome`, the same as a coroutine; `await aclose()`. The node monitor never
 runs more tasks at once than it has slots, and each executor has exactly that many workers; a
@@ -56,10 +58,11 @@ Done = Callable[[Outcome], None]
 class Ticket:
     """A launched task: its payload and callback, and the worker running it (None while it waits)."""
 
-    __slots__ = ("done", "payload", "worker")
+    __slots__ = ("done", "inputs", "payload", "worker")
 
-    def __init__(self, payload: bytes, done: Done) -> None:
+    def __init__(self, payload: bytes, done: Done, inputs: list | None = None) -> None:
         self.payload = payload
+        self.inputs = inputs
         self.done: Done | None = done  # None once called
         self.worker: _Thread | _Worker | None = None
 
@@ -87,14 +90,15 @@ class _Pool:
     `_finished` with each outcome and, if it can stop a running task, implements `_stop_running`."""
 
     can_stop = False
+    takes_inputs = True  # launch(payload, done, inputs)
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self._idle: deque = deque()
         self._waiting: deque[Ticket] = deque()  # launched while no worker was idle
 
-    def launch(self, payload: bytes, done: Done) -> Ticket:
-        ticket = Ticket(payload, done)
+    def launch(self, payload: bytes, done: Done, inputs: list | None = None) -> Ticket:
+        ticket = Ticket(payload, done, inputs)
         self._waiting.append(ticket)
         self._dispatch()
         return ticket
@@ -120,7 +124,8 @@ class _Pool:
             if self._usable(worker):
                 ticket = self._waiting.popleft()
                 ticket.worker, worker.ticket = worker, ticket
-                self._hand(worker, ticket.payload)
+                self._hand(worker, ticket.payload, ticket.inputs)
+                ticket.inputs = None  # handed over: the values go with the worker, not the ticket
 
     def _finished(self, worker, outcome: Outcome) -> None:
         ticket, worker.ticket = worker.ticket, None
@@ -131,7 +136,7 @@ class _Pool:
     def _usable(self, worker) -> bool:
         return True
 
-    def _hand(self, worker, payload: bytes) -> None:
+    def _hand(self, worker, payload: bytes, inputs: list | None) -> None:
         raise NotImplementedError
 
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
@@ -139,12 +144,13 @@ class _Pool:
 
 
 class _Thread:
-    __slots__ = ("outcome", "payload", "sock", "ticket")
+    __slots__ = ("inputs", "outcome", "payload", "sock", "ticket")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock  # the trio side of its socket pair
         self.ticket: Ticket | None = None
         self.payload = b""
+        self.inputs: list | None = None
         self.outcome: Outcome | None = failed("no task ran yet")  # each task's replaces it before the thread signals
 
 
@@ -178,8 +184,9 @@ class ThreadExecutor(_Pool):
             worker.sock.close()  # and the thread's next read ends
         self._threads.clear()
 
-    def _hand(self, worker: _Thread, payload: bytes) -> None:
+    def _hand(self, worker: _Thread, payload: bytes, inputs: list | None) -> None:
         worker.payload = payload
+        worker.inputs = inputs
         worker.sock.send(b"\0")
 
     async def _serve(self, worker: _Thread) -> None:
@@ -205,8 +212,8 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
     """A worker thread: run each task it is handed until the node monitor closes its end."""
     with sock, contextlib.suppress(OSError):  # OSError: the node monitor closed its end
         while sock.recv(1):
-            worker.outcome = run_task(worker.payload)
-            worker.payload = b""
+            worker.outcome = run_task(worker.payload, worker.inputs)
+            worker.payload, worker.inputs = b"", None
             sock.send(b"\0")
 
 
@@ -258,8 +265,8 @@ class ProcessExecutor(_Pool):
     def _usable(self, worker: _Worker) -> bool:
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
 
-    def _hand(self, worker: _Worker, payload: bytes) -> None:
-        worker.conn.send(TaskToWorker(payload))
+    def _hand(self, worker: _Worker, payload: bytes, inputs: list | None) -> None:
+        worker.conn.send(TaskToWorker(payload, inputs))
 
     async def _serve(self, worker: _Worker) -> None:
         """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""

@@ -35,6 +35,18 @@ MAX_SLOTS = 4096  # slots one node monitor may register
 MAX_QUEUED_RESERVATIONS = 1_000_000  # reservations one node monitor holds, from all schedulers
 MAX_COUNT = 2**31 - 1  # heartbeat counters
 
+# -- values (the data plane: runtime/data/) ---------------------------------------------------------
+DEFAULT_INLINE_LIMIT = 64 * 1024  # bytes of a result above which it stays at its node monitor (a reference goes)
+DEFAULT_MAX_VALUE = 1024**3  # bytes of one value kept, sent in chunks, or given to a task as its inputs together
+MAX_VALUE_SIZE = 2**40  # the largest size a reference or a transfer header may state at all
+MAX_KEY = 32  # bytes of a value's key (this side makes them of KEY_SIZE random bytes)
+KEY_SIZE = 16
+MAX_ADDRESS = 1000  # characters of a data address in a reference ("HOST:PORT" or "unix:PATH")
+CHUNK_SIZE = 4 * 1024 * 1024  # bytes of one chunk of a transfer (and at most the link's frame limit less overhead)
+MAX_CHUNKS = 100_000  # chunks of one value (1 GiB in chunks of the smallest frame a peer may tell: 16,644)
+MAX_RELEASE_KEYS = 100_000  # keys in one ReleaseValues
+MAX_INPUTS = 100_000  # inputs of one task that travel as references
+
 # -- connections -----------------------------------------------------------------------------------
 HANDSHAKE_MAX_FRAME = 8192  # bytes of a frame before the handshake completes
 MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished the handshake

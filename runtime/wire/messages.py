@@ -8,6 +8,9 @@ Connections and the messages allowed on them (see docs/runtime.md):
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
   OutcomeToScheduler.
 - node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode.
+- scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left).
+- client or node monitor -> a node monitor's data address: FetchValue -> ValueHeader + ValueChunk... |
+  ValueMissing; ReleaseValues (runtime/data/).
 - Error: either side, any time; the sender closes the connection after it.
 
 A task travels down as `TaskTo<receiver>` and its outcome back up as `OutcomeTo<receiver>`: the name
@@ -28,18 +31,23 @@ from typing import Annotated
 import msgspec
 
 from .limits import (
+    MAX_ADDRESS,
+    MAX_CHUNKS,
     MAX_COUNT,
     MAX_ID,
+    MAX_KEY,
     MAX_LABELS,
     MAX_NAME,
     MAX_PROBES_PER_JOB,
+    MAX_RELEASE_KEYS,
     MAX_SLOTS,
     MAX_TASKS_PER_JOB,
+    MAX_VALUE_SIZE,
     PRIORITY_MAX,
     PRIORITY_MIN,
 )
 
-PROTOCOL_VERSION = 4  # 2: last, draining; 3: limits, instance, failures, cancel, timeouts; 4: Outcome, hop names
+PROTOCOL_VERSION = 5  # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -47,8 +55,9 @@ SYSTEM = 1  # its worker process died, its node monitor or scheduler was lost
 CANCELLED = 2  # cancelled by its client (or killed for it, with force)
 TIMED_OUT = 3  # ran past its job's timeout and was stopped
 UNPLACEABLE = 4  # no node monitor could take it in time, or the scheduler rejected its job
-TOO_LARGE = 5  # the task or its outcome is over the frame limit of a hop on its way
-FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE, TOO_LARGE)
+TOO_LARGE = 5  # the task or its outcome is over the frame limit of a hop on its way, or its node monitor's memory
+LOST_INPUT = 6  # an input's value was lost (its holder died or no longer has it): `payload` lists the lost keys
+FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE, TOO_LARGE, LOST_INPUT)
 
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 Id = Annotated[int, msgspec.Meta(ge=0, le=MAX_ID)]
@@ -56,6 +65,8 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_COUNT)]
 Priority = Annotated[int, msgspec.Meta(ge=PRIORITY_MIN, le=PRIORITY_MAX)]
 Digest = Annotated[bytes, msgspec.Meta(max_length=64)]
 FrameLimit = Annotated[int, msgspec.Meta(ge=0, lt=2**32)]  # a peer's max_frame; 0: not told
+Key = Annotated[bytes, msgspec.Meta(min_length=1, max_length=MAX_KEY)]  # a value's key at its node monitor
+Size = Annotated[int, msgspec.Meta(ge=0, le=MAX_VALUE_SIZE)]
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -70,16 +81,29 @@ class Constraint(msgspec.Struct, frozen=True, array_like=True, gc=False):
     labels: tuple[str, ...] = ()
 
 
+class ValueRef(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A value kept at the node monitor `node_id`, fetched from its data address `address` by `key` (random,
+    unguessable), `size` bytes of pickled value (runtime/data/)."""
+
+    node_id: Name
+    address: Annotated[str, msgspec.Meta(max_length=MAX_ADDRESS)]
+    key: Key
+    size: Size
+
+
 class Outcome(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    """How a task ended: `ok` with its pickled value in `payload`, or not ok with its pickled exception
-    in `payload` (empty if it cannot be pickled) and the formatted traceback in `error`; `failure` is 0
-    when the task returned or raised, else why it has no outcome of its own (SYSTEM, CANCELLED, ...)
-    and `error` says so. Made once where the task ended and passed on unchanged to its client."""
+    """How a task ended: `ok` with its pickled value in `payload` (or, for a value over its node monitor's
+    inline limit, an empty payload and the value's reference in `ref`), or not ok with its pickled
+    exception in `payload` (empty if it cannot be pickled) and the formatted traceback in `error`;
+    `failure` is 0 when the task returned or raised, else why it has no outcome of its own (SYSTEM,
+    CANCELLED, ...) and `error` says so. Made once where the task ended and passed on unchanged to its
+    client."""
 
     ok: bool
     payload: bytes = b""
     error: str = ""
     failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0
+    ref: ValueRef | None = None
 
 
 def failed(reason: str, failure: int = SYSTEM) -> Outcome:
@@ -241,10 +265,13 @@ class Heartbeat(_Msg, tag=22):
 
 
 class EnqueueReservations(_Msg, tag=23):
+    """`session`: the id of the job's client, which tags the values its tasks leave (ReleaseSession)."""
+
     job_id: Id
     user: Name
     priority: Priority
     count: Annotated[int, msgspec.Meta(ge=1, le=MAX_PROBES_PER_JOB)]
+    session: Name = ""
 
 
 class CancelReservations(_Msg, tag=24):
@@ -283,13 +310,57 @@ class OutcomeToScheduler(_Msg, tag=28):
     outcome: Outcome
 
 
+class ReleaseSession(_Msg, tag=33):
+    """Scheduler -> node monitor: the client `session` is gone (not back within the scheduler's client
+    grace): drop the values its tasks left here."""
+
+    session: Name
+
+
+# -- data plane: client or node monitor -> a node monitor's data address ---------------------------
+
+
+class FetchValue(_Msg, tag=40):
+    """Send the value `key`: answered by ValueHeader and its chunks, or ValueMissing (the link stays)."""
+
+    key: Key
+
+
+class ValueHeader(_Msg, tag=41):
+    """The value asked for is `size` bytes, in ValueChunks of `chunk` bytes each (the last one shorter)."""
+
+    size: Size
+    chunk: Annotated[int, msgspec.Meta(ge=1, lt=2**32)]
+
+
+class ValueChunk(_Msg, tag=42):
+    """Chunk `index` of the value announced by the ValueHeader before it (runtime/data/transfer.py)."""
+
+    index: Annotated[int, msgspec.Meta(ge=0, lt=MAX_CHUNKS)]
+    data: bytes
+
+
+class ValueMissing(_Msg, tag=43):
+    """The value asked for is not here (never was, released, or another user's)."""
+
+    reason: str
+
+
+class ReleaseValues(_Msg, tag=44):
+    """The sender no longer needs these values (a client's own only; no answer)."""
+
+    keys: Annotated[list[Key], msgspec.Meta(max_length=MAX_RELEASE_KEYS)]
+
+
 # -- node monitor <-> worker process ---------------------------------------------------------------
 
 
 class TaskToWorker(_Msg, tag=30):
-    """Node monitor -> worker process: run this packed task (task_codec.py)."""
+    """Node monitor -> worker process: run this packed task (task_codec.py); `inputs`, if any, are the
+    pickled values of a dependent task's inputs, passed to its call last (data/dependent.py)."""
 
     payload: bytes
+    inputs: list[bytes] | None = None
 
 
 class OutcomeToNode(_Msg, tag=31):
@@ -321,6 +392,12 @@ Message = (
     | StopTask
     | NoTask
     | OutcomeToScheduler
+    | ReleaseSession
+    | FetchValue
+    | ValueHeader
+    | ValueChunk
+    | ValueMissing
+    | ReleaseValues
     | TaskToWorker
     | OutcomeToNode
 )

@@ -16,8 +16,8 @@ import types
 
 import cloudpickle
 
-from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout
-from .messages import CANCELLED, TIMED_OUT, Outcome
+from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
+from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -74,11 +74,12 @@ def _by_reference(fn) -> bool:
     return not by_value or not any(module_name == name or module_name.startswith(name + ".") for name in by_value)
 
 
-def run_task(payload: bytes) -> Outcome:
-    """Run a packed task here; never raises (every failure becomes a not-ok outcome)."""
+def run_task(payload: bytes, inputs: list | None = None) -> Outcome:
+    """Run a packed task here, with `inputs` (if not None) as the call's last positional argument; never
+    raises (every failure becomes a not-ok outcome)."""
     try:
         fn, args, kwargs = cloudpickle.loads(payload)
-        result = fn(*args, **kwargs)
+        result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)
     except BaseException as exc:
         tb = "".join(traceback.format_exception(exc))
         try:
@@ -109,6 +110,8 @@ def outcome_exception(outcome: Outcome) -> BaseException:
         return TaskTimeout(error)
     if failure == CANCELLED:
         return TaskCancelled(error)
+    if failure == LOST_INPUT:
+        return ValueLost(error)
     if failure or not payload:
         return TaskFailed(error)
     try:

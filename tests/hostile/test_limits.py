@@ -68,7 +68,7 @@ COUNT_OK, COUNT_OVER = limits.MAX_PROBES_PER_JOB, limits.MAX_PROBES_PER_JOB + 1
         ([22, 0, 0], [22, -1, 0], "Heartbeat.queued"),
         ([25, limits.MAX_ID], [25, limits.MAX_ID + 1], "GetTask.job_id"),
         ([28, 1, limits.MAX_ID, [True, b""]], [28, 1, -1, [True, b""]], "OutcomeToScheduler.task"),
-        ([28, 1, 0, [False, b"", "e", 5]], [28, 1, 0, [False, b"", "e", 6]], "OutcomeToScheduler.outcome.failure"),
+        ([28, 1, 0, [False, b"", "e", 6]], [28, 1, 0, [False, b"", "e", 7]], "OutcomeToScheduler.outcome.failure"),
         (
             [2, 3, "client", NAME_OK, b"m" * 64, b"n" * 32],
             [2, 3, "client", NAME_OVER, b"m" * 32, b"n" * 32],

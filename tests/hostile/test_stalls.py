@@ -231,7 +231,8 @@ def test_a_client_that_does_not_read_is_dropped_and_others_are_served(creds, cap
             logic = SchedulerLogic(seed=1)
             scheduler = partial(serve_scheduler, **creds.of("scheduler"), logic=logic, max_frame=2 << 20)
             address = await nursery.start(scheduler)
-            await nursery.start(partial(serve_node_monitor, [address], **creds.of("nm0"), slots=2, executor="thread"))
+            node = partial(serve_node_monitor, [address], **creds.of("nm0"), slots=2, executor="thread")
+            await nursery.start(partial(node, inline_limit=2 << 20))  # 1 MB results travel with their outcomes
             with await trio.to_thread.run_sync(creds.peer, address) as sloth:  # (its TLS handshake blocks)
                 sloth.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 await trio.to_thread.run_sync(sloth.handshake, "client", "sloth")

@@ -164,7 +164,7 @@ def test_without_dask_callbacks_each_submission_still_goes_out():
     wave = _Wave(recorder, in_flight=100)
     wave.submit(_inc, [])  # no pretask announced it
     assert recorder.sent == [1]
-    wave._deliver([(concurrent.futures.Future(), _done(1))])  # an outcome handed over, never followed by posttask
+    wave._deliver([(concurrent.futures.Future(), None, _done(1))])  # an outcome handed over, never followed by posttask
     wave.submit(_inc, [])
     assert recorder.sent == [1, 1]
 
@@ -173,3 +173,17 @@ def _done(value):
     future = concurrent.futures.Future()
     future.set_result(value)
     return future
+
+
+def test_an_array_graphs_chunks_stay_at_the_node_monitors_and_only_final_results_reach_the_client(sparrow):
+    """(x + x.T) of 2 MB chunks: every intermediate chunk stays where it was made (dependents take
+    references), the small reduction comes back inline, and the full array, put together on the cluster by
+    Dask's finalize task, is fetched once."""
+    x = da.random.random((2000, 2000), chunks=(500, 500))
+    links = sparrow.executor.client._links
+    mean = dask.compute((x + x.T).mean(axis=0), scheduler=sparrow)[0]
+    assert links.fetched == 0
+    np.testing.assert_allclose(mean, (x + x.T).mean(axis=0).compute(scheduler="sync"))
+    full = dask.compute(x + x.T, scheduler=sparrow)[0]
+    assert links.fetched == 1 and links.bytes_fetched > 32_000_000 and full.shape == (2000, 2000)
+    np.testing.assert_allclose(full, full.T)

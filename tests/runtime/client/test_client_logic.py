@@ -11,7 +11,8 @@ import pytest
 
 from sparrow_runtime.client.job import Job, build_submit
 from sparrow_runtime.client.logic import ClientLogic
-from sparrow_runtime.client.task_inputs import call_with_inputs, find_inputs, pack_template
+from sparrow_runtime.client.task_inputs import find_inputs, pack_template
+from sparrow_runtime.data.dependent import call_with_inputs
 from sparrow_runtime.errors import DependencyFailed, ProtocolError, TaskCancelled, TaskFailed
 from sparrow_runtime.wire.messages import (
     CANCELLED,

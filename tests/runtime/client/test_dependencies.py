@@ -14,8 +14,9 @@ import trio
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
 from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
 from sparrow_runtime.client.job import oversize_problem, split_jobs
-from sparrow_runtime.client.task_inputs import Slot, call_with_inputs, fill, find_inputs, pack_template
+from sparrow_runtime.client.task_inputs import find_inputs, pack_template
 from sparrow_runtime.client.tick_batch import TickBatch
+from sparrow_runtime.data.dependent import Slot, call_with_inputs, fill
 from sparrow_runtime.errors import RemoteTraceback, TaskCancelled
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -181,6 +182,10 @@ def _blob(n):
     return b"x" * n
 
 
+def _joined(*blobs):
+    return b"".join(blobs)
+
+
 @pytest.fixture
 def cluster(thread_cluster):
     return thread_cluster
@@ -283,16 +288,28 @@ def test_a_future_inside_another_object_is_refused_with_a_clear_error(executor):
 
 
 def test_inputs_over_the_frame_limit_are_refused_before_anything_is_sent(cluster):
+    """Inputs that travel with their task (under the inline limit) and its own arguments must fit one frame:
+    refused at submit when known, else the dependent fails once its inputs are done, and is not sent."""
     with SparrowExecutor(cluster.schedulers, secret=cluster.secret, max_frame=1 << 20) as ex:
-        done = ex.submit(_blob, 700_000)
+        done = ex.submit(_blob, 60_000)
         done.result(timeout=30)
-        with pytest.raises(ValueError, match="over the frame limit of 1,048,576 bytes: values travel through the"):
-            ex.submit(_add, done, done, b"y" * 700_000)  # at submission: the input's value is known
-        late_a, late_b = ex.submit(_blob, 600_000), ex.submit(_blob, 600_000)
-        both = ex.submit(_combine, late_a, late_b, None)  # known only once both are done
+        with pytest.raises(ValueError, match="over the frame limit of 1,048,576 bytes: its arguments and the inputs"):
+            ex.submit(_add, done, done, b"y" * 1_000_000)  # at submission: the input's value is known
+        late = [ex.submit(_blob, 60_000) for _ in range(20)]
+        many = ex.submit(_combine, late, None, None)  # 20 inline inputs of 60 kB, known only once all are done
         with pytest.raises(ValueError, match="over the frame limit"):
-            both.result(timeout=30)
-        assert len(late_a.result()) == 600_000
+            many.result(timeout=30)
+        assert len(late[0].result()) == 60_000
+
+
+def test_inputs_over_the_inline_limit_travel_as_references_whatever_the_frame_limit(cluster):
+    """Results over the node monitors' inline limit stay there: a dependent of two 700 kB results runs on a
+    client whose frame limit is 1 MiB, and each result is still fetched whole by result()."""
+    with SparrowExecutor(cluster.schedulers, secret=cluster.secret, max_frame=1 << 20) as ex:
+        a, b = ex.submit(_blob, 700_000), ex.submit(_blob, 700_000)
+        both = ex.submit(_joined, a, b)
+        assert both.result(timeout=30) == b"x" * 1_400_000
+        assert a.kept and len(a.result()) == 700_000 and not a.kept
 
 
 # -- Client: job[i] as an input of another job's task ---------------------------------------------

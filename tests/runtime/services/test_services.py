@@ -15,10 +15,11 @@ SECRET = "test-secret"
 
 
 @asynccontextmanager
-async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0):
-    """A scheduler and `n_nodes` thread-executor node monitors on loopback; yields (address, logics)."""
+async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grace=2.0, **node_options):
+    """A scheduler and `n_nodes` thread-executor node monitors on loopback (`node_options`: more of
+    serve_node_monitor's); yields (address, scheduler logic, node logics)."""
     async with trio.open_nursery() as nursery:
-        scheduler = SchedulerLogic(seed=3, probe_ratio=probe_ratio)
+        scheduler = SchedulerLogic(seed=3, probe_ratio=probe_ratio, client_grace=client_grace)
         address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
         nodes = []
         for i in range(n_nodes):
@@ -33,6 +34,7 @@ async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0):
                     executor="thread",
                     labels=labels[i] if labels else (),
                     logic=logic,
+                    **node_options,
                 )
             )
         yield address, scheduler, nodes

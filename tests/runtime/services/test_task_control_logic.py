@@ -22,6 +22,7 @@ from sparrow_runtime.wire.messages import (
     OutcomeToClient,
     OutcomeToScheduler,
     RegisterNodeMonitor,
+    ReleaseSession,
     StopTask,
     SubmitJob,
     TaskToNode,
@@ -186,7 +187,8 @@ def _running(logic: SchedulerLogic, client: str, n: int) -> list:
 def test_a_lost_clients_running_tasks_are_stopped_after_the_grace_where_they_can_be():
     """Client c is lost with 4 tasks running on a node monitor that can stop tasks and one that
     cannot: nothing is stopped within the 2 s grace; then each task on the first gets StopTask, those
-    on the second run on (counted), and on_timer has nothing more to do."""
+    on the second run on (counted), every node monitor is told to drop c's values (ReleaseSession),
+    and on_timer has nothing more to do."""
     logic, clock = logic_with(("procs", True), ("threads", False), client_grace=2.0)
     logic.on_client_connected("c", "client-1")
     launched = _running(logic, "c", 4)
@@ -199,7 +201,11 @@ def test_a_lost_clients_running_tasks_are_stopped_after_the_grace_where_they_can
     on_procs = sorted(m.task for p, m in launched if p == "procs")
     assert 0 < len(on_procs) < 4  # both kinds of node monitor run some (seeded)
     assert sorted(m.task for p, m in stops if p == "procs" and type(m) is StopTask) == on_procs
-    assert all(p == "procs" for p, _ in stops)
+    assert all(p == "procs" for p, m in stops if type(m) is StopTask)
+    assert sorted((p, m.session) for p, m in stops if type(m) is ReleaseSession) == [
+        ("procs", "client-1"),
+        ("threads", "client-1"),
+    ]
     assert logic.stats["orphans_stopped"] == len(on_procs)
     assert logic.stats["orphans_left_running"] == 4 - len(on_procs)
     assert not logic.timers_due

@@ -1,0 +1,103 @@
+"""A task that takes other tasks' results, as it travels and as it runs (executor workers import this: no trio).
+
+A dependent task runs as `call_with_inputs(template, inputs)`: `template` is the pickled `(fn, args, kwargs)`
+with each input replaced by a `Slot`, `inputs` the pickled values (as the upstream outcomes brought
+them: never unpickled and pickled again on the way). An input over its node monitor's inline limit
+stays there: the client then sends the task as REMOTE_MARK + msgpack(RemoteCall), whose inputs are
+pickled values or references (ValueRef), and the node monitor that runs it fetches each referenced
+value (from its own store, or from the holder) and makes the call with every value in it
+(`worker_payload`) before a worker sees it. A cloudpickled payload starts with the PROTO opcode
+(0x80), never with REMOTE_MARK, so one byte tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import cloudpickle
+import msgspec
+
+from ..errors import ProtocolError
+from ..wire.limits import MAX_INPUTS
+from ..wire.messages import ValueRef
+from ..wire.task_codec import pack_task
+
+CONTAINERS = (list, tuple, set, frozenset)
+REMOTE_MARK = b"R"
+
+
+class Slot:
+    """Stands for input `index` in a dependent task's template."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __reduce__(self):
+        return Slot, (self.index,)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Slot and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((Slot, self.index))
+
+    def __repr__(self) -> str:
+        return f"Slot({self.index})"
+
+
+def fill(obj, values: list):
+    """`obj` with every Slot replaced by its value (the containers find_inputs walks, rebuilt)."""
+    kind = type(obj)
+    if kind is Slot:
+        return values[obj.index]
+    if kind is dict:
+        return {k: fill(v, values) for k, v in obj.items()}
+    if kind in CONTAINERS:
+        return kind([fill(v, values) for v in obj])
+    return obj
+
+
+def call_with_inputs(template: bytes, inputs: list[bytes]):
+    """Run a dependent task: unpickle its call and its inputs' values, put the values in, call."""
+    fn, args, kwargs = cloudpickle.loads(template)
+    values = [cloudpickle.loads(payload) for payload in inputs]
+    return fn(*fill(args, values), **fill(kwargs, values))
+
+
+class RemoteCall(msgspec.Struct, array_like=True, gc=False):
+    """A dependent task some of whose inputs are references (module docstring)."""
+
+    template: bytes
+    inputs: Annotated[list[bytes | ValueRef], msgspec.Meta(max_length=MAX_INPUTS)]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(RemoteCall)
+
+
+def pack_dependent(template: bytes, inputs: list[bytes | ValueRef]) -> bytes:
+    """The task payload that runs `template` with `inputs` (pickled values, or references to fetch first)."""
+    if any(type(value) is ValueRef for value in inputs):
+        return REMOTE_MARK + _encoder.encode(RemoteCall(template, inputs))
+    return pack_task(call_with_inputs, (template, inputs))
+
+
+def is_remote(payload: bytes) -> bool:
+    return payload[:1] == REMOTE_MARK
+
+
+def unpack_remote(payload: bytes) -> RemoteCall:
+    """The RemoteCall of a payload for which `is_remote` is true. ProtocolError if it is not a valid one."""
+    try:
+        return _decoder.decode(memoryview(payload)[1:])
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ProtocolError(f"invalid task with remote inputs: {exc}") from None
+
+
+def worker_payload(template: bytes, values: list | None = None) -> bytes:
+    """The payload a worker runs: the call of `template` with every input's pickled value in it, or (no
+    `values`) without them, for an executor that passes them to the call itself (run_task's `inputs`):
+    a big value is then not pickled again."""
+    return pack_task(call_with_inputs, (template,) if values is None else (template, values))

@@ -1,0 +1,171 @@
+"""Fetching and releasing values over data links (trio), for clients and node monitors alike.
+
+`DataLinks.fetch(ref)` opens (or reuses) an authenticated link to the value's holder (its data
+address, the handshake of every link: wire/handshake.py), asks for it and puts its chunks together
+(transfer.py), waiting at most `stall_timeout` seconds for each message. Up to LINKS_PER_HOLDER
+fetches from one holder run at once, one per link; a link is reused once its answer is complete.
+`release(refs)` tells each holder which of its values are no longer needed (no answer).
+
+Error handling: ValueLost (errors.py), naming the value's node monitor and why, when the holder cannot
+be reached, does not have the value, stalls, or breaks the protocol (that link is closed; other
+links go on). A link found closed before its answer began (its holder closed it for idling) is
+replaced once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import trio
+
+from ..errors import ConnectionLost, HandshakeError, ProtocolError, ValueLost
+from ..wire.address import parse_address
+from ..wire.connection import Connection
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.limits import DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
+from ..wire.messages import Error, FetchValue, ReleaseValues, ValueRef
+from ..wire.tls import TLS
+from .transfer import Assembler
+
+logger = logging.getLogger(__name__)
+
+LINKS_PER_HOLDER = 4
+
+
+def describe(ref: ValueRef) -> str:
+    """A value's name in an error: its size, key prefix and holder."""
+    where = f"node monitor {clip(ref.node_id)} ({clip(ref.address)})"
+    return f"the value {ref.key[:4].hex()}... ({ref.size:,} bytes) at {where}"
+
+
+class DataLinks:
+    """The data links of one client or node monitor (`role`, `peer_id`) to the holders of values."""
+
+    def __init__(
+        self,
+        *,
+        secret: bytes | None,
+        tls: TLS | None = None,
+        role: str,
+        peer_id: str,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        max_value: int = DEFAULT_MAX_VALUE,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        stall_timeout: float = STALL_TIMEOUT,
+    ) -> None:
+        self._connect: dict[str, Any] = {
+            "secret": secret,
+            "tls": tls,
+            "role": role,
+            "peer_id": peer_id,
+            "max_frame": max_frame,
+            "timeout": handshake_timeout,
+        }
+        self.max_value = max_value
+        self.stall_timeout = stall_timeout
+        self.fetched = 0  # values fetched
+        self.bytes_fetched = 0
+        self._idle: dict[str, list[Connection]] = {}
+        self._limits: dict[str, trio.Semaphore] = {}
+        self._closed = False
+
+    async def fetch(self, ref: ValueRef) -> bytearray:
+        """The value `ref` names, from its holder. Raises ValueLost (module docstring)."""
+        limit = self._limits.get(ref.address)
+        if limit is None:
+            limit = self._limits[ref.address] = trio.Semaphore(LINKS_PER_HOLDER)
+        async with limit:
+            for attempt in (0, 1):
+                conn, reused = await self._link(ref)
+                try:
+                    value = await self._ask(conn, ref)
+                except ConnectionLost as exc:
+                    await conn.aclose()
+                    if reused and attempt == 0:
+                        continue  # closed while idle: once more on a fresh link
+                    raise ValueLost(f"{describe(ref)} is lost: {exc}") from None
+                except BaseException:
+                    await conn.aclose()
+                    raise
+                self._idle.setdefault(ref.address, []).append(conn)
+                self.fetched += 1
+                self.bytes_fetched += len(value)
+                return value
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    async def release(self, refs: Iterable[ValueRef]) -> None:
+        """Tell each holder that these values are no longer needed; a holder that cannot be reached has
+        lost them anyway."""
+        by_address: dict[str, list[ValueRef]] = {}
+        for ref in refs:
+            by_address.setdefault(ref.address, []).append(ref)
+        for some in by_address.values():
+            keys = [ref.key for ref in some]
+            try:
+                conn, _ = await self._link(some[0])
+            except ValueLost:
+                continue
+            try:
+                with trio.fail_after(self.stall_timeout):
+                    for start in range(0, len(keys), MAX_RELEASE_KEYS):
+                        await conn.send_now([ReleaseValues(keys[start : start + MAX_RELEASE_KEYS])])
+            except (ConnectionLost, trio.TooSlowError):
+                await conn.aclose()
+                continue
+            self._idle.setdefault(some[0].address, []).append(conn)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                await conn.aclose()
+
+    async def _link(self, ref: ValueRef) -> tuple[Connection, bool]:
+        """An open link to `ref`'s holder and whether it was reused."""
+        idle = self._idle.get(ref.address)
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn, True
+        try:
+            address = parse_address(ref.address)
+            return await connect(address, **self._connect), False
+        except (OSError, ValueError, HandshakeError) as exc:
+            raise ValueLost(f"{describe(ref)} is lost: cannot reach its node monitor: {exc}") from None
+
+    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray:
+        """Fetch `ref` over `conn`; ValueLost for a missing value, a stall or a broken transfer (the
+        link is closed), ConnectionLost if the link ends."""
+        try:
+            assembler = Assembler(ref.size, frame_limit=conn.max_frame, max_value=self.max_value, name=describe(ref))
+        except ProtocolError as exc:
+            raise ValueLost(str(exc)) from None
+        try:
+            with trio.fail_after(self.stall_timeout):
+                await conn.send_now([FetchValue(ref.key)])
+            done = False
+            while not done:
+                with trio.fail_after(self.stall_timeout):
+                    batch = await conn.receive_batch()
+                for i, msg in enumerate(batch):
+                    if type(msg) is Error:
+                        raise ValueLost(f"{describe(ref)} is lost: its holder refused: {clip(msg.reason)}")
+                    done = assembler.feed(msg)
+                    if done and i != len(batch) - 1:
+                        raise ProtocolError(f"{describe(ref)}: {len(batch) - i - 1} messages after the transfer's end")
+        except trio.TooSlowError:
+            await conn.aclose()
+            raise ValueLost(
+                f"{describe(ref)} is lost: the transfer stalled ({assembler.got:,} of {ref.size:,} bytes came, then "
+                f"nothing for {self.stall_timeout:g} s)"
+            ) from None
+        except ProtocolError as exc:
+            await conn.aclose()
+            raise ValueLost(f"{describe(ref)} is lost: its holder broke the protocol: {exc}") from None
+        if assembler.missing is not None:
+            raise ValueLost(f"{describe(ref)} is lost: {clip(assembler.missing)}")
+        return assembler.value()

@@ -1,0 +1,128 @@
+"""A node monitor's data listener (trio): it serves the values its store holds to clients and node monitors.
+
+Every connection opens with the handshake of every other link (wire/handshake.py: the cluster secret,
+or TLS with the cluster CA), as a node monitor accepting the roles `client` and `node-monitor`. On it
+a peer sends FetchValue (answered by the value in chunks, transfer.py, or ValueMissing; the link
+stays) and, a client only, ReleaseValues. Under TLS a client is served and may release only the
+values of its certificate's user (an admin: any); a node monitor fetches any value, for the tasks it
+runs. In the insecure mode the key, random and unguessable, is the capability.
+
+Error handling: a message not allowed here gets Error and the link is closed; a peer that takes no
+chunk for `stall_timeout` seconds is dropped; a link idle for `idle_timeout` is closed (its peer
+opens another when it needs one). Whatever happens on one link ends only that link.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import Counter
+
+import trio
+
+from ..errors import ConnectionLost, ProtocolError
+from ..wire.connection import Connection
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve
+from ..wire.limits import MAX_REASON, STALL_TIMEOUT, clip
+from ..wire.messages import Error, FetchValue, ReleaseValues, ValueMissing
+from ..wire.tls import TLS
+from .store import ValueStore
+from .transfer import chunks, header
+
+logger = logging.getLogger(__name__)
+
+DATA_IDLE_TIMEOUT = 60.0  # seconds a data link may stay idle before the node monitor closes it
+ROLES = ("client", "node-monitor")
+
+
+class DataServer:
+    """Serves `store` on the data links of the node monitor `node_id` (`stats` counts what it did)."""
+
+    def __init__(
+        self,
+        store: ValueStore,
+        *,
+        node_id: str,
+        secret: bytes | None,
+        tls: TLS | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        stall_timeout: float = STALL_TIMEOUT,
+        idle_timeout: float = DATA_IDLE_TIMEOUT,
+    ) -> None:
+        self.store = store
+        self.node_id = node_id
+        self.stall_timeout = stall_timeout
+        self.idle_timeout = idle_timeout
+        self.stats: Counter[str] = Counter()
+        self._accept = {
+            "secret": secret,
+            "tls": tls,
+            "max_frame": max_frame,
+            "timeout": handshake_timeout,
+            "role": "node-monitor",
+            "node_id": node_id,
+            "allowed_roles": ROLES,
+        }
+        self._gate = HandshakeGate()
+
+    async def handle_stream(self, stream: trio.abc.Stream) -> None:
+        await accept_and_serve(stream, self.serve, log=logger, gate=self._gate, **self._accept)
+
+    async def serve(self, conn: Connection) -> None:
+        """Answer `conn`'s requests, one after another, until it closes, breaks the protocol or idles."""
+        identity = conn.identity
+        client = conn.peer_role == "client"
+        user = identity.user if client and identity is not None and not identity.admin else None
+        try:
+            while True:
+                with trio.move_on_after(self.idle_timeout):
+                    batch = await conn.receive_batch()
+                    for msg in batch:
+                        await self._answer(conn, msg, client, user)
+                    continue
+                return  # idle: its peer opens another link when it needs one
+        except ProtocolError as exc:
+            self.stats["protocol_errors"] += 1
+            reason = clip(str(exc), MAX_REASON)
+            logger.warning("closing data link %s: %s", conn, reason)
+            with trio.move_on_after(1.0), contextlib.suppress(ConnectionLost):
+                await conn.send_now([Error(reason)])
+        except trio.TooSlowError:
+            self.stats["stalled"] += 1
+            logger.warning("dropped data link %s: it took no chunk for %g s", conn, self.stall_timeout)
+        except ConnectionLost:
+            pass
+        finally:
+            await conn.aclose()
+
+    async def _answer(self, conn: Connection, msg, client: bool, user: str | None) -> None:
+        kind = type(msg)
+        if kind is FetchValue:
+            kept = self.store.get(msg.key, user)
+            if kept is None:
+                self.stats["missing"] += 1
+                with trio.fail_after(self.stall_timeout):
+                    await conn.send_now(
+                        [
+                            ValueMissing(
+                                f"node monitor {self.node_id} holds no such value (released, "
+                                "never made here, or another user's)"
+                            )
+                        ]
+                    )
+                return
+            value = kept.value
+            first = header(value, conn.send_limit)
+            with trio.fail_after(self.stall_timeout):
+                await conn.send_now([first])
+            for chunk in chunks(value, first.chunk):
+                with trio.fail_after(self.stall_timeout):
+                    await conn.send_now([chunk])
+            self.stats["served"] += 1
+            self.stats["bytes_served"] += len(value)
+        elif kind is ReleaseValues and client:
+            self.stats["released"] += self.store.release(msg.keys, user)
+        else:
+            raise ProtocolError(f"{kind.__name__} is not allowed on a data link from a {conn.peer_role}")

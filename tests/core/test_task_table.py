@@ -3,6 +3,7 @@ get_task / cancellation properties on the binding and the reference, constrained
 soft tasks (preferred workers) where they prefer but never held there, and the binding against
 the reference model on random operation sequences."""
 
+import functools
 import random
 
 import numpy as np
@@ -281,30 +282,21 @@ def test_get_task_many_agrees_with_get_task():
 # ---- the binding against the reference model ----
 
 
-@st.composite
-def jobs_and_requests(draw):
-    """A few jobs (some with per-task candidates, some with preferred workers) with valid
-    reservations, then operations."""
-    n_workers = draw(st.integers(1, 8))
-    jobs = []
-    for job_id in range(draw(st.integers(1, 3))):
-        m = draw(st.integers(0, 5))
-        entry = st.one_of(st.none(), st.lists(st.integers(0, n_workers - 1), unique=True, min_size=1, max_size=3))
-        candidates = draw(st.one_of(st.none(), st.lists(entry, min_size=m, max_size=m)))
-        preferred = draw(st.one_of(st.none(), st.lists(entry, min_size=m, max_size=m)))
-        options = [(w, -1) for w in range(n_workers)]
-        options += [(w, t) for t, c in enumerate(candidates or []) if c for w in c]
-        soft = [t for t, p in enumerate(preferred or []) if p and not (candidates and candidates[t])]
-        options += [(w, t) for t in soft for w in range(n_workers)]  # a soft task's probe may be anywhere
-        per_task = draw(st.booleans())
-        if per_task:  # the tasks with neither are bound to their probes, which may be anywhere
-            bound = [t for t in range(m) if not (candidates and candidates[t]) and not (preferred and preferred[t])]
-            options += [(w, t) for t in bound for w in range(n_workers)]
-        probes = draw(st.lists(st.sampled_from(options), max_size=12))
-        jobs.append((job_id, m, candidates, preferred, per_task, probes))
-    job_ids = st.integers(0, len(jobs))  # includes one unknown job id
+# Built once per size and reused by every example: hypothesis spends most of a fresh strategy's cost
+# checking it, which made building them inside each draw the bulk of the property's time.
+@functools.cache
+def worker_lists(n_workers, m):
+    """None, or m entries each None or 1-3 distinct workers of n_workers."""
+    entry = st.one_of(st.none(), st.lists(st.integers(0, n_workers - 1), unique=True, min_size=1, max_size=3))
+    return st.one_of(st.none(), st.lists(entry, min_size=m, max_size=m))
+
+
+@functools.cache
+def operations(n_jobs, n_workers):
+    """Up to 40 operations on job ids 0..n_jobs (one unknown) and workers 0..n_workers."""
+    job_ids = st.integers(0, n_jobs)  # includes one unknown job id
     worker = st.integers(0, n_workers)
-    ops = st.lists(
+    return st.lists(
         st.one_of(
             st.tuples(st.just("get_task"), job_ids, worker),
             st.tuples(st.just("workers_to_cancel"), job_ids),
@@ -317,7 +309,29 @@ def jobs_and_requests(draw):
         ),
         max_size=40,
     )
-    return jobs, draw(ops)
+
+
+@st.composite
+def jobs_and_requests(draw):
+    """A few jobs (some with per-task candidates, some with preferred workers) with valid
+    reservations, then operations."""
+    n_workers = draw(st.integers(1, 8))
+    jobs = []
+    for job_id in range(draw(st.integers(1, 3))):
+        m = draw(st.integers(0, 5))
+        candidates = draw(worker_lists(n_workers, m))
+        preferred = draw(worker_lists(n_workers, m))
+        options = [(w, -1) for w in range(n_workers)]
+        options += [(w, t) for t, c in enumerate(candidates or []) if c for w in c]
+        soft = [t for t, p in enumerate(preferred or []) if p and not (candidates and candidates[t])]
+        options += [(w, t) for t in soft for w in range(n_workers)]  # a soft task's probe may be anywhere
+        per_task = draw(st.booleans())
+        if per_task:  # the tasks with neither are bound to their probes, which may be anywhere
+            bound = [t for t in range(m) if not (candidates and candidates[t]) and not (preferred and preferred[t])]
+            options += [(w, t) for t in bound for w in range(n_workers)]
+        probes = draw(st.lists(st.sampled_from(options), max_size=12))
+        jobs.append((job_id, m, candidates, preferred, per_task, probes))
+    return jobs, draw(operations(len(jobs), n_workers))
 
 
 def outcome(table, op):

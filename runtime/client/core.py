@@ -359,9 +359,9 @@ class Client:
     @property
     def traffic(self) -> dict[str, int]:
         """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
-        included) and `bytes_received` (outcomes: payloads and error text); message headers are not
-        counted. A copy."""
-        return {"bytes_sent": 0, "bytes_received": 0, **self._logic.traffic}
+        included), `bytes_received` (outcomes: payloads and error text) and `bytes_fetched` (values
+        fetched from the node monitors that kept them); message headers are not counted. A copy."""
+        return {"bytes_sent": 0, "bytes_received": 0, **self._logic.traffic, "bytes_fetched": self._links.bytes_fetched}
 
     def __repr__(self) -> str:
         return views.client_repr(self)

@@ -53,12 +53,15 @@ def _held(logics) -> int:
 
 def test_a_small_result_travels_inline_and_a_big_one_stays_where_it_was_made():
     """Under the inline limit the outcome carries the value; over it, a reference (node, address, key,
-    size), and the value is in that node monitor's store; results() fetches it whole either way."""
+    size), and the value is in that node monitor's store; results() fetches it whole either way, and
+    the client's traffic counts the fetched bytes beside the outcomes received."""
 
     async def test(client, logics):
         job = await client.submit_job([partial(_blob, 10), partial(_blob, BIG)])
         assert await job.results() == [b"x" * 10, b"x" * BIG]
         small, big = job._job.outcomes
+        assert client.traffic["bytes_fetched"] == big.ref.size > BIG
+        assert client.traffic["bytes_received"] < BIG  # the big value came by fetch, not in its outcome
         assert small.ref is None and small.payload
         assert big.ref is not None and big.payload == b"" and big.ref.size > BIG
         assert big.ref.node_id in ("nm0", "nm1") and len(big.ref.key) == 16

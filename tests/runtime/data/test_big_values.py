@@ -4,6 +4,7 @@ a dependent without passing through the client, and fetched whole by result() in
 from __future__ import annotations
 
 import gc
+import time
 
 import pytest
 
@@ -36,7 +37,10 @@ def test_a_256_mb_result_works_end_to_end_and_is_released_when_dropped():
             book = ex.client._logic.values
             assert len(book) == 1
             del blob, value
-            gc.collect()
+            gc.collect()  # the future's __del__ hands the release to the client's trio thread: wait for it
+            deadline = time.monotonic() + 30
+            while len(book) and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert len(book) == 0 and book.released == 1
 
 

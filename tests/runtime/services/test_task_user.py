@@ -43,18 +43,36 @@ def _runs_python(entry) -> str | None:
     return "\n".join(ran.stderr.decode().strip().splitlines()[-1:]) if ran.returncode else None
 
 
-def _private_dir() -> tuple[str, list[str]] | None:
-    """The directory private to root (mode 0700) on the way to this Python and its packages (as /root
-    is here), and the entries of it they need; None if there is none."""
-    needed = [os.path.realpath(p) for p in (sys.executable, sys.prefix, sys.base_prefix, *sys.path) if p]
+def _needed_paths() -> list[str]:
+    """What a worker needs to read: this Python, its packages, and sparrow_runtime's and sparrow_core's
+    sources (an editable install maps them to the checkout, which is on no sys.path of the worker)."""
+    import sparrow_core
+    import sparrow_runtime
+
+    packages = (os.path.dirname(sparrow_runtime.__file__), os.path.dirname(sparrow_core.__file__))
+    return [os.path.realpath(p) for p in (sys.executable, sys.prefix, sys.base_prefix, *sys.path, *packages) if p]
+
+
+def _private_dirs() -> list[tuple[str, list[str]]]:
+    """Each directory private to root (mode 0700, as /root is here) on the way to what a worker needs,
+    with the entries of it that are needed."""
+    needed = _needed_paths()
+    found: dict[str, list[str]] = {}
     for path in needed:
         parts = path.split(os.sep)
         for i in range(2, len(parts)):
             folder = os.sep.join(parts[:i])
             if os.stat(folder).st_mode & 0o011 == 0:  # others (and group) may not enter it
-                children = sorted({q.split(os.sep)[i] for q in needed if q.startswith(folder + os.sep)})
-                return folder, children
-    return None
+                found[folder] = sorted({q.split(os.sep)[i] for q in needed if q.startswith(folder + os.sep)})
+                break
+    return sorted(found.items())
+
+
+def _private_dir() -> tuple[str, list[str]] | None:
+    """The one directory private to root on the way to what a worker needs (the namespace view covers
+    one), with the entries of it that are needed; None if there is none."""
+    private = _private_dirs()
+    return private[0] if len(private) == 1 else None
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +103,15 @@ def task_user():
         elif _private_dir() is not None and shutil.which("unshare") is not None:
             yield entry, "namespace"
         else:
-            pytest.skip(f"user {TASK_USER} cannot run {sys.executable} with sparrow_runtime: {why}")
+            private = ", ".join(folder for folder, _ in _private_dirs())
+            pytest.skip(
+                f"user {TASK_USER} cannot run {sys.executable} with sparrow_runtime: {why}"
+                + (
+                    f" (directories private to root on the way: {private}; the namespace view covers one)"
+                    if private
+                    else ""
+                )
+            )
     finally:
         if created:
             subprocess.run(["userdel", TASK_USER], check=False, capture_output=True)

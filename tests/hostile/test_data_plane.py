@@ -161,7 +161,9 @@ async def _attacked(address, logics, nursery) -> None:
             await job.wait()
         errors = [job._job.outcomes[t].error for t in range(len(payloads))]
         assert all(not job._job.outcomes[t].ok for t in range(len(payloads)))
-        assert "no such value" in errors[0] and "is lost" in errors[0]
+        # the made-up key: asked of its holder over a data link, or looked up in its own store when the task
+        # landed on the holder itself (placement is random): either way the input is lost, naming why
+        assert "is lost" in errors[0] and ("no such value" in errors[0] or "no longer holds it" in errors[0])
         assert "over the max_value" in errors[1]
         assert "cannot reach its node monitor" in errors[2]
         assert f"over the limit of {MAX_CHUNKS:,}" in errors[3]

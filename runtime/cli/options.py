@@ -130,6 +130,15 @@ PIPELINE = Setting(
     "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
 )
 
+STEAL = Setting(
+    "steal",
+    BOOLEAN,
+    False,
+    "work stealing: an idle node monitor (a free slot, an empty queue) takes reservations of unconstrained jobs "
+    "from the queues of two random peers that its schedulers told it (Hawk); pays at high load with short and long "
+    "jobs mixed (docs/runtime.md)",
+)
+
 
 def _probe_ratio(value) -> float:
     try:
@@ -232,6 +241,7 @@ NODE_MONITOR_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    STEAL,
     Setting(
         "task_user",
         TEXT,
@@ -299,6 +309,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    STEAL,
     PROBE_RATIO,
     Setting(
         "share_cpus",

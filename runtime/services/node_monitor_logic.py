@@ -186,11 +186,19 @@ class NodeMonitorLogic(WorkStealing):
     # -- schedulers -------------------------------------------------------------------------------
 
     def registration(
-        self, node_id: str, labels: Sequence[str] = (), instance: str = "", can_stop: bool = False
+        self,
+        node_id: str,
+        labels: Sequence[str] = (),
+        instance: str = "",
+        can_stop: bool = False,
+        steal_address: str = "",
     ) -> RegisterNodeMonitor:
         """The message that registers this node monitor with a scheduler (`instance`: random per
-        process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task)."""
-        return RegisterNodeMonitor(node_id, self.slots, tuple(labels), instance, can_stop)
+        process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task;
+        `steal_address`: where its peers reach it to steal, if it steals)."""
+        return RegisterNodeMonitor(
+            node_id, self.slots, tuple(labels), instance, can_stop, steal_address if self.steal else ""
+        )
 
     def on_registration_reply(
         self, scheduler: Hashable, reply, name: str = "the scheduler", frame_limit: int | None = None

@@ -37,11 +37,11 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - work stealing (services/steal.py): a node monitor registering with a `steal_address` steals; each
   such one is told the others' addresses (StealPeers, a random sample of MAX_STEAL_PEERS at most) as
   they come, go or drain. A job without constraints, preferences or a timeout, submitted while some
-  node monitor steals (and with every link taking the same frames), has stealable reservations. A GetTask naming another node monitor as its
-  `origin` consumes that one's reservation in the TaskTable and runs the task at the sender, so a
-  stolen reservation binds at most one task, as at its origin, and the job still ends: its
-  reservation is counted as answered. An origin that is gone held nothing any more (its reservations
-  were dropped and re-probed): NoTask.
+  node monitor steals (and with every link taking the same frames), has stealable reservations. A
+  GetTask naming another node monitor as its `origin` consumes that one's reservation in the TaskTable
+  and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
+  and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
+  any more (its reservations were dropped and re-probed): NoTask.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a

@@ -75,7 +75,7 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
                 await trio.sleep_forever()
 
             listeners = await nursery.start(partial(trio.serve_tcp, silent_peer, 0, host="127.0.0.1"))
-            silent = "127.0.0.1:%d" % listeners[0].socket.getsockname()[1]
+            silent = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
             scheduler = SchedulerLogic(seed=5)
             address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
             thief = NodeMonitorLogic(slots=1, steal=True, seed=1)

@@ -1,5 +1,6 @@
 """`sparrow experiment cluster`: the paper's cluster experiment on a local cluster, run several times,
-reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment)."""
+reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment).
+`sparrow experiment steal` is experiment_steal.py."""
 
 from __future__ import annotations
 
@@ -21,26 +22,12 @@ from ..experiment.run import run_queries
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
-from .config import Kind, integer, number
+from .config import number
 from .demo_view import DemoProgress
+from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, flag
+from .experiment_steal import add_steal_parser
 from .help_format import DefaultsShown
 from .output import output_folder
-
-
-def _flag(kind: Kind):
-    """An argparse type that reads a flag as the other commands' settings do (config.py's kinds)."""
-
-    def convert(text: str):
-        try:
-            return kind.from_text(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-POSITIVE_INT = _flag(integer(1))
-POSITIVE_NUMBER = _flag(number(0.0, open_low=True))
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,7 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--load",
         metavar="FRACTION",
-        type=_flag(number(0.0, 1.0, open_low=True)),
+        type=flag(number(0.0, 1.0, open_low=True)),
         default=0.8,
         help="offered load, a fraction of the slots",
     )
@@ -100,6 +87,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="of the command and its cluster's services",
     )
     p.set_defaults(func=run)
+    add_steal_parser(experiments)
 
 
 def run(args: argparse.Namespace) -> int:

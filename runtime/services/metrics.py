@@ -68,7 +68,7 @@ def registry_if_available():
 
 
 # NodeMonitorLogic's steps beside its on_* methods (instruments.steps); its other public methods only read
-NODE_MONITOR_STEPS = ("drain",)
+NODE_MONITOR_STEPS = ("drain", "give")
 
 if TYPE_CHECKING:  # mypy cannot follow a class made at run time: to it, each is its logic with instruments
 

@@ -45,7 +45,7 @@ from ..wire.messages import (
     StolenReservation,
 )
 
-STEAL_VICTIMS = 2  # peers asked per attempt (the simulator's steal_victims default)
+STEAL_VICTIMS = 2  # peers asked per attempt (Hawk's two; the simulator's replay of a run asks as many: demo/replay.py)
 
 
 class _Borrowed:

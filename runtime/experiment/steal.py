@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..demo.replay import MODEL_SEEDS, ideal, measure_hops, model
-from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage
+from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
 from .run import QueryRecord
 
@@ -41,14 +41,7 @@ def make_mixed(
 
     Error handling: ValueError naming the bad argument.
     """
-    if not 0 < load < 1:
-        raise ValueError(f"load must be in (0, 1), got {load}")
-    if not 0 < seconds < math.inf:
-        raise ValueError(f"seconds must be > 0, got {seconds}")
-    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
-        raise ValueError(f"slots must be an int >= 1, got {slots!r}")
-    if not 0 < time_scale < math.inf:
-        raise ValueError(f"time_scale must be > 0, got {time_scale}")
+    check_workload(load, seconds, slots, time_scale)
     rng = np.random.default_rng(seed)
     mean_task = ((1 - LONG_FRACTION) * SHORT_MS + LONG_FRACTION * LONG_MS) / 1e3 * time_scale
     rate = load * slots / (mean_task * WIDTH)  # jobs per second

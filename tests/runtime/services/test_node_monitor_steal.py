@@ -23,17 +23,11 @@ from sparrow_runtime.wire.messages import (
     TaskToNode,
 )
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
+from ..manual_clock import ManualClock
 
 
 def node(node_id, slots=1, clock=None, schedulers=("s",)):
-    logic = NodeMonitorLogic(slots=slots, steal=True, seed=3, clock=clock or FakeClock())
+    logic = NodeMonitorLogic(slots=slots, steal=True, seed=3, clock=clock or ManualClock())
     logic.node_id = node_id
     for s in schedulers:
         logic.on_registration_reply(s, Registered(f"id-{s}"))
@@ -57,7 +51,7 @@ def busy_victim(queued=3, stealable=True, clock=None):
 def test_a_busy_victim_tells_what_may_move_and_lends_from_its_queue_head():
     """A victim 2.5 s into its running task, 3 reservations queued: the probe is told (3, 2.5); asked for 2 it
     gives one grouped reservation of count 2 naming itself as origin, and keeps one queued."""
-    clock = FakeClock()
+    clock = ManualClock()
     victim = busy_victim(clock=clock)
     clock.now += 2.5
     assert victim.steal_state() == StealState(3, 2.5)

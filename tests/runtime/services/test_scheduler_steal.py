@@ -25,20 +25,13 @@ from sparrow_runtime.wire.messages import (
     TaskToNode,
 )
 
+from ..manual_clock import ManualClock
 from .test_scheduler_logic import of_type, reservations
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def stealing_cluster(n, *, steal=True, clock=None):
     """n node monitors nm0.. with one slot each, stealing (steal addresses "addr-i") unless steal=False."""
-    logic = SchedulerLogic(seed=7, clock=clock or FakeClock())
+    logic = SchedulerLogic(seed=7, clock=clock or ManualClock())
     for i in range(n):
         reg = RegisterNodeMonitor(f"nm{i}", 1, (), f"process-{i}", steal_address=f"addr-{i}" if steal else "")
         logic.on_node_messages(f"nm{i}", [reg])
@@ -156,7 +149,7 @@ def test_an_origin_that_is_gone_held_nothing_and_its_tasks_are_reprobed():
 def test_a_thief_lost_while_running_a_stolen_task_fails_it_once():
     """The thief got the task for the victim's reservation and is lost: the task fails (SYSTEM) once; a late
     outcome from anyone is dropped."""
-    clock = FakeClock()
+    clock = ManualClock()
     logic = stealing_cluster(3, clock=clock)
     held = reservations(submit(logic, 1, probe_ratio=1.0))
     [victim] = held

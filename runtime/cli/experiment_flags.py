@@ -24,7 +24,15 @@ POSITIVE_NUMBER = flag(number(0.0, open_low=True))
 
 
 def add_cluster_flags(
-    p: argparse.ArgumentParser, *, arrive: str, load: float, schedulers: int, node_monitors: int, slots: int
+    p: argparse.ArgumentParser,
+    *,
+    arrive: str,
+    load: float,
+    schedulers: int,
+    node_monitors: int,
+    slots: int,
+    time_scale: float = 1.0,
+    executor: str = "process",
 ) -> None:
     """The flags every experiment shares past --runs and --seconds: the load, the cluster, the time scale,
     the executors, the first seed and the log level (`arrive`: what arrives, for the help)."""
@@ -41,9 +49,9 @@ def add_cluster_flags(
     p.add_argument("--node-monitors", metavar="N", type=POSITIVE_INT, default=node_monitors, help="node monitors")
     p.add_argument("--slots", metavar="N", type=POSITIVE_INT, default=slots, help="slots per node monitor")
     p.add_argument(
-        "--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration"
+        "--time-scale", metavar="X", type=POSITIVE_NUMBER, default=time_scale, help="multiplies every task duration"
     )
-    p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
+    p.add_argument("--executor", choices=("process", "thread"), default=executor, help="node monitors' executors")
     p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
     p.add_argument(
         "--log-level",

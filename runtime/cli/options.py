@@ -134,9 +134,10 @@ STEAL = Setting(
     "steal",
     BOOLEAN,
     False,
-    "work stealing: an idle node monitor (a free slot, an empty queue) takes reservations of unconstrained jobs "
-    "from the queues of two random peers that its schedulers told it (Hawk); pays at high load with short and long "
-    "jobs mixed (docs/runtime.md)",
+    "work stealing: an idle node monitor (a free slot, an empty queue) asks two random peers (its schedulers tell it "
+    "them) and takes reservations of unconstrained jobs from the one queued behind the longest-running task "
+    "(Hawk); off by default: it pays at high load with short and long jobs mixed, and its messages cost CPU where "
+    "the hosts have none to spare (docs/runtime.md, Work stealing)",
 )
 
 

@@ -99,14 +99,16 @@ class WorkStealing {
  private:
   // At the victims (the payload): each one's (worker, waiting reservations, blocked for).
   void on_probe(const Msg& m) {
-    answer_.clear();
-    for (int64_t v : c_.words) queues_.prefetch(v);  // the victims' misses overlap
-    for (int64_t v : c_.words) {
-      const int64_t waiting = c_.free[v] == 0 ? queues_.queued(v) : 0;
+    const Words& victims = c_.words;
+    for (int64_t v : victims) queues_.prefetch_state(v);  // the victims' misses overlap
+    answer_.resize(3 * victims.size());
+    int64_t* out = answer_.data();
+    for (int64_t v : victims) {
       const double blocked = c_.now - queues_.granted_at(v);
-      int64_t bits;
-      std::memcpy(&bits, &blocked, sizeof bits);
-      answer_.insert(answer_.end(), {v, waiting, bits});
+      out[0] = v;
+      out[1] = c_.free[v] == 0 ? queues_.queued(v) : 0;
+      std::memcpy(&out[2], &blocked, sizeof blocked);
+      out += 3;
     }
     c_.send(kAnswer, -1, m.worker, -1, 0.0, 0, &answer_);
   }

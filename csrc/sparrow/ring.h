@@ -59,7 +59,7 @@ class Ring {
   }
 
  private:
-  void grow() {
+  __attribute__((noinline)) void grow() {  // rare: kept out of push's inlined fast path
     const size_t capacity = buf_.empty() ? 16 : 2 * buf_.size();
     std::vector<T> next(capacity);
     const size_t n = size();

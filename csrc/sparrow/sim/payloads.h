@@ -55,7 +55,7 @@ class PayloadFifo {
   }
 
  private:
-  void grow(size_t needed) {
+  __attribute__((noinline)) void grow(size_t needed) {  // rare: kept out of push's fast path
     size_t capacity = buf_.empty() ? 256 : 2 * buf_.size();
     while (capacity < needed) capacity *= 2;
     std::vector<int64_t> next(capacity);

@@ -28,6 +28,7 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
 from ..wire.messages import Error, FetchValue, ReleaseValues, ValueRef
 from ..wire.tls import TLS
+from .shared import SharedValue
 from .transfer import Assembler
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class DataLinks:
         max_value: int = DEFAULT_MAX_VALUE,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
+        shared_over: int = 0,
     ) -> None:
         self._connect: dict[str, Any] = {
             "secret": secret,
@@ -66,13 +68,14 @@ class DataLinks:
         }
         self.max_value = max_value
         self.stall_timeout = stall_timeout
+        self.shared_over = shared_over  # a value over this many bytes comes into a memory file (0: none do)
         self.fetched = 0  # values fetched
         self.bytes_fetched = 0
         self._idle: dict[str, list[Connection]] = {}
         self._limits: dict[str, trio.Semaphore] = {}
         self._closed = False
 
-    async def fetch(self, ref: ValueRef) -> bytearray:
+    async def fetch(self, ref: ValueRef) -> bytearray | SharedValue:
         """The value `ref` names, from its holder. Raises ValueLost (module docstring)."""
         limit = self._limits.get(ref.address)
         if limit is None:
@@ -137,11 +140,17 @@ class DataLinks:
         except (OSError, ValueError, HandshakeError) as exc:
             raise ValueLost(f"{describe(ref)} is lost: cannot reach its node monitor: {exc}") from None
 
-    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray:
+    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray | SharedValue:
         """Fetch `ref` over `conn`; ValueLost for a missing value, a stall or a broken transfer (the
         link is closed), ConnectionLost if the link ends."""
         try:
-            assembler = Assembler(ref.size, frame_limit=conn.max_frame, max_value=self.max_value, name=describe(ref))
+            assembler = Assembler(
+                ref.size,
+                frame_limit=conn.max_frame,
+                max_value=self.max_value,
+                name=describe(ref),
+                shared=0 < self.shared_over < ref.size,
+            )
         except ProtocolError as exc:
             raise ValueLost(str(exc)) from None
         try:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from ..errors import ProtocolError
 from ..wire.limits import CHUNK_SIZE, MAX_CHUNKS, MESSAGE_OVERHEAD
 from ..wire.messages import ValueChunk, ValueHeader, ValueMissing
+from .shared import SharedValue, Writable
 
 
 class TransferError(ProtocolError):
@@ -42,9 +43,12 @@ def chunks(value: bytes, chunk: int) -> Iterator[ValueChunk]:
 
 class Assembler:
     """Puts a value of `size` bytes (its reference's) back together from what its holder sends; `frame_limit`
-    is the largest frame this side accepts on the link, `max_value` the largest value it takes."""
+    is the largest frame this side accepts on the link, `max_value` the largest value it takes; `shared`: put
+    it together in a memory file (shared.py: a node monitor hands it to a worker process without a copy)."""
 
-    def __init__(self, size: int, *, frame_limit: int, max_value: int, name: str = "the value") -> None:
+    def __init__(
+        self, size: int, *, frame_limit: int, max_value: int, name: str = "the value", shared: bool = False
+    ) -> None:
         if size > max_value:
             raise TransferError(f"{name} is {size:,} bytes, over the max_value of {max_value:,} bytes")
         self.size = size
@@ -54,6 +58,8 @@ class Assembler:
         self.next = 0  # the index of the next chunk
         self.got = 0
         self.missing: str | None = None  # the holder's reason, if it answered ValueMissing
+        self.shared = shared and size > 0
+        self._file: Writable | None = None
         self._buf = bytearray()
 
     @property
@@ -81,7 +87,10 @@ class Assembler:
                 over = f"over the limit of {MAX_CHUNKS:,}"
                 raise TransferError(f"{self.name}: chunks of {msg.chunk:,} bytes make {count:,} chunks, {over}")
             self.chunk = msg.chunk
-            self._buf = bytearray(self.size)
+            if self.shared:
+                self._file = Writable(self.size)
+            else:
+                self._buf = bytearray(self.size)
             return self.size == 0
         if kind is ValueChunk and self.chunk and self.got < self.size:
             expected = min(self.chunk, self.size - self.got)
@@ -90,14 +99,20 @@ class Assembler:
                     f"{self.name}: chunk {msg.index} of {len(msg.data):,} bytes, expected chunk {self.next} of "
                     f"{expected:,} bytes"
                 )
-            self._buf[self.got : self.got + expected] = msg.data
+            if self._file is not None:
+                self._file.write(msg.data, self.got)
+            else:
+                self._buf[self.got : self.got + expected] = msg.data
             self.got += expected
             self.next += 1
             return self.got == self.size
         raise TransferError(f"{self.name}: {kind.__name__} is not allowed here in a transfer")
 
-    def value(self) -> bytearray:
+    def value(self) -> bytearray | SharedValue:
         """The value, once `done` (and not missing)."""
         assert self.done and self.missing is None
         buf, self._buf = self._buf, bytearray()
+        if self._file is not None:
+            file, self._file = self._file, None
+            return file.seal()
         return buf

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import msgspec
+
 from ..errors import ProtocolError
+from ..wire.framing import HEADER_SIZE
 from ..wire.limits import CHUNK_SIZE, MAX_CHUNKS, MESSAGE_OVERHEAD
 from ..wire.messages import ValueChunk, ValueHeader, ValueMissing
 from .shared import SharedValue, Writable
+
+_encoder = msgspec.msgpack.Encoder()
 
 
 class TransferError(ProtocolError):
@@ -28,6 +33,21 @@ class TransferError(ProtocolError):
 def chunk_size(send_limit: int) -> int:
     """The chunk size for a link whose frames are at most `send_limit` bytes."""
     return max(1, min(CHUNK_SIZE, send_limit - MESSAGE_OVERHEAD))
+
+
+def chunk_prefix(index: int, size: int) -> bytes:
+    """The bytes of the frame of ValueChunk(index, `size` bytes of data) before its data: the frame's length
+    and the message's msgpack up to the data (msgspec's encoding, which the tests check), so that a chunk is
+    sent from its value and received into its place, never encoded or decoded as a whole."""
+    body = _encoder.encode(ValueChunk(index, b""))
+    assert body[-2:] == b"\xc4\x00"  # an empty bin8 ends it
+    if size < 1 << 8:
+        body = body[:-2] + b"\xc4" + size.to_bytes(1, "big")
+    elif size < 1 << 16:
+        body = body[:-2] + b"\xc5" + size.to_bytes(2, "big")
+    else:
+        body = body[:-2] + b"\xc6" + size.to_bytes(4, "big")
+    return (len(body) + size).to_bytes(HEADER_SIZE, "big") + body
 
 
 def header(value: bytes, send_limit: int) -> ValueHeader:
@@ -92,21 +112,37 @@ class Assembler:
             else:
                 self._buf = bytearray(self.size)
             return self.size == 0
-        if kind is ValueChunk and self.chunk and self.got < self.size:
-            expected = min(self.chunk, self.size - self.got)
+        if kind is ValueChunk and self.due:
+            expected = self.due
             if msg.index != self.next or len(msg.data) != expected:
                 raise TransferError(
                     f"{self.name}: chunk {msg.index} of {len(msg.data):,} bytes, expected chunk {self.next} of "
                     f"{expected:,} bytes"
                 )
-            if self._file is not None:
-                self._file.write(msg.data, self.got)
-            else:
-                self._buf[self.got : self.got + expected] = msg.data
-            self.got += expected
-            self.next += 1
-            return self.got == self.size
+            return self.put(msg.data)
         raise TransferError(f"{self.name}: {kind.__name__} is not allowed here in a transfer")
+
+    @property
+    def due(self) -> int:
+        """The length of the chunk that comes next (0: none is due: no header yet, or all came)."""
+        return min(self.chunk, self.size - self.got) if self.chunk else 0
+
+    def target(self) -> memoryview | None:
+        """Where the chunk due next goes, to receive it in place; None: in a memory file (give it to `put`)."""
+        if self._file is not None or not self.due:
+            return None
+        return memoryview(self._buf)[self.got : self.got + self.due]
+
+    def put(self, data) -> bool:
+        """The chunk due next is `data` (checked by the caller: `due` bytes; already in place if it came into
+        `target()`); True once the value is complete."""
+        if self._file is not None:
+            self._file.write(data, self.got)
+        elif type(data) is not memoryview or data.obj is not self._buf:
+            self._buf[self.got : self.got + len(data)] = data
+        self.got += len(data)
+        self.next += 1
+        return self.got == self.size
 
     def value(self) -> bytearray | SharedValue:
         """The value, once `done` (and not missing)."""

@@ -33,6 +33,7 @@ import trio
 from ..data.dependent import is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
 from ..data.server import DataServer
+from ..data.shared import SHARE_MIN, SharedValue, raise_file_limit
 from ..data.store import ValueStore
 from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
 from ..wire.address import Address, format_address, parse_address, unix_path
@@ -119,6 +120,8 @@ class NodeMonitorService:
             max_frame=self.max_frame,
             max_value=max_value,
             handshake_timeout=handshake_timeout,
+            # inputs come straight into memory files where the executor takes them so (data/shared.py)
+            shared_over=self._takes_inputs and getattr(executor, "share_over", 0),
         )
         self.steal_address = steal_address
         self.stealer: Stealer | None = None
@@ -333,7 +336,7 @@ class NodeMonitorService:
         reported.append(None)  # launched: the executor reports it from now on
         self._launch_task(key, call_payload, inputs)
 
-    async def _value(self, ref: ValueRef) -> bytes | bytearray:
+    async def _value(self, ref: ValueRef) -> bytes | bytearray | SharedValue:
         """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""
         if ref.node_id == self.node_id:
             store = self.logic.store
@@ -368,11 +371,12 @@ class _Fetching:
         self.scope.cancel()
 
 
-def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None):
+def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0):
     """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
-    user process executors run tasks as (ProcessExecutor)."""
+    user process executors run tasks as, `share_over`: the bytes over which values cross between them and
+    the node monitor as memory files (ProcessExecutor)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user)
+        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user, share_over=share_over)
     if task_user is not None:
         raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
@@ -484,8 +488,14 @@ async def serve_node_monitor(
     logic.inline_limit = inline_limit
     # a worker's private socket carries a whole value (its result, or its inputs), whatever max_frame is
     runner = make_executor(
-        executor, logic.slots, min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)), task_user
+        executor,
+        logic.slots,
+        min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)),
+        task_user,
+        share_over=max(inline_limit, SHARE_MIN),
     )
+    if getattr(runner, "share_over", 0):
+        raise_file_limit()  # each value kept or handed over as a memory file holds descriptors
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
     if data_host is None:  # beside the main listener (on its own socket file, for a Unix one)

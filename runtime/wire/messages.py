@@ -39,6 +39,7 @@ from .limits import (
     MAX_CHUNKS,
     MAX_COUNT,
     MAX_ID,
+    MAX_INPUTS,
     MAX_KEY,
     MAX_LABELS,
     MAX_NAME,
@@ -440,16 +441,21 @@ class ReleaseValues(_Msg, tag=44):
 
 class TaskToWorker(_Msg, tag=30):
     """Node monitor -> worker process: run this packed task (task_codec.py); `inputs`, if any, are the
-    pickled values of a dependent task's inputs, passed to its call last (data/dependent.py)."""
+    pickled values of a dependent task's inputs, passed to its call last (data/dependent.py). The inputs
+    at the indices `shared` are empty here: each comes as a memory file over the worker's side socket, in
+    that order (data/shared.py)."""
 
     payload: bytes
     inputs: list[bytes] | None = None
+    shared: Annotated[tuple[int, ...], msgspec.Meta(max_length=MAX_INPUTS)] = ()
 
 
 class OutcomeToNode(_Msg, tag=31):
-    """Worker process -> node monitor: the outcome of the task it was given last."""
+    """Worker process -> node monitor: the outcome of the task it was given last; `shared`: its (ok) value
+    is not in `outcome.payload` but in a memory file sent just before over the worker's side socket."""
 
     outcome: Outcome
+    shared: bool = False
 
 
 Message = (

@@ -389,7 +389,9 @@ class NodeMonitorLogic(WorkStealing):
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
 
-    def _new_entry(self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str):
+    def _new_entry(
+        self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str
+    ) -> _Reserved:
         entry = _Reserved(self._next_key, scheduler, job_id, user, session)
         self._next_key += 1
         jobs[job_id] = entry

@@ -1,6 +1,6 @@
 """A live cluster to attack, and a blocking peer to attack it with, in either security mode.
 
-`LiveCluster(mode)` runs a scheduler and two node monitors (thread executors, short handshake
+`LiveCluster(mode)` runs a scheduler and two node monitors (thread executors, work stealing, short handshake
 timeout) in a trio loop on a background thread, plus a steady client in the same loop that submits
 jobs all the time and checks every outcome: right values, exactly one outcome per task, and only
 system failures (a hostile node monitor that took a task and vanished) as failures. MODES: "insecure"
@@ -151,7 +151,7 @@ class LiveCluster:
             )
             for i in range(2):
                 node = partial(serve_node_monitor, [self.scheduler], **common, **self.credentials(f"nm{i}"))
-                address = await nursery.start(partial(node, node_id=f"nm{i}", slots=2, executor="thread"))
+                address = await nursery.start(partial(node, node_id=f"nm{i}", slots=2, executor="thread", steal=True))
                 self.node_monitors.append(address)
             nursery.start_soon(self._steady_client)
             self._ready.set()

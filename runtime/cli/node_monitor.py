@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         "policy": s["policy"],
         "weights": s["weight"],
         "pipeline": s["pipeline"],
+        "pipeline_depth": s["pipeline_depth"],
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")

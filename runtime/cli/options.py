@@ -8,6 +8,7 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 from ..client.core import DEFAULT_RETRIES
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
+from ..services.node_monitor_logic import MAX_PIPELINE_DEPTH
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
@@ -129,6 +130,14 @@ PIPELINE = Setting(
     "bound ahead waits out the running one, which costs more than it hides for varied tasks of a few ms; pays for "
     "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
 )
+PIPELINE_DEPTH = Setting(
+    "pipeline_depth",
+    integer(1, MAX_PIPELINE_DEPTH),
+    1,
+    "with --pipeline: requests asked ahead per running task; above 1 only for tasks far shorter than a scheduler "
+    "round trip (each task bound ahead waits out the ones bound before it; docs/runtime.md)",
+    "N",
+)
 
 
 def _probe_ratio(value) -> float:
@@ -232,6 +241,7 @@ NODE_MONITOR_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    PIPELINE_DEPTH,
     Setting(
         "task_user",
         TEXT,
@@ -299,6 +309,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    PIPELINE_DEPTH,
     PROBE_RATIO,
     Setting(
         "share_cpus",

@@ -389,6 +389,7 @@ async def serve_node_monitor(
     labels: Sequence[str] = (),
     policy: str = "fifo",
     pipeline: bool = False,
+    pipeline_depth: int = 1,
     weights: dict[str, float] | None = None,
     executor="process",
     task_user: str | None = None,
@@ -407,7 +408,7 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    with `pipeline` (node_monitor_logic.py), tasks on `executor`
+    with `pipeline` (`pipeline_depth` requests asked ahead per running task; node_monitor_logic.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
@@ -435,7 +436,12 @@ async def serve_node_monitor(
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
-            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame, pipeline=pipeline
+            slots=slots or os.cpu_count() or 1,
+            policy=policy,
+            weights=weights,
+            max_frame=max_frame,
+            pipeline=pipeline,
+            pipeline_depth=pipeline_depth,
         )
     check_value_settings(inline_limit, max_value)
     if logic.store is None:

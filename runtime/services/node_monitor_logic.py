@@ -18,15 +18,18 @@ ProtocolError (anything else: the shell closes that link and redials).
 
 Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds
 reservations, the node monitor also asks ahead: it pops a reservation and sends its GetTask without
-a slot, at most one per running task (asked ahead in flight + tasks bound and waiting <= running
-tasks). A TaskToNode answering such a request waits, bound, until a slot frees, and then starts at
-once: the scheduler round trip between two tasks of a slot overlaps the running task. A slot that
-frees with no bound task takes over a request asked ahead that is still in flight (it waits for that
-answer) before it pops a new reservation. NoTask to a request asked ahead frees no slot. A bound task
-is launched as far as its scheduler knows: a forced cancel (StopTask) of it reports its CANCELLED
-outcome at once, and if this node monitor dies with it bound its scheduler fails it as SYSTEM like
-any running task. Its timeout starts when it starts. The trade-off (docs/simulator.md): a task bound
-ahead waits out the running task even when a slot elsewhere frees first.
+a slot, at most `pipeline_depth` (default 1) per running task (asked ahead in flight + tasks bound
+and waiting <= `pipeline_depth` x running tasks). A TaskToNode answering such a request waits, bound,
+until a slot frees, and then starts at once: the scheduler round trip between two tasks of a slot
+overlaps the running task. A slot that frees with no bound task takes over a request asked ahead that
+is still in flight (it waits for that answer) before it pops a new reservation. NoTask to a request
+asked ahead frees no slot. A bound task is launched as far as its scheduler knows: a forced cancel
+(StopTask) of it reports its CANCELLED outcome at once, and if this node monitor dies with it bound
+its scheduler fails it as SYSTEM like any running task. Its timeout starts when it starts. The
+trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a slot
+elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
+tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
+binding for no scheduler round trip on a slot's path between two tasks.
 
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
@@ -87,6 +90,15 @@ from ..wire.messages import (
 )
 from ..wire.messages import RegistrationRefused as Refusal
 
+MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
+
+
+def check_pipeline_depth(depth: int) -> int:
+    """`depth` if it is an int in [1, MAX_PIPELINE_DEPTH], else ValueError naming it."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_PIPELINE_DEPTH:
+        raise ValueError(f"pipeline_depth must be an int in [1, {MAX_PIPELINE_DEPTH}], got {depth!r}")
+    return depth
+
 
 class Stop(msgspec.Struct, frozen=True, gc=False):
     """For the executor (not a wire message): end the running task `task` of job `job_id` now with
@@ -128,6 +140,7 @@ class NodeMonitorLogic:
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
         pipeline: bool = False,
+        pipeline_depth: int = 1,
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
@@ -138,6 +151,9 @@ class NodeMonitorLogic:
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline
+        self.pipeline_depth = check_pipeline_depth(
+            pipeline_depth
+        )  # pipelining: requests asked ahead or bound, per running task
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -423,7 +439,8 @@ class NodeMonitorLogic:
             self.stats["get_task"] += 1
             out.append((entry.scheduler, GetTask(entry.job_id)))
         if self.pipeline:
-            while queue and not self.draining and self.ahead + len(self.bound) < self.running:
+            limit = self.running * self.pipeline_depth
+            while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty
                 entry = self._by_key[reservation.job_id]

@@ -39,8 +39,8 @@ from ..manual_clock import ManualClock
 OK = Outcome(True, b"", "")
 
 
-def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0))
+def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None, depth: int = 1) -> NodeMonitorLogic:
+    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0), pipeline_depth=depth)
     logic.on_scheduler_registered("s")
     return logic
 
@@ -83,6 +83,30 @@ def test_asks_ahead_only_while_reservations_wait_and_at_most_one_per_running_tas
     lone = node()
     lone.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 1)])
     assert of(lone.on_scheduler_messages("s", [TaskToNode(2, 0, b"")]), GetTask) == []
+
+
+def test_a_deeper_pipeline_binds_up_to_its_depth_per_running_task_and_starts_them_in_order() -> None:
+    """1 slot, depth 3, 6 reservations: once the first task runs, 3 requests go ahead; their tasks wait
+    bound and each finish starts the next one bound, in the order answered, and asks ahead once more
+    while reservations are left."""
+    logic = node(depth=3)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 6)])
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    assert of(out, GetTask) == [GetTask(1)] * 3 and logic.ahead == 3 and len(logic.queue) == 2
+    assert logic.on_scheduler_messages("s", [TaskToNode(1, t, b"") for t in (1, 2, 3)]) == []
+    assert [m.task for _, m in logic.bound] == [1, 2, 3] and logic.ahead == 0
+    out = logic.on_task_done("s", 1, 0, OK)
+    assert of(out, TaskToNode) == [TaskToNode(1, 1, b"")] and of(out, GetTask) == [GetTask(1)]
+    assert logic.ahead + len(logic.bound) == 3 and len(logic.queue) == 1
+
+
+@pytest.mark.parametrize("depth", [0, 65, True, 2.0, "2"])
+def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
+    """pipeline_depth is an int in [1, 64]: anything else is a ValueError that names it."""
+    with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
+        NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+    with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
+        LocalCluster(pipeline=True, pipeline_depth=depth)
 
 
 def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
@@ -164,13 +188,16 @@ def test_the_heartbeat_counts_busy_slots_and_drain_waits_for_bound_tasks() -> No
     assert of(out, TaskToNode) == [TaskToNode(1, 1, b"")] and logic.busy == 1
 
 
+@pytest.mark.parametrize("depth", [1, 4])
 @pytest.mark.parametrize("seed", range(20))
-def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
+def test_random_answers_and_finishes_keep_the_books(seed: int, depth: int) -> None:
     """A fake scheduler answers the outstanding GetTasks of 3 jobs in random order (a task or
-    nothing) while tasks finish at random: slots never go below 0 or above the count, asks ahead
-    stay within the running tasks, and every task answered is handed to the executor exactly once."""
+    nothing) while tasks finish at random: slots never go below 0 or above the count, a request goes
+    ahead only while fewer than `depth` per running task are ahead or bound (at depth 1 that holds at
+    all times; deeper, those asked stay in flight as tasks finish, at most `depth` per slot), and every
+    task answered is handed to the executor exactly once."""
     rng = random.Random(seed)
-    logic = node(slots=3)
+    logic = node(slots=3, depth=depth)
     pending: list[int] = []  # job ids asked for, not answered
     running: list[tuple[int, int]] = []
     handed: Counter[tuple[int, int]] = Counter()
@@ -184,6 +211,7 @@ def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
 
     for job in (1, 2, 3):
         take(logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 6)]))
+    asked = logic.stats["asked_ahead"]
     for _ in range(200):
         choice = rng.random()
         if pending and choice < 0.6:
@@ -198,19 +226,23 @@ def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
             job, task = running.pop(rng.randrange(len(running)))
             take(logic.on_task_done("s", job, task, OK))
         assert 0 <= logic.free <= logic.slots and logic.running == len(running) <= logic.slots
-        assert logic.ahead + len(logic.bound) <= logic.running
+        if depth == 1 or logic.stats["asked_ahead"] > asked:
+            assert logic.ahead + len(logic.bound) <= logic.running * depth
+        assert logic.ahead + len(logic.bound) <= logic.slots * depth
+        asked = logic.stats["asked_ahead"]
         assert len(pending) == logic.slots - logic.free - logic.running + logic.ahead
     assert all(n == 1 for n in handed.values())
     assert logic.stats["asked_ahead"] > 0
 
 
-def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> None:
-    """With the scheduler's logic: a 1-slot pipelined node monitor runs task 0 and holds task 1 bound
-    when it dies; the scheduler reports exactly one outcome per task: SYSTEM for both launched ones
-    (the client retries those as for any lost node monitor) and UNPLACEABLE for the third, left with
+@pytest.mark.parametrize("depth", [1, 3])
+def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system(depth: int) -> None:
+    """With the scheduler's logic: a 1-slot pipelined node monitor runs task 0 and holds `depth` tasks
+    bound when it dies; the scheduler reports exactly one outcome per task: SYSTEM for the launched ones
+    (the client retries those as for any lost node monitor) and UNPLACEABLE for the last, left with
     no node monitor to run on."""
     scheduler = SchedulerLogic(seed=7, placement_timeout=0)
-    monitor = node()
+    monitor = node(depth=depth)
     scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
     to_client: list = []
 
@@ -227,12 +259,13 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> Non
             elif type(msg) is not TaskToNode:
                 queue += [("scheduler", m, p) for p, m in scheduler.on_node_messages("nm", [msg])]
 
-    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"a", b"b", b"c"], probe_ratio=1.0)]))
-    assert monitor.running == 1 and len(monitor.bound) == 1 and monitor.ahead == 0
+    tasks = depth + 2
+    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * tasks, probe_ratio=1.0)]))
+    assert monitor.running == 1 and len(monitor.bound) == depth and monitor.ahead == 0
     deliver(scheduler.on_node_lost("nm"))
     outcomes = {o.task: o.outcome.failure for o in to_client if type(o) is OutcomeToClient}
-    assert outcomes == {0: SYSTEM, 1: SYSTEM, 2: UNPLACEABLE}
-    assert sum(type(o) is OutcomeToClient for o in to_client) == 3
+    assert outcomes == {**dict.fromkeys(range(depth + 1), SYSTEM), depth + 1: UNPLACEABLE}
+    assert sum(type(o) is OutcomeToClient for o in to_client) == tasks
 
 
 def _square(x: int) -> int:

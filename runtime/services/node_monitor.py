@@ -46,6 +46,7 @@ from ..wire.messages import (
     LOST_INPUT,
     SYSTEM,
     TOO_LARGE,
+    GetTask,
     Outcome,
     OutcomeToScheduler,
     TaskToNode,
@@ -55,6 +56,7 @@ from ..wire.messages import (
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
+from .outcome_batching import OutcomeBatcher
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
@@ -62,6 +64,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 TIMER_INTERVAL = 0.1  # seconds between checks of the running tasks' timeouts
+# Pipelining: how long an outcome (and the GetTask of the slot it freed) may wait to share a write to its
+# scheduler while a task bound ahead runs next (outcome_batching.py; a bound task's slot needs no answer).
+HOLD_DELAY = 0.001
 
 
 class NodeMonitorService:
@@ -89,6 +94,7 @@ class NodeMonitorService:
                 f"scheduler_timeout ({scheduler_timeout})"
             )
         self.logic = logic
+        self.outgoing = OutcomeBatcher(HOLD_DELAY, self._may_wait)  # run() by serve_node_monitor
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
@@ -150,6 +156,7 @@ class NodeMonitorService:
                     nursery.cancel_scope.cancel()
         finally:
             await conn.aclose()
+            self.outgoing.forget(conn)
             self._route(self.logic.on_scheduler_lost(conn))
 
     async def keep_linked(self, target: Address, registered: trio.Event) -> None:
@@ -205,8 +212,10 @@ class NodeMonitorService:
     def _route(self, out: list) -> None:
         """Start the launched tasks and stop the ones asked, then send the rest with one write per
         scheduler; a burst with a big outcome (over LINK_FULL) waits while the link is full, with the
-        GetTask of the slot it frees (backpressure, connection.py). Small ones go at once: they never
-        fill a link, and holding them costs a pass of the sender task per outcome (measured)."""
+        GetTask of the slot it frees (backpressure, connection.py). Small ones go at once (they never
+        fill a link, and holding them costs a pass of the sender task per outcome: measured), except
+        while a task bound ahead is next (pipelining): then outcomes and GetTasks wait up to
+        HOLD_DELAY for the next ones (`_may_wait`)."""
         sends = []
         big = False  # a big outcome among them: they wait while the link is full (small ones never fill it)
         for peer, msg in out:
@@ -224,7 +233,15 @@ class NodeMonitorService:
                 sends.append((peer, msg))
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
                     big = True
-        send_grouped(sends, later=big)
+        self.outgoing.send(sends, later=big)
+
+    def _may_wait(self, msg) -> bool:
+        """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
+        GetTask may wait to share a write: nothing waits for them (module constants)."""
+        if not self.logic.bound:
+            return False
+        kind = type(msg)
+        return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
@@ -487,6 +504,7 @@ async def serve_node_monitor(
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
+            nursery.start_soon(service.outgoing.run)
             if drain is not None:
                 nursery.start_soon(service.drain_when, drain)
             registered = [trio.Event() for _ in targets]

@@ -15,15 +15,19 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.worker_pool import ThreadExecutor
+from sparrow_runtime.wire.limits import LINK_FULL
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     SYSTEM,
     UNPLACEABLE,
     EnqueueReservations,
     GetTask,
+    Heartbeat,
     NoTask,
     Outcome,
     OutcomeToClient,
@@ -266,6 +270,50 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system(depth: i
     outcomes = {o.task: o.outcome.failure for o in to_client if type(o) is OutcomeToClient}
     assert outcomes == {**dict.fromkeys(range(depth + 1), SYSTEM), depth + 1: UNPLACEABLE}
     assert sum(type(o) is OutcomeToClient for o in to_client) == tasks
+
+
+def test_a_pipelined_node_monitor_holds_outcomes_and_get_tasks_only_while_a_task_is_bound() -> None:
+    """NodeMonitorService._may_wait: with a task bound ahead, an outcome and a GetTask may wait to share
+    a write (the slot's next task is there already); a big outcome, or anything once no task is bound,
+    may not."""
+
+    async def main() -> None:
+        logic = node(depth=2)
+        async with trio.open_nursery() as nursery:
+            service = NodeMonitorService(logic, ThreadExecutor(1), nursery, secret=b"s", node_id="nm")
+            done = OutcomeToScheduler(1, 0, OK)
+            big = OutcomeToScheduler(1, 0, Outcome(True, b"x" * (LINK_FULL + 1), ""))
+            assert not service._may_wait(done) and not service._may_wait(GetTask(1))
+            logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])
+            logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+            logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")])
+            assert len(logic.bound) == 1
+            assert service._may_wait(done) and service._may_wait(GetTask(1))
+            assert not service._may_wait(big) and not service._may_wait(Heartbeat(0, 1))
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize("depth", [1, 8])
+def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: int) -> None:
+    """A scheduler and a 1-slot node monitor (thread executor) pipelined `depth` deep, in this process:
+    300 no-op tasks give every value once, in order, and with depth 8 the node monitor asked ahead."""
+
+    async def main() -> None:
+        logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(serve_scheduler, secret="s"))
+            await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
+            async with Client([address], secret="s") as client:
+                with trio.fail_after(60):
+                    job = await client.submit_job([partial(_square, x) for x in range(300)])
+                    assert await job.results() == [x * x for x in range(300)]
+            nursery.cancel_scope.cancel()
+        assert logic.stats["launched"] == logic.stats["finished"] == 300
+        if depth > 1:
+            assert logic.stats["asked_ahead"] > 0
+
+    trio.run(main)
 
 
 def _square(x: int) -> int:

@@ -29,7 +29,11 @@ its scheduler fails it as SYSTEM like any running task. Its timeout starts when 
 trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a slot
 elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
 tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
-binding for no scheduler round trip on a slot's path between two tasks.
+binding for no scheduler round trip on a slot's path between two tasks. Deeper than 1, a node monitor
+also asks ahead for at most half of what it holds of the head job (its requests asked ahead and its
+queued reservations): under the default probe ratio of 2 that is about its share of the job, and the
+rest waits for whichever of the job's probed workers frees first (without this, the first of them to
+ask took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
@@ -440,7 +444,14 @@ class NodeMonitorLogic:
             out.append((entry.scheduler, GetTask(entry.job_id)))
         if self.pipeline:
             limit = self.running * self.pipeline_depth
+            deep = self.pipeline_depth > 1
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
+                if deep:  # at most half of what it holds of the job (module docstring)
+                    head = queue.peek()
+                    assert head is not None  # the queue is not empty
+                    held = self._by_key[head.job_id]
+                    if 2 * (held.ahead + 1) > held.queued + held.ahead:
+                        break
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty
                 entry = self._by_key[reservation.job_id]

@@ -16,24 +16,26 @@ to `on_registration_reply`, which takes the scheduler on (Registered), stops the
 (RegistrationRefused: a configuration error, so it raises instead of retrying), or raises
 ProtocolError (anything else: the shell closes that link and redials).
 
-Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds
-reservations, the node monitor also asks ahead: it pops a reservation and sends its GetTask without
-a slot, at most `pipeline_depth` (default 1) per running task (asked ahead in flight + tasks bound
-and waiting <= `pipeline_depth` x running tasks). A TaskToNode answering such a request waits, bound,
-until a slot frees, and then starts at once: the scheduler round trip between two tasks of a slot
-overlaps the running task. A slot that frees with no bound task takes over a request asked ahead that
-is still in flight (it waits for that answer) before it pops a new reservation. NoTask to a request
-asked ahead frees no slot. A bound task is launched as far as its scheduler knows: a forced cancel
-(StopTask) of it reports its CANCELLED outcome at once, and if this node monitor dies with it bound
-its scheduler fails it as SYSTEM like any running task. Its timeout starts when it starts. The
-trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a slot
-elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
+Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds reservations,
+the node monitor also asks ahead: it pops a reservation and sends its GetTask without a slot, at most
+`pipeline_depth` (default 1) per running task (asked ahead in flight + tasks bound and waiting <=
+`pipeline_depth` x running tasks; deeper than 1, per slot held: below). A TaskToNode answering such a
+request waits, bound, until a slot frees, and then starts at once: the scheduler round trip between two
+tasks of a slot overlaps the running task. A slot that frees with no bound task takes over a request
+asked ahead that is still in flight (it waits for that answer) before it pops a new reservation. NoTask
+to a request asked ahead frees no slot. A bound task is launched as far as its scheduler knows: a
+forced cancel (StopTask) of it reports its CANCELLED outcome at once, and if this node monitor dies
+with it bound its scheduler fails it as SYSTEM like any running task. Its timeout starts when it
+starts. The trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a
+slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
 tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
-binding for no scheduler round trip on a slot's path between two tasks. Deeper than 1, a node monitor
-also asks ahead for at most half of what it holds of the head job (its requests asked ahead and its
-queued reservations): under the default probe ratio of 2 that is about its share of the job, and the
-rest waits for whichever of the job's probed workers frees first (without this, the first of them to
-ask took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
+binding for no scheduler round trip on a slot's path between two tasks. Deeper than 1, a slot that
+asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip,
+not two), so up to `pipeline_depth` x the slots held (running or asking) go ahead; and a node monitor
+asks ahead for at most half of what it holds of the head job (its requests asked ahead and its queued
+reservations): under the default probe ratio of 2 that is about its share of the job, and the rest
+waits for whichever of the job's probed workers frees first (without this, the first of them to ask
+took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
@@ -443,8 +445,8 @@ class NodeMonitorLogic:
             self.stats["get_task"] += 1
             out.append((entry.scheduler, GetTask(entry.job_id)))
         if self.pipeline:
-            limit = self.running * self.pipeline_depth
-            deep = self.pipeline_depth > 1
+            deep = self.pipeline_depth > 1  # then a slot waiting for its task asks ahead too (module docstring)
+            limit = (self.slots - self.free if deep else self.running) * self.pipeline_depth
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 if deep:  # at most half of what it holds of the job (module docstring)
                     head = queue.peek()

@@ -89,14 +89,15 @@ def test_asks_ahead_only_while_reservations_wait_and_at_most_one_per_running_tas
     assert of(lone.on_scheduler_messages("s", [TaskToNode(2, 0, b"")]), GetTask) == []
 
 
-def test_a_deeper_pipeline_binds_up_to_its_depth_per_running_task_and_starts_them_in_order() -> None:
-    """1 slot, depth 3, 12 reservations: once the first task runs, 3 requests go ahead; their tasks wait
-    bound and each finish starts the next one bound, in the order answered, and asks ahead once more
-    while reservations are left."""
+def test_a_deeper_pipeline_binds_up_to_its_depth_per_slot_and_starts_them_in_order() -> None:
+    """1 slot, depth 3, 12 reservations: the free slot asks for its task and 3 requests go ahead with it;
+    their tasks wait bound and each finish starts the next one bound, in the order answered, and asks
+    ahead once more while reservations are left."""
     logic = node(depth=3)
-    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 12)])
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 12)])
+    assert of(out, GetTask) == [GetTask(1)] * 4 and logic.ahead == 3 and len(logic.queue) == 8
     out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
-    assert of(out, GetTask) == [GetTask(1)] * 3 and logic.ahead == 3 and len(logic.queue) == 8
+    assert of(out, TaskToNode) == [TaskToNode(1, 0, b"")] and of(out, GetTask) == []
     assert logic.on_scheduler_messages("s", [TaskToNode(1, t, b"") for t in (1, 2, 3)]) == []
     assert [m.task for _, m in logic.bound] == [1, 2, 3] and logic.ahead == 0
     out = logic.on_task_done("s", 1, 0, OK)
@@ -106,12 +107,14 @@ def test_a_deeper_pipeline_binds_up_to_its_depth_per_running_task_and_starts_the
 
 def test_a_deep_pipeline_asks_ahead_for_at_most_half_of_what_it_holds_of_a_job() -> None:
     """1 slot, depth 16, a 10-task job's 10 reservations here (its other 10 on another node monitor, probe
-    ratio 2): once the first task runs, 4 requests go ahead (half of the 9 held, rounded down), not 9, so
-    the other node monitor gets its share; as their answers come, half of what is left goes ahead again."""
+    ratio 2): the free slot asks for its task and, in the same write, 4 more go ahead (half of the 9 held,
+    rounded down), not 9, so the other node monitor gets its share; as their answers come, half of what is
+    left goes ahead again."""
     logic = node(depth=16)
-    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 10)])
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 10)])
+    assert of(out, GetTask) == [GetTask(1)] * 5 and len(logic.queue) == 5  # the slot's, and 4 ahead with it
     out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
-    assert of(out, GetTask) == [GetTask(1)] * 4 and len(logic.queue) == 5
+    assert of(out, TaskToNode) == [TaskToNode(1, 0, b"")] and of(out, GetTask) == []
     out = logic.on_scheduler_messages("s", [TaskToNode(1, t, b"") for t in (1, 2, 3, 4)])
     assert of(out, GetTask) == [GetTask(1)] * 2 and len(logic.bound) == 4 and len(logic.queue) == 3
     plain = node(depth=1, slots=2)  # depth 1 keeps its rule: one ahead per running task, whatever the job
@@ -245,9 +248,10 @@ def test_random_answers_and_finishes_keep_the_books(seed: int, depth: int) -> No
         elif running:
             job, task = running.pop(rng.randrange(len(running)))
             take(logic.on_task_done("s", job, task, OK))
+        held = logic.slots - logic.free
         assert 0 <= logic.free <= logic.slots and logic.running == len(running) <= logic.slots
-        if depth == 1 or logic.stats["asked_ahead"] > asked:
-            assert logic.ahead + len(logic.bound) <= logic.running * depth
+        if depth == 1 or logic.stats["asked_ahead"] > asked:  # deeper: per slot held (running or asking)
+            assert logic.ahead + len(logic.bound) <= (logic.running if depth == 1 else held) * depth
         assert logic.ahead + len(logic.bound) <= logic.slots * depth
         asked = logic.stats["asked_ahead"]
         assert len(pending) == logic.slots - logic.free - logic.running + logic.ahead

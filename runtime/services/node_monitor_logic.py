@@ -29,7 +29,9 @@ with it bound its scheduler fails it as SYSTEM like any running task. Its timeou
 starts. The trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a
 slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
 tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
-binding for no scheduler round trip on a slot's path between two tasks. Deeper than 1, a slot that
+binding for no scheduler round trip on a slot's path between two tasks, so it applies only while the
+median run time of this node's last RECENT_TASKS tasks is under SHORT_TASK (1 ms; until then, and
+whenever they run longer, the node monitor pipelines one deep). Deeper than 1, a slot that
 asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip,
 not two), so up to `pipeline_depth` x the slots held (running or asking) go ahead; and a node monitor
 asks ahead for at most half of what it holds of the head job (its requests asked ahead and its queued
@@ -97,6 +99,8 @@ from ..wire.messages import (
 from ..wire.messages import RegistrationRefused as Refusal
 
 MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
+SHORT_TASK = 0.001  # seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it
+RECENT_TASKS = 8
 
 
 def check_pipeline_depth(depth: int) -> int:
@@ -157,9 +161,11 @@ class NodeMonitorLogic:
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline
-        self.pipeline_depth = check_pipeline_depth(
-            pipeline_depth
-        )  # pipelining: requests asked ahead or bound, per running task
+        # pipelining: requests asked ahead or bound, per running task
+        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
+        self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # deep pipelines: the last tasks' run times
+        self._started: dict[tuple, float] = {}  # deep pipelines: (scheduler, job, task) running -> when it started
+        self._short = False  # deep pipelines: the recent tasks ran shorter than SHORT_TASK (none yet: not known)
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -213,6 +219,8 @@ class NodeMonitorLogic:
         """Drop the reservations of a scheduler that is gone; slots waiting on its answers are freed."""
         out: list = []
         self.frame_limits.pop(scheduler, None)
+        if self._started:  # their outcomes will never be reported here
+            self._started = {key: when for key, when in self._started.items() if key[0] != scheduler}
         for entry in self._schedulers.pop(scheduler, {}).values():
             self.queue.cancel(entry.key)
             self.free += entry.asking
@@ -280,6 +288,11 @@ class NodeMonitorLogic:
         self.stats["finished"] += 1
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
+        if self._started:
+            started = self._started.pop((scheduler, job_id, task), None)
+            if started is not None:
+                self._recent.append(self.clock() - started)
+                self._short = sorted(self._recent)[len(self._recent) // 2] < SHORT_TASK
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -403,6 +416,8 @@ class NodeMonitorLogic:
         out.append((scheduler, msg))
         if msg.timeout:
             self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
+        if self.pipeline_depth > 1:
+            self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
 
     def _unbind(self, scheduler: Hashable, msg: StopTask, out: list) -> bool:
         """A forced cancel of a task bound ahead (not started): it is dropped and reports CANCELLED now.
@@ -445,8 +460,8 @@ class NodeMonitorLogic:
             self.stats["get_task"] += 1
             out.append((entry.scheduler, GetTask(entry.job_id)))
         if self.pipeline:
-            deep = self.pipeline_depth > 1  # then a slot waiting for its task asks ahead too (module docstring)
-            limit = (self.slots - self.free if deep else self.running) * self.pipeline_depth
+            deep = self._short  # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
+            limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 if deep:  # at most half of what it holds of the job (module docstring)
                     head = queue.peek()

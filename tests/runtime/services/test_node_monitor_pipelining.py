@@ -25,6 +25,7 @@ from sparrow_runtime.wire.messages import (
     CANCELLED,
     SYSTEM,
     UNPLACEABLE,
+    CancelReservations,
     EnqueueReservations,
     GetTask,
     Heartbeat,
@@ -51,6 +52,17 @@ def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None
 
 def of(out: list, kind: type) -> list:
     return [msg for _, msg in out if type(msg) is kind]
+
+
+def warmed(logic: NodeMonitorLogic, run_time: float = 0.0, tasks: int = 1, job: int = 999) -> NodeMonitorLogic:
+    """`logic` after running `tasks` tasks of `run_time` seconds each (a deep pipeline goes deeper than 1
+    only once its recent tasks were short); its clock must be a ManualClock."""
+    for task in range(tasks):
+        logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 1)])
+        logic.on_scheduler_messages("s", [TaskToNode(job, task, b"")])
+        logic.clock.now += run_time
+        logic.on_task_done("s", job, task, OK)
+    return logic
 
 
 def test_a_busy_slot_asks_ahead_and_its_task_starts_the_moment_the_slot_frees() -> None:
@@ -93,7 +105,7 @@ def test_a_deeper_pipeline_binds_up_to_its_depth_per_slot_and_starts_them_in_ord
     """1 slot, depth 3, 12 reservations: the free slot asks for its task and 3 requests go ahead with it;
     their tasks wait bound and each finish starts the next one bound, in the order answered, and asks
     ahead once more while reservations are left."""
-    logic = node(depth=3)
+    logic = warmed(node(depth=3))
     out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 12)])
     assert of(out, GetTask) == [GetTask(1)] * 4 and logic.ahead == 3 and len(logic.queue) == 8
     out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -110,7 +122,7 @@ def test_a_deep_pipeline_asks_ahead_for_at_most_half_of_what_it_holds_of_a_job()
     ratio 2): the free slot asks for its task and, in the same write, 4 more go ahead (half of the 9 held,
     rounded down), not 9, so the other node monitor gets its share; as their answers come, half of what is
     left goes ahead again."""
-    logic = node(depth=16)
+    logic = warmed(node(depth=16))
     out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 10)])
     assert of(out, GetTask) == [GetTask(1)] * 5 and len(logic.queue) == 5  # the slot's, and 4 ahead with it
     out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -121,6 +133,23 @@ def test_a_deep_pipeline_asks_ahead_for_at_most_half_of_what_it_holds_of_a_job()
     plain.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 4)])
     out = plain.on_scheduler_messages("s", [TaskToNode(1, 0, b""), TaskToNode(1, 1, b"")])
     assert of(out, GetTask) == [GetTask(1)] * 2 and len(plain.queue) == 0
+
+
+def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_1_ms_or_longer() -> None:
+    """Depth 8, 1 slot: before any task ran, and after 8 tasks of 5 ms, a busy slot asks one ahead (as
+    depth 1); after 8 tasks of 0.1 ms (the median of the last 8 under 1 ms) it asks 8 deep again."""
+
+    def asks_ahead(logic: NodeMonitorLogic, job: int) -> int:
+        before = logic.stats["asked_ahead"]
+        logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 40)])
+        logic.on_scheduler_messages("s", [TaskToNode(job, 0, b"")])
+        asked = logic.stats["asked_ahead"] - before
+        logic.on_scheduler_messages("s", [CancelReservations(job)])
+        return asked
+
+    assert asks_ahead(node(depth=8), 1) == 1
+    assert asks_ahead(warmed(node(depth=8), run_time=0.005, tasks=8), 1) == 1
+    assert asks_ahead(warmed(warmed(node(depth=8), 0.005, 8), run_time=0.0001, tasks=8, job=998), 1) == 8
 
 
 @pytest.mark.parametrize("depth", [0, 65, True, 2.0, "2"])
@@ -266,7 +295,7 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system(depth: i
     (the client retries those as for any lost node monitor) and UNPLACEABLE for the last, left with
     no node monitor to run on."""
     scheduler = SchedulerLogic(seed=7, placement_timeout=0)
-    monitor = node(depth=depth)
+    monitor = warmed(node(depth=depth))
     scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
     to_client: list = []
 

@@ -134,8 +134,9 @@ PIPELINE_DEPTH = Setting(
     "pipeline_depth",
     integer(1, MAX_PIPELINE_DEPTH),
     1,
-    "with --pipeline: requests asked ahead per running task; above 1 only for tasks far shorter than a scheduler "
-    "round trip (each task bound ahead waits out the ones bound before it; docs/runtime.md)",
+    "with --pipeline: requests asked ahead per running task, for tasks far shorter than a scheduler round trip "
+    "(no-op tasks: each task bound ahead waits out the ones bound before it); deeper than 1 only while the node's "
+    "recent tasks ran under 5 ms (docs/runtime.md)",
     "N",
 )
 

@@ -30,7 +30,7 @@ starts. The trade-off (docs/simulator.md): a task bound ahead waits out the runn
 slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
 tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
 binding for no scheduler round trip on a slot's path between two tasks, so it applies only while the
-median run time of this node's last RECENT_TASKS tasks is under SHORT_TASK (1 ms; until then, and
+median run time of this node's last RECENT_TASKS tasks is under SHORT_TASK (5 ms; until then, and
 whenever they run longer, the node monitor pipelines one deep). Deeper than 1, a slot that
 asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip,
 not two), so up to `pipeline_depth` x the slots held (running or asking) go ahead; and a node monitor
@@ -99,7 +99,9 @@ from ..wire.messages import (
 from ..wire.messages import RegistrationRefused as Refusal
 
 MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
-SHORT_TASK = 0.001  # seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it
+# seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
+# here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
+SHORT_TASK = 0.005
 RECENT_TASKS = 8
 
 

@@ -135,9 +135,9 @@ def test_a_deep_pipeline_asks_ahead_for_at_most_half_of_what_it_holds_of_a_job()
     assert of(out, GetTask) == [GetTask(1)] * 2 and len(plain.queue) == 0
 
 
-def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_1_ms_or_longer() -> None:
-    """Depth 8, 1 slot: before any task ran, and after 8 tasks of 5 ms, a busy slot asks one ahead (as
-    depth 1); after 8 tasks of 0.1 ms (the median of the last 8 under 1 ms) it asks 8 deep again."""
+def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_5_ms_or_longer() -> None:
+    """Depth 8, 1 slot: before any task ran, and after 8 tasks of 6 ms, a busy slot asks one ahead (as
+    depth 1); after 8 tasks of 0.1 ms (the median of the last 8 under 5 ms) it asks 8 deep again."""
 
     def asks_ahead(logic: NodeMonitorLogic, job: int) -> int:
         before = logic.stats["asked_ahead"]
@@ -148,8 +148,8 @@ def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_1_m
         return asked
 
     assert asks_ahead(node(depth=8), 1) == 1
-    assert asks_ahead(warmed(node(depth=8), run_time=0.005, tasks=8), 1) == 1
-    assert asks_ahead(warmed(warmed(node(depth=8), 0.005, 8), run_time=0.0001, tasks=8, job=998), 1) == 8
+    assert asks_ahead(warmed(node(depth=8), run_time=0.006, tasks=8), 1) == 1
+    assert asks_ahead(warmed(warmed(node(depth=8), 0.006, 8), run_time=0.0001, tasks=8, job=998), 1) == 8
 
 
 @pytest.mark.parametrize("depth", [0, 65, True, 2.0, "2"])

@@ -94,7 +94,8 @@ class NodeMonitorService:
                 f"scheduler_timeout ({scheduler_timeout})"
             )
         self.logic = logic
-        self.outgoing = OutcomeBatcher(HOLD_DELAY, self._may_wait)  # run() by serve_node_monitor
+        # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
+        self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline else 0, self._may_wait)
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None

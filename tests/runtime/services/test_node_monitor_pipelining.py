@@ -152,6 +152,43 @@ def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_5_m
     assert asks_ahead(warmed(warmed(node(depth=8), 0.006, 8), run_time=0.0001, tasks=8, job=998), 1) == 8
 
 
+@pytest.mark.parametrize(("depth", "split"), [(1, [5, 5]), (16, [5, 5])])
+def test_a_10_task_job_on_two_deep_pipelined_node_monitors_splits_evenly(depth: int, split: list[int]) -> None:
+    """With the scheduler's logic: a 10-task job (probe ratio 2) on two 1-slot node monitors, both warmed
+    with short tasks, every message delivered before a task finishes: each runs 5 of its tasks, at depth
+    16 as at depth 1 (before the half rule, the first to ask took 9), and each task ends once."""
+    scheduler = SchedulerLogic(seed=3, placement_timeout=0)
+    monitors = {name: warmed(node(depth=depth)) for name in ("nm0", "nm1")}
+    for name in monitors:
+        scheduler.on_node_messages(name, [RegisterNodeMonitor(name, 1)])
+    running: dict[str, list[int]] = {name: [] for name in monitors}
+    ran: dict[str, int] = dict.fromkeys(monitors, 0)
+    to_client: list = []
+
+    def deliver(out: list, source: str = "scheduler") -> None:
+        queue = [(source, peer, msg) for peer, msg in out]
+        while queue:
+            source, peer, msg = queue.pop(0)
+            if source == "scheduler" and peer == "c":
+                to_client.append(msg)
+            elif source == "scheduler":
+                queue += [(peer, "s", m) for _, m in monitors[peer].on_scheduler_messages("s", [msg])]
+            elif type(msg) is TaskToNode:  # for the executor of node monitor `source`
+                running[source].append(msg.task)
+            else:
+                queue += [("scheduler", p, m) for p, m in scheduler.on_node_messages(source, [msg])]
+
+    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * 10)]))
+    while any(running.values()):
+        for name, logic in monitors.items():
+            if running[name]:
+                task = running[name].pop(0)
+                ran[name] += 1
+                deliver(logic.on_task_done("s", 1, task, OK), name)
+    assert sorted(ran.values()) == split
+    assert sorted(o.task for o in to_client if type(o) is OutcomeToClient) == list(range(10))
+
+
 @pytest.mark.parametrize("depth", [0, 65, True, 2.0, "2"])
 def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
     """pipeline_depth is an int in [1, 64]: anything else is a ValueError that names it."""

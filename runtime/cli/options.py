@@ -140,6 +140,16 @@ PIPELINE_DEPTH = Setting(
     "N",
 )
 
+STEAL = Setting(
+    "steal",
+    BOOLEAN,
+    False,
+    "work stealing: an idle node monitor (a free slot, an empty queue) asks two random peers (its schedulers tell it "
+    "them) and takes reservations of unconstrained jobs from the one queued behind the longest-running task "
+    "(Hawk); off by default: it pays at high load with short and long jobs mixed, and its messages cost CPU where "
+    "the hosts have none to spare (docs/runtime.md, Work stealing)",
+)
+
 
 def _probe_ratio(value) -> float:
     try:
@@ -243,6 +253,7 @@ NODE_MONITOR_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
+    STEAL,
     Setting(
         "task_user",
         TEXT,
@@ -311,6 +322,7 @@ LOCAL_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
+    STEAL,
     PROBE_RATIO,
     Setting(
         "share_cpus",

@@ -70,8 +70,8 @@ class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py) and `pipeline_depth` (its requests asked ahead per running task)
-    apply to every node monitor;
+    services/node_monitor_logic.py), `pipeline_depth` (its requests asked ahead per running task) and `steal`
+    (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
@@ -104,6 +104,7 @@ class LocalCluster:
         weights: dict[str, float] | None = None,
         pipeline: bool = False,
         pipeline_depth: int = 1,
+        steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
         result_delay: float | None = None,
@@ -129,6 +130,8 @@ class LocalCluster:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if not isinstance(pipeline, bool):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
+        if not isinstance(steal, bool):
+            raise ValueError(f"steal must be a bool, got {steal!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
         if not isinstance(tls, (bool, str, os.PathLike)):
@@ -148,6 +151,7 @@ class LocalCluster:
         self.policy = policy
         self.pipeline = pipeline
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
+        self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
@@ -288,6 +292,8 @@ class LocalCluster:
             args.append("--pipeline")
         if self.pipeline_depth != 1:
             args += ["--pipeline-depth", str(self.pipeline_depth)]
+        if self.steal:
+            args.append("--steal")
         for address in self.schedulers:
             args += ["--scheduler", address]
         for label in self.labels[i]:

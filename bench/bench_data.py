@@ -14,7 +14,9 @@ Graphs (`GRAPHS`):
 
 Sparrow: `LocalCluster(1 scheduler, 4 node monitors x 1 slot, process executors)` and a `DaskScheduler`.
 Dask distributed: `LocalCluster(n_workers=4, threads_per_worker=1, processes=True)` and a synchronous
-`Client`. Each cluster is fresh per round and warmed up by a small graph; start-up is not timed. Dask
+`Client`. Each cluster is fresh per round and warmed up by a small graph; start-up is not timed. A Dask
+distributed worker imports numpy when it starts, so every Sparrow worker imports it in the warm-up too
+(`warm_up`): otherwise the first graph pays 1-4 s of imports on a loaded machine. Dask
 distributed is optional (`pip install -e '.[peers]'`): without it its columns are left out.
 Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]`
 """
@@ -53,6 +55,27 @@ def combine(part: int, *blocks) -> float:
     return float(sum(block[part::SHUFFLE_PARTS].sum() + block.size for block in blocks))
 
 
+def warm_worker(seconds: float) -> int:
+    """A warm-up task: imports numpy (a Dask distributed worker has it from its start) and holds its slot
+    a while, so that every worker gets one; its process id."""
+    import time
+
+    import numpy  # noqa: F401  # the import is the warm-up
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def warm_up(executor, workers: int, attempts: int = 5) -> None:
+    """Run warm_worker until each of the cluster's `workers` worker processes has run one (at most
+    `attempts` rounds of 4 tasks per worker)."""
+    seen: set[int] = set()
+    for _ in range(attempts):
+        seen.update(executor.map(warm_worker, [0.1] * (4 * workers)))
+        if len(seen) >= workers:
+            return
+
+
 def shuffle_graph(parts: int = SHUFFLE_PARTS, n_bytes: int = SHUFFLE_BYTES):
     """`parts` inputs of `n_bytes` each; `parts` outputs, each reading all the inputs."""
     blocks = [dask.delayed(make_block, pure=True)(i, n_bytes, dask_key_name=("block", i)) for i in range(parts)]
@@ -69,6 +92,7 @@ def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: st
     cluster = bench_dask.LocalCluster(node_monitors=node_monitors, slots=1, executor=executor, dashboard=False)
     with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
         dask.compute(bench_dask.chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
+        warm_up(sparrow.executor, node_monitors)  # and numpy in every worker, as distributed's have it
         meter = traffic.of_cluster(cluster, sparrow.executor.client)
         for name, graph in graphs.items():
             tasks = sparrow.tasks

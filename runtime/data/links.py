@@ -18,21 +18,34 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
 import trio
 
 from ..errors import ConnectionLost, HandshakeError, ProtocolError, ValueLost
 from ..wire.address import parse_address
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, describe_invalid
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
-from ..wire.messages import Error, FetchValue, ReleaseValues, ValueRef
+from ..wire.messages import Error, FetchValue, Message, ReleaseValues, ValueRef
 from ..wire.tls import TLS
-from .transfer import Assembler
+from .shared import SharedValue
+from .transfer import Assembler, TransferError, chunk_prefix
 
 logger = logging.getLogger(__name__)
 
 LINKS_PER_HOLDER = 4
+SMALL_FRAME = 64 * 1024  # a frame at most this big is read whole and decoded (a header, an answer, a small chunk)
+_decoder = msgspec.msgpack.Decoder(Message)
+
+
+def raw_stream(conn) -> trio.SocketStream | None:
+    """The plain socket stream under a data link (a wire Connection), whose chunks then go from and into
+    their values directly (chunk_prefix); None under TLS or over another stream: chunks go as messages.
+    A data link carries one transfer at a time and its holder sends nothing unasked, so between
+    transfers nothing waits in the link's own buffer, and its chunks may be read past it."""
+    stream = conn.stream
+    return stream if conn.tls is None and type(stream) is trio.SocketStream else None
 
 
 def describe(ref: ValueRef) -> str:
@@ -55,6 +68,7 @@ class DataLinks:
         max_value: int = DEFAULT_MAX_VALUE,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
+        shared_over: int = 0,
     ) -> None:
         self._connect: dict[str, Any] = {
             "secret": secret,
@@ -66,13 +80,14 @@ class DataLinks:
         }
         self.max_value = max_value
         self.stall_timeout = stall_timeout
+        self.shared_over = shared_over  # a value over this many bytes comes into a memory file (0: none do)
         self.fetched = 0  # values fetched
         self.bytes_fetched = 0
         self._idle: dict[str, list[Connection]] = {}
         self._limits: dict[str, trio.Semaphore] = {}
         self._closed = False
 
-    async def fetch(self, ref: ValueRef) -> bytearray:
+    async def fetch(self, ref: ValueRef) -> bytearray | SharedValue:
         """The value `ref` names, from its holder. Raises ValueLost (module docstring)."""
         limit = self._limits.get(ref.address)
         if limit is None:
@@ -137,17 +152,26 @@ class DataLinks:
         except (OSError, ValueError, HandshakeError) as exc:
             raise ValueLost(f"{describe(ref)} is lost: cannot reach its node monitor: {exc}") from None
 
-    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray:
+    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray | SharedValue:
         """Fetch `ref` over `conn`; ValueLost for a missing value, a stall or a broken transfer (the
         link is closed), ConnectionLost if the link ends."""
         try:
-            assembler = Assembler(ref.size, frame_limit=conn.max_frame, max_value=self.max_value, name=describe(ref))
+            assembler = Assembler(
+                ref.size,
+                frame_limit=conn.max_frame,
+                max_value=self.max_value,
+                name=describe(ref),
+                shared=0 < self.shared_over < ref.size,
+            )
         except ProtocolError as exc:
             raise ValueLost(str(exc)) from None
         try:
             with trio.fail_after(self.stall_timeout):
                 await conn.send_now([FetchValue(ref.key)])
-            done = False
+            stream = raw_stream(conn)
+            if stream is not None:
+                await self._receive_raw(stream, conn, assembler, ref)
+            done = stream is not None
             while not done:
                 with trio.fail_after(self.stall_timeout):
                     batch = await conn.receive_batch()
@@ -169,3 +193,58 @@ class DataLinks:
         if assembler.missing is not None:
             raise ValueLost(f"{describe(ref)} is lost: {clip(assembler.missing)}")
         return assembler.value()
+
+    async def _receive_raw(self, stream: trio.SocketStream, conn: Connection, assembler: Assembler, ref) -> None:
+        """Read the answer from the socket itself (raw_stream): a small frame is decoded as a message; the
+        frame of the chunk due next is checked against the prefix it must have (chunk_prefix), and its data
+        received in its place (or, for a memory file, into a scratch buffer written to it)."""
+        sock = stream.socket
+        head = bytearray(HEADER_SIZE)
+        scratch = bytearray()
+        while True:
+            await self._fill(sock, memoryview(head), conn)
+            size = int.from_bytes(head, "big")
+            due = assembler.due
+            if due and size > SMALL_FRAME:
+                prefix = chunk_prefix(assembler.next, due)
+                if size != len(prefix) - HEADER_SIZE + due:
+                    raise TransferError(
+                        f"{describe(ref)}: a frame of {size:,} bytes, expected chunk {assembler.next} of {due:,} bytes"
+                    )
+                got = bytearray(len(prefix) - HEADER_SIZE)
+                await self._fill(sock, memoryview(got), conn)
+                if got != prefix[HEADER_SIZE:]:
+                    raise TransferError(f"{describe(ref)}: a frame that is not chunk {assembler.next} of {due:,} bytes")
+                target = assembler.target()
+                if target is None:
+                    if len(scratch) < due:
+                        scratch = bytearray(due)
+                    target = memoryview(scratch)[:due]
+                await self._fill(sock, target, conn)
+                if assembler.put(target):
+                    return
+                continue
+            if size > SMALL_FRAME:
+                raise TransferError(f"{describe(ref)}: a frame of {size:,} bytes where no chunk was due")
+            frame = bytearray(size)
+            await self._fill(sock, memoryview(frame), conn)
+            try:
+                msg = _decoder.decode(frame)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise ProtocolError(describe_invalid(memoryview(frame), exc)) from None
+            if type(msg) is Error:
+                raise ValueLost(f"{describe(ref)} is lost: its holder refused: {clip(msg.reason)}")
+            if assembler.feed(msg):
+                return
+
+    async def _fill(self, sock, view: memoryview, conn: Connection) -> None:
+        """Receive exactly len(view) bytes into `view`, each receive within `stall_timeout`."""
+        while view:
+            try:
+                with trio.fail_after(self.stall_timeout):
+                    got = await sock.recv_into(view)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise ConnectionLost(f"connection to {conn.peer_name} lost: {exc}") from None
+            if not got:
+                raise ConnectionLost(f"{conn.peer_name} closed the connection")
+            view = view[got:]

@@ -27,8 +27,9 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_an
 from ..wire.limits import MAX_REASON, STALL_TIMEOUT, clip
 from ..wire.messages import Error, FetchValue, ReleaseValues, ValueMissing
 from ..wire.tls import TLS
+from .links import raw_stream
 from .store import ValueStore
-from .transfer import chunks, header
+from .transfer import chunk_prefix, chunks, header
 
 logger = logging.getLogger(__name__)
 
@@ -117,12 +118,31 @@ class DataServer:
             first = header(value, conn.send_limit)
             with trio.fail_after(self.stall_timeout):
                 await conn.send_now([first])
-            for chunk in chunks(value, first.chunk):
-                with trio.fail_after(self.stall_timeout):
-                    await conn.send_now([chunk])
+            if raw_stream(conn) is None:
+                for chunk in chunks(value, first.chunk):
+                    with trio.fail_after(self.stall_timeout):
+                        await conn.send_now([chunk])
+            else:
+                await self._send_raw(conn, value, first.chunk)
             self.stats["served"] += 1
             self.stats["bytes_served"] += len(value)
         elif kind is ReleaseValues and client:
             self.stats["released"] += self.store.release(msg.keys, user)
         else:
             raise ProtocolError(f"{kind.__name__} is not allowed on a data link from a {conn.peer_role}")
+
+    async def _send_raw(self, conn: Connection, value, chunk: int) -> None:
+        """Send `value`'s chunks as their frames' prefixes and slices of the value itself (the same bytes as
+        send_now's frames, without encoding a copy of each chunk)."""
+        stream = raw_stream(conn)
+        assert stream is not None
+        view = memoryview(value).cast("B")
+        try:
+            for index, start in enumerate(range(0, len(view), chunk)):
+                part = view[start : start + chunk]
+                with trio.fail_after(self.stall_timeout):
+                    await stream.send_all(chunk_prefix(index, len(part)))
+                with trio.fail_after(self.stall_timeout):
+                    await stream.send_all(part)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise ConnectionLost(f"connection to {conn.peer_name} lost: {exc}") from None

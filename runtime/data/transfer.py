@@ -15,9 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import msgspec
+
 from ..errors import ProtocolError
+from ..wire.framing import HEADER_SIZE
 from ..wire.limits import CHUNK_SIZE, MAX_CHUNKS, MESSAGE_OVERHEAD
 from ..wire.messages import ValueChunk, ValueHeader, ValueMissing
+from .shared import SharedValue, Writable
+
+_encoder = msgspec.msgpack.Encoder()
 
 
 class TransferError(ProtocolError):
@@ -27,6 +33,21 @@ class TransferError(ProtocolError):
 def chunk_size(send_limit: int) -> int:
     """The chunk size for a link whose frames are at most `send_limit` bytes."""
     return max(1, min(CHUNK_SIZE, send_limit - MESSAGE_OVERHEAD))
+
+
+def chunk_prefix(index: int, size: int) -> bytes:
+    """The bytes of the frame of ValueChunk(index, `size` bytes of data) before its data: the frame's length
+    and the message's msgpack up to the data (msgspec's encoding, which the tests check), so that a chunk is
+    sent from its value and received into its place, never encoded or decoded as a whole."""
+    body = _encoder.encode(ValueChunk(index, b""))
+    assert body[-2:] == b"\xc4\x00"  # an empty bin8 ends it
+    if size < 1 << 8:
+        body = body[:-2] + b"\xc4" + size.to_bytes(1, "big")
+    elif size < 1 << 16:
+        body = body[:-2] + b"\xc5" + size.to_bytes(2, "big")
+    else:
+        body = body[:-2] + b"\xc6" + size.to_bytes(4, "big")
+    return (len(body) + size).to_bytes(HEADER_SIZE, "big") + body
 
 
 def header(value: bytes, send_limit: int) -> ValueHeader:
@@ -42,9 +63,12 @@ def chunks(value: bytes, chunk: int) -> Iterator[ValueChunk]:
 
 class Assembler:
     """Puts a value of `size` bytes (its reference's) back together from what its holder sends; `frame_limit`
-    is the largest frame this side accepts on the link, `max_value` the largest value it takes."""
+    is the largest frame this side accepts on the link, `max_value` the largest value it takes; `shared`: put
+    it together in a memory file (shared.py: a node monitor hands it to a worker process without a copy)."""
 
-    def __init__(self, size: int, *, frame_limit: int, max_value: int, name: str = "the value") -> None:
+    def __init__(
+        self, size: int, *, frame_limit: int, max_value: int, name: str = "the value", shared: bool = False
+    ) -> None:
         if size > max_value:
             raise TransferError(f"{name} is {size:,} bytes, over the max_value of {max_value:,} bytes")
         self.size = size
@@ -54,6 +78,8 @@ class Assembler:
         self.next = 0  # the index of the next chunk
         self.got = 0
         self.missing: str | None = None  # the holder's reason, if it answered ValueMissing
+        self.shared = shared and size > 0
+        self._file: Writable | None = None
         self._buf = bytearray()
 
     @property
@@ -81,23 +107,48 @@ class Assembler:
                 over = f"over the limit of {MAX_CHUNKS:,}"
                 raise TransferError(f"{self.name}: chunks of {msg.chunk:,} bytes make {count:,} chunks, {over}")
             self.chunk = msg.chunk
-            self._buf = bytearray(self.size)
+            if self.shared:
+                self._file = Writable(self.size)
+            else:
+                self._buf = bytearray(self.size)
             return self.size == 0
-        if kind is ValueChunk and self.chunk and self.got < self.size:
-            expected = min(self.chunk, self.size - self.got)
+        if kind is ValueChunk and self.due:
+            expected = self.due
             if msg.index != self.next or len(msg.data) != expected:
                 raise TransferError(
                     f"{self.name}: chunk {msg.index} of {len(msg.data):,} bytes, expected chunk {self.next} of "
                     f"{expected:,} bytes"
                 )
-            self._buf[self.got : self.got + expected] = msg.data
-            self.got += expected
-            self.next += 1
-            return self.got == self.size
+            return self.put(msg.data)
         raise TransferError(f"{self.name}: {kind.__name__} is not allowed here in a transfer")
 
-    def value(self) -> bytearray:
+    @property
+    def due(self) -> int:
+        """The length of the chunk that comes next (0: none is due: no header yet, or all came)."""
+        return min(self.chunk, self.size - self.got) if self.chunk else 0
+
+    def target(self) -> memoryview | None:
+        """Where the chunk due next goes, to receive it in place; None: in a memory file (give it to `put`)."""
+        if self._file is not None or not self.due:
+            return None
+        return memoryview(self._buf)[self.got : self.got + self.due]
+
+    def put(self, data) -> bool:
+        """The chunk due next is `data` (checked by the caller: `due` bytes; already in place if it came into
+        `target()`); True once the value is complete."""
+        if self._file is not None:
+            self._file.write(data, self.got)
+        elif type(data) is not memoryview or data.obj is not self._buf:
+            self._buf[self.got : self.got + len(data)] = data
+        self.got += len(data)
+        self.next += 1
+        return self.got == self.size
+
+    def value(self) -> bytearray | SharedValue:
         """The value, once `done` (and not missing)."""
         assert self.done and self.missing is None
         buf, self._buf = self._buf, bytearray()
+        if self._file is not None:
+            file, self._file = self._file, None
+            return file.seal()
         return buf

@@ -1,9 +1,12 @@
 """An executor worker process: runs the tasks its node monitor sends over a private Unix socket.
 
-Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME`, where FD is this
-process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node monitor does not
-reach a running task). It reads TaskToWorker frames, runs each task (task_codec.run_task) and answers
-one OutcomeToNode per task, in order. It exits when the node monitor closes the socket.
+Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]`,
+where FD is this process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node
+monitor does not reach a running task). It reads TaskToWorker frames, runs each task (task_codec.run_task)
+and answers one OutcomeToNode per task, in order. It exits when the node monitor closes the socket.
+With SIDE (the end of a second socket pair) big values skip the frames: the inputs a TaskToWorker marks
+`shared` come as memory files over SIDE, and a result of over SHARE_OVER bytes goes back as one
+(data/shared.py), so neither side copies it through the socket, nor decodes it from a frame.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
 
 It dies with its node monitor, whatever kills it: a watcher thread waits for the node monitor's end
@@ -22,8 +25,10 @@ import socket
 import sys
 import threading
 
+from ..data.shared import adopt, sealed_fd
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
+from ..wire.limits import CHUNK_SIZE
 from ..wire.messages import TOO_LARGE, Outcome, OutcomeToNode, TaskToWorker
 from ..wire.task_codec import run_task
 
@@ -31,21 +36,58 @@ from ..wire.task_codec import run_task
 HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 
 
-def serve(sock: socket.socket, max_frame: int) -> None:
+def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None, share_over: int = 0) -> None:
     decoder = FrameDecoder(max_frame)
     while True:
-        data = sock.recv(RECEIVE_SIZE)
+        data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)))
         if not data:
             return
         for msg in decoder.feed(data):
             if not isinstance(msg, TaskToWorker):
                 raise SystemExit(f"sparrow worker: unexpected {type(msg).__name__} from the node monitor")
+            inputs = msg.inputs
+            if msg.shared:
+                inputs = _shared_inputs(side, msg)
+            outcome = run_task(msg.payload, inputs)
+            inputs = None  # the inputs' maps go before the result is sent
+            reply = OutcomeToNode(outcome)
+            if side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
+                reply = _share_result(side, outcome)
             try:
-                frame = encode_frames([OutcomeToNode(run_task(msg.payload, msg.inputs))], max_frame)
+                frame = encode_frames([reply], max_frame)
             except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
                 too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
                 frame = encode_frames([OutcomeToNode(too_large)])
             sock.sendall(frame)
+
+
+def _shared_inputs(side: socket.socket | None, msg: TaskToWorker) -> list:
+    """The task's inputs, those marked shared mapped from the memory files that came over `side`."""
+    if side is None or msg.inputs is None:
+        raise SystemExit("sparrow worker: shared inputs without a side socket or inputs")
+    _, fds, _, _ = socket.recv_fds(side, 1, len(msg.shared))
+    if len(fds) != len(msg.shared):
+        for fd in fds:
+            os.close(fd)
+        raise SystemExit(f"sparrow worker: {len(fds)} memory files came for {len(msg.shared)} shared inputs")
+    inputs: list = list(msg.inputs)
+    for index, fd in zip(msg.shared, fds, strict=True):
+        inputs[index] = adopt(fd, 2**63)
+    return inputs
+
+
+def _share_result(side: socket.socket, outcome: Outcome) -> OutcomeToNode:
+    """Send the outcome's value as a memory file over `side`; the reply that says so (or, if no memory file
+    can be made, the outcome inline)."""
+    try:
+        fd = sealed_fd(outcome.payload)
+    except OSError:
+        return OutcomeToNode(outcome)
+    try:
+        socket.send_fds(side, [b"\0"], [fd])
+    finally:
+        os.close(fd)
+    return OutcomeToNode(Outcome(True), shared=True)
 
 
 def die_with_node_monitor(fd: int) -> None:
@@ -60,14 +102,18 @@ def die_with_node_monitor(fd: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME", file=sys.stderr)
+    if len(argv) not in (2, 4):
+        print("usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]", file=sys.stderr)
         return 2
     fd = int(argv[0])
     os.set_inheritable(fd, False)  # the programs a task runs must not hold the node monitor's line open
+    side = None
+    if len(argv) == 4:
+        os.set_inheritable(int(argv[2]), False)
+        side = socket.socket(fileno=int(argv[2]))
     threading.Thread(target=die_with_node_monitor, args=(fd,), name="sparrow-lifeline", daemon=True).start()
     with socket.socket(fileno=fd) as sock:
-        serve(sock, int(argv[1]))
+        serve(sock, int(argv[1]), side, int(argv[3]) if side is not None else 0)
     return 0
 
 

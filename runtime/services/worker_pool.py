@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 import trio
 
+from ..data import shared
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
@@ -218,11 +219,12 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "process", "stopped", "ticket")
+    __slots__ = ("conn", "process", "side", "stopped", "ticket")
 
-    def __init__(self, process: trio.Process, conn: Connection) -> None:
+    def __init__(self, process: trio.Process, conn: Connection, side: socket.socket | None = None) -> None:
         self.process = process
         self.conn = conn
+        self.side = side  # the side socket that memory files cross (shared.py), if any
         self.ticket: Ticket | None = None  # the task it runs, if any
         self.stopped: tuple[int, str] | None = None  # (failure, reason) if its task was stopped
 
@@ -239,9 +241,13 @@ class ProcessExecutor(_Pool):
 
     can_stop = True
 
-    def __init__(self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None) -> None:
+    def __init__(
+        self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None, share_over: int = 0
+    ) -> None:
         super().__init__(slots)
         self.max_frame = max_frame
+        # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
+        self.share_over = share_over if shared.AVAILABLE else 0
         self._as_user = task_user_options(task_user) if task_user is not None else {}
         self.restarts = 0
         self._workers: set[_Worker] = set()
@@ -266,7 +272,50 @@ class ProcessExecutor(_Pool):
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
 
     def _hand(self, worker: _Worker, payload: bytes, inputs: list | None) -> None:
-        worker.conn.send(TaskToWorker(payload, inputs))
+        """Send the task; its inputs over `share_over` bytes cross as memory files on the side socket (one
+        task at a time per worker: the worker takes them in the order of the frames)."""
+        if inputs is None or worker.side is None:
+            worker.conn.send(TaskToWorker(payload, inputs))
+            return
+        files, indices, framed = [], [], []
+        for i, value in enumerate(inputs):
+            if type(value) is not shared.SharedValue and len(value) > self.share_over:
+                try:
+                    value = shared.share(value)  # a copy, but not through the socket and a frame
+                except OSError:  # no memory file now (out of descriptors?): in the frame
+                    pass
+            if type(value) is shared.SharedValue:
+                files.append(value)
+                indices.append(i)
+                value = b""
+            framed.append(value)
+        if files:
+            try:
+                socket.send_fds(worker.side, [b"\0"], [value.fd for value in files])
+            except OSError as exc:  # gone, or it does not read its side socket: its reader fails the task
+                worker.stopped = (SYSTEM, f"the task's inputs could not be handed to its worker: {exc}")
+                _kill_group(worker.process)
+                return
+        worker.conn.send(TaskToWorker(payload, framed, tuple(indices)))
+
+    def _shared_outcome(self, worker: _Worker) -> Outcome:
+        """The outcome of a task whose worker sent its value as a memory file (OutcomeToNode.shared)."""
+        try:
+            _, fds, flags, _ = socket.recv_fds(worker.side, 1, 1)  # type: ignore[arg-type]  # side is set
+        except BlockingIOError:
+            return failed("the task's result was to come as a memory file, but its worker sent none", SYSTEM)
+        except OSError as exc:
+            return failed(f"the task's result could not be taken from its worker: {exc}", SYSTEM)
+        if len(fds) != 1 or flags & socket.MSG_CTRUNC:
+            for fd in fds:
+                os.close(fd)
+            why = "out of file descriptors?" if flags & socket.MSG_CTRUNC else "none came"
+            return failed(f"the task's result was to come as a memory file, but {why}", SYSTEM)
+        try:
+            value = shared.adopt(fds[0], self.max_frame)
+        except (ValueError, OSError) as exc:
+            return failed(f"the task's result is not a valid memory file: {exc}", SYSTEM)
+        return Outcome(True, value)  # type: ignore[arg-type]  # a bytes-like map: kept by the store as it is
 
     async def _serve(self, worker: _Worker) -> None:
         """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""
@@ -275,8 +324,9 @@ class ProcessExecutor(_Pool):
             for msg in msgs:
                 if type(msg) is not OutcomeToNode or worker.ticket is None:
                     raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
+                outcome = self._shared_outcome(worker) if msg.shared and worker.side is not None else msg.outcome
                 if worker.stopped is None:  # else the kill is on its way: the task ends as stopped
-                    self._finished(worker, msg.outcome)
+                    self._finished(worker, outcome)
             self._dispatch()
 
         async with trio.open_nursery() as watching:
@@ -322,17 +372,17 @@ class ProcessExecutor(_Pool):
     async def _spawn(self) -> None:
         """Start a worker process, its reader task, and put it to work."""
         parent, child = socket.socketpair()
+        side, child_side = socket.socketpair() if self.share_over else (None, None)
+        if side is not None:
+            side.setblocking(False)  # a worker that sends no memory file never blocks the loop
         user = self._as_user
+        argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
+        if child_side is not None:
+            argv += [str(child_side.fileno()), str(self.share_over)]
         try:
             process = await trio.lowlevel.open_process(
-                [
-                    sys.executable,
-                    "-m",
-                    "sparrow_runtime.services.worker_main",
-                    str(child.fileno()),
-                    str(self.max_frame),
-                ],
-                pass_fds=(child.fileno(),),
+                argv,
+                pass_fds=(child.fileno(),) if child_side is None else (child.fileno(), child_side.fileno()),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
                 env=child_env(user.get("env")),
@@ -341,6 +391,7 @@ class ProcessExecutor(_Pool):
             )
         except PermissionError as exc:
             parent.close()
+            _close(side)
             if not user:
                 raise
             raise PermissionError(
@@ -349,18 +400,21 @@ class ProcessExecutor(_Pool):
             ) from None
         except BaseException:
             parent.close()
+            _close(side)
             raise
         finally:
             child.close()
+            _close(child_side)
         if self._closed:  # aclose ran while the process started (a replacement): it must not outlive the pool
             parent.close()
+            _close(side)
             _kill_group(process)
             with trio.CancelScope(shield=True), trio.move_on_after(REAP_TIMEOUT):
                 await process.wait()
             return
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(parent))
         conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
-        worker = _Worker(process, conn)
+        worker = _Worker(process, conn, side)
         self._workers.add(worker)
         assert self._nursery is not None, "start() first"
         self._nursery.start_soon(self._serve, worker)
@@ -381,8 +435,14 @@ class ProcessExecutor(_Pool):
         self._workers.discard(worker)
         _kill_group(worker.process)
         await worker.conn.aclose()
+        _close(worker.side)
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
+
+
+def _close(sock: socket.socket | None) -> None:
+    if sock is not None:
+        sock.close()
 
 
 def _kill_group(process: trio.Process) -> None:

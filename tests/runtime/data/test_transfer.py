@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.data.transfer import Assembler, TransferError, chunk_size, chunks, header
+from sparrow_runtime.data.transfer import Assembler, TransferError, chunk_prefix, chunk_size, chunks, header
+from sparrow_runtime.wire.framing import encode_frames
 from sparrow_runtime.wire.limits import CHUNK_SIZE, MESSAGE_OVERHEAD
 from sparrow_runtime.wire.messages import Heartbeat, ValueChunk, ValueHeader, ValueMissing
 
@@ -87,3 +88,30 @@ def test_a_missing_value_ends_the_transfer_with_the_holders_reason():
     """ValueMissing instead of a header: done, with the reason kept."""
     assembler = Assembler(10, frame_limit=FRAME, max_value=1000)
     assert assembler.feed(ValueMissing("released")) and assembler.missing == "released"
+
+
+@pytest.mark.parametrize("index", [0, 127, 128, 65_536, 2**31])
+@pytest.mark.parametrize("size", [1, 255, 256, 65_535, 65_536, CHUNK_SIZE])
+def test_a_chunk_sent_as_its_prefix_and_its_data_is_the_frame_msgspec_makes(index, size):
+    """chunk_prefix + data is byte for byte the frame of ValueChunk(index, data): a receiver that decodes
+    frames and one that reads chunks in place understand the same bytes."""
+    data = b"d" * size
+    assert chunk_prefix(index, size) + data == bytes(encode_frames([ValueChunk(index, data)]))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_chunks_put_in_place_or_into_a_memory_file_make_the_value(shared):
+    """The in-place path (target/put) gives the value the message path gives, in a bytearray or a memory file."""
+    value = bytes(range(256)) * 1000
+    assembler = Assembler(len(value), frame_limit=FRAME, max_value=1 << 30, shared=shared)
+    first = header(value, 100_000)
+    assembler.feed(first)
+    for chunk in chunks(value, first.chunk):
+        target = assembler.target()
+        assert (target is None) == shared and len(chunk.data) == assembler.due
+        if target is None:
+            done = assembler.put(chunk.data)
+        else:
+            target[:] = chunk.data
+            done = assembler.put(target)
+    assert done and bytes(assembler.value()) == value

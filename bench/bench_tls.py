@@ -4,7 +4,11 @@ both; new connections per second a scheduler accepts (TCP connect + handshake, t
 time) on each; and, in one process, what a message round trip costs on a plain socket (the connection's
 direct-write fast path), on a socket behind a pass-through stream (the sender task and receive_some,
 no crypto), on TLS as the connections run it (tls_channel: records made into one buffer, the same
-direct writes) and on TLS under trio.SSLStream (the sender task path, which TLS took before).
+direct writes), on that TLS code path with the crypto taken out (a channel that copies: what the
+path itself costs), and on TLS under trio.SSLStream (the sender task path, which TLS took before);
+then what one small record costs to encrypt and decrypt in a tight loop (warm caches), and what one
+mutual TLS handshake costs in memory (both ends in this process, no sockets: the CPU a scheduler
+spends per new connection on the TLS layer alone).
 
 asv: `track_tls_over_plaintext_throughput` and `track_tls_over_plaintext_p50` (ratios in one run),
 `track_handshakes_per_second` (TLS). Script: `python bench/bench_tls.py [--executor process|thread]
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import tempfile
 import time
 from functools import partial
@@ -31,9 +36,11 @@ try:
     from sparrow_runtime.wire.address import parse_address
     from sparrow_runtime.wire.certs import local_certs
     from sparrow_runtime.wire.connection import Connection
+    from sparrow_runtime.wire.framing import encode_frames
     from sparrow_runtime.wire.handshake import connect
     from sparrow_runtime.wire.messages import Heartbeat
     from sparrow_runtime.wire.tls import TLS, start_tls
+    from sparrow_runtime.wire.tls_channel import TLSChannel
 except ImportError:  # the suite imports with any version of the package; TLS arrived with issue 19
     LocalCluster = None
 
@@ -83,7 +90,20 @@ class _PassThrough(trio.abc.Stream):
         await self.inner.aclose()
 
 
-ROUND_TRIP_KINDS = ("direct", "sender task", "tls", "trio.SSLStream")
+class _NoCrypto:
+    """TLSChannel's interface without the crypto (bytes out as they came in): the TLS code path alone."""
+
+    buffered = False
+    has_output = False
+
+    def encrypt(self, data) -> bytes:
+        return bytes(data)
+
+    def decrypt(self, data) -> bytes:
+        return data
+
+
+ROUND_TRIP_KINDS = ("direct", "sender task", "tls", "tls, no crypto", "trio.SSLStream")
 
 
 async def _wrap(kind: str, stream, tls, server_side: bool) -> Connection:
@@ -91,6 +111,8 @@ async def _wrap(kind: str, stream, tls, server_side: bool) -> Connection:
     if kind == "tls":
         channel = await start_tls(stream, tls, server_side=server_side)
         return Connection(stream, handshake=False, tls=channel)
+    if kind == "tls, no crypto":
+        return Connection(stream, handshake=False, tls=_NoCrypto())  # type: ignore[arg-type]  # the same interface
     if kind == "trio.SSLStream":
         ctx = tls.server_context() if server_side else tls.client_context()
         stream = trio.SSLStream(stream, ctx, server_side=server_side)
@@ -138,6 +160,58 @@ async def round_trip_us(kind: str, n: int = ROUND_TRIPS) -> float:
         elapsed = time.perf_counter() - start
         nursery.cancel_scope.cancel()
     return 1e6 * elapsed / n
+
+
+def _contexts(folder: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A client's and a server's ssl context of a fresh CA made in `folder`."""
+    files = local_certs(folder, "bench")
+    return TLS(*files["client"]).client_context(), TLS(*files["scheduler"]).server_context()
+
+
+def _handshake_in_memory(client: TLSChannel, server: TLSChannel) -> float:
+    """Both ends' TLS handshake, bytes passed between their BIOs (no socket, no event loop); returns
+    the CPU seconds the server's steps took."""
+    done = [False, False]
+    server_cpu = 0.0
+    while not all(done):
+        for i, (side, other) in enumerate(((client, server), (server, client))):
+            start = time.process_time()
+            try:
+                side._ssl.do_handshake()
+                done[i] = True
+            except ssl.SSLWantReadError:
+                pass
+            if side is server:
+                server_cpu += time.process_time() - start
+            if side.has_output:
+                other._incoming.write(side.output())
+    return server_cpu
+
+
+def record_us(n: int = 20000) -> float:
+    """Microseconds to encrypt one small message (a Heartbeat's frame) and decrypt it, in a loop."""
+    with tempfile.TemporaryDirectory() as folder:
+        client_ctx, server_ctx = _contexts(folder)
+    client, server = TLSChannel(client_ctx, server_side=False), TLSChannel(server_ctx, server_side=True)
+    _handshake_in_memory(client, server)
+    frame = bytes(encode_frames([Heartbeat()]))
+    start = time.perf_counter()
+    for _ in range(n):
+        server.decrypt(client.encrypt(frame))
+    return 1e6 * (time.perf_counter() - start) / n
+
+
+def handshake_ms(n: int = 50) -> tuple[float, float]:
+    """Milliseconds of CPU for one mutual TLS handshake in this process: both ends, and the server's part."""
+    with tempfile.TemporaryDirectory() as folder:
+        client_ctx, server_ctx = _contexts(folder)
+    server_cpu = 0.0
+    start = time.process_time()
+    for _ in range(n):
+        server_cpu += _handshake_in_memory(
+            TLSChannel(client_ctx, server_side=False), TLSChannel(server_ctx, server_side=True)
+        )
+    return 1e3 * (time.process_time() - start) / n, 1e3 * server_cpu / n
 
 
 class RuntimeTLS:
@@ -197,9 +271,28 @@ def main() -> None:
     for i, name in ((0, "throughput"), (1, "p50"), (2, "p99"), (3, "connections/s")):
         ratios = sorted(t[i] / p[i] for p, t in zip(runs[False], runs[True], strict=True))
         print(f"TLS / plaintext {name}: {ratios[len(ratios) // 2]:.2f} (range {ratios[0]:.2f}-{ratios[-1]:.2f})")
-    for kind in ROUND_TRIP_KINDS:
-        times = sorted(trio.run(round_trip_us, kind) for _ in range(args.repeat))
-        print(f"round trip, {kind:>11}: {times[len(times) // 2]:6.1f} us (range {times[0]:.1f}-{times[-1]:.1f})")
+    times: dict[str, list[float]] = {kind: [] for kind in ROUND_TRIP_KINDS}
+    for _ in range(args.repeat):  # alternating kinds, so the machine's load hits each alike
+        for kind in ROUND_TRIP_KINDS:
+            times[kind].append(trio.run(round_trip_us, kind))
+    for kind, t in times.items():
+        t.sort()
+        print(f"round trip, {kind:>14}: {t[len(t) // 2]:6.1f} us (range {t[0]:.1f}-{t[-1]:.1f})")
+    median = {kind: t[len(t) // 2] for kind, t in times.items()}
+    records = sorted(record_us() for _ in range(args.repeat))
+    print(
+        f"TLS adds {median['tls'] - median['direct']:.1f} us per round trip: its code path without the crypto "
+        f"{median['tls, no crypto'] - median['direct']:.1f} us, the crypto (2 records made and read) "
+        f"{median['tls'] - median['tls, no crypto']:.1f} us; one small record made and read in a tight loop: "
+        f"{records[len(records) // 2]:.1f} us (range {records[0]:.1f}-{records[-1]:.1f})"
+    )
+    shakes = sorted(handshake_ms() for _ in range(args.repeat))
+    both, server = shakes[len(shakes) // 2]
+    print(
+        f"one mutual TLS handshake in memory: {both:.2f} ms of CPU for both ends, {server:.2f} ms the server's "
+        f"(ranges {shakes[0][0]:.2f}-{shakes[-1][0]:.2f}): at most {1e3 / server:.0f} new TLS connections per "
+        "second per scheduler core on the TLS layer alone"
+    )
     print(f"load average after: {os.getloadavg()[0]:.1f} (a shared machine: compare ratios, not absolute figures)")
 
 

@@ -25,15 +25,15 @@ class Ring {
   T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
 
   void push(const T& value) {
-    if (size() == buf_.size()) grow();
+    if (size() == cap_) grow();
     buf_[tail_++ & mask_] = value;
   }
 
   T pop() { return buf_[head_++ & mask_]; }
 
   void push_many(const T* values, size_t n) {
-    while (size() + n > buf_.size()) grow();
-    const size_t at = tail_ & mask_, first = std::min(n, buf_.size() - at);
+    while (size() + n > cap_) grow();
+    const size_t at = tail_ & mask_, first = std::min(n, cap_ - at);
     std::copy(values, values + first, buf_.begin() + static_cast<std::ptrdiff_t>(at));
     std::copy(values + first, values + n, buf_.begin());
     tail_ += n;
@@ -41,7 +41,7 @@ class Ring {
 
   // Moves the n oldest entries (n <= size()) to out.
   void pop_many(T* out, size_t n) {
-    const size_t at = head_ & mask_, first = std::min(n, buf_.size() - at);
+    const size_t at = head_ & mask_, first = std::min(n, cap_ - at);
     std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(at), buf_.begin() + static_cast<std::ptrdiff_t>(at + first), out);
     std::copy(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n - first), out + first);
     head_ += n;
@@ -59,18 +59,20 @@ class Ring {
   }
 
  private:
-  void grow() {
+  __attribute__((noinline)) void grow() {  // rare: kept out of push's inlined fast path
     const size_t capacity = buf_.empty() ? 16 : 2 * buf_.size();
     std::vector<T> next(capacity);
     const size_t n = size();
     for (size_t i = 0; i < n; ++i) next[i] = std::move(buf_[(head_ + i) & mask_]);
     buf_.swap(next);
+    cap_ = capacity;
     mask_ = capacity - 1;
     head_ = 0;
     tail_ = n;
   }
 
   std::vector<T> buf_;
+  size_t cap_ = 0;  // buf_.size(), kept apart: a size() of a T that is not a power of two bytes divides
   size_t mask_ = 0;
   size_t head_ = 0;
   size_t tail_ = 0;

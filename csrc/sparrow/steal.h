@@ -51,17 +51,30 @@ inline void check_steal_config(const StealConfig& c) {
     throw std::invalid_argument("steal min_blocked must be finite and >= 0");
 }
 
-// Appends min(k, n_workers - 1) distinct peers of `thief` (never the thief) to out.
-inline void choose_victims(Rng& rng, int64_t n_workers, int64_t thief, int64_t k, std::vector<int64_t>& out) {
+// How many victims choose_victims picks: min(k, n_workers - 1). Throws on a broken contract.
+inline int64_t victims_count(int64_t n_workers, int64_t thief, int64_t k) {
   if (n_workers < 1) throw std::invalid_argument("n_workers must be >= 1, got " + std::to_string(n_workers));
   if (thief < 0 || thief >= n_workers)
     throw std::invalid_argument("thief must be in [0, " + std::to_string(n_workers) + "), got " +
                                 std::to_string(thief));
   if (k < 0) throw std::invalid_argument("k must be >= 0, got " + std::to_string(k));
   const int64_t peers = n_workers - 1;
+  return k < peers ? k : peers;
+}
+
+// Writes victims_count(n_workers, thief, k) distinct peers of `thief` (never the thief) to out.
+// For a caller that checked the arguments with victims_count (the simulator, once per run).
+inline void choose_victims_unchecked(Rng& rng, int64_t n_workers, int64_t thief, int64_t count, int64_t* out) {
+  sample_workers(rng, n_workers - 1, count, out);
+  for (int64_t i = 0; i < count; ++i) out[i] += out[i] >= thief;  // skip the thief's own id
+}
+
+// Appends min(k, n_workers - 1) distinct peers of `thief` (never the thief) to out.
+inline void choose_victims(Rng& rng, int64_t n_workers, int64_t thief, int64_t k, std::vector<int64_t>& out) {
+  const int64_t count = victims_count(n_workers, thief, k);
   const size_t start = out.size();
-  sample_workers(rng, peers, k < peers ? k : peers, out);
-  for (size_t i = start; i < out.size(); ++i) out[i] += out[i] >= thief;  // skip the thief's own id
+  out.resize(start + static_cast<size_t>(count));
+  choose_victims_unchecked(rng, n_workers, thief, count, out.data() + start);
 }
 
 struct StealChoice {

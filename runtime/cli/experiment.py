@@ -1,5 +1,6 @@
 """`sparrow experiment cluster`: the paper's cluster experiment on a local cluster, run several times,
-reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment)."""
+reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment).
+`sparrow experiment steal` is experiment_steal.py."""
 
 from __future__ import annotations
 
@@ -21,26 +22,11 @@ from ..experiment.run import run_queries
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
-from .config import Kind, integer, number
 from .demo_view import DemoProgress
+from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags
+from .experiment_steal import add_steal_parser
 from .help_format import DefaultsShown
 from .output import output_folder
-
-
-def _flag(kind: Kind):
-    """An argparse type that reads a flag as the other commands' settings do (config.py's kinds)."""
-
-    def convert(text: str):
-        try:
-            return kind.from_text(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-POSITIVE_INT = _flag(integer(1))
-POSITIVE_NUMBER = _flag(number(0.0, open_low=True))
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,21 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=40.0,
         help="seconds during which queries arrive, per run",
     )
-    p.add_argument(
-        "--load",
-        metavar="FRACTION",
-        type=_flag(number(0.0, 1.0, open_low=True)),
-        default=0.8,
-        help="offered load, a fraction of the slots",
-    )
-    p.add_argument("--schedulers", metavar="N", type=POSITIVE_INT, default=4, help="schedulers, and as many clients")
-    p.add_argument("--node-monitors", metavar="N", type=POSITIVE_INT, default=8, help="node monitors")
-    p.add_argument("--slots", metavar="N", type=POSITIVE_INT, default=4, help="slots per node monitor")
-    p.add_argument(
-        "--time-scale", metavar="X", type=POSITIVE_NUMBER, default=1.0, help="multiplies every task duration"
-    )
-    p.add_argument("--executor", choices=("process", "thread"), default="process", help="node monitors' executors")
-    p.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the first run (run i: seed + i)")
+    add_cluster_flags(p, arrive="queries", load=0.8, schedulers=4, node_monitors=8, slots=4)
     p.add_argument(
         "--out",
         metavar="DIR",
@@ -93,13 +65,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="folder for cluster.md and cluster.png, created if missing "
         "(default: a new folder sparrow-cluster-DATE-TIME here; `--out docs/paper` regenerates the committed copy)",
     )
-    p.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="warning",
-        help="of the command and its cluster's services",
-    )
     p.set_defaults(func=run)
+    add_steal_parser(experiments)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         "policy": s["policy"],
         "weights": s["weight"],
         "pipeline": s["pipeline"],
+        "steal": s["steal"],
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")

@@ -130,6 +130,16 @@ PIPELINE = Setting(
     "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
 )
 
+STEAL = Setting(
+    "steal",
+    BOOLEAN,
+    False,
+    "work stealing: an idle node monitor (a free slot, an empty queue) asks two random peers (its schedulers tell it "
+    "them) and takes reservations of unconstrained jobs from the one queued behind the longest-running task "
+    "(Hawk); off by default: it pays at high load with short and long jobs mixed, and its messages cost CPU where "
+    "the hosts have none to spare (docs/runtime.md, Work stealing)",
+)
+
 
 def _probe_ratio(value) -> float:
     try:
@@ -232,6 +242,7 @@ NODE_MONITOR_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    STEAL,
     Setting(
         "task_user",
         TEXT,
@@ -299,6 +310,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    STEAL,
     PROBE_RATIO,
     Setting(
         "share_cpus",

@@ -5,7 +5,9 @@ measured in their workers, and the stages it waited for):
 - the **ideal**: the `omniscient` policy, one infinitely fast central queue over the same slots,
   with no delay of any kind;
 - the **model**: the `sparrow` policy (batch sampling, late binding, cancellation: what the runtime
-  does) given the delays this very run measured (`measure_hops`), so that it predicts the run. A
+  does; `sparrow_steal` for a run with work stealing, each idle worker taking up to its slots at once
+  as a node monitor does) given the delays this very run measured (`measure_hops`), so that it
+  predicts the run. A
   user can trust the simulator's answers for their cluster as far as the two agree.
 
 The hops come from the run's own timestamps (every process of the host reads one clock,
@@ -36,6 +38,7 @@ import numpy as np
 
 from sparrow_core.sim import SimConfig, SimResult, simulate
 
+from ..services.steal_logic import STEAL_VICTIMS
 from .workload import JobRecord
 
 CHAIN_LIMIT = 0.005  # seconds: a longer gap between two tasks of a worker is idle time
@@ -169,6 +172,8 @@ def replay(
                     slots=slots,
                     n_schedulers=schedulers,
                     probe_ratio=RUNTIME_PROBE_RATIO,
+                    steal_max_take=slots,  # a node monitor takes up to its free slots (services/steal_logic.py)
+                    steal_victims=STEAL_VICTIMS,  # and asks as many peers
                     seed=seed,
                     trace=path,
                     **delays,
@@ -186,12 +191,19 @@ def ideal(jobs: Sequence[ReplayJob], *, node_monitors: int, slots: int) -> SimRe
 
 
 def model(
-    jobs: Sequence[ReplayJob], hops: Hops, *, node_monitors: int, slots: int, schedulers: int = 1
+    jobs: Sequence[ReplayJob],
+    hops: Hops,
+    *,
+    node_monitors: int,
+    slots: int,
+    schedulers: int = 1,
+    policy: str = "sparrow",
 ) -> list[SimResult]:
-    """The sparrow replay with the run's hops, MODEL_SEEDS times (module docstring)."""
+    """The `policy` replay (sparrow, or sparrow_steal for a run with work stealing) with the run's hops,
+    MODEL_SEEDS times (module docstring)."""
     return replay(
         jobs,
-        policy="sparrow",
+        policy=policy,
         node_monitors=node_monitors,
         slots=slots,
         schedulers=schedulers,

@@ -113,11 +113,8 @@ def mean_work(template: str, slots: int, time_scale: float = 1.0) -> float:
     return float(sum(w * m for w, m in zip(stage_widths(template, slots), means, strict=True)))
 
 
-def make_queries(*, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0) -> QueryWorkload:
-    """Queries arriving during `seconds` at the rate that offers `load` of `slots` (module docstring).
-
-    Error handling: ValueError naming the bad argument.
-    """
+def check_workload(load: float, seconds: float, slots: int, time_scale: float) -> None:
+    """ValueError naming the first bad argument of a workload: the load, its seconds, the slots, the time scale."""
     if not 0 < load < 1:
         raise ValueError(f"load must be in (0, 1), got {load}")
     if not 0 < seconds < math.inf:
@@ -126,6 +123,14 @@ def make_queries(*, load: float, seconds: float, slots: int, seed: int, time_sca
         raise ValueError(f"slots must be an int >= 1, got {slots!r}")
     if not 0 < time_scale < math.inf:
         raise ValueError(f"time_scale must be > 0, got {time_scale}")
+
+
+def make_queries(*, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0) -> QueryWorkload:
+    """Queries arriving during `seconds` at the rate that offers `load` of `slots` (module docstring).
+
+    Error handling: ValueError naming the bad argument.
+    """
+    check_workload(load, seconds, slots, time_scale)
     names = sorted(TEMPLATES)
     rng = np.random.default_rng(seed)
     rate = load * slots / np.mean([mean_work(name, slots, time_scale) for name in names])  # queries per second

@@ -68,8 +68,8 @@ TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a privat
 class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
-    `executor` ("process" or "thread"), `policy`, `weights` and `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py) apply to every node monitor;
+    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
+    services/node_monitor_logic.py) and `steal` (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
@@ -101,6 +101,7 @@ class LocalCluster:
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
         pipeline: bool = False,
+        steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
         result_delay: float | None = None,
@@ -126,6 +127,8 @@ class LocalCluster:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if not isinstance(pipeline, bool):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
+        if not isinstance(steal, bool):
+            raise ValueError(f"steal must be a bool, got {steal!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
         if not isinstance(tls, (bool, str, os.PathLike)):
@@ -144,6 +147,7 @@ class LocalCluster:
         self.executor = executor
         self.policy = policy
         self.pipeline = pipeline
+        self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
@@ -282,6 +286,8 @@ class LocalCluster:
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
         if self.pipeline:
             args.append("--pipeline")
+        if self.steal:
+            args.append("--steal")
         for address in self.schedulers:
             args += ["--scheduler", address]
         for label in self.labels[i]:

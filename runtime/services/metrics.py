@@ -68,7 +68,7 @@ def registry_if_available():
 
 
 # NodeMonitorLogic's steps beside its on_* methods (instruments.steps); its other public methods only read
-NODE_MONITOR_STEPS = ("drain",)
+NODE_MONITOR_STEPS = ("drain", "give")
 
 if TYPE_CHECKING:  # mypy cannot follow a class made at run time: to it, each is its logic with instruments
 
@@ -116,6 +116,10 @@ SCHEDULER_COUNTERS = {
     "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
+    "sparrow_get_task_stolen": (
+        "GetTask requests for a reservation stolen from another node monitor (--steal)",
+        ("get_task_stolen",),
+    ),
     "sparrow_cancellations_sent": ("CancelReservations messages sent", ("cancel_messages",)),
     "sparrow_node_monitors_lost": ("Node monitors dropped: silent, disconnected or redialed", ("node_monitors_lost",)),
     "sparrow_scheduler_bytes_received": (
@@ -225,6 +229,10 @@ NODE_COUNTERS = {
     "sparrow_node_get_task_ahead": ("GetTask requests sent for a busy slot (pipelining)", ("asked_ahead",)),
     "sparrow_node_tasks_bound_ahead": ("Tasks answered ahead that waited for a slot (pipelining)", ("bound_ahead",)),
     "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
+    "sparrow_node_steal_attempts": ("Work-stealing attempts started while idle (--steal)", ("steal_attempts",)),
+    "sparrow_node_reservations_stolen": ("Reservations taken from peers' queues (--steal)", ("stolen",)),
+    "sparrow_node_reservations_lent": ("Reservations given to stealing peers (--steal)", ("lent",)),
+    "sparrow_node_steal_timeouts": ("Steal requests a peer did not answer in time (--steal)", ("steal_timeouts",)),
 }
 
 

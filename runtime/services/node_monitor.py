@@ -5,7 +5,8 @@ registration and gives it the reply, sends heartbeats, feeds received batches to
 what the logic returns, and runs each launched task on the executor (and stops the ones the logic
 says to stop: a forced cancel, a task past its timeout, whose timers the logic keeps and
 `run_timers` ticks). `serve_node_monitor` dials the given schedulers (and
-redials them when a link ends) and also listens, so a scheduler can dial it instead.
+redials them when a link ends) and also listens, so a scheduler can dial it instead. With `steal`, the
+same listener takes its peers' steal links (role node-monitor) and a Stealer (steal.py) steals for it.
 
 Error handling: a scheduler that breaks the protocol gets Error and is disconnected; a scheduler
 silent for `scheduler_timeout` seconds (it answers every heartbeat; a pause of this process does not
@@ -56,6 +57,7 @@ from ..wire.messages import (
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
+from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,8 @@ class NodeMonitorService:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_value: int = DEFAULT_MAX_VALUE,
+        steal_address: str = "",
+        steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -119,6 +123,24 @@ class NodeMonitorService:
             # inputs come straight into memory files where the executor takes them so (data/shared.py)
             shared_over=self._takes_inputs and getattr(executor, "share_over", 0),
         )
+        self.steal_address = steal_address
+        self.stealer: Stealer | None = None
+        if logic.steal:
+            logic.node_id = node_id
+            self.stealer = Stealer(
+                logic,
+                self._route,
+                nursery,
+                heartbeat_interval=heartbeat_interval,
+                link_timeout=scheduler_timeout,
+                steal_timeout=steal_timeout,
+                secret=secret,
+                tls=tls,
+                role="node-monitor",
+                peer_id=node_id,
+                max_frame=self.max_frame,
+                timeout=handshake_timeout,
+            )
 
     # -- links to schedulers ------------------------------------------------------------------------
 
@@ -126,7 +148,10 @@ class NodeMonitorService:
         """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
         try:
             with trio.fail_after(self.handshake_timeout):
-                await conn.send_now([self.logic.registration(self.node_id, self.labels, self.instance, self.can_stop)])
+                registration = self.logic.registration(
+                    self.node_id, self.labels, self.instance, self.can_stop, self.steal_address
+                )
+                await conn.send_now([registration])
                 reply = await conn.receive_one()
             welcome = self.logic.on_registration_reply(conn, reply, conn.peer_name, conn.send_limit)
         except (trio.TooSlowError, ConnectionLost, ProtocolError) as exc:
@@ -170,20 +195,26 @@ class NodeMonitorService:
         )
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
-        """Serve a scheduler that dialed this node monitor."""
+        """Serve a scheduler that dialed this node monitor, or (stealing) a peer's steal link."""
         await accept_and_serve(
             stream,
-            self.link,
+            self._serve_incoming,
             log=logger,
             gate=self._gate,
             secret=self._secret,
             role="node-monitor",
             node_id=self.node_id,
-            allowed_roles=("scheduler",),
+            allowed_roles=("scheduler",) if self.stealer is None else ("scheduler", "node-monitor"),
             timeout=self.handshake_timeout,
             max_frame=self.max_frame,
             tls=self._tls,
         )
+
+    async def _serve_incoming(self, conn: Connection) -> None:
+        if conn.peer_role == "node-monitor" and self.stealer is not None:
+            await self.stealer.serve_thief(conn)
+        else:
+            await self.link(conn)
 
     async def _heartbeat(self, conn: Connection) -> None:
         while True:
@@ -228,6 +259,8 @@ class NodeMonitorService:
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
                     big = True
         send_grouped(sends, later=big)
+        if self.stealer is not None:
+            self.stealer.poke()
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
@@ -393,6 +426,8 @@ async def serve_node_monitor(
     labels: Sequence[str] = (),
     policy: str = "fifo",
     pipeline: bool = False,
+    steal: bool = False,
+    steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     weights: dict[str, float] | None = None,
     executor="process",
     task_user: str | None = None,
@@ -411,7 +446,8 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    with `pipeline` (node_monitor_logic.py), tasks on `executor`
+    with `pipeline` (node_monitor_logic.py), work stealing from its peers with `steal` (each steal
+    request waiting at most `steal_timeout` seconds; steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
@@ -439,7 +475,12 @@ async def serve_node_monitor(
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
-            slots=slots or os.cpu_count() or 1, policy=policy, weights=weights, max_frame=max_frame, pipeline=pipeline
+            slots=slots or os.cpu_count() or 1,
+            policy=policy,
+            weights=weights,
+            max_frame=max_frame,
+            pipeline=pipeline,
+            steal=steal,
         )
     check_value_settings(inline_limit, max_value)
     if logic.store is None:
@@ -478,6 +519,8 @@ async def serve_node_monitor(
                 handshake_timeout=handshake_timeout,
                 max_frame=max_frame,
                 max_value=max_value,
+                steal_address=format_address(advertised(address)),
+                steal_timeout=steal_timeout,
             )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(
@@ -491,6 +534,8 @@ async def serve_node_monitor(
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
+            if service.stealer is not None:
+                nursery.start_soon(service.stealer.run)
             if drain is not None:
                 nursery.start_soon(service.drain_when, drain)
             registered = [trio.Event() for _ in targets]
@@ -507,4 +552,6 @@ async def serve_node_monitor(
             if service is not None:
                 with trio.CancelScope(shield=True):
                     await service.links.aclose()
+                    if service.stealer is not None:
+                        await service.stealer.aclose()
             await runner.aclose()

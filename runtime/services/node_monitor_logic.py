@@ -46,6 +46,11 @@ dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), wh
 probing this node monitor and re-probes the jobs whose reservations were here. The tasks already
 launched or asked for run to the end and report; once `busy` is 0 the shell can close its links.
 
+Work stealing (`steal=True`; steal_logic.py, the WorkStealing part of this class): the schedulers tell
+the peers (StealPeers); an idle node monitor takes reservations of stealable jobs from a peer's queue,
+asks their scheduler for them naming the peer as their origin, and releases them to the peer once
+answered; the peer keeps them lent until then and takes them back if the link to the thief ends.
+
 Error handling: a message a scheduler may not send, or reservations past MAX_QUEUED_RESERVATIONS,
 are answered with Error, which closes that link; the messages of its batch before it keep their
 effects and outputs (a TaskToNode before a bad NoTask still runs its task and frees its slot after).
@@ -81,11 +86,13 @@ from ..wire.messages import (
     Registered,
     RegisterNodeMonitor,
     ReleaseSession,
+    StealPeers,
     StopTask,
     TaskToNode,
     ValueRef,
 )
 from ..wire.messages import RegistrationRefused as Refusal
+from .steal_logic import WorkStealing
 
 
 class Stop(msgspec.Struct, frozen=True, gc=False):
@@ -101,7 +108,19 @@ class Stop(msgspec.Struct, frozen=True, gc=False):
 class _Reserved:
     """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
 
-    __slots__ = ("ahead", "asking", "job_id", "key", "queued", "scheduler", "session", "user")
+    __slots__ = (
+        "ahead",
+        "asking",
+        "borrowed",
+        "job_id",
+        "key",
+        "order",
+        "queued",
+        "scheduler",
+        "session",
+        "stealable",
+        "user",
+    )
 
     def __init__(self, key: int, scheduler: Hashable, job_id: int, user: str, session: str = "") -> None:
         self.key = key
@@ -109,12 +128,15 @@ class _Reserved:
         self.job_id = job_id
         self.user = user
         self.session = session  # the client that submitted the job (the values its tasks leave are tagged with it)
-        self.queued = 0  # reservations in the queue
+        self.queued = 0  # reservations in the queue (own and borrowed)
         self.asking = 0  # GetTask requests awaiting an answer, each holding a slot
         self.ahead = 0  # ... asked ahead (pipelining), holding none yet
+        self.stealable = False  # its own reservations may move to a peer (EnqueueReservations.stealable)
+        self.borrowed: list | None = None  # work stealing: its reservations stolen from peers (steal_logic._Borrowed)
+        self.order: deque | None = None  # with borrowed ones: whose each GetTask in flight is, in order (None: own)
 
 
-class NodeMonitorLogic:
+class NodeMonitorLogic(WorkStealing):
     """Slots, the reservation queue, and the GetTask / launch / finish cycle of one node monitor."""
 
     def __init__(
@@ -128,6 +150,8 @@ class NodeMonitorLogic:
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
         pipeline: bool = False,
+        steal: bool = False,
+        seed: int | None = None,
     ) -> None:
         if not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int >= 1, got {slots!r}")
@@ -156,15 +180,25 @@ class NodeMonitorLogic:
         self._schedulers: dict[Hashable, dict[int, _Reserved]] = {}  # scheduler -> job id -> entry
         self._by_key: dict[int, _Reserved] = {}
         self._next_key = 0
+        self.granted_at = clock()  # when a task last started here (work stealing: how long a slot has been held)
+        self._init_stealing(steal, seed)
 
     # -- schedulers -------------------------------------------------------------------------------
 
     def registration(
-        self, node_id: str, labels: Sequence[str] = (), instance: str = "", can_stop: bool = False
+        self,
+        node_id: str,
+        labels: Sequence[str] = (),
+        instance: str = "",
+        can_stop: bool = False,
+        steal_address: str = "",
     ) -> RegisterNodeMonitor:
         """The message that registers this node monitor with a scheduler (`instance`: random per
-        process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task)."""
-        return RegisterNodeMonitor(node_id, self.slots, tuple(labels), instance, can_stop)
+        process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task;
+        `steal_address`: where its peers reach it to steal, if it steals)."""
+        return RegisterNodeMonitor(
+            node_id, self.slots, tuple(labels), instance, can_stop, steal_address if self.steal else ""
+        )
 
     def on_registration_reply(
         self, scheduler: Hashable, reply, name: str = "the scheduler", frame_limit: int | None = None
@@ -180,11 +214,15 @@ class NodeMonitorLogic:
         if kind is not Registered:
             why = f"refused: {clip(reply.reason, MAX_REASON)}" if kind is Error else f"answered {kind.__name__}"
             raise ProtocolError(f"{name} {why}")
-        self.on_scheduler_registered(scheduler, frame_limit)
+        self.on_scheduler_registered(scheduler, frame_limit, reply.scheduler_id)
         return [(scheduler, self.heartbeat())] if self.draining else []
 
-    def on_scheduler_registered(self, scheduler: Hashable, frame_limit: int | None = None) -> None:
+    def on_scheduler_registered(
+        self, scheduler: Hashable, frame_limit: int | None = None, scheduler_id: str | None = None
+    ) -> None:
         self._schedulers.setdefault(scheduler, {})
+        if scheduler_id is not None:
+            self._scheduler_named(scheduler, scheduler_id)
         self.frame_limits[scheduler] = self.max_frame if frame_limit is None else min(self.max_frame, frame_limit)
 
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
@@ -197,6 +235,9 @@ class NodeMonitorLogic:
             self.ahead -= entry.ahead
             self._ahead.pop(entry.key, None)
             del self._by_key[entry.key]
+            if entry.borrowed is not None:  # given back to their lenders, asked for or not (steal_logic.py)
+                self._give_back(entry, out, asked=True)
+        self._scheduler_gone(scheduler)
         if self.bound:  # never started: their scheduler is gone, so no one waits for them
             self.bound = deque(b for b in self.bound if b[0] != scheduler)
         self._fill(out)
@@ -213,7 +254,7 @@ class NodeMonitorLogic:
                 if kind is EnqueueReservations:
                     self._enqueue(scheduler, jobs, msg)
                 elif kind is TaskToNode:
-                    entry, held_slot = self._answered(jobs, msg.job_id, True)
+                    entry, held_slot = self._answered(jobs, msg.job_id, True, out)
                     if self.store is not None:
                         self.owners[(scheduler, msg.job_id, msg.task)] = (entry.user, entry.session)
                     if held_slot:
@@ -222,15 +263,21 @@ class NodeMonitorLogic:
                         self.stats["bound_ahead"] += 1
                         self.bound.append((scheduler, msg))
                 elif kind is NoTask:
-                    entry, held_slot = self._answered(jobs, msg.job_id, False)
+                    entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
                     if held_slot:
                         self.free += 1
                     self.queue.refund(entry.user)
+                    if self.steal:
+                        self.steal_due = True
                 elif kind is CancelReservations:
+                    if self._lent:
+                        self._lent_cancelled(scheduler, msg.job_id)
                     held = jobs.get(msg.job_id)
                     if held is not None:
-                        self.stats["cancelled"] += self._drop_queued(jobs, held)
+                        self.stats["cancelled"] += self._drop_queued(jobs, held, out, used=True)
+                elif kind is StealPeers:
+                    self._peers_told(scheduler, msg.peers)
                 elif kind is ReleaseSession:
                     if self.store is not None:
                         self.stats["values_released"] += self.store.release_session(msg.session)
@@ -271,6 +318,8 @@ class NodeMonitorLogic:
         if scheduler in self._schedulers:
             out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
         self._fill(out)
+        if self.steal:
+            self.steal_due = True
         return out
 
     def on_timer(self) -> list:
@@ -309,10 +358,11 @@ class NodeMonitorLogic:
     def drain(self) -> list:
         """Drop the queued reservations, take no more, and tell the schedulers (module docstring)."""
         self.draining = True
+        out: list = []
         for jobs in self._schedulers.values():
             for entry in list(jobs.values()):
-                self._drop_queued(jobs, entry)
-        return [(scheduler, self.heartbeat()) for scheduler in self._schedulers]
+                self._drop_queued(jobs, entry, out, used=False)
+        return out + [(scheduler, self.heartbeat()) for scheduler in self._schedulers]
 
     def heartbeat(self) -> Heartbeat:
         """The Heartbeat to send a scheduler now."""
@@ -331,24 +381,32 @@ class NodeMonitorLogic:
             return
         entry = jobs.get(msg.job_id)
         if entry is None:
-            entry = _Reserved(self._next_key, scheduler, msg.job_id, msg.user, msg.session)
-            self._next_key += 1
-            jobs[msg.job_id] = entry
-            self._by_key[entry.key] = entry
+            entry = self._new_entry(scheduler, jobs, msg.job_id, msg.user, msg.session)
         elif entry.user != msg.user:
             raise ProtocolError(f"job {msg.job_id} was reserved for user {clip(entry.user)!r}, now {clip(msg.user)!r}")
+        entry.stealable = msg.stealable
         self.queue.push(entry.key, entry.user, msg.priority, count=msg.count)
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
 
-    def _drop_queued(self, jobs: dict[int, _Reserved], entry: _Reserved) -> int:
-        """Remove the job's queued reservations; returns how many there were."""
+    def _new_entry(self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str):
+        entry = _Reserved(self._next_key, scheduler, job_id, user, session)
+        self._next_key += 1
+        jobs[job_id] = entry
+        self._by_key[entry.key] = entry
+        return entry
+
+    def _drop_queued(self, jobs: dict[int, _Reserved], entry: _Reserved, out: list, used: bool) -> int:
+        """Remove the job's queued reservations; returns how many there were. Borrowed ones are released to
+        their lenders: `used` (the job's reservations were cancelled) or given back (draining)."""
         removed = self.queue.cancel(entry.key)
+        if entry.borrowed is not None:
+            removed += self._drop_borrowed(entry, out, used)
         entry.queued -= removed
         self._forget_if_idle(jobs, entry)
         return removed
 
-    def _answered(self, jobs: dict[int, _Reserved], job_id: int, task: bool) -> tuple[_Reserved, bool]:
+    def _answered(self, jobs: dict[int, _Reserved], job_id: int, task: bool, out: list) -> tuple[_Reserved, bool]:
         """An answer (a task or not) about job_id: the entry, and whether the request it answers held a
         slot. Requests of one job are alike, so a task answers one that holds a slot if there is one,
         NoTask one asked ahead if there is one."""
@@ -366,6 +424,8 @@ class NodeMonitorLogic:
             held_slot = False
         else:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
+        if entry.order:  # a stolen reservation's request answered: its lender may forget it
+            self._answered_for(entry, out)
         self._forget_if_idle(jobs, entry)
         return entry, held_slot
 
@@ -373,11 +433,14 @@ class NodeMonitorLogic:
         if entry.queued == 0 and entry.asking == 0 and entry.ahead == 0:
             del jobs[entry.job_id]
             del self._by_key[entry.key]
+            if entry.borrowed is not None:
+                self._forget_borrowed(entry)
 
     def _launch(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
         """Hand the task to the executor (an output for the shell); its timeout starts now."""
         self.running += 1
         self.stats["launched"] += 1
+        self.granted_at = self.clock()
         out.append((scheduler, msg))
         if msg.timeout:
             self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
@@ -421,7 +484,10 @@ class NodeMonitorLogic:
             entry.asking += 1
             self.free -= 1
             self.stats["get_task"] += 1
-            out.append((entry.scheduler, GetTask(entry.job_id)))
+            if entry.order is None:
+                out.append((entry.scheduler, GetTask(entry.job_id)))
+            else:
+                out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
         if self.pipeline:
             while queue and not self.draining and self.ahead + len(self.bound) < self.running:
                 reservation = queue.pop()
@@ -433,4 +499,7 @@ class NodeMonitorLogic:
                 self._ahead.setdefault(entry.key, entry)
                 self.stats["get_task"] += 1
                 self.stats["asked_ahead"] += 1
-                out.append((entry.scheduler, GetTask(entry.job_id)))
+                if entry.order is None:
+                    out.append((entry.scheduler, GetTask(entry.job_id)))
+                else:
+                    out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))

@@ -34,6 +34,14 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
 - traffic: `stats` counts the bytes of task payloads and outcomes (payload and error text) it took
   from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
   bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
+- work stealing (services/steal.py): a node monitor registering with a `steal_address` steals; each
+  such one is told the others' addresses (StealPeers, a random sample of MAX_STEAL_PEERS at most) as
+  they come, go or drain. A job without constraints, preferences or a timeout, submitted while some
+  node monitor steals (and with every link taking the same frames), has stealable reservations. A
+  GetTask naming another node monitor as its `origin` consumes that one's reservation in the TaskTable
+  and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
+  and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
+  any more (its reservations were dropped and re-probed): NoTask.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -68,7 +76,7 @@ import sparrow_core
 
 from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, job_problem, too_large
+from ..wire.limits import MAX_REASON, MAX_STEAL_PEERS, MESSAGE_OVERHEAD, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -95,6 +103,7 @@ from ..wire.messages import (
     ReleaseSession,
     StatusReply,
     StatusRequest,
+    StealPeers,
     StopTask,
     SubmitJob,
     TaskToNode,
@@ -123,6 +132,7 @@ class _Node:
         "peer",
         "queued",
         "slots",
+        "steal_address",
         "worker",
     )
 
@@ -139,6 +149,7 @@ class _Node:
         self.busy = 0
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
+        self.steal_address = reg.steal_address  # "": it does not steal
 
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
@@ -166,6 +177,7 @@ class _Job:
         "ref",
         "running",
         "session",
+        "stealable",
         "task_candidates",
         "task_offsets",
         "timeout",
@@ -200,7 +212,8 @@ class _Job:
         self.done = bytearray(len(msg.tasks))
         self.n_done = 0
         self.running: dict[int, int] = {}  # task -> worker
-        self.probed: set[int] = set()  # workers that got reservations
+        self.probed: set[int] = set()  # workers that got reservations (or ran a task for a stolen one)
+        self.stealable = False  # its reservations may move between node monitors (set at submission)
 
 
 class SchedulerLogic:
@@ -263,6 +276,9 @@ class SchedulerLogic:
         self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
         self._floor: int | None = None  # cache of _link_floor
         self._live_ids: dict[str, int] | None = None  # cache: node monitor id -> worker, the live ones
+        self._ids: dict[str, _Node] | None = None  # cache: node monitor id -> node, every registered one
+        self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
+        self._stealers = 0  # registered node monitors that steal
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -281,7 +297,7 @@ class SchedulerLogic:
                     if node is None:  # refused
                         break
                 elif kind is GetTask:
-                    self._get_task(node, msg.job_id, out)
+                    self._get_task(node, msg.job_id, out, msg.origin)
                 elif kind is OutcomeToScheduler:
                     self._task_finished(node, msg, out)
                 elif kind is Heartbeat:
@@ -294,6 +310,8 @@ class SchedulerLogic:
             except ProtocolError as exc:
                 self._violation(peer, exc, out)
                 break
+        if self._peers_changed:
+            self._tell_peers(out)
         return out
 
     def _violation(self, peer: Hashable, exc: ProtocolError, out: list) -> None:
@@ -310,7 +328,24 @@ class SchedulerLogic:
         if node is None:
             return out
         self._forget_node(node, out)
+        if self._peers_changed:
+            self._tell_peers(out)
         return out
+
+    def _tell_peers(self, out: list) -> None:
+        """Tell each stealing node monitor (not draining) the steal addresses of the others: all of them,
+        or a random sample of MAX_STEAL_PEERS."""
+        self._peers_changed = False
+        stealing = [
+            n for n in sorted(self.nodes.values(), key=lambda n: n.worker) if n.steal_address and not n.draining
+        ]
+        addresses = [n.steal_address for n in stealing]
+        for i, node in enumerate(stealing):
+            others = addresses[:i] + addresses[i + 1 :]
+            if len(others) > MAX_STEAL_PEERS:
+                picked = sparrow_core.sample_batch(self.rng, len(others), MAX_STEAL_PEERS, 1.0).tolist()
+                others = [others[j] for j in sorted(picked)]
+            out.append((node.peer, StealPeers(others)))
 
     def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node | None:
         """Register the node monitor behind `peer`, or refuse it (None) if its id is live elsewhere."""
@@ -332,6 +367,8 @@ class SchedulerLogic:
         self.nodes[peer] = node
         self._by_worker[node.worker] = node
         self._invalidate_live()
+        self._peers_changed |= bool(node.steal_address)
+        self._stealers += bool(node.steal_address)
         self.stats["node_monitors_registered"] += 1
         out.append((peer, Registered(self.scheduler_id)))
         for other_peer, other in stale:  # the same process redialed: its old link is stale
@@ -343,6 +380,8 @@ class SchedulerLogic:
     def _forget_node(self, node: _Node, out: list) -> None:
         del self._by_worker[node.worker]
         self._invalidate_live()
+        self._peers_changed |= bool(node.steal_address)
+        self._stealers -= bool(node.steal_address)
         self.stats["node_monitors_lost"] += 1
         reason = f"node monitor {clip(node.node_id)!r} was lost while running the task"
         for job_id in list(node.jobs):
@@ -358,6 +397,7 @@ class SchedulerLogic:
         still report)."""
         node.draining = True
         self._invalidate_live()
+        self._peers_changed |= bool(node.steal_address)
         self.stats["node_monitors_draining"] += 1
         self._reprobe_held_by(node, out)
 
@@ -373,6 +413,7 @@ class SchedulerLogic:
         self._eligible.clear()
         self._floor = None
         self._live_ids = None
+        self._ids = None
 
     def _link_floor(self) -> int:
         """The smallest frame limit of the links to live node monitors (not draining); `max_frame` with
@@ -604,6 +645,13 @@ class SchedulerLogic:
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
         self.unfinished[client] += len(msg.tasks)
+        job.stealable = (
+            self._stealers > 0
+            and job.constraint is None
+            and msg.task_prefer is None
+            and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
+            and self._link_floor() >= self.max_frame
+        )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
         self.stats["bytes_from_clients"] += sum(map(len, msg.tasks))
@@ -675,14 +723,21 @@ class SchedulerLogic:
             node = self._by_worker[worker]
             node.jobs.add(job_id)
             job.probed.add(node.worker)
-            out.append((node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session)))
+            out.append(
+                (node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session, job.stealable))
+            )
 
-    def _get_task(self, node: _Node, job_id: int, out: list) -> None:
+    def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
+        """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
+        `origin`: that one's reservation is consumed, the task runs at `node`."""
         self.stats["get_task"] += 1
         job = self.jobs.get(job_id)
         task = None
-        if job is not None and job_id in self.table:
-            task = self.table.get_task(job_id, node.worker)
+        worker: int | None = node.worker
+        if origin and origin != node.node_id:
+            worker = self._stolen_from(node, job, job_id, origin)
+        if job is not None and job_id in self.table and worker is not None:
+            task = self.table.get_task(job_id, worker)
             if task is not None and job.done[task]:  # cancelled before it launched: never launched
                 task = None
                 self._finish_in_table_if_done(job)
@@ -703,6 +758,9 @@ class SchedulerLogic:
             )
         if problem is None:
             job.running[task] = node.worker
+            if worker != node.worker:  # stolen: its loss must fail the task (_forget_node), cleanup (_finish)
+                node.jobs.add(job_id)
+                job.probed.add(node.worker)
             self.stats["launched"] += 1
             self.stats["bytes_to_node_monitors"] += len(payload)
             if job.preferred is not None and job.preferred[task]:
@@ -725,6 +783,20 @@ class SchedulerLogic:
             self.table.remove_job(job_id)
         else:  # that was its last reservation (others were lost) but not its last task
             self._reprobe_if_starved(job, out)
+
+    def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:
+        """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
+        its reservations with it). A job whose reservations may not move is a protocol error."""
+        self.stats["get_task_stolen"] += 1
+        if job is not None and not job.stealable:
+            raise ProtocolError(
+                f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its reservations may not move"
+            )
+        ids = self._ids
+        if ids is None:
+            ids = self._ids = {n.node_id: n for n in self.nodes.values()}
+        held = ids.get(origin)
+        return None if held is None else held.worker
 
     def _reprobe_if_starved(self, job: _Job, out: list) -> None:
         job_id = job.job_id

@@ -6,17 +6,21 @@ kept by whoever issues certificates), and each issued certificate as `NAME.pem` 
 `NAME-key.pem`. Keys are ECDSA P-256 (fast handshakes), written mode 0600; a certificate carries
 its role in the subject's OU and, for clients and admins, its user in the subject's UID (tls.py reads
 them back). Client, admin and monitor certificates may only authenticate their holder (extended key
-usage clientAuth); schedulers' and node monitors' may serve and dial (serverAuth and clientAuth).
+usage clientAuth); schedulers' and node monitors' may serve and dial (serverAuth and clientAuth). A
+certificate's subject alternative names are its name and the `hosts` it is issued for (`--host`:
+the names and addresses HTTPS clients such as Prometheus check; sparrow peers check roles instead).
 
-Error handling: an unknown role, a bad name or user, an existing file (never overwritten unless
+Error handling: an unknown role, a bad name, user or host, an existing file (never overwritten unless
 `force`), or a CA that cannot be read raises CertError with one line.
 """
 
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import SparrowError
@@ -27,6 +31,9 @@ CA_KEY = "ca-key.pem"
 DEFAULT_CA_DAYS = 3650
 DEFAULT_DAYS = 365
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")  # a DNS name: dot-separated labels
+MAX_HOSTS = 32  # extra names per certificate
 
 
 class CertError(SparrowError, ValueError):
@@ -82,10 +89,14 @@ def issue(
     days: float = DEFAULT_DAYS,
     not_before: datetime.datetime | None = None,
     force: bool = False,
+    hosts: Sequence[str] = (),
 ) -> tuple[Path, Path]:
     """Issue a key and certificate for `name` with `role` (and `user`, for a client or admin: by default
     `name`) signed by the CA in `ca_dir` (default: `directory`); returns the certificate's and the key's
-    paths (cert_paths). Valid from `not_before` (default: now) for `days`."""
+    paths (cert_paths). Valid from `not_before` (default: now) for `days`. The certificate's subject
+    alternative names are `name` (a DNS name) and `hosts`: the host names and IP addresses a service is
+    reached at, for HTTPS clients that check them (Prometheus, curl); sparrow peers check roles, not
+    names (tls.py)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -101,6 +112,7 @@ def issue(
             raise CertError(f"user must be 1-64 letters, digits or ._@-, got {user!r}")
     elif user:
         raise CertError(f"--user is for client and admin certificates, not a {role}'s")
+    alternative_names = [x509.DNSName(name.replace("@", "-").lower()), *_host_names(hosts)]
     folder = _folder(directory)
     ca_folder = Path(ca_dir) if ca_dir is not None else folder
     try:
@@ -137,13 +149,32 @@ def issue(
         .not_valid_after(start + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name.replace("@", "-").lower())]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     _write(key_path, _key_pem(key), 0o600)
     _write(cert_path, _cert_pem(cert), 0o644)
     return cert_path, key_path
+
+
+def _host_names(hosts: Sequence[str]) -> list:
+    """The subject alternative names of `hosts` (IP addresses and DNS names), checked."""
+    from cryptography import x509
+
+    if isinstance(hosts, str) or len(hosts) > MAX_HOSTS:
+        raise CertError(f"hosts must be a list of at most {MAX_HOSTS} host names or IP addresses, got {hosts!r}")
+    names: list = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+            continue
+        except ValueError:
+            pass
+        if not isinstance(host, str) or not _HOST.fullmatch(host):
+            raise CertError(f"--host must be a host name (like worker-1.example) or an IP address, got {host!r}")
+        names.append(x509.DNSName(host.lower()))
+    return names
 
 
 def _new_key():

@@ -35,6 +35,12 @@ MAX_SLOTS = 4096  # slots one node monitor may register
 MAX_QUEUED_RESERVATIONS = 1_000_000  # reservations one node monitor holds, from all schedulers
 MAX_COUNT = 2**31 - 1  # heartbeat counters
 
+# -- work stealing between node monitors (services/steal.py) ---------------------------------------
+MAX_STEAL_PEERS = 1024  # peer addresses in one StealPeers (a scheduler samples that many when it has more)
+MAX_STEAL_TAKE = 64  # reservations asked for, moved or released in one steal message
+MAX_STEAL_SCHEDULERS = 64  # scheduler ids a thief names in one StealTake
+MAX_BLOCKED_FOR = 1e9  # seconds a victim may say its slot has been held (StealState)
+
 # -- values (the data plane: runtime/data/) ---------------------------------------------------------
 DEFAULT_INLINE_LIMIT = 64 * 1024  # bytes of a result above which it stays at its node monitor (a reference goes)
 DEFAULT_MAX_VALUE = 1024**3  # bytes of one value kept, sent in chunks, or given to a task as its inputs together

@@ -8,7 +8,10 @@ Connections and the messages allowed on them (see docs/runtime.md):
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
   OutcomeToScheduler.
 - node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode.
-- scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left).
+- scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left); StealPeers (the
+  other stealing node monitors, to a node monitor that steals).
+- node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
+  StealTake -> Stolen; StealRelease (no answer).
 - client or node monitor -> a node monitor's data address: FetchValue -> ValueHeader + ValueChunk... |
   ValueMissing; ReleaseValues (runtime/data/).
 - Error: either side, any time; the sender closes the connection after it.
@@ -32,6 +35,7 @@ import msgspec
 
 from .limits import (
     MAX_ADDRESS,
+    MAX_BLOCKED_FOR,
     MAX_CHUNKS,
     MAX_COUNT,
     MAX_ID,
@@ -42,13 +46,17 @@ from .limits import (
     MAX_PROBES_PER_JOB,
     MAX_RELEASE_KEYS,
     MAX_SLOTS,
+    MAX_STEAL_PEERS,
+    MAX_STEAL_SCHEDULERS,
+    MAX_STEAL_TAKE,
     MAX_TASKS_PER_JOB,
     MAX_VALUE_SIZE,
     PRIORITY_MAX,
     PRIORITY_MIN,
 )
 
-PROTOCOL_VERSION = 5  # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane
+# 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing
+PROTOCOL_VERSION = 6
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -68,6 +76,8 @@ Digest = Annotated[bytes, msgspec.Meta(max_length=64)]
 FrameLimit = Annotated[int, msgspec.Meta(ge=0, lt=2**32)]  # a peer's max_frame; 0: not told
 Key = Annotated[bytes, msgspec.Meta(min_length=1, max_length=MAX_KEY)]  # a value's key at its node monitor
 Size = Annotated[int, msgspec.Meta(ge=0, le=MAX_VALUE_SIZE)]
+AddressText = Annotated[str, msgspec.Meta(max_length=MAX_ADDRESS)]  # "HOST:PORT" or "unix:PATH"
+StealCount = Annotated[int, msgspec.Meta(ge=1, le=MAX_STEAL_TAKE)]
 
 
 class _Msg(msgspec.Struct, array_like=True, tag_field="t", gc=False):
@@ -87,7 +97,7 @@ class ValueRef(msgspec.Struct, frozen=True, array_like=True, gc=False):
     unguessable), `size` bytes of pickled value (runtime/data/)."""
 
     node_id: Name
-    address: Annotated[str, msgspec.Meta(max_length=MAX_ADDRESS)]
+    address: AddressText
     key: Key
     size: Size
 
@@ -242,6 +252,7 @@ class RegisterNodeMonitor(_Msg, tag=20):
     labels: Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_LABELS)] = ()
     instance: Name = ""
     can_stop: bool = False  # its executor can stop a running task (timeouts, forced cancels)
+    steal_address: AddressText = ""  # where it takes steal links from its peers; "": it does not steal
 
 
 class Registered(_Msg, tag=21):
@@ -266,13 +277,16 @@ class Heartbeat(_Msg, tag=22):
 
 
 class EnqueueReservations(_Msg, tag=23):
-    """`session`: the id of the job's client, which tags the values its tasks leave (ReleaseSession)."""
+    """`session`: the id of the job's client, which tags the values its tasks leave (ReleaseSession).
+    `stealable`: the reservations may move to another node monitor (work stealing: the job has no
+    constraint, preference or timeout)."""
 
     job_id: Id
     user: Name
     priority: Priority
     count: Annotated[int, msgspec.Meta(ge=1, le=MAX_PROBES_PER_JOB)]
     session: Name = ""
+    stealable: bool = False
 
 
 class CancelReservations(_Msg, tag=24):
@@ -280,7 +294,11 @@ class CancelReservations(_Msg, tag=24):
 
 
 class GetTask(_Msg, tag=25):
+    """`origin`: the id of the node monitor whose reservation this is (work stealing: the sender took it
+    from there); "": the sender's own."""
+
     job_id: Id
+    origin: Name = ""
 
 
 class TaskToNode(_Msg, tag=26):
@@ -316,6 +334,71 @@ class ReleaseSession(_Msg, tag=33):
     grace): drop the values its tasks left here."""
 
     session: Name
+
+
+class StealPeers(_Msg, tag=34):
+    """Scheduler -> a node monitor that steals: the steal addresses of the other ones it may steal from
+    (replaces what this scheduler told before)."""
+
+    peers: Annotated[list[AddressText], msgspec.Meta(max_length=MAX_STEAL_PEERS)]
+
+
+# -- work stealing: node monitor (thief) -> node monitor (victim), services/steal.py ----------------
+
+
+class StealProbe(_Msg, tag=50):
+    """How much could you give? Answered by StealState."""
+
+
+class StealState(_Msg, tag=51):
+    """`stealable` reservations wait here for a slot (0 with a slot free), queued behind a task that has
+    run `blocked_for` seconds (the kernel's choose_steal inputs)."""
+
+    stealable: Count
+    blocked_for: Annotated[float, msgspec.Meta(ge=0, le=MAX_BLOCKED_FOR)]
+
+
+class StealTake(_Msg, tag=52):
+    """Give me up to `count` reservations of jobs at the schedulers `schedulers` (the thief's, by id).
+    Answered by Stolen (maybe empty)."""
+
+    count: StealCount
+    schedulers: Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_STEAL_SCHEDULERS)]
+
+
+class StolenReservation(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """One reservation moved: `count` of job `job_id` at scheduler `scheduler_id`, placed at the node
+    monitor `origin` (its GetTask names it)."""
+
+    scheduler_id: Name
+    job_id: Id
+    user: Name
+    priority: Priority
+    session: Name
+    origin: Name
+    count: StealCount = 1
+
+
+class Stolen(_Msg, tag=53):
+    """The reservations given (lent until released: the victim takes them back if the link ends)."""
+
+    reservations: Annotated[list[StolenReservation], msgspec.Meta(max_length=MAX_STEAL_TAKE)]
+
+
+class Released(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """`count` reservations of job `job_id` at scheduler `scheduler_id` the thief is done with: `used`
+    (their GetTask was answered, or the job's reservations were cancelled), or given back unasked."""
+
+    scheduler_id: Name
+    job_id: Id
+    count: StealCount
+    used: bool
+
+
+class StealRelease(_Msg, tag=54):
+    """Thief -> victim: forget (used) or take back (not used) these lent reservations. No answer."""
+
+    items: Annotated[list[Released], msgspec.Meta(max_length=MAX_STEAL_TAKE)]
 
 
 # -- data plane: client or node monitor -> a node monitor's data address ---------------------------
@@ -399,6 +482,12 @@ Message = (
     | NoTask
     | OutcomeToScheduler
     | ReleaseSession
+    | StealPeers
+    | StealProbe
+    | StealState
+    | StealTake
+    | Stolen
+    | StealRelease
     | FetchValue
     | ValueHeader
     | ValueChunk

@@ -108,6 +108,10 @@ class TLS:
             ctx.check_hostname = False  # the role is checked instead (see the module's comment)
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            # a TLS 1.2 session is never renegotiated (a server's HelloRequest, a client's new ClientHello:
+            # answered with a no_renegotiation alert): the certificate the handshake checked, hence the
+            # peer's role and user, stays the session's, and a peer cannot make this side redo handshakes
+            ctx.options |= ssl.OP_NO_RENEGOTIATION
             if purpose is ssl.Purpose.CLIENT_AUTH:
                 ctx.num_tickets = 0  # sessions are never resumed: no TLS 1.3 tickets to make, send and parse
             try:

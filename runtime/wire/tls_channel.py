@@ -4,8 +4,12 @@ the socket directly (one `os.write`, no task switch), and decrypts what one read
 
 `TLSChannel.handshake(stream)` runs the TLS handshake over any trio stream (the only step that waits);
 then the Connection (connection.py) calls `encrypt` on each burst it sends and `decrypt` on each read,
-both synchronous. Bytes the TLS layer itself must send after the handshake (a key update's answer)
-wait in `output()` after a `decrypt`, for the Connection to write in order with its own bytes.
+both synchronous. Records the TLS layer sends on its own after the handshake go out in order with the
+Connection's: OpenSSL answers a peer's TLS 1.3 KeyUpdate with the next `encrypt` (its KeyUpdate ahead
+of the data, as RFC 8446 4.6.3 allows), and what it makes while reading (the no_renegotiation alert
+to a TLS 1.2 peer that asks to renegotiate: tls.py refuses it) waits in `output()` after a `decrypt`
+for the Connection to write. tests/runtime/wire/test_tls_post_handshake.py checks both against the
+`openssl` tool, which sends key updates, session tickets, renegotiations and close_notify on demand.
 
 Against trio.SSLStream (what it replaces on every link): the same ssl contexts and the same record
 layer; encryption happens where a burst is queued (so bytes leave in the order they were encrypted),
@@ -98,7 +102,7 @@ class TLSChannel:
 
     @property
     def has_output(self) -> bool:
-        """The TLS layer has bytes to send now (after `decrypt`: rare, a key update's answer)."""
+        """The TLS layer has bytes to send now (after `decrypt`: rare, an alert it made while reading)."""
         return self._outgoing.pending > 0
 
     def output(self) -> bytes:

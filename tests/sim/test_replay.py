@@ -234,3 +234,76 @@ def test_binding_refuses_a_dependency_on_a_later_job() -> None:
     }
     with pytest.raises(ValueError, match="trace job 0: a job may only wait for earlier jobs"):
         _core._simulate(SimConfig().params(), trace)
+
+
+# ---- speed work changes no decision ----
+
+# sha256 prefixes (as `digest` above, every counter included) of every policy on a busy trace
+# (load about 0.9, heavy-tailed job durations), two users, two priorities and some constraints,
+# taken before the simulator's speed work of session 6 (commit e0dfa75): a faster event loop,
+# queue or message layout must decide exactly the same. No libm on the way (see BEFORE).
+FAST_BEFORE = {
+    ("random", "fifo"): "25cb77dc9ca140e0",
+    ("random", "priority"): "4e3a54d1bfdd6e05",
+    ("random", "fair"): "4d003b5011d6d7c7",
+    ("per_task", "fifo"): "54fa22fb10a8ffe9",
+    ("per_task", "priority"): "0ecdcbef3423bc86",
+    ("per_task", "fair"): "141ef495987b8061",
+    ("batch", "fifo"): "a0cca77b5bf7b83c",
+    ("batch", "priority"): "0105a7d52c0864b9",
+    ("batch", "fair"): "d1b5502d85c529b9",
+    ("sparrow", "fifo"): "bb9889fef970b6db",
+    ("sparrow", "priority"): "73ec1ef63e88f8aa",
+    ("sparrow", "fair"): "977ab50c14d05dd8",
+    ("omniscient", "fifo"): "5eea2d85cdd9ece7",
+    ("omniscient", "priority"): "cc4ffc668ca7d0e4",
+    ("omniscient", "fair"): "f7ff4220b8398754",
+    ("sparrow_steal", "fifo"): "c2eef3fd9a1671db",
+    ("sparrow_steal", "priority"): "5e9198db890d1307",
+    ("sparrow_steal", "fair"): "9f19ffcc0de2e430",
+    ("sparrow_pipelined", "fifo"): "fb742426a50def1d",
+    ("sparrow_pipelined", "priority"): "008f163db94c3f4f",
+    ("sparrow_pipelined", "fair"): "8eb0ef97d72a0637",
+    ("sparrow_steal_pipelined", "fifo"): "b633d5da253d37f1",
+    ("sparrow_steal_pipelined", "priority"): "c4b62d36a646af8b",
+    ("sparrow_steal_pipelined", "fair"): "07984e8d8f7ba0c4",
+}
+
+
+def busy_trace(tmp_path: Path) -> Path:
+    durations = (0.02, 0.05, 0.4, 0.03, 1.2, 0.06, 0.01)
+    return trace_file(tmp_path, [f"{0.021 * j:.3f} {j * 7 % 13 + 3} {durations[j % 7]}" for j in range(400)])
+
+
+def full_digest(result) -> str:  # type: ignore[no-untyped-def]
+    h = hashlib.sha256()
+    for array in (result.job_response, result.job_wait, result.task_wait, result.job_user, result.job_priority):
+        h.update(array.tobytes())
+    h.update(repr(sorted(result.counters.items())).encode())
+    return h.hexdigest()[:16]
+
+
+def busy_config(tmp_path: Path, policy: str, queue_policy: str) -> SimConfig:
+    return SimConfig(
+        policy=policy,
+        n_workers=60,
+        slots=2,
+        n_schedulers=2,
+        queue_policy=queue_policy,
+        user_weights=(3.0, 1.0),
+        user_demands=(0.5, 0.5),
+        priority_shares=(0.3, 0.7),
+        constrained_jobs=0.05,
+        constrained_tasks=0.02,
+        pipeline_after=0.5,
+        steal_max_take=2,
+        trace=busy_trace(tmp_path),
+        seed=11,
+    )
+
+
+@pytest.mark.parametrize(("policy", "queue_policy"), sorted(FAST_BEFORE))
+def test_every_policy_decides_as_before_the_speed_work(tmp_path: Path, policy: str, queue_policy: str) -> None:
+    """400 trace jobs at load about 0.9 on 60 x 2 slots, two users, two priorities, some constraints:
+    every policy under every queue policy gives the same outputs, bit for bit, as before."""
+    assert full_digest(simulate(busy_config(tmp_path, policy, queue_policy))) == FAST_BEFORE[(policy, queue_policy)]

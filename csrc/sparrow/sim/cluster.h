@@ -3,7 +3,7 @@
 //
 // Held here: the parameters and outputs, the schedulers' Rng, the workload, simulated time, the
 // jobs in flight (JobPool), the workers' free slots, the network (one FIFO of messages with a
-// constant one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words), the task
+// constant one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words, payloads.h), the task
 // completions (event_heap.h) and the releases of jobs that wait (submit delay, dependencies).
 // A message's kind is the policy's own small number: the cluster only carries it. Policy
 // state (worker queues, task tables, the omniscient central queue, stealing) lives in the
@@ -26,6 +26,7 @@
 #include "sparrow/sim/event_heap.h"
 #include "sparrow/sim/job_pool.h"
 #include "sparrow/sim/params.h"
+#include "sparrow/sim/payloads.h"
 #include "sparrow/sim/workload.h"
 
 namespace sparrow {
@@ -71,7 +72,7 @@ class Cluster {
   JobPool pool;
   Ring<Msg> msgs;
   CompletionHeap heap;
-  std::vector<int64_t> words;  // the payload of the message being delivered
+  Words words;  // the payload of the message being delivered (payloads.h: valid until the next receive)
   double t_release = Workload::kNever;  // the earliest release, kNever if none
   Completion last_done{};               // the task that ended last (complete)
 
@@ -85,7 +86,7 @@ class Cluster {
     Msg m{now + p.network_delay, job, task, aux, worker, user, kind, 0};
     if (payload != nullptr) {
       m.n_payload = static_cast<uint32_t>(payload->size());
-      payload_.push_many(payload->data(), payload->size());
+      payload_.push(payload->data(), payload->size());
     }
     msgs.push(m);
   }
@@ -95,8 +96,7 @@ class Cluster {
     const Msg m = msgs.pop();
     now = m.time;
     ++out.counters.messages;
-    words.resize(m.n_payload);
-    payload_.pop_many(words.data(), m.n_payload);
+    words = payload_.next(m.n_payload);
     return m;
   }
 
@@ -292,7 +292,7 @@ class Cluster {
     }
   }
 
-  Ring<int64_t> payload_;
+  PayloadFifo payload_;
   std::vector<std::pair<double, int64_t>> releases_;  // (time, job): a min-heap by std::greater
   std::vector<int64_t> child_offsets_, children_;     // dependencies only
   std::vector<double> finished_at_;                   // per trace job, -1 until it finishes

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -41,15 +42,12 @@ class CompletionHeap {
     if (k < last_) throw std::logic_error("CompletionHeap: a completion earlier than the last one popped");
     put(Completion{time, job, worker, task}, k);
     ++size_;
+    if (time < next_) next_ = time;
   }
 
-  // The time of the earliest completion (the heap must not be empty).
-  double top_time() const {
-    const uint64_t k = buckets_[0].empty() ? min_[first_bucket()] : last_;
-    double time;
-    std::memcpy(&time, &k, sizeof time);
-    return time;
-  }
+  // The time of the earliest completion, +infinity if none (kept up to date by push and pop: the
+  // event loop asks at every event).
+  double next_time() const { return next_; }
 
   Completion pop() {
     if (buckets_[0].empty()) {  // move the first non-empty bucket down around its minimum
@@ -65,6 +63,12 @@ class CompletionHeap {
     const Completion out = buckets_[0].back();
     buckets_[0].pop_back();
     --size_;
+    if (size_ == 0) {
+      next_ = std::numeric_limits<double>::infinity();
+    } else {
+      const uint64_t k = buckets_[0].empty() ? min_[first_bucket()] : last_;
+      std::memcpy(&next_, &k, sizeof next_);
+    }
     return out;
   }
 
@@ -95,6 +99,7 @@ class CompletionHeap {
   uint64_t nonempty_ = 0;                // bit b - 1: buckets_[b] (b >= 1) holds entries
   uint64_t last_ = 0;                    // the key of the last completion popped
   size_t size_ = 0;
+  double next_ = std::numeric_limits<double>::infinity();  // the earliest time held
 
  public:
   CompletionHeap() { std::fill(min_, min_ + 65, kNone); }

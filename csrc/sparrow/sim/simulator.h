@@ -62,7 +62,7 @@ class Simulator {
     Cluster& c = c_;
     for (;;) {
       const double t_msg = c.msgs.empty() ? Workload::kNever : c.msgs.front().time;
-      const double t_done = c.heap.empty() ? Workload::kNever : c.heap.top_time();
+      const double t_done = c.heap.next_time();  // kNever if none
       const double t_job = std::min(c.t_release, c.workload.next_arrival());  // a release or an arrival
       if (t_msg == Workload::kNever && t_done == Workload::kNever && t_job == Workload::kNever) break;
       if (++c.out.counters.events % kPollEvents == 0 && c.p.should_stop != nullptr &&

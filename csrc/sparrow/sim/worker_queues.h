@@ -35,10 +35,14 @@ class WorkerQueues {
   // loop over many workers overlap: stage 1 its slots, counts and queue object, stage 2 (some
   // workers later, once those arrived) its queue's long form, stage 3 job's place in that.
   void prefetch(int64_t w) const {
+    prefetch_state(w);
+    queues_[w].prefetch_object();
+  }
+  // Stage 1 without the queue object: what a steal probe reads (slots, count, granted_at).
+  void prefetch_state(int64_t w) const {
     __builtin_prefetch(&c_.free[w]);
     __builtin_prefetch(&queued_[w]);
     __builtin_prefetch(&granted_at_[w]);
-    queues_[w].prefetch_object();
   }
   void prefetch_store(int64_t w) const {
     if (queued_[w] != 0) queues_[w].prefetch_store();

@@ -21,7 +21,20 @@ from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import EnqueueReservations
 
 # the public methods of each logic that only read its state (or make a message from it): not steps
-READ_ONLY = {SchedulerLogic: {"status"}, NodeMonitorLogic: {"registration", "heartbeat"}}
+# (work stealing's choices draw from its own Rng but change nothing else: steal_logic.py)
+READ_ONLY = {
+    SchedulerLogic: {"status"},
+    NodeMonitorLogic: {
+        "registration",
+        "heartbeat",
+        "peers",
+        "steal_wanted",
+        "choose_victims",
+        "choose",
+        "steal_take",
+        "steal_state",
+    },
+}
 
 
 def public_methods(cls: type) -> set[str]:

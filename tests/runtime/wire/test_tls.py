@@ -77,6 +77,54 @@ def test_issue_refuses_bad_requests_in_one_line(tmp_path, cluster_certs):
     assert os.stat(cluster_certs.directory / "alice-key.pem").st_mode & 0o077 == 0
 
 
+def _name_checked(ca, cert, key, server_hostname: str) -> None:
+    """An HTTPS client's handshake (as curl's or Prometheus's: the CA and the host name checked) with a
+    server holding `cert`, in memory; raises ssl.SSLCertVerificationError on a name mismatch."""
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.create_default_context(cafile=str(ca))  # check_hostname on, as an HTTPS client's
+    bios = [ssl.MemoryBIO() for _ in range(4)]
+    client = client_ctx.wrap_bio(bios[0], bios[1], server_hostname=server_hostname)
+    server = server_ctx.wrap_bio(bios[2], bios[3], server_side=True)
+    done = [False, False]
+    while not all(done):
+        for i, (side, out, peer_in) in enumerate(((client, bios[1], bios[2]), (server, bios[3], bios[0]))):
+            try:
+                side.do_handshake()
+                done[i] = True
+            except ssl.SSLWantReadError:
+                pass
+            if out.pending:
+                peer_in.write(out.read())
+
+
+def test_a_certificate_issued_with_hosts_passes_an_https_clients_name_check_for_each(cluster_certs, tmp_path):
+    """`issue(hosts=...)` (`sparrow certs issue --host`): curl or Prometheus scraping a service's metrics
+    by a host name or IP address it was issued for accepts its certificate; by another name, or by an
+    address a certificate without hosts was not issued for, it refuses it."""
+    ca = cluster_certs.directory / "ca.pem"
+    hosts = ["worker-1.example", "10.77.0.2", "::1"]
+    cert, key = certs.issue(tmp_path, "worker-1", "node-monitor", ca_dir=cluster_certs.directory, hosts=hosts)
+    for name in ["worker-1", *hosts]:
+        _name_checked(ca, cert, key, name)
+    with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
+        _name_checked(ca, cert, key, "worker-2.example")
+    plain, plain_key = certs.issue(tmp_path, "worker-2", "node-monitor", ca_dir=cluster_certs.directory)
+    with pytest.raises(ssl.SSLCertVerificationError, match="mismatch"):
+        _name_checked(ca, plain, plain_key, "10.77.0.3")
+    assert TLS(ca, cert, key).identity.role == "node-monitor"  # still a sparrow peer's certificate
+
+
+@pytest.mark.parametrize("hosts", [["bad host"], ["-x.example"], ["a" * 64 + ".example"], ["x"] * 33, "one.example"])
+def test_issue_refuses_a_bad_host_in_one_line_and_writes_nothing(cluster_certs, tmp_path, hosts):
+    """A host that is neither an IP address nor a DNS name, too many hosts, or a string instead of a
+    list: CertError in one line, no file written."""
+    with pytest.raises(certs.CertError) as caught:
+        certs.issue(tmp_path, "w", "node-monitor", ca_dir=cluster_certs.directory, hosts=hosts)
+    assert "host" in str(caught.value) and "\n" not in str(caught.value)
+    assert not list(tmp_path.iterdir())
+
+
 def _expired_client_context(cluster_certs, tmp_path) -> ssl.SSLContext:
     """A client context holding an expired certificate of the right CA (TLS() would refuse to load it)."""
     old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)

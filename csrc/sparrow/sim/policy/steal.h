@@ -60,6 +60,7 @@ class WorkStealing {
       throw std::invalid_argument("sparrow_steal: n_jobs * n_workers must be < 2**62");
     keys_of_.n_workers = c.p.n_workers;
     attempting_.assign(static_cast<size_t>(c.p.n_workers), 0);
+    victims_.resize(static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims)));  // the same for every thief
   }
 
   const StealKeys& keys() const { return keys_of_; }
@@ -70,8 +71,7 @@ class WorkStealing {
     if (c_.p.n_workers < 2) return;
     attempting_[w] = 1;
     ++c_.out.counters.steal_attempts;
-    victims_.clear();
-    choose_victims(rng_, c_.p.n_workers, w, config_.victims, victims_);
+    choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
     c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
   }
 
@@ -97,16 +97,20 @@ class WorkStealing {
   }
 
  private:
-  // At the victims (the payload): each one's (worker, waiting reservations, blocked for).
+  // At the victims (the payload): their ids, then how many reservations wait at each, then for how
+  // long each has been blocked (a double's bits).
   void on_probe(const Msg& m) {
-    answer_.clear();
-    for (int64_t v : c_.words) queues_.prefetch(v);  // the victims' misses overlap
-    for (int64_t v : c_.words) {
-      const int64_t waiting = c_.free[v] == 0 ? queues_.queued(v) : 0;
+    const Words& victims = c_.words;
+    for (int64_t v : victims) queues_.prefetch_state(v);  // the victims' misses overlap
+    const size_t n = victims.size();
+    answer_.resize(3 * n);
+    int64_t* out = answer_.data();
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t v = victims[i];
       const double blocked = c_.now - queues_.granted_at(v);
-      int64_t bits;
-      std::memcpy(&bits, &blocked, sizeof bits);
-      answer_.insert(answer_.end(), {v, waiting, bits});
+      out[i] = v;
+      out[n + i] = c_.free[v] == 0 ? queues_.queued(v) : 0;
+      std::memcpy(&out[2 * n + i], &blocked, sizeof blocked);
     }
     c_.send(kAnswer, -1, m.worker, -1, 0.0, 0, &answer_);
   }
@@ -114,19 +118,14 @@ class WorkStealing {
   // At the thief: the kernel picks the victim and how many it gives.
   void on_answer(const Msg& m) {
     const size_t n = c_.words.size() / 3;
-    stealable_.resize(n);
     blocked_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      stealable_[i] = c_.words[3 * i + 1];
-      std::memcpy(&blocked_[i], &c_.words[3 * i + 2], sizeof(double));
-    }
-    const StealChoice choice =
-        choose_steal(rng_, stealable_.data(), blocked_.data(), static_cast<int64_t>(n), config_);
+    std::memcpy(blocked_.data(), c_.words.data() + 2 * n, n * sizeof(double));
+    const StealChoice choice = choose_steal(rng_, c_.words.data() + n, blocked_.data(), static_cast<int64_t>(n), config_);
     if (choice.victim < 0) {
       attempting_[m.worker] = 0;
       return;
     }
-    c_.send(kTake, c_.words[3 * static_cast<size_t>(choice.victim)], m.worker, choice.take, 0.0);
+    c_.send(kTake, c_.words[static_cast<size_t>(choice.victim)], m.worker, choice.take, 0.0);
   }
 
   // At the victim (m.job): up to m.task reservations of unconstrained jobs from its queue's head.
@@ -158,7 +157,7 @@ class WorkStealing {
   StealConfig config_;
   StealKeys keys_of_;
   std::vector<uint8_t> attempting_;  // per worker: an attempt is in flight
-  std::vector<int64_t> victims_, answer_, stealable_, keys_;  // scratch
+  std::vector<int64_t> victims_, answer_, keys_;  // scratch
   std::vector<double> blocked_;
   std::vector<Reservation> taken_;
 };

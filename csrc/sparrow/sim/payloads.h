@@ -1,0 +1,81 @@
+// Payloads: the int64 words that travel with the simulator's messages (a job's probes, a steal
+// probe's victims and their answers), one FIFO for every message in flight: messages arrive in
+// the order they were sent (cluster.h), so their payloads do too.
+//
+// push appends a payload (a copy). next(n) hands out the oldest payload as a view, with no copy:
+// the words stay in the buffer until the following next(), so a message's handler may send
+// (push) while it still reads them. Only a payload that wraps around the end of the ring is
+// copied, into a scratch array. When a push outgrows the ring, the old buffer is kept until the
+// following next(), so the view in use stays valid. push and next O(n); no allocation once the
+// ring holds the most words in flight at once.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sparrow {
+namespace sim {
+
+// A read-only view of n words (a message's payload).
+struct Words {
+  const int64_t* ptr = nullptr;
+  size_t n = 0;
+  const int64_t* data() const { return ptr; }
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  const int64_t& operator[](size_t i) const { return ptr[i]; }
+  const int64_t* begin() const { return ptr; }
+  const int64_t* end() const { return ptr + n; }
+};
+
+class PayloadFifo {
+ public:
+  void push(const int64_t* words, size_t n) {
+    if (tail_ - head_ + n > buf_.size()) grow(tail_ - head_ + n);
+    const size_t at = tail_ & mask_, first = std::min(n, buf_.size() - at);
+    std::copy(words, words + first, buf_.data() + at);
+    std::copy(words + first, words + n, buf_.data());
+    tail_ += n;
+  }
+
+  // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call.
+  Words next(size_t n) {
+    head_ += held_;
+    held_ = n;
+    if (!retired_.empty()) std::vector<int64_t>().swap(retired_);
+    const size_t at = head_ & mask_;
+    if (at + n <= buf_.size()) return Words{buf_.data() + at, n};
+    const size_t first = buf_.size() - at;
+    scratch_.resize(n);
+    std::copy(buf_.data() + at, buf_.data() + at + first, scratch_.data());
+    std::copy(buf_.data(), buf_.data() + (n - first), scratch_.data() + first);
+    return Words{scratch_.data(), n};
+  }
+
+ private:
+  __attribute__((noinline)) void grow(size_t needed) {  // rare: kept out of push's fast path
+    size_t capacity = buf_.empty() ? 256 : 2 * buf_.size();
+    while (capacity < needed) capacity *= 2;
+    std::vector<int64_t> next(capacity);
+    const size_t n = tail_ - head_;
+    for (size_t i = 0; i < n; ++i) next[i] = buf_[(head_ + i) & mask_];
+    if (retired_.empty()) retired_.swap(buf_);  // the view handed out last points into it (else: into retired_)
+    buf_.swap(next);
+    mask_ = capacity - 1;
+    head_ = 0;
+    tail_ = n;
+  }
+
+  std::vector<int64_t> buf_;      // power-of-two capacity
+  std::vector<int64_t> retired_;  // the buffer of the view handed out last, if it grew since
+  std::vector<int64_t> scratch_;  // a wrapped payload, copied
+  size_t mask_ = 0;
+  size_t head_ = 0;  // oldest word not yet released (the view handed out last starts here)
+  size_t tail_ = 0;
+  size_t held_ = 0;  // words of the view handed out last
+};
+
+}  // namespace sim
+}  // namespace sparrow

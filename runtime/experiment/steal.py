@@ -1,0 +1,181 @@
+"""The work-stealing experiment (issue 18): short and long jobs mixed at high load on a local cluster, run
+with stealing off and on over the same arrivals, each run predicted by the simulator.
+
+Workload (`make_mixed`): jobs of WIDTH tasks arrive as a Poisson process at the rate that offers `load`
+of the slots; a LONG_FRACTION of them are long (tasks of LONG_MS), the others short (SHORT_MS), each
+task's duration drawn from a lognormal (sigma LOGNORMAL_SIGMA) around its job's mean and scaled by
+`time_scale`. The long jobs hold most of the slot time (about 76%), the short ones are most of the jobs:
+the heavy-tailed mix where Sparrow's short jobs wait behind long tasks in the queues they probed while
+other slots sit idle (Hawk, USENIX ATC 2015). Every job is a one-stage query, so run.py runs it.
+
+Per run (`steal_figures`): each job's response (submission to last outcome at its client), beside the
+simulator's replay of the same trace given the run's measured hops (demo/replay.py): the sparrow policy
+for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..demo.replay import MODEL_SEEDS, ideal, measure_hops, model
+from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
+from .report import replay_trace
+from .run import QueryRecord
+
+SHORT_MS = 20.0
+LONG_MS = 2000.0
+LONG_FRACTION = 0.03
+WIDTH = 2  # tasks per job
+TARGET_SPEEDUP = 2.0  # issue 18: stealing at least halves the short jobs' p50 response
+MODEL_TARGET = 0.10  # issue 18: the simulator within 10% of each run at p50
+
+
+def make_mixed(
+    *, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0
+) -> tuple[QueryWorkload, np.ndarray]:
+    """The jobs (module docstring) as one-stage queries, and which of them are long.
+
+    Error handling: ValueError naming the bad argument.
+    """
+    check_workload(load, seconds, slots, time_scale)
+    rng = np.random.default_rng(seed)
+    mean_task = ((1 - LONG_FRACTION) * SHORT_MS + LONG_FRACTION * LONG_MS) / 1e3 * time_scale
+    rate = load * slots / (mean_task * WIDTH)  # jobs per second
+    gaps = rng.exponential(1.0 / rate, math.ceil(rate * seconds * 1.5) + 10)
+    arrivals = np.concatenate(([0.0], np.cumsum(gaps)))
+    arrivals = arrivals[arrivals < seconds]
+    queries, long = [], []
+    for arrival in arrivals.tolist():
+        is_long = bool(rng.random() < LONG_FRACTION)
+        mean = (LONG_MS if is_long else SHORT_MS) / 1e3 * time_scale
+        mu = math.log(mean) - LOGNORMAL_SIGMA**2 / 2
+        stage = Stage("long" if is_long else "short", rng.lognormal(mu, LOGNORMAL_SIGMA, WIDTH), ())
+        queries.append(Query(arrival, stage.name, (stage,)))
+        long.append(is_long)
+    return QueryWorkload(tuple(queries), slots, seconds), np.array(long, dtype=bool)
+
+
+@dataclass(frozen=True)
+class StealRun:
+    """One run's job responses (seconds) and their replays; `long` marks the long jobs."""
+
+    steal: bool
+    seed: int
+    long: np.ndarray
+    response: np.ndarray
+    simulated: np.ndarray  # MODEL_SEEDS replays pooled, each in job order
+    ideal: np.ndarray
+    failed: int
+    stolen: int  # tasks its schedulers launched for stolen reservations (-1: not known)
+
+    def p(self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False) -> float:
+        """The q-th percentile of the short (or `long`) jobs' response, as run, simulated or ideal."""
+        values = self.simulated if simulated else self.ideal if of_ideal else self.response
+        mask = np.tile(self.long, MODEL_SEEDS) if simulated else self.long
+        chosen = values[mask if long else ~mask]
+        return float(np.percentile(chosen, q)) if chosen.size else math.nan
+
+
+def steal_figures(
+    records: Sequence[QueryRecord],
+    long: np.ndarray,
+    *,
+    steal: bool,
+    seed: int,
+    node_monitors: int,
+    slots: int,
+    schedulers: int,
+    stolen: int = -1,
+) -> StealRun:
+    """One run's figures (module docstring). Error handling: ValueError if a job did not finish."""
+    if any(math.isnan(r.finished) for r in records):
+        raise ValueError("a job did not finish")
+    jobs, _ = replay_trace(records)
+    hops = measure_hops(s for r in records for s in r.submitted_stages())
+    policy = "sparrow_steal" if steal else "sparrow"
+    simulated = model(jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers, policy=policy)
+    return StealRun(
+        steal=steal,
+        seed=seed,
+        long=long,
+        response=np.array([r.response for r in records]),
+        simulated=np.concatenate([s.job_response for s in simulated]),
+        ideal=np.asarray(ideal(jobs, node_monitors=node_monitors, slots=slots).job_response),
+        failed=sum(r.failed for r in records),
+        stolen=stolen,
+    )
+
+
+def _ms(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x * 1e3:,.1f}"
+
+
+def table(runs: Sequence[StealRun]) -> str:
+    """One row per run: short jobs' p50 and p95 and long jobs' p50, as run and simulated, and the ideal."""
+    lines = [
+        "| seed | stealing | short p50 ms | simulated | sim / run | short p95 ms | simulated | long p50 ms "
+        "| simulated | ideal short p50 | tasks stolen |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        ratio = r.p(50, simulated=True) / r.p(50)
+        lines.append(
+            f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))} "
+            f"| {ratio:.2f} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} | {_ms(r.p(50, long=True))} "
+            f"| {_ms(r.p(50, long=True, simulated=True))} | {_ms(r.p(50, of_ideal=True))} "
+            f"| {r.stolen if r.stolen >= 0 else '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(runs: Sequence[StealRun]) -> list[str]:
+    """Sentences from the numbers: stealing's speed-up of the short jobs' p50 per seed, and the model's error."""
+    lines = []
+    by_seed: dict[int, dict[bool, StealRun]] = {}
+    for r in runs:
+        by_seed.setdefault(r.seed, {})[r.steal] = r
+    speedups = [pair[False].p(50) / pair[True].p(50) for pair in by_seed.values() if len(pair) == 2]
+    if speedups:
+        met = "met" if min(speedups) >= TARGET_SPEEDUP else "not met"
+        lines.append(
+            f"Short jobs' p50 response, stealing off / on, same arrivals: {', '.join(f'{s:.2f}x' for s in speedups)} "
+            f"(target >= {TARGET_SPEEDUP:g}x: {met})."
+        )
+    errors = [abs(r.p(50, simulated=True) / r.p(50) - 1) for r in runs]
+    if errors:
+        met = "met" if max(errors) <= MODEL_TARGET else "not met"
+        lines.append(
+            f"Simulator against each run at the short jobs' p50: worst {max(errors):.0%} off "
+            f"(target within {MODEL_TARGET:.0%}: {met})."
+        )
+    return lines
+
+
+def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequence[str]) -> str:
+    """The report page: what was run, the table, the verdicts and the machine's notes."""
+    parts = [
+        "# Work stealing on a local cluster: short and long jobs mixed at high load",
+        "",
+        f"Command: `{command}`",
+        "",
+        setup,
+        "",
+        f"Jobs of {WIDTH} tasks; {LONG_FRACTION:.0%} of them long ({LONG_MS:g} ms tasks), the others short "
+        f"({SHORT_MS:g} ms tasks); the long jobs hold about "
+        f"{LONG_FRACTION * LONG_MS / (LONG_FRACTION * LONG_MS + (1 - LONG_FRACTION) * SHORT_MS):.0%} of the slot "
+        "time. Each seed's arrivals run twice, stealing off and on. Simulated: the simulator replaying the "
+        f"run's trace with its measured hops ({MODEL_SEEDS} seeds pooled), sparrow for off and sparrow_steal "
+        "for on. Response: from a job's submission to its last outcome at the client.",
+        "",
+        table(runs),
+        "",
+        *[f"- {line}" for line in verdicts(runs)],
+        "",
+        "Machine, per run: " + "; ".join(notes),
+        "",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,322 @@
+"""The node monitor's side of work stealing (Hawk, USENIX ATC 2015), sans-I/O: mixed into NodeMonitorLogic.
+
+Every decision is the kernel's, as in the simulator's sparrow_steal policy (csrc/sparrow/sim/policy/steal.h):
+which peers an idle node monitor asks (`sparrow_core.choose_victims`), which answer it steals from and how
+many reservations move (`choose_steal`), and which reservations leave the victim's queue
+(`ReservationQueue.steal`: from the head in service order, stopping at one that must stay). The trio shell
+(steal.py) carries the four hops: StealProbe -> StealState, StealTake -> Stolen.
+
+Thief: `steal_due` is set when a slot may have become free with the queue empty (a task ended, a NoTask,
+peers told); the shell clears it and, if `steal_wanted()`, attempts: `choose_victims`, then `choose` over
+the answers, then `steal_take`, then `on_stolen` with what came. A stolen reservation is queued here under
+a key of its own (never stolen again) and its GetTask names the victim as its `origin`, so the scheduler
+consumes the victim's reservation (scheduler_logic.py). Once that GetTask is answered (answers come in
+request order per scheduler link: `_Reserved.order` matches them) the thief releases it to its lender
+(StealRelease, used); a stolen reservation dropped unasked (its scheduler lost, draining) is given back
+(not used: the lender queues it again); one dropped because its job's reservations were cancelled is used.
+
+Victim: `steal_state()` answers a probe; `give()` takes up to the asked count from the head of its queue
+(pinned: jobs that may not move, jobs of schedulers the thief is not registered with, and reservations
+this node monitor borrowed itself) and keeps them as lent to that thief until released. `on_thief_lost()`
+(the steal link ended: the thief died, stalled past its deadline, or broke the protocol) queues again every
+reservation still lent to it. Nothing is lost: a reservation is at the victim or lent to a live link. A
+reservation may be doubled (a thief that asked, then died): the scheduler binds each task once, so the
+copy gets NoTask.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Hashable, Sequence
+
+import sparrow_core
+
+from ..errors import ProtocolError
+from ..wire.limits import MAX_BLOCKED_FOR, MAX_STEAL_SCHEDULERS, MAX_STEAL_TAKE
+from ..wire.messages import (
+    EnqueueReservations,
+    GetTask,
+    Released,
+    StealRelease,
+    StealState,
+    StealTake,
+    Stolen,
+    StolenReservation,
+)
+
+STEAL_VICTIMS = 2  # peers asked per attempt (Hawk's two; the simulator's replay of a run asks as many: demo/replay.py)
+
+
+class _Borrowed:
+    """Reservations of one job stolen from one lender (`origin`: the node monitor that holds them at the
+    scheduler), queued here under `key`."""
+
+    __slots__ = ("asking", "key", "lender", "origin", "queued")
+
+    def __init__(self, key: int, lender: Hashable, origin: str) -> None:
+        self.key = key
+        self.lender = lender
+        self.origin = origin
+        self.queued = 0
+        self.asking = 0  # GetTask requests in flight for them
+
+
+class _Lent:
+    """Reservations of one job lent to one thief: how many, and what it takes to queue them again."""
+
+    __slots__ = ("count", "priority", "session", "user")
+
+    def __init__(self, user: str, priority: int, session: str) -> None:
+        self.count = 0
+        self.user = user
+        self.priority = priority
+        self.session = session
+
+
+class WorkStealing:
+    """The work-stealing state and decisions of NodeMonitorLogic (which owns the queue, the entries and
+    `_fill`); see the module docstring."""
+
+    def _init_stealing(self, steal: bool, seed: int | None) -> None:
+        if not isinstance(steal, bool):
+            raise ValueError(f"steal must be a bool, got {steal!r}")
+        self.steal = steal
+        self.steal_due = False  # the shell should see whether to attempt a steal (steal_wanted)
+        self.steal_rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
+        self.node_id = ""  # this node monitor's id: the origin of the reservations it lends
+        self._scheduler_ids: dict[Hashable, str] = {}  # scheduler link -> its id (Registered)
+        self._by_scheduler_id: dict[str, Hashable] = {}
+        self._peer_lists: dict[Hashable, list[str]] = {}  # scheduler link -> the peers it told (StealPeers)
+        self._peers: list[str] | None = None  # cache: the union of _peer_lists, sorted
+        self._lent: dict[Hashable, dict[tuple[Hashable, int], _Lent]] = {}  # thief link -> (scheduler, job) -> lent
+        self._borrowed: dict[int, _Borrowed] = {}  # queue key -> the borrowed reservations queued under it
+
+    # -- schedulers ---------------------------------------------------------------------------------
+
+    def _scheduler_named(self, scheduler: Hashable, scheduler_id: str) -> None:
+        self._scheduler_ids[scheduler] = scheduler_id
+        self._by_scheduler_id[scheduler_id] = scheduler
+
+    def _scheduler_gone(self, scheduler: Hashable) -> None:
+        scheduler_id = self._scheduler_ids.pop(scheduler, None)
+        if scheduler_id is not None and self._by_scheduler_id.get(scheduler_id) is scheduler:
+            del self._by_scheduler_id[scheduler_id]
+        if self._peer_lists.pop(scheduler, None) is not None:
+            self._peers = None
+        for lent in self._lent.values():  # it dropped them: nothing to take back
+            for key in [k for k in lent if k[0] is scheduler]:
+                del lent[key]
+
+    def _peers_told(self, scheduler: Hashable, peers: Sequence[str]) -> None:
+        self._peer_lists[scheduler] = list(peers)
+        self._peers = None
+        self.steal_due = self.steal
+
+    def peers(self) -> list[str]:
+        """The steal addresses of the peers every scheduler told, together."""
+        if self._peers is None:
+            self._peers = sorted({p for peers in self._peer_lists.values() for p in peers})
+        return self._peers
+
+    # -- thief --------------------------------------------------------------------------------------
+
+    def steal_wanted(self) -> bool:
+        """A slot is free, nothing is queued, and there are peers to ask."""
+        return self.steal and not self.draining and self.free > 0 and not self.queue and bool(self.peers())
+
+    def choose_victims(self, n_peers: int) -> list[int]:
+        """Which of `n_peers` peers (indexes into `peers()`) to ask: the kernel's choice."""
+        return sparrow_core.choose_victims(self.steal_rng, n_peers + 1, n_peers, STEAL_VICTIMS).tolist()
+
+    def choose(self, answers: Sequence[StealState]) -> tuple[int, int] | None:
+        """Which answer to steal from and how many to take (at most the free slots), or None: the kernel's
+        choice (choose_steal)."""
+        if not answers or self.free <= 0:
+            return None
+        return sparrow_core.choose_steal(
+            self.steal_rng,
+            [a.stealable for a in answers],
+            [a.blocked_for for a in answers],
+            max_take=min(self.free, MAX_STEAL_TAKE),
+        )
+
+    def steal_take(self, count: int) -> StealTake:
+        """The request for `count` reservations, naming the schedulers this node monitor is registered with."""
+        return StealTake(count, tuple(sorted(self._by_scheduler_id))[:MAX_STEAL_SCHEDULERS])
+
+    def on_stolen(self, lender: Hashable, msg: Stolen, asked: int) -> list:
+        """Queue the reservations `lender` gave (ProtocolError: more than `asked`); ones of a scheduler this
+        node monitor is not registered with, or named for another user, go back at once."""
+        out: list = []
+        if sum(r.count for r in msg.reservations) > asked:
+            raise ProtocolError(f"{sum(r.count for r in msg.reservations)} reservations stolen, {asked} asked for")
+        for r in msg.reservations:
+            scheduler = self._by_scheduler_id.get(r.scheduler_id)
+            jobs = None if scheduler is None else self._schedulers.get(scheduler)
+            entry = None if jobs is None else jobs.get(r.job_id)
+            if jobs is None or self.draining or (entry is not None and entry.user != r.user):
+                self.stats["stolen_given_back"] += r.count
+                out.append((lender, StealRelease([Released(r.scheduler_id, r.job_id, r.count, False)])))
+                continue
+            if entry is None:
+                entry = self._new_entry(scheduler, jobs, r.job_id, r.user, r.session)
+            borrowed = self._borrowed_for(entry, lender, r.origin)
+            self.queue.push(borrowed.key, entry.user, r.priority, count=r.count)
+            borrowed.queued += r.count
+            entry.queued += r.count
+            self.stats["stolen"] += r.count
+        self._fill(out)
+        return out
+
+    def _borrowed_for(self, entry, lender: Hashable, origin: str) -> _Borrowed:
+        if entry.borrowed is None:
+            entry.borrowed = []
+            entry.order = deque([None] * (entry.asking + entry.ahead))  # the own requests in flight
+        for borrowed in entry.borrowed:
+            if borrowed.lender is lender and borrowed.origin == origin:
+                return borrowed
+        borrowed = _Borrowed(self._next_key, lender, origin)
+        self._next_key += 1
+        entry.borrowed.append(borrowed)
+        self._borrowed[borrowed.key] = borrowed
+        self._by_key[borrowed.key] = entry
+        return borrowed
+
+    def _ask_for(self, entry, key: int) -> GetTask:
+        """The GetTask for the reservation just popped under `key` (own or borrowed) of an entry with
+        borrowed ones, noted in its order."""
+        borrowed = self._borrowed.get(key)
+        entry.order.append(borrowed)
+        if borrowed is None:
+            return GetTask(entry.job_id)
+        borrowed.queued -= 1
+        borrowed.asking += 1
+        return GetTask(entry.job_id, borrowed.origin)
+
+    def _answered_for(self, entry, out: list) -> None:
+        """The entry's oldest request was answered: if it was for a borrowed reservation, release it."""
+        borrowed = entry.order.popleft()
+        if borrowed is not None:
+            borrowed.asking -= 1
+            self._release(borrowed.lender, entry, 1, True, out)
+
+    def _drop_borrowed(self, entry, out: list, used: bool) -> int:
+        """Remove the entry's queued borrowed reservations, releasing them; returns how many."""
+        dropped = 0
+        for borrowed in entry.borrowed:
+            n = self.queue.cancel(borrowed.key)
+            if n:
+                borrowed.queued -= n
+                dropped += n
+                self._release(borrowed.lender, entry, n, used, out)
+        return dropped
+
+    def _give_back(self, entry, out: list, asked: bool) -> None:
+        """The entry's scheduler is gone: give every borrowed reservation back, queued or (`asked`) asked for
+        without an answer (the scheduler may not have taken the request); forget them."""
+        for borrowed in entry.borrowed:
+            n = self.queue.cancel(borrowed.key) + (borrowed.asking if asked else 0)
+            if n:
+                self._release(borrowed.lender, entry, n, False, out)
+        self._forget_borrowed(entry)
+
+    def _forget_borrowed(self, entry) -> None:
+        for borrowed in entry.borrowed:
+            self._borrowed.pop(borrowed.key, None)
+            self._by_key.pop(borrowed.key, None)
+        entry.borrowed = entry.order = None
+
+    def _release(self, lender: Hashable, entry, n: int, used: bool, out: list) -> None:
+        scheduler_id = self._scheduler_ids.get(entry.scheduler, "")
+        self.stats["steal_released" if used else "stolen_given_back"] += n
+        while n > 0:
+            count = min(n, MAX_STEAL_TAKE)
+            out.append((lender, StealRelease([Released(scheduler_id, entry.job_id, count, used)])))
+            n -= count
+
+    # -- victim -------------------------------------------------------------------------------------
+
+    def steal_state(self) -> StealState:
+        """What a thief's probe is told: reservations that could move (none with a slot free: they will run
+        here now) and how long the latest task to start here has run."""
+        if self.free > 0 or self.draining or not self.steal:
+            return StealState(0, 0.0)
+        borrowed = sum(b.queued for b in self._borrowed.values()) if self._borrowed else 0
+        blocked = min(max(self.clock() - self.granted_at, 0.0), MAX_BLOCKED_FOR)
+        return StealState(max(len(self.queue) - borrowed, 0), blocked)
+
+    def give(self, thief: Hashable, msg: StealTake) -> Stolen:
+        """Lend `thief` up to `msg.count` reservations from the head of the queue (the kernel's
+        take_reservations); none while a slot is free (the simulator's rule) or while draining."""
+        if self.free > 0 or self.draining or not self.steal or not self.queue:
+            return Stolen([])
+        shared = set(msg.schedulers)
+        pinned = list(self._borrowed)
+        for scheduler, jobs in self._schedulers.items():
+            keep_all = self._scheduler_ids.get(scheduler) not in shared
+            pinned += [e.key for e in jobs.values() if keep_all or not e.stealable]
+        taken = self.queue.steal(msg.count, pinned)
+        groups: dict[int, list[int]] = {}  # queue key -> [count, priority of the first]
+        for r in taken:
+            group = groups.setdefault(r.job_id, [0, r.priority])
+            group[0] += 1
+        lent = self._lent.setdefault(thief, {})
+        given = []
+        for key, (n, priority) in groups.items():
+            entry = self._by_key[key]
+            entry.queued -= n
+            record = lent.get((entry.scheduler, entry.job_id))
+            if record is None:
+                record = lent[(entry.scheduler, entry.job_id)] = _Lent(entry.user, priority, entry.session)
+            record.count += n
+            scheduler_id = self._scheduler_ids[entry.scheduler]
+            given.append(
+                StolenReservation(scheduler_id, entry.job_id, entry.user, priority, entry.session, self.node_id, n)
+            )
+            self._forget_if_idle(self._schedulers[entry.scheduler], entry)
+        self.stats["lent"] += len(taken)
+        return Stolen(given)
+
+    def on_release(self, thief: Hashable, msg: StealRelease) -> list:
+        """The thief is done with lent reservations: forget the used ones, queue the others again. A release
+        of more than was lent, or of nothing lent (taken back meanwhile), counts for what was lent."""
+        out: list = []
+        lent = self._lent.get(thief)
+        if not lent:
+            return out
+        for item in msg.items:
+            scheduler = self._by_scheduler_id.get(item.scheduler_id)
+            record = lent.get((scheduler, item.job_id))
+            if record is None:
+                continue
+            n = min(item.count, record.count)
+            record.count -= n
+            if record.count == 0:
+                del lent[(scheduler, item.job_id)]
+            if not item.used:
+                self._lend_back(scheduler, item.job_id, record, n)
+        self._fill(out)
+        return out
+
+    def on_thief_lost(self, thief: Hashable) -> list:
+        """The steal link to `thief` ended: queue again every reservation still lent to it."""
+        out: list = []
+        for (scheduler, job_id), record in self._lent.pop(thief, {}).items():
+            self._lend_back(scheduler, job_id, record, record.count)
+        self._fill(out)
+        return out
+
+    def _lent_cancelled(self, scheduler: Hashable, job_id: int) -> None:
+        """The job's reservations were cancelled here: whatever was lent of it needs no taking back."""
+        for lent in self._lent.values():
+            lent.pop((scheduler, job_id), None)
+
+    def _lend_back(self, scheduler: Hashable, job_id: int, record: _Lent, n: int) -> None:
+        jobs = self._schedulers.get(scheduler)
+        if jobs is None or n <= 0:
+            return  # its scheduler is gone: it dropped them too
+        self.stats["steal_taken_back"] += n
+        self._enqueue(
+            scheduler, jobs, EnqueueReservations(job_id, record.user, record.priority, n, record.session, True)
+        )

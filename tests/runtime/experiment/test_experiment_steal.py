@@ -1,0 +1,50 @@
+"""The work-stealing experiment's workload and verdicts (experiment/steal.py): the mix is drawn from its seed
+at the asked load, and the sentences are written from the numbers, whichever way they fall."""
+
+import numpy as np
+import pytest
+
+from sparrow_runtime.demo.replay import MODEL_SEEDS
+from sparrow_runtime.experiment.steal import LONG_FRACTION, WIDTH, StealRun, make_mixed, table, verdicts
+
+
+def test_the_mix_is_drawn_from_its_seed_at_the_asked_load():
+    """200 s at load 0.85 on 16 slots: the same seed gives the same jobs, another seed others; about
+    LONG_FRACTION of the jobs are long, every job has WIDTH tasks, and the offered load is near 0.85."""
+    workload, long = make_mixed(load=0.85, seconds=200, slots=16, seed=1)
+    again, long_again = make_mixed(load=0.85, seconds=200, slots=16, seed=1)
+    other, _ = make_mixed(load=0.85, seconds=200, slots=16, seed=2)
+    assert [q.arrival for q in workload.queries] == [q.arrival for q in again.queries]
+    assert (long == long_again).all() and [q.arrival for q in other.queries] != [q.arrival for q in workload.queries]
+    assert all(len(q.stages) == 1 and len(q.stages[0].durations) == WIDTH for q in workload.queries)
+    assert abs(long.mean() - LONG_FRACTION) < 0.01
+    assert [q.template for q in workload.queries] == ["long" if x else "short" for x in long]
+    assert 0.7 < workload.offered_load < 1.0
+
+
+@pytest.mark.parametrize("bad", [{"load": 1.0}, {"seconds": 0}, {"slots": 0}, {"time_scale": -1.0}])
+def test_a_bad_argument_is_named(bad):
+    kwargs = {"load": 0.85, "seconds": 10, "slots": 4, "seed": 0, **bad}
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        make_mixed(**kwargs)
+
+
+def run(steal, short_ms, simulated_ms, seed=0):
+    """A run of 3 short jobs and 1 long one whose short jobs all took `short_ms` (the model: `simulated_ms`)."""
+    long = np.array([False, False, False, True])
+    response = np.where(long, 2.0, short_ms / 1e3)
+    simulated = np.tile(np.where(long, 2.0, simulated_ms / 1e3), MODEL_SEEDS)
+    return StealRun(steal, seed, long, response, simulated, response / 2, 0, 5 if steal else 0)
+
+
+def test_verdicts_are_written_from_the_numbers():
+    """Off 300 ms, on 100 ms: 3.00x, met; the model 9% and 5% off: met. Off 300, on 200: 1.50x, not met;
+    the model 50% off: not met."""
+    good = verdicts([run(False, 300, 327), run(True, 100, 95)])
+    assert good == [
+        "Short jobs' p50 response, stealing off / on, same arrivals: 3.00x (target >= 2x: met).",
+        "Simulator against each run at the short jobs' p50: worst 9% off (target within 10%: met).",
+    ]
+    bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
+    assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
+    assert "| 0 | on | 200.0 | 300.0 | 1.50 |" in table([run(True, 200, 300)])

@@ -1,0 +1,54 @@
+"""Work stealing with real processes: a node monitor SIGKILLed while its peers steal from it, or while it runs
+and holds stolen reservations, loses no task and runs none twice: every task ends with exactly one outcome,
+and no job hangs."""
+
+import os
+import signal
+import time
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime import Client, Constraint, LocalCluster, TaskFailed
+
+
+def _nap(seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+
+@pytest.mark.parametrize("doomed", ["victim", "thief"])
+def test_a_node_monitor_sigkilled_mid_steal_loses_no_task(doomed):
+    """nm-0 runs a 3 s task (constrained there) while 30 one-task jobs of 0.1 s arrive (one probe each);
+    once its peers have stolen from it, the victim (nm-0) or a thief (nm-1) is SIGKILLed. Every task still
+    ends exactly once: the short ones all run (the client's default retries cover a task that was running
+    where the kill struck), the long one fails only if its node monitor died; each value is the pid of a
+    node monitor, and the scheduler's outcomes equal its tasks."""
+    with LocalCluster(node_monitors=3, slots=1, executor="thread", steal=True, dashboard=False) as cluster:
+        pids = dict(zip(cluster.node_ids, cluster.node_monitor_pids, strict=True))
+        killed = pids["nm-0" if doomed == "victim" else "nm-1"]
+
+        async def main():
+            async with Client(cluster.schedulers, secret=cluster.secret) as client:
+                long_job = await client.submit_job([partial(_nap, 3.0)], constraints=Constraint(("nm-0",)))
+                await trio.sleep(0.3)
+                jobs = [await client.submit_job([partial(_nap, 0.1)], probe_ratio=1.0) for _ in range(30)]
+                with trio.fail_after(10):
+                    while (await client.status()).counters.get("get_task_stolen", 0) < 2:
+                        await trio.sleep(0.02)
+                os.kill(killed, signal.SIGKILL)
+                with trio.fail_after(40):
+                    shorts = [await job.outcomes() for job in jobs]
+                    [long] = await long_job.outcomes()
+                    counters = (await client.status()).counters
+            return shorts, long, counters
+
+        shorts, long, counters = trio.run(main)
+    assert all(len(outcomes) == 1 for outcomes in shorts)
+    assert all(o.ok and o.value in pids.values() for outcomes in shorts for o in outcomes)
+    if doomed == "victim":
+        assert not long.ok and isinstance(long.exception, TaskFailed)  # its node monitor is gone
+    else:
+        assert long.ok and long.value == pids["nm-0"]
+    assert counters["outcomes"] == counters["tasks"] >= 31  # retries are tasks too: each ended once

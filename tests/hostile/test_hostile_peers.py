@@ -121,7 +121,7 @@ def test_the_issues_frame_a_role_of_17_million_nul_characters(cluster):
     its length prefix (over 8 KiB before the handshake), answered with a short Error, and every
     service lives on."""
     body = msgspec.msgpack.encode([2, 3, "\0" * 17_000_000, "x", b"m" * 32, b"n" * 32])
-    frame = len(body).to_bytes(4, "big") + body  # made before connecting: the handshake's 0.5 s runs meanwhile
+    frame = len(body).to_bytes(4, "big") + body  # made before connecting: the handshake deadline runs meanwhile
     for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
         with cluster.peer(address, role) as peer:
             peer.receive_one()

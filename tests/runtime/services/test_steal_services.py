@@ -1,13 +1,14 @@
 """Work stealing between node monitors as trio services in one nursery, over real loopback TCP: reservations
 queued behind a long task move to idle peers and every task ends once; a peer that accepts the steal link
-and never answers does not hold the thief up."""
+and never answers does not hold the thief up; a steal setting that is not a bool is refused."""
 
 import time
 from functools import partial
 
+import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, Constraint, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.handshake import HandshakeGate, accept
@@ -103,3 +104,12 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_a_steal_setting_that_is_not_a_bool_is_refused_by_name():
+    """steal="yes" to the node monitor's logic and to LocalCluster: a ValueError naming the setting, before
+    anything starts."""
+    with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
+        NodeMonitorLogic(slots=1, steal="yes")
+    with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
+        LocalCluster(steal="yes")

@@ -39,9 +39,11 @@ from rich.table import Table
 
 try:
     from bench import traffic
+    from bench.bench_vs_pool import tree_cpu_seconds
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_dask.py`: bench/ is on sys.path, its parent is not
     import traffic
+    from bench_vs_pool import tree_cpu_seconds
     from measure import cpu_counters, steal_percent
 
 try:
@@ -111,6 +113,14 @@ def timed(graph, scheduler) -> float:
     return time.perf_counter() - start
 
 
+def timed_cpu(graph, scheduler) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and all its descendants: the cluster it started) of
+    `dask.compute`; CPU is less inflated than wall time by the load of a shared machine."""
+    cpu = tree_cpu_seconds()
+    seconds = timed(graph, scheduler)
+    return seconds, tree_cpu_seconds() - cpu
+
+
 def waves_without_dask(executor, stages: int = WIDE_STAGES, width: int = WIDE_WIDTH) -> float:
     """Seconds for the wide graph's waves sent one after the other with submit_many, no graph walked."""
     start = time.perf_counter()
@@ -164,8 +174,9 @@ def sparrow_round(
     return results
 
 
-def distributed_round(graphs: dict, workers: int = 2) -> dict[str, float]:
-    """Graph -> seconds on a fresh Dask distributed cluster of `workers` worker processes x 1 thread."""
+def distributed_round(graphs: dict, workers: int = 2, measure=timed) -> dict:
+    """Graph -> seconds (`measure(graph, client)`) on a fresh Dask distributed cluster of `workers` worker
+    processes x 1 thread."""
     with (
         distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
@@ -173,7 +184,7 @@ def distributed_round(graphs: dict, workers: int = 2) -> dict[str, float]:
         distributed.Client(cluster) as client,
     ):
         dask.compute(chain_graph(10), scheduler=client)
-        return {name: timed(graph, client) for name, graph in graphs.items()}
+        return {name: measure(graph, client) for name, graph in graphs.items()}
 
 
 def local_round(graphs: dict) -> dict[str, float]:

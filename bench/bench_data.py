@@ -1,7 +1,8 @@
 """Graphs that move data (issue 20, item 5), on Sparrow and on Dask distributed with the same workers, in
 one run, alternating the two (Sparrow, distributed, Sparrow, ...) so that the noise of a shared machine
-hits both alike. Per graph: the wall time of `dask.compute` on each, and on Sparrow the megabytes
-through the client and through the scheduler (bench/traffic.py: the services' own counters of task
+hits both alike. Per graph: the wall time of `dask.compute` on each and the CPU time of each whole process
+tree (client, services, workers: a figure the load of a shared machine inflates less), and on Sparrow the
+megabytes through the client and through the scheduler (bench/traffic.py: the services' own counters of task
 payloads, outcomes and fetched values).
 
 Graphs (`GRAPHS`):
@@ -55,21 +56,22 @@ def combine(part: int, *blocks) -> float:
     return float(sum(block[part::SHUFFLE_PARTS].sum() + block.size for block in blocks))
 
 
-def warm_worker(seconds: float) -> int:
+def warm_worker(seconds: float) -> tuple[int, int]:
     """A warm-up task: imports numpy (a Dask distributed worker has it from its start) and holds its slot
-    a while, so that every worker gets one; its process id."""
+    a while, so that every worker gets one; its worker (process id, thread id)."""
+    import threading
     import time
 
     import numpy  # noqa: F401  # the import is the warm-up
 
     time.sleep(seconds)
-    return os.getpid()
+    return os.getpid(), threading.get_ident()
 
 
 def warm_up(executor, workers: int, attempts: int = 5) -> None:
     """Run warm_worker until each of the cluster's `workers` worker processes has run one (at most
     `attempts` rounds of 4 tasks per worker)."""
-    seen: set[int] = set()
+    seen: set[tuple[int, int]] = set()
     for _ in range(attempts):
         seen.update(executor.map(warm_worker, [0.1] * (4 * workers)))
         if len(seen) >= workers:
@@ -86,8 +88,8 @@ GRAPHS = {"array": bench_dask.array_graph, "dataframe": bench_dask.dataframe_gra
 
 
 def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process") -> dict:
-    """Graph -> (seconds, tasks, bytes through the client, bytes through the scheduler) on a fresh
-    Sparrow cluster of `node_monitors` node monitors x 1 slot."""
+    """Graph -> (seconds, tasks, bytes through the client, bytes through the scheduler, CPU seconds of the
+    process tree) on a fresh Sparrow cluster of `node_monitors` node monitors x 1 slot."""
     results = {}
     cluster = bench_dask.LocalCluster(node_monitors=node_monitors, slots=1, executor=executor, dashboard=False)
     with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
@@ -97,9 +99,9 @@ def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: st
         for name, graph in graphs.items():
             tasks = sparrow.tasks
             meter.start()
-            seconds = bench_dask.timed(graph, sparrow)
+            seconds, cpu = bench_dask.timed_cpu(graph, sparrow)
             meter.stop()
-            results[name] = (seconds, sparrow.tasks - tasks, meter.client_bytes, meter.scheduler_bytes)
+            results[name] = (seconds, sparrow.tasks - tasks, meter.client_bytes, meter.scheduler_bytes, cpu)
     return results
 
 
@@ -114,25 +116,28 @@ def main() -> None:
     for _ in range(args.repeat):
         sparrow_runs.append(sparrow_round(graphs))
         if distributed is not None:
-            distributed_runs.append(bench_dask.distributed_round(graphs, NODE_MONITORS))
+            distributed_runs.append(bench_dask.distributed_round(graphs, NODE_MONITORS, bench_dask.timed_cpu))
     load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
 
     table = Table()
-    columns = ["graph", "tasks", "Sparrow s", "client MB", "scheduler MB"]
-    columns += ["distributed s", "Sparrow / distributed"] if distributed_runs else []
+    columns = ["graph", "tasks", "Sparrow s", "Sparrow CPU s", "client MB", "scheduler MB"]
+    columns += ["distributed s", "distributed CPU s", "Sparrow / distributed", "CPU ratio"] if distributed_runs else []
     for column in columns:
         table.add_column(column, justify="left" if column == "graph" else "right")
     for name in names:
-        best, tasks, through_client, through_scheduler = min(run[name] for run in sparrow_runs)
-        row = [name, f"{tasks:,}", f"{best:.3f}", traffic.megabytes(through_client)]
+        best, tasks, through_client, through_scheduler, _ = min(run[name] for run in sparrow_runs)
+        cpu = min(run[name][4] for run in sparrow_runs)
+        row = [name, f"{tasks:,}", f"{best:.3f}", f"{cpu:.2f}", traffic.megabytes(through_client)]
         row.append(traffic.megabytes(through_scheduler))
         if distributed_runs:
-            peer = min(run[name] for run in distributed_runs)
-            row += [f"{peer:.3f}", f"{best / peer:.2f}x"]
+            peer = min(run[name][0] for run in distributed_runs)
+            peer_cpu = min(run[name][1] for run in distributed_runs)
+            row += [f"{peer:.3f}", f"{peer_cpu:.2f}", f"{best / peer:.2f}x", f"{cpu / peer_cpu:.2f}x"]
         table.add_row(*row)
     Console(width=max(Console().width, 120)).print(table)
     print(
-        f"best of {args.repeat} round(s), wall seconds of dask.compute; Sparrow / distributed < 1: Sparrow faster\n"
+        f"best of {args.repeat} round(s), wall seconds of dask.compute and CPU seconds of the whole process tree "
+        "(each column's best); Sparrow / distributed < 1: Sparrow faster\n"
         f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot (process executors); "
         + (f"distributed {distributed.__version__} {NODE_MONITORS} workers x 1 thread; " if distributed_runs else "")
         + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"

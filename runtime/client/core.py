@@ -104,8 +104,11 @@ class JobHandle:
         self._finished = trio.Event()  # set once: wakes wait() once per job
 
     def __del__(self) -> None:
-        if self._client is not None:  # the values its tasks left at node monitors may go
-            self._client.dropped(self._job, None)
+        client = self._client
+        # the values its tasks left at node monitors may go; a job that ended with none has nothing to release
+        # (it costs the trio thread no wake-up)
+        if client is not None and any(outcome is None or outcome.ref is not None for outcome in self._job.outcomes):
+            client.dropped(self._job, None)
 
     @property
     def job_id(self) -> int | None:

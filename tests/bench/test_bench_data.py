@@ -11,7 +11,7 @@ pytest.importorskip("dask")
 
 import dask
 
-from bench.bench_dask import distributed_round
+from bench.bench_dask import distributed_round, timed_cpu
 from bench.bench_data import make_block, shuffle_graph, sparrow_round
 
 
@@ -27,13 +27,14 @@ def test_sparrow_round_times_the_graphs_and_counts_their_bytes():
     """A shuffle of 3 inputs of 40 kB on 2 node monitors: every figure is there, and the client and the
     scheduler saw at least the outputs' results (at most twice the client's bytes pass the scheduler)."""
     results = sparrow_round({"shuffle": shuffle_graph(parts=3, n_bytes=40_000)}, node_monitors=2, executor="thread")
-    seconds, tasks, through_client, through_scheduler = results["shuffle"]
-    assert math.isfinite(seconds) and seconds > 0 and tasks == 6
+    seconds, tasks, through_client, through_scheduler, cpu = results["shuffle"]
+    assert math.isfinite(seconds) and seconds > 0 and tasks == 6 and cpu > 0
     assert through_client > 0 and 0 < through_scheduler <= 2 * through_client
 
 
 def test_distributed_round_times_the_shuffle_graph():
-    """Dask distributed on 2 workers computes the shuffle graph, timed."""
+    """Dask distributed on 2 workers computes the shuffle graph, timed in wall and CPU seconds."""
     pytest.importorskip("distributed")
-    seconds = distributed_round({"shuffle": shuffle_graph(parts=2, n_bytes=800)}, workers=2)
-    assert math.isfinite(seconds["shuffle"]) and seconds["shuffle"] > 0
+    graphs = {"shuffle": shuffle_graph(parts=2, n_bytes=800)}
+    seconds, cpu = distributed_round(graphs, workers=2, measure=timed_cpu)["shuffle"]
+    assert math.isfinite(seconds) and seconds > 0 and cpu > 0

@@ -264,3 +264,31 @@ def test_a_bug_while_fetching_inputs_fails_that_task_once_and_the_node_monitor_g
 
     trio.run(_with_client, test)
     assert "RuntimeError: simulated bug" in caplog.text
+
+
+def test_dropping_the_handle_of_a_job_that_kept_no_value_costs_the_client_nothing(monkeypatch):
+    """A finished job whose results all travelled inline has nothing to release: dropping its handle hands
+    the trio thread no work; a job with a kept value still releases it."""
+    dropped = []
+    real = Client.dropped
+
+    def spy(self, job, task):
+        dropped.append(job.n_tasks)
+        real(self, job, task)
+
+    monkeypatch.setattr(Client, "dropped", spy)
+
+    async def test(client, logics):
+        small = await client.submit_job([partial(_blob, 10), partial(_blob, 20)])
+        await small.wait()
+        del small
+        gc.collect()
+        assert dropped == []
+        big = await client.submit_job([partial(_blob, BIG)])
+        await big.wait()
+        del big
+        gc.collect()
+        assert dropped == [1]
+        await _until(lambda: _held(logics) == 0)
+
+    trio.run(_with_client, test)

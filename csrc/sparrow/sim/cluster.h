@@ -3,8 +3,9 @@
 //
 // Held here: the parameters and outputs, the schedulers' Rng, the workload, simulated time, the
 // jobs in flight (JobPool), the workers' free slots, the network (one FIFO of messages with a
-// constant one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words, payloads.h), the task
-// completions (event_heap.h) and the releases of jobs that wait (submit delay, dependencies).
+// constant one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words, payloads.h),
+// the task completions (event_heap.h) and the releases of jobs that wait (submit delay,
+// dependencies).
 // A message's kind is the policy's own small number: the cluster only carries it. Policy
 // state (worker queues, task tables, the omniscient central queue, stealing) lives in the
 // policies, never here.

@@ -120,7 +120,8 @@ class WorkStealing {
     const size_t n = c_.words.size() / 3;
     blocked_.resize(n);
     std::memcpy(blocked_.data(), c_.words.data() + 2 * n, n * sizeof(double));
-    const StealChoice choice = choose_steal(rng_, c_.words.data() + n, blocked_.data(), static_cast<int64_t>(n), config_);
+    const int64_t* stealable = c_.words.data() + n;
+    const StealChoice choice = choose_steal(rng_, stealable, blocked_.data(), static_cast<int64_t>(n), config_);
     if (choice.victim < 0) {
       attempting_[m.worker] = 0;
       return;

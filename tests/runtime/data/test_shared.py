@@ -7,6 +7,7 @@ import gc
 import mmap
 import os
 import socket
+from functools import partial
 
 import cloudpickle
 import pytest
@@ -17,6 +18,8 @@ from sparrow_runtime.data.dependent import Slot, worker_payload
 from sparrow_runtime.services.worker_pool import ProcessExecutor, _Worker
 from sparrow_runtime.wire.messages import SYSTEM
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
+
+from ..services.test_worker_pool import _with_executor
 
 pytestmark = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files (memfd) are Linux only")
 
@@ -98,14 +101,7 @@ def test_adopt_refuses_a_descriptor_that_is_not_a_memory_file(tmp_path):
 
 
 async def _with_sharing_executor(body, share_over=BIG // 2):
-    async with trio.open_nursery() as nursery:
-        executor = ProcessExecutor(1, share_over=share_over)
-        await executor.start(nursery)
-        try:
-            await body(executor)
-        finally:
-            await executor.aclose()
-            nursery.cancel_scope.cancel()
+    await _with_executor(partial(ProcessExecutor, 1, share_over=share_over), body)
 
 
 def _launch(executor, payload, inputs=None):

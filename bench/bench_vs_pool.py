@@ -146,10 +146,15 @@ def ratios(rounds: list[dict[str, dict]]) -> dict[str, float]:
     return out
 
 
-def run_rounds(rounds: int = ROUNDS, transport: str = "tcp", **sizes: int) -> list[dict[str, dict]]:
-    """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round)."""
+def run_rounds(
+    rounds: int = ROUNDS, transport: str = "tcp", pipeline_depth: int = 0, **sizes: int
+) -> list[dict[str, dict]]:
+    """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round);
+    `pipeline_depth` N > 0: the cluster's node monitors pipeline late binding N deep."""
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
-    options = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
+    options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
+    if pipeline_depth:  # older builds: none
+        options.update(pipeline=True, pipeline_depth=pipeline_depth)
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
             executors = {"sparrow": ex, "pool": pool}
@@ -261,6 +266,8 @@ def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[di
                 str(args.jobs),
                 "--transport",
                 args.transport,
+                "--pipeline-depth",
+                str(args.pipeline_depth),
             ]
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
             per_python[i].append(json.loads(out.splitlines()[-1]))
@@ -300,6 +307,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=JOBS, help="10-task jobs per round")
     parser.add_argument("--load", action="store_true", help="also the 80%%-load p50 over the floor's, per run")
     parser.add_argument("--transport", choices=("tcp", "unix"), default="tcp", help="LocalCluster's (default tcp)")
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=0,
+        metavar="N",
+        help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
+        "0 (default): off, the services' default",
+    )
     parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
     parser.add_argument(
         "--python",
@@ -310,22 +325,25 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.rounds, args.repeat, args.map_tasks, args.submit_tasks, args.jobs) < 1:
         parser.error("--rounds, --repeat, --map-tasks, --submit-tasks and --jobs must be >= 1")
+    if args.pipeline_depth < 0:
+        parser.error("--pipeline-depth must be >= 0")
     if LocalCluster is None:
         parser.exit(2, "bench_vs_pool.py needs sparrow_runtime: pip install -e .\n")
     sizes = {"map_tasks": args.map_tasks, "submit_tasks": args.submit_tasks, "jobs": args.jobs}
     if args.json:
-        print(json.dumps(run_rounds(args.rounds, args.transport, **sizes)))
+        print(json.dumps(run_rounds(args.rounds, args.transport, args.pipeline_depth, **sizes)))
         return
     load_before = os.getloadavg()[0]
     pythons = [sys.executable, *args.python]
     if args.python or args.repeat > 1:
         builds = _children(pythons, args)
     else:
-        builds = [[run_rounds(args.rounds, args.transport, **sizes)]]
+        builds = [[run_rounds(args.rounds, args.transport, args.pipeline_depth, **sizes)]]
     loads = [load_ratio() for _ in range(args.repeat)] if args.load else []
     print(
         f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
         f"{args.rounds} rounds per run, {args.repeat} runs"
+        + (f", pipeline depth {args.pipeline_depth}" if args.pipeline_depth else "")
         + (", builds alternating" if args.python else "")
         + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
     )

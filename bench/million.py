@@ -10,8 +10,9 @@ together, on a LocalCluster of 1 scheduler + 2 node monitors x 1 slot, and repor
 - that every result came back (the map's values in order, every job's outcomes all successful).
 
 `--map-tasks`, `--jobs` and `--job-tasks` scale it down (a small run is a test of correctness:
-tests/bench/test_million.py); `--executor thread` for a quicker run. On a 2-core machine the full run
-takes about 1M / (the no-op rate) seconds per part (at 3,000 tasks/s: about 6 minutes each).
+tests/bench/test_million.py); `--executor thread` for a quicker run; `--pipeline-depth N` runs the node
+monitors pipelined N deep (docs/runtime.md: the no-op rate about doubles at 16). On a 2-core machine the
+full run takes about 1M / (the no-op rate) seconds per part (at 3,000 tasks/s: about 6 minutes each).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> list[str]:
     from sparrow_runtime import Client, LocalCluster, SparrowExecutor
 
     lines = []
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=args.executor) as cluster:
+    pipelined = {"pipeline": True, "pipeline_depth": args.pipeline_depth} if args.pipeline_depth else {}
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=args.executor, **pipelined) as cluster:
         pids = {"client": [os.getpid()], "scheduler": cluster.pids[:1], "node monitor": cluster.node_monitor_pids}
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
             list(ex.map(int, range(1000)))  # warm up
@@ -154,14 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-tasks", type=int, default=JOB_TASKS, help="tasks per job (at most 100,000)")
     parser.add_argument("--baseline-tasks", type=int, default=BASELINE_TASKS)
     parser.add_argument("--executor", choices=("process", "thread"), default="process")
+    parser.add_argument(
+        "--pipeline-depth", type=int, default=0, metavar="N", help="pipelined late binding N deep (default 0: off)"
+    )
     args = parser.parse_args(argv)
     if min(args.map_tasks, args.jobs, args.job_tasks, args.baseline_tasks) < 1:
         parser.error("--map-tasks, --jobs, --job-tasks and --baseline-tasks must be >= 1")
+    if args.pipeline_depth < 0:
+        parser.error("--pipeline-depth must be >= 0")
     started = time.perf_counter()
     for line in run(args):
         print(line, flush=True)
     print(
-        f"executor={args.executor}; {time.perf_counter() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}"
+        f"executor={args.executor}, pipeline depth {args.pipeline_depth or 'off'}; "
+        f"{time.perf_counter() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}"
     )
     return 0
 

@@ -50,7 +50,8 @@ class DaskScheduler:
 
     `cluster`: a SparrowExecutor (used as it is), a LocalCluster, scheduler addresses, or None for the
     `sparrow local` of this host; for the last three an executor is made with `executor_options`
-    (secret, user, priority, timeout, retries, ...) and closed by `close()` / the `with` block.
+    (secret, user, priority, timeout, retries, sampling="per_task" for per-task sampling, ...) and
+    closed by `close()` / the `with` block.
     `max_in_flight`: at most this many tasks of one graph are on the cluster at once (also
     `dask.compute(..., num_workers=N)`). `waves` and `tasks` count what was sent, over all graphs.
     """

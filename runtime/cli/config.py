@@ -54,11 +54,14 @@ def _expect(what: str, value: Any) -> ValueError:
     return ValueError(f"expected {what}, got {value!r}")
 
 
-def integer(low: int | None = None) -> Kind:
-    what = "an integer" + ("" if low is None else f" >= {low}")
+def integer(low: int | None = None, high: int | None = None) -> Kind:
+    if high is None:
+        what = "an integer" + ("" if low is None else f" >= {low}")
+    else:
+        what = f"an integer <= {high}" if low is None else f"an integer from {low} to {high}"
 
     def check(value: int) -> int:
-        if low is not None and value < low:
+        if (low is not None and value < low) or (high is not None and value > high):
             raise _expect(what, value)
         return value
 

@@ -56,6 +56,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         policy=s["policy"],
         weights=s["weight"],
         pipeline=s["pipeline"],
+        pipeline_depth=s["pipeline_depth"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],
         share_cpus=s["share_cpus"],

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         "policy": s["policy"],
         "weights": s["weight"],
         "pipeline": s["pipeline"],
+        "pipeline_depth": s["pipeline_depth"],
         "steal": s["steal"],
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)

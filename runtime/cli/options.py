@@ -8,6 +8,7 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 from ..client.core import DEFAULT_RETRIES
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
+from ..services.node_monitor_logic import MAX_PIPELINE_DEPTH
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
@@ -129,6 +130,15 @@ PIPELINE = Setting(
     "bound ahead waits out the running one, which costs more than it hides for varied tasks of a few ms; pays for "
     "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
 )
+PIPELINE_DEPTH = Setting(
+    "pipeline_depth",
+    integer(1, MAX_PIPELINE_DEPTH),
+    1,
+    "with --pipeline: requests asked ahead per running task, for tasks far shorter than a scheduler round trip "
+    "(no-op tasks: each task bound ahead waits out the ones bound before it); deeper than 1 only while the node's "
+    "recent tasks ran under 5 ms (docs/runtime.md)",
+    "N",
+)
 
 STEAL = Setting(
     "steal",
@@ -242,6 +252,7 @@ NODE_MONITOR_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    PIPELINE_DEPTH,
     STEAL,
     Setting(
         "task_user",
@@ -310,6 +321,7 @@ LOCAL_SETTINGS = (
     WEIGHT,
     EXECUTOR,
     PIPELINE,
+    PIPELINE_DEPTH,
     STEAL,
     PROBE_RATIO,
     Setting(

@@ -112,8 +112,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     host) as `user` (under TLS, by default the user of the client certificate `tls`; see Client for
     the credentials). `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
     `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
-    `timeout` (seconds, optional) is each task's time limit. `connect_timeout` is the old name of
-    `handshake_timeout` (deprecated)."""
+    `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
+    placement, "batch" (the default) or "per_task" (Client.submit_job). `connect_timeout` is the old
+    name of `handshake_timeout` (deprecated)."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         connect_timeout: float | None = None,
+        sampling: str = "batch",
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -152,9 +154,10 @@ class SparrowExecutor(concurrent.futures.Executor):
             max_frame=max_frame,
         )
         # checked now, not at each submit: the settings of every job it sends
-        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout)
+        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout, sampling=sampling)
         self.user = user
         self.priority = priority
+        self.sampling = sampling
         self.chunksize = chunksize
         self.timeout = timeout
         self._token: trio.lowlevel.TrioToken | None = None

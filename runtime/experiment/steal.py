@@ -70,7 +70,8 @@ class StealRun:
     simulated: np.ndarray  # MODEL_SEEDS replays pooled, each in job order
     ideal: np.ndarray
     failed: int
-    stolen: int  # tasks its schedulers launched for stolen reservations (-1: not known)
+    stolen: int  # GetTasks its schedulers answered for stolen reservations (-1: not known)
+    simulated_stolen: float = math.nan  # reservations the model stole, the mean over its seeds
 
     def p(self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False) -> float:
         """The q-th percentile of the short (or `long`) jobs' response, as run, simulated or ideal."""
@@ -107,7 +108,12 @@ def steal_figures(
         ideal=np.asarray(ideal(jobs, node_monitors=node_monitors, slots=slots).job_response),
         failed=sum(r.failed for r in records),
         stolen=stolen,
+        simulated_stolen=float(np.mean([s.counters.get("stolen", 0) for s in simulated])),
     )
+
+
+def _count(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:,.0f}"
 
 
 def _ms(x: float) -> str:
@@ -118,8 +124,8 @@ def table(runs: Sequence[StealRun]) -> str:
     """One row per run: short jobs' p50 and p95 and long jobs' p50, as run and simulated, and the ideal."""
     lines = [
         "| seed | stealing | short p50 ms | simulated | sim / run | short p95 ms | simulated | long p50 ms "
-        "| simulated | ideal short p50 | tasks stolen |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| simulated | ideal short p50 | reservations stolen | simulated |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         ratio = r.p(50, simulated=True) / r.p(50)
@@ -127,7 +133,7 @@ def table(runs: Sequence[StealRun]) -> str:
             f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))} "
             f"| {ratio:.2f} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} | {_ms(r.p(50, long=True))} "
             f"| {_ms(r.p(50, long=True, simulated=True))} | {_ms(r.p(50, of_ideal=True))} "
-            f"| {r.stolen if r.stolen >= 0 else '-'} |"
+            f"| {r.stolen if r.stolen >= 0 else '-'} | {_count(r.simulated_stolen)} |"
         )
     return "\n".join(lines)
 

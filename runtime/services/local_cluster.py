@@ -55,6 +55,7 @@ from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
+from .node_monitor_logic import check_pipeline_depth
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
@@ -69,7 +70,8 @@ class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py) and `steal` (work stealing, services/steal.py) apply to every node monitor;
+    services/node_monitor_logic.py), `pipeline_depth` (its requests asked ahead per running task) and `steal`
+    (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
@@ -101,6 +103,7 @@ class LocalCluster:
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
         pipeline: bool = False,
+        pipeline_depth: int = 1,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
@@ -147,6 +150,7 @@ class LocalCluster:
         self.executor = executor
         self.policy = policy
         self.pipeline = pipeline
+        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
@@ -286,6 +290,8 @@ class LocalCluster:
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
         if self.pipeline:
             args.append("--pipeline")
+        if self.pipeline_depth != 1:
+            args += ["--pipeline-depth", str(self.pipeline_depth)]
         if self.steal:
             args.append("--steal")
         for address in self.schedulers:

@@ -48,6 +48,7 @@ from ..wire.messages import (
     LOST_INPUT,
     SYSTEM,
     TOO_LARGE,
+    GetTask,
     Outcome,
     OutcomeToScheduler,
     TaskToNode,
@@ -57,6 +58,7 @@ from ..wire.messages import (
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop
+from .outcome_batching import OutcomeBatcher
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor
 
@@ -65,6 +67,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 TIMER_INTERVAL = 0.1  # seconds between checks of the running tasks' timeouts
+# Pipelining: how long an outcome (and the GetTask of the slot it freed) may wait to share a write to its
+# scheduler while a task bound ahead runs next (outcome_batching.py; a bound task's slot needs no answer).
+HOLD_DELAY = 0.001
 
 
 class NodeMonitorService:
@@ -94,6 +99,8 @@ class NodeMonitorService:
                 f"scheduler_timeout ({scheduler_timeout})"
             )
         self.logic = logic
+        # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
+        self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline else 0, self._may_wait)
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
@@ -178,6 +185,7 @@ class NodeMonitorService:
                     nursery.cancel_scope.cancel()
         finally:
             await conn.aclose()
+            self.outgoing.forget(conn)
             self._route(self.logic.on_scheduler_lost(conn))
 
     async def keep_linked(self, target: Address, registered: trio.Event) -> None:
@@ -239,8 +247,10 @@ class NodeMonitorService:
     def _route(self, out: list) -> None:
         """Start the launched tasks and stop the ones asked, then send the rest with one write per
         scheduler; a burst with a big outcome (over LINK_FULL) waits while the link is full, with the
-        GetTask of the slot it frees (backpressure, connection.py). Small ones go at once: they never
-        fill a link, and holding them costs a pass of the sender task per outcome (measured)."""
+        GetTask of the slot it frees (backpressure, connection.py). Small ones go at once (they never
+        fill a link, and holding them costs a pass of the sender task per outcome: measured), except
+        while a task bound ahead is next (pipelining): then outcomes and GetTasks wait up to
+        HOLD_DELAY for the next ones (`_may_wait`)."""
         sends = []
         big = False  # a big outcome among them: they wait while the link is full (small ones never fill it)
         for peer, msg in out:
@@ -258,9 +268,17 @@ class NodeMonitorService:
                 sends.append((peer, msg))
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
                     big = True
-        send_grouped(sends, later=big)
+        self.outgoing.send(sends, later=big)
         if self.stealer is not None:
             self.stealer.poke()
+
+    def _may_wait(self, msg) -> bool:
+        """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
+        GetTask may wait to share a write: nothing waits for them (module constants)."""
+        if not self.logic.bound:
+            return False
+        kind = type(msg)
+        return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
@@ -426,6 +444,7 @@ async def serve_node_monitor(
     labels: Sequence[str] = (),
     policy: str = "fifo",
     pipeline: bool = False,
+    pipeline_depth: int = 1,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     weights: dict[str, float] | None = None,
@@ -446,8 +465,9 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    with `pipeline` (node_monitor_logic.py), work stealing from its peers with `steal` (each steal
-    request waiting at most `steal_timeout` seconds; steal.py), tasks on `executor`
+    with `pipeline` (`pipeline_depth` requests asked ahead per running task; node_monitor_logic.py), work
+    stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
+    steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
 
@@ -480,6 +500,7 @@ async def serve_node_monitor(
             weights=weights,
             max_frame=max_frame,
             pipeline=pipeline,
+            pipeline_depth=pipeline_depth,
             steal=steal,
         )
     check_value_settings(inline_limit, max_value)
@@ -534,6 +555,7 @@ async def serve_node_monitor(
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
+            nursery.start_soon(service.outgoing.run)
             if service.stealer is not None:
                 nursery.start_soon(service.stealer.run)
             if drain is not None:

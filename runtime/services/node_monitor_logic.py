@@ -16,17 +16,28 @@ to `on_registration_reply`, which takes the scheduler on (Registered), stops the
 (RegistrationRefused: a configuration error, so it raises instead of retrying), or raises
 ProtocolError (anything else: the shell closes that link and redials).
 
-Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds
-reservations, the node monitor also asks ahead: it pops a reservation and sends its GetTask without
-a slot, at most one per running task (asked ahead in flight + tasks bound and waiting <= running
-tasks). A TaskToNode answering such a request waits, bound, until a slot frees, and then starts at
-once: the scheduler round trip between two tasks of a slot overlaps the running task. A slot that
-frees with no bound task takes over a request asked ahead that is still in flight (it waits for that
-answer) before it pops a new reservation. NoTask to a request asked ahead frees no slot. A bound task
-is launched as far as its scheduler knows: a forced cancel (StopTask) of it reports its CANCELLED
-outcome at once, and if this node monitor dies with it bound its scheduler fails it as SYSTEM like
-any running task. Its timeout starts when it starts. The trade-off (docs/simulator.md): a task bound
-ahead waits out the running task even when a slot elsewhere frees first.
+Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds reservations,
+the node monitor also asks ahead: it pops a reservation and sends its GetTask without a slot, at most
+`pipeline_depth` (default 1) per running task (asked ahead in flight + tasks bound and waiting <=
+`pipeline_depth` x running tasks; deeper than 1, per slot held: below). A TaskToNode answering such a
+request waits, bound, until a slot frees, and then starts at once: the scheduler round trip between two
+tasks of a slot overlaps the running task. A slot that frees with no bound task takes over a request
+asked ahead that is still in flight (it waits for that answer) before it pops a new reservation. NoTask
+to a request asked ahead frees no slot. A bound task is launched as far as its scheduler knows: a
+forced cancel (StopTask) of it reports its CANCELLED outcome at once, and if this node monitor dies
+with it bound its scheduler fails it as SYSTEM like any running task. Its timeout starts when it
+starts. The trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a
+slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
+tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
+binding for no scheduler round trip on a slot's path between two tasks, so it applies only while the
+median run time of this node's last RECENT_TASKS tasks is under SHORT_TASK (5 ms; until then, and
+whenever they run longer, the node monitor pipelines one deep). Deeper than 1, a slot that
+asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip,
+not two), so up to `pipeline_depth` x the slots held (running or asking) go ahead; and a node monitor
+asks ahead for at most half of what it holds of the head job (its requests asked ahead and its queued
+reservations): under the default probe ratio of 2 that is about its share of the job, and the rest
+waits for whichever of the job's probed workers frees first (without this, the first of them to ask
+took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
@@ -94,6 +105,19 @@ from ..wire.messages import (
 from ..wire.messages import RegistrationRefused as Refusal
 from .steal_logic import WorkStealing
 
+MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
+# seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
+# here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
+SHORT_TASK = 0.005
+RECENT_TASKS = 8
+
+
+def check_pipeline_depth(depth: int) -> int:
+    """`depth` if it is an int in [1, MAX_PIPELINE_DEPTH], else ValueError naming it."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_PIPELINE_DEPTH:
+        raise ValueError(f"pipeline_depth must be an int in [1, {MAX_PIPELINE_DEPTH}], got {depth!r}")
+    return depth
+
 
 class Stop(msgspec.Struct, frozen=True, gc=False):
     """For the executor (not a wire message): end the running task `task` of job `job_id` now with
@@ -150,6 +174,7 @@ class NodeMonitorLogic(WorkStealing):
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
         pipeline: bool = False,
+        pipeline_depth: int = 1,
         steal: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -162,6 +187,11 @@ class NodeMonitorLogic(WorkStealing):
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline
+        # pipelining: requests asked ahead or bound, per running task
+        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
+        self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # deep pipelines: the last tasks' run times
+        self._started: dict[tuple, float] = {}  # deep pipelines: (scheduler, job, task) running -> when it started
+        self._short = False  # deep pipelines: the recent tasks ran shorter than SHORT_TASK (none yet: not known)
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -229,6 +259,8 @@ class NodeMonitorLogic(WorkStealing):
         """Drop the reservations of a scheduler that is gone; slots waiting on its answers are freed."""
         out: list = []
         self.frame_limits.pop(scheduler, None)
+        if self._started:  # their outcomes will never be reported here
+            self._started = {key: when for key, when in self._started.items() if key[0] != scheduler}
         for entry in self._schedulers.pop(scheduler, {}).values():
             self.queue.cancel(entry.key)
             self.free += entry.asking
@@ -305,6 +337,11 @@ class NodeMonitorLogic(WorkStealing):
         self.stats["finished"] += 1
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
+        if self._started:
+            started = self._started.pop((scheduler, job_id, task), None)
+            if started is not None:
+                self._recent.append(self.clock() - started)
+                self._short = sorted(self._recent)[len(self._recent) // 2] < SHORT_TASK
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -389,7 +426,9 @@ class NodeMonitorLogic(WorkStealing):
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
 
-    def _new_entry(self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str):
+    def _new_entry(
+        self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str
+    ) -> _Reserved:
         entry = _Reserved(self._next_key, scheduler, job_id, user, session)
         self._next_key += 1
         jobs[job_id] = entry
@@ -444,6 +483,8 @@ class NodeMonitorLogic(WorkStealing):
         out.append((scheduler, msg))
         if msg.timeout:
             self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
+        if self.pipeline_depth > 1:
+            self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
 
     def _unbind(self, scheduler: Hashable, msg: StopTask, out: list) -> bool:
         """A forced cancel of a task bound ahead (not started): it is dropped and reports CANCELLED now.
@@ -489,7 +530,15 @@ class NodeMonitorLogic(WorkStealing):
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
         if self.pipeline:
-            while queue and not self.draining and self.ahead + len(self.bound) < self.running:
+            deep = self._short  # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
+            limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
+            while queue and not self.draining and self.ahead + len(self.bound) < limit:
+                if deep:  # at most half of what it holds of the job (module docstring)
+                    head = queue.peek()
+                    assert head is not None  # the queue is not empty
+                    held = self._by_key[head.job_id]
+                    if 2 * (held.ahead + 1) > held.queued + held.ahead:
+                        break
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty
                 entry = self._by_key[reservation.job_id]

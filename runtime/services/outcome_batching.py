@@ -1,4 +1,5 @@
-"""Holding task outcomes back briefly, so one write to a client carries several (the scheduler's side).
+"""Holding task outcomes back briefly, so one write to a peer carries several (the scheduler's side,
+to clients; and a pipelined node monitor's, to its schedulers).
 
 A client that runs many short tasks receives one OutcomeToClient per task. Sent one by one, each costs
 the scheduler a write and the client a wake-up, on a CPU the tasks' own path needs (measured: 8-11%
@@ -7,9 +8,17 @@ client's OutcomeToClients for at most `delay` seconds and sends them together. A
 (`OutcomeToClient.last`) and every other message to that client go at once, after the outcomes held
 before them: a job is never complete later for it, each client's messages keep their order, and no
 outcome is held longer than `delay`. `delay=0` sends everything at once.
+
+`may_wait` (optional) says which messages may be held instead (the rest go at once, after those held
+for the same peer): a pipelined node monitor holds its OutcomeToScheduler and GetTask messages while
+a task bound ahead is next on a slot (its next task is already there, so nothing waits for them),
+and sends them all with the first message that may not wait, e.g. once no task is bound: one write
+and one wake-up of its scheduler for several tasks (services/node_monitor.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import trio
 
@@ -26,24 +35,32 @@ def check_result_delay(delay: float) -> float:
     return delay
 
 
+def _not_last_outcome(msg) -> bool:
+    return type(msg) is OutcomeToClient and not msg.last
+
+
 class OutcomeBatcher:
-    """Sends `(peer, message)` pairs, holding clients' OutcomeToClients up to `delay` seconds."""
+    """Sends `(peer, message)` pairs, holding the messages `may_wait` allows (default: clients'
+    OutcomeToClients but a job's last) up to `delay` seconds."""
 
-    def __init__(self, delay: float = DEFAULT_RESULT_DELAY) -> None:
+    def __init__(self, delay: float = DEFAULT_RESULT_DELAY, may_wait: Callable[[object], bool] | None = None) -> None:
         self.delay = check_result_delay(delay)
-        self._held: dict[Connection, list] = {}  # client -> its held OutcomeToClients, in order
-        self._started = trio.Event()  # set when a client's first outcome is held
+        self.may_wait = _not_last_outcome if may_wait is None else may_wait
+        self._held: dict[Connection, list] = {}  # peer -> its held messages, in order
+        self._started = trio.Event()  # set when a peer's first message is held
 
-    def send(self, pairs: list) -> None:
-        """Send `(peer, message)` pairs (as connection.send_grouped does), holding what may wait."""
+    def send(self, pairs: list, later: bool = False) -> None:
+        """Send `(peer, message)` pairs (as connection.send_grouped does, `later` as well), holding what
+        may wait."""
         if not self.delay:
-            send_grouped(pairs)
+            send_grouped(pairs, later=later)
             return
         now: list[tuple[Connection, object]] = []
         held = self._held
+        may_wait = self.may_wait
         for pair in pairs:
             peer, msg = pair
-            if type(msg) is OutcomeToClient and not msg.last:
+            if may_wait(msg):
                 waiting = held.get(peer)
                 if waiting is None:
                     held[peer] = [msg]
@@ -55,14 +72,14 @@ class OutcomeBatcher:
             if waiting is not None:
                 now.extend((peer, m) for m in waiting)
             now.append(pair)
-        send_grouped(now)
+        send_grouped(now, later=later)
 
     def forget(self, peer: Connection) -> None:
-        """Drop what is held for a client that is gone."""
+        """Drop what is held for a peer that is gone."""
         self._held.pop(peer, None)
 
     async def run(self) -> None:
-        """Send held outcomes at most `delay` seconds after the first of them was held; until cancelled."""
+        """Send held messages at most `delay` seconds after the first of them was held; until cancelled."""
         if not self.delay:
             return
         while True:

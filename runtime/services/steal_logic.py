@@ -27,8 +27,9 @@ copy gets NoTask.
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Hashable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import sparrow_core
 
@@ -77,6 +78,26 @@ class _Lent:
 class WorkStealing:
     """The work-stealing state and decisions of NodeMonitorLogic (which owns the queue, the entries and
     `_fill`); see the module docstring."""
+
+    # NodeMonitorLogic's, which this part reads and changes (an entry is its _Reserved)
+    queue: sparrow_core.ReservationQueue
+    free: int
+    draining: bool
+    stats: Counter[str]
+    clock: Callable[[], float]
+    granted_at: float
+    _schedulers: dict[Hashable, dict[int, Any]]
+    _by_key: dict[int, Any]
+    _next_key: int
+
+    if TYPE_CHECKING:
+
+        def _fill(self, out: list) -> None: ...
+        def _new_entry(
+            self, scheduler: Hashable, jobs: dict[int, Any], job_id: int, user: str, session: str
+        ) -> Any: ...
+        def _forget_if_idle(self, jobs: dict[int, Any], entry: Any) -> None: ...
+        def _enqueue(self, scheduler: Hashable, jobs: dict[int, Any], msg: EnqueueReservations) -> None: ...
 
     def _init_stealing(self, steal: bool, seed: int | None) -> None:
         if not isinstance(steal, bool):

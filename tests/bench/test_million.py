@@ -7,8 +7,9 @@ from bench import million
 
 
 def test_small_million_run_returns_every_result_and_reports_memory_per_task(capsys):
-    """500 map tasks and 2 jobs of 300 on thread executors: run() raises if any result is missing or
-    wrong; the report names the rate ratio and the per-task RSS of client, scheduler and node monitor."""
+    """500 map tasks and 2 jobs of 300 on thread executors pipelined 8 deep: run() raises if any result is
+    missing or wrong; the report names the rate ratio and the per-task RSS of client, scheduler and node
+    monitor."""
     args = [
         "--map-tasks",
         "500",
@@ -20,6 +21,8 @@ def test_small_million_run_returns_every_result_and_reports_memory_per_task(caps
         "200",
         "--executor",
         "thread",
+        "--pipeline-depth",
+        "8",
     ]
     assert million.main(args) == 0
     out = capsys.readouterr().out

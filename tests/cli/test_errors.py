@@ -25,6 +25,7 @@ def one_line_error(done, status: int) -> str:
         (["node-monitor", "--slot", "2"], "sparrow: error: unrecognized arguments: --slot 2"),
         (["local", "--slots", "many"], "sparrow local: error: --slots: expected an integer >= 1, got 'many'"),
         (["node-monitor", "--policy", "lifo"], "--policy: expected one of fifo, priority, fair, got 'lifo'"),
+        (["local", "--pipeline-depth", "65"], "--pipeline-depth: expected an integer from 1 to 64, got '65'"),
         (["local", "--demo", "--load", "1.5"], "--load: expected a number > 0 and < 1, got '1.5'"),
         (["node-monitor", "--scheduler", "nohost"], "--scheduler: expected an address host:port, got 'nohost'"),
         (["submit"], "sparrow submit: error: the following arguments are required: TARGET"),

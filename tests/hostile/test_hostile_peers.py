@@ -38,7 +38,9 @@ scalars = st.one_of(
 )
 fields = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5), max_leaves=12)
 tags = st.one_of(
-    st.sampled_from([1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]),
+    st.sampled_from(
+        [1, 2, 3, 4, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33, 34, 50, 51, 52, 53, 54]
+    ),
     st.integers(-5, 300),
 )
 arrays = st.builds(lambda tag, rest: [tag, *rest], tags, st.lists(fields, max_size=8))
@@ -119,7 +121,7 @@ def test_the_issues_frame_a_role_of_17_million_nul_characters(cluster):
     its length prefix (over 8 KiB before the handshake), answered with a short Error, and every
     service lives on."""
     body = msgspec.msgpack.encode([2, 3, "\0" * 17_000_000, "x", b"m" * 32, b"n" * 32])
-    frame = len(body).to_bytes(4, "big") + body  # made before connecting: the handshake's 0.5 s runs meanwhile
+    frame = len(body).to_bytes(4, "big") + body  # made before connecting: the handshake deadline runs meanwhile
     for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
         with cluster.peer(address, role) as peer:
             peer.receive_one()
@@ -165,6 +167,20 @@ def test_random_messages_from_an_authenticated_scheduler_to_a_node_monitor(clust
             peer.handshake("scheduler", "hostile-scheduler")
             assert isinstance(peer.receive_one(), RegisterNodeMonitor)
             peer.send(Registered("hostile-scheduler"))
+            peer.send_arrays(msgs)
+            peer.shutdown_write()
+            _closes(peer)
+        assert cluster.node_monitor_answers(address)
+
+
+@ATTACK
+@given(msgs=st.lists(arrays, min_size=1, max_size=6))
+def test_random_messages_on_a_steal_link_to_a_node_monitor(cluster, msgs):
+    """An authenticated node monitor sends anything on a steal link (the cluster's node monitors steal): each
+    victim answers or closes that link, takes back what it lent on it, and goes on serving."""
+    for address in cluster.node_monitors:
+        with cluster.peer(address, "node-monitor") as peer:
+            peer.handshake("node-monitor", "hostile-thief")
             peer.send_arrays(msgs)
             peer.shutdown_write()
             _closes(peer)

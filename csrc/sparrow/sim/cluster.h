@@ -81,14 +81,15 @@ class Cluster {
 
   // ---- messages ----
 
-  void send(int32_t kind, int64_t job, int32_t worker, int64_t task, double aux, int32_t user = 0,
-            const std::vector<int64_t>* payload = nullptr) {
-    Msg m{now + p.network_delay, job, task, aux, worker, user, kind, 0};
-    if (payload != nullptr) {
-      m.n_payload = static_cast<uint32_t>(payload->size());
-      payload_.push(payload->data(), payload->size());
-    }
-    msgs.push(m);
+  void send(int32_t kind, int64_t job, int32_t worker, int64_t task, double aux, int32_t user = 0) {
+    msgs.push(Msg{now + p.network_delay, job, task, aux, worker, user, kind, 0});
+  }
+
+  // The same with a payload of int64 words (copied).
+  void send(int32_t kind, int64_t job, int32_t worker, int64_t task, double aux, int32_t user,
+            const std::vector<int64_t>* payload) {
+    payload_.push(payload->data(), payload->size());
+    msgs.push(Msg{now + p.network_delay, job, task, aux, worker, user, kind, static_cast<uint32_t>(payload->size())});
   }
 
   // The next message (the caller checked msgs is not empty), its payload in `words`.

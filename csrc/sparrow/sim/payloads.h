@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace sparrow {
@@ -33,10 +34,11 @@ struct Words {
 class PayloadFifo {
  public:
   void push(const int64_t* words, size_t n) {
+    if (n == 0) return;  // (memcpy must not see a null pointer, even for 0 bytes)
     if (tail_ - head_ + n > buf_.size()) grow(tail_ - head_ + n);
     const size_t at = tail_ & mask_, first = std::min(n, buf_.size() - at);
-    std::copy(words, words + first, buf_.data() + at);
-    std::copy(words + first, words + n, buf_.data());
+    std::memcpy(buf_.data() + at, words, first * sizeof(int64_t));
+    if (first < n) std::memcpy(buf_.data(), words + first, (n - first) * sizeof(int64_t));  // wrapped
     tail_ += n;
   }
 

@@ -15,15 +15,20 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.worker_pool import ThreadExecutor
+from sparrow_runtime.wire.limits import LINK_FULL
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     SYSTEM,
     UNPLACEABLE,
+    CancelReservations,
     EnqueueReservations,
     GetTask,
+    Heartbeat,
     NoTask,
     Outcome,
     OutcomeToClient,
@@ -39,14 +44,25 @@ from ..manual_clock import ManualClock
 OK = Outcome(True, b"", "")
 
 
-def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0))
+def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None, depth: int = 1) -> NodeMonitorLogic:
+    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0), pipeline_depth=depth)
     logic.on_scheduler_registered("s")
     return logic
 
 
 def of(out: list, kind: type) -> list:
     return [msg for _, msg in out if type(msg) is kind]
+
+
+def warmed(logic: NodeMonitorLogic, run_time: float = 0.0, tasks: int = 1, job: int = 999) -> NodeMonitorLogic:
+    """`logic` after running `tasks` tasks of `run_time` seconds each (a deep pipeline goes deeper than 1
+    only once its recent tasks were short); its clock must be a ManualClock."""
+    for task in range(tasks):
+        logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 1)])
+        logic.on_scheduler_messages("s", [TaskToNode(job, task, b"")])
+        logic.clock.now += run_time
+        logic.on_task_done("s", job, task, OK)
+    return logic
 
 
 def test_a_busy_slot_asks_ahead_and_its_task_starts_the_moment_the_slot_frees() -> None:
@@ -83,6 +99,103 @@ def test_asks_ahead_only_while_reservations_wait_and_at_most_one_per_running_tas
     lone = node()
     lone.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 1)])
     assert of(lone.on_scheduler_messages("s", [TaskToNode(2, 0, b"")]), GetTask) == []
+
+
+def test_a_deeper_pipeline_binds_up_to_its_depth_per_slot_and_starts_them_in_order() -> None:
+    """1 slot, depth 3, 12 reservations: the free slot asks for its task and 3 requests go ahead with it;
+    their tasks wait bound and each finish starts the next one bound, in the order answered, and asks
+    ahead once more while reservations are left."""
+    logic = warmed(node(depth=3))
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 12)])
+    assert of(out, GetTask) == [GetTask(1)] * 4 and logic.ahead == 3 and len(logic.queue) == 8
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    assert of(out, TaskToNode) == [TaskToNode(1, 0, b"")] and of(out, GetTask) == []
+    assert logic.on_scheduler_messages("s", [TaskToNode(1, t, b"") for t in (1, 2, 3)]) == []
+    assert [m.task for _, m in logic.bound] == [1, 2, 3] and logic.ahead == 0
+    out = logic.on_task_done("s", 1, 0, OK)
+    assert of(out, TaskToNode) == [TaskToNode(1, 1, b"")] and of(out, GetTask) == [GetTask(1)]
+    assert logic.ahead + len(logic.bound) == 3 and len(logic.queue) == 7
+
+
+def test_a_deep_pipeline_asks_ahead_for_at_most_half_of_what_it_holds_of_a_job() -> None:
+    """1 slot, depth 16, a 10-task job's 10 reservations here (its other 10 on another node monitor, probe
+    ratio 2): the free slot asks for its task and, in the same write, 4 more go ahead (half of the 9 held,
+    rounded down), not 9, so the other node monitor gets its share; as their answers come, half of what is
+    left goes ahead again."""
+    logic = warmed(node(depth=16))
+    out = logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 10)])
+    assert of(out, GetTask) == [GetTask(1)] * 5 and len(logic.queue) == 5  # the slot's, and 4 ahead with it
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    assert of(out, TaskToNode) == [TaskToNode(1, 0, b"")] and of(out, GetTask) == []
+    out = logic.on_scheduler_messages("s", [TaskToNode(1, t, b"") for t in (1, 2, 3, 4)])
+    assert of(out, GetTask) == [GetTask(1)] * 2 and len(logic.bound) == 4 and len(logic.queue) == 3
+    plain = node(depth=1, slots=2)  # depth 1 keeps its rule: one ahead per running task, whatever the job
+    plain.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 4)])
+    out = plain.on_scheduler_messages("s", [TaskToNode(1, 0, b""), TaskToNode(1, 1, b"")])
+    assert of(out, GetTask) == [GetTask(1)] * 2 and len(plain.queue) == 0
+
+
+def test_a_deep_pipeline_stays_one_deep_until_and_while_its_recent_tasks_run_5_ms_or_longer() -> None:
+    """Depth 8, 1 slot: before any task ran, and after 8 tasks of 6 ms, a busy slot asks one ahead (as
+    depth 1); after 8 tasks of 0.1 ms (the median of the last 8 under 5 ms) it asks 8 deep again."""
+
+    def asks_ahead(logic: NodeMonitorLogic, job: int) -> int:
+        before = logic.stats["asked_ahead"]
+        logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 40)])
+        logic.on_scheduler_messages("s", [TaskToNode(job, 0, b"")])
+        asked = logic.stats["asked_ahead"] - before
+        logic.on_scheduler_messages("s", [CancelReservations(job)])
+        return asked
+
+    assert asks_ahead(node(depth=8), 1) == 1
+    assert asks_ahead(warmed(node(depth=8), run_time=0.006, tasks=8), 1) == 1
+    assert asks_ahead(warmed(warmed(node(depth=8), 0.006, 8), run_time=0.0001, tasks=8, job=998), 1) == 8
+
+
+@pytest.mark.parametrize(("depth", "split"), [(1, [5, 5]), (16, [5, 5])])
+def test_a_10_task_job_on_two_deep_pipelined_node_monitors_splits_evenly(depth: int, split: list[int]) -> None:
+    """With the scheduler's logic: a 10-task job (probe ratio 2) on two 1-slot node monitors, both warmed
+    with short tasks, every message delivered before a task finishes: each runs 5 of its tasks, at depth
+    16 as at depth 1 (before the half rule, the first to ask took 9), and each task ends once."""
+    scheduler = SchedulerLogic(seed=3, placement_timeout=0)
+    monitors = {name: warmed(node(depth=depth)) for name in ("nm0", "nm1")}
+    for name in monitors:
+        scheduler.on_node_messages(name, [RegisterNodeMonitor(name, 1)])
+    running: dict[str, list[int]] = {name: [] for name in monitors}
+    ran: dict[str, int] = dict.fromkeys(monitors, 0)
+    to_client: list = []
+
+    def deliver(out: list, source: str = "scheduler") -> None:
+        queue = [(source, peer, msg) for peer, msg in out]
+        while queue:
+            source, peer, msg = queue.pop(0)
+            if source == "scheduler" and peer == "c":
+                to_client.append(msg)
+            elif source == "scheduler":
+                queue += [(peer, "s", m) for _, m in monitors[peer].on_scheduler_messages("s", [msg])]
+            elif type(msg) is TaskToNode:  # for the executor of node monitor `source`
+                running[source].append(msg.task)
+            else:
+                queue += [("scheduler", p, m) for p, m in scheduler.on_node_messages(source, [msg])]
+
+    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * 10)]))
+    while any(running.values()):
+        for name, logic in monitors.items():
+            if running[name]:
+                task = running[name].pop(0)
+                ran[name] += 1
+                deliver(logic.on_task_done("s", 1, task, OK), name)
+    assert sorted(ran.values()) == split
+    assert sorted(o.task for o in to_client if type(o) is OutcomeToClient) == list(range(10))
+
+
+@pytest.mark.parametrize("depth", [0, 65, True, 2.0, "2"])
+def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
+    """pipeline_depth is an int in [1, 64]: anything else is a ValueError that names it."""
+    with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
+        NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+    with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
+        LocalCluster(pipeline=True, pipeline_depth=depth)
 
 
 def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
@@ -164,13 +277,16 @@ def test_the_heartbeat_counts_busy_slots_and_drain_waits_for_bound_tasks() -> No
     assert of(out, TaskToNode) == [TaskToNode(1, 1, b"")] and logic.busy == 1
 
 
+@pytest.mark.parametrize("depth", [1, 4])
 @pytest.mark.parametrize("seed", range(20))
-def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
+def test_random_answers_and_finishes_keep_the_books(seed: int, depth: int) -> None:
     """A fake scheduler answers the outstanding GetTasks of 3 jobs in random order (a task or
-    nothing) while tasks finish at random: slots never go below 0 or above the count, asks ahead
-    stay within the running tasks, and every task answered is handed to the executor exactly once."""
+    nothing) while tasks finish at random: slots never go below 0 or above the count, a request goes
+    ahead only while fewer than `depth` per running task are ahead or bound (at depth 1 that holds at
+    all times; deeper, those asked stay in flight as tasks finish, at most `depth` per slot), and every
+    task answered is handed to the executor exactly once."""
     rng = random.Random(seed)
-    logic = node(slots=3)
+    logic = node(slots=3, depth=depth)
     pending: list[int] = []  # job ids asked for, not answered
     running: list[tuple[int, int]] = []
     handed: Counter[tuple[int, int]] = Counter()
@@ -184,6 +300,7 @@ def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
 
     for job in (1, 2, 3):
         take(logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 6)]))
+    asked = logic.stats["asked_ahead"]
     for _ in range(200):
         choice = rng.random()
         if pending and choice < 0.6:
@@ -197,20 +314,25 @@ def test_random_answers_and_finishes_keep_the_books(seed: int) -> None:
         elif running:
             job, task = running.pop(rng.randrange(len(running)))
             take(logic.on_task_done("s", job, task, OK))
+        held = logic.slots - logic.free
         assert 0 <= logic.free <= logic.slots and logic.running == len(running) <= logic.slots
-        assert logic.ahead + len(logic.bound) <= logic.running
+        if depth == 1 or logic.stats["asked_ahead"] > asked:  # deeper: per slot held (running or asking)
+            assert logic.ahead + len(logic.bound) <= (logic.running if depth == 1 else held) * depth
+        assert logic.ahead + len(logic.bound) <= logic.slots * depth
+        asked = logic.stats["asked_ahead"]
         assert len(pending) == logic.slots - logic.free - logic.running + logic.ahead
     assert all(n == 1 for n in handed.values())
     assert logic.stats["asked_ahead"] > 0
 
 
-def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> None:
-    """With the scheduler's logic: a 1-slot pipelined node monitor runs task 0 and holds task 1 bound
-    when it dies; the scheduler reports exactly one outcome per task: SYSTEM for both launched ones
-    (the client retries those as for any lost node monitor) and UNPLACEABLE for the third, left with
+@pytest.mark.parametrize("depth", [1, 3])
+def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system(depth: int) -> None:
+    """With the scheduler's logic: a 1-slot pipelined node monitor runs task 0 and holds `depth` tasks
+    bound when it dies; the scheduler reports exactly one outcome per task: SYSTEM for the launched ones
+    (the client retries those as for any lost node monitor) and UNPLACEABLE for the last, left with
     no node monitor to run on."""
     scheduler = SchedulerLogic(seed=7, placement_timeout=0)
-    monitor = node()
+    monitor = warmed(node(depth=depth))
     scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
     to_client: list = []
 
@@ -227,12 +349,57 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system() -> Non
             elif type(msg) is not TaskToNode:
                 queue += [("scheduler", m, p) for p, m in scheduler.on_node_messages("nm", [msg])]
 
-    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"a", b"b", b"c"], probe_ratio=1.0)]))
-    assert monitor.running == 1 and len(monitor.bound) == 1 and monitor.ahead == 0
+    tasks = depth + 2
+    deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * tasks, probe_ratio=1.0)]))
+    assert monitor.running == 1 and len(monitor.bound) == depth and monitor.ahead == 0
     deliver(scheduler.on_node_lost("nm"))
     outcomes = {o.task: o.outcome.failure for o in to_client if type(o) is OutcomeToClient}
-    assert outcomes == {0: SYSTEM, 1: SYSTEM, 2: UNPLACEABLE}
-    assert sum(type(o) is OutcomeToClient for o in to_client) == 3
+    assert outcomes == {**dict.fromkeys(range(depth + 1), SYSTEM), depth + 1: UNPLACEABLE}
+    assert sum(type(o) is OutcomeToClient for o in to_client) == tasks
+
+
+def test_a_pipelined_node_monitor_holds_outcomes_and_get_tasks_only_while_a_task_is_bound() -> None:
+    """NodeMonitorService._may_wait: with a task bound ahead, an outcome and a GetTask may wait to share
+    a write (the slot's next task is there already); a big outcome, or anything once no task is bound,
+    may not."""
+
+    async def main() -> None:
+        logic = node(depth=2)
+        async with trio.open_nursery() as nursery:
+            service = NodeMonitorService(logic, ThreadExecutor(1), nursery, secret=b"s", node_id="nm")
+            done = OutcomeToScheduler(1, 0, OK)
+            big = OutcomeToScheduler(1, 0, Outcome(True, b"x" * (LINK_FULL + 1), ""))
+            assert not service._may_wait(done) and not service._may_wait(GetTask(1))
+            logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])
+            logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+            logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")])
+            assert len(logic.bound) == 1
+            assert service._may_wait(done) and service._may_wait(GetTask(1))
+            assert not service._may_wait(big) and not service._may_wait(Heartbeat(0, 1))
+
+    trio.run(main)
+
+
+@pytest.mark.parametrize("depth", [1, 8])
+def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: int) -> None:
+    """A scheduler and a 1-slot node monitor (thread executor) pipelined `depth` deep, in this process:
+    300 no-op tasks give every value once, in order, and with depth 8 the node monitor asked ahead."""
+
+    async def main() -> None:
+        logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(partial(serve_scheduler, secret="s"))
+            await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
+            async with Client([address], secret="s") as client:
+                with trio.fail_after(60):
+                    job = await client.submit_job([partial(_square, x) for x in range(300)])
+                    assert await job.results() == [x * x for x in range(300)]
+            nursery.cancel_scope.cancel()
+        assert logic.stats["launched"] == logic.stats["finished"] == 300
+        if depth > 1:
+            assert logic.stats["asked_ahead"] > 0
+
+    trio.run(main)
 
 
 def _square(x: int) -> int:

@@ -9,7 +9,15 @@ import trio
 
 from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.outcome_batching import OutcomeBatcher
-from sparrow_runtime.wire.messages import EnqueueReservations, JobAccepted, Outcome, OutcomeToClient
+from sparrow_runtime.wire.messages import (
+    EnqueueReservations,
+    GetTask,
+    Heartbeat,
+    JobAccepted,
+    Outcome,
+    OutcomeToClient,
+    OutcomeToScheduler,
+)
 
 
 class Peer:
@@ -24,6 +32,9 @@ class Peer:
 
     def send_many(self, msgs) -> None:
         self.writes.append(list(msgs))
+
+    def send_later(self, msgs) -> None:
+        self.writes.append(["later", *msgs])
 
 
 def outcome(task: int, last: bool = False) -> OutcomeToClient:
@@ -86,6 +97,19 @@ def test_a_jobs_last_outcome_and_any_other_message_flush_what_is_held_first_in_o
     assert client.writes == [[outcome(0), outcome(1), outcome(2, last=True)]] and other.writes == []
     batcher.send([(other, JobAccepted(3, 7))])
     assert other.writes == [[outcome(5), JobAccepted(3, 7)]]
+
+
+def test_may_wait_chooses_what_is_held_and_later_goes_through_to_the_links():
+    """With `may_wait` (a pipelined node monitor's rule) only what it allows is held; the first message
+    that may not wait takes what is held for its peer along, in order, in one write (send_later's when
+    `later`)."""
+    scheduler = Peer("scheduler")
+    done = OutcomeToScheduler(1, 0, Outcome(True, b"", ""))
+    batcher = OutcomeBatcher(10.0, may_wait=lambda msg: type(msg) in (GetTask, OutcomeToScheduler))
+    batcher.send([(scheduler, done), (scheduler, GetTask(1))])
+    assert scheduler.writes == []
+    batcher.send([(scheduler, Heartbeat(0, 1))], later=True)
+    assert scheduler.writes == [["later", done, GetTask(1), Heartbeat(0, 1)]]
 
 
 def test_delay_zero_sends_everything_at_once_and_forget_drops_a_gone_client():

@@ -39,10 +39,10 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
-import cloudpickle
 import trio
 
 from .. import views
+from ..data import packed
 from ..data.links import DataLinks
 from ..errors import ConnectionLost, HandshakeError, ValueLost
 from ..wire.address import Address, format_address, parse_address
@@ -552,7 +552,7 @@ class Client:
         if outcome.ref is None:
             return job.value(task)
         try:
-            return cloudpickle.loads(await self._links.fetch(outcome.ref))
+            return packed.loads(await self._links.fetch(outcome.ref))
         except ValueLost as lost:
             rjob, new = self._logic.recompute(job, task)
             if rjob is None:
@@ -575,7 +575,7 @@ class Client:
                 raise ValueLost(f"{lost}; recomputing it failed: {again.error}") from None
             if again.ref is None:
                 return job.value(task)
-            return cloudpickle.loads(await self._links.fetch(again.ref))
+            return packed.loads(await self._links.fetch(again.ref))
 
     def _answer_status(self) -> None:
         replies = self._logic.status_replies

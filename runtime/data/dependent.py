@@ -21,6 +21,7 @@ from ..errors import ProtocolError
 from ..wire.limits import MAX_INPUTS
 from ..wire.messages import ValueRef
 from ..wire.task_codec import pack_task
+from . import packed
 
 CONTAINERS = (list, tuple, set, frozenset)
 REMOTE_MARK = b"R"
@@ -62,7 +63,7 @@ def fill(obj, values: list):
 def call_with_inputs(template: bytes, inputs: list[bytes]):
     """Run a dependent task: unpickle its call and its inputs' values, put the values in, call."""
     fn, args, kwargs = cloudpickle.loads(template)
-    values = [cloudpickle.loads(payload) for payload in inputs]
+    values = [packed.loads(payload) for payload in inputs]
     return fn(*fill(args, values), **fill(kwargs, values))
 
 

@@ -44,8 +44,8 @@ def _memfd() -> int:
     return os.memfd_create("sparrow-value", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
 
 
-def _map(fd: int, size: int) -> SharedValue:
-    value = SharedValue(fd, size, access=mmap.ACCESS_READ)
+def _map(fd: int, size: int, access: int = mmap.ACCESS_READ) -> SharedValue:
+    value = SharedValue(fd, size, access=access)
     value.fd = fd
     weakref.finalize(value, os.close, fd)
     return value
@@ -65,16 +65,32 @@ def sealed_fd(data) -> int:
     return fd
 
 
+def new_fd(size: int) -> int:
+    """A new memory file of `size` bytes, to write and then seal (`seal_fd`); the caller's to close."""
+    fd = _memfd()
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def seal_fd(fd: int) -> None:
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+
+
 def share(data) -> SharedValue:
     """`data` (bytes-like, not empty) copied into a sealed memory file."""
     fd = sealed_fd(data)
     return _map(fd, len(memoryview(data).cast("B")))
 
 
-def adopt(fd: int, max_size: int) -> SharedValue:
+def adopt(fd: int, max_size: int, private: bool = False) -> SharedValue:
     """The value in the memory file `fd` another process sent (now ours: closed with the value, or here on
     an error). It must be sealed against writes and resizing (sealed here if its sender did not and
-    nobody can still write to it), not empty, and at most `max_size` bytes."""
+    nobody can still write to it), not empty, and at most `max_size` bytes. `private`: mapped copy on
+    write, so that arrays made over it are writable (a write changes this process's pages only)."""
     try:
         size = os.fstat(fd).st_size
         if size == 0 or size > max_size:
@@ -88,7 +104,7 @@ def adopt(fd: int, max_size: int) -> SharedValue:
                 fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS & ~seals)
             except OSError as exc:
                 raise ValueError(f"a shared value that its sender may still change (cannot seal it: {exc})") from None
-        return _map(fd, size)
+        return _map(fd, size, mmap.ACCESS_COPY if private else mmap.ACCESS_READ)
     except BaseException:
         os.close(fd)
         raise

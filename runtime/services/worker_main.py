@@ -24,8 +24,11 @@ import signal
 import socket
 import sys
 import threading
+from functools import partial
 
-from ..data.shared import adopt, sealed_fd
+import cloudpickle
+
+from ..data import packed, shared
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from ..wire.limits import CHUNK_SIZE
@@ -38,6 +41,7 @@ HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 
 def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None, share_over: int = 0) -> None:
     decoder = FrameDecoder(max_frame)
+    keep = None if side is None or share_over <= 0 else partial(_keep_result, side, share_over)
     while True:
         data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)))
         if not data:
@@ -48,10 +52,12 @@ def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None
             inputs = msg.inputs
             if msg.shared:
                 inputs = _shared_inputs(side, msg)
-            outcome = run_task(msg.payload, inputs)
+            outcome = run_task(msg.payload, inputs, keep)
             inputs = None  # the inputs' maps go before the result is sent
             reply = OutcomeToNode(outcome)
-            if side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
+            if outcome is _KEPT:
+                reply = OutcomeToNode(Outcome(True), shared=True)
+            elif side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
                 reply = _share_result(side, outcome)
             try:
                 frame = encode_frames([reply], max_frame)
@@ -72,15 +78,41 @@ def _shared_inputs(side: socket.socket | None, msg: TaskToWorker) -> list:
         raise SystemExit(f"sparrow worker: {len(fds)} memory files came for {len(msg.shared)} shared inputs")
     inputs: list = list(msg.inputs)
     for index, fd in zip(msg.shared, fds, strict=True):
-        inputs[index] = adopt(fd, 2**63)
+        inputs[index] = shared.adopt(fd, 2**63, private=True)  # arrays over it are writable, copy on write
     return inputs
+
+
+_KEPT = Outcome(True)  # run_task's outcome for a result that went as a memory file (_keep_result)
+
+
+def _keep_result(side: socket.socket, share_over: int, result) -> Outcome:
+    """The outcome of a result that is not of a plain type: over `share_over` bytes, written with its
+    buffers out of band (packed.py) into a memory file sent over `side`, so that its readers take its
+    arrays in place (_KEPT); else the pickle itself."""
+    data, buffers = packed.dump(result)
+    if not buffers:
+        return Outcome(True, data)  # the same bytes as an in-band pickle
+    size = packed.packed_size(data, buffers)
+    if size <= share_over:
+        return Outcome(True, cloudpickle.dumps(result))
+    try:
+        fd = shared.new_fd(size)
+    except OSError:  # no memory file now: in band, in the frame
+        return Outcome(True, cloudpickle.dumps(result))
+    try:
+        packed.write(fd, data, buffers)
+        shared.seal_fd(fd)
+        socket.send_fds(side, [b"\0"], [fd])
+    finally:
+        os.close(fd)
+    return _KEPT
 
 
 def _share_result(side: socket.socket, outcome: Outcome) -> OutcomeToNode:
     """Send the outcome's value as a memory file over `side`; the reply that says so (or, if no memory file
     can be made, the outcome inline)."""
     try:
-        fd = sealed_fd(outcome.payload)
+        fd = shared.sealed_fd(outcome.payload)
     except OSError:
         return OutcomeToNode(outcome)
     try:

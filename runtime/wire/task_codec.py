@@ -74,9 +74,10 @@ def _by_reference(fn) -> bool:
     return not by_value or not any(module_name == name or module_name.startswith(name + ".") for name in by_value)
 
 
-def run_task(payload: bytes, inputs: list | None = None) -> Outcome:
+def run_task(payload: bytes, inputs: list | None = None, keep=None) -> Outcome:
     """Run a packed task here, with `inputs` (if not None) as the call's last positional argument; never
-    raises (every failure becomes a not-ok outcome)."""
+    raises (every failure becomes a not-ok outcome). `keep(result) -> Outcome`, if given, makes the outcome
+    of a result that is not of a plain type (a worker that can keep it in a memory file, data/packed.py)."""
     try:
         fn, args, kwargs = cloudpickle.loads(payload)
         result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)
@@ -90,6 +91,8 @@ def run_task(payload: bytes, inputs: list | None = None) -> Outcome:
     try:
         if type(result) in _PLAIN_TYPES:
             return Outcome(True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL))
+        if keep is not None:
+            return keep(result)
         return Outcome(True, cloudpickle.dumps(result))
     except Exception as exc:
         return Outcome(False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}")

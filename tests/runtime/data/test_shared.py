@@ -7,6 +7,7 @@ import gc
 import mmap
 import os
 import socket
+from functools import partial
 
 import cloudpickle
 import pytest
@@ -17,6 +18,8 @@ from sparrow_runtime.data.dependent import Slot, worker_payload
 from sparrow_runtime.services.worker_pool import ProcessExecutor, _Worker
 from sparrow_runtime.wire.messages import SYSTEM
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
+
+from ..services.test_worker_pool import _with_executor
 
 pytestmark = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files (memfd) are Linux only")
 
@@ -98,14 +101,7 @@ def test_adopt_refuses_a_descriptor_that_is_not_a_memory_file(tmp_path):
 
 
 async def _with_sharing_executor(body, share_over=BIG // 2):
-    async with trio.open_nursery() as nursery:
-        executor = ProcessExecutor(1, share_over=share_over)
-        await executor.start(nursery)
-        try:
-            await body(executor)
-        finally:
-            await executor.aclose()
-            nursery.cancel_scope.cancel()
+    await _with_executor(partial(ProcessExecutor, 1, share_over=share_over), body)
 
 
 def _launch(executor, payload, inputs=None):
@@ -163,3 +159,29 @@ def test_a_result_said_to_be_shared_without_a_memory_file_fails_that_task_alone(
     assert not outcome.ok and outcome.failure == SYSTEM and "none came" in outcome.error
     theirs.close()
     ours.close()
+
+
+def _add_one_in_place(array):
+    array += 1  # an input array is writable (copy on write of its memory file)
+    return float(array.sum())
+
+
+def test_a_big_array_result_is_kept_with_its_buffer_out_of_band_and_read_in_place_by_its_dependent():
+    """An array over share_over comes back as a packed memory file (packed.py); given to a dependent, the
+    array it gets is writable, and the kept value is unchanged by what the dependent did to its copy."""
+    import numpy as np
+
+    from sparrow_runtime.data import packed
+
+    async def body(executor):
+        outcome, done = _launch(executor, pack_task(np.ones, (BIG // 8,)))
+        await done.wait()
+        kept = outcome[0].payload
+        assert type(kept) is shared.SharedValue and kept[: len(packed.MAGIC)] == packed.MAGIC
+        template = cloudpickle.dumps((_add_one_in_place, (Slot(0),), {}))
+        outcome, done = _launch(executor, worker_payload(template), [kept])
+        await done.wait()
+        assert unpack_outcome(outcome[0]) == 2.0 * (BIG // 8)
+        assert packed.loads(kept).sum() == BIG // 8
+
+    trio.run(_with_sharing_executor, body)

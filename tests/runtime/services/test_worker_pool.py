@@ -42,8 +42,12 @@ def _secret_variables():
 
 
 async def _with_executor(kind, body):
+    """Run `body(executor)` with a started executor: "process", "thread", or one made by `kind()`."""
     async with trio.open_nursery() as nursery:
-        executor = ProcessExecutor(1) if kind == "process" else ThreadExecutor(1)
+        if callable(kind):
+            executor = kind()
+        else:
+            executor = ProcessExecutor(1) if kind == "process" else ThreadExecutor(1)
         await executor.start(nursery)
         try:
             await body(executor)

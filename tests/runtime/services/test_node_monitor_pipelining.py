@@ -428,3 +428,36 @@ def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_moni
         assert 1 <= sum(o.attempts == 2 for o in outcomes) and max(o.attempts for o in outcomes) == 2
 
     trio.run(main)
+
+
+def _short_nap(x: int) -> int:
+    time.sleep(0.002)
+    return x
+
+
+@pytest.mark.slow
+def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_none_twice() -> None:
+    """Real processes, LocalCluster(pipeline=True, pipeline_depth=16), 2 node monitors x 1 slot (thread
+    executors): 2 ms tasks keep the node's median under the 5 ms rule, so each slot holds many tasks bound
+    ahead; node monitor 0 is SIGKILLed once some of the job has run. Every task ends exactly once and ok
+    (those bound at the dead node monitor on a second attempt), and the scheduler's outcomes equal its tasks."""
+
+    async def main() -> None:
+        with LocalCluster(
+            node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True, pipeline_depth=16
+        ) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                job = await client.submit_job([partial(_short_nap, x) for x in range(1500)])
+                with trio.fail_after(30):
+                    while (await client.status()).counters.get("outcomes", 0) < 200:
+                        await trio.sleep(0.01)
+                os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)
+                with trio.fail_after(60):
+                    outcomes = await job.outcomes()
+                    counters = (await client.status()).counters
+        assert len(outcomes) == 1500
+        assert [o.value for o in outcomes] == list(range(1500)) and all(o.ok for o in outcomes)
+        assert max(o.attempts for o in outcomes) == 2  # some were lost with node monitor 0 and ran again
+        assert counters["outcomes"] == counters["tasks"]  # retries are tasks too: each ended once
+
+    trio.run(main)

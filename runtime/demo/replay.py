@@ -198,9 +198,10 @@ def model(
     slots: int,
     schedulers: int = 1,
     policy: str = "sparrow",
+    seeds: int = MODEL_SEEDS,
 ) -> list[SimResult]:
     """The `policy` replay (sparrow, or sparrow_steal for a run with work stealing) with the run's hops,
-    MODEL_SEEDS times (module docstring)."""
+    `seeds` times (module docstring)."""
     return replay(
         jobs,
         policy=policy,
@@ -208,5 +209,5 @@ def model(
         slots=slots,
         schedulers=schedulers,
         hops=hops,
-        seeds=range(MODEL_SEEDS),
+        seeds=range(seeds),
     )

@@ -136,7 +136,7 @@ class Pipelining {
       ++st.ahead;
       ++c_.out.counters.asked_ahead;
       push_ask(w, host.job_of(r.job_id), -1.0);
-      host.send_get_task(w, r.job_id, r.user);
+      host.ask_ahead_for(w, r.job_id, r.user);
     }
   }
 

@@ -97,6 +97,12 @@ class SparrowPolicy {
   // The job of a queue key (a job id, or a stolen reservation's key).
   int64_t job_of(int64_t key) const { return stealing_.keys().job(key); }
 
+  // Pipelining popped the reservation keyed `key` from w's queue to ask for its task ahead.
+  void ask_ahead_for(int64_t w, int64_t key, int32_t user) {
+    stealing_.dequeued(w, key);
+    send_get_task(w, key, user);
+  }
+
   // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
   void send_get_task(int64_t w, int64_t key, int32_t user) {
     ++c_.out.counters.get_task;
@@ -112,6 +118,7 @@ class SparrowPolicy {
     if (queues_.enqueue(w, key, j.user, j.priority)) {
       ask_for_task(w, key, j.user);
     } else {
+      stealing_.queued(w, key);
       run_reservations(w);
       if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
     }
@@ -123,7 +130,10 @@ class SparrowPolicy {
   // Late binding: a reservation at the head with a free slot holds it and asks for a task.
   void run_reservations(int64_t w) {
     Reservation r;
-    while (queues_.dequeue(w, r)) ask_for_task(w, r.job_id, r.user);
+    while (queues_.dequeue(w, r)) {
+      stealing_.dequeued(w, r.job_id);
+      ask_for_task(w, r.job_id, r.user);
+    }
   }
 
   // GetTask for the reservation keyed `key`, which holds a slot of worker w now.

@@ -67,6 +67,7 @@ def _simulate(dict params, dict trace=None):
     p.steal_max_take = params["steal_max_take"]
     p.steal_min_blocked = params["steal_min_blocked"]
     p.pipeline_after = params["pipeline_after"]
+    p.pipeline_depth = params["pipeline_depth"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]

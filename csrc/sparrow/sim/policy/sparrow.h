@@ -117,6 +117,7 @@ class SparrowPolicy {
     const Job& j = c_.pool.get(job);
     if (queues_.enqueue(w, key, j.user, j.priority)) {
       ask_for_task(w, key, j.user);
+      if (pipelining_.on()) pipelining_.deep_ask(*this, w);
     } else {
       stealing_.queued(w, key);
       run_reservations(w);
@@ -147,6 +148,7 @@ class SparrowPolicy {
     queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       if (queues_.enqueue(w, id, job.user, job.priority)) {
         ask_for_task(w, id, job.user);
+        if (pipelining_.on()) pipelining_.deep_ask(*this, w);
       } else {
         run_reservations(w);
         if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
@@ -172,6 +174,7 @@ class SparrowPolicy {
       const int64_t removed = queues_.cancel(w, id);
       c_.out.counters.cancelled += removed;
       if (job != nullptr) job->live_reservations -= removed;
+      if (removed > 0 && pipelining_.on()) pipelining_.deep_ask(*this, w);
     });
     if (job != nullptr) leave_table(*job);
   }

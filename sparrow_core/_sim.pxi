@@ -66,6 +66,7 @@ def _simulate(dict params, dict trace=None):
     p.steal_victims = params["steal_victims"]
     p.steal_max_take = params["steal_max_take"]
     p.steal_min_blocked = params["steal_min_blocked"]
+    p.steal_wait = params["steal_wait"]
     p.pipeline_after = params["pipeline_after"]
     p.pipeline_depth = params["pipeline_depth"]
     p.n_jobs = params["n_jobs"]

@@ -10,7 +10,10 @@ other slots sit idle (Hawk, USENIX ATC 2015). Every job is a one-stage query, so
 
 Per run (`steal_figures`): each job's response (submission to last outcome at its client), beside the
 simulator's replay of the same trace given the run's measured hops (demo/replay.py): the sparrow policy
-for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay).
+for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay). A
+stealing run's node monitors time their steals (steal_timing.py): a thief's wait before an attempt and
+its probe and take round trips, far longer on this host than the model's four hops (e.g. 7 + 29 + 7 ms
+against 4 x 1.7 ms in one run), so the model's thieves wait the difference (`steal_wait`) before probing.
 
 The model is replayed MODEL_SEEDS times (its seed draws the probes and the steal victims, which the trace
 does not hold) and its jobs pooled for the prediction; each seed's own short p50 gives the model's spread
@@ -33,6 +36,7 @@ from ..demo.replay import ideal, measure_hops, model
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
 from .run import QueryRecord
+from .steal_timing import StealTiming
 
 SHORT_MS = 20.0
 LONG_MS = 2000.0
@@ -82,6 +86,8 @@ class StealRun:
     failed: int
     stolen: int  # GetTasks its schedulers answered for stolen reservations (-1: not known)
     simulated_stolen: float = math.nan  # reservations the model stole, the mean over its seeds
+    network: float = math.nan  # the model's one-way delay (demo/replay.py's Hops.network)
+    timing: StealTiming | None = None  # how long the run's steals took (None: not stealing, or not read)
 
     def p(self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False) -> float:
         """The q-th percentile of the short (or `long`) jobs' response, as run, simulated or ideal."""
@@ -118,6 +124,7 @@ def steal_figures(
     slots: int,
     schedulers: int,
     stolen: int = -1,
+    timing: StealTiming | None = None,
 ) -> StealRun:
     """One run's figures (module docstring). Error handling: ValueError if a job did not finish."""
     if any(math.isnan(r.finished) for r in records):
@@ -126,7 +133,14 @@ def steal_figures(
     hops = measure_hops(s for r in records for s in r.submitted_stages())
     policy = "sparrow_steal" if steal else "sparrow"
     simulated = model(
-        jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers, policy=policy, seeds=MODEL_SEEDS
+        jobs,
+        hops,
+        node_monitors=node_monitors,
+        slots=slots,
+        schedulers=schedulers,
+        policy=policy,
+        seeds=MODEL_SEEDS,
+        steal_wait=0.0 if timing is None else timing.model_wait(hops.network),
     )
     return StealRun(
         steal=steal,
@@ -138,6 +152,8 @@ def steal_figures(
         failed=sum(r.failed for r in records),
         stolen=stolen,
         simulated_stolen=float(np.mean([s.counters.get("stolen", 0) for s in simulated])),
+        network=hops.network,
+        timing=timing,
     )
 
 
@@ -221,6 +237,16 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "",
         *[f"- {line}" for line in verdicts(runs)],
         "",
+        *(
+            [
+                "Steals as the runtime timed them (node monitors' metrics), against the model's hops, per run:",
+                "",
+                *[f"- seed {r.seed}: {r.timing.describe(r.network)}" for r in runs if r.timing is not None],
+                "",
+            ]
+            if any(r.timing is not None for r in runs)
+            else []
+        ),
         "Machine, per run: " + "; ".join(notes),
         "",
     ]

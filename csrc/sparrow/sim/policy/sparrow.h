@@ -85,8 +85,11 @@ class SparrowPolicy {
     serve(w);
   }
 
-  // A pipelining timer (a completion of a negative task) fired.
-  void timer(const Completion& done) { pipelining_.timer(*this, done); }
+  // A timer (a completion of a negative task) fired: work stealing's (steal_wait) or pipelining's.
+  void timer(const Completion& done) {
+    if (done.job == WorkStealing::kTimerJob) return stealing_.timer(done);
+    pipelining_.timer(*this, done);
+  }
 
   // A slot of w is free (or several): serve the queue; left idle, try to steal.
   void serve(int64_t w) {

@@ -3,7 +3,10 @@
 //
 // Protocol, four one-way hops (each network_delay), at most one attempt in flight per worker:
 //   1. a worker with a free slot and an empty queue (after a task ends or an empty Reply)
-//      sends StealProbe to steal_victims random peers (choose_victims);
+//      sends StealProbe to steal_victims random peers (choose_victims); with steal_wait > 0 it
+//      sends them that long later (a timer), if it is still idle then: the runtime's time to
+//      start an attempt and the part of its steal round trips beyond four hops, measured by a
+//      replayed run (experiment/steal_timing.py);
 //   2. each peer answers its state: how many reservations wait for its slots (0 if it has a
 //      free slot) and how long the task that took its slot last has run (StealAnswer);
 //   3. the thief picks the peer queued behind the longest-running task and how many to take
@@ -24,6 +27,7 @@
 // the scheduler's TaskTable will consume (GetTask names it), so n_jobs * n_workers < 2^62.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -59,6 +63,8 @@ class WorkStealing {
     config_.max_take = c.p.steal_max_take;
     config_.min_blocked = c.p.steal_min_blocked;
     check_steal_config(config_);
+    if (!(c.p.steal_wait >= 0) || !std::isfinite(c.p.steal_wait))
+      throw std::invalid_argument("steal_wait must be finite and >= 0");
     const int64_t jobs = c.workload.n_jobs();
     if (jobs > 0 && c.p.n_workers > (int64_t{1} << 62) / jobs)
       throw std::invalid_argument("sparrow_steal: n_jobs * n_workers must be < 2**62");
@@ -79,10 +85,25 @@ class WorkStealing {
     }
     if (c_.p.n_workers < 2) return;
     attempting_[w] = 1;
-    ++c_.out.counters.steal_attempts;
-    choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
-    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+    if (c_.p.steal_wait > 0) {
+      c_.heap.push(c_.now + c_.p.steal_wait, kTimerJob, static_cast<int32_t>(w), -1);
+      return;
+    }
+    probe(w);
   }
+
+  // A steal_wait timer (a completion of job kTimerJob) fired: w attempts if it is still idle.
+  void timer(const Completion& done) {
+    const int64_t w = done.worker;
+    c_.now = done.time;
+    if (c_.free[w] == 0 || queues_.queued(w) != 0) {
+      attempt_ended(w);
+      return;
+    }
+    probe(w);
+  }
+
+  static constexpr int64_t kTimerJob = -1;  // the job of a steal_wait timer (pipelining's are >= 0)
 
   // A reservation keyed `key` was queued at w, or left w's queue to ask for its task: a stolen
   // one (key < 0, only with stealing on) is counted.
@@ -115,6 +136,13 @@ class WorkStealing {
   }
 
  private:
+  // w's attempt sends its probes now.
+  void probe(int64_t w) {
+    ++c_.out.counters.steal_attempts;
+    choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
+    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+  }
+
   // At the victims (the payload): their ids, then how many reservations wait at each, then for how
   // long each has been blocked (a double's bits).
   void on_probe(const Msg& m) {

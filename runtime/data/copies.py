@@ -17,7 +17,13 @@ from collections import OrderedDict
 from .shared import SharedValue
 
 COPY_IDLE = 10.0  # seconds a copy is kept without a task taking it
-COPY_SHARE = 4  # a node monitor keeps at most 1/COPY_SHARE of its memory_limit in copies
+COPY_SHARE = 4  # a node monitor keeps at most 1/COPY_SHARE of its memory_limit in copies,
+COPY_MAX = 1024**3  # and never more than this many bytes
+
+
+def copy_limit(memory_limit: int) -> int:
+    """The bytes of copies a node monitor with this `memory_limit` keeps."""
+    return min(memory_limit // COPY_SHARE, COPY_MAX)
 
 
 class Copies:

@@ -30,7 +30,7 @@ from functools import partial
 import msgspec
 import trio
 
-from ..data.copies import COPY_SHARE
+from ..data.copies import copy_limit
 from ..data.dependent import is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
 from ..data.server import DataServer
@@ -131,7 +131,7 @@ class NodeMonitorService:
             # inputs come straight into memory files where the executor takes them so (data/shared.py)
             shared_over=self._takes_inputs and getattr(executor, "share_over", 0),
             # and stay a while as copies, for the next tasks that take them (data/copies.py)
-            copies=0 if logic.store is None else logic.store.limit // COPY_SHARE,
+            copies=0 if logic.store is None else copy_limit(logic.store.limit),
         )
         self.steal_address = steal_address
         self.stealer: Stealer | None = None

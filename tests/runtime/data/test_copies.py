@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from sparrow_runtime.data import shared
-from sparrow_runtime.data.copies import Copies
+from sparrow_runtime.data.copies import COPY_MAX, Copies, copy_limit
 from sparrow_runtime.data.links import DataLinks
 from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
@@ -231,3 +231,10 @@ def test_copies_unused_for_their_idle_time_are_dropped_by_the_timer():
         await links.aclose()
 
     trio.run(_serving, test)
+
+
+def test_a_node_monitor_keeps_a_quarter_of_its_memory_limit_in_copies_and_at_most_1_gib():
+    """copy_limit: memory_limit / 4, capped at COPY_MAX (a big host does not hold gigabytes of copies)."""
+    assert copy_limit(4_000_000) == 1_000_000
+    assert copy_limit(0) == 0
+    assert copy_limit(64 * 1024**3) == COPY_MAX == 1024**3

@@ -30,6 +30,7 @@ from functools import partial
 import msgspec
 import trio
 
+from ..data.copies import copy_limit
 from ..data.dependent import is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
 from ..data.server import DataServer
@@ -129,6 +130,8 @@ class NodeMonitorService:
             handshake_timeout=handshake_timeout,
             # inputs come straight into memory files where the executor takes them so (data/shared.py)
             shared_over=self._takes_inputs and getattr(executor, "share_over", 0),
+            # and stay a while as copies, for the next tasks that take them (data/copies.py)
+            copies=0 if logic.store is None else copy_limit(logic.store.limit),
         )
         self.steal_address = steal_address
         self.stealer: Stealer | None = None
@@ -230,9 +233,11 @@ class NodeMonitorService:
             conn.send(self.logic.heartbeat())
 
     async def run_timers(self) -> None:
-        """Every TIMER_INTERVAL: stop the tasks that ran past their job's timeout (until cancelled)."""
+        """Every TIMER_INTERVAL: stop the tasks that ran past their job's timeout, and drop the copies of fetched
+        values that went unused (until cancelled)."""
         while True:
             await trio.sleep(TIMER_INTERVAL)
+            self.links.expire_copies()
             if self.logic.deadlines:
                 with contained(logger, "stopping the tasks past their timeout"):
                     self._route(self.logic.on_timer())

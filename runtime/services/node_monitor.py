@@ -288,7 +288,10 @@ class NodeMonitorService:
     def _hand_ahead(self) -> None:
         """Hand the bound tasks, in order, to busy workers to queue behind their running task (while the
         executor takes them): each then starts as the one before it ends, with no hop through this process
-        between them (worker_pool.hand_ahead). Not one whose inputs are still to fetch, nor any after it."""
+        between them (worker_pool.hand_ahead). Not one whose inputs are still to fetch, nor any after it;
+        none while the logic says a pinned task could lose a slot that frees elsewhere (`may_pin`)."""
+        if not self.logic.may_pin:
+            return
         for scheduler, msg in self.logic.bound:
             key = (scheduler, msg.job_id, msg.task)
             if key in self._ahead:
@@ -299,18 +302,18 @@ class NodeMonitorService:
             if ticket is None:
                 return
             self._ahead[key] = ticket
-            self.logic.pin(key)
+            self.logic.on_handed_ahead(key)
 
     def _started_late(self, ticket) -> None:
         """A task that waited for a worker (a replacement starting) starts now: so does its timeout."""
         if ticket.tag is not None:
-            self.logic.started_late(ticket.tag)
+            self.logic.on_started_late(ticket.tag)
 
     def _returned(self, tickets: list) -> None:
         """Tasks handed ahead to a worker that died before they started: bound tasks again."""
         keys = [ticket.tag for ticket in tickets if self._ahead.pop(ticket.tag, None) is ticket]
         with contained(logger, "taking back the tasks of a dead worker"):
-            self._route(self.logic.unpin(keys))
+            self._route(self.logic.on_given_back(keys))
 
     def _may_wait(self, msg) -> bool:
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a

@@ -39,13 +39,14 @@ reservations): under the default probe ratio of 2 that is about its share of the
 waits for whichever of the job's probed workers frees first (without this, the first of them to ask
 took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
-Handed ahead (`pin`): the shell may hand a bound task to its executor at once, queued in a busy worker behind
-the running task, so that it starts there as that one ends with no hop through the node monitor between them.
-A pinned task stays bound here (counted as bound) but takes no slot that frees elsewhere: it launches when the
-executor says it started, in the slot of the task it followed (`on_task_done`'s `started`), and its timeout
-starts then. If its worker dies first it never started: `unpin` makes it an ordinary bound task again (no
-attempt counted). A forced cancel of it reports CANCELLED at once as for any bound task, and a `Withdraw` tells
-the executor to drop it (or, if it had just started, to stop it); so does its scheduler's loss.
+Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
+task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
+with no hop through the node monitor between them. A pinned task stays bound here (counted as bound) but
+takes no slot that frees elsewhere: it launches when the executor says it started, in the slot of the task it
+followed (`on_task_done`'s `started`), and its timeout starts then. If its worker dies first it never
+started: `on_given_back` makes it an ordinary bound task again (no attempt counted). A forced cancel of it reports
+CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
+started, to stop it); so does its scheduler's loss.
 
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
@@ -139,7 +140,7 @@ class Stop(msgspec.Struct, frozen=True, gc=False):
 
 class Withdraw(msgspec.Struct, frozen=True, gc=False):
     """For the executor (not a wire message): give up task `task` of job `job_id`, which was handed to it
-    ahead (`pin`) and is no longer wanted (a forced cancel, its scheduler gone)."""
+    ahead (`on_handed_ahead`) and is no longer wanted (a forced cancel, its scheduler gone)."""
 
     job_id: int
     task: int
@@ -211,7 +212,9 @@ class NodeMonitorLogic(WorkStealing):
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
-        self.pinned: set[tuple] = set()  # (scheduler, job, task) of those bound that the executor holds (`pin`)
+        self.pinned: set[tuple] = (
+            set()
+        )  # (scheduler, job, task) of those bound that the executor holds (`on_handed_ahead`)
         self._ahead: dict[int, _Reserved] = {}  # pipelining: the entries with requests asked ahead, oldest first
         self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
@@ -353,7 +356,7 @@ class NodeMonitorLogic(WorkStealing):
     ) -> list:
         """The executor finished a launched task: report it (a failure instead if it is too large for
         a frame), free the slot, start the next reservation. `started`: the key (scheduler, job, task) of
-        the pinned task that the executor started in its place (`pin`): it takes the slot."""
+        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot."""
         out: list = []
         self.free += 1
         self.running -= 1
@@ -517,7 +520,7 @@ class NodeMonitorLogic(WorkStealing):
         if self.pipeline_depth > 1:
             self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
 
-    def started_late(self, key: tuple) -> None:
+    def on_started_late(self, key: tuple) -> list:
         """The launched task `key` waited in the executor for a worker (one being replaced) and starts now:
         its timeout and run time count from now."""
         if key in self.deadlines:
@@ -525,15 +528,25 @@ class NodeMonitorLogic(WorkStealing):
             self.deadlines[key] = (self.clock() + timeout, timeout)
         if key in self._started:
             self._started[key] = self.clock()
+        return []
 
-    def pin(self, key: tuple) -> None:
+    @property
+    def may_pin(self) -> bool:
+        """Whether to hand bound tasks to the executor ahead (`on_handed_ahead`): with one slot (its one worker is the
+        only place a bound task can start anyway), or with several while the recent tasks ran short (a deep
+        pipeline's SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
+        at most a short task for its worker). Otherwise a bound task takes whichever slot frees first."""
+        return self.slots == 1 or self._short
+
+    def on_handed_ahead(self, key: tuple) -> list:
         """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a
         running task: it starts when the executor says so (`on_task_done`'s `started`), not in whichever
-        slot frees first; `unpin` (it never started: its worker died) makes it an ordinary bound task again,
+        slot frees first; `on_given_back` (it never started: its worker died) makes it an ordinary bound task again,
         and giving it up (a forced cancel, its scheduler gone) tells the executor (Withdraw)."""
         self.pinned.add(key)
+        return []
 
-    def unpin(self, keys: Sequence[tuple]) -> list:
+    def on_given_back(self, keys: Sequence[tuple]) -> list:
         """The pinned tasks `keys` did not start and the executor holds them no more (module docstring)."""
         out: list = []
         self.pinned.difference_update(keys)

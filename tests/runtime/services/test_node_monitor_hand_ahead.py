@@ -1,6 +1,7 @@
-"""Bound tasks handed ahead to a busy worker (NodeMonitorLogic.pin / unpin / `started`, the node monitor's
-_hand_ahead): a pinned task starts only where its executor started it, goes back to the slots if its worker
-dies first, and a forced cancel or a lost scheduler withdraws it. Logic tests, then real processes."""
+"""Bound tasks handed ahead to a busy worker (NodeMonitorLogic.on_handed_ahead / on_given_back / `started`,
+the node monitor's _hand_ahead): a pinned task starts only where its executor started it, goes back to the
+slots if its worker dies first, and a forced cancel or a lost scheduler withdraws it. Logic tests, then real
+processes."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _two_running_one_bound(depth: int = 1) -> NodeMonitorLogic:
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b""), TaskToNode(1, 1, b"")])
     logic.on_scheduler_messages("s", [TaskToNode(1, 2, b"")])
     assert [m.task for _, m in logic.bound] == [2]
-    logic.pin(("s", 1, 2))
+    logic.on_handed_ahead(("s", 1, 2))
     return logic
 
 
@@ -63,10 +64,10 @@ def test_a_pinned_task_starts_where_its_executor_started_it_not_in_the_first_slo
 
 
 def test_a_pinned_task_given_back_unstarted_takes_the_next_free_slot() -> None:
-    """Its worker died before it started (unpin): it is an ordinary bound task again and starts in the
+    """Its worker died before it started (on_given_back): it is an ordinary bound task again and starts in the
     slot the dead worker's task frees."""
     logic = _two_running_one_bound()
-    assert _of(logic.unpin([("s", 1, 2)]), TaskToNode) == []  # no slot free yet
+    assert _of(logic.on_given_back([("s", 1, 2)]), TaskToNode) == []  # no slot free yet
     out = logic.on_task_done("s", 1, 0, Outcome(False, b"", "its worker died", 3))
     assert _of(out, TaskToNode) == [TaskToNode(1, 2, b"")] and not logic.pinned
 
@@ -88,12 +89,12 @@ def test_a_lost_scheduler_withdraws_its_pinned_tasks() -> None:
 
 def test_a_task_that_waited_for_a_worker_has_its_timeout_from_when_it_started() -> None:
     """A task launched at t=0 with a 2 s timeout that waits for a replacement worker until t=5
-    (`started_late`): not stopped at 6.9 s, stopped at 7 s."""
+    (`on_started_late`): not stopped at 6.9 s, stopped at 7 s."""
     logic = _node(1)
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"", 2.0)])
     logic.clock.now = 5.0
-    logic.started_late(("s", 1, 0))
+    logic.on_started_late(("s", 1, 0))
     logic.clock.now = 6.9
     assert logic.on_timer() == []
     logic.clock.now = 7.0
@@ -149,21 +150,39 @@ def test_a_worker_killed_with_tasks_handed_ahead_loses_none_and_runs_none_twice(
 
 @pytest.mark.slow
 def test_a_task_past_its_timeout_with_tasks_behind_it_ends_timed_out_and_they_run_once(tmp_path: Path) -> None:
-    """Real processes, one node monitor x 1 slot pipelined: a job whose task 0 sleeps past the job's 2 s
-    timeout while tasks 1-5 wait bound behind it (one is handed to its worker): task 0 ends TIMED_OUT
-    (retries=0), the others ok once each: each one's timeout counts from its own start, not from its wait
-    for the replacement worker (a second or more on a loaded machine)."""
+    """Real processes, one node monitor x 1 slot pipelined: a task that sleeps past its job's 2 s timeout,
+    and a second job of 5 short tasks reserved behind it (one bound and handed to its worker): the first
+    ends TIMED_OUT once (retries=0), the 5 ok once each, none on a second attempt (the one queued in the
+    killed worker was given back unstarted)."""
 
     async def main() -> None:
         with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False, pipeline=True) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
-                tasks = [partial(_count_then, str(tmp_path / "t0"), 0, 60)]
-                tasks += [partial(_count_then, str(tmp_path / f"t{i}"), i, 0.05) for i in range(1, 6)]
-                job = await client.submit_job(tasks, timeout=2.0, retries=0, probe_ratio=1.0)
+                slow = await client.submit_job(
+                    [partial(_count_then, str(tmp_path / "t0"), 0, 60)], timeout=2.0, retries=0
+                )
+                await trio.sleep(0.5)  # it runs
+                tasks = [partial(_count_then, str(tmp_path / f"t{i}"), i, 0.05) for i in range(1, 6)]
+                short = await client.submit_job(tasks, probe_ratio=1.0)
                 with trio.fail_after(60):
-                    outcomes = await job.outcomes()
-        assert isinstance(outcomes[0].exception, TaskTimeout) and outcomes[0].attempts == 1
-        assert [o.value for o in outcomes[1:]] == [1, 2, 3, 4, 5] and all(o.ok for o in outcomes[1:])
-        assert all(len((tmp_path / f"t{i}").read_text()) == 1 for i in range(6))
+                    (first,) = await slow.outcomes()
+                    outcomes = await short.outcomes()
+        assert isinstance(first.exception, TaskTimeout) and first.attempts == 1
+        assert [o.value for o in outcomes] == [1, 2, 3, 4, 5] and all(o.attempts == 1 for o in outcomes)
+        assert all(len((tmp_path / f"t{i}").read_text()) == 1 for i in range(1, 6))
 
     trio.run(main)
+
+
+def test_bound_tasks_are_pinned_with_one_slot_or_short_recent_tasks_only() -> None:
+    """One slot: always (its worker is the only place to start); two slots 16 deep: only once the recent
+    tasks ran under 5 ms (else a pinned task could wait out a long one while the other slot frees)."""
+    assert _node(1).may_pin and _node(1, 16).may_pin
+    assert not _node(2).may_pin and not _node(2, 16).may_pin
+    logic = _node(2, 16)
+    for task in range(8):  # 8 tasks of 1 ms
+        logic.on_scheduler_messages("s", [EnqueueReservations(9, "u", 0, 1)])
+        logic.on_scheduler_messages("s", [TaskToNode(9, task, b"")])
+        logic.clock.now += 0.001
+        logic.on_task_done("s", 9, task, OK)
+    assert logic.may_pin

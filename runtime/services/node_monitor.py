@@ -60,7 +60,7 @@ from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
-from .worker_pool import ProcessExecutor, ThreadExecutor
+from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class NodeMonitorService:
         self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
         # pipelining: bound tasks handed to a busy worker ahead (executor.hand_ahead), not started yet
-        self._ahead: dict[tuple, object] = {}
+        self._ahead: dict[tuple, Ticket] = {}
         self._hands_ahead = logic.pipeline and self._launch is not None and hasattr(executor, "hand_ahead")
         if self._hands_ahead:
             executor.returned = self._returned
@@ -265,9 +265,9 @@ class NodeMonitorService:
             if kind is TaskToNode:
                 self._start(peer, msg)
             elif kind is Withdraw:
-                ticket = self._ahead.pop((peer, msg.job_id, msg.task), None)
-                if ticket is not None:
-                    self.executor.withdraw(ticket)
+                handed = self._ahead.pop((peer, msg.job_id, msg.task), None)
+                if handed is not None:
+                    self.executor.withdraw(handed)
             elif kind is Stop:
                 key = (peer, msg.job_id, msg.task)
                 ticket = self._tickets.get(key)
@@ -304,12 +304,12 @@ class NodeMonitorService:
             self._ahead[key] = ticket
             self.logic.on_handed_ahead(key)
 
-    def _started_late(self, ticket) -> None:
+    def _started_late(self, ticket: Ticket) -> None:
         """A task that waited for a worker (a replacement starting) starts now: so does its timeout."""
         if ticket.tag is not None:
             self.logic.on_started_late(ticket.tag)
 
-    def _returned(self, tickets: list) -> None:
+    def _returned(self, tickets: list[Ticket]) -> None:
         """Tasks handed ahead to a worker that died before they started: bound tasks again."""
         keys = [ticket.tag for ticket in tickets if self._ahead.pop(ticket.tag, None) is ticket]
         with contained(logger, "taking back the tasks of a dead worker"):

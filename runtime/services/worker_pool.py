@@ -38,6 +38,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -70,7 +71,7 @@ class Ticket:
         self.inputs = inputs
         self.done: Done | None = done  # None once called
         self.worker: _Thread | _Worker | None = None
-        self.tag = None
+        self.tag: Any = None
         self.seq = -1
         self.successor: Ticket | None = None
         self.withdrawn = False

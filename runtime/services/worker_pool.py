@@ -383,6 +383,9 @@ class ProcessExecutor(_Pool):
         worker.queued.clear()
         started = queued[: worker.overran] if ticket is not None else []  # answered after the kill began
         returned = [t for t in queued[len(started) :] if not t.withdrawn]
+        if ticket is not None and ticket.done is None:  # given up: no outcome of it can start the next one
+            returned[:0] = [t for t in started if not t.withdrawn]
+            started = []
         if returned and self.returned is not None:  # never started: its caller hands them out again
             self.returned(returned)
         if ticket is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from sparrow_core.sim import SimConfig, simulate
 
@@ -35,6 +36,44 @@ VARIANTS = (
     ("steal", "sparrow_steal", 0.0),
     ("steal+pipelined@0", "sparrow_steal_pipelined", 0.0),
 )
+
+
+Row = tuple[float, float, dict[str, int], int]  # one seed's p50, p99 (s), counters and tasks
+
+
+def run_variants(
+    base: SimConfig, load: float, variants: Sequence[tuple[str, dict[str, Any]]], seeds: Sequence[int]
+) -> dict[str, list[Row]]:
+    """Each variant (a label and its SimConfig fields over `base`) at `load`, once per seed."""
+    rows: dict[str, list[Row]] = {}
+    for label, fields in variants:
+        for seed in seeds:
+            result = simulate(replace(base, load=load, seed=seed, **fields))
+            s = result.summary()
+            rows.setdefault(label, []).append((s["p50"], s["p99"], result.counters, result.n_tasks))
+    return rows
+
+
+def on_the_cluster(workload: SimConfig, args: argparse.Namespace, **fields: Any) -> SimConfig:
+    """`workload` on args.workers x 1 slot, args.jobs 100-task jobs, args.network_delay one way."""
+    return replace(
+        workload,
+        n_workers=args.workers,
+        tasks_per_job=100,
+        n_jobs=args.jobs,
+        network_delay=args.network_delay,
+        keep_task_waits=False,
+        **fields,
+    )
+
+
+def over(values: Sequence[Row], baseline: Sequence[Row], i: int) -> list[float]:
+    """Per seed, field i (0: p50, 1: p99) of `values` over the baseline's."""
+    return [v[i] / b[i] for v, b in zip(values, baseline, strict=True)]
+
+
+def per_task(values: Sequence[Row], counter: str) -> list[float]:
+    return [v[2][counter] / max(1, v[3]) for v in values]
 
 
 def _range(values: Sequence[float], digits: int = 3) -> str:
@@ -67,33 +106,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("| workload | load | variant | p50 | p99 | p50 / sparrow | p99 / sparrow | bound ahead / task |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
-        base = replace(
-            WORKLOADS[name],
-            n_workers=args.workers,
-            tasks_per_job=100,
-            n_jobs=args.jobs,
-            mean_duration=args.mean_duration,
-            network_delay=args.network_delay,
-            keep_task_waits=False,
-        )
+        base = on_the_cluster(WORKLOADS[name], args, mean_duration=args.mean_duration)
+        variants = [(label, {"policy": policy, "pipeline_after": after}) for label, policy, after in chosen]
         for load in loads:
-            rows: dict[str, list[tuple[float, float, float]]] = {}
-            for label, policy, after in chosen:
-                for seed in seeds:
-                    result = simulate(replace(base, policy=policy, pipeline_after=after, load=load, seed=seed))
-                    s = result.summary()
-                    bound = result.counters["bound_ahead"] / max(1, result.n_tasks)
-                    rows.setdefault(label, []).append((s["p50"], s["p99"], bound))
+            rows = run_variants(base, load, variants, seeds)
             plain = rows["sparrow"]
             for label, values in rows.items():
                 p50 = [v[0] * 1e3 for v in values]
                 p99 = [v[1] * 1e3 for v in values]
-                r50 = [v[0] / b[0] for v, b in zip(values, plain, strict=True)]
-                r99 = [v[1] / b[1] for v, b in zip(values, plain, strict=True)]
-                bound = [v[2] for v in values]
                 print(
-                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | {_range(r50, 2)} | "
-                    f"{_range(r99, 2)} | {_range(bound, 2)} |",
+                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | "
+                    f"{_range(over(values, plain, 0), 2)} | {_range(over(values, plain, 1), 2)} | "
+                    f"{_range(per_task(values, 'bound_ahead'), 2)} |",
                     flush=True,
                 )
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import replace
 
-from sparrow_core.sim import SimConfig, simulate
+from sparrow_core.sim import SimConfig
 
-from .pipelining import _range
+from .pipelining import _range, on_the_cluster, over, per_task, run_variants
 
 LOADS = (0.5, 0.7, 0.9, 0.95)
 WORKLOADS = {
@@ -57,33 +56,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
-        base = replace(
-            WORKLOADS[name],
-            n_workers=args.workers,
-            tasks_per_job=100,
-            n_jobs=args.jobs,
-            network_delay=args.network_delay,
-            keep_task_waits=False,
-        )
+        base = on_the_cluster(WORKLOADS[name], args)
+        variants = [(label, {"policy": policy, "pipeline_depth": depth}) for label, policy, depth in VARIANTS]
         for load in loads:
-            rows: dict[str, list[tuple[float, float, float]]] = {}
-            for label, policy, depth in VARIANTS:
-                for seed in seeds:
-                    result = simulate(replace(base, policy=policy, pipeline_depth=depth, load=load, seed=seed))
-                    s = result.summary()
-                    ahead = result.counters["asked_ahead"] / max(1, result.n_tasks)
-                    rows.setdefault(label, []).append((s["p50"], s["p99"], ahead))
+            rows = run_variants(base, load, variants, seeds)
             plain, ideal = rows["sparrow"], rows["omniscient"]
             for label, values in rows.items():
                 p50 = [v[0] * 1e3 for v in values]
                 p99 = [v[1] * 1e3 for v in values]
-                r50 = [v[0] / b[0] for v, b in zip(values, plain, strict=True)]
-                r99 = [v[1] / b[1] for v, b in zip(values, plain, strict=True)]
-                o50 = [v[0] / b[0] for v, b in zip(values, ideal, strict=True)]
-                ahead = [v[2] for v in values]
                 print(
-                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | {_range(r50, 2)} | "
-                    f"{_range(r99, 2)} | {_range(o50, 2)} | {_range(ahead, 2)} |",
+                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | "
+                    f"{_range(over(values, plain, 0), 2)} | {_range(over(values, plain, 1), 2)} | "
+                    f"{_range(over(values, ideal, 0), 2)} | {_range(per_task(values, 'asked_ahead'), 2)} |",
                     flush=True,
                 )
 

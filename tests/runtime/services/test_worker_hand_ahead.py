@@ -10,6 +10,7 @@ from pathlib import Path
 
 import trio
 
+from sparrow_runtime.services import worker_pool
 from sparrow_runtime.services.worker_pool import ProcessExecutor, Ticket
 from sparrow_runtime.wire.messages import SYSTEM, TIMED_OUT, Outcome
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
@@ -182,5 +183,34 @@ def test_withdrawing_a_task_handed_ahead_after_it_started_kills_it_and_reports_n
         with trio.fail_after(20):
             assert unpack_outcome(await executor.run(pack_task(abs, (-7,)))) == 7
         assert [name for name, _ in drive.outcomes] == ["r"] and executor.restarts == 1
+
+    trio.run(_with_process_executor, body)
+
+
+def test_a_task_that_started_as_its_stopped_predecessor_answered_fails_once_when_the_kill_lands(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The race of a timeout's kill with the running task's own end: the kill is held back (patched) until
+    the task behind it has started. The stopped task ends with the stop's outcome, the one that started
+    behind it fails once (SYSTEM: it may have run partly, so it is not given back to run again unseen), and
+    nothing is given back."""
+    real_kill = worker_pool._kill_group
+    held: list = []
+
+    async def body(executor: ProcessExecutor) -> None:
+        drive = _Driver(executor)
+        running = drive.launch("r", pack_task(_mark, (str(tmp_path / "r"), 0, 0.5)))
+        drive.ahead("t", pack_task(_mark, (str(tmp_path / "t"), 1, 30)))
+        await trio.sleep(0.1)
+        monkeypatch.setattr(worker_pool, "_kill_group", held.append)
+        assert executor.stop(running, TIMED_OUT, "past its time") is True
+        with trio.fail_after(20):
+            while not (tmp_path / "t").exists():  # r answered, so t started
+                await trio.sleep(0.01)
+        monkeypatch.setattr(worker_pool, "_kill_group", real_kill)
+        real_kill(held[0])  # the kill lands
+        await drive.wait_for(2)
+        assert [(name, o.failure) for name, o in drive.outcomes] == [("r", TIMED_OUT), ("t", SYSTEM)]
+        assert "killed as it started" in drive.outcomes[1][1].error and drive.returned == []
 
     trio.run(_with_process_executor, body)

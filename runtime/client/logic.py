@@ -339,6 +339,18 @@ class ClientLogic:
         self.values.release_all()
         return msgs
 
+    def uploaded(self, job: Job, result: ValueRef | BaseException) -> None:
+        """A job of one value the client uploaded to a node monitor itself (Client.scatter) has its outcome:
+        the value's reference, or the exception of a failed upload. The value is then held as a task's result
+        is (by its owner, and by the dependents that take it); the job's payload, if it has one, is its
+        lineage: a task that returns the value, run should the value be lost with its node monitor."""
+        self.unfinished += 1
+        if isinstance(result, BaseException):
+            job.errors[0] = result
+            self._end(job, 0, local_outcome(str(result), SYSTEM))
+        else:
+            self._end(job, 0, Outcome(True, ref=result))
+
     def forget(self, job: Job, task: int) -> None:
         """The owner of task `task`'s outcome (a future, a JobHandle) is gone: its value may be released."""
         outcome = job.outcomes[task]

@@ -1,0 +1,99 @@
+"""Client.scatter's part of the client (trio): values the client puts on node monitors itself, each held then
+as a task's result is.
+
+A scattered value is a job of one task that never runs: its value is pickled here and uploaded straight to a
+node monitor's data listener (data/upload.py), chosen at random among those its scheduler knows
+(StatusReply.nodes: their data addresses, told at registration; the values of one call spread over them in
+turn); its outcome, decided here, is the value's reference. So it is fetched by `result()`, passed to
+dependents as a reference (they are placed toward it, and its node monitor reads it from its own store),
+and released once nobody holds it, or with the client's session, as any kept result. Its lineage (`keep`):
+the job's payload is a task that returns the value, so that a value lost with its node monitor is put back
+by running it (its bytes then travel once more, through the scheduler, within the frame limit); without it,
+a dependent of a lost value fails with DependencyFailed naming it (ValueLost).
+
+Error handling: UploadFailed (no node monitor tells a data address, or the upload failed: refused, stalled,
+link lost) ends the job's task with that exception.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+
+import cloudpickle
+import trio
+
+from ..data import packed
+from ..errors import UploadFailed
+from ..wire.messages import ValueRef
+from ..wire.task_codec import pack_task
+from .job import Job
+
+TARGETS_TTL = 2.0  # seconds the node monitors' data addresses from a StatusReply are reused for
+
+
+def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool) -> tuple[list[Job], list[bytes]]:
+    """The jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them; with
+    `keep`, each job's payload is its lineage, a task that returns its value, else it has none."""
+    jobs, data = [], []
+    for value in values:
+        pickled = cloudpickle.dumps(value, protocol=5)  # read back by packed.loads
+        job = make_job([pack_task(packed.loads, (pickled,)) if keep else b""])
+        if not keep:
+            job.payloads[0] = None
+        jobs.append(job)
+        data.append(pickled)
+    return jobs, data
+
+
+class Scatter:
+    """The uploads of the client `client` (its Uploader, the data addresses of its scheduler's node monitors)."""
+
+    def __init__(self, client) -> None:
+        self._client = client
+        self._targets: list[tuple[str, str]] = []
+        self._targets_at = -float("inf")
+
+    async def targets(self) -> list[tuple[str, str]]:
+        """(node id, data address) of every node monitor the scheduler knows that takes uploads (not draining)."""
+        now = trio.current_time()
+        if now - self._targets_at > TARGETS_TTL or not self._targets:
+            reply = await self._client.status()
+            self._targets = [(n.node_id, n.data_address) for n in reply.nodes if n.data_address and not n.draining]
+            self._targets_at = now
+        return self._targets
+
+    async def upload(self, jobs: list[Job], values: list[bytes]) -> None:
+        """Upload each of `values` (pickled) for the job of one task beside it, all at once, spread over the
+        node monitors; each job ends with its value's reference, or its upload's UploadFailed."""
+        client = self._client
+        try:
+            targets = await self.targets()
+            if not targets:
+                raise UploadFailed(
+                    f"scheduler {client.connected_to} knows no node monitor that takes uploads (none registered, "
+                    "or all are draining or run a version without them)"
+                )
+        except Exception as exc:  # ConnectionLost, trio.TooSlowError (status), UploadFailed
+            failure = exc if isinstance(exc, UploadFailed) else UploadFailed(f"cannot choose a node monitor: {exc}")
+            for job in jobs:
+                self._ended(job, failure)
+            return
+        order = random.sample(targets, len(targets))
+        async with trio.open_nursery() as nursery:
+            for i, (job, value) in enumerate(zip(jobs, values, strict=True)):
+                nursery.start_soon(self._one, job, value, order[i % len(order)])
+
+    async def _one(self, job: Job, value: bytes, target: tuple[str, str]) -> None:
+        node_id, address = target
+        try:
+            key = await self._client._uploader.put(address, node_id, value)
+        except UploadFailed as exc:
+            self._ended(job, exc)
+        else:
+            self._ended(job, ValueRef(node_id, address, key, len(value)))
+
+    def _ended(self, job: Job, result: ValueRef | BaseException) -> None:
+        client = self._client
+        client._logic.uploaded(job, result)
+        client._dispatch()

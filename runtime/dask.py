@@ -115,10 +115,12 @@ class DaskScheduler:
             finally:
                 wave.cancel_running()
 
-    def _scatter_data(self, dsk: Mapping) -> Mapping:
+    def _scatter_data(self, dsk) -> Mapping:
         """`dsk` with each DataNode whose value pickles to over `scatter_over` bytes scattered: its value is
         then the future of the scattered one (get_async puts it in its cache; dependents take it as any
         value kept at a node monitor). The graph as it was if there is none."""
+        if not isinstance(dsk, Mapping):  # an expression (dask.dataframe's): as get_async takes it
+            dsk = dsk.__dask_graph__()
         dsk = convert_legacy_graph(dsk)
         keys, values = [], []
         for key, node in dsk.items():

@@ -46,10 +46,13 @@ from dask.local import batch_execute_tasks, get_async
 from .client.executor import SparrowExecutor, SparrowFuture
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
-from .wire.limits import DEFAULT_INLINE_LIMIT
+from .wire import limits
 
 DEFAULT_MAX_IN_FLIGHT = 10_000
 """Tasks of one graph on the cluster at once (get_async's num_workers)."""
+
+DEFAULT_SCATTER_OVER = limits.DEFAULT_INLINE_LIMIT
+"""Bytes (pickled) over which a graph's data is scattered to node monitors (the node monitors' default inline limit)."""
 
 
 class DaskScheduler:
@@ -70,7 +73,7 @@ class DaskScheduler:
         cluster: SparrowExecutor | LocalCluster | Sequence[str] | str | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-        scatter_over: int | None = DEFAULT_INLINE_LIMIT,
+        scatter_over: int | None = DEFAULT_SCATTER_OVER,
         **executor_options,
     ) -> None:
         check_max_in_flight(max_in_flight)

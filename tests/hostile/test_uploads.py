@@ -12,26 +12,13 @@ import trio
 
 from sparrow_runtime import UploadFailed
 from sparrow_runtime.data.links import DataLinks
-from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.data.upload import put_value
 from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.limits import MAX_VALUE_SIZE
 from sparrow_runtime.wire.messages import Error, PutValue, ValueChunk, ValueHeader, ValueKept, ValueRef
 
-SECRET = b"u" * 32
-
-
-async def _serving(test, limit: int = 1 << 30, **options) -> DataServer:
-    store = ValueStore(limit)
-    server = DataServer(store, node_id="nm", secret=SECRET, **options)
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, server.handle_stream, 0, host="127.0.0.1"))
-        port = listeners[0].socket.getsockname()[1]
-        with trio.fail_after(20):
-            await test(server, store, ("127.0.0.1", port))
-        nursery.cancel_scope.cancel()
-    return server
+from ..runtime.data.test_data_server import SECRET, _serving
 
 
 async def _link(address, role: str = "client", peer_id: str = "c1"):
@@ -137,6 +124,7 @@ def test_a_value_over_the_memory_limit_is_refused_naming_the_sizes():
     the client's side names the node monitor; the store still holds exactly what it did."""
 
     async def test(server, store, address):
+        store.limit = 1_000_000
         store.put(b"h" * 600_000)
         conn = await _link(address)
         with pytest.raises(UploadFailed, match=r"node monitor nm refused the upload of 500,000 bytes: .*600,000 of"):
@@ -148,7 +136,7 @@ def test_a_value_over_the_memory_limit_is_refused_naming_the_sizes():
         await conn.aclose()
         assert store.held == 900_000
 
-    trio.run(partial(_serving, test, limit=1_000_000))
+    trio.run(_serving, test)
 
 
 def test_a_node_monitor_may_not_upload():

@@ -19,12 +19,21 @@ def _length(blob: bytes) -> int:
     return len(blob)
 
 
-async def _scatter_then_kill_holder(cluster: LocalCluster, client: Client, keep: bool):
-    ref = await client.scatter(b"s" * BIG, keep=keep)
-    holder = ref.handle._job.outcomes[0].ref.node_id
-    os.kill(cluster.node_monitor_pids[cluster.node_ids.index(holder)], signal.SIGKILL)
-    await trio.sleep(0.5)  # its links close: the scheduler drops it
-    return ref, holder
+def _scatter_then_kill_holder(keep: bool, then) -> None:
+    """Scatter a value on a cluster of 2 process node monitors, SIGKILL its holder, then `then(client, ref,
+    holder)`."""
+    with LocalCluster(node_monitors=2, slots=1, dashboard=False) as cluster:
+
+        async def main():
+            async with Client(cluster.schedulers, secret=cluster.secret) as client:
+                with trio.fail_after(60):
+                    ref = await client.scatter(b"s" * BIG, keep=keep)
+                    holder = ref.handle._job.outcomes[0].ref.node_id
+                    os.kill(cluster.node_monitor_pids[cluster.node_ids.index(holder)], signal.SIGKILL)
+                    await trio.sleep(0.5)  # its links close: the scheduler drops it
+                    await then(client, ref, holder)
+
+        trio.run(main)
 
 
 @pytest.mark.slow
@@ -32,39 +41,31 @@ def test_a_scattered_value_lost_with_its_holder_is_put_back_from_the_clients_byt
     """The holder dies after the upload: the dependent's node monitor cannot fetch it, the client puts the
     value back (its lineage: a task returning its kept bytes), and the dependent runs on it; result() then
     fetches it from its new holder."""
-    with LocalCluster(node_monitors=2, slots=1, dashboard=False) as cluster:
 
-        async def main():
-            async with Client(cluster.schedulers, secret=cluster.secret) as client:
-                with trio.fail_after(60):
-                    ref, holder = await _scatter_then_kill_holder(cluster, client, keep=True)
-                    job = await client.submit_job([partial(_length, ref)])
-                    assert await job.results() == [BIG]
-                    assert client._logic.recomputed == 1
-                    assert ref.handle._job.outcomes[0].ref.node_id != holder
-                    assert await ref.result() == b"s" * BIG
+    async def then(client, ref, holder):
+        job = await client.submit_job([partial(_length, ref)])
+        assert await job.results() == [BIG]
+        assert client._logic.recomputed == 1
+        assert ref.handle._job.outcomes[0].ref.node_id != holder
+        assert await ref.result() == b"s" * BIG
 
-        trio.run(main)
+    _scatter_then_kill_holder(True, then)
 
 
 @pytest.mark.slow
 def test_a_scattered_value_without_its_bytes_kept_fails_its_dependent_naming_the_input_and_its_holder():
     """keep=False: nothing to put it back from; the dependent fails once with DependencyFailed naming args[0],
     its cause a ValueLost naming the dead node monitor; result() raises ValueLost too."""
-    with LocalCluster(node_monitors=2, slots=1, dashboard=False) as cluster:
 
-        async def main():
-            async with Client(cluster.schedulers, secret=cluster.secret) as client:
-                with trio.fail_after(60):
-                    ref, holder = await _scatter_then_kill_holder(cluster, client, keep=False)
-                    job = await client.submit_job([partial(_length, ref)])
-                    outcome = (await job.outcomes())[0]
-                    assert isinstance(outcome.exception, DependencyFailed)
-                    assert outcome.exception.path == "args[0]"
-                    assert isinstance(outcome.exception.__cause__, ValueLost)
-                    assert f"at node monitor {holder}" in str(outcome.exception)
-                    assert client._logic.recomputed == 0
-                    with pytest.raises(ValueLost, match=f"at node monitor {holder}"):
-                        await ref.result()
+    async def then(client, ref, holder):
+        job = await client.submit_job([partial(_length, ref)])
+        outcome = (await job.outcomes())[0]
+        assert isinstance(outcome.exception, DependencyFailed)
+        assert outcome.exception.path == "args[0]"
+        assert isinstance(outcome.exception.__cause__, ValueLost)
+        assert f"at node monitor {holder}" in str(outcome.exception)
+        assert client._logic.recomputed == 0
+        with pytest.raises(ValueLost, match=f"at node monitor {holder}"):
+            await ref.result()
 
-        trio.run(main)
+    _scatter_then_kill_holder(False, then)

@@ -522,7 +522,11 @@ class Client:
             self._conn.send_later(msgs)
 
     def _dispatch(self) -> None:
-        """Tell each job's owner of the outcomes the logic decided."""
+        """Tell each job's owner of the outcomes the logic decided (and upload again the lost values the
+        logic recomputes so: Client.scatter's)."""
+        if self._logic.uploads and self._nursery is not None and not self._closing:
+            jobs = self._logic.take_uploads()
+            self._nursery.start_soon(self._scatter.send, jobs, [job.payloads[0] for job in jobs])
         events = self._logic.take_events()
         if not events:
             return

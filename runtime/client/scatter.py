@@ -1,14 +1,14 @@
 """Client.scatter's part of the client (trio): values the client puts on node monitors itself, each held then
 as a task's result is.
 
-A scattered value is a job of one task that never runs: its value is pickled here and uploaded straight to a
-node monitor's data listener (data/upload.py), chosen at random among those its scheduler knows
+A scattered value is a job of one task that never runs (`job.upload`): its value is pickled here and uploaded
+straight to a node monitor's data listener (data/upload.py), chosen at random among those its scheduler knows
 (StatusReply.nodes: their data addresses, told at registration; the values of one call spread over them in
 turn); its outcome, decided here, is the value's reference. So it is fetched by `result()`, passed to
 dependents as a reference (they are placed toward it, and its node monitor reads it from its own store),
 and released once nobody holds it, or with the client's session, as any kept result. Its lineage (`keep`):
-the job's payload is a task that returns the value, so that a value lost with its node monitor is put back
-by running it (its bytes then travel once more, through the scheduler, within the frame limit); without it,
+the job's payload is the pickled value, so that a value lost with its node monitor is uploaded again from it
+(the client logic's recompute makes an upload job of it, which the shell uploads as the first); without it,
 a dependent of a lost value fails with DependencyFailed naming it (ValueLost).
 
 Error handling: UploadFailed (no node monitor tells a data address, or the upload failed: refused, stalled,
@@ -23,22 +23,21 @@ from collections.abc import Callable, Iterable
 import cloudpickle
 import trio
 
-from ..data import packed
 from ..errors import UploadFailed
 from ..wire.messages import ValueRef
-from ..wire.task_codec import pack_task
 from .job import Job
 
 TARGETS_TTL = 2.0  # seconds the node monitors' data addresses from a StatusReply are reused for
 
 
 def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool) -> tuple[list[Job], list[bytes]]:
-    """The jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them; with
-    `keep`, each job's payload is its lineage, a task that returns its value, else it has none."""
+    """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them;
+    with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""
     jobs, data = [], []
     for value in values:
         pickled = cloudpickle.dumps(value, protocol=5)  # read back by packed.loads
-        job = make_job([pack_task(packed.loads, (pickled,)) if keep else b""])
+        job = make_job([pickled])
+        job.upload = True
         if not keep:
             job.payloads[0] = None
         jobs.append(job)
@@ -64,8 +63,19 @@ class Scatter:
         return self._targets
 
     async def upload(self, jobs: list[Job], values: list[bytes]) -> None:
-        """Upload each of `values` (pickled) for the job of one task beside it, all at once, spread over the
-        node monitors; each job ends with its value's reference, or its upload's UploadFailed."""
+        """Add these upload jobs and upload each of `values` (pickled) for the job beside it, all at once,
+        spread over the node monitors; each job ends with its value's reference, or its upload's UploadFailed."""
+        logic = self._client._logic
+        for job in jobs:
+            logic.add(job)
+        mine = set(jobs)
+        others = [job for job in logic.take_uploads() if job not in mine]
+        if others:  # a lost value's upload again, added meanwhile: it goes too
+            jobs, values = [*jobs, *others], [*values, *(job.payloads[0] for job in others)]
+        await self.send(jobs, values)
+
+    async def send(self, jobs: list[Job], values: list) -> None:
+        """Upload `values` for the upload jobs (added and taken) beside them (see `upload`)."""
         client = self._client
         try:
             targets = await self.targets()

@@ -13,14 +13,17 @@ from sparrow_runtime.errors import DependencyFailed, UploadFailed, ValueLost
 from sparrow_runtime.wire.messages import Outcome, OutcomeToClient
 
 from .test_client_logic import _dependent, _identity, connected_logic, job_of
-from .test_client_values import _kept, _lost, _ref
+from .test_client_values import _lost, _ref
 
 A = _ref("nm-a", b"a", 300_000)
 
 
 def _scattered(logic, value, keep: bool = True) -> Job:
+    """An upload job of `value`, added, taken by the shell and uploaded (its reference A)."""
     [job], [data] = prepare([value], _job, keep)
-    assert cloudpickle.loads(data) == value
+    assert cloudpickle.loads(data) == value and job.upload
+    logic.add(job)
+    assert logic.take_uploads() == [job] and logic.flush() == []  # never placed
     logic.uploaded(job, A)
     return job
 
@@ -48,18 +51,22 @@ def test_a_scattered_value_is_held_by_its_owner_and_its_dependent_goes_toward_it
     assert logic.values.take() == [A] and len(logic.values) == 0
 
 
-def test_a_lost_scattered_value_is_put_back_by_its_lineage_a_task_returning_its_bytes():
-    """LOST_INPUT for it: the job placed to put it back is its lineage, a task that returns the value (run
-    here as a worker would); its new reference replaces the old one and the dependent goes again with it."""
-    logic, _ = connected_logic()
+def test_a_lost_scattered_value_is_uploaded_again_from_its_bytes_not_sent_to_the_scheduler():
+    """LOST_INPUT for it: nothing goes to the scheduler; an upload job of the same bytes waits for the shell;
+    once it is uploaded its new reference replaces the old one and the dependent goes again with it. A
+    connection made meanwhile (a failover) does not place the upload job."""
+    logic, clock = connected_logic()
     up = _scattered(logic, {"frame": list(range(5))})
     _dependent(logic, _identity, (up, 0))
     [placed] = logic.flush()
-    [again] = logic.on_messages([_lost(placed.ref, A)])
-    fn, args, kwargs = cloudpickle.loads(again.tasks[0])
-    assert fn(*args, **kwargs) == {"frame": list(range(5))} and logic.recomputed == 1
+    assert logic.on_messages([_lost(placed.ref, A)]) == [] and logic.recomputed == 1
+    [again] = logic.take_uploads()
+    assert again.upload and cloudpickle.loads(again.payloads[0]) == {"frame": list(range(5))}
+    logic.lost("gone", clock())
+    assert logic.connected("s2", clock()) == []  # neither the held dependent nor the upload is placed
     new = _ref("nm-c", b"c", 300_000)
-    [replaced] = logic.on_messages([_kept(again.ref, 0, new, last=True)])
+    logic.uploaded(again, new)
+    [replaced] = logic.flush()
     assert unpack_remote(replaced.tasks[0]).inputs == [new] and up.outcomes[0].ref == new
 
 
@@ -80,7 +87,8 @@ def test_a_failed_upload_is_the_jobs_one_outcome_and_fails_its_dependents_with_i
     """uploaded(job, UploadFailed): not ok, its exception the UploadFailed itself; a dependent fails with
     DependencyFailed whose cause it is; nothing is held."""
     logic, _ = connected_logic()
-    up = job_of(1)
+    [up], _ = prepare([b"v"], _job, True)
+    logic.add(up)
     failure = UploadFailed("node monitor nm-a refused the upload of 300,000 bytes: full")
     logic.uploaded(up, failure)
     assert not up.outcomes[0].ok and up.exception(0) is failure and len(logic.values) == 0

@@ -1,5 +1,6 @@
 """A scattered value's holder SIGKILLed (real processes): with its bytes kept at the client (the default) the
-value is put back from them and the dependent runs; without, the dependent fails naming the lost input."""
+value is uploaded again from them (not through the scheduler) and the dependent runs; without, the dependent
+fails naming the lost input."""
 
 from __future__ import annotations
 
@@ -38,14 +39,17 @@ def _scatter_then_kill_holder(keep: bool, then) -> None:
 
 @pytest.mark.slow
 def test_a_scattered_value_lost_with_its_holder_is_put_back_from_the_clients_bytes_and_the_dependent_runs():
-    """The holder dies after the upload: the dependent's node monitor cannot fetch it, the client puts the
-    value back (its lineage: a task returning its kept bytes), and the dependent runs on it; result() then
+    """The holder dies after the upload: the dependent's node monitor cannot fetch it, the client uploads the
+    value again from its kept bytes to the node monitor left, and the dependent runs on it; result() then
     fetches it from its new holder."""
 
     async def then(client, ref, holder):
         job = await client.submit_job([partial(_length, ref)])
         assert await job.results() == [BIG]
         assert client._logic.recomputed == 1
+        assert (
+            client.traffic["bytes_uploaded"] > 2 * BIG and client.traffic["bytes_sent"] < BIG
+        )  # not via the scheduler
         assert ref.handle._job.outcomes[0].ref.node_id != holder
         assert await ref.result() == b"s" * BIG
 

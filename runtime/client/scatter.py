@@ -92,16 +92,23 @@ class Scatter:
         order = random.sample(targets, len(targets))
         async with trio.open_nursery() as nursery:
             for i, (job, value) in enumerate(zip(jobs, values, strict=True)):
-                nursery.start_soon(self._one, job, value, order[i % len(order)])
+                nursery.start_soon(self._one, job, value, order[i % len(order) :] + order[: i % len(order)])
 
-    async def _one(self, job: Job, value: bytes, target: tuple[str, str]) -> None:
-        node_id, address = target
-        try:
-            key = await self._client._uploader.put(address, node_id, value)
-        except UploadFailed as exc:
-            self._ended(job, exc)
-        else:
+    async def _one(self, job: Job, value: bytes, targets: list[tuple[str, str]]) -> None:
+        """Upload `value` for `job` to the first of `targets` that takes it (one that cannot be reached, or
+        refuses it, is left for the next: it may be gone, or full); UploadFailed of the last if none does."""
+        failure = None
+        for node_id, address in targets:
+            try:
+                key = await self._client._uploader.put(address, node_id, value)
+            except UploadFailed as exc:
+                failure = exc
+                self._targets_at = -float("inf")  # ask again next time: it may be gone
+                continue
             self._ended(job, ValueRef(node_id, address, key, len(value)))
+            return
+        assert failure is not None  # targets is never empty
+        self._ended(job, failure)
 
     def _ended(self, job: Job, result: ValueRef | BaseException) -> None:
         client = self._client

@@ -73,3 +73,15 @@ def test_a_scattered_value_without_its_bytes_kept_fails_its_dependent_naming_the
             await ref.result()
 
     _scatter_then_kill_holder(False, then)
+
+
+@pytest.mark.slow
+def test_result_of_a_scattered_value_lost_with_its_holder_uploads_it_again_and_fetches_it():
+    """No dependent: result() finds the holder gone, uploads the value again from the kept bytes, and fetches
+    it from its new holder."""
+
+    async def then(client, ref, holder):
+        assert await ref.result() == b"s" * BIG
+        assert client._logic.recomputed == 1 and ref.handle._job.outcomes[0].ref.node_id != holder
+
+    _scatter_then_kill_holder(True, then)

@@ -225,7 +225,8 @@ class JobHandle:
 
 
 class TaskRef:
-    """Task `index` of the job `handle` (`handle[index]`), as an input of another job's task."""
+    """Task `index` of the job `handle` (`handle[index]`), as an input of another job's task; also what
+    `Client.scatter` returns for a value it uploaded (its job's one task)."""
 
     __slots__ = ("handle", "index")
 

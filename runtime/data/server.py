@@ -92,7 +92,12 @@ class DataServer:
                                 await self._kept(conn, upload)
                                 upload = None
                         elif type(msg) is PutValue and client:
-                            upload = await self._start_upload(conn, msg, user)
+                            upload = self._upload(conn, msg, user)  # its reservation is given back if the link ends
+                            with trio.fail_after(self.stall_timeout):
+                                await conn.send_now([upload.header])
+                            if upload.key is not None:  # 0 bytes: kept already
+                                await self._kept(conn, upload)
+                                upload = None
                         else:
                             await self._answer(conn, msg, client, user)
                     continue
@@ -126,9 +131,9 @@ class DataServer:
                 upload.abandon()
             await conn.aclose()
 
-    async def _start_upload(self, conn: Connection, msg: PutValue, user: str | None) -> Upload | None:
-        """A client's PutValue: the upload under way (None if it is kept already: 0 bytes). Raises Refused."""
-        upload = Upload(
+    def _upload(self, conn: Connection, msg: PutValue, user: str | None) -> Upload:
+        """A client's PutValue: the upload, its size reserved. Raises Refused."""
+        return Upload(
             self.store,
             msg,
             user=user or "",
@@ -138,12 +143,6 @@ class DataServer:
             send_limit=conn.send_limit,
             name=self.node_id,
         )
-        with trio.fail_after(self.stall_timeout):
-            await conn.send_now([upload.header])
-        if upload.key is None:
-            return upload
-        await self._kept(conn, upload)
-        return None
 
     async def _kept(self, conn: Connection, upload: Upload) -> None:
         assert upload.key is not None

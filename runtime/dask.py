@@ -99,7 +99,7 @@ class DaskScheduler:
         """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
         in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
         if self.scatter_over is not None:
-            dsk = self._scatter_data(dsk)
+            dsk = self._scatter_data(dsk, self.scatter_over)
         wave = _Wave(self, in_flight)
         with local_callbacks(callbacks) as active:  # Dask's global callbacks (a ProgressBar), as its own schedulers
             ours = (None, None, wave.announce, wave.processed, None)
@@ -118,8 +118,8 @@ class DaskScheduler:
             finally:
                 wave.cancel_running()
 
-    def _scatter_data(self, dsk) -> Mapping:
-        """`dsk` with each DataNode whose value pickles to over `scatter_over` bytes scattered: its value is
+    def _scatter_data(self, dsk, over: int) -> Mapping:
+        """`dsk` with each DataNode whose value pickles to over `over` bytes scattered: its value is
         then the future of the scattered one (get_async puts it in its cache; dependents take it as any
         value kept at a node monitor). The graph as it was if there is none."""
         if not isinstance(dsk, Mapping):  # an expression (dask.dataframe's): as get_async takes it
@@ -132,7 +132,7 @@ class DaskScheduler:
                 values.append(node.value)
         if not keys:
             return dsk
-        big = [i for i, size in enumerate(map(_pickled_size, values)) if size > self.scatter_over]
+        big = [i for i, size in enumerate(map(_pickled_size, values)) if size > over]
         if not big:
             return dsk
         futures = self.executor.scatter_many([values[i] for i in big])

@@ -611,7 +611,9 @@ class ClientLogic:
 
 def _lineage_job(job: Job, task: int) -> Job:
     """The job of one task that makes task `task`'s value of `job` again: its call, or its upload."""
-    rjob = Job(_one_task(job.settings, task), [job.payloads[task]], retries=job.retries)
+    payload = job.payloads[task]
+    assert payload is not None  # the callers checked: its call or bytes are known
+    rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
     rjob.upload = job.upload
     return rjob
 

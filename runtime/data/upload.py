@@ -85,7 +85,8 @@ class Upload:
     def _keep(self) -> None:
         value = self._assembler.value()
         self._open = False
-        self.key = self._store.put(value, self._user, self._session, reserved=True)
+        # a bytearray: the store keeps any buffer (a worker's memory file too), its annotation says bytes
+        self.key = self._store.put(value, self._user, self._session, reserved=True)  # type: ignore[arg-type]
 
     def abandon(self) -> None:
         """The link ended before the last chunk: give the reservation back (once)."""

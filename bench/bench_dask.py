@@ -15,7 +15,8 @@ Sparrow: `LocalCluster(1 scheduler, 2 node monitors x 1 slot)` and a `DaskSchedu
 (jobs sent) are printed with each graph (tasks / waves: how well the readiness of a stage was batched),
 the CPU time of this process (the client: Dask's graph walk, pickling, outcomes), and the megabytes
 through the client and through the scheduler (bench/traffic.py: the services' own byte counters of task
-payloads and outcomes, per graph). The row "wide
+payloads and outcomes, and the client's uploads, per graph: the dataframe graph's 3.3 MB through the client
+are its `from_pandas` partitions, scattered once straight to the node monitors). The row "wide
 without Dask" sends the wide graph's 200 waves with `SparrowExecutor.submit_many`, one after the
 other, on the same cluster: what the cluster takes for those waves when no graph is walked.
 Dask distributed: `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`, a synchronous

@@ -2,7 +2,8 @@
 "bytes through the client and the scheduler per graph"), from the counters the services keep:
 
 - client: `Client.traffic` (the client logic's counters): task payloads sent, outcomes received, values
-  fetched where the client fetches any;
+  fetched where the client fetches any, and values uploaded (Client.scatter: a graph's own data, which
+  DaskScheduler scatters; they leave the client once, and never pass through the scheduler);
 - schedulers: the `bytes_*` counters of each scheduler's logic (SchedulerLogic.stats, exported as
   `sparrow_scheduler_bytes_{received,sent}_total` and in `sparrow status --json`): task payloads from
   clients and to node monitors, outcomes from node monitors and to clients. Read with a StatusRequest.

@@ -25,6 +25,7 @@ _EXPORTS = {
     "TaskCancelled": "errors",
     "TaskFailed": "errors",
     "TaskTimeout": "errors",
+    "UploadFailed": "errors",
     "ValueLost": "errors",
     "LocalCluster": "services.local_cluster",
     "Constraint": "wire.messages",
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from .errors import TaskCancelled as TaskCancelled
     from .errors import TaskFailed as TaskFailed
     from .errors import TaskTimeout as TaskTimeout
+    from .errors import UploadFailed as UploadFailed
     from .errors import ValueLost as ValueLost
     from .services.local_cluster import LocalCluster as LocalCluster
     from .services.node_monitor import serve_node_monitor as serve_node_monitor

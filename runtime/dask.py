@@ -19,7 +19,11 @@ another order, calls go out sooner, in smaller jobs: slower, never stuck.
 Values stay where they were made: a result over its node monitor's inline limit stays there and
 get_async's cache holds its future, so a task that takes it travels with a reference and its node
 monitor fetches the value; only the graph's final results are fetched by the client (docs/runtime.md,
-"Dependencies and Dask"). Small values travel with their tasks, as before. Results and exceptions
+"Dependencies and Dask"). Small values travel with their tasks, as before. A graph's own data (a DataNode:
+the partitions `dd.from_pandas` embeds, an array given to `da.from_array`) pickled over `scatter_over` bytes
+(the node monitors' default inline limit) is scattered before the graph runs (SparrowExecutor.scatter_many:
+uploaded from the client straight to node monitors, spread over them), so it leaves the client once and
+never passes through the scheduler; the tasks that take it run where it is. Results and exceptions
 are as with Dask's local schedulers: a task's exception is raised by `dask.compute` as its original type with the remote
 traceback (RemoteTraceback) as its `__cause__`; the tasks of the graph still running are cancelled.
 Needs the optional extra `dask` (`pip install 'sparrow-core[dask]'`).
@@ -33,16 +37,22 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 
+import cloudpickle
 import trio
+from dask._task_spec import DataNode, convert_legacy_graph
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
 from .client.executor import SparrowExecutor, SparrowFuture
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
+from .wire import limits
 
 DEFAULT_MAX_IN_FLIGHT = 10_000
 """Tasks of one graph on the cluster at once (get_async's num_workers)."""
+
+DEFAULT_SCATTER_OVER = limits.DEFAULT_INLINE_LIMIT
+"""Bytes (pickled) over which a graph's data is scattered to node monitors (the node monitors' default inline limit)."""
 
 
 class DaskScheduler:
@@ -53,7 +63,9 @@ class DaskScheduler:
     (secret, user, priority, timeout, retries, sampling="per_task" for per-task sampling, ...) and
     closed by `close()` / the `with` block.
     `max_in_flight`: at most this many tasks of one graph are on the cluster at once (also
-    `dask.compute(..., num_workers=N)`). `waves` and `tasks` count what was sent, over all graphs.
+    `dask.compute(..., num_workers=N)`). `scatter_over`: a graph's data (DataNode) pickled over this many
+    bytes is scattered to node monitors before the graph runs (None: never). `waves` and `tasks` count what
+    was sent, over all graphs, and `scattered` the values scattered.
     """
 
     def __init__(
@@ -61,9 +73,13 @@ class DaskScheduler:
         cluster: SparrowExecutor | LocalCluster | Sequence[str] | str | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        scatter_over: int | None = DEFAULT_SCATTER_OVER,
         **executor_options,
     ) -> None:
         check_max_in_flight(max_in_flight)
+        if scatter_over is not None and (isinstance(scatter_over, bool) or not isinstance(scatter_over, int)):
+            raise ValueError(f"scatter_over must be an int of bytes or None, got {scatter_over!r}")
+        self.scatter_over = scatter_over
         if isinstance(cluster, SparrowExecutor):
             if executor_options:
                 raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
@@ -76,11 +92,14 @@ class DaskScheduler:
         self.max_in_flight = max_in_flight
         self.waves = 0
         self.tasks = 0
+        self.scattered = 0
         self._lock = threading.Lock()
 
     def __call__(self, dsk: Mapping, keys, *, num_workers: int | None = None, callbacks=None, **kwargs):
         """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
         in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
+        if self.scatter_over is not None:
+            dsk = self._scatter_data(dsk, self.scatter_over)
         wave = _Wave(self, in_flight)
         with local_callbacks(callbacks) as active:  # Dask's global callbacks (a ProgressBar), as its own schedulers
             ours = (None, None, wave.announce, wave.processed, None)
@@ -98,6 +117,31 @@ class DaskScheduler:
                 return _fetched(result)
             finally:
                 wave.cancel_running()
+
+    def _scatter_data(self, dsk, over: int) -> Mapping:
+        """`dsk` with each DataNode whose value pickles to over `over` bytes scattered: its value is
+        then the future of the scattered one (get_async puts it in its cache; dependents take it as any
+        value kept at a node monitor). The graph as it was if there is none."""
+        if not isinstance(dsk, Mapping):  # an expression (dask.dataframe's): as get_async takes it
+            dsk = dsk.__dask_graph__()
+        dsk = convert_legacy_graph(dsk)
+        keys, values = [], []
+        for key, node in dsk.items():
+            if type(node) is DataNode and type(node.value) not in _SMALL:
+                keys.append(key)
+                values.append(node.value)
+        if not keys:
+            return dsk
+        big = [i for i, size in enumerate(map(_pickled_size, values)) if size > over]
+        if not big:
+            return dsk
+        futures = self.executor.scatter_many([values[i] for i in big])
+        with self._lock:
+            self.scattered += len(futures)
+        dsk = dict(dsk)
+        for i, future in zip(big, futures, strict=True):
+            dsk[keys[i]] = DataNode(keys[i], future)
+        return dsk
 
     def _count(self, tasks: int) -> None:
         with self._lock:
@@ -210,6 +254,19 @@ class _Wave:
         """Cancel the graph's tasks still on the cluster (get_async returned or raised)."""
         for future in list(self._running):
             future.cancel()
+
+
+_SMALL = frozenset((type(None), bool, int, float, complex))  # never over any limit: not pickled to see
+
+
+def _pickled_size(value) -> int:
+    """Roughly the bytes `value` pickles to: its buffer's size for bytes and arrays (no pickling), else the pickle's."""
+    if isinstance(value, (bytes, bytearray, memoryview, str)):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)  # a numpy array
+    if type(nbytes) is int and type(value).__module__ == "numpy":
+        return nbytes
+    return len(cloudpickle.dumps(value, protocol=5))
 
 
 def _run_task(task, data: dict):

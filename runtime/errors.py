@@ -58,6 +58,12 @@ class ValueLost(TaskFailed):
     message names the value's node monitor and why."""
 
 
+class UploadFailed(SparrowError):
+    """A value given to `Client.scatter` could not be uploaded to a node monitor: it refused it (over its
+    max_value or its memory limit), or the link broke or stalled. The message names the node monitor and
+    why; nothing was kept there."""
+
+
 class TaskCancelled(SparrowError):
     """The task was cancelled by its client before it produced an outcome."""
 

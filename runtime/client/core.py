@@ -44,6 +44,7 @@ import trio
 from .. import views
 from ..data import packed
 from ..data.links import DataLinks
+from ..data.upload import Uploader
 from ..errors import ConnectionLost, HandshakeError, ValueLost
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
@@ -61,6 +62,7 @@ from .job import build_submit as build_submit
 from .local_state import running_local_cluster
 from .logic import ClientLogic, Held
 from .logic import Failover as Failover
+from .scatter import Scatter, prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
 logger = logging.getLogger(__name__)
@@ -223,7 +225,8 @@ class JobHandle:
 
 
 class TaskRef:
-    """Task `index` of the job `handle` (`handle[index]`), as an input of another job's task."""
+    """Task `index` of the job `handle` (`handle[index]`), as an input of another job's task; also what
+    `Client.scatter` returns for a value it uploaded (its job's one task)."""
 
     __slots__ = ("handle", "index")
 
@@ -250,6 +253,12 @@ class TaskRef:
 
     def __repr__(self) -> str:
         return f"TaskRef(job {self.handle.job_id}, task {self.index})"
+
+    async def result(self):
+        """The task's value (fetched from its node monitor if it was kept there), once it has one; or
+        raise its exception."""
+        await self.handle.wait()
+        return (await self.handle._outcome(self.index)).result()
 
 
 class Client:
@@ -327,6 +336,8 @@ class Client:
             max_value=max_value,
             handshake_timeout=self.handshake_timeout,
         )
+        self._uploader = Uploader(self._data_link)  # Client.scatter's (scatter.py)
+        self._scatter = Scatter(self)
         self._dropped: deque[tuple[Job, int | None]] = deque()  # owners gone (any thread), for the trio thread
         self._nursery: trio.Nursery | None = None
         self._conn: Connection | None = None
@@ -362,9 +373,16 @@ class Client:
     @property
     def traffic(self) -> dict[str, int]:
         """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
-        included), `bytes_received` (outcomes: payloads and error text) and `bytes_fetched` (values
-        fetched from the node monitors that kept them); message headers are not counted. A copy."""
-        return {"bytes_sent": 0, "bytes_received": 0, **self._logic.traffic, "bytes_fetched": self._links.bytes_fetched}
+        included), `bytes_received` (outcomes: payloads and error text), `bytes_fetched` (values
+        fetched from the node monitors that kept them) and `bytes_uploaded` (values scattered to node
+        monitors: Client.scatter); message headers are not counted. A copy."""
+        return {
+            "bytes_sent": 0,
+            "bytes_received": 0,
+            **self._logic.traffic,
+            "bytes_fetched": self._links.bytes_fetched,
+            "bytes_uploaded": self._uploader.bytes_uploaded,
+        }
 
     def __repr__(self) -> str:
         return views.client_repr(self)
@@ -394,6 +412,7 @@ class Client:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             await self._links.release(self._logic.values.take())  # every value it held
             await self._links.aclose()
+            await self._uploader.aclose()
         conn = self._conn
         assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"
         if conn is not None:
@@ -504,7 +523,11 @@ class Client:
             self._conn.send_later(msgs)
 
     def _dispatch(self) -> None:
-        """Tell each job's owner of the outcomes the logic decided."""
+        """Tell each job's owner of the outcomes the logic decided (and upload again the lost values the
+        logic recomputes so: Client.scatter's)."""
+        if self._logic.uploads and self._nursery is not None and not self._closing:
+            jobs = self._logic.take_uploads()
+            self._nursery.start_soon(self._scatter.send, jobs, [job.payloads[0] for job in jobs])
         events = self._logic.take_events()
         if not events:
             return
@@ -576,6 +599,41 @@ class Client:
             if again.ref is None:
                 return job.value(task)
             return packed.loads(await self._links.fetch(again.ref))
+
+    async def _data_link(self, address: str) -> Connection:
+        """A new data link to the node monitor whose data listener is at `address` (uploads)."""
+        return await connect(
+            parse_address(address),
+            secret=self._secret,
+            tls=self._tls,
+            role="client",
+            peer_id=self.client_id,
+            max_frame=self.max_frame,
+            timeout=self.handshake_timeout,
+        )
+
+    async def scatter(self, value, *, keep: bool = True) -> TaskRef:
+        """Put `value` on a node monitor, uploaded from here (not through the scheduler), as if a task had
+        returned it there: the reference is an input of tasks (`partial(f, ref)`: placed toward its node
+        monitor, they read it there), `await ref.result()` fetches it, and dropping the reference releases it
+        (client/scatter.py). `keep`: keep its pickled bytes here, to put it back should its node monitor
+        die (else its dependents then fail with DependencyFailed naming it).
+
+        Error handling: UploadFailed, naming the node monitor and why (refused: over its max_value or
+        memory limit; stalled; no node monitor takes uploads)."""
+        [ref] = await self.scatter_many([value], keep=keep)
+        return ref
+
+    async def scatter_many(self, values: Iterable, *, keep: bool = True) -> list[TaskRef]:
+        """`scatter` for several values at once (uploaded together, spread over the node monitors)."""
+        settings = build_submit([b""], "", 0, None, None)
+        jobs, data = prepare(values, lambda payloads: Job(settings, payloads, retries=self.retries), keep)
+        handles = [JobHandle(job, self) for job in jobs]
+        await self._scatter.upload(jobs, data)
+        for job in jobs:
+            if not job.outcomes[0].ok:
+                raise job.exception(0)
+        return [handle[0] for handle in handles]
 
     def _answer_status(self) -> None:
         replies = self._logic.status_replies

@@ -51,6 +51,7 @@ from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
 logger = logging.getLogger(__name__)
@@ -227,6 +228,30 @@ class SparrowExecutor(concurrent.futures.Executor):
         ]
         self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
         return [future for job in jobs for future in job.owner]
+
+    def scatter(self, value, *, keep: bool = True) -> SparrowFuture:
+        """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
+        value is kept there, as a task's result may be (Client.scatter: passed to `submit` as an input, its
+        tasks read it there; `result()` fetches it; dropping the future releases it). Blocks until it is
+        kept. Raises UploadFailed naming the node monitor and why."""
+        return self.scatter_many([value], keep=keep)[0]
+
+    def scatter_many(self, values: Iterable, *, keep: bool = True) -> list[SparrowFuture]:
+        """`scatter` for several values at once (uploaded together, spread over the node monitors)."""
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError("scatter blocks until the values are kept: call it outside the executor's callbacks")
+        jobs, data = prepare(values, self._job, keep)
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot scatter after shutdown")
+        assert self._token is not None
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._token)
+        futures = [job.owner[0] for job in jobs]
+        for future in futures:
+            error = future.exception()  # done: settled by the upload
+            if error is not None:
+                raise error
+        return futures
 
     def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""

@@ -52,6 +52,7 @@ class Job:
         "retry_exceptions",
         "settings",
         "unowned",
+        "upload",
     )
 
     def __init__(
@@ -72,6 +73,7 @@ class Job:
         self.retries = retries
         self.retry_exceptions = retry_exceptions
         self.coalesce = coalesce  # may share a placement with other such jobs of the same settings
+        self.upload = False  # a value the client uploads itself (Client.scatter): its payload is the value's bytes
         self.listener = listener
         self.owner = owner
         self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted

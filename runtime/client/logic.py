@@ -114,6 +114,7 @@ class ClientLogic:
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._status_requests = 0
+        self.uploads: list[Job] = []  # upload jobs (Client.scatter) for the shell to upload, taken by take_uploads
         self.values = ValueBook()
         self.recomputed = 0  # lost values recomputed from their task's call
         # a lost value's key -> (the job recomputing it, the job and task that made it, [(dependent job, task, input)])
@@ -149,6 +150,10 @@ class ClientLogic:
             return
         self._jobs[job] = None
         self.unfinished += job.n_tasks
+        if job.upload:  # the shell uploads its value itself (never placed, nor relaunched: held)
+            job.held.add(0)
+            self.uploads.append(job)
+            return
         if not held:
             self._enqueue(job, list(range(job.n_tasks)))
             return
@@ -339,6 +344,24 @@ class ClientLogic:
         self.values.release_all()
         return msgs
 
+    def take_uploads(self) -> list[Job]:
+        """The upload jobs added since the last call (`job.upload`: the shell uploads each one's payload)."""
+        jobs, self.uploads = self.uploads, []
+        return jobs
+
+    def uploaded(self, job: Job, result: ValueRef | BaseException) -> None:
+        """An upload job (added, then taken by the shell) has its outcome: the value's reference, or the
+        exception of a failed upload. The value is then held as a task's result is (by its owner, and by the
+        dependents that take it); the job's payload, if it still has one (Client.scatter's `keep`), is its
+        lineage: the bytes to upload again should the value be lost with its node monitor."""
+        if job.outcomes[0] is not None:
+            return  # ended meanwhile (the client closed)
+        if isinstance(result, BaseException):
+            job.errors[0] = result
+            self._end(job, 0, local_outcome(str(result), SYSTEM))
+        else:
+            self._end(job, 0, Outcome(True, ref=result))
+
     def forget(self, job: Job, task: int) -> None:
         """The owner of task `task`'s outcome (a future, a JobHandle) is gone: its value may be released."""
         outcome = job.outcomes[task]
@@ -511,7 +534,7 @@ class ClientLogic:
             self.values.forget(waiting.values[index])
             entry = self._recomputing.get(key)
             if entry is None:
-                rjob = Job(_one_task(pjob.settings, ptask), [pjob.payloads[ptask]], retries=pjob.retries)
+                rjob = _lineage_job(pjob, ptask)
                 entry = self._recomputing[key] = (rjob, pjob, ptask, [])
                 self._recompute_of[rjob] = key
                 self.recomputed += 1
@@ -534,7 +557,7 @@ class ClientLogic:
         payload = job.payloads[task]
         if payload is None:
             return None, False
-        rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
+        rjob = _lineage_job(job, task)
         self._recomputing[ref.key] = (rjob, job, task, [])
         self._recompute_of[rjob] = ref.key
         self.values.forget(ref)
@@ -584,6 +607,15 @@ class ClientLogic:
                 job.payloads[task] = pack_dependent(waiting.template, waiting.values)
                 job.held.discard(task)
                 self._enqueue(job, [task])
+
+
+def _lineage_job(job: Job, task: int) -> Job:
+    """The job of one task that makes task `task`'s value of `job` again: its call, or its upload."""
+    payload = job.payloads[task]
+    assert payload is not None  # the callers checked: its call or bytes are known
+    rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
+    rjob.upload = job.upload
+    return rjob
 
 
 def _one_task(settings: SubmitJob, task: int) -> SubmitJob:

@@ -3,12 +3,14 @@
 Every connection opens with the handshake of every other link (wire/handshake.py: the cluster secret,
 or TLS with the cluster CA), as a node monitor accepting the roles `client` and `node-monitor`. On it
 a peer sends FetchValue (answered by the value in chunks, transfer.py, or ValueMissing; the link
-stays) and, a client only, ReleaseValues. Under TLS a client is served and may release only the
-values of its certificate's user (an admin: any); a node monitor fetches any value, for the tasks it
-runs. In the insecure mode the key, random and unguessable, is the capability.
+stays) and, a client only, ReleaseValues and PutValue (an upload, upload.py). Under TLS a client is
+served and may release only the values of its certificate's user (an admin: any), and its uploads are
+that user's; a node monitor fetches any value, for the tasks it runs. In the insecure mode the key, random
+and unguessable, is the capability.
 
 Error handling: a message not allowed here gets Error and the link is closed; a peer that takes no
-chunk for `stall_timeout` seconds is dropped; a link idle for `idle_timeout` is closed (its peer
+chunk for `stall_timeout` seconds is dropped, and so is a client that sends none for as long halfway
+through an upload (its reservation given back); a link idle for `idle_timeout` is closed (its peer
 opens another when it needs one). Whatever happens on one link ends only that link.
 """
 
@@ -24,12 +26,13 @@ from ..errors import ConnectionLost, ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve
-from ..wire.limits import MAX_REASON, STALL_TIMEOUT, clip
-from ..wire.messages import Error, FetchValue, ReleaseValues, ValueMissing
+from ..wire.limits import DEFAULT_MAX_VALUE, MAX_REASON, STALL_TIMEOUT, clip
+from ..wire.messages import Error, FetchValue, PutValue, ReleaseValues, ValueKept, ValueMissing
 from ..wire.tls import TLS
 from .links import raw_stream
 from .store import ValueStore
 from .transfer import chunk_prefix, chunks, header
+from .upload import Refused, Upload
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +51,14 @@ class DataServer:
         secret: bytes | None,
         tls: TLS | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
+        max_value: int = DEFAULT_MAX_VALUE,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         idle_timeout: float = DATA_IDLE_TIMEOUT,
     ) -> None:
         self.store = store
         self.node_id = node_id
+        self.max_value = max_value  # the largest upload it takes
         self.stall_timeout = stall_timeout
         self.idle_timeout = idle_timeout
         self.stats: Counter[str] = Counter()
@@ -76,14 +81,40 @@ class DataServer:
         identity = conn.identity
         client = conn.peer_role == "client"
         user = identity.user if client and identity is not None and not identity.admin else None
+        upload: Upload | None = None
         try:
             while True:
-                with trio.move_on_after(self.idle_timeout):
+                with trio.move_on_after(self.idle_timeout if upload is None else self.stall_timeout):
                     batch = await conn.receive_batch()
                     for msg in batch:
-                        await self._answer(conn, msg, client, user)
+                        if upload is not None:
+                            if upload.feed(msg):
+                                await self._kept(conn, upload)
+                                upload = None
+                        elif type(msg) is PutValue and client:
+                            upload = self._upload(conn, msg, user)  # its reservation is given back if the link ends
+                            with trio.fail_after(self.stall_timeout):
+                                await conn.send_now([upload.header])
+                            if upload.key is not None:  # 0 bytes: kept already
+                                await self._kept(conn, upload)
+                                upload = None
+                        else:
+                            await self._answer(conn, msg, client, user)
                     continue
+                if upload is not None:
+                    self.stats["uploads_stalled"] += 1
+                    logger.warning(
+                        "dropped data link %s: its upload sent no chunk for %g s (%s of %s bytes came)",
+                        conn,
+                        self.stall_timeout,
+                        f"{upload.got:,}",
+                        f"{upload.size:,}",
+                    )
                 return  # idle: its peer opens another link when it needs one
+        except Refused as exc:
+            self.stats["uploads_refused"] += 1
+            with trio.move_on_after(1.0), contextlib.suppress(ConnectionLost):
+                await conn.send_now([Error(clip(str(exc), MAX_REASON))])
         except ProtocolError as exc:
             self.stats["protocol_errors"] += 1
             reason = clip(str(exc), MAX_REASON)
@@ -96,7 +127,29 @@ class DataServer:
         except ConnectionLost:
             pass
         finally:
+            if upload is not None:
+                upload.abandon()
             await conn.aclose()
+
+    def _upload(self, conn: Connection, msg: PutValue, user: str | None) -> Upload:
+        """A client's PutValue: the upload, its size reserved. Raises Refused."""
+        return Upload(
+            self.store,
+            msg,
+            user=user or "",
+            session=conn.peer_id,
+            max_value=self.max_value,
+            frame_limit=conn.max_frame,
+            send_limit=conn.send_limit,
+            name=self.node_id,
+        )
+
+    async def _kept(self, conn: Connection, upload: Upload) -> None:
+        assert upload.key is not None
+        self.stats["uploads"] += 1
+        self.stats["bytes_uploaded"] += upload.size
+        with trio.fail_after(self.stall_timeout):
+            await conn.send_now([ValueKept(upload.key)])
 
     async def _answer(self, conn: Connection, msg, client: bool, user: str | None) -> None:
         kind = type(msg)

@@ -3,7 +3,10 @@
 A value is kept under a random key (KEY_SIZE bytes from `secrets`: unguessable, so in the insecure mode
 the key is the capability to read it), with the user its task ran as and the client session that
 submitted it. Past `limit` bytes held the store refuses a new value (StoreFull, naming the sizes): the
-task's outcome then fails with that reason; nothing is spilled to disk. Values leave by `release`
+task's outcome then fails with that reason; nothing is spilled to disk. A client's upload reserves its
+size first (`reserve`: refused the same way), so uploads under way cannot together pass the limit; the
+value then goes in under that reservation (`put(..., reserved=True)`) or gives it back (`unreserve`).
+Values leave by `release`
 (a client's ReleaseValues, for its own user only) or `release_session` (its client is gone).
 """
 
@@ -44,20 +47,36 @@ class ValueStore:
     def __len__(self) -> int:
         return len(self._values)
 
-    def put(self, value: bytes, user: str = "", session: str = "") -> bytes:
-        """Keep `value`; its new key. Raises StoreFull if it does not fit under the limit."""
+    def put(self, value: bytes, user: str = "", session: str = "", *, reserved: bool = False) -> bytes:
+        """Keep `value`; its new key. Raises StoreFull if it does not fit under the limit (`reserved`: its
+        size was reserved, by `reserve`, and is held already)."""
         size = len(value)
-        if self.held + size > self.limit:
-            raise StoreFull(
-                f"the node monitor's value store is full: {self.held:,} of {self.limit:,} bytes held, so a result of "
-                f"{size:,} bytes was refused (raise --memory-limit, or release values: drop futures you no longer need)"
-            )
+        if reserved:
+            self.held -= size
+        else:
+            self._check(size, "a result")
         key = secrets.token_bytes(KEY_SIZE)
         self._values[key] = Kept(value, user, session)
         self.held += size
         if session:
             self._sessions.setdefault(session, set()).add(key)
         return key
+
+    def reserve(self, size: int) -> None:
+        """Hold `size` bytes for a value on its way (an upload). Raises StoreFull if they do not fit."""
+        self._check(size, "an upload")
+        self.held += size
+
+    def unreserve(self, size: int) -> None:
+        """Give back a reservation whose value did not come."""
+        self.held -= size
+
+    def _check(self, size: int, what: str) -> None:
+        if self.held + size > self.limit:
+            raise StoreFull(
+                f"the node monitor's value store is full: {self.held:,} of {self.limit:,} bytes held, so {what} of "
+                f"{size:,} bytes was refused (raise --memory-limit, or release values: drop futures you no longer need)"
+            )
 
     def get(self, key: bytes, user: str | None = None) -> Kept | None:
         """The value under `key`, if it is here and (`user` not None) belongs to `user`."""

@@ -606,6 +606,7 @@ async def serve_node_monitor(
                 secret=key,
                 tls=tls,
                 max_frame=max_frame,
+                max_value=max_value,
                 handshake_timeout=handshake_timeout,
             )
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)

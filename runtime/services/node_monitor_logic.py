@@ -247,7 +247,13 @@ class NodeMonitorLogic(WorkStealing):
         process, see RegisterNodeMonitor; `can_stop`: its executor can stop a running task;
         `steal_address`: where its peers reach it to steal, if it steals)."""
         return RegisterNodeMonitor(
-            node_id, self.slots, tuple(labels), instance, can_stop, steal_address if self.steal else ""
+            node_id,
+            self.slots,
+            tuple(labels),
+            instance,
+            can_stop,
+            steal_address if self.steal else "",
+            self.holder[1],  # its data listener, for clients' uploads (Client.scatter)
         )
 
     def on_registration_reply(

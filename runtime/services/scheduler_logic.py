@@ -123,6 +123,7 @@ class _Node:
     __slots__ = (
         "busy",
         "can_stop",
+        "data_address",
         "draining",
         "heard",
         "instance",
@@ -150,6 +151,7 @@ class _Node:
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
+        self.data_address = reg.data_address  # "": not told (clients upload elsewhere)
 
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
@@ -509,7 +511,14 @@ class SchedulerLogic:
         now = self.clock()
         nodes = [
             NodeStatus(
-                n.node_id, n.slots, tuple(sorted(n.labels)), n.queued, n.busy, max(now - n.heard, 0.0), n.draining
+                n.node_id,
+                n.slots,
+                tuple(sorted(n.labels)),
+                n.queued,
+                n.busy,
+                max(now - n.heard, 0.0),
+                n.draining,
+                n.data_address,
             )
             for n in sorted(self.nodes.values(), key=lambda n: n.worker)
         ]

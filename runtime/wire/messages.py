@@ -14,7 +14,8 @@ Connections and the messages allowed on them (see docs/runtime.md):
 - node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
   StealTake -> Stolen; StealRelease (no answer).
 - client or node monitor -> a node monitor's data address: FetchValue -> ValueHeader + ValueChunk... |
-  ValueMissing; ReleaseValues (runtime/data/).
+  ValueMissing; ReleaseValues (runtime/data/); a client: PutValue -> ValueHeader (go ahead, in chunks of this
+  size) + the client's ValueChunk... -> ValueKept, or Error (refused: the link closes) (data/upload.py).
 - Error: either side, any time; the sender closes the connection after it.
 
 A task travels down as `TaskTo<receiver>` and its outcome back up as `OutcomeTo<receiver>`: the name
@@ -56,8 +57,9 @@ from .limits import (
     PRIORITY_MIN,
 )
 
-# 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing
-PROTOCOL_VERSION = 6
+# 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing;
+# 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration
+PROTOCOL_VERSION = 7
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -220,6 +222,7 @@ class NodeStatus(msgspec.Struct, array_like=True, gc=False):
     busy: int
     silent_for: float
     draining: bool = False
+    data_address: str = ""  # where its values are fetched and uploads go; "": not told (an older node monitor)
 
 
 class JobStatus(msgspec.Struct, array_like=True, gc=False):
@@ -254,6 +257,7 @@ class RegisterNodeMonitor(_Msg, tag=20):
     instance: Name = ""
     can_stop: bool = False  # its executor can stop a running task (timeouts, forced cancels)
     steal_address: AddressText = ""  # where it takes steal links from its peers; "": it does not steal
+    data_address: AddressText = ""  # its data listener (runtime/data/): fetches and clients' uploads; "": none
 
 
 class Registered(_Msg, tag=21):
@@ -437,6 +441,20 @@ class ReleaseValues(_Msg, tag=44):
     keys: Annotated[list[Key], msgspec.Meta(max_length=MAX_RELEASE_KEYS)]
 
 
+class PutValue(_Msg, tag=45):
+    """A client -> a node monitor's data address: keep a value of `size` bytes (pickled) for me. Answered by
+    ValueHeader (go ahead: send it in ValueChunks of `chunk` bytes), then, once every chunk came, ValueKept;
+    or by Error (refused: over the node monitor's max_value or memory limit), and the link closes."""
+
+    size: Size
+
+
+class ValueKept(_Msg, tag=46):
+    """The value uploaded by the PutValue before is kept under `key` (as a task's result: ValueRef)."""
+
+    key: Key
+
+
 # -- node monitor <-> worker process ---------------------------------------------------------------
 
 
@@ -507,6 +525,8 @@ Message = (
     | ValueChunk
     | ValueMissing
     | ReleaseValues
+    | PutValue
+    | ValueKept
     | TaskToWorker
     | OutcomeToNode
     | DropTask

@@ -187,3 +187,37 @@ def test_an_array_graphs_chunks_stay_at_the_node_monitors_and_only_final_results
     full = dask.compute(x + x.T, scheduler=sparrow)[0]
     assert links.fetched == 1 and links.bytes_fetched > 32_000_000 and full.shape == (2000, 2000)
     np.testing.assert_allclose(full, full.T)
+
+
+def _frame(rows: int = 80_000) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    return pd.DataFrame({"key": rng.integers(0, 20, rows), "value": rng.random(rows)})
+
+
+def test_a_from_pandas_graphs_partitions_are_scattered_and_never_pass_through_the_scheduler(sparrow):
+    """dd.from_pandas embeds 4 partitions of ~320 kB in the graph: each is uploaded once, straight to a node
+    monitor (scattered: the client's bytes_uploaded), the tasks that take them go with references, and the
+    job payloads the client sends stay small; the result is the synchronous scheduler's."""
+    frame = _frame()
+    grouped = dd.from_pandas(frame, npartitions=4).groupby("key").value.sum()
+    traffic = dict(sparrow.executor.client.traffic)
+    got = dask.compute(grouped, scheduler=sparrow)[0]
+    pd.testing.assert_series_equal(got.sort_index(), grouped.compute(scheduler="sync").sort_index())
+    after = sparrow.executor.client.traffic
+    assert sparrow.scattered == 4
+    assert after["bytes_uploaded"] - traffic["bytes_uploaded"] > frame.memory_usage().sum()
+    assert after["bytes_sent"] - traffic["bytes_sent"] < 100_000  # the tasks, not the data
+
+
+def test_graph_data_under_scatter_over_or_with_scatter_off_travels_with_its_tasks(cluster):
+    """scatter_over=None: nothing is scattered and the partitions go with their tasks; bad values refused."""
+    frame = _frame()
+    grouped = dd.from_pandas(frame, npartitions=4).groupby("key").value.sum()
+    with DaskScheduler(cluster, scatter_over=None) as sparrow:
+        traffic = dict(sparrow.executor.client.traffic)
+        got = dask.compute(grouped, scheduler=sparrow)[0]
+        pd.testing.assert_series_equal(got.sort_index(), grouped.compute(scheduler="sync").sort_index())
+        assert sparrow.scattered == 0
+        assert sparrow.executor.client.traffic["bytes_sent"] - traffic["bytes_sent"] > frame.memory_usage().sum()
+    with pytest.raises(ValueError, match="scatter_over must be an int of bytes or None, got 'big'"):
+        DaskScheduler(cluster, scatter_over="big")

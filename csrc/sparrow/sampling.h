@@ -85,23 +85,27 @@ __attribute__((noinline)) inline Scratch& scratch() {
 // Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set.
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
 
-// Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order.
-inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch) {
+// Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order. With Skip, an index
+// i >= skip is written as i + 1 (k distinct ids of [0, n] other than skip, from the same draws).
+template <bool Skip = false>
+inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
   if (n <= kBitmapLimit) {
     Bitmap& seen = scratch.bitmap;
     seen.ensure(n);
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
       const int64_t t = static_cast<int64_t>(rng.below32(static_cast<uint32_t>(j) + 1));
-      out[i] = seen.mark(t) ? t : (seen.mark(j), j);
+      const int64_t drawn = seen.mark(t) ? t : (seen.mark(j), j);
+      out[i] = Skip ? drawn + (drawn >= skip) : drawn;
     }
-    for (int64_t i = 0; i < k; ++i) seen.unmark(out[i]);
+    for (int64_t i = 0; i < k; ++i) seen.unmark(Skip ? out[i] - (out[i] > skip) : out[i]);
     return;
   }
   IdSet& seen = scratch.set;
   seen.reset(static_cast<size_t>(k));
   for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
     const int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j) + 1));
-    out[i] = seen.insert(t) ? t : (seen.insert(j), j);
+    const int64_t drawn = seen.insert(t) ? t : (seen.insert(j), j);
+    out[i] = Skip ? drawn + (drawn >= skip) : drawn;
   }
 }
 

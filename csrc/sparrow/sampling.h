@@ -82,18 +82,31 @@ __attribute__((noinline)) inline Scratch& scratch() {
   return s;
 }
 
-// Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set.
+// Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set. At most
+// kScanLimit draws (from n <= kBitmapLimit) look for repeats among themselves instead
+// (cheaper than marking and unmarking a bitmap for a work-stealing thief's few victims).
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
+constexpr int64_t kScanLimit = 8;
 
 // Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order. With Skip, an index
 // i >= skip is written as i + 1 (k distinct ids of [0, n] other than skip, from the same draws).
 template <bool Skip = false>
 inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
+  auto written = [skip](int64_t id) { return Skip ? id + (id >= skip) : id; };
+  if (k <= kScanLimit && n <= kBitmapLimit) {  // few draws: a repeat is looked for among those written
+    for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
+      const int64_t t = written(static_cast<int64_t>(rng.below32_nonzero(static_cast<uint32_t>(j) + 1)));
+      bool seen = false;
+      for (int64_t h = 0; h < i; ++h) seen |= out[h] == t;
+      out[i] = seen ? written(j) : t;
+    }
+    return;
+  }
   if (n <= kBitmapLimit) {
     Bitmap& seen = scratch.bitmap;
     seen.ensure(n);
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
-      const int64_t t = static_cast<int64_t>(rng.below32(static_cast<uint32_t>(j) + 1));
+      const int64_t t = static_cast<int64_t>(rng.below32_nonzero(static_cast<uint32_t>(j) + 1));
       const int64_t drawn = seen.mark(t) ? t : (seen.mark(j), j);
       out[i] = Skip ? drawn + (drawn >= skip) : drawn;
     }

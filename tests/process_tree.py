@@ -1,11 +1,25 @@
 """What the tests that start processes check about them: which are alive, which a process started
-(read from /proc, zombies excluded), a bounded wait for them to be gone, and a bounded stop."""
+(read from /proc, zombies excluded), a bounded wait for them to be gone, a bounded stop, and a child
+that cannot outlive the test run that started it."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
 import time
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def killed_with_parent() -> None:
+    """`preexec_fn` of a service a test starts in its own session: the kernel sends it SIGKILL when the
+    process that started it ends, so a test run killed from outside (a timeout, ^C twice) leaves no
+    scheduler or node monitor running; their own children follow them (a node monitor's workers, a
+    `sparrow local`'s services, which hold a pipe to their parent)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def alive(pid: int) -> bool:

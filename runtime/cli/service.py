@@ -37,16 +37,21 @@ Logic = TypeVar("Logic")  # a service's logic class, plain or metered
 DRAIN_POLL = 0.02  # seconds between checks of a draining node monitor's busy slots
 
 
-def metrics_address(s: Resolved) -> tuple[str | None, int] | None:
+def metrics_address(s: Resolved) -> tuple[str, int] | None:
     """Where a service serves metrics (`--metrics-listen`, or `--metrics-port` on the service's own
-    host: None), or None when they are off."""
+    `--listen` host, loopback beside a Unix socket), or None when they are off."""
     if s["metrics_listen"] is not None and s["metrics_port"] is not None:
         raise ConfigError("--metrics-listen and --metrics-port both say where to serve metrics: give one")
     if s["metrics_listen"] is not None:
-        return s["metrics_listen"]
+        host, port = s["metrics_listen"]
+        return (s["listen"][0] if host is None else host), port
     if s["metrics_port"] is not None:
-        return (None, s["metrics_port"])
+        return (_metrics_host(s["listen"]), s["metrics_port"])
     return None
+
+
+def _metrics_host(listen: tuple[str, int]) -> str:
+    return "127.0.0.1" if unix_path(listen) is not None else listen[0]
 
 
 def metrics_tls(s: Resolved, credentials: dict) -> TLS | None:
@@ -56,14 +61,11 @@ def metrics_tls(s: Resolved, credentials: dict) -> TLS | None:
     if tls is None or not s["metrics_insecure"]:
         return tls
     where = metrics_address(s)
-    if where is not None:
-        host = where[0] if where[0] is not None else s["listen"][0]
-        if unix_path((host, 0)) is None and not _is_loopback(host):
-            logger.warning(
-                "--metrics-insecure: metrics and the dashboard on %s are plain HTTP, readable by anyone who can reach "
-                "them",
-                format_address((host, where[1])),
-            )
+    if where is not None and not _is_loopback(where[0]):
+        logger.warning(
+            "--metrics-insecure: metrics and the dashboard on %s are plain HTTP, readable by anyone who can reach them",
+            format_address(where),
+        )
     return None
 
 
@@ -71,7 +73,7 @@ def service_logic(
     s: Resolved, plain: Callable[..., Logic], metered: Callable[..., Logic], **options: Any
 ) -> tuple[Logic, tuple | None]:
     """The logic of a service (`plain(**options)`), or, when metrics are on, its metered subclass
-    and `(registry, host or None, port, None)` for `run_service` (None: the service's own host)."""
+    and `(registry, host, port, None)` for `run_service`."""
     where = metrics_address(s)
     if where is None:
         return plain(**options), None
@@ -98,14 +100,13 @@ def node_monitor_drain(logic: NodeMonitorLogic, start: trio.Event, timeout: floa
 async def _start_and_announce(
     nursery: trio.Nursery, service: Callable, name: str, metrics: tuple | None, tls: TLS | None
 ) -> None:
-    """Start `service` in `nursery`, then its metrics (and dashboard, HTTPS with `tls`), then print the
-    ready line."""
-    address = await nursery.start(service)
+    """Serve the metrics (and dashboard, HTTPS with `tls`), then start `service` in `nursery`, then print
+    the ready line. The metrics come first so that a service not yet ready can be watched: a node
+    monitor waiting for a scheduler that is down serves `sparrow_node_schedulers` (those it is
+    registered with) meanwhile."""
     metrics_url = dashboard_url = None
     if metrics is not None:
         registry, host, port, pages = metrics
-        if host is None:  # the service's own host; loopback beside a Unix socket
-            host = "127.0.0.1" if unix_path(address) is not None else address[0]
         try:
             bound = serve_metrics(registry, host, port, pages, tls)
         except OSError as exc:
@@ -115,6 +116,8 @@ async def _start_and_announce(
         url = f"{'http' if tls is None else 'https'}://{format_address(bound)}"
         metrics_url = f"{url}/metrics" if registry is not None else None
         dashboard_url = f"{url}/" if pages is not None else None
+        logger.info("serving %s on %s", "metrics" if pages is None else "metrics and the dashboard", url)
+    address = await nursery.start(service)
     line = ready_line(name, address, metrics_url, dashboard_url)
     logger.info(line.removeprefix("sparrow "))
     if name == "scheduler" and _is_loopback(address[0]):
@@ -205,8 +208,8 @@ def run_service(
     """Run `service` (a `serve_...` partial) until SIGTERM or SIGINT (or, with `exit_with_parent`,
     the end of standard input); print its ready line once it serves.
 
-    `metrics` (optional): `(registry, host, port, pages)` for `serve_metrics` once it is listening
-    (host None: the service's; registry None: no Prometheus metrics; pages: the scheduler's
+    `metrics` (optional): `(registry, host, port, pages)` for `serve_metrics`, served from before the
+    service starts (registry None: no Prometheus metrics; pages: the scheduler's
     dashboard, or None), served over HTTPS with `metrics_tls` (http_server.py). `drain` (optional):
     awaited after the first signal, before the service is cancelled.
 

@@ -253,6 +253,9 @@ class NodeMonitorMetrics:
         self._queue_length = prom.Gauge("sparrow_node_queue_length", "Reservations waiting", registry=registry)
         self._busy = prom.Gauge("sparrow_node_busy_slots", "Slots running or asking for a task", registry=registry)
         prom.Gauge("sparrow_node_slots", "Task slots", registry=registry).set(logic.slots)
+        prom.Gauge(
+            "sparrow_node_schedulers", "Schedulers this node monitor is registered with now", registry=registry
+        ).set_function(lambda: len(logic.frame_limits))
 
     def step(self, event: str, args: tuple, out) -> None:
         if event == "on_task_done":  # (scheduler, job_id, task, outcome)

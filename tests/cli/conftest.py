@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ..process_tree import descendants, survivors
+from ..process_tree import descendants, killed_with_parent, survivors
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 STARTUP_TIMEOUT = 60.0
@@ -40,7 +40,7 @@ def run_sparrow(*args: str, env: dict[str, str], timeout: float = 60, cwd: Path 
 
 
 class Running:
-    """A `sparrow` command running in the background, in its own session."""
+    """A `sparrow` command running in the background, in its own session, killed if the test run dies."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.args = args
@@ -52,6 +52,7 @@ class Running:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             start_new_session=True,
+            preexec_fn=killed_with_parent,
         )
         self.output = ""
         self.tree: set[int] = set()

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
+import socket
 import ssl
 import subprocess
 import time
@@ -125,6 +127,34 @@ def test_node_monitor_still_trying_to_register_stops_on_the_first_signal(running
     assert node.stop(sig, timeout=10) == 0  # today: ignored until SIGKILL
     assert node.leftover == []
     assert f"{sig.name} received: stopping" in node.stderr()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_node_monitor_waiting_for_one_of_its_schedulers_serves_its_metrics_meanwhile(running, tmp_path):
+    """Registered with one scheduler of two (the other not up yet), a node monitor already serves its
+    metrics (the URL logged), `sparrow_node_schedulers` says 1, and no ready line is printed; once
+    the second scheduler is up, the ready line names the same URL and the gauge says 2."""
+    env = clean_env(tmp_path)
+    secret = ["--secret-file", str(write_secret(tmp_path / "secret"))]
+    first = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", *secret], env)
+    up = first.wait_for(r"listening on (\S+)\n").group(1)
+    later = f"127.0.0.1:{free_port()}"
+    command = ["node-monitor", "--insecure", "--scheduler", up, "--scheduler", later, "--metrics-port", "0", *secret]
+    node = running([*command, "--slots", "1"], env)
+    node.wait_for_stderr("serving metrics on ")
+    url = re.search(r"serving metrics on (http://\S+)", node.stderr()).group(1) + "/metrics"
+    wait_metric(url, "sparrow_node_schedulers", 1)
+    assert scrape(url)["sparrow_node_schedulers"] == 1
+    assert select.select([node.process.stdout], [], [], 0.5)[0] == []  # nothing on stdout: no ready line yet
+    second = running(["scheduler", "--insecure", "--listen", later, *secret], env)
+    second.wait_for(r"listening on (\S+)\n")
+    assert node.wait_for(LISTENING).group(2) == url
+    assert scrape(url)["sparrow_node_schedulers"] == 2
 
 
 def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_process(running, tmp_path):

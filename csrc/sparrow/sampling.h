@@ -17,6 +17,7 @@
 // Outputs are appended to caller-owned vectors. Broken contracts throw std::invalid_argument.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -83,22 +84,29 @@ __attribute__((noinline)) inline Scratch& scratch() {
 }
 
 // Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set. At most
-// kScanLimit draws (from n <= kBitmapLimit) look for repeats among themselves instead
-// (cheaper than marking and unmarking a bitmap for a work-stealing thief's few victims).
+// kSmallLimit draws (from n <= kBitmapLimit) are marked in a 16-slot hash set on the stack
+// instead (cheaper than marking and unmarking the bitmap for a work-stealing thief's victims).
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
-constexpr int64_t kScanLimit = 8;
+constexpr int64_t kSmallLimit = 8;
 
 // Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order. With Skip, an index
 // i >= skip is written as i + 1 (k distinct ids of [0, n] other than skip, from the same draws).
 template <bool Skip = false>
 inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
   auto written = [skip](int64_t id) { return Skip ? id + (id >= skip) : id; };
-  if (k <= kScanLimit && n <= kBitmapLimit) {  // few draws: a repeat is looked for among those written
+  if (k <= kSmallLimit && n <= kBitmapLimit) {  // few draws: they are marked in a small hash set instead
+    constexpr uint32_t kEmpty = ~uint32_t{0}, kSlots = 2 * kSmallLimit;  // never an id; at most half full
+    uint32_t slots[kSlots];
+    std::fill(slots, slots + kSlots, kEmpty);
+    auto mark = [&slots](uint32_t id) {  // true if id was not marked
+      for (uint32_t h = (id * 0x9e3779b9u) >> 28;; h = (h + 1) & (kSlots - 1)) {
+        if (slots[h] == id) return false;
+        if (slots[h] == kEmpty) return slots[h] = id, true;
+      }
+    };
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
-      const int64_t t = written(static_cast<int64_t>(rng.below32_nonzero(static_cast<uint32_t>(j) + 1)));
-      bool seen = false;
-      for (int64_t h = 0; h < i; ++h) seen |= out[h] == t;
-      out[i] = seen ? written(j) : t;
+      const uint32_t t = rng.below32_nonzero(static_cast<uint32_t>(j) + 1);
+      out[i] = written(mark(t) ? t : (mark(static_cast<uint32_t>(j)), static_cast<uint32_t>(j)));
     }
     return;
   }

@@ -29,6 +29,7 @@ from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
 from ..wire.messages import Error, FetchValue, Message, ReleaseValues, ValueRef
 from ..wire.tls import TLS
+from .copies import Copies
 from .shared import SharedValue
 from .transfer import Assembler, TransferError, chunk_prefix
 
@@ -69,6 +70,7 @@ class DataLinks:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         shared_over: int = 0,
+        copies: int = 0,
     ) -> None:
         self._connect: dict[str, Any] = {
             "secret": secret,
@@ -86,9 +88,49 @@ class DataLinks:
         self._idle: dict[str, list[Connection]] = {}
         self._limits: dict[str, trio.Semaphore] = {}
         self._closed = False
+        # copies of fetched values kept for later tasks (a node monitor's; 0 bytes: none), and transfers under way
+        self.copies = Copies(copies) if copies > 0 else None
+        self._pending: dict[tuple[str, bytes], _Pending] = {}
 
     async def fetch(self, ref: ValueRef) -> bytearray | SharedValue:
-        """The value `ref` names, from its holder. Raises ValueLost (module docstring)."""
+        """The value `ref` names: a copy kept here, the answer of a transfer of it under way, or from its
+        holder. Raises ValueLost (module docstring)."""
+        copies = self.copies
+        if copies is None:
+            return await self._fetch(ref)
+        name = (ref.address, ref.key)
+        while True:
+            copy = copies.get(ref.address, ref.key, ref.size, trio.current_time())
+            if copy is not None:
+                return copy
+            pending = self._pending.get(name)
+            if pending is None:
+                break
+            await pending.done.wait()
+            if pending.lost is not None:
+                raise ValueLost(pending.lost)
+            if type(pending.value) is SharedValue and len(pending.value) == ref.size:
+                return pending.value  # read-only: tasks may share it (a bytearray they might change is not shared)
+            # its fetcher was cancelled (or its value may not be shared): fetch it here
+        pending = self._pending[name] = _Pending()
+        try:
+            value = pending.value = await self._fetch(ref)
+        except ValueLost as exc:
+            pending.lost = str(exc)
+            raise
+        finally:
+            del self._pending[name]
+            pending.done.set()
+        copies.put(ref.address, ref.key, value, trio.current_time())
+        return value
+
+    def expire_copies(self) -> None:
+        """Drop the copies no task took for their idle time (copies.py); a node monitor's timer calls this."""
+        if self.copies is not None:
+            self.copies.expire(trio.current_time())
+
+    async def _fetch(self, ref: ValueRef) -> bytearray | SharedValue:
+        """The value `ref` names, from its holder."""
         limit = self._limits.get(ref.address)
         if limit is None:
             limit = self._limits[ref.address] = trio.Semaphore(LINKS_PER_HOLDER)
@@ -134,6 +176,8 @@ class DataLinks:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self.copies is not None:
+            self.copies.clear()
         idle, self._idle = self._idle, {}
         for conns in idle.values():
             for conn in conns:
@@ -248,3 +292,14 @@ class DataLinks:
             if not got:
                 raise ConnectionLost(f"{conn.peer_name} closed the connection")
             view = view[got:]
+
+
+class _Pending:
+    """A transfer under way that other fetches of the same value wait for: its value, or why it was lost."""
+
+    __slots__ = ("done", "lost", "value")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.value: bytearray | SharedValue | None = None
+        self.lost: str | None = None

@@ -95,13 +95,6 @@ class FlatMap {
       if (s.used) f(s.key, s.value);
   }
 
-  // Calls f(key, value) for every slot, used or not: an unused slot holds the value V(). For
-  // scans that can tell by the value alone, without a data-dependent branch per slot.
-  template <typename F>
-  void for_each_slot(F&& f) {
-    for (Slot& s : slots_) f(s.key, s.value);
-  }
-
  private:
   struct Slot {
     int64_t key = 0;

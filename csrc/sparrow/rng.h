@@ -58,6 +58,10 @@ class Rng {
   // generator work of below() for the bounds probe selection uses.
   uint32_t below32(uint32_t n) {
     if (n == 0) throw std::invalid_argument("Rng.below32: n must be positive");
+    return below32_nonzero(n);
+  }
+  // The same for a caller that knows n > 0 (a bound it made itself; not checked).
+  uint32_t below32_nonzero(uint32_t n) {
     uint64_t m = static_cast<uint64_t>(half()) * n;
     uint32_t low = static_cast<uint32_t>(m);
     if (low < n) {

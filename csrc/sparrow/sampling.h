@@ -17,6 +17,7 @@
 // Outputs are appended to caller-owned vectors. Broken contracts throw std::invalid_argument.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -82,26 +83,50 @@ __attribute__((noinline)) inline Scratch& scratch() {
   return s;
 }
 
-// Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set.
+// Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set. At most
+// kSmallLimit draws (from n <= kBitmapLimit) are marked in a 16-slot hash set on the stack
+// instead (cheaper than marking and unmarking the bitmap for a work-stealing thief's victims).
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
+constexpr int64_t kSmallLimit = 8;
 
-// Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order.
-inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch) {
+// Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order. With Skip, an index
+// i >= skip is written as i + 1 (k distinct ids of [0, n] other than skip, from the same draws).
+template <bool Skip = false>
+inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
+  auto written = [skip](int64_t id) { return Skip ? id + (id >= skip) : id; };
+  if (k <= kSmallLimit && n <= kBitmapLimit) {  // few draws: they are marked in a small hash set instead
+    constexpr uint32_t kEmpty = ~uint32_t{0}, kSlots = 2 * kSmallLimit;  // never an id; at most half full
+    uint32_t slots[kSlots];
+    std::fill(slots, slots + kSlots, kEmpty);
+    auto mark = [&slots](uint32_t id) {  // true if id was not marked
+      for (uint32_t h = (id * 0x9e3779b9u) >> 28;; h = (h + 1) & (kSlots - 1)) {
+        if (slots[h] == id) return false;
+        if (slots[h] == kEmpty) return slots[h] = id, true;
+      }
+    };
+    for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
+      const uint32_t t = rng.below32_nonzero(static_cast<uint32_t>(j) + 1);
+      out[i] = written(mark(t) ? t : (mark(static_cast<uint32_t>(j)), static_cast<uint32_t>(j)));
+    }
+    return;
+  }
   if (n <= kBitmapLimit) {
     Bitmap& seen = scratch.bitmap;
     seen.ensure(n);
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
-      const int64_t t = static_cast<int64_t>(rng.below32(static_cast<uint32_t>(j) + 1));
-      out[i] = seen.mark(t) ? t : (seen.mark(j), j);
+      const int64_t t = static_cast<int64_t>(rng.below32_nonzero(static_cast<uint32_t>(j) + 1));
+      const int64_t drawn = seen.mark(t) ? t : (seen.mark(j), j);
+      out[i] = Skip ? drawn + (drawn >= skip) : drawn;
     }
-    for (int64_t i = 0; i < k; ++i) seen.unmark(out[i]);
+    for (int64_t i = 0; i < k; ++i) seen.unmark(Skip ? out[i] - (out[i] > skip) : out[i]);
     return;
   }
   IdSet& seen = scratch.set;
   seen.reset(static_cast<size_t>(k));
   for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
     const int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j) + 1));
-    out[i] = seen.insert(t) ? t : (seen.insert(j), j);
+    const int64_t drawn = seen.insert(t) ? t : (seen.insert(j), j);
+    out[i] = Skip ? drawn + (drawn >= skip) : drawn;
   }
 }
 

@@ -17,7 +17,7 @@
 //                   has run long is, under heavy tails, likely to run longer); ties: the longer
 //                   queue, then uniformly at random (Rng). It takes half of that queue (rounded
 //                   up), at most max_take. No eligible answer is a normal result (victim -1).
-//                   O(n).
+//                   O(n). choose_steal_without_draws: the same where no tie needs the Rng.
 //   take_reservations  the victim's side: pops up to n reservations from the head of its queue
 //                   in service order (what it would have served next, so priorities and fair
 //                   shares keep their order) while `movable` accepts the head; a fair queue's
@@ -64,9 +64,13 @@ inline int64_t victims_count(int64_t n_workers, int64_t thief, int64_t k) {
 
 // Writes victims_count(n_workers, thief, k) distinct peers of `thief` (never the thief) to out.
 // For a caller that checked the arguments with victims_count (the simulator, once per run).
+// The draws are sample_workers(rng, n_workers - 1, count)'s, each id >= thief moved up by one.
 inline void choose_victims_unchecked(Rng& rng, int64_t n_workers, int64_t thief, int64_t count, int64_t* out) {
-  sample_workers(rng, n_workers - 1, count, out);
-  for (int64_t i = 0; i < count; ++i) out[i] += out[i] >= thief;  // skip the thief's own id
+  if (count == n_workers - 1) {  // every peer, no draw (sample_workers' k == n)
+    for (int64_t i = 0; i < count; ++i) out[i] = i + (i >= thief);
+    return;
+  }
+  detail::floyd<true>(rng, n_workers - 1, count, out, detail::scratch(), thief);
 }
 
 // Appends min(k, n_workers - 1) distinct peers of `thief` (never the thief) to out.
@@ -82,17 +86,21 @@ struct StealChoice {
   int64_t take = 0;
 };
 
-inline StealChoice choose_steal(Rng& rng, const int64_t* stealable, const double* blocked_for, int64_t n,
-                                const StealConfig& config) {
-  check_steal_config(config);
-  if (n < 0) throw std::invalid_argument("answers must be >= 0, got " + std::to_string(n));
+namespace detail {
+
+// choose_steal's scan; tie(ties) says whether the answer that makes `ties` equal ones takes the
+// lead (choose_steal: one Rng draw). Checked: the inputs' contracts are checked as it goes.
+template <bool Checked, typename Tie>
+StealChoice scan_steal(const int64_t* stealable, const double* blocked_for, int64_t n, const StealConfig& config,
+                       Tie tie) {
   StealChoice best;
   int64_t ties = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (stealable[i] < 0)
+    if (Checked && stealable[i] < 0)
       throw std::invalid_argument("stealable[" + std::to_string(i) + "] must be >= 0, got " +
                                   std::to_string(stealable[i]));
-    if (std::isnan(blocked_for[i])) throw std::invalid_argument("blocked_for[" + std::to_string(i) + "] is NaN");
+    if (Checked && std::isnan(blocked_for[i]))
+      throw std::invalid_argument("blocked_for[" + std::to_string(i) + "] is NaN");
     if (stealable[i] == 0 || !(blocked_for[i] >= config.min_blocked)) continue;
     if (best.victim < 0) {
       best.victim = i, ties = 1;
@@ -102,7 +110,7 @@ inline StealChoice choose_steal(Rng& rng, const int64_t* stealable, const double
     const int64_t s = stealable[best.victim];
     if (blocked_for[i] > b || (blocked_for[i] == b && stealable[i] > s)) {
       best.victim = i, ties = 1;
-    } else if (blocked_for[i] == b && stealable[i] == s && rng.below(static_cast<uint64_t>(++ties)) == 0) {
+    } else if (blocked_for[i] == b && stealable[i] == s && tie(static_cast<uint64_t>(++ties))) {
       best.victim = i;
     }
   }
@@ -111,6 +119,27 @@ inline StealChoice choose_steal(Rng& rng, const int64_t* stealable, const double
     best.take = half < config.max_take ? half : config.max_take;
   }
   return best;
+}
+
+}  // namespace detail
+
+inline StealChoice choose_steal(Rng& rng, const int64_t* stealable, const double* blocked_for, int64_t n,
+                                const StealConfig& config) {
+  check_steal_config(config);
+  if (n < 0) throw std::invalid_argument("answers must be >= 0, got " + std::to_string(n));
+  return detail::scan_steal<true>(stealable, blocked_for, n, config,
+                                  [&rng](uint64_t ties) { return rng.below(ties) == 0; });
+}
+
+// choose_steal's choice where it makes no Rng draw, for a caller that checked the config and
+// gives stealable >= 0 and no NaN (the simulator, which can then decide at the victims and send
+// the thief the choice alone). Returns false, deciding nothing, where choose_steal would draw
+// (two eligible answers tie on blocked_for and stealable): call choose_steal then.
+inline bool choose_steal_without_draws(const int64_t* stealable, const double* blocked_for, int64_t n,
+                                       const StealConfig& config, StealChoice& out) {
+  bool drew = false;
+  out = detail::scan_steal<false>(stealable, blocked_for, n, config, [&drew](uint64_t) { return drew = true, false; });
+  return !drew;
 }
 
 // Pops up to n reservations from q's head while movable(reservation) holds; appends them to

@@ -131,10 +131,12 @@ class TaskTable {
       }
     }
     if (n_any > 0) job.any.reserve(job.any.size() + static_cast<size_t>(n_any));
+    if (tasks == nullptr) job.any_workers.insert(job.any_workers.end(), workers, workers + n);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = tasks ? tasks[i] : -1;
       if (t < 0) {
         ++*job.any.try_emplace(workers[i], 0).first;
+        if (tasks != nullptr) job.any_workers.push_back(workers[i]);
       } else {
         const bool here = (job.flags[t] & kConstrained) || listed(job, workers[i], t);
         job.tagged.push_back(Tagged{workers[i], t, job.tagged_seq++, kOutstanding, here});
@@ -217,13 +219,14 @@ class TaskTable {
     Job& job = find(job_id);
     if (job.n_launched < job.n_tasks || job.outstanding == 0) return;
     const size_t start = out.size();
-    out.resize(start + job.any.capacity());
+    out.resize(start + job.any_workers.size());
     size_t end = start;
-    job.any.for_each_slot([&out, &end](int64_t worker, int32_t& count) {  // unused slots count 0
+    for (int64_t worker : job.any_workers) {  // the probes, not the map's slots: O(k), not O(capacity)
+      int32_t& count = *job.any.find(worker);
       out[end] = worker;
       end += count > 0;
       count = 0;
-    });
+    }
     out.resize(end);
     bool tagged_held = false;
     for (Tagged& p : job.tagged)
@@ -305,6 +308,7 @@ class TaskTable {
     std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained | kSoft | kAnywhere
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
     FlatMap<int32_t> any;           // worker -> outstanding probes made for any task
+    std::vector<int64_t> any_workers;  // the workers of those probes, in reserve order (repeats kept)
     std::vector<Tagged> tagged;     // sorted by (worker, task, seq) when tagged_sorted
     uint32_t tagged_seq = 0;
     bool tagged_sorted = true;
@@ -351,6 +355,7 @@ class TaskTable {
     } else {
       job.any.clear();
     }
+    reset(job.any_workers);
     free_.push_back(r);
   }
 

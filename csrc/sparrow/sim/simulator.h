@@ -64,13 +64,14 @@ class Simulator {
       const double t_msg = c.msgs.empty() ? Workload::kNever : c.msgs.front().time;
       const double t_done = c.heap.next_time();  // kNever if none
       const double t_job = std::min(c.t_release, c.workload.next_arrival());  // a release or an arrival
-      if (t_msg == Workload::kNever && t_done == Workload::kNever && t_job == Workload::kNever) break;
+      const bool message_first = t_msg <= t_done && t_msg <= t_job;
+      if (__builtin_expect(message_first && t_msg == Workload::kNever, 0)) break;  // nothing is left
       if (++c.out.counters.events % kPollEvents == 0 && c.p.should_stop != nullptr &&
           c.p.should_stop(c.p.should_stop_arg)) {
         c.out.counters.interrupted = true;
         return;
       }
-      if (t_msg <= t_done && t_msg <= t_job) {
+      if (message_first) {
         policy_.deliver(c.receive());
       } else if (t_done <= t_job) {
         const Completion done = c.heap.pop();

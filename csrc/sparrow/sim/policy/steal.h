@@ -10,7 +10,9 @@
 //   2. each peer answers its state: how many reservations wait for its slots (0 if it has a
 //      free slot) and how long the task that took its slot last has run (StealAnswer);
 //   3. the thief picks the peer queued behind the longest-running task and how many to take
-//      (choose_steal), and sends it StealTake; no peer worth it ends the attempt;
+//      (choose_steal), and sends it StealTake; no peer worth it ends the attempt (where the
+//      kernel needs no tie-break draw, choose_steal_without_draws decides at step 2, on the
+//      same answers, and the Answer carries that choice alone: the same decisions, no payload);
 //   4. the victim gives up to that many from the head of its queue (take_reservations; the
 //      reservations of constrained jobs stay), in one Stolen message, maybe none by then.
 // The thief queues what it gets (SparrowPolicy::accept). A failed attempt is not retried until
@@ -71,7 +73,10 @@ class WorkStealing {
     keys_of_.n_workers = c.p.n_workers;
     attempting_.assign(static_cast<size_t>(c.p.n_workers), 0);
     borrowed_.assign(static_cast<size_t>(c.p.n_workers), 0);
-    victims_.resize(static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims)));  // the same for every thief
+    const size_t victims = static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims));  // for every thief
+    victims_.resize(victims);
+    stealable_.resize(victims);
+    blocked_.resize(victims);
   }
 
   const StealKeys& keys() const { return keys_of_; }
@@ -126,7 +131,8 @@ class WorkStealing {
       case kTake:
         on_take(m);
         break;
-      case kStolen:
+      case kStolen:  // one key rides in m.job (m.task = 1), more in the payload
+        if (m.task == 1) host.accept(m.worker, m.job);
         for (int64_t key : c_.words) host.accept(m.worker, key);
         attempt_ended(m.worker);
         break;
@@ -143,36 +149,51 @@ class WorkStealing {
     c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
   }
 
-  // At the victims (the payload): their ids, then how many reservations wait at each, then for how
-  // long each has been blocked (a double's bits).
+  // At the victims (the payload): each one's state, how many reservations wait for its slots
+  // (0 if it has a free slot; stolen ones not counted) and how long it has been blocked. Where
+  // the kernel's choice needs no tie-break draw it is made here, on the same answers, and the
+  // Answer carries it alone (m.job the victim, -1 none; m.task how many); else the Answer
+  // carries the victims' ids, then their counts, then their blocked times (a double's bits) and
+  // the thief decides.
   void on_probe(const Msg& m) {
     const Words& victims = c_.words;
     for (int64_t v : victims) queues_.prefetch_state(v);  // the victims' misses overlap
     const size_t n = victims.size();
-    answer_.resize(3 * n);
-    int64_t* out = answer_.data();
+    int64_t* stealable = stealable_.data();
+    double* blocked = blocked_.data();
     for (size_t i = 0; i < n; ++i) {
       const int64_t v = victims[i];
-      const double blocked = c_.now - queues_.granted_at(v);
-      out[i] = v;
-      out[n + i] = c_.free[v] == 0 ? queues_.queued(v) - borrowed_[v] : 0;
-      std::memcpy(&out[2 * n + i], &blocked, sizeof blocked);
+      blocked[i] = c_.now - queues_.granted_at(v);
+      stealable[i] = c_.free[v] == 0 ? queues_.queued(v) - borrowed_[v] : 0;
     }
+    StealChoice choice;
+    if (choose_steal_without_draws(stealable, blocked, static_cast<int64_t>(n), config_, choice)) {
+      const int64_t victim = choice.victim < 0 ? -1 : victims[static_cast<size_t>(choice.victim)];
+      c_.send(kAnswer, victim, m.worker, choice.take, 0.0);
+      return;
+    }
+    answer_.resize(3 * n);
+    std::memcpy(answer_.data(), victims.data(), n * sizeof(int64_t));
+    std::memcpy(answer_.data() + n, stealable, n * sizeof(int64_t));
+    std::memcpy(answer_.data() + 2 * n, blocked, n * sizeof(double));
     c_.send(kAnswer, -1, m.worker, -1, 0.0, 0, &answer_);
   }
 
-  // At the thief: the kernel picks the victim and how many it gives.
+  // At the thief: the choice made at the victims, or the kernel's (with its tie-break draw).
   void on_answer(const Msg& m) {
-    const size_t n = c_.words.size() / 3;
-    blocked_.resize(n);
-    std::memcpy(blocked_.data(), c_.words.data() + 2 * n, n * sizeof(double));
-    const int64_t* stealable = c_.words.data() + n;
-    const StealChoice choice = choose_steal(rng_, stealable, blocked_.data(), static_cast<int64_t>(n), config_);
-    if (choice.victim < 0) {
+    int64_t victim = m.job, take = m.task;
+    if (!c_.words.empty()) {
+      const size_t n = c_.words.size() / 3;
+      std::memcpy(blocked_.data(), c_.words.data() + 2 * n, n * sizeof(double));
+      const StealChoice choice = choose_steal(rng_, c_.words.data() + n, blocked_.data(), static_cast<int64_t>(n), config_);
+      victim = choice.victim < 0 ? -1 : c_.words[static_cast<size_t>(choice.victim)];
+      take = choice.take;
+    }
+    if (victim < 0) {
       attempt_ended(m.worker);
       return;
     }
-    c_.send(kTake, c_.words[static_cast<size_t>(choice.victim)], m.worker, choice.take, 0.0);
+    c_.send(kTake, victim, m.worker, take, 0.0);
   }
 
   // At the victim (m.job): up to m.task reservations of unconstrained jobs from its queue's head.
@@ -194,7 +215,11 @@ class WorkStealing {
       ++c_.out.counters.steals;
       c_.out.counters.stolen += static_cast<int64_t>(keys_.size());
     }
-    c_.send(kStolen, -1, m.worker, -1, 0.0, 0, &keys_);
+    if (keys_.size() <= 1) {
+      c_.send(kStolen, keys_.empty() ? 0 : keys_[0], m.worker, static_cast<int64_t>(keys_.size()), 0.0);
+    } else {
+      c_.send(kStolen, -1, m.worker, -1, 0.0, 0, &keys_);
+    }
   }
 
   // w's attempt is over; if w became idle again meanwhile, it attempts once more.
@@ -212,7 +237,7 @@ class WorkStealing {
   StealKeys keys_of_;
   std::vector<uint8_t> attempting_;  // per worker: 1 an attempt is in flight, 2 and it became idle again
   std::vector<int32_t> borrowed_;    // per worker: stolen reservations in its queue
-  std::vector<int64_t> victims_, answer_, keys_;  // scratch
+  std::vector<int64_t> victims_, stealable_, answer_, keys_;  // scratch
   std::vector<double> blocked_;
   std::vector<Reservation> taken_;
 };

@@ -146,10 +146,12 @@ class RuntimeAtLoad:
 
 
 def run_once(
-    executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: bool = False
+    executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: int = 0
 ) -> tuple[float, float, float]:
     """(tasks/s, p50 ms, p99 ms) on a fresh cluster (`pipeline`: its node monitors pipeline late binding)."""
     options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
+    if pipeline > 1:  # a depth
+        options["pipeline_depth"] = int(pipeline)
     with LocalCluster(
         schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus, **options
     ) as cluster:

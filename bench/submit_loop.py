@@ -32,8 +32,10 @@ def _loop(executor, n_tasks: int) -> float:
     return n_tasks / (time.perf_counter() - start)
 
 
-def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: bool = False) -> float:
+def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: int = 0) -> float:
     options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
+    if pipeline > 1:  # a depth
+        options["pipeline_depth"] = int(pipeline)
     with LocalCluster(
         schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
     ) as cluster:

@@ -159,7 +159,9 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_victims
         int64_t steal_max_take
         double steal_min_blocked
+        double steal_wait
         double pipeline_after
+        int32_t pipeline_depth
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate

@@ -229,6 +229,17 @@ class alignas(64) ReservationQueue {
   }
 
   // The user whose reservations of job_id are queued, or -1 if none is.
+  // How many reservations of job_id are queued (0: none). O(1) expected in the long form.
+  int64_t job_count(int64_t job_id) const {
+    if (is_long_) {
+      const uint32_t* record = long_store_->jobs.find(job_id);
+      return record == nullptr ? 0 : long_store_->records[*record].count;
+    }
+    int64_t n = 0;
+    for (int i = 0; i < n_inline_; ++i) n += inline_[i].job_id == job_id;
+    return n;
+  }
+
   int32_t job_user(int64_t job_id) const {
     if (is_long_) {
       const uint32_t* record = long_store_->jobs.find(job_id);

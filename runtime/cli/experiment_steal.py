@@ -17,6 +17,7 @@ from ..client.core import Client
 from ..experiment import steal as steal_report
 from ..experiment.machine import MachineWatch, this_machine
 from ..experiment.run import run_queries
+from ..experiment.steal_timing import node_metrics, read_steal_timing
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
@@ -78,6 +79,7 @@ def run_steal(args: argparse.Namespace) -> int:
             )
             watch = MachineWatch()
             with (
+                node_metrics(),
                 LocalCluster(
                     args.schedulers,
                     args.node_monitors,
@@ -92,6 +94,7 @@ def run_steal(args: argparse.Namespace) -> int:
                     partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
                 )
                 stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
+                timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
             note = watch.note()
             notes.append(
                 f"seed {seed} {'on' if steal else 'off'}: load {note.load_before:.1f}-{note.load_after:.1f}"
@@ -106,6 +109,7 @@ def run_steal(args: argparse.Namespace) -> int:
                 slots=args.slots,
                 schedulers=args.schedulers,
                 stolen=stolen,
+                timing=timing,
             )
             if figures.failed:
                 raise CommandError(

@@ -79,6 +79,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "Measured at a 0.3 ms round trip and 5 ms tasks it loses to plain sparrow except at high load with bimodal "
         "tasks (p50 only); it pays when the round trip is a large part of a task (docs/simulator.md)",
     )
+    p.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=1,
+        help="sparrow_pipelined, sparrow_steal_pipelined: requests asked ahead per slot at most, 1-64 (the runtime's "
+        "--pipeline-depth rule: deeper than 1 only while the worker's last 8 tasks ran under 5 ms at the median, and "
+        "for at most half of what the worker holds of a job)",
+    )
     p.add_argument("--queue-policy", choices=QUEUE_POLICIES, default="fifo", help="the workers' reservation queues")
     p.add_argument("--trace", type=Path, help="replay a trace (lines: arrival_time n_tasks duration...)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (the same seed, the same results)")
@@ -135,6 +143,7 @@ def _config(args: argparse.Namespace) -> SimConfig:
         steal_max_take=args.steal_max_take,
         steal_min_blocked=args.steal_min_blocked,
         pipeline_after=args.pipeline_after,
+        pipeline_depth=args.pipeline_depth,
         queue_policy=args.queue_policy,
         trace=args.trace,
         seed=args.seed,

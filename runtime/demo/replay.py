@@ -155,9 +155,10 @@ def replay(
     schedulers: int = 1,
     hops: Hops | None = None,
     seeds: Iterable[int] = (0,),
+    steal_wait: float = 0.0,
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
-    the delays they give, else with none."""
+    the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing."""
     none: SimDelays = {"network_delay": 0.0, "submit_delay": 0.0, "result_delay": 0.0}
     delays = none if hops is None else hops.sim_delays()
     fd, path = tempfile.mkstemp(prefix="sparrow-replay-", suffix=".trace")
@@ -174,6 +175,7 @@ def replay(
                     probe_ratio=RUNTIME_PROBE_RATIO,
                     steal_max_take=slots,  # a node monitor takes up to its free slots (services/steal_logic.py)
                     steal_victims=STEAL_VICTIMS,  # and asks as many peers
+                    steal_wait=steal_wait,
                     seed=seed,
                     trace=path,
                     **delays,
@@ -198,9 +200,11 @@ def model(
     slots: int,
     schedulers: int = 1,
     policy: str = "sparrow",
+    seeds: int = MODEL_SEEDS,
+    steal_wait: float = 0.0,
 ) -> list[SimResult]:
     """The `policy` replay (sparrow, or sparrow_steal for a run with work stealing) with the run's hops,
-    MODEL_SEEDS times (module docstring)."""
+    `seeds` times (module docstring)."""
     return replay(
         jobs,
         policy=policy,
@@ -208,5 +212,6 @@ def model(
         slots=slots,
         schedulers=schedulers,
         hops=hops,
-        seeds=range(MODEL_SEEDS),
+        seeds=range(seeds),
+        steal_wait=steal_wait,
     )

@@ -10,7 +10,18 @@ other slots sit idle (Hawk, USENIX ATC 2015). Every job is a one-stage query, so
 
 Per run (`steal_figures`): each job's response (submission to last outcome at its client), beside the
 simulator's replay of the same trace given the run's measured hops (demo/replay.py): the sparrow policy
-for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay).
+for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay). A
+stealing run's node monitors time their steals (steal_timing.py): a thief's wait before an attempt and
+its probe and take round trips, far longer on this host than the model's four hops (e.g. 7 + 29 + 7 ms
+against 4 x 1.7 ms in one run), so the model's thieves wait the difference (`steal_wait`) before probing.
+
+The model is replayed MODEL_SEEDS times (its seed draws the probes and the steal victims, which the trace
+does not hold) and its jobs pooled for the prediction; each seed's own short p50 gives the model's spread
+(`model_range`: the 10th to 90th percentile over its seeds). On 16 slots that spread is wide where
+stealing is off (which queues the few long tasks block decides the short jobs' p50: one run's 20 seeds
+gave 1.0-2.0 s around a pooled 1.55 s; with stealing on 200-238 ms around 221 ms), so one run can fall
+outside 10% of a right model: the verdicts say how often each run lies within the model's spread as
+well as how far it is from the pooled figure.
 """
 
 from __future__ import annotations
@@ -21,10 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..demo.replay import MODEL_SEEDS, ideal, measure_hops, model
+from ..demo.replay import ideal, measure_hops, model
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
 from .run import QueryRecord
+from .steal_timing import StealTiming
 
 SHORT_MS = 20.0
 LONG_MS = 2000.0
@@ -32,6 +44,8 @@ LONG_FRACTION = 0.03
 WIDTH = 2  # tasks per job
 TARGET_SPEEDUP = 2.0  # issue 18: stealing at least halves the short jobs' p50 response
 MODEL_TARGET = 0.10  # issue 18: the simulator within 10% of each run at p50
+MODEL_SEEDS = 20  # replays of each run by the model (module docstring); 16 workers make each one cheap
+MODEL_RANGE = (10, 90)  # percentiles over the model's seeds of its short p50: the spread quoted
 
 
 def make_mixed(
@@ -72,13 +86,32 @@ class StealRun:
     failed: int
     stolen: int  # GetTasks its schedulers answered for stolen reservations (-1: not known)
     simulated_stolen: float = math.nan  # reservations the model stole, the mean over its seeds
+    network: float = math.nan  # the model's one-way delay (demo/replay.py's Hops.network)
+    timing: StealTiming | None = None  # how long the run's steals took (None: not stealing, or not read)
 
     def p(self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False) -> float:
         """The q-th percentile of the short (or `long`) jobs' response, as run, simulated or ideal."""
         values = self.simulated if simulated else self.ideal if of_ideal else self.response
-        mask = np.tile(self.long, MODEL_SEEDS) if simulated else self.long
+        mask = np.tile(self.long, self.model_seeds) if simulated else self.long
         chosen = values[mask if long else ~mask]
         return float(np.percentile(chosen, q)) if chosen.size else math.nan
+
+    @property
+    def model_seeds(self) -> int:
+        return self.simulated.size // max(self.long.size, 1)
+
+    def model_range(self, q: float = 50) -> tuple[float, float]:
+        """The MODEL_RANGE percentiles, over the model's seeds, of each seed's q-th percentile of the short
+        jobs' response (module docstring)."""
+        per_seed = self.simulated.reshape(self.model_seeds, -1)[:, ~self.long]
+        if per_seed.size == 0:
+            return math.nan, math.nan
+        lo, hi = np.percentile(np.percentile(per_seed, q, axis=1), MODEL_RANGE)
+        return float(lo), float(hi)
+
+    def within_model_range(self) -> bool:
+        lo, hi = self.model_range()
+        return lo <= self.p(50) <= hi
 
 
 def steal_figures(
@@ -91,6 +124,7 @@ def steal_figures(
     slots: int,
     schedulers: int,
     stolen: int = -1,
+    timing: StealTiming | None = None,
 ) -> StealRun:
     """One run's figures (module docstring). Error handling: ValueError if a job did not finish."""
     if any(math.isnan(r.finished) for r in records):
@@ -98,7 +132,16 @@ def steal_figures(
     jobs, _ = replay_trace(records)
     hops = measure_hops(s for r in records for s in r.submitted_stages())
     policy = "sparrow_steal" if steal else "sparrow"
-    simulated = model(jobs, hops, node_monitors=node_monitors, slots=slots, schedulers=schedulers, policy=policy)
+    simulated = model(
+        jobs,
+        hops,
+        node_monitors=node_monitors,
+        slots=slots,
+        schedulers=schedulers,
+        policy=policy,
+        seeds=MODEL_SEEDS,
+        steal_wait=0.0 if timing is None else timing.model_wait(hops.network),
+    )
     return StealRun(
         steal=steal,
         seed=seed,
@@ -109,6 +152,8 @@ def steal_figures(
         failed=sum(r.failed for r in records),
         stolen=stolen,
         simulated_stolen=float(np.mean([s.counters.get("stolen", 0) for s in simulated])),
+        network=hops.network,
+        timing=timing,
     )
 
 
@@ -123,15 +168,18 @@ def _ms(x: float) -> str:
 def table(runs: Sequence[StealRun]) -> str:
     """One row per run: short jobs' p50 and p95 and long jobs' p50, as run and simulated, and the ideal."""
     lines = [
-        "| seed | stealing | short p50 ms | simulated | sim / run | short p95 ms | simulated | long p50 ms "
+        "| seed | stealing | short p50 ms | simulated | sim / run | model's seeds "
+        f"p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} | short p95 ms | simulated | long p50 ms "
         "| simulated | ideal short p50 | reservations stolen | simulated |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         ratio = r.p(50, simulated=True) / r.p(50)
+        lo, hi = r.model_range()
         lines.append(
             f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))} "
-            f"| {ratio:.2f} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} | {_ms(r.p(50, long=True))} "
+            f"| {ratio:.2f} | {_ms(lo)}-{_ms(hi)} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} "
+            f"| {_ms(r.p(50, long=True))} "
             f"| {_ms(r.p(50, long=True, simulated=True))} | {_ms(r.p(50, of_ideal=True))} "
             f"| {r.stolen if r.stolen >= 0 else '-'} | {_count(r.simulated_stolen)} |"
         )
@@ -151,12 +199,18 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
             f"Short jobs' p50 response, stealing off / on, same arrivals: {', '.join(f'{s:.2f}x' for s in speedups)} "
             f"(target >= {TARGET_SPEEDUP:g}x: {met})."
         )
-    errors = [abs(r.p(50, simulated=True) / r.p(50) - 1) for r in runs]
+    errors = [r.p(50, simulated=True) / r.p(50) - 1 for r in runs]
     if errors:
-        met = "met" if max(errors) <= MODEL_TARGET else "not met"
+        worst = max(abs(e) for e in errors)
+        met = "met" if worst <= MODEL_TARGET else "not met"
         lines.append(
-            f"Simulator against each run at the short jobs' p50: worst {max(errors):.0%} off "
-            f"(target within {MODEL_TARGET:.0%}: {met})."
+            f"Simulator against each run at the short jobs' p50: worst {worst:.0%} off "
+            f"(target within {MODEL_TARGET:.0%}: {met}); the mean of the signed errors {np.mean(errors):+.0%}."
+        )
+        inside = sum(r.within_model_range() for r in runs)
+        lines.append(
+            f"Runs within the model's own spread (p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} of its {runs[0].model_seeds} "
+            f"seeds' short p50): {inside} of {len(runs)}."
         )
     return lines
 
@@ -175,12 +229,24 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         f"{LONG_FRACTION * LONG_MS / (LONG_FRACTION * LONG_MS + (1 - LONG_FRACTION) * SHORT_MS):.0%} of the slot "
         "time. Each seed's arrivals run twice, stealing off and on. Simulated: the simulator replaying the "
         f"run's trace with its measured hops ({MODEL_SEEDS} seeds pooled), sparrow for off and sparrow_steal "
-        "for on. Response: from a job's submission to its last outcome at the client.",
+        "for on; the model's seeds column: the spread of its seeds' own short p50 (the seed draws the probes and "
+        "the steal victims, which the trace does not hold). Response: from a job's submission to its last "
+        "outcome at the client.",
         "",
         table(runs),
         "",
         *[f"- {line}" for line in verdicts(runs)],
         "",
+        *(
+            [
+                "Steals as the runtime timed them (node monitors' metrics), against the model's hops, per run:",
+                "",
+                *[f"- seed {r.seed}: {r.timing.describe(r.network)}" for r in runs if r.timing is not None],
+                "",
+            ]
+            if any(r.timing is not None for r in runs)
+            else []
+        ),
         "Machine, per run: " + "; ".join(notes),
         "",
     ]

@@ -233,6 +233,20 @@ NODE_COUNTERS = {
     "sparrow_node_reservations_stolen": ("Reservations taken from peers' queues (--steal)", ("stolen",)),
     "sparrow_node_reservations_lent": ("Reservations given to stealing peers (--steal)", ("lent",)),
     "sparrow_node_steal_timeouts": ("Steal requests a peer did not answer in time (--steal)", ("steal_timeouts",)),
+    "sparrow_node_steal_wake_microseconds": (
+        "Time from a reason to steal to the attempt's start, summed (--steal)",
+        ("steal_wake_us",),
+    ),
+    "sparrow_node_steal_probe_microseconds": (
+        "Time from the steal probes sent to their last answer, summed over sparrow_node_steal_probe_rounds (--steal)",
+        ("steal_probe_us",),
+    ),
+    "sparrow_node_steal_probe_rounds": ("Steal attempts whose probes were answered (--steal)", ("steal_probe_rounds",)),
+    "sparrow_node_steal_take_microseconds": (
+        "StealTake round trips, summed over sparrow_node_steal_take_rounds (--steal)",
+        ("steal_take_us",),
+    ),
+    "sparrow_node_steal_take_rounds": ("StealTake requests answered (--steal)", ("steal_take_rounds",)),
 }
 
 

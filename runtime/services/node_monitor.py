@@ -58,10 +58,10 @@ from ..wire.messages import (
 )
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import NodeMonitorLogic, Stop
+from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
-from .worker_pool import ProcessExecutor, ThreadExecutor
+from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +107,13 @@ class NodeMonitorService:
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
+        # pipelining: bound tasks handed to a busy worker ahead (executor.hand_ahead), not started yet
+        self._ahead: dict[tuple, Ticket] = {}
+        self._hands_ahead = logic.pipeline and self._launch is not None and hasattr(executor, "hand_ahead")
+        if self._hands_ahead:
+            executor.returned = self._returned
+        if self._launch is not None and hasattr(executor, "started"):
+            executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
         self.node_id = node_id
         self.labels = tuple(labels)
@@ -262,6 +269,10 @@ class NodeMonitorService:
             kind = type(msg)
             if kind is TaskToNode:
                 self._start(peer, msg)
+            elif kind is Withdraw:
+                handed = self._ahead.pop((peer, msg.job_id, msg.task), None)
+                if handed is not None:
+                    self.executor.withdraw(handed)
             elif kind is Stop:
                 key = (peer, msg.job_id, msg.task)
                 ticket = self._tickets.get(key)
@@ -274,8 +285,40 @@ class NodeMonitorService:
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
                     big = True
         self.outgoing.send(sends, later=big)
+        if self._hands_ahead and len(self.logic.bound) > len(self._ahead):
+            self._hand_ahead()
         if self.stealer is not None:
             self.stealer.poke()
+
+    def _hand_ahead(self) -> None:
+        """Hand the bound tasks, in order, to busy workers to queue behind their running task (while the
+        executor takes them): each then starts as the one before it ends, with no hop through this process
+        between them (worker_pool.hand_ahead). Not one whose inputs are still to fetch, nor any after it;
+        none while the logic says a pinned task could lose a slot that frees elsewhere (`may_pin`)."""
+        if not self.logic.may_pin:
+            return
+        for scheduler, msg in self.logic.bound:
+            key = (scheduler, msg.job_id, msg.task)
+            if key in self._ahead:
+                continue
+            if is_remote(msg.payload):
+                return
+            ticket = self.executor.hand_ahead(msg.payload, key)
+            if ticket is None:
+                return
+            self._ahead[key] = ticket
+            self.logic.on_handed_ahead(key)
+
+    def _started_late(self, ticket: Ticket) -> None:
+        """A task that waited for a worker (a replacement starting) starts now: so does its timeout."""
+        if ticket.tag is not None:
+            self.logic.on_started_late(ticket.tag)
+
+    def _returned(self, tickets: list[Ticket]) -> None:
+        """Tasks handed ahead to a worker that died before they started: bound tasks again."""
+        keys = [ticket.tag for ticket in tickets if self._ahead.pop(ticket.tag, None) is ticket]
+        with contained(logger, "taking back the tasks of a dead worker"):
+            self._route(self.logic.on_given_back(keys))
 
     def _may_wait(self, msg) -> bool:
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
@@ -294,12 +337,18 @@ class NodeMonitorService:
 
     def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
+        if self._ahead:
+            ahead = self._ahead.pop(key, None)
+            if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
+                self._tickets[key] = self.executor.adopt(ahead, done)
+                return
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
         ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
+            ticket.tag = key
 
     async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
         """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""
@@ -375,9 +424,11 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
-        self._tickets.pop(key, None)
+        ticket = self._tickets.pop(key, None)
+        successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
+        started = None if successor is None else successor.tag
         with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome))
+            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome, started))
 
 
 class _Fetching:

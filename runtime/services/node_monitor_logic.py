@@ -39,6 +39,15 @@ reservations): under the default probe ratio of 2 that is about its share of the
 waits for whichever of the job's probed workers frees first (without this, the first of them to ask
 took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
+Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
+task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
+with no hop through the node monitor between them. A pinned task stays bound here (counted as bound) but
+takes no slot that frees elsewhere: it launches when the executor says it started, in the slot of the task it
+followed (`on_task_done`'s `started`), and its timeout starts then. If its worker dies first it never
+started: `on_given_back` makes it an ordinary bound task again (no attempt counted). A forced cancel of it reports
+CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
+started, to stop it); so does its scheduler's loss.
+
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
 (`clock` tells the time: tests pass a fake one).
@@ -129,6 +138,14 @@ class Stop(msgspec.Struct, frozen=True, gc=False):
     reason: str
 
 
+class Withdraw(msgspec.Struct, frozen=True, gc=False):
+    """For the executor (not a wire message): give up task `task` of job `job_id`, which was handed to it
+    ahead (`on_handed_ahead`) and is no longer wanted (a forced cancel, its scheduler gone)."""
+
+    job_id: int
+    task: int
+
+
 class _Reserved:
     """What the node monitor knows of one (scheduler, job): its queue key, user and live counts."""
 
@@ -195,6 +212,9 @@ class NodeMonitorLogic(WorkStealing):
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
+        self.pinned: set[tuple] = (
+            set()
+        )  # (scheduler, job, task) of those bound that the executor holds (`on_handed_ahead`)
         self._ahead: dict[int, _Reserved] = {}  # pipelining: the entries with requests asked ahead, oldest first
         self.draining = False
         self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
@@ -271,6 +291,9 @@ class NodeMonitorLogic(WorkStealing):
                 self._give_back(entry, out, asked=True)
         self._scheduler_gone(scheduler)
         if self.bound:  # never started: their scheduler is gone, so no one waits for them
+            for peer, msg in self.bound:
+                if peer == scheduler and self.pinned:
+                    self._unpin_gone(scheduler, msg, out)
             self.bound = deque(b for b in self.bound if b[0] != scheduler)
         self._fill(out)
         return out
@@ -328,9 +351,12 @@ class NodeMonitorLogic(WorkStealing):
         self._fill(out)
         return out
 
-    def on_task_done(self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome) -> list:
+    def on_task_done(
+        self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome, started: tuple | None = None
+    ) -> list:
         """The executor finished a launched task: report it (a failure instead if it is too large for
-        a frame), free the slot, start the next reservation."""
+        a frame), free the slot, start the next reservation. `started`: the key (scheduler, job, task) of
+        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot."""
         out: list = []
         self.free += 1
         self.running -= 1
@@ -338,9 +364,9 @@ class NodeMonitorLogic(WorkStealing):
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
         if self._started:
-            started = self._started.pop((scheduler, job_id, task), None)
-            if started is not None:
-                self._recent.append(self.clock() - started)
+            since = self._started.pop((scheduler, job_id, task), None)
+            if since is not None:
+                self._recent.append(self.clock() - since)
                 self._short = sorted(self._recent)[len(self._recent) // 2] < SHORT_TASK
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
@@ -354,6 +380,14 @@ class NodeMonitorLogic(WorkStealing):
             outcome = Outcome(False, b"", problem, TOO_LARGE)
         if scheduler in self._schedulers:
             out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
+        if started is not None and started in self.pinned:
+            self.pinned.discard(started)
+            for i, (peer, msg) in enumerate(self.bound):
+                if peer == started[0] and msg.job_id == started[1] and msg.task == started[2]:
+                    del self.bound[i]
+                    self.free -= 1
+                    self._launch(peer, msg, out)
+                    break
         self._fill(out)
         if self.steal:
             self.steal_due = True
@@ -486,12 +520,52 @@ class NodeMonitorLogic(WorkStealing):
         if self.pipeline_depth > 1:
             self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
 
+    def on_started_late(self, key: tuple) -> list:
+        """The launched task `key` waited in the executor for a worker (one being replaced) and starts now:
+        its timeout and run time count from now."""
+        if key in self.deadlines:
+            timeout = self.deadlines[key][1]
+            self.deadlines[key] = (self.clock() + timeout, timeout)
+        if key in self._started:
+            self._started[key] = self.clock()
+        return []
+
+    @property
+    def may_pin(self) -> bool:
+        """Whether to hand bound tasks to the executor ahead (`on_handed_ahead`): with one slot (its one worker is the
+        only place a bound task can start anyway), or with several while the recent tasks ran short (a deep
+        pipeline's SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
+        at most a short task for its worker). Otherwise a bound task takes whichever slot frees first."""
+        return self.slots == 1 or self._short
+
+    def on_handed_ahead(self, key: tuple) -> list:
+        """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a
+        running task: it starts when the executor says so (`on_task_done`'s `started`), not in whichever
+        slot frees first; `on_given_back` (it never started: its worker died) makes it an ordinary bound task again,
+        and giving it up (a forced cancel, its scheduler gone) tells the executor (Withdraw)."""
+        self.pinned.add(key)
+        return []
+
+    def on_given_back(self, keys: Sequence[tuple]) -> list:
+        """The pinned tasks `keys` did not start and the executor holds them no more (module docstring)."""
+        out: list = []
+        self.pinned.difference_update(keys)
+        self._fill(out)
+        return out
+
+    def _unpin_gone(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
+        key = (scheduler, msg.job_id, msg.task)
+        if key in self.pinned:
+            self.pinned.discard(key)
+            out.append((scheduler, Withdraw(msg.job_id, msg.task)))
+
     def _unbind(self, scheduler: Hashable, msg: StopTask, out: list) -> bool:
         """A forced cancel of a task bound ahead (not started): it is dropped and reports CANCELLED now.
         Returns whether it was one."""
         for i, (peer, bound) in enumerate(self.bound):
             if peer == scheduler and bound.job_id == msg.job_id and bound.task == msg.task:
                 del self.bound[i]
+                self._unpin_gone(scheduler, bound, out)
                 self.owners.pop((scheduler, msg.job_id, msg.task), None)
                 reason = "cancelled by its client with force before it started"
                 out.append(
@@ -505,9 +579,16 @@ class NodeMonitorLogic(WorkStealing):
         Pipelining: a free slot first starts a bound task, else takes over a request asked ahead; then
         busy slots ask ahead (module docstring)."""
         if self.pipeline:
-            while self.free > 0 and self.bound:
+            while self.free > 0 and len(self.bound) > len(self.pinned):
                 self.free -= 1
-                self._launch(*self.bound.popleft(), out)
+                if not self.pinned:
+                    self._launch(*self.bound.popleft(), out)
+                    continue
+                for i, (peer, msg) in enumerate(self.bound):  # the first the executor does not hold
+                    if (peer, msg.job_id, msg.task) not in self.pinned:
+                        del self.bound[i]
+                        self._launch(peer, msg, out)
+                        break
             while self.free > 0 and self._ahead:
                 entry = next(iter(self._ahead.values()))
                 entry.ahead -= 1

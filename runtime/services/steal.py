@@ -13,6 +13,11 @@ sends a Heartbeat every `heartbeat_interval`: the victim drops a link silent pas
 takes back what it lent on it (a stalled thief holds nothing for long). `serve_thief` is the victim's
 side of an incoming link.
 
+Timing (stats, microseconds summed, for the simulator's replay of a run: experiment/steal_timing.py):
+`steal_wake_us` from the poke that woke the stealer to its attempt's start, `steal_probe_us` over
+`steal_probe_rounds` from the probes sent to the last answer, `steal_take_us` over `steal_take_rounds` the
+StealTake round trip.
+
 Deadlines: every request waits at most `steal_timeout` for its answer; a peer that does not answer in
 time, answers out of turn or breaks the protocol has its link closed (so a late answer is never taken
 for another, and the victim takes back what it lent on it), and the attempt goes on without it.
@@ -36,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STEAL_TIMEOUT = 0.5  # seconds a steal request may wait for its answer
 MAX_STEAL_LINKS = 64  # links to peers a node monitor keeps open for stealing
+
+
+def _us(seconds: float) -> int:
+    return round(seconds * 1e6)
 
 
 class _Link:
@@ -73,6 +82,7 @@ class Stealer:
         self._nursery = nursery
         self._connect = connect_options
         self._wake = trio.Event()
+        self._poked_at: float | None = None  # when the stealer was woken and has not attempted yet
         self._links: dict[str, _Link] = {}  # address -> link, least recently used first
         self.stats = logic.stats
 
@@ -80,6 +90,8 @@ class Stealer:
         """The logic may want to steal (it set `steal_due`): wake the stealer."""
         if self.logic.steal_due:
             self.logic.steal_due = False
+            if self._poked_at is None:
+                self._poked_at = trio.current_time()
             self._wake.set()
 
     async def run(self) -> None:
@@ -87,7 +99,10 @@ class Stealer:
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
+            poked_at, self._poked_at = self._poked_at, None
             if self.logic.steal_wanted():
+                if poked_at is not None:
+                    self.stats["steal_wake_us"] += _us(trio.current_time() - poked_at)
                 with contained(logger, "a steal attempt"):
                     await self.attempt()
 
@@ -98,6 +113,7 @@ class Stealer:
         victims = [peers[i] for i in logic.choose_victims(len(peers))]
         self.stats["steal_attempts"] += 1
         answers: dict[str, StealState] = {}
+        started = trio.current_time()
 
         async def probe(address: str) -> None:
             reply = await self._request(address, StealProbe())
@@ -110,14 +126,20 @@ class Stealer:
             for address in victims:
                 nursery.start_soon(probe, address)
         asked = [a for a in victims if a in answers]
+        if asked:
+            self.stats["steal_probe_us"] += _us(trio.current_time() - started)
+            self.stats["steal_probe_rounds"] += 1
         choice = logic.choose([answers[a] for a in asked])
         if choice is None:
             return
         index, count = choice
         address = asked[index]
+        taking = trio.current_time()
         reply = await self._request(address, logic.steal_take(count))
         if reply is None:
             return
+        self.stats["steal_take_us"] += _us(trio.current_time() - taking)
+        self.stats["steal_take_rounds"] += 1
         link = self._links.get(address)
         if type(reply) is not Stolen or link is None:
             self._drop(address, f"answered StealTake with {type(reply).__name__}")

@@ -3,7 +3,8 @@
 Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]`,
 where FD is this process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node
 monitor does not reach a running task). It reads TaskToWorker frames, runs each task (task_codec.run_task)
-and answers one OutcomeToNode per task, in order. It exits when the node monitor closes the socket.
+and answers one OutcomeToNode per task, in order; tasks that come while one runs queue behind it, and a
+DropTask drops a queued one unstarted (serve). It exits when the node monitor closes the socket.
 With SIDE (the end of a second socket pair) big values skip the frames: the inputs a TaskToWorker marks
 `shared` come as memory files over SIDE, and a result of over SHARE_OVER bytes goes back as one
 (data/shared.py), so neither side copies it through the socket, nor decodes it from a frame.
@@ -24,6 +25,7 @@ import signal
 import socket
 import sys
 import threading
+from collections import deque
 from functools import partial
 
 import cloudpickle
@@ -32,7 +34,7 @@ from ..data import packed, shared
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from ..wire.limits import CHUNK_SIZE
-from ..wire.messages import TOO_LARGE, Outcome, OutcomeToNode, TaskToWorker
+from ..wire.messages import TOO_LARGE, DropTask, Outcome, OutcomeToNode, TaskToWorker
 from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
@@ -40,31 +42,86 @@ HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 
 
 def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None, share_over: int = 0) -> None:
+    """Run the tasks that come over `sock` in order, one OutcomeToNode each, until the node monitor closes it.
+
+    Tasks may come while one runs (a node monitor hands tasks bound ahead to a busy worker): they queue
+    here. Before it answers a task, the worker takes what came meanwhile, drops the queued tasks a DropTask
+    names and lists them in the answer (`dropped`); the next queued task starts as the answer is sent, so
+    the node monitor knows from each answer which task runs now, and one that it dropped never starts."""
     decoder = FrameDecoder(max_frame)
     keep = None if side is None or share_over <= 0 else partial(_keep_result, side, share_over)
-    while True:
-        data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)))
-        if not data:
-            return
+    queue: deque[tuple[int, TaskToWorker]] = deque()  # (its number, the task), not started
+    drops: set[int] = set()  # numbers of tasks to drop (DropTask) that were not started
+    dropped: list[int] = []  # ... dropped since the last answer: the next answer says so
+    received = 0
+
+    def take(data: bytes) -> None:
+        nonlocal received
         for msg in decoder.feed(data):
-            if not isinstance(msg, TaskToWorker):
-                raise SystemExit(f"sparrow worker: unexpected {type(msg).__name__} from the node monitor")
-            inputs = msg.inputs
-            if msg.shared:
-                inputs = _shared_inputs(side, msg)
-            outcome = run_task(msg.payload, inputs, keep)
-            inputs = None  # the inputs' maps go before the result is sent
-            reply = OutcomeToNode(outcome)
-            if outcome is _KEPT:
-                reply = OutcomeToNode(Outcome(True), shared=True)
-            elif side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
-                reply = _share_result(side, outcome)
+            kind = type(msg)
+            if kind is TaskToWorker:
+                queue.append((received, msg))
+                received += 1
+            elif kind is DropTask:
+                if msg.seq < received:  # else a number it never got: nothing to drop
+                    drops.add(msg.seq)
+            else:
+                raise SystemExit(f"sparrow worker: unexpected {kind.__name__} from the node monitor")
+
+    while True:
+        if not queue:
+            data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)))
+            if not data:
+                return
+            take(data)
+            dropped += _drop(queue, drops, side)
+            continue
+        _, msg = queue.popleft()
+        inputs = msg.inputs
+        if msg.shared:
+            inputs = _shared_inputs(side, msg)
+        outcome = run_task(msg.payload, inputs, keep)
+        inputs = None  # the inputs' maps go before the result is sent
+        reply = OutcomeToNode(outcome)
+        if outcome is _KEPT:
+            reply = OutcomeToNode(Outcome(True), shared=True)
+        elif side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
+            reply = _share_result(side, outcome)
+        while True:  # what came while it ran
             try:
-                frame = encode_frames([reply], max_frame)
-            except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
-                too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
-                frame = encode_frames([OutcomeToNode(too_large)])
-            sock.sendall(frame)
+                data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)), socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            if not data:
+                return  # the node monitor is gone
+            take(data)
+        dropped += _drop(queue, drops, side)
+        if dropped:
+            reply = OutcomeToNode(reply.outcome, reply.shared, tuple(dropped))
+        try:
+            frame = encode_frames([reply], max_frame)
+        except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
+            too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
+            frame = encode_frames([OutcomeToNode(too_large, dropped=tuple(dropped))])
+        dropped.clear()
+        sock.sendall(frame)
+
+
+def _drop(queue: deque, drops: set[int], side: socket.socket | None) -> tuple[int, ...]:
+    """Remove the queued tasks numbered in `drops` (their memory files, if any, are taken and closed); their
+    numbers, in order."""
+    if not drops:
+        return ()
+    dropped = []
+    for item in list(queue):
+        seq, msg = item
+        if seq in drops:
+            queue.remove(item)
+            dropped.append(seq)
+            if msg.shared:
+                _shared_inputs(side, msg)  # taken off the side socket, so the next task's files come next
+    drops.clear()  # the others had started (or ended) already
+    return tuple(dropped)
 
 
 def _shared_inputs(side: socket.socket | None, msg: TaskToWorker) -> list:

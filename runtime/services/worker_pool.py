@@ -38,6 +38,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -45,7 +46,7 @@ from ..data import shared
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.messages import SYSTEM, Outcome, OutcomeToNode, TaskToWorker, failed
+from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, failed
 from ..wire.task_codec import run_task
 from .processes import child_env, describe_exit
 
@@ -57,15 +58,24 @@ Done = Callable[[Outcome], None]
 
 
 class Ticket:
-    """A launched task: its payload and callback, and the worker running it (None while it waits)."""
+    """A launched task: its payload and callback, and the worker running it (None while it waits).
 
-    __slots__ = ("done", "inputs", "payload", "worker")
+    Handed ahead (ProcessExecutor.hand_ahead): queued in a busy worker, with no callback until it starts
+    (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
+    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended."""
 
-    def __init__(self, payload: bytes, done: Done, inputs: list | None = None) -> None:
+    __slots__ = ("done", "inputs", "payload", "seq", "successor", "tag", "waited", "withdrawn", "worker")
+
+    def __init__(self, payload: bytes, done: Done | None, inputs: list | None = None) -> None:
         self.payload = payload
         self.inputs = inputs
         self.done: Done | None = done  # None once called
         self.worker: _Thread | _Worker | None = None
+        self.tag: Any = None
+        self.seq = -1
+        self.successor: Ticket | None = None
+        self.withdrawn = False
+        self.waited = False  # launched while no worker was idle: `started` is called when one takes it
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
@@ -97,11 +107,14 @@ class _Pool:
         self.slots = slots
         self._idle: deque = deque()
         self._waiting: deque[Ticket] = deque()  # launched while no worker was idle
+        # called with a ticket that waited for a worker as one takes it (its task's timeout starts then)
+        self.started: Callable[[Ticket], None] | None = None
 
     def launch(self, payload: bytes, done: Done, inputs: list | None = None) -> Ticket:
         ticket = Ticket(payload, done, inputs)
         self._waiting.append(ticket)
         self._dispatch()
+        ticket.waited = ticket.worker is None
         return ticket
 
     async def run(self, payload: bytes) -> Outcome:
@@ -127,12 +140,19 @@ class _Pool:
                 ticket.worker, worker.ticket = worker, ticket
                 self._hand(worker, ticket.payload, ticket.inputs)
                 ticket.inputs = None  # handed over: the values go with the worker, not the ticket
+                if ticket.waited and self.started is not None:
+                    self.started(ticket)
 
-    def _finished(self, worker, outcome: Outcome) -> None:
-        ticket, worker.ticket = worker.ticket, None
-        self._idle.append(worker)
+    def _finished(self, worker, outcome: Outcome, successor: Ticket | None = None) -> None:
+        """`worker`'s task ended with `outcome`; `successor`, a task handed ahead to it, runs on it now."""
+        ticket, worker.ticket = worker.ticket, successor
+        if successor is None:
+            self._idle.append(worker)
+        elif not successor.withdrawn:
+            ticket.successor = successor
         done, ticket.done = ticket.done, None
-        done(outcome)
+        if done is not None:  # else given up (withdrawn): nobody waits for it
+            done(outcome)
 
     def _usable(self, worker) -> bool:
         return True
@@ -219,14 +239,23 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "process", "side", "stopped", "ticket")
+    __slots__ = ("conn", "overran", "process", "queued", "sent", "side", "stopped", "ticket")
 
     def __init__(self, process: trio.Process, conn: Connection, side: socket.socket | None = None) -> None:
         self.process = process
         self.conn = conn
         self.side = side  # the side socket that memory files cross (shared.py), if any
         self.ticket: Ticket | None = None  # the task it runs, if any
+        self.queued: deque[Ticket] = deque()  # handed ahead behind it, in order, not started
+        self.sent = 0  # TaskToWorker frames sent (the next one's number)
         self.stopped: tuple[int, str] | None = None  # (failure, reason) if its task was stopped
+        self.overran = 0  # answers that came after its task was stopped: so many queued ones started
+
+    def send_task(self, msg: TaskToWorker) -> int:
+        """Send `msg`; its number at the worker."""
+        self.conn.send(msg)
+        self.sent += 1
+        return self.sent - 1
 
 
 class ProcessExecutor(_Pool):
@@ -250,6 +279,8 @@ class ProcessExecutor(_Pool):
         self.share_over = share_over if shared.AVAILABLE else 0
         self._as_user = task_user_options(task_user) if task_user is not None else {}
         self.restarts = 0
+        # called with the tasks handed ahead to a worker that died before they started (hand_ahead)
+        self.returned: Callable[[list[Ticket]], None] | None = None
         self._workers: set[_Worker] = set()
         self._nursery: trio.Nursery | None = None
         self._closed = False
@@ -275,7 +306,7 @@ class ProcessExecutor(_Pool):
         """Send the task; its inputs over `share_over` bytes cross as memory files on the side socket (one
         task at a time per worker: the worker takes them in the order of the frames)."""
         if inputs is None or worker.side is None:
-            worker.conn.send(TaskToWorker(payload, inputs))
+            worker.send_task(TaskToWorker(payload, inputs))
             return
         files, indices, framed = [], [], []
         for i, value in enumerate(inputs):
@@ -296,7 +327,7 @@ class ProcessExecutor(_Pool):
                 worker.stopped = (SYSTEM, f"the task's inputs could not be handed to its worker: {exc}")
                 _kill_group(worker.process)
                 return
-        worker.conn.send(TaskToWorker(payload, framed, tuple(indices)))
+        worker.send_task(TaskToWorker(payload, framed, tuple(indices)))
 
     def _shared_outcome(self, worker: _Worker) -> Outcome:
         """The outcome of a task whose worker sent its value as a memory file (OutcomeToNode.shared)."""
@@ -325,8 +356,17 @@ class ProcessExecutor(_Pool):
                 if type(msg) is not OutcomeToNode or worker.ticket is None:
                     raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
                 outcome = self._shared_outcome(worker) if msg.shared and worker.side is not None else msg.outcome
-                if worker.stopped is None:  # else the kill is on its way: the task ends as stopped
-                    self._finished(worker, outcome)
+                if msg.dropped:
+                    dropped = set(msg.dropped)
+                    worker.queued = deque(t for t in worker.queued if t.seq not in dropped)
+                if worker.stopped is not None:  # the kill is on its way: the task ends as stopped
+                    worker.overran += 1  # and the next queued one had started
+                    continue
+                successor = worker.queued.popleft() if worker.queued else None
+                if successor is not None and successor.withdrawn:  # it started before its DropTask came
+                    worker.stopped = (CANCELLED, "withdrawn")  # nothing reports it: its caller gave it up
+                    _kill_group(worker.process)
+                self._finished(worker, outcome, successor)
             self._dispatch()
 
         async with trio.open_nursery() as watching:
@@ -339,6 +379,15 @@ class ProcessExecutor(_Pool):
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
         ticket, worker.ticket = worker.ticket, None
+        queued = list(worker.queued)
+        worker.queued.clear()
+        started = queued[: worker.overran] if ticket is not None else []  # answered after the kill began
+        returned = [t for t in queued[len(started) :] if not t.withdrawn]
+        if ticket is not None and ticket.done is None:  # given up: no outcome of it can start the next one
+            returned[:0] = [t for t in started if not t.withdrawn]
+            started = []
+        if returned and self.returned is not None:  # never started: its caller hands them out again
+            self.returned(returned)
         if ticket is not None:
             if worker.stopped is not None:
                 failure, why = worker.stopped
@@ -349,9 +398,18 @@ class ProcessExecutor(_Pool):
                 if worker.process.poll() is None:  # alive but broke the protocol
                     why += f": {reason}"
                 logger.warning("%s; starting a replacement", why)
+            for behind in started:  # each started as the one before it ended: a task that started fails once
+                if behind.withdrawn:  # given up: nobody waits for it
+                    continue
+                ticket.successor = behind
+                done, ticket.done = ticket.done, None
+                if done is not None:
+                    done(failed(why, failure))
+                ticket = behind
+                failure, why = SYSTEM, f"its worker (process {worker.process.pid}) was killed as it started the task"
             done, ticket.done = ticket.done, None
-            assert done is not None  # its outcome was not reported: the worker still held it
-            done(failed(why, failure))
+            if done is not None:  # else given up (withdrawn): nobody waits for it
+                done(failed(why, failure))
         await self._kill(worker)
         if not self._closed:
             self.restarts += 1
@@ -420,6 +478,48 @@ class ProcessExecutor(_Pool):
         self._nursery.start_soon(self._serve, worker)
         self._idle.append(worker)
         self._dispatch()
+
+    def hand_ahead(self, payload: bytes, tag) -> Ticket | None:
+        """Queue a task in a busy worker (the one with the fewest queued), to start as the ones before it end
+        with no hop through the node monitor between them; None (nothing sent) if a worker is idle or none
+        runs a task. Its ticket has no callback until `adopt`: when the task before it ends, that one's
+        ticket names it as its `successor` (it runs now). If the worker dies first, it never started:
+        `returned` gets it back."""
+        if self._idle or self._waiting:
+            return None
+        best: _Worker | None = None
+        for worker in self._workers:
+            if worker.ticket is not None and worker.stopped is None and not worker.ticket.withdrawn:
+                if best is None or len(worker.queued) < len(best.queued):
+                    best = worker
+        if best is None:
+            return None
+        ticket = Ticket(payload, None)
+        ticket.tag, ticket.worker = tag, best
+        ticket.seq = best.send_task(TaskToWorker(payload))
+        best.queued.append(ticket)
+        return ticket
+
+    @staticmethod
+    def adopt(ticket: Ticket, done: Done) -> Ticket:
+        """A task handed ahead has started (a finished ticket's successor): `done` gets its outcome."""
+        ticket.done = done
+        return ticket
+
+    def withdraw(self, ticket: Ticket) -> None:
+        """Give up a task handed ahead (no outcome will be reported for it): dropped unstarted if its worker
+        has not started it, else its worker is killed (as a forced cancel kills a running task)."""
+        worker = ticket.worker
+        if ticket.withdrawn or not isinstance(worker, _Worker):
+            return
+        ticket.withdrawn = True
+        ticket.done = None
+        if worker.ticket is ticket:  # it had started
+            if worker.stopped is None:
+                worker.stopped = (CANCELLED, "withdrawn")
+                _kill_group(worker.process)
+        elif ticket in worker.queued:
+            worker.conn.send(DropTask(ticket.seq))
 
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
         """Kill the worker running `ticket`'s task; its reader reports (failure, reason) and replaces it."""

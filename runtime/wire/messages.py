@@ -7,7 +7,8 @@ Connections and the messages allowed on them (see docs/runtime.md):
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
   OutcomeToScheduler.
-- node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode.
+- node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode, one per task
+  in order; DropTask (a task handed ahead, not started: skip it).
 - scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left); StealPeers (the
   other stealing node monitors, to a node monitor that steals).
 - node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
@@ -439,6 +440,9 @@ class ReleaseValues(_Msg, tag=44):
 # -- node monitor <-> worker process ---------------------------------------------------------------
 
 
+Seq = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # a worker's TaskToWorker frames, numbered from 0
+
+
 class TaskToWorker(_Msg, tag=30):
     """Node monitor -> worker process: run this packed task (task_codec.py); `inputs`, if any, are the
     pickled values of a dependent task's inputs, passed to its call last (data/dependent.py). The inputs
@@ -451,11 +455,21 @@ class TaskToWorker(_Msg, tag=30):
 
 
 class OutcomeToNode(_Msg, tag=31):
-    """Worker process -> node monitor: the outcome of the task it was given last; `shared`: its (ok) value
-    is not in `outcome.payload` but in a memory file sent just before over the worker's side socket."""
+    """Worker process -> node monitor: the outcome of the task it started last; `shared`: its (ok) value
+    is not in `outcome.payload` but in a memory file sent just before over the worker's side socket.
+    `dropped`: the numbers (DropTask) of the tasks queued behind it that it dropped unstarted; the next
+    task it was given and did not drop starts as this is sent (worker_main.py)."""
 
     outcome: Outcome
     shared: bool = False
+    dropped: Annotated[tuple[Seq, ...], msgspec.Meta(max_length=MAX_INPUTS)] = ()
+
+
+class DropTask(_Msg, tag=38):
+    """Node monitor -> worker process: drop the task numbered `seq` (the worker's TaskToWorker frames count
+    from 0) unstarted if it has not started it yet; the OutcomeToNode before it would start says so."""
+
+    seq: Seq
 
 
 Message = (
@@ -495,4 +509,5 @@ Message = (
     | ReleaseValues
     | TaskToWorker
     | OutcomeToNode
+    | DropTask
 )

@@ -14,6 +14,8 @@ from typing import Any
 from .. import QUEUE_POLICIES, check_probe_ratio
 from .._core import DURATIONS, PLACEMENT_POLICIES
 
+MAX_PIPELINE_DEPTH = 64  # as the runtime's (services/node_monitor_logic.py) and policy/pipeline.h's kMaxDepth
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -39,11 +41,13 @@ class SimConfig:
     binding, `cancellation` of leftover reservations) | sparrow_steal (sparrow plus Hawk-style work
     stealing: a worker left with a free slot and an empty queue asks `steal_victims` random peers
     and takes up to `steal_max_take` reservations from the one queued behind the longest-running
-    task, if that task has run at least `steal_min_blocked`) | sparrow_pipelined and
+    task, if that task has run at least `steal_min_blocked`; its probes leave `steal_wait` after
+    the worker became idle, if it still is: a runtime's reaction time) | sparrow_pipelined and
     sparrow_steal_pipelined (sparrow and sparrow_steal with pipelined late binding: a busy worker whose
     queue holds reservations asks for the next task of a slot, at most one per running task, once
     that task has run `pipeline_after` x the median run time of the worker's last 8 tasks; 0: at
-    once) | omniscient (ideal central queue).
+    once; `pipeline_depth` d > 1, the runtime's rule: while that median is under 5 ms, up to d per
+    slot held and at most half of what the worker holds of a job) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
@@ -74,7 +78,9 @@ class SimConfig:
     steal_victims: int = 8
     steal_max_take: int = 1
     steal_min_blocked: float = 0.0
+    steal_wait: float = 0.0
     pipeline_after: float = 0.0
+    pipeline_depth: int = 1
     queue_policy: str = "fifo"
     user_weights: tuple[float, ...] = (1.0,)
     user_demands: tuple[float, ...] | None = None
@@ -103,7 +109,9 @@ class SimConfig:
         _int("steal_victims", self.steal_victims, 1, 2**31 - 1)
         _int("steal_max_take", self.steal_max_take, 1, 2**31 - 1)
         _number("steal_min_blocked", self.steal_min_blocked, low=0.0)
+        _number("steal_wait", self.steal_wait, low=0.0)
         _number("pipeline_after", self.pipeline_after, low=0.0)
+        _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
         for name in ("cancellation", "keep_task_waits"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
@@ -152,7 +160,9 @@ class SimConfig:
             "steal_victims": self.steal_victims,
             "steal_max_take": self.steal_max_take,
             "steal_min_blocked": float(self.steal_min_blocked),
+            "steal_wait": float(self.steal_wait),
             "pipeline_after": float(self.pipeline_after),
+            "pipeline_depth": self.pipeline_depth,
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,

@@ -92,6 +92,7 @@ def test_sweep_writes_json_and_a_plot(tmp_path: Path) -> None:
         (["-o", "rows.txt"], "--output must end in .csv or .json"),
         (["--steal-victims", "0"], "steal_victims must be >= 1"),
         (["--steal-min-blocked", "-1"], "steal_min_blocked must be >= 0"),
+        (["--pipeline-depth", "0"], "pipeline_depth must be in [1, 64]"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: list[str], message: str) -> None:

@@ -94,9 +94,22 @@ def test_more_victims_find_more_to_steal() -> None:
         ("steal_min_blocked", -1.0, ValueError),
         ("steal_min_blocked", float("nan"), ValueError),
         ("steal_victims", 2.5, TypeError),
+        ("steal_wait", -0.1, ValueError),
+        ("steal_wait", float("inf"), ValueError),
     ],
 )
 def test_bad_steal_settings_are_rejected_by_name(field: str, value: object, error: type) -> None:
     """A bad steal setting is refused before the simulation starts, naming the field."""
     with pytest.raises(error, match=field):
         simulate(replace(BIMODAL, policy="sparrow_steal", **{field: value}))
+
+
+def test_a_thief_that_waits_before_probing_steals_less_and_later() -> None:
+    """steal_wait (a runtime's reaction time, experiment/steal_timing.py): waiting 50 ms before each attempt
+    steals fewer reservations and leaves short jobs a higher p50 than not waiting; waiting past the run's end
+    steals nothing and decides as plain sparrow."""
+    runs = {w: simulate(replace(BIMODAL, policy="sparrow_steal", steal_wait=w)) for w in (0.0, 0.05, 1e6)}
+    assert runs[0.05].counters["stolen"] < runs[0.0].counters["stolen"]
+    assert runs[0.05].summary()["p50"] > runs[0.0].summary()["p50"]
+    assert runs[1e6].counters["stolen"] == 0
+    np.testing.assert_array_equal(runs[1e6].job_response, simulate(replace(BIMODAL, policy="sparrow")).job_response)

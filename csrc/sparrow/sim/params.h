@@ -42,10 +42,13 @@ struct SimParams {
   int64_t steal_victims = 2;
   int64_t steal_max_take = 1;
   double steal_min_blocked = 0.0;
+  double steal_wait = 0.0;  // seconds from an idle worker's reason to steal to its probes (policy/steal.h)
   // Pipelined late binding (policies SparrowPipelined, SparrowStealPipelined, policy/pipeline.h):
   // a busy slot asks for its next task once its task has run pipeline_after x the worker's recent
-  // median run time (0: at once).
+  // median run time (0: at once); up to pipeline_depth ahead per slot while the worker's tasks are
+  // short (pipeline.h).
   double pipeline_after = 0.0;
+  int32_t pipeline_depth = 1;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;

@@ -4,8 +4,15 @@ at the asked load, and the sentences are written from the numbers, whichever way
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.replay import MODEL_SEEDS
-from sparrow_runtime.experiment.steal import LONG_FRACTION, WIDTH, StealRun, make_mixed, table, verdicts
+from sparrow_runtime.experiment.steal import (
+    LONG_FRACTION,
+    MODEL_SEEDS,
+    WIDTH,
+    StealRun,
+    make_mixed,
+    table,
+    verdicts,
+)
 
 
 def test_the_mix_is_drawn_from_its_seed_at_the_asked_load():
@@ -43,8 +50,29 @@ def test_verdicts_are_written_from_the_numbers():
     good = verdicts([run(False, 300, 327), run(True, 100, 95)])
     assert good == [
         "Short jobs' p50 response, stealing off / on, same arrivals: 3.00x (target >= 2x: met).",
-        "Simulator against each run at the short jobs' p50: worst 9% off (target within 10%: met).",
+        "Simulator against each run at the short jobs' p50: worst 9% off (target within 10%: met); the mean of "
+        "the signed errors +2%.",
+        f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
     assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
-    assert "| 0 | on | 200.0 | 300.0 | 1.50 |" in table([run(True, 200, 300)])
+    assert "| 0 | on | 200.0 | 300.0 | 1.50 | 300.0-300.0 |" in table([run(True, 200, 300)])
+
+
+def test_the_models_spread_is_taken_over_its_seeds():
+    """Seed i of the model gives the short jobs i x 10 ms: its p10-p90 over the seeds brackets a run at the
+    middle and not one past the last seed; the pooled p50 is over every seed's jobs together."""
+    long = np.array([False, False, True])
+    per_seed = [np.array([(i + 1) / 100, (i + 1) / 100, 5.0]) for i in range(MODEL_SEEDS)]
+    simulated = np.concatenate(per_seed)
+    middle = StealRun(True, 0, long, np.array([0.1, 0.1, 5.0]), simulated, simulated[:3], 0, 0)
+    past = StealRun(True, 0, long, np.array([1.0, 1.0, 5.0]), simulated, simulated[:3], 0, 0)
+    lo, hi = middle.model_range()
+    assert lo == pytest.approx(np.percentile(np.arange(1, MODEL_SEEDS + 1) / 100, 10))
+    assert hi == pytest.approx(np.percentile(np.arange(1, MODEL_SEEDS + 1) / 100, 90))
+    assert middle.within_model_range() and not past.within_model_range()
+    assert middle.p(50, simulated=True) == pytest.approx(np.median(simulated[~np.tile(long, MODEL_SEEDS)]))
+    assert (
+        "Runs within the model's own spread" in verdicts([middle, past])[-1]
+        and "1 of 2" in verdicts([middle, past])[-1]
+    )

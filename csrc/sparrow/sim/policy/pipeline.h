@@ -20,12 +20,23 @@
 // answer then starts at once); else the worker serves its queue as usual (and may steal). An
 // ahead answer with a task binds it; an empty one refunds the user's fair-share charge and the
 // worker may ask ahead again.
+//
+// Depth (pipeline_depth d, the runtime's --pipeline-depth, services/node_monitor_logic.py). d = 1
+// is the rule above. Deeper, while the median run time of the worker's last kRecent tasks is
+// under kShortTask (5 ms; none known yet: not), the worker is "deep": up to d requests asked ahead
+// or bound per slot it holds (running, or asking for its task) go out, a slot that takes a
+// reservation asks ahead with it at once, the timer rule does not apply, and the worker asks ahead
+// for at most half of what it holds of the head reservation's job (2 x (its requests ahead + 1)
+// <= its queued reservations + its requests ahead; the head stops the asking). Whenever the median
+// is 5 ms or more it pipelines one deep as above. So a worker that holds one reservation of a job
+// (batch sampling on a large cluster) asks none of it ahead while deep.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sparrow/sim/cluster.h"
@@ -36,21 +47,28 @@ namespace sim {
 
 class Pipelining {
  public:
-  static constexpr int kRecent = 8;  // run times kept per worker for its median
+  static constexpr int kRecent = 8;          // run times kept per worker for its median
+  static constexpr double kShortTask = 0.005;  // seconds: deeper than 1 only under this median
+  static constexpr int32_t kMaxDepth = 64;     // the runtime's MAX_PIPELINE_DEPTH
 
   Pipelining(Cluster& c, WorkerQueues& queues)
       : c_(c),
         queues_(queues),
         on_(c.p.policy == PlacementPolicy::SparrowPipelined || c.p.policy == PlacementPolicy::SparrowStealPipelined),
-        after_(c.p.pipeline_after) {
+        after_(c.p.pipeline_after),
+        depth_(c.p.pipeline_depth) {
     if (!on_) return;
     if (!(after_ >= 0) || !std::isfinite(after_)) throw std::invalid_argument("pipeline_after must be finite and >= 0");
+    if (depth_ < 1 || depth_ > kMaxDepth)
+      throw std::invalid_argument("pipeline_depth must be in [1, 64], got " + std::to_string(depth_));
     const size_t n = static_cast<size_t>(c.p.n_workers), s = static_cast<size_t>(c.p.slots);
+    const size_t d = static_cast<size_t>(depth_);
+    ask_cap_ = static_cast<int32_t>((d + 1) * s);  // a request per slot held, d ahead per slot
     state_.assign(n, State{});
-    asks_.assign(n * 2 * s, Ask{0.0, -1});
-    bound_.assign(n * s, Bound{});
+    asks_.assign(n * static_cast<size_t>(ask_cap_), Ask{0.0, -1});
+    bound_.assign(n * d * s, Bound{});
     running_.assign(n * s, Running{});
-    recent_.assign(after_ > 0 ? n * kRecent : 0, 0.0);
+    recent_.assign(keeps_recent() ? n * kRecent : 0, 0.0);
   }
 
   bool on() const { return on_; }
@@ -65,7 +83,7 @@ class Pipelining {
     Running* r = &running_[w * c_.p.slots];
     while (r->job >= 0) ++r;  // a free entry: w runs fewer than `slots` tasks
     *r = Running{job, static_cast<int32_t>(t), 0, c_.now};
-    if (after_ == 0) {
+    if (after_ == 0 || st.deep) {
       arm(host, w, *r);
     } else if (st.n_recent > 0) {
       c_.heap.push(c_.now + after_ * median(w), job, static_cast<int32_t>(w), -1 - static_cast<int32_t>(t));
@@ -89,10 +107,11 @@ class Pipelining {
     if (r == nullptr) throw std::logic_error("simulator: pipelining lost a running task");
     State& st = state_[w];
     if (r->armed) --st.armed;
-    if (after_ > 0) {
+    if (keeps_recent()) {
       recent_[w * kRecent + st.next_recent] = c_.now - r->start;
       st.next_recent = (st.next_recent + 1) % kRecent;
       if (st.n_recent < kRecent) ++st.n_recent;
+      if (depth_ > 1) st.deep = median(w) < kShortTask;
     }
     r->job = -1;
     slot_freed(host, w);
@@ -118,7 +137,7 @@ class Pipelining {
       if (m.task >= 0) {
         ++c_.out.counters.bound_ahead;
         State& st = state_[w];
-        bound_[w * c_.p.slots + st.n_bound++] = Bound{m.job, m.task};
+        bound_[w * c_.p.slots * depth_ + st.n_bound++] = Bound{m.job, m.task};
         if (c_.free[w] > 0) slot_freed(host, w);  // a slot freed with nothing to take it
       } else {
         queues_.queue(w).refund(m.user);
@@ -131,13 +150,23 @@ class Pipelining {
   template <class Host>
   void ask_ahead(Host& host, int64_t w) {
     State& st = state_[w];
+    const int64_t limit = st.deep ? (c_.p.slots - c_.free[w]) * depth_ : st.armed;
     Reservation r;
-    while (st.ahead + st.n_bound < st.armed && queues_.pop_ahead(w, r)) {
+    while (st.ahead + st.n_bound < limit) {
+      if (st.deep && !half_allows(host, w)) break;
+      if (!queues_.pop_ahead(w, r)) break;
       ++st.ahead;
       ++c_.out.counters.asked_ahead;
       push_ask(w, host.job_of(r.job_id), -1.0);
-      host.send_get_task(w, r.job_id, r.user);
+      host.ask_ahead_for(w, r.job_id, r.user);
     }
+  }
+
+  // A deep worker asks ahead now: a slot of w took a reservation and asked for its task (it asks
+  // ahead with it), or a cancel took reservations from w's queue (its head may have held it back).
+  template <class Host>
+  void deep_ask(Host& host, int64_t w) {
+    if (state_[w].deep) ask_ahead(host, w);
   }
 
  private:
@@ -147,6 +176,7 @@ class Pipelining {
     int32_t n_bound = 0;                // tasks bound, waiting for a slot
     int32_t armed = 0;                  // running tasks whose slot may ask ahead
     int32_t n_recent = 0, next_recent = 0;
+    bool deep = false;  // depth > 1 and the recent median under kShortTask
   };
   struct Ask {
     double granted;  // when it got its slot; -1: asked ahead, none yet
@@ -163,6 +193,24 @@ class Pipelining {
     double start = 0.0;
   };
 
+  bool keeps_recent() const { return after_ > 0 || depth_ > 1; }
+
+  // The half rule (header comment) for the head of w's queue (which may be empty).
+  template <class Host>
+  bool half_allows(Host& host, int64_t w) {
+    Reservation head;
+    if (queues_.queued(w) == 0 || !queues_.queue(w).peek(head)) return true;  // nothing to ask for
+    const int64_t job = host.job_of(head.job_id);
+    const State& st = state_[w];
+    const Ask* asks = &asks_[w * ask_cap_];
+    int64_t ahead = 0;
+    for (int32_t i = 0; i < st.n_asks; ++i) {
+      const Ask& a = asks[(st.first_ask + i) % ask_cap_];
+      ahead += a.granted < 0 && a.job == job;
+    }
+    return 2 * (ahead + 1) <= queues_.queue(w).job_count(head.job_id) + ahead;
+  }
+
   template <class Host>
   void arm(Host& host, int64_t w, Running& r) {
     r.armed = 1;
@@ -176,7 +224,7 @@ class Pipelining {
   void slot_freed(Host& host, int64_t w) {
     State& st = state_[w];
     if (st.n_bound > 0) {
-      Bound* b = &bound_[w * c_.p.slots];
+      Bound* b = &bound_[w * c_.p.slots * depth_];
       const Bound next = b[0];
       std::copy(b + 1, b + st.n_bound, b);
       --st.n_bound;
@@ -186,7 +234,7 @@ class Pipelining {
       return;
     }
     if (st.ahead > 0) {
-      const int32_t cap = 2 * c_.p.slots;
+      const int32_t cap = ask_cap_;
       Ask* asks = &asks_[w * cap];
       for (int32_t i = 0; i < st.n_asks; ++i) {
         Ask& a = asks[(st.first_ask + i) % cap];
@@ -204,7 +252,7 @@ class Pipelining {
 
   void push_ask(int64_t w, int64_t job, double granted) {
     State& st = state_[w];
-    const int32_t cap = 2 * c_.p.slots;
+    const int32_t cap = ask_cap_;
     if (st.n_asks == cap) throw std::logic_error("simulator: pipelining has too many requests in flight");
     asks_[w * cap + (st.first_ask + st.n_asks) % cap] = Ask{granted, job};
     ++st.n_asks;
@@ -213,7 +261,7 @@ class Pipelining {
   // The oldest request of w in flight, which the answer about job must be.
   double pop_ask(int64_t w, int64_t job) {
     State& st = state_[w];
-    const int32_t cap = 2 * c_.p.slots;
+    const int32_t cap = ask_cap_;
     const Ask a = asks_[w * cap + st.first_ask];
     if (st.n_asks == 0 || a.job != job) throw std::logic_error("simulator: pipelining got answers out of order");
     st.first_ask = (st.first_ask + 1) % cap;
@@ -240,11 +288,13 @@ class Pipelining {
   WorkerQueues& queues_;
   bool on_;
   double after_;
+  int32_t depth_;
+  int32_t ask_cap_ = 0;  // requests in flight per worker at most: (depth + 1) x slots
   std::vector<State> state_;
-  std::vector<Ask> asks_;     // per worker 2 x slots: the requests in flight, oldest first
-  std::vector<Bound> bound_;  // per worker `slots`
+  std::vector<Ask> asks_;     // per worker ask_cap_: the requests in flight, oldest first
+  std::vector<Bound> bound_;  // per worker depth x slots
   std::vector<Running> running_;  // per worker `slots`
-  std::vector<double> recent_;    // per worker kRecent run times (pipeline_after > 0)
+  std::vector<double> recent_;    // per worker kRecent run times (pipeline_after > 0 or depth > 1)
 };
 
 }  // namespace sim

@@ -85,8 +85,11 @@ class SparrowPolicy {
     serve(w);
   }
 
-  // A pipelining timer (a completion of a negative task) fired.
-  void timer(const Completion& done) { pipelining_.timer(*this, done); }
+  // A timer (a completion of a negative task) fired: work stealing's (steal_wait) or pipelining's.
+  void timer(const Completion& done) {
+    if (done.job == WorkStealing::kTimerJob) return stealing_.timer(done);
+    pipelining_.timer(*this, done);
+  }
 
   // A slot of w is free (or several): serve the queue; left idle, try to steal.
   void serve(int64_t w) {
@@ -96,6 +99,12 @@ class SparrowPolicy {
 
   // The job of a queue key (a job id, or a stolen reservation's key).
   int64_t job_of(int64_t key) const { return stealing_.keys().job(key); }
+
+  // Pipelining popped the reservation keyed `key` from w's queue to ask for its task ahead.
+  void ask_ahead_for(int64_t w, int64_t key, int32_t user) {
+    stealing_.dequeued(w, key);
+    send_get_task(w, key, user);
+  }
 
   // GetTask for the reservation keyed `key` at worker w, on behalf of the worker it was placed at.
   void send_get_task(int64_t w, int64_t key, int32_t user) {
@@ -111,7 +120,9 @@ class SparrowPolicy {
     const Job& j = c_.pool.get(job);
     if (queues_.enqueue(w, key, j.user, j.priority)) {
       ask_for_task(w, key, j.user);
+      if (pipelining_.on()) pipelining_.deep_ask(*this, w);
     } else {
+      stealing_.queued(w, key);
       run_reservations(w);
       if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
     }
@@ -123,7 +134,10 @@ class SparrowPolicy {
   // Late binding: a reservation at the head with a free slot holds it and asks for a task.
   void run_reservations(int64_t w) {
     Reservation r;
-    while (queues_.dequeue(w, r)) ask_for_task(w, r.job_id, r.user);
+    while (queues_.dequeue(w, r)) {
+      stealing_.dequeued(w, r.job_id);
+      ask_for_task(w, r.job_id, r.user);
+    }
   }
 
   // GetTask for the reservation keyed `key`, which holds a slot of worker w now.
@@ -137,6 +151,7 @@ class SparrowPolicy {
     queues_.for_each_prefetched(c_.words.data(), c_.words.size(), id, [&](int64_t w) {
       if (queues_.enqueue(w, id, job.user, job.priority)) {
         ask_for_task(w, id, job.user);
+        if (pipelining_.on()) pipelining_.deep_ask(*this, w);
       } else {
         run_reservations(w);
         if (pipelining_.on()) pipelining_.ask_ahead(*this, w);
@@ -162,6 +177,7 @@ class SparrowPolicy {
       const int64_t removed = queues_.cancel(w, id);
       c_.out.counters.cancelled += removed;
       if (job != nullptr) job->live_reservations -= removed;
+      if (removed > 0 && pipelining_.on()) pipelining_.deep_ask(*this, w);
     });
     if (job != nullptr) leave_table(*job);
   }

@@ -3,7 +3,10 @@
 //
 // Protocol, four one-way hops (each network_delay), at most one attempt in flight per worker:
 //   1. a worker with a free slot and an empty queue (after a task ends or an empty Reply)
-//      sends StealProbe to steal_victims random peers (choose_victims);
+//      sends StealProbe to steal_victims random peers (choose_victims); with steal_wait > 0 it
+//      sends them that long later (a timer), if it is still idle then: the runtime's time to
+//      start an attempt and the part of its steal round trips beyond four hops, measured by a
+//      replayed run (experiment/steal_timing.py);
 //   2. each peer answers its state: how many reservations wait for its slots (0 if it has a
 //      free slot) and how long the task that took its slot last has run (StealAnswer);
 //   3. the thief picks the peer queued behind the longest-running task and how many to take
@@ -11,7 +14,11 @@
 //   4. the victim gives up to that many from the head of its queue (take_reservations; the
 //      reservations of constrained jobs stay), in one Stolen message, maybe none by then.
 // The thief queues what it gets (SparrowPolicy::accept). A failed attempt is not retried until
-// the worker is idle again, so an idle cluster sends at most one attempt per task. Stealing
+// the worker is idle again, so an idle cluster sends at most one attempt per task; a worker that
+// became idle again while its attempt was in flight (a task ended, an empty Reply) attempts once
+// more when it ends, as the runtime's stealer does (services/steal.py). As in the runtime
+// (services/steal_logic.py), a stolen reservation is never stolen again: it stops a take at the
+// head of the thief's queue, and a probe's answer does not count it as stealable. Stealing
 // draws from its own Rng (spawned after the schedulers'), so the plain sparrow policy's
 // decisions are the same with or without this unit compiled in.
 //
@@ -20,6 +27,7 @@
 // the scheduler's TaskTable will consume (GetTask names it), so n_jobs * n_workers < 2^62.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -55,11 +63,14 @@ class WorkStealing {
     config_.max_take = c.p.steal_max_take;
     config_.min_blocked = c.p.steal_min_blocked;
     check_steal_config(config_);
+    if (!(c.p.steal_wait >= 0) || !std::isfinite(c.p.steal_wait))
+      throw std::invalid_argument("steal_wait must be finite and >= 0");
     const int64_t jobs = c.workload.n_jobs();
     if (jobs > 0 && c.p.n_workers > (int64_t{1} << 62) / jobs)
       throw std::invalid_argument("sparrow_steal: n_jobs * n_workers must be < 2**62");
     keys_of_.n_workers = c.p.n_workers;
     attempting_.assign(static_cast<size_t>(c.p.n_workers), 0);
+    borrowed_.assign(static_cast<size_t>(c.p.n_workers), 0);
     victims_.resize(static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims)));  // the same for every thief
   }
 
@@ -67,12 +78,40 @@ class WorkStealing {
 
   // Worker w may have become idle: a free slot, nothing queued, no attempt in flight.
   void if_idle(int64_t w) {
-    if (!on_ || c_.free[w] == 0 || queues_.queued(w) != 0 || attempting_[w]) return;
+    if (!on_ || c_.free[w] == 0 || queues_.queued(w) != 0) return;
+    if (attempting_[w]) {
+      attempting_[w] = 2;  // try again once this attempt ends
+      return;
+    }
     if (c_.p.n_workers < 2) return;
     attempting_[w] = 1;
-    ++c_.out.counters.steal_attempts;
-    choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
-    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+    if (c_.p.steal_wait > 0) {
+      c_.heap.push(c_.now + c_.p.steal_wait, kTimerJob, static_cast<int32_t>(w), -1);
+      return;
+    }
+    probe(w);
+  }
+
+  // A steal_wait timer (a completion of job kTimerJob) fired: w attempts if it is still idle.
+  void timer(const Completion& done) {
+    const int64_t w = done.worker;
+    c_.now = done.time;
+    if (c_.free[w] == 0 || queues_.queued(w) != 0) {
+      attempt_ended(w);
+      return;
+    }
+    probe(w);
+  }
+
+  static constexpr int64_t kTimerJob = -1;  // the job of a steal_wait timer (pipelining's are >= 0)
+
+  // A reservation keyed `key` was queued at w, or left w's queue to ask for its task: a stolen
+  // one (key < 0, only with stealing on) is counted.
+  void queued(int64_t w, int64_t key) {
+    if (key < 0) ++borrowed_[w];
+  }
+  void dequeued(int64_t w, int64_t key) {
+    if (key < 0) --borrowed_[w];
   }
 
   template <class Host>
@@ -88,8 +127,8 @@ class WorkStealing {
         on_take(m);
         break;
       case kStolen:
-        attempting_[m.worker] = 0;
         for (int64_t key : c_.words) host.accept(m.worker, key);
+        attempt_ended(m.worker);
         break;
       default:
         throw std::logic_error("simulator: sparrow got a message of kind " + std::to_string(m.kind));
@@ -97,6 +136,13 @@ class WorkStealing {
   }
 
  private:
+  // w's attempt sends its probes now.
+  void probe(int64_t w) {
+    ++c_.out.counters.steal_attempts;
+    choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
+    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+  }
+
   // At the victims (the payload): their ids, then how many reservations wait at each, then for how
   // long each has been blocked (a double's bits).
   void on_probe(const Msg& m) {
@@ -109,7 +155,7 @@ class WorkStealing {
       const int64_t v = victims[i];
       const double blocked = c_.now - queues_.granted_at(v);
       out[i] = v;
-      out[n + i] = c_.free[v] == 0 ? queues_.queued(v) : 0;
+      out[n + i] = c_.free[v] == 0 ? queues_.queued(v) - borrowed_[v] : 0;
       std::memcpy(&out[2 * n + i], &blocked, sizeof blocked);
     }
     c_.send(kAnswer, -1, m.worker, -1, 0.0, 0, &answer_);
@@ -123,7 +169,7 @@ class WorkStealing {
     const int64_t* stealable = c_.words.data() + n;
     const StealChoice choice = choose_steal(rng_, stealable, blocked_.data(), static_cast<int64_t>(n), config_);
     if (choice.victim < 0) {
-      attempting_[m.worker] = 0;
+      attempt_ended(m.worker);
       return;
     }
     c_.send(kTake, c_.words[static_cast<size_t>(choice.victim)], m.worker, choice.take, 0.0);
@@ -135,20 +181,27 @@ class WorkStealing {
     taken_.clear();
     if (c_.free[v] == 0) {
       auto movable = [this](const Reservation& r) {
-        const Job& job = c_.pool.get(keys_of_.job(r.job_id));
+        if (r.job_id < 0) return false;  // stolen here: pinned
+        const Job& job = c_.pool.get(r.job_id);
         return job.job_candidates.empty() && !job.has_task_constraints();
       };
       take_reservations(queues_.queue(v), m.task, movable, taken_);
     }
     queues_.taken(v, static_cast<int64_t>(taken_.size()));
     keys_.clear();
-    for (const Reservation& r : taken_)
-      keys_.push_back(keys_of_.stolen(keys_of_.job(r.job_id), keys_of_.origin(r.job_id, v)));
+    for (const Reservation& r : taken_) keys_.push_back(keys_of_.stolen(r.job_id, v));
     if (!keys_.empty()) {
       ++c_.out.counters.steals;
       c_.out.counters.stolen += static_cast<int64_t>(keys_.size());
     }
     c_.send(kStolen, -1, m.worker, -1, 0.0, 0, &keys_);
+  }
+
+  // w's attempt is over; if w became idle again meanwhile, it attempts once more.
+  void attempt_ended(int64_t w) {
+    const bool again = attempting_[w] == 2;
+    attempting_[w] = 0;
+    if (again) if_idle(w);
   }
 
   Cluster& c_;
@@ -157,7 +210,8 @@ class WorkStealing {
   Rng rng_;
   StealConfig config_;
   StealKeys keys_of_;
-  std::vector<uint8_t> attempting_;  // per worker: an attempt is in flight
+  std::vector<uint8_t> attempting_;  // per worker: 1 an attempt is in flight, 2 and it became idle again
+  std::vector<int32_t> borrowed_;    // per worker: stolen reservations in its queue
   std::vector<int64_t> victims_, answer_, keys_;  // scratch
   std::vector<double> blocked_;
   std::vector<Reservation> taken_;

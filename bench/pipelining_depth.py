@@ -1,0 +1,92 @@
+"""Pipelining depth N in the simulator (issue 21 item 4): job response time at 10,000 workers x 1 slot,
+100-task jobs, the runtime's scheduler round trip (0.3 ms), for pipelined late binding 1, 4 and 16 deep
+(`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h) against plain Sparrow and the
+omniscient scheduler on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential,
+per_job and bimodal (5% of tasks 20x) tasks of 10 ms mean. Prints a Markdown table: p50 and p99 (ms,
+the range over seeds) and each variant's p50 and p99 over Sparrow's and over omniscient's.
+
+    python -m bench.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
+    python -m bench.pipelining_depth --seeds 1 --jobs 500   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sparrow_core.sim import SimConfig, simulate
+
+from .pipelining import _range
+
+LOADS = (0.5, 0.7, 0.9, 0.95)
+WORKLOADS = {
+    "noop": SimConfig(duration="constant", mean_duration=0.0005),
+    "exponential": SimConfig(duration="exponential", mean_duration=0.01),
+    "per_job": SimConfig(duration="per_job", mean_duration=0.01),
+    "bimodal": SimConfig(duration="bimodal", mean_duration=0.01, bimodal_long_fraction=0.05, bimodal_ratio=20.0),
+}
+# (label, policy, pipeline_depth); the first two are the baselines every ratio is over.
+VARIANTS = (
+    ("sparrow", "sparrow", 1),
+    ("omniscient", "omniscient", 1),
+    ("depth 1", "sparrow_pipelined", 1),
+    ("depth 4", "sparrow_pipelined", 4),
+    ("depth 16", "sparrow_pipelined", 16),
+)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1,2", help="comma list of seeds")
+    parser.add_argument("--jobs", type=int, default=3000, help="jobs per run")
+    parser.add_argument("--workers", type=int, default=10_000)
+    parser.add_argument("--loads", default=",".join(map(str, LOADS)))
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    parser.add_argument("--network-delay", type=float, default=0.00015, help="one way, seconds")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    loads = [float(x) for x in args.loads.split(",")]
+    print(
+        f"{args.workers} workers x 1 slot, 100-task jobs, {args.jobs} jobs, round trip "
+        f"{2 * args.network_delay * 1e3:g} ms, seeds {args.seeds}; times in ms\n"
+    )
+    print(
+        "| workload | load | variant | p50 | p99 | p50 / sparrow | p99 / sparrow | p50 / omniscient "
+        "| asked ahead / task |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in args.workloads.split(","):
+        base = replace(
+            WORKLOADS[name],
+            n_workers=args.workers,
+            tasks_per_job=100,
+            n_jobs=args.jobs,
+            network_delay=args.network_delay,
+            keep_task_waits=False,
+        )
+        for load in loads:
+            rows: dict[str, list[tuple[float, float, float]]] = {}
+            for label, policy, depth in VARIANTS:
+                for seed in seeds:
+                    result = simulate(replace(base, policy=policy, pipeline_depth=depth, load=load, seed=seed))
+                    s = result.summary()
+                    ahead = result.counters["asked_ahead"] / max(1, result.n_tasks)
+                    rows.setdefault(label, []).append((s["p50"], s["p99"], ahead))
+            plain, ideal = rows["sparrow"], rows["omniscient"]
+            for label, values in rows.items():
+                p50 = [v[0] * 1e3 for v in values]
+                p99 = [v[1] * 1e3 for v in values]
+                r50 = [v[0] / b[0] for v, b in zip(values, plain, strict=True)]
+                r99 = [v[1] / b[1] for v, b in zip(values, plain, strict=True)]
+                o50 = [v[0] / b[0] for v, b in zip(values, ideal, strict=True)]
+                ahead = [v[2] for v in values]
+                print(
+                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | {_range(r50, 2)} | "
+                    f"{_range(r99, 2)} | {_range(o50, 2)} | {_range(ahead, 2)} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

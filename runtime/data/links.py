@@ -26,7 +26,7 @@ from ..wire.address import parse_address
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, describe_invalid
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
-from ..wire.limits import DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
+from ..wire.limits import CHUNK_SIZE, DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
 from ..wire.messages import Error, FetchValue, Message, ReleaseValues, ValueRef
 from ..wire.tls import TLS
 from .copies import Copies
@@ -36,6 +36,7 @@ from .transfer import Assembler, TransferError, chunk_prefix
 logger = logging.getLogger(__name__)
 
 LINKS_PER_HOLDER = 4
+SPARE_SCRATCH = 4  # scratch buffers of CHUNK_SIZE kept for the next transfers into memory files
 SMALL_FRAME = 64 * 1024  # a frame at most this big is read whole and decoded (a header, an answer, a small chunk)
 _decoder = msgspec.msgpack.Decoder(Message)
 
@@ -91,6 +92,7 @@ class DataLinks:
         # copies of fetched values kept for later tasks (a node monitor's; 0 bytes: none), and transfers under way
         self.copies = Copies(copies) if copies > 0 else None
         self._pending: dict[tuple[str, bytes], _Pending] = {}
+        self._scratch: list[bytearray] = []  # spare buffers: a fresh one per chunk costs its page faults
 
     async def fetch(self, ref: ValueRef) -> bytearray | SharedValue:
         """The value `ref` names: a copy kept here, the answer of a transfer of it under way, or from its
@@ -244,7 +246,14 @@ class DataLinks:
         received in its place (or, for a memory file, into a scratch buffer written to it)."""
         sock = stream.socket
         head = bytearray(HEADER_SIZE)
-        scratch = bytearray()
+        scratch: list[bytearray] = []  # taken from the spares when a chunk goes to a memory file
+        try:
+            await self._read_answer(sock, head, scratch, conn, assembler, ref)
+        finally:
+            if scratch and len(self._scratch) < SPARE_SCRATCH:
+                self._scratch.append(scratch[0])
+
+    async def _read_answer(self, sock, head: bytearray, scratch: list, conn, assembler: Assembler, ref) -> None:
         while True:
             await self._fill(sock, memoryview(head), conn)
             size = int.from_bytes(head, "big")
@@ -261,9 +270,10 @@ class DataLinks:
                     raise TransferError(f"{describe(ref)}: a frame that is not chunk {assembler.next} of {due:,} bytes")
                 target = assembler.target()
                 if target is None:
-                    if len(scratch) < due:
-                        scratch = bytearray(due)
-                    target = memoryview(scratch)[:due]
+                    if not scratch:  # a fresh buffer's page faults cost about as much as its copy
+                        scratch.append(self._scratch.pop() if self._scratch else bytearray(CHUNK_SIZE))
+                    buffer = scratch[0] if due <= CHUNK_SIZE else bytearray(due)  # over it: a hostile holder's
+                    target = memoryview(buffer)[:due]
                 await self._fill(sock, target, conn)
                 if assembler.put(target):
                     return

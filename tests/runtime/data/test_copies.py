@@ -1,9 +1,10 @@
-"""Copies of fetched values at a node monitor (data/copies.py, DataLinks(copies=...)): a value its tasks take
-again is fetched once, overlapping fetches share one transfer, and copies stay within their byte limit
-and idle time."""
+"""A node monitor's fetches (data/copies.py, DataLinks(copies=...)): a value its tasks take again is fetched
+once, overlapping fetches share one transfer, copies stay within their byte limit and idle time, and the
+scratch buffers that chunks bound for memory files come through are reused without mixing values up."""
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
 import pytest
@@ -12,10 +13,11 @@ import trio.testing
 
 from sparrow_runtime.data import shared
 from sparrow_runtime.data.copies import COPY_MAX, Copies, copy_limit
-from sparrow_runtime.data.links import DataLinks
+from sparrow_runtime.data.links import SPARE_SCRATCH, DataLinks
 from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.errors import ValueLost
+from sparrow_runtime.wire.limits import CHUNK_SIZE
 from sparrow_runtime.wire.messages import ValueRef
 
 SECRET = b"c" * 32
@@ -86,7 +88,7 @@ async def _serving(test) -> None:
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, server.handle_stream, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
-        with trio.fail_after(20):
+        with trio.fail_after(60):
             await test(server, store, f"127.0.0.1:{port}")
         nursery.cancel_scope.cancel()
 
@@ -238,3 +240,32 @@ def test_a_node_monitor_keeps_a_quarter_of_its_memory_limit_in_copies_and_at_mos
     assert copy_limit(4_000_000) == 1_000_000
     assert copy_limit(0) == 0
     assert copy_limit(64 * 1024**3) == COPY_MAX == 1024**3
+
+
+@needs_memfd
+def test_values_fetched_in_turn_and_at_once_into_memory_files_arrive_whole_with_bounded_spares():
+    """Eight values of 1.5 chunks each (random bytes, so a stale scratch would show), fetched one after the
+    other and then all at once: each equals its original; at most SPARE_SCRATCH scratch buffers are kept."""
+
+    async def test(server, store, address):
+        size = CHUNK_SIZE + CHUNK_SIZE // 2
+        originals = [os.urandom(size) for _ in range(8)]
+        refs = [ValueRef("nm", address, store.put(value), size) for value in originals]
+        links = _links()
+        for ref, original in zip(refs, originals, strict=True):
+            value = await links.fetch(ref)
+            assert type(value) is shared.SharedValue and value[:] == original
+        got: dict[int, bytes] = {}
+
+        async def one(i: int) -> None:
+            got[i] = (await links.fetch(refs[i]))[:]
+
+        async with trio.open_nursery() as nursery:
+            for i in range(len(refs)):
+                nursery.start_soon(one, i)
+        assert [got[i] == originals[i] for i in range(len(refs))] == [True] * len(refs)
+        assert 1 <= len(links._scratch) <= SPARE_SCRATCH
+        assert all(len(buffer) == CHUNK_SIZE for buffer in links._scratch)
+        await links.aclose()
+
+    trio.run(_serving, test)

@@ -76,6 +76,18 @@ def per_task(values: Sequence[Row], counter: str) -> list[float]:
     return [v[2][counter] / max(1, v[3]) for v in values]
 
 
+def table_row(
+    name: str, load: float, label: str, values: Sequence[Row], plain: Sequence[Row], *more: Sequence[float]
+) -> str:
+    """One markdown row of a variant: its p50 and p99 (ms) and their ratios to plain Sparrow's on the same
+    arrivals, then a cell per list in `more`; each a range over the seeds."""
+    p50 = [v[0] * 1e3 for v in values]
+    p99 = [v[1] * 1e3 for v in values]
+    cells = [_range(p50, 2), _range(p99, 2), _range(over(values, plain, 0), 2), _range(over(values, plain, 1), 2)]
+    cells += [_range(extra, 2) for extra in more]
+    return f"| {name} | {load} | {label} | " + " | ".join(cells) + " |"
+
+
 def _range(values: Sequence[float], digits: int = 3) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:.{digits}f}" if f"{lo:.{digits}f}" == f"{hi:.{digits}f}" else f"{lo:.{digits}f}-{hi:.{digits}f}"
@@ -110,15 +122,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         variants = [(label, {"policy": policy, "pipeline_after": after}) for label, policy, after in chosen]
         for load in loads:
             rows = run_variants(base, load, variants, seeds)
-            plain = rows["sparrow"]
             for label, values in rows.items():
-                p50 = [v[0] * 1e3 for v in values]
-                p99 = [v[1] * 1e3 for v in values]
                 print(
-                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | "
-                    f"{_range(over(values, plain, 0), 2)} | {_range(over(values, plain, 1), 2)} | "
-                    f"{_range(per_task(values, 'bound_ahead'), 2)} |",
-                    flush=True,
+                    table_row(name, load, label, values, rows["sparrow"], per_task(values, "bound_ahead")), flush=True
                 )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from sparrow_core.sim import SimConfig
 
-from .pipelining import _range, on_the_cluster, over, per_task, run_variants
+from .pipelining import on_the_cluster, over, per_task, run_variants, table_row
 
 LOADS = (0.5, 0.7, 0.9, 0.95)
 WORKLOADS = {
@@ -62,14 +62,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows = run_variants(base, load, variants, seeds)
             plain, ideal = rows["sparrow"], rows["omniscient"]
             for label, values in rows.items():
-                p50 = [v[0] * 1e3 for v in values]
-                p99 = [v[1] * 1e3 for v in values]
-                print(
-                    f"| {name} | {load} | {label} | {_range(p50, 2)} | {_range(p99, 2)} | "
-                    f"{_range(over(values, plain, 0), 2)} | {_range(over(values, plain, 1), 2)} | "
-                    f"{_range(over(values, ideal, 0), 2)} | {_range(per_task(values, 'asked_ahead'), 2)} |",
-                    flush=True,
-                )
+                ahead = per_task(values, "asked_ahead")
+                print(table_row(name, load, label, values, plain, over(values, ideal, 0), ahead), flush=True)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "sparrow/flat_map.h"
+#include "sparrow/prefetch.h"
 #include "sparrow/ring.h"
 
 namespace sparrow {
@@ -206,14 +207,14 @@ class alignas(64) ReservationQueue {
   // only what the stage before loaded: the object, then what its long form points at, then the
   // job's slot there. Hints only: they decide nothing.
   void prefetch_object() const {
-    __builtin_prefetch(this);
-    __builtin_prefetch(reinterpret_cast<const char*>(this) + 64);
+    prefetch_line(this);
+    prefetch_line(reinterpret_cast<const char*>(this) + 64);
   }
   void prefetch_store() const {
     if (!is_long_) return;
-    __builtin_prefetch(&long_store_->fifo);
-    __builtin_prefetch(&long_store_->jobs);
-    if (!users_.empty()) __builtin_prefetch(users_.data());
+    prefetch_line(&long_store_->fifo);
+    prefetch_line(&long_store_->jobs);
+    if (!users_.empty()) prefetch_line(users_.data());
   }
   void prefetch_job(int64_t job_id) const {
     if (is_long_) long_store_->jobs.prefetch(job_id);

@@ -108,6 +108,13 @@ class Cluster {
     return m;
   }
 
+  // Word i of the payload of msgs[k], a message not yet received (for prefetch hints).
+  int64_t word_ahead(size_t k, size_t i) const {
+    size_t skip = 0;
+    for (size_t j = 0; j < k; ++j) skip += msgs[j].n_payload;
+    return payload_.ahead(skip + i);
+  }
+
   // ---- arrivals and releases ----
 
   // The next job arrives now; returns it if it reaches its scheduler now, else nullptr (it is

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sparrow/prefetch.h"
 #include "sparrow/reservation_queue.h"
 #include "sparrow/sim/cluster.h"
 
@@ -39,7 +40,7 @@ class WorkerQueues {
     queues_[w].prefetch_object();
   }
   // Stage 1 without the queue object: what a steal probe reads (the worker's record).
-  void prefetch_state(int64_t w) const { __builtin_prefetch(&c_.workers[w]); }
+  void prefetch_state(int64_t w) const { prefetch_line(&c_.workers[w]); }
   void prefetch_store(int64_t w) const {
     if (c_.workers[w].queued != 0) queues_[w].prefetch_store();
   }

@@ -120,6 +120,27 @@ class WorkStealing {
     if (key < 0) --c_.workers[w].borrowed;
   }
 
+  // A hint for c.msgs[k], one of its messages still in flight (SparrowPolicy::prefetch): the
+  // records (and queues) its handler reads.
+  void prefetch(size_t k) const {
+    const Msg& m = c_.msgs[k];
+    switch (m.kind) {
+      case kProbe:
+        for (uint32_t i = 0; i < m.n_payload; ++i) queues_.prefetch_state(c_.word_ahead(k, i));
+        break;
+      case kAnswer:
+        queues_.prefetch_state(m.worker);
+        break;
+      case kTake:
+        queues_.prefetch(m.job);
+        break;
+      case kStolen:
+        queues_.prefetch(m.worker);
+        if (m.task == 1) c_.pool.prefetch(keys_of_.job(m.job));
+        break;
+    }
+  }
+
   template <class Host>
   void deliver(const Msg& m, Host& host) {
     switch (m.kind) {

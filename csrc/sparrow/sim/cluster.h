@@ -55,10 +55,9 @@ class Cluster {
         base_rng_(params.seed),
         workload(params, base_rng_.spawn()),
         rng(base_rng_.spawn()),
-        workers(static_cast<size_t>(params.n_workers)),
-        free(workers),
+        free(workers, static_cast<size_t>(params.n_workers), params.slots,
+             params.policy != PlacementPolicy::Omniscient),
         stride(std::max<int64_t>(1, workload.max_tasks_per_job())) {
-    for (WorkerState& w : workers) w.free = params.slots;
     if (p.n_trace_jobs > 0 && p.trace_parent_offsets != nullptr) index_children();
   }
 
@@ -73,8 +72,8 @@ class Cluster {
   Rng rng;  // the schedulers' (and workers') decisions
   double now = 0.0;
   int64_t next_id = 0;
-  std::vector<WorkerState> workers;  // one record per worker (worker_state.h)
-  FreeSlots free;                    // free slots per worker, in the records
+  std::vector<WorkerState> workers;  // one record per worker (worker_state.h; empty for omniscient)
+  FreeSlots free;                    // free slots per worker, in the records (omniscient: apart)
   int64_t stride;             // early binding's queue keys: job * stride + task
   JobPool pool;
   Ring<Msg> msgs;

@@ -21,19 +21,26 @@ except ImportError:  # an older package: asv skips benchmarks whose setup raises
     PLACEMENT_POLICIES = ()
 
 
-def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
+def _config(
+    policy: str, n_workers: int, n_jobs: int, *, slots: int = 4, load: float = 0.8, duration: str = "exponential"
+) -> SimConfig:
     return SimConfig(
         policy=policy,
         n_workers=n_workers,
-        slots=4,
+        slots=slots,
         tasks_per_job=100,
-        load=0.8,
+        load=load,
         n_jobs=n_jobs,
-        duration="exponential",
+        duration=duration,
         mean_duration=0.1,
         keep_task_waits=False,
         seed=1,
     )
+
+
+def _steal_config(policy: str, n_jobs: int) -> SimConfig:
+    """Issue 18's speed point: 10,000 workers x 1 slot, per_job durations, load 0.9."""
+    return _config(policy, 10_000, n_jobs, slots=1, load=0.9, duration="per_job")
 
 
 class SimulatorThroughput:
@@ -57,19 +64,6 @@ class SimulatorThroughput:
         return result.n_tasks / result.wall_time
 
     track_tasks_per_second.unit = "tasks/s"  # type: ignore[attr-defined]
-
-
-def _steal_config(policy: str, n_jobs: int) -> SimConfig:
-    return SimConfig(
-        policy=policy,
-        n_workers=10_000,
-        tasks_per_job=100,
-        load=0.9,
-        n_jobs=n_jobs,
-        duration="per_job",
-        keep_task_waits=False,
-        seed=1,
-    )
 
 
 class StealThroughput:

@@ -786,7 +786,7 @@ class SchedulerLogic:
                 self.stats["bound_with_reservations"] += 1
                 node.jobs.add(job_id)  # its loss fails the task (_forget_node)
                 job.probed.add(worker)
-                if not self._hand_out(node, job, task, worker, out, bound=True) and job_id not in self.table:
+                if not self._hand_out(node, job, task, out, bound=True) and job_id not in self.table:
                     return []  # that was the job's last outcome
             left.append((node, count - sent))
         if consumed and self.table.all_launched(job_id):
@@ -833,7 +833,7 @@ class SchedulerLogic:
             if job is not None:
                 self._reprobe_if_starved(job, out)
             return
-        if not self._hand_out(node, job, task, worker, out):  # the slot that asked is told there is nothing for it
+        if not self._hand_out(node, job, task, out, stolen=worker != node.worker):  # the slot that asked gets nothing
             out.append((node.peer, NoTask(job_id)))
             if job_id not in self.table:  # that was the job's last outcome
                 return
@@ -847,10 +847,12 @@ class SchedulerLogic:
         else:  # that was its last reservation (others were lost) but not its last task
             self._reprobe_if_starved(job, out)
 
-    def _hand_out(self, node: _Node, job: _Job, task: int, worker: int, out: list, bound: bool = False) -> bool:
-        """Send task `task` of `job` (its reservation at `worker` consumed) to `node` to run (`bound`: unasked,
-        with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take it. Returns
-        whether it was sent."""
+    def _hand_out(
+        self, node: _Node, job: _Job, task: int, out: list, *, stolen: bool = False, bound: bool = False
+    ) -> bool:
+        """Send task `task` of `job` (its reservation consumed: `stolen`, another node monitor's) to `node` to run
+        (`bound`: unasked, with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take
+        it. Returns whether it was sent."""
         job_id = job.job_id
         payload = job.payloads[task]
         assert payload is not None  # the kernel hands each task out once, and only then is it cleared
@@ -860,12 +862,13 @@ class SchedulerLogic:
             problem = too_large(
                 "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
             )
+            assert problem is not None  # over the limit: too_large names it
             self.stats["too_large"] += 1
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
         node.running += 1
-        if worker != node.worker:  # stolen: its loss must fail the task (_forget_node), cleanup (_finish)
+        if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
             node.jobs.add(job_id)
             job.probed.add(node.worker)
         self.stats["launched"] += 1

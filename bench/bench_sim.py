@@ -3,10 +3,15 @@ memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, lo
 work stealing at issue 18's point (10,000 workers x 1 slot, per_job durations, load 0.9).
 
 Import-safe: with a sparrow_core that has no simulator, every benchmark is skipped.
+
+Run directly (`python bench/bench_sim.py [--repeat N] [--jobs N]`) it prints issue 18's figure, simulated
+tasks per CPU-second with and without stealing, alternating the two policies N times (min, median, best).
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import time
 
 try:
@@ -16,19 +21,26 @@ except ImportError:  # an older package: asv skips benchmarks whose setup raises
     PLACEMENT_POLICIES = ()
 
 
-def _config(policy: str, n_workers: int, n_jobs: int) -> SimConfig:
+def _config(
+    policy: str, n_workers: int, n_jobs: int, *, slots: int = 4, load: float = 0.8, duration: str = "exponential"
+) -> SimConfig:
     return SimConfig(
         policy=policy,
         n_workers=n_workers,
-        slots=4,
+        slots=slots,
         tasks_per_job=100,
-        load=0.8,
+        load=load,
         n_jobs=n_jobs,
-        duration="exponential",
+        duration=duration,
         mean_duration=0.1,
         keep_task_waits=False,
         seed=1,
     )
+
+
+def _steal_config(policy: str, n_jobs: int) -> SimConfig:
+    """Issue 18's speed point: 10,000 workers x 1 slot, per_job durations, load 0.9."""
+    return _config(policy, 10_000, n_jobs, slots=1, load=0.9, duration="per_job")
 
 
 class SimulatorThroughput:
@@ -65,16 +77,7 @@ class StealThroughput:
     def setup(self, policy: str) -> None:
         if simulate is None or policy not in PLACEMENT_POLICIES:
             raise NotImplementedError(f"policy {policy} is not available")
-        self.config = SimConfig(
-            policy=policy,
-            n_workers=10_000,
-            tasks_per_job=100,
-            load=0.9,
-            n_jobs=5_000,
-            duration="per_job",
-            keep_task_waits=False,
-            seed=1,
-        )
+        self.config = _steal_config(policy, 5_000)
 
     def track_tasks_per_second(self, policy: str) -> float:
         result = simulate(self.config)
@@ -106,3 +109,31 @@ class SimulatorMemory:
 
     def peakmem_simulate(self, n_workers: int, n_jobs: int) -> None:
         simulate(self.config)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Simulated tasks per CPU-second, sparrow and sparrow_steal alternating."
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each policy (default 5)")
+    parser.add_argument("--jobs", type=int, default=5_000, help="jobs per run (default 5,000, as the asv benchmark)")
+    args = parser.parse_args()
+    if simulate is None:
+        raise SystemExit("bench_sim: sparrow_core.sim is not available")
+    if args.repeat < 1 or args.jobs < 1:
+        raise SystemExit("bench_sim: --repeat and --jobs must be >= 1")
+    rates: dict[str, list[float]] = {"sparrow": [], "sparrow_steal": []}
+    for _ in range(args.repeat):
+        for policy, seen in rates.items():
+            start = time.process_time()
+            result = simulate(_steal_config(policy, args.jobs))
+            seen.append(result.n_tasks / (time.process_time() - start))
+    for policy, seen in rates.items():
+        print(
+            f"{policy:14s} tasks/CPU-s: min {min(seen) / 1e6:.3f}M median {statistics.median(seen) / 1e6:.3f}M "
+            f"best {max(seen) / 1e6:.3f}M (n={len(seen)}; 10,000 workers, per_job, load 0.9, {args.jobs} jobs)"
+        )
+
+
+if __name__ == "__main__":
+    main()

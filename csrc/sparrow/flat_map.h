@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "sparrow/prefetch.h"
+
 namespace sparrow {
 
 template <typename V>
@@ -72,7 +74,7 @@ class FlatMap {
 
   // A hint that key will be looked up soon: starts loading its home slot.
   void prefetch(int64_t key) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[slot(key)]);
+    if (!slots_.empty()) prefetch_line(&slots_[slot(key)]);
   }
 
   // Makes room for n keys without further growth (one rehash at most).

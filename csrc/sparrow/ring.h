@@ -23,6 +23,7 @@ class Ring {
   T& front() { return buf_[head_ & mask_]; }
   const T& front() const { return buf_[head_ & mask_]; }
   T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+  const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
 
   void push(const T& value) {
     if (size() == cap_) grow();

@@ -200,10 +200,17 @@ class TaskTable {
     for (int64_t i = 0; i < n; ++i)
       if (!contains(job_ids[i])) return i;
     for (int64_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) records_[*index_.find(job_ids[i + kAhead])].any.prefetch(workers[i + kAhead]);
+      if (i + kAhead < n) prefetch_get_task(job_ids[i + kAhead], workers[i + kAhead]);
       out[i] = get_task(job_ids[i], workers[i]);
     }
     return -1;
+  }
+
+  // Starts loading what get_task(job_id, worker) reads first (the worker's count in the job's
+  // map), so that a caller who knows its next requests overlaps their misses. A hint only.
+  void prefetch_get_task(int64_t job_id, int64_t worker) const {
+    const uint32_t* record = index_.find(job_id);
+    if (record != nullptr) records_[*record].any.prefetch(worker);
   }
 
   bool all_launched(int64_t job_id) const {

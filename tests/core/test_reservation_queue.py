@@ -279,13 +279,13 @@ def test_many_refunds_match_reference():
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_short_and_long_forms_alternate_like_the_reference(policy):
-    """The kernel keeps up to 3 reservations inline and switches to its long form beyond:
-    queues that repeatedly grow past 3 and drain (with cancels on the way) decide as the
-    reference does."""
+    """The kernel keeps up to 7 reservations inline and switches to its long form beyond:
+    queues that repeatedly grow past 7 (or stay short) and drain (with cancels on the way)
+    decide as the reference does."""
     rng = np.random.default_rng(7)
     ours, ref = sparrow_core.ReservationQueue(policy), reference.ReservationQueue(policy)
     for cycle in range(200):
-        depth = int(rng.integers(1, 9))
+        depth = int(rng.integers(1, 17))
         for k in range(depth):
             job, user, priority = cycle * 10 + k % 4, f"u{(cycle + k % 4) % 3}", int(rng.integers(0, 3))
             assert call(ours, ("push", job, user, priority)) == call(ref, ("push", job, user, priority))

@@ -2,13 +2,15 @@
 // runs the event loop; policy/*.h make the decisions).
 //
 // Held here: the parameters and outputs, the schedulers' Rng, the workload, simulated time, the
-// jobs in flight (JobPool), the workers' free slots, the network (one FIFO of messages with a
-// constant one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words, payloads.h),
+// jobs in flight (JobPool), one record per worker (its free slots, and the words the queueing
+// policies keep per worker: worker_state.h), the network (one FIFO of messages with a constant
+// one-way delay, sparrow/ring.h, payloads in a second FIFO of int64 words, payloads.h),
 // the task completions (event_heap.h) and the releases of jobs that wait (submit delay,
 // dependencies).
 // A message's kind is the policy's own small number: the cluster only carries it. Policy
 // state (worker queues, task tables, the omniscient central queue, stealing) lives in the
-// policies, never here.
+// policies, never here, but for the few words per worker in the records (kept there so a
+// worker is one cache line).
 #pragma once
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "sparrow/sim/job_pool.h"
 #include "sparrow/sim/params.h"
 #include "sparrow/sim/payloads.h"
+#include "sparrow/sim/worker_state.h"
 #include "sparrow/sim/workload.h"
 
 namespace sparrow {
@@ -52,7 +55,8 @@ class Cluster {
         base_rng_(params.seed),
         workload(params, base_rng_.spawn()),
         rng(base_rng_.spawn()),
-        free(static_cast<size_t>(params.n_workers), params.slots),
+        free(workers, static_cast<size_t>(params.n_workers), params.slots,
+             params.policy != PlacementPolicy::Omniscient),
         stride(std::max<int64_t>(1, workload.max_tasks_per_job())) {
     if (p.n_trace_jobs > 0 && p.trace_parent_offsets != nullptr) index_children();
   }
@@ -68,7 +72,8 @@ class Cluster {
   Rng rng;  // the schedulers' (and workers') decisions
   double now = 0.0;
   int64_t next_id = 0;
-  std::vector<int32_t> free;  // free slots per worker
+  std::vector<WorkerState> workers;  // one record per worker (worker_state.h; empty for omniscient)
+  FreeSlots free;                    // free slots per worker, in the records (omniscient: apart)
   int64_t stride;             // early binding's queue keys: job * stride + task
   JobPool pool;
   Ring<Msg> msgs;
@@ -100,6 +105,13 @@ class Cluster {
     ++out.counters.messages;
     words = payload_.next(m.n_payload);
     return m;
+  }
+
+  // Word i of the payload of msgs[k], a message not yet received (for prefetch hints).
+  int64_t word_ahead(size_t k, size_t i) const {
+    size_t skip = 0;
+    for (size_t j = 0; j < k; ++j) skip += msgs[j].n_payload;
+    return payload_.ahead(skip + i);
   }
 
   // ---- arrivals and releases ----

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "sparrow/prefetch.h"
+
 namespace sparrow {
 namespace sim {
 
@@ -71,6 +73,12 @@ class JobPool {
 
   // The record of a job known to be live.
   Job& get(int64_t id) { return records_[ring_[slot(id)]]; }
+
+  // Starts loading job id's record (a hint: id may be gone).
+  void prefetch(int64_t id) const {
+    const int32_t index = ring_[slot(id)];
+    if (index >= 0) prefetch_line(&records_[index]);
+  }
 
   void release(Job& job) {
     const size_t s = slot(job.id);

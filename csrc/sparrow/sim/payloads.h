@@ -56,6 +56,10 @@ class PayloadFifo {
     return Words{scratch_.data(), n};
   }
 
+  // Word i of the payloads pushed after the view handed out last (for a prefetch hint: valid if
+  // that many were pushed).
+  int64_t ahead(size_t i) const { return buf_[(head_ + held_ + i) & mask_]; }
+
  private:
   __attribute__((noinline)) void grow(size_t needed) {  // rare: kept out of push's fast path
     size_t capacity = buf_.empty() ? 256 : 2 * buf_.size();

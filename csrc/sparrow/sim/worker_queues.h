@@ -4,13 +4,15 @@
 // A worker with a free slot has an empty queue (queues are drained whenever a slot frees), so
 // under fifo and priority an entry pushed there would be popped at once: it skips the queue
 // (same outcome, fewer cache misses). Fair queues see every entry, since each pop charges the
-// user. Slots are the cluster's (Cluster::free); granted_at keeps when each worker's slot was
-// last taken (how long the task holding it has run, for work stealing).
+// user. Slots are the cluster's (Cluster::free); the count of queued entries and granted_at (when
+// each worker's slot was last taken: how long the task holding it has run, for work stealing)
+// live in the worker's record (worker_state.h) next to its slots.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "sparrow/prefetch.h"
 #include "sparrow/reservation_queue.h"
 #include "sparrow/sim/cluster.h"
 
@@ -20,8 +22,7 @@ namespace sim {
 class WorkerQueues {
  public:
   explicit WorkerQueues(Cluster& c)
-      : c_(c), bypass_(c.p.queue_policy != Policy::Fair), queued_(static_cast<size_t>(c.p.n_workers), 0),
-        granted_at_(static_cast<size_t>(c.p.n_workers), 0.0) {
+      : c_(c), bypass_(c.p.queue_policy != Policy::Fair) {
     queues_.reserve(static_cast<size_t>(c.p.n_workers));
     for (int64_t w = 0; w < c.p.n_workers; ++w) {
       queues_.emplace_back(c.p.queue_policy);
@@ -38,17 +39,13 @@ class WorkerQueues {
     prefetch_state(w);
     queues_[w].prefetch_object();
   }
-  // Stage 1 without the queue object: what a steal probe reads (slots, count, granted_at).
-  void prefetch_state(int64_t w) const {
-    __builtin_prefetch(&c_.free[w]);
-    __builtin_prefetch(&queued_[w]);
-    __builtin_prefetch(&granted_at_[w]);
-  }
+  // Stage 1 without the queue object: what a steal probe reads (the worker's record).
+  void prefetch_state(int64_t w) const { prefetch_line(&c_.workers[w]); }
   void prefetch_store(int64_t w) const {
-    if (queued_[w] != 0) queues_[w].prefetch_store();
+    if (c_.workers[w].queued != 0) queues_[w].prefetch_store();
   }
   void prefetch_job(int64_t w, int64_t job) const {
-    if (queued_[w] != 0) queues_[w].prefetch_job(job);
+    if (c_.workers[w].queued != 0) queues_[w].prefetch_job(job);
   }
 
   // Calls f(w) for each of the n workers ws[i] in order, prefetching (above) ahead of it.
@@ -64,9 +61,9 @@ class WorkerQueues {
   }
 
   // Running + queued at w (what a probe answers).
-  int64_t load(int64_t w) const { return (c_.p.slots - c_.free[w]) + queued_[w]; }
-  int64_t queued(int64_t w) const { return queued_[w]; }
-  double granted_at(int64_t w) const { return granted_at_[w]; }
+  int64_t load(int64_t w) const { return (c_.p.slots - c_.free[w]) + c_.workers[w].queued; }
+  int64_t queued(int64_t w) const { return c_.workers[w].queued; }
+  double granted_at(int64_t w) const { return c_.workers[w].granted_at; }
   ReservationQueue& queue(int64_t w) { return queues_[w]; }
 
   // Queues an entry at worker w; returns whether it took a slot directly instead.
@@ -76,22 +73,23 @@ class WorkerQueues {
       return true;
     }
     queues_[w].push(key, user, priority);
-    ++queued_[w];
+    ++c_.workers[w].queued;
     return false;
   }
 
   // Pops the head of w's queue into r if w has a free slot, which it then holds.
   bool dequeue(int64_t w, Reservation& r) {
-    if (c_.free[w] == 0 || queued_[w] == 0 || !queues_[w].pop(r)) return false;
+    WorkerState& s = c_.workers[w];
+    if (s.free == 0 || s.queued == 0 || !queues_[w].pop(r)) return false;
     take_slot(w);
-    --queued_[w];
+    --s.queued;
     return true;
   }
 
   // Pops the head of w's queue into r whether or not w has a free slot (pipelining asks ahead).
   bool pop_ahead(int64_t w, Reservation& r) {
-    if (queued_[w] == 0 || !queues_[w].pop(r)) return false;
-    --queued_[w];
+    if (c_.workers[w].queued == 0 || !queues_[w].pop(r)) return false;
+    --c_.workers[w].queued;
     return true;
   }
 
@@ -100,26 +98,26 @@ class WorkerQueues {
 
   // Every queued entry of job at w leaves (cancellation); returns how many.
   int64_t cancel(int64_t w, int64_t job) {
-    if (queued_[w] == 0) return 0;
+    WorkerState& s = c_.workers[w];
+    if (s.queued == 0) return 0;
     const int64_t removed = queues_[w].cancel(job);
-    queued_[w] -= removed;
+    s.queued -= static_cast<int32_t>(removed);
     return removed;
   }
 
   // n entries left w's queue by other means (work stealing took them).
-  void taken(int64_t w, int64_t n) { queued_[w] -= static_cast<int32_t>(n); }
+  void taken(int64_t w, int64_t n) { c_.workers[w].queued -= static_cast<int32_t>(n); }
 
  private:
   void take_slot(int64_t w) {
-    --c_.free[w];
-    granted_at_[w] = c_.now;
+    WorkerState& s = c_.workers[w];
+    --s.free;
+    s.granted_at = c_.now;
   }
 
   Cluster& c_;
   bool bypass_;  // fifo / priority: see the header comment
-  std::vector<ReservationQueue> queues_;
-  std::vector<int32_t> queued_;  // live entries per worker queue (mirrors queues_[w].size())
-  std::vector<double> granted_at_;
+  std::vector<ReservationQueue> queues_;  // per worker; its record's `queued` mirrors queues_[w].size()
 };
 
 }  // namespace sim

@@ -80,6 +80,28 @@ class SparrowPolicy {
     }
   }
 
+  // A hint for message c.msgs[k], still in flight (simulator.h): load what its handler reads first.
+  void prefetch(size_t k) {
+    const Msg& m = c_.msgs[k];
+    switch (m.kind) {
+      case kGetTask: {
+        const TaskTable& table = tables_.size() == 1 ? tables_[0] : tables_[c_.pool.get(m.job).scheduler];
+        table.prefetch_get_task(m.job, m.task);
+        c_.pool.prefetch(m.job);
+        break;
+      }
+      case kReply:
+        c_.pool.prefetch(m.job);
+        break;
+      case kReserve:
+      case kCancel:
+        break;  // their handlers prefetch over their workers themselves
+      default:
+        stealing_.prefetch(k);
+        break;
+    }
+  }
+
   void complete(int64_t w) {
     if (pipelining_.on()) return pipelining_.complete(*this, w);
     serve(w);

@@ -22,7 +22,9 @@
 // (services/steal_logic.py), a stolen reservation is never stolen again: it stops a take at the
 // head of the thief's queue, and a probe's answer does not count it as stealable. Stealing
 // draws from its own Rng (spawned after the schedulers'), so the plain sparrow policy's
-// decisions are the same with or without this unit compiled in.
+// decisions are the same with or without this unit compiled in. Its per-worker words (the
+// attempt in flight, the stolen reservations held) are in the worker's record (worker_state.h),
+// the line a probe reads anyway.
 //
 // StealKeys: a reservation in a queue is keyed by its job id (>= 0) at the worker it was placed
 // at; a stolen one by -(job * n_workers + origin) - 1, which keeps the worker whose reservation
@@ -71,8 +73,6 @@ class WorkStealing {
     if (jobs > 0 && c.p.n_workers > (int64_t{1} << 62) / jobs)
       throw std::invalid_argument("sparrow_steal: n_jobs * n_workers must be < 2**62");
     keys_of_.n_workers = c.p.n_workers;
-    attempting_.assign(static_cast<size_t>(c.p.n_workers), 0);
-    borrowed_.assign(static_cast<size_t>(c.p.n_workers), 0);
     const size_t victims = static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims));  // for every thief
     victims_.resize(victims);
     stealable_.resize(victims);
@@ -84,12 +84,13 @@ class WorkStealing {
   // Worker w may have become idle: a free slot, nothing queued, no attempt in flight.
   void if_idle(int64_t w) {
     if (!on_ || c_.free[w] == 0 || queues_.queued(w) != 0) return;
-    if (attempting_[w]) {
-      attempting_[w] = 2;  // try again once this attempt ends
+    uint8_t& attempting = c_.workers[w].attempting;
+    if (attempting) {
+      attempting = 2;  // try again once this attempt ends
       return;
     }
     if (c_.p.n_workers < 2) return;
-    attempting_[w] = 1;
+    attempting = 1;
     if (c_.p.steal_wait > 0) {
       c_.heap.push(c_.now + c_.p.steal_wait, kTimerJob, static_cast<int32_t>(w), -1);
       return;
@@ -113,10 +114,31 @@ class WorkStealing {
   // A reservation keyed `key` was queued at w, or left w's queue to ask for its task: a stolen
   // one (key < 0, only with stealing on) is counted.
   void queued(int64_t w, int64_t key) {
-    if (key < 0) ++borrowed_[w];
+    if (key < 0) ++c_.workers[w].borrowed;
   }
   void dequeued(int64_t w, int64_t key) {
-    if (key < 0) --borrowed_[w];
+    if (key < 0) --c_.workers[w].borrowed;
+  }
+
+  // A hint for c.msgs[k], one of its messages still in flight (SparrowPolicy::prefetch): the
+  // records (and queues) its handler reads.
+  void prefetch(size_t k) const {
+    const Msg& m = c_.msgs[k];
+    switch (m.kind) {
+      case kProbe:
+        for (uint32_t i = 0; i < m.n_payload; ++i) queues_.prefetch_state(c_.word_ahead(k, i));
+        break;
+      case kAnswer:
+        queues_.prefetch_state(m.worker);
+        break;
+      case kTake:
+        queues_.prefetch(m.job);
+        break;
+      case kStolen:
+        queues_.prefetch(m.worker);
+        if (m.task == 1) c_.pool.prefetch(keys_of_.job(m.job));
+        break;
+    }
   }
 
   template <class Host>
@@ -162,9 +184,9 @@ class WorkStealing {
     int64_t* stealable = stealable_.data();
     double* blocked = blocked_.data();
     for (size_t i = 0; i < n; ++i) {
-      const int64_t v = victims[i];
-      blocked[i] = c_.now - queues_.granted_at(v);
-      stealable[i] = c_.free[v] == 0 ? queues_.queued(v) - borrowed_[v] : 0;
+      const WorkerState& s = c_.workers[victims[i]];
+      blocked[i] = c_.now - s.granted_at;
+      stealable[i] = s.free == 0 ? s.queued - s.borrowed : 0;
     }
     StealChoice choice;
     if (choose_steal_without_draws(stealable, blocked, static_cast<int64_t>(n), config_, choice)) {
@@ -224,8 +246,9 @@ class WorkStealing {
 
   // w's attempt is over; if w became idle again meanwhile, it attempts once more.
   void attempt_ended(int64_t w) {
-    const bool again = attempting_[w] == 2;
-    attempting_[w] = 0;
+    uint8_t& attempting = c_.workers[w].attempting;
+    const bool again = attempting == 2;
+    attempting = 0;
     if (again) if_idle(w);
   }
 
@@ -235,8 +258,6 @@ class WorkStealing {
   Rng rng_;
   StealConfig config_;
   StealKeys keys_of_;
-  std::vector<uint8_t> attempting_;  // per worker: 1 an attempt is in flight, 2 and it became idle again
-  std::vector<int32_t> borrowed_;    // per worker: stolen reservations in its queue
   std::vector<int64_t> victims_, stealable_, answer_, keys_;  // scratch
   std::vector<double> blocked_;
   std::vector<Reservation> taken_;

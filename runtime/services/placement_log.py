@@ -1,0 +1,110 @@
+"""The scheduler's placement log: which node monitors each job's reservations went to, for the simulator to
+replay (issue 18: `sparrow experiment steal` replays the runtime's own probes instead of drawing its own).
+
+Off unless the environment names a folder, SPARROW_PLACEMENT_LOG=DIR (the experiment sets it for the local
+cluster it starts): each scheduler then writes DIR/<scheduler id>.jsonl, one JSON object a line, first
+{"scheduler": id}, then one {"job": job id, "nodes": [node monitor id, ...]} per EnqueueReservations round
+(a node monitor listed once per reservation it got; a job probed again, after a lost node monitor, has a
+line per round). Lines are written as they come (line-buffered: a killed scheduler loses at most the line
+being written), nothing is held in memory, and a log stops at MAX_LINES (the last line then says how many
+rounds were left out). Error handling: a folder that cannot be written logs a warning and leaves the log
+off; a write that fails turns it off the same way: the scheduler never stops for its log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+ENVIRONMENT = "SPARROW_PLACEMENT_LOG"
+MAX_LINES = 2_000_000  # rounds per log (about 60 bytes each): a bound on the file, not on memory
+logger = logging.getLogger(__name__)
+
+
+def log_path(folder: str | os.PathLike[str], scheduler_id: str) -> Path:
+    """The file of `scheduler_id`'s log in `folder` (characters outside [A-Za-z0-9._-] become _)."""
+    return Path(folder) / f"{re.sub(r'[^A-Za-z0-9._-]', '_', scheduler_id)}.jsonl"
+
+
+class PlacementLog:
+    """One scheduler's log (module docstring), appending to `path`."""
+
+    def __init__(self, path: str | os.PathLike[str], scheduler_id: str, *, max_lines: int = MAX_LINES) -> None:
+        self._file: IO[str] | None = open(path, "w", buffering=1, encoding="utf-8")
+        self.path = Path(path)
+        self.max_lines = max_lines
+        self.lines = 0
+        self.dropped = 0
+        self._write({"scheduler": scheduler_id})
+
+    def record(self, job_id: int, node_ids: Iterable[str]) -> None:
+        """One round of `job_id`'s reservations, on `node_ids` (one entry per reservation)."""
+        if self._file is None:
+            return
+        if self.lines >= self.max_lines:
+            self.dropped += 1
+            return
+        self._write({"job": job_id, "nodes": list(node_ids)})
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._file is not None and self.dropped:
+            self._write({"dropped": self.dropped})
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _write(self, obj: dict) -> None:
+        assert self._file is not None
+        try:
+            self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        except (OSError, ValueError) as exc:
+            logger.warning("placement log %s: %s; it is off from here", self.path, exc)
+            self._file = None
+
+
+def from_environment(scheduler_id: str) -> PlacementLog | None:
+    """The log ENVIRONMENT asks for, or None (module docstring)."""
+    folder = os.environ.get(ENVIRONMENT)
+    if not folder:
+        return None
+    path = log_path(folder, scheduler_id)
+    try:
+        return PlacementLog(path, scheduler_id)
+    except OSError as exc:
+        logger.warning("%s=%s: cannot write %s (%s); no placement log", ENVIRONMENT, folder, path, exc)
+        return None
+
+
+def read_placements(path: str | os.PathLike[str]) -> dict[int, list[str]]:
+    """A log's first round per job: job id -> the node monitor ids its reservations went to.
+
+    Error handling: ValueError naming the file and line for a line that is not one of the log's; a last line
+    cut short (a scheduler killed mid-write) is left out."""
+    out: dict[int, list[str]] = {}
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # the file does not end with a newline: cut short
+                break
+            raise ValueError(f"{path}:{number}: not a JSON line") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}:{number}: not a placement log line")
+        if "job" in obj:
+            job, nodes = obj.get("job"), obj.get("nodes")
+            if not isinstance(job, int) or not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+                raise ValueError(f"{path}:{number}: a job line needs an int job and a list of node ids")
+            out.setdefault(job, nodes)
+        elif "scheduler" not in obj and "dropped" not in obj:
+            raise ValueError(f"{path}:{number}: not a placement log line")
+    return out

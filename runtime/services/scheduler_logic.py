@@ -109,6 +109,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .placement_log import PlacementLog
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
@@ -281,6 +282,7 @@ class SchedulerLogic:
         self._ids: dict[str, _Node] | None = None  # cache: node monitor id -> node, every registered one
         self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
         self._stealers = 0  # registered node monitors that steal
+        self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -728,6 +730,8 @@ class SchedulerLogic:
             return
         self.table.reserve(job_id, workers, made_for)
         self.stats["probes"] += len(workers)
+        if self.placements is not None:
+            self.placements.record(job_id, [self._by_worker[w].node_id for w in workers.tolist()])
         for worker, count in _per_worker(workers):
             node = self._by_worker[worker]
             node.jobs.add(job_id)

@@ -16,6 +16,7 @@ from rich.console import Console
 from ..client.core import Client
 from ..experiment import steal as steal_report
 from ..experiment.machine import MachineWatch, this_machine
+from ..experiment.placement import placement_logs, run_placement
 from ..experiment.run import run_queries
 from ..experiment.steal_timing import node_metrics, read_steal_timing
 from ..services.local_cluster import LocalCluster
@@ -78,23 +79,29 @@ def run_steal(args: argparse.Namespace) -> int:
                 f"{args.schedulers} schedulers, {args.node_monitors} node monitors x {args.slots} slots"
             )
             watch = MachineWatch()
-            with (
-                node_metrics(),
-                LocalCluster(
-                    args.schedulers,
-                    args.node_monitors,
-                    args.slots,
-                    executor=args.executor,
-                    log_level=args.log_level,
-                    steal=steal,
-                ) as cluster,
-                DemoProgress(console) as progress,
-            ):
-                records = trio.run(
-                    partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
-                )
-                stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
-                timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
+            with placement_logs() as placed, node_metrics():
+                with (
+                    LocalCluster(
+                        args.schedulers,
+                        args.node_monitors,
+                        args.slots,
+                        executor=args.executor,
+                        log_level=args.log_level,
+                        steal=steal,
+                    ) as cluster,
+                    DemoProgress(console) as progress,
+                ):
+                    records = trio.run(
+                        partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
+                    )
+                    stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
+                    timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
+                try:  # the schedulers have stopped: their logs are whole
+                    placement = run_placement(records, placed, cluster.scheduler_ids, cluster.node_ids)
+                except (OSError, ValueError) as exc:
+                    raise CommandError(f"seed {seed}: the schedulers' placement logs: {exc}") from None
+            if placement is None:
+                console.print(f"seed {seed}: a job is missing from the placement logs; the model draws the placement")
             note = watch.note()
             notes.append(
                 f"seed {seed} {'on' if steal else 'off'}: load {note.load_before:.1f}-{note.load_after:.1f}"
@@ -110,6 +117,7 @@ def run_steal(args: argparse.Namespace) -> int:
                 schedulers=args.schedulers,
                 stolen=stolen,
                 timing=timing,
+                placement=placement,
             )
             if figures.failed:
                 raise CommandError(

@@ -9,8 +9,8 @@ from ._config import SimConfig
 from ._result import SimResult
 from ._trace import read_trace
 
-# the policies that batch-sample their probes (cluster.h sample_batch_probes): a trace's probes= replace the draw
 REPLAY_POLICIES = ("batch", "sparrow", "sparrow_steal", "sparrow_pipelined", "sparrow_steal_pipelined")
+"""The policies that batch-sample their probes: a trace's `probes=` (a replayed placement) replaces their draw."""
 
 
 def simulate(config: SimConfig | None = None) -> SimResult:

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparrow_core.sim import SimConfig, simulate
-from sparrow_core.sim._simulate import REPLAY_POLICIES
+from sparrow_core.sim import REPLAY_POLICIES, SimConfig, simulate
 from sparrow_core.sim._trace import read_trace
 
 

@@ -1,6 +1,8 @@
 """The work-stealing experiment's workload and verdicts (experiment/steal.py): the mix is drawn from its seed
 at the asked load, and the sentences are written from the numbers, whichever way they fall."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -50,13 +52,25 @@ def test_verdicts_are_written_from_the_numbers():
     good = verdicts([run(False, 300, 327), run(True, 100, 95)])
     assert good == [
         "Short jobs' p50 response, stealing off / on, same arrivals: 3.00x (target >= 2x: met).",
-        "Simulator against each run at the short jobs' p50: worst 9% off (target within 10%: met); the mean of "
-        "the signed errors +2%.",
+        "Simulator against each run at the short jobs' p50, replaying the run's probe placement in 0 of 2 runs "
+        "(the others drawn): worst 9% off (target within 10%: met); the mean of the signed errors +2%; per run "
+        "+9%, -5%.",
         f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
     assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
-    assert "| 0 | on | 200.0 | 300.0 | 1.50 | 300.0-300.0 |" in table([run(True, 200, 300)])
+    assert "| 0 | on | 200.0 | 300.0 (drawn) | 1.50 | 300.0-300.0 | - | - | - |" in table([run(True, 200, 300)])
+
+
+def test_a_replayed_placement_is_the_prediction_and_the_drawn_one_is_shown_beside_it():
+    """A run whose model replayed its placement (300 ms, the run's figure) and drew it (450 ms): the verdict
+    judges the replay (0% off: met) and quotes the drawn model (+50%) beside it; the table shows both."""
+    placed = replace(run(False, 300, 300), placed=True, drawn=run(False, 300, 450).simulated)
+    lines = verdicts([placed])
+    assert lines[0].startswith("Simulator against each run at the short jobs' p50, replaying each run's own probe")
+    assert "worst 0% off (target within 10%: met)" in lines[0]
+    assert lines[1] == "The same model drawing its own placement instead: worst 50% off, mean +50%; per run +50%."
+    assert "| 0 | off | 300.0 | 300.0 | 1.00 | 300.0-300.0 | 450.0 | 1.50 | 450.0-450.0 |" in table([placed])
 
 
 def test_the_models_spread_is_taken_over_its_seeds():

@@ -754,6 +754,8 @@ class SchedulerLogic:
             if task is not None and job.done[task]:  # cancelled before it launched: never launched
                 task = None
                 self._finish_in_table_if_done(job)
+        if self.placements is not None:  # each answer, for the experiment's round trips (placement_log.py)
+            self.placements.answer(job_id, task, node.node_id, bool(origin) and origin != node.node_id)
         if job is None or task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))

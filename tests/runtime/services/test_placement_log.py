@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 from sparrow_runtime.services import placement_log
-from sparrow_runtime.services.placement_log import PlacementLog, from_environment, log_path, read_placements
+from sparrow_runtime.services.placement_log import (
+    PlacementLog,
+    from_environment,
+    log_path,
+    read_log,
+    read_placements,
+)
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
-from sparrow_runtime.wire.messages import EnqueueReservations, RegisterNodeMonitor, SubmitJob
+from sparrow_runtime.wire.messages import EnqueueReservations, GetTask, RegisterNodeMonitor, SubmitJob
 
 
 def logic_with_nodes(n: int, log: PlacementLog | None) -> SchedulerLogic:
@@ -111,6 +117,25 @@ def test_a_log_cut_short_reads_up_to_its_last_whole_line(tmp_path: Path) -> None
     path.write_text('{"job":"x","nodes":["nm-0"]}\n')
     with pytest.raises(ValueError, match="needs an int job"):
         read_placements(path)
+
+
+def test_answers_are_logged_with_the_task_the_node_monitor_got(tmp_path: Path) -> None:
+    """Two GetTasks for a 1-task job: the first gets task 0, the second (the job done) NoTask: both are in the
+    log, in order and timed, the second as task -1; the job's round is timed too."""
+    path = tmp_path / "s.jsonl"
+    log = PlacementLog(path, "s")
+    logic = logic_with_nodes(2, log)
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
+    first, second = [peer for peer, m in out if type(m) is EnqueueReservations]
+    logic.on_node_messages(first, [GetTask(1)])
+    logic.on_node_messages(second, [GetTask(1)])
+    log.close()
+    records = read_log(path)
+    assert [(a.job, a.task, a.node, a.stolen) for a in records.answers] == [
+        (1, 0, f"nm-{first.removeprefix('peer')}", False),
+        (1, -1, f"nm-{second.removeprefix('peer')}", False),
+    ]
+    assert records.probed_at[1] <= records.answers[0].at <= records.answers[1].at
 
 
 def test_a_job_probed_again_keeps_its_first_round(tmp_path: Path) -> None:

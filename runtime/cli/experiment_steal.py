@@ -97,7 +97,9 @@ def run_steal(args: argparse.Namespace) -> int:
                     stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
                     timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
                 try:  # the schedulers have stopped: their logs are whole
-                    placement = run_placement(records, placed, cluster.scheduler_ids, cluster.node_ids)
+                    placement = run_placement(
+                        records, placed, cluster.scheduler_ids, cluster.node_ids, slots=args.slots
+                    )
                 except (OSError, ValueError) as exc:
                     raise CommandError(f"seed {seed}: the schedulers' placement logs: {exc}") from None
             if placement is None:

@@ -36,6 +36,7 @@ import numpy as np
 from sparrow_core.sim import SimResult
 
 from ..demo.replay import ReplayJob, ideal, measure_hops, model
+from .placement import RunPlacement
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
 from .run import QueryRecord
@@ -93,6 +94,9 @@ class StealRun:
     timing: StealTiming | None = None  # how long the run's steals took (None: not stealing, or not read)
     placed: bool = False  # `simulated` replays the run's own probe placement
     drawn: np.ndarray | None = None  # MODEL_SEEDS replays pooled with the placement drawn by the model
+    gap: float = math.nan  # the late-binding gap the model was given (2 x network)
+    inferred_gap: float = math.nan  # the one measure_hops infers from gaps under CHAIN_LIMIT
+    gap_pairs: int = 0  # chained pairs `gap` was measured over (placement.py; 0: it is the inferred one)
 
     def p(
         self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False, drawn: bool = False
@@ -141,17 +145,21 @@ def steal_figures(
     schedulers: int,
     stolen: int = -1,
     timing: StealTiming | None = None,
-    placement: Sequence[tuple[int, ...]] | None = None,
+    placement: RunPlacement | None = None,
 ) -> StealRun:
     """One run's figures (module docstring); `placement`: each job's probed workers in the run (placement.py),
-    replayed by the model (None: it draws them). Error handling: ValueError if a job did not finish, or if
+    replayed by the model (None: it draws them), and its measured late-binding gap, which replaces the one
+    measure_hops infers where it was measured. Error handling: ValueError if a job did not finish, or if
     `placement` does not give one entry per job."""
     if any(math.isnan(r.finished) for r in records):
         raise ValueError("a job did not finish")
     drawn_jobs, _ = replay_trace(records)
-    if placement is not None and len(placement) != len(drawn_jobs):
-        raise ValueError(f"the placement gives {len(placement)} jobs, the run has {len(drawn_jobs)}")
-    hops = measure_hops(s for r in records for s in r.submitted_stages())
+    if placement is not None and len(placement.probes) != len(drawn_jobs):
+        raise ValueError(f"the placement gives {len(placement.probes)} jobs, the run has {len(drawn_jobs)}")
+    inferred = measure_hops(s for r in records for s in r.submitted_stages())
+    hops = inferred
+    if placement is not None and not math.isnan(placement.chain_gap):
+        hops = replace(inferred, chain_gap=placement.chain_gap)
 
     def simulate(jobs: Sequence[ReplayJob]) -> list[SimResult]:
         return model(
@@ -168,7 +176,8 @@ def steal_figures(
     drawn = simulate(drawn_jobs)
     simulated = drawn
     if placement is not None:
-        simulated = simulate([replace(job, probes=probes) for job, probes in zip(drawn_jobs, placement, strict=True)])
+        placed = [replace(job, probes=probes) for job, probes in zip(drawn_jobs, placement.probes, strict=True)]
+        simulated = simulate(placed)
     return StealRun(
         steal=steal,
         seed=seed,
@@ -182,6 +191,9 @@ def steal_figures(
         network=hops.network,
         timing=timing,
         placed=placement is not None,
+        gap=hops.chain_gap,
+        inferred_gap=inferred.chain_gap,
+        gap_pairs=0 if placement is None or math.isnan(placement.chain_gap) else placement.pairs,
         drawn=np.concatenate([s.job_response for s in drawn]) if placement is not None else None,
     )
 
@@ -192,6 +204,13 @@ def _count(x: float) -> str:
 
 def _ms(x: float) -> str:
     return "-" if math.isnan(x) else f"{x * 1e3:,.1f}"
+
+
+def _gap(r: StealRun) -> str:
+    inferred = f"inferred {_ms(r.inferred_gap)} ms"
+    if not r.gap_pairs:
+        return f"{inferred} (not measured: the model used it)"
+    return f"measured {_ms(r.gap)} ms over {r.gap_pairs:,} pairs (the model's), {inferred}"
 
 
 def _ratio(x: float) -> str:
@@ -291,6 +310,12 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         table(runs),
         "",
         *[f"- {line}" for line in verdicts(runs)],
+        "",
+        "Late-binding gap per run (a task's end to the next task's start on its slot, the model's 2 x network "
+        "delay), measured from the schedulers' logs on the chained pairs (experiment/placement.py), beside the "
+        "one inferred from gaps under 5 ms:",
+        "",
+        *[f"- seed {r.seed} {'on' if r.steal else 'off'}: {_gap(r)}" for r in runs],
         "",
         *(
             [

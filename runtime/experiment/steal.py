@@ -50,6 +50,7 @@ TARGET_SPEEDUP = 2.0  # issue 18: stealing at least halves the short jobs' p50 r
 MODEL_TARGET = 0.10  # issue 18: the simulator within 10% of each run at p50
 MODEL_SEEDS = 20  # replays of each run by the model (module docstring); 16 workers make each one cheap
 MODEL_RANGE = (10, 90)  # percentiles over the model's seeds of its short p50: the spread quoted
+BLOCKED = 0.5  # seconds: a short job slower waited behind a long task (at the default 4x: 80 ms and 8 s tasks)
 
 
 def make_mixed(
@@ -109,6 +110,14 @@ class StealRun:
         mask = np.tile(self.long, values.size // max(self.long.size, 1)) if simulated or drawn else self.long
         chosen = values[mask if long else ~mask]
         return float(np.percentile(chosen, q)) if chosen.size else math.nan
+
+    def blocked(self, *, simulated: bool = False) -> float:
+        """The fraction of the short jobs slower than BLOCKED (as run, or simulated): those that waited behind a
+        long task. Near one half, the short p50 lies in the gap between the two kinds of short job, and a point
+        more or less of them moves it a lot: this fraction is the better-conditioned figure to compare."""
+        values = self.simulated if simulated else self.response
+        mask = np.tile(~self.long, values.size // max(self.long.size, 1))
+        return float(np.mean(values[mask] > BLOCKED)) if mask.any() else math.nan
 
     def _model(self, drawn: bool) -> np.ndarray | None:
         return self.drawn if drawn else self.simulated
@@ -280,6 +289,11 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
                 f"The same model drawing its own placement instead: worst {max(abs(e) for e in drawn):.0%} off, "
                 f"mean {np.mean(drawn):+.0%}; per run {', '.join(f'{e:+.0%}' for e in drawn)}."
             )
+        lines.append(
+            f"Short jobs slower than {BLOCKED:g} s (behind a long task), run / simulated: "
+            + ", ".join(f"{r.blocked():.1%} / {r.blocked(simulated=True):.1%}" for r in runs)
+            + f"; worst difference {max(abs(r.blocked() - r.blocked(simulated=True)) for r in runs) * 100:.1f} points."
+        )
         inside = sum(r.within_model_range() for r in runs)
         lines.append(
             f"Runs within the model's own spread (p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} of its {runs[0].model_seeds} "

@@ -55,6 +55,8 @@ def test_verdicts_are_written_from_the_numbers():
         "Simulator against each run at the short jobs' p50, replaying the run's probe placement in 0 of 2 runs "
         "(the others drawn): worst 9% off (target within 10%: met); the mean of the signed errors +2%; per run "
         "+9%, -5%.",
+        "Short jobs slower than 0.5 s (behind a long task), run / simulated: 0.0% / 0.0%, 0.0% / 0.0%; worst "
+        "difference 0.0 points.",
         f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
@@ -90,3 +92,14 @@ def test_the_models_spread_is_taken_over_its_seeds():
         "Runs within the model's own spread" in verdicts([middle, past])[-1]
         and "1 of 2" in verdicts([middle, past])[-1]
     )
+
+
+def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():
+    """Short jobs of 0.1, 0.2, 0.9 and 3 s as run (half over BLOCKED) and all 0.1 s in the model (none): the
+    fractions are 50% and 0%, and the long job is not counted; the verdict quotes the difference."""
+    long = np.array([False, False, False, False, True])
+    response = np.array([0.1, 0.2, 0.9, 3.0, 9.0])
+    simulated = np.tile(np.array([0.1, 0.1, 0.1, 0.1, 9.0]), MODEL_SEEDS)
+    r = StealRun(False, 0, long, response, simulated, response, 0, 0)
+    assert r.blocked() == 0.5 and r.blocked(simulated=True) == 0.0
+    assert "50.0% / 0.0%; worst difference 50.0 points." in " ".join(verdicts([r]))

@@ -181,6 +181,8 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         const int64_t* trace_task_offsets
         const int64_t* trace_parents
         const int64_t* trace_parent_offsets
+        const int64_t* trace_probes
+        const int64_t* trace_probe_offsets
         vector[double] user_weight
         vector[double] user_demand
         vector[double] priority_share

@@ -43,7 +43,8 @@ def _simulate(dict params, dict trace=None):
     trace: None, or {"arrival": float64[n], "n_tasks": int64[n], "durations": float64[sum
     n_tasks]} and optionally "lines" (int64[n], for error messages), the constraints
     "job_candidates", "job_offsets" (n + 1), "task_candidates", "task_offsets" (sum n_tasks + 1),
-    and the dependencies "parents", "parent_offsets" (n + 1; parents are earlier job indices).
+    the dependencies "parents", "parent_offsets" (n + 1; parents are earlier job indices), and a
+    replayed placement "probes", "probe_offsets" (n + 1; each job's probed workers).
     Error handling: a configuration the C++ side rejects raises ValueError; Ctrl-C (or any signal
     handler that raises) stops the simulation within 65,536 events and raises its exception.
     """
@@ -162,6 +163,11 @@ cdef tuple _set_trace(CSimParams& p, dict trace, dict arrays):
         p.trace_parent_offsets = <const int64_t*>cnp.PyArray_DATA(part)
         part = array("parents", np.int64, _span(part, "parent_offsets"))
         p.trace_parents = <const int64_t*>cnp.PyArray_DATA(part)
+    if trace.get("probe_offsets") is not None:
+        part = array("probe_offsets", np.int64, n_jobs + 1)
+        p.trace_probe_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+        part = array("probes", np.int64, _span(part, "probe_offsets"))
+        p.trace_probes = <const int64_t*>cnp.PyArray_DATA(part)
     return n_jobs, n_tasks_total
 
 

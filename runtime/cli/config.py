@@ -27,8 +27,9 @@ from ..wire.address import format_address, parse_address
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
-# every `sparrow submit` shell task gets, and the debug switch of the extension build.
-ENV_OWNED_ELSEWHERE = frozenset({"SPARROW_SECRET", "SPARROW_TASK_INDEX", "SPARROW_DEBUG"})
+# every `sparrow submit` shell task gets, the debug switch of the extension build, and the folder of
+# the schedulers' placement logs (services/placement_log.py, for `sparrow experiment steal`).
+ENV_OWNED_ELSEWHERE = frozenset({"SPARROW_SECRET", "SPARROW_TASK_INDEX", "SPARROW_DEBUG", "SPARROW_PLACEMENT_LOG"})
 
 
 class ConfigError(Exception):

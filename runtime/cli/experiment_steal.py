@@ -16,6 +16,7 @@ from rich.console import Console
 from ..client.core import Client
 from ..experiment import steal as steal_report
 from ..experiment.machine import MachineWatch, this_machine
+from ..experiment.placement import placement_logs, run_placement
 from ..experiment.run import run_queries
 from ..experiment.steal_timing import node_metrics, read_steal_timing
 from ..services.local_cluster import LocalCluster
@@ -34,7 +35,8 @@ def add_steal_parser(experiments) -> None:
         description="Issue 18's runtime experiment: jobs of 2 tasks, 3% of them long (2 s tasks), the others short "
         "(20 ms tasks), arriving at --load of the slots; each seed's arrivals run twice on a fresh local cluster, "
         "with work stealing off and on (alternating which goes first), and the simulator replays each run with "
-        "its measured hops (sparrow and sparrow_steal). Writes OUT/steal.md. About 2 x (--seconds + 30 s) per "
+        "its measured hops and its schedulers' own probe placement (sparrow and sparrow_steal; SPARROW_PLACEMENT_LOG "
+        "is set for the cluster). Writes OUT/steal.md. About 2 x (--seconds + 30 s) per "
         "seed. `--out docs/paper` regenerates the committed copy.",
         formatter_class=DefaultsShown,
     )
@@ -78,23 +80,31 @@ def run_steal(args: argparse.Namespace) -> int:
                 f"{args.schedulers} schedulers, {args.node_monitors} node monitors x {args.slots} slots"
             )
             watch = MachineWatch()
-            with (
-                node_metrics(),
-                LocalCluster(
-                    args.schedulers,
-                    args.node_monitors,
-                    args.slots,
-                    executor=args.executor,
-                    log_level=args.log_level,
-                    steal=steal,
-                ) as cluster,
-                DemoProgress(console) as progress,
-            ):
-                records = trio.run(
-                    partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
-                )
-                stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
-                timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
+            with placement_logs() as placed, node_metrics():
+                with (
+                    LocalCluster(
+                        args.schedulers,
+                        args.node_monitors,
+                        args.slots,
+                        executor=args.executor,
+                        log_level=args.log_level,
+                        steal=steal,
+                    ) as cluster,
+                    DemoProgress(console) as progress,
+                ):
+                    records = trio.run(
+                        partial(run_queries, cluster.schedulers, cluster.secret, workload, on_progress=progress.update)
+                    )
+                    stolen = trio.run(_stolen_tasks, cluster.schedulers, cluster.secret)
+                    timing = read_steal_timing(cluster.metrics_urls.values()) if steal else None
+                try:  # the schedulers have stopped: their logs are whole
+                    placement = run_placement(
+                        records, placed, cluster.scheduler_ids, cluster.node_ids, slots=args.slots
+                    )
+                except (OSError, ValueError) as exc:
+                    raise CommandError(f"seed {seed}: the schedulers' placement logs: {exc}") from None
+            if placement is None:
+                console.print(f"seed {seed}: a job is missing from the placement logs; the model draws the placement")
             note = watch.note()
             notes.append(
                 f"seed {seed} {'on' if steal else 'off'}: load {note.load_before:.1f}-{note.load_after:.1f}"
@@ -110,6 +120,7 @@ def run_steal(args: argparse.Namespace) -> int:
                 schedulers=args.schedulers,
                 stolen=stolen,
                 timing=timing,
+                placement=placement,
             )
             if figures.failed:
                 raise CommandError(

@@ -36,7 +36,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from sparrow_core.sim import SimConfig, SimResult, simulate
+from sparrow_core.sim import REPLAY_POLICIES, SimConfig, SimResult, simulate
 
 from ..services.steal_logic import STEAL_VICTIMS
 from .workload import JobRecord
@@ -48,12 +48,14 @@ MODEL_SEEDS = 5  # the model is run with this many seeds and its jobs pooled: it
 
 @dataclass(frozen=True)
 class ReplayJob:
-    """One job of a trace: its arrival (seconds from the run's start), its tasks' durations, and the
-    indexes of the earlier jobs it waits for (the stages before it in a query)."""
+    """One job of a trace: its arrival (seconds from the run's start), its tasks' durations, the
+    indexes of the earlier jobs it waits for (the stages before it in a query), and the workers its
+    reservations went to in the run (None: the model draws them; experiment/placement.py)."""
 
     arrival: float
     durations: np.ndarray
     parents: tuple[int, ...] = ()
+    probes: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,13 +139,15 @@ def measure_hops(records: Iterable[JobRecord]) -> Hops:
     )
 
 
-def write_trace(jobs: Sequence[ReplayJob], path: str | os.PathLike[str]) -> None:
-    """A simulator trace (docs/simulator.md, "Trace files") of `jobs`; a job's parents by job number."""
+def write_trace(jobs: Sequence[ReplayJob], path: str | os.PathLike[str], *, placed: bool = True) -> None:
+    """A simulator trace (docs/simulator.md, "Trace files") of `jobs`; a job's parents by job number,
+    its probes (if `placed` and it has them) as a replayed placement."""
     with open(path, "w") as f:
         for job in jobs:
             after = f" after={','.join(map(str, job.parents))}" if job.parents else ""
+            probes = f" probes={','.join(map(str, job.probes))}" if placed and job.probes is not None else ""
             durations = " ".join(f"{x:.9f}" for x in job.durations.tolist())
-            f.write(f"{job.arrival:.9f} {len(job.durations)} {durations}{after}\n")
+            f.write(f"{job.arrival:.9f} {len(job.durations)} {durations}{after}{probes}\n")
 
 
 def replay(
@@ -158,13 +162,14 @@ def replay(
     steal_wait: float = 0.0,
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
-    the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing."""
+    the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing.
+    Jobs' probes are replayed under a policy that batch-samples (REPLAY_POLICIES), else left out."""
     none: SimDelays = {"network_delay": 0.0, "submit_delay": 0.0, "result_delay": 0.0}
     delays = none if hops is None else hops.sim_delays()
     fd, path = tempfile.mkstemp(prefix="sparrow-replay-", suffix=".trace")
     os.close(fd)
     try:
-        write_trace(jobs, path)
+        write_trace(jobs, path, placed=policy in REPLAY_POLICIES)
         return [
             simulate(
                 SimConfig(

@@ -20,7 +20,7 @@ from functools import partial
 
 import trio
 
-from ..client.core import Client, build_submit
+from ..client.core import Client, JobHandle, build_submit
 from ..demo.task import demo_task
 from ..demo.workload import WARMUP_TASKS_PER_SLOT, JobRecord, Progress
 from ..wire.messages import Outcome
@@ -31,12 +31,20 @@ from .queries import Query, QueryWorkload
 @dataclass
 class QueryRecord:
     """One query as it ran: when it arrived (its first stages were submitted), its stages' records
-    (None until submitted), and when its last stage finished."""
+    (None until submitted), and when its last stage finished; the index (in the list of schedulers)
+    of the scheduler it went to, and each stage's job id there (None until accepted)."""
 
     query: Query
     arrived: float = math.nan
     stages: list[JobRecord | None] = field(default_factory=list)
     finished: float = math.nan
+    scheduler: int = 0
+    handles: list[JobHandle | None] = field(default_factory=list)
+
+    @property
+    def job_ids(self) -> list[int | None]:
+        """Each stage's job id at its scheduler (None: not submitted, or not accepted yet)."""
+        return [None if h is None else h.job_id for h in self.handles]
 
     @property
     def response(self) -> float:
@@ -69,7 +77,11 @@ async def run_queries(
     packed = [
         [[pack_task(demo_task, (d,)) for d in stage.durations.tolist()] for stage in q.stages] for q in workload.queries
     ]
-    records = [QueryRecord(q, stages=[None] * len(q.stages)) for q in workload.queries]
+    n_clients = len(schedulers)
+    records = [
+        QueryRecord(q, stages=[None] * len(q.stages), scheduler=i % n_clients, handles=[None] * len(q.stages))
+        for i, q in enumerate(workload.queries)
+    ]
     all_done = trio.Event()
     async with trio.open_nursery() as nursery:
         clients = [await nursery.start(_open_client, address, secret) for address in schedulers]
@@ -81,7 +93,7 @@ async def run_queries(
             record, payloads = records[i], packed[i][s]
             msg = build_submit(payloads, "", 0, None, None)
             stage = record.stages[s] = JobRecord.submitted_now(len(payloads))
-            client.send_job(msg, partial(on_outcome, client, i, s, stage))
+            record.handles[s] = client.send_job(msg, partial(on_outcome, client, i, s, stage))
 
         def on_outcome(client: Client, i: int, s: int, stage: JobRecord, task: int, outcome: Outcome) -> None:
             failed = stage.failed

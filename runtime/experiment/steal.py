@@ -15,24 +15,28 @@ stealing run's node monitors time their steals (steal_timing.py): a thief's wait
 its probe and take round trips, far longer on this host than the model's four hops (e.g. 7 + 29 + 7 ms
 against 4 x 1.7 ms in one run), so the model's thieves wait the difference (`steal_wait`) before probing.
 
-The model is replayed MODEL_SEEDS times (its seed draws the probes and the steal victims, which the trace
-does not hold) and its jobs pooled for the prediction; each seed's own short p50 gives the model's spread
-(`model_range`: the 10th to 90th percentile over its seeds). On 16 slots that spread is wide where
-stealing is off (which queues the few long tasks block decides the short jobs' p50: one run's 20 seeds
-gave 1.0-2.0 s around a pooled 1.55 s; with stealing on 200-238 ms around 221 ms), so one run can fall
-outside 10% of a right model: the verdicts say how often each run lies within the model's spread as
-well as how far it is from the pooled figure.
+The model replays the run's own probe placement (placement.py: the schedulers log which node monitors
+each job's reservations went to; the trace's `probes=`), so that the model's seed draws only the steal
+victims. Without it (the `drawn` figures, kept beside for comparison) the seed draws the probes too, and on
+16 slots that alone moves a run with stealing off a lot (which queues the few long tasks block decides the
+short jobs' p50: one run's 20 seeds gave 1.0-2.0 s around a pooled 1.55 s; with stealing on 200-238 ms
+around 221 ms). Each model is run MODEL_SEEDS times and its jobs pooled for the prediction; each seed's own
+short p50 gives the model's spread (`model_range`: the 10th to 90th percentile over its seeds; none left
+for a replayed placement with stealing off, where sparrow draws nothing else).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..demo.replay import ideal, measure_hops, model
+from sparrow_core.sim import SimResult
+
+from ..demo.replay import ReplayJob, ideal, measure_hops, model
+from .placement import RunPlacement
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
 from .run import QueryRecord
@@ -46,6 +50,7 @@ TARGET_SPEEDUP = 2.0  # issue 18: stealing at least halves the short jobs' p50 r
 MODEL_TARGET = 0.10  # issue 18: the simulator within 10% of each run at p50
 MODEL_SEEDS = 20  # replays of each run by the model (module docstring); 16 workers make each one cheap
 MODEL_RANGE = (10, 90)  # percentiles over the model's seeds of its short p50: the spread quoted
+BLOCKED = 0.5  # seconds: a short job slower waited behind a long task (at the default 4x: 80 ms and 8 s tasks)
 
 
 def make_mixed(
@@ -81,36 +86,60 @@ class StealRun:
     seed: int
     long: np.ndarray
     response: np.ndarray
-    simulated: np.ndarray  # MODEL_SEEDS replays pooled, each in job order
+    simulated: np.ndarray  # MODEL_SEEDS replays pooled, each in job order (the run's placement, if `placed`)
     ideal: np.ndarray
     failed: int
     stolen: int  # GetTasks its schedulers answered for stolen reservations (-1: not known)
     simulated_stolen: float = math.nan  # reservations the model stole, the mean over its seeds
     network: float = math.nan  # the model's one-way delay (demo/replay.py's Hops.network)
     timing: StealTiming | None = None  # how long the run's steals took (None: not stealing, or not read)
+    placed: bool = False  # `simulated` replays the run's own probe placement
+    drawn: np.ndarray | None = None  # MODEL_SEEDS replays pooled with the placement drawn by the model
+    gap: float = math.nan  # the late-binding gap the model was given (2 x network)
+    inferred_gap: float = math.nan  # the one measure_hops infers from gaps under CHAIN_LIMIT
+    gap_pairs: int = 0  # chained pairs `gap` was measured over (placement.py; 0: it is the inferred one)
 
-    def p(self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False) -> float:
-        """The q-th percentile of the short (or `long`) jobs' response, as run, simulated or ideal."""
-        values = self.simulated if simulated else self.ideal if of_ideal else self.response
-        mask = np.tile(self.long, self.model_seeds) if simulated else self.long
+    def p(
+        self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False, drawn: bool = False
+    ) -> float:
+        """The q-th percentile of the short (or `long`) jobs' response, as run, simulated (`drawn`: by the model
+        drawing its own placement; NaN if not run) or ideal."""
+        values = self._model(drawn) if simulated or drawn else self.ideal if of_ideal else self.response
+        if values is None:
+            return math.nan
+        mask = np.tile(self.long, values.size // max(self.long.size, 1)) if simulated or drawn else self.long
         chosen = values[mask if long else ~mask]
         return float(np.percentile(chosen, q)) if chosen.size else math.nan
+
+    def blocked(self, *, simulated: bool = False) -> float:
+        """The fraction of the short jobs slower than BLOCKED (as run, or simulated): those that waited behind a
+        long task. Near one half, the short p50 lies in the gap between the two kinds of short job, and a point
+        more or less of them moves it a lot: this fraction is the better-conditioned figure to compare."""
+        values = self.simulated if simulated else self.response
+        mask = np.tile(~self.long, values.size // max(self.long.size, 1))
+        return float(np.mean(values[mask] > BLOCKED)) if mask.any() else math.nan
+
+    def _model(self, drawn: bool) -> np.ndarray | None:
+        return self.drawn if drawn else self.simulated
 
     @property
     def model_seeds(self) -> int:
         return self.simulated.size // max(self.long.size, 1)
 
-    def model_range(self, q: float = 50) -> tuple[float, float]:
+    def model_range(self, q: float = 50, *, drawn: bool = False) -> tuple[float, float]:
         """The MODEL_RANGE percentiles, over the model's seeds, of each seed's q-th percentile of the short
         jobs' response (module docstring)."""
-        per_seed = self.simulated.reshape(self.model_seeds, -1)[:, ~self.long]
+        values = self._model(drawn)
+        if values is None:
+            return math.nan, math.nan
+        per_seed = values.reshape(values.size // max(self.long.size, 1), -1)[:, ~self.long]
         if per_seed.size == 0:
             return math.nan, math.nan
         lo, hi = np.percentile(np.percentile(per_seed, q, axis=1), MODEL_RANGE)
         return float(lo), float(hi)
 
-    def within_model_range(self) -> bool:
-        lo, hi = self.model_range()
+    def within_model_range(self, *, drawn: bool = False) -> bool:
+        lo, hi = self.model_range(drawn=drawn)
         return lo <= self.p(50) <= hi
 
 
@@ -125,35 +154,56 @@ def steal_figures(
     schedulers: int,
     stolen: int = -1,
     timing: StealTiming | None = None,
+    placement: RunPlacement | None = None,
 ) -> StealRun:
-    """One run's figures (module docstring). Error handling: ValueError if a job did not finish."""
+    """One run's figures (module docstring); `placement`: each job's probed workers in the run (placement.py),
+    replayed by the model (None: it draws them), and its measured late-binding gap, which replaces the one
+    measure_hops infers where it was measured. Error handling: ValueError if a job did not finish, or if
+    `placement` does not give one entry per job."""
     if any(math.isnan(r.finished) for r in records):
         raise ValueError("a job did not finish")
-    jobs, _ = replay_trace(records)
-    hops = measure_hops(s for r in records for s in r.submitted_stages())
-    policy = "sparrow_steal" if steal else "sparrow"
-    simulated = model(
-        jobs,
-        hops,
-        node_monitors=node_monitors,
-        slots=slots,
-        schedulers=schedulers,
-        policy=policy,
-        seeds=MODEL_SEEDS,
-        steal_wait=0.0 if timing is None else timing.model_wait(hops.network),
-    )
+    drawn_jobs, _ = replay_trace(records)
+    if placement is not None and len(placement.probes) != len(drawn_jobs):
+        raise ValueError(f"the placement gives {len(placement.probes)} jobs, the run has {len(drawn_jobs)}")
+    inferred = measure_hops(s for r in records for s in r.submitted_stages())
+    hops = inferred
+    if placement is not None and not math.isnan(placement.chain_gap):
+        hops = replace(inferred, chain_gap=placement.chain_gap)
+
+    def simulate(jobs: Sequence[ReplayJob]) -> list[SimResult]:
+        return model(
+            jobs,
+            hops,
+            node_monitors=node_monitors,
+            slots=slots,
+            schedulers=schedulers,
+            policy="sparrow_steal" if steal else "sparrow",
+            seeds=MODEL_SEEDS,
+            steal_wait=0.0 if timing is None else timing.model_wait(hops.network),
+        )
+
+    drawn = simulate(drawn_jobs)
+    simulated = drawn
+    if placement is not None:
+        placed = [replace(job, probes=probes) for job, probes in zip(drawn_jobs, placement.probes, strict=True)]
+        simulated = simulate(placed)
     return StealRun(
         steal=steal,
         seed=seed,
         long=long,
         response=np.array([r.response for r in records]),
         simulated=np.concatenate([s.job_response for s in simulated]),
-        ideal=np.asarray(ideal(jobs, node_monitors=node_monitors, slots=slots).job_response),
+        ideal=np.asarray(ideal(drawn_jobs, node_monitors=node_monitors, slots=slots).job_response),
         failed=sum(r.failed for r in records),
         stolen=stolen,
         simulated_stolen=float(np.mean([s.counters.get("stolen", 0) for s in simulated])),
         network=hops.network,
         timing=timing,
+        placed=placement is not None,
+        gap=hops.chain_gap,
+        inferred_gap=inferred.chain_gap,
+        gap_pairs=0 if placement is None or math.isnan(placement.chain_gap) else placement.pairs,
+        drawn=np.concatenate([s.job_response for s in drawn]) if placement is not None else None,
     )
 
 
@@ -165,20 +215,39 @@ def _ms(x: float) -> str:
     return "-" if math.isnan(x) else f"{x * 1e3:,.1f}"
 
 
+def _gap(r: StealRun) -> str:
+    inferred = f"inferred {_ms(r.inferred_gap)} ms"
+    if not r.gap_pairs:
+        return f"{inferred} (not measured: the model used it)"
+    return f"measured {_ms(r.gap)} ms over {r.gap_pairs:,} pairs (the model's), {inferred}"
+
+
+def _ratio(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.2f}"
+
+
+def _span(lo: float, hi: float) -> str:
+    return "-" if math.isnan(lo) else f"{_ms(lo)}-{_ms(hi)}"
+
+
 def table(runs: Sequence[StealRun]) -> str:
     """One row per run: short jobs' p50 and p95 and long jobs' p50, as run and simulated, and the ideal."""
+    spread = f"p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]}"
     lines = [
-        "| seed | stealing | short p50 ms | simulated | sim / run | model's seeds "
-        f"p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} | short p95 ms | simulated | long p50 ms "
+        f"| seed | stealing | short p50 ms | simulated | sim / run | model's seeds {spread} | drawn placement "
+        f"| drawn / run | drawn seeds {spread} | short p95 ms | simulated | long p50 ms "
         "| simulated | ideal short p50 | reservations stolen | simulated |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         ratio = r.p(50, simulated=True) / r.p(50)
         lo, hi = r.model_range()
+        drawn_lo, drawn_hi = r.model_range(drawn=True)
+        replayed = "" if r.placed else " (drawn)"
         lines.append(
-            f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))} "
-            f"| {ratio:.2f} | {_ms(lo)}-{_ms(hi)} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} "
+            f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))}{replayed} "
+            f"| {ratio:.2f} | {_span(lo, hi)} | {_ms(r.p(50, drawn=True))} | {_ratio(r.p(50, drawn=True) / r.p(50))} "
+            f"| {_span(drawn_lo, drawn_hi)} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} "
             f"| {_ms(r.p(50, long=True))} "
             f"| {_ms(r.p(50, long=True, simulated=True))} | {_ms(r.p(50, of_ideal=True))} "
             f"| {r.stolen if r.stolen >= 0 else '-'} | {_count(r.simulated_stolen)} |"
@@ -203,9 +272,27 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
     if errors:
         worst = max(abs(e) for e in errors)
         met = "met" if worst <= MODEL_TARGET else "not met"
+        placed = sum(r.placed for r in runs)
+        how = (
+            "replaying each run's own probe placement"
+            if placed == len(runs)
+            else f"replaying the run's probe placement in {placed} of {len(runs)} runs (the others drawn)"
+        )
         lines.append(
-            f"Simulator against each run at the short jobs' p50: worst {worst:.0%} off "
-            f"(target within {MODEL_TARGET:.0%}: {met}); the mean of the signed errors {np.mean(errors):+.0%}."
+            f"Simulator against each run at the short jobs' p50, {how}: worst {worst:.0%} off "
+            f"(target within {MODEL_TARGET:.0%}: {met}); the mean of the signed errors {np.mean(errors):+.0%}; "
+            f"per run {', '.join(f'{e:+.0%}' for e in errors)}."
+        )
+        drawn = [r.p(50, drawn=True) / r.p(50) - 1 for r in runs if r.drawn is not None]
+        if drawn:
+            lines.append(
+                f"The same model drawing its own placement instead: worst {max(abs(e) for e in drawn):.0%} off, "
+                f"mean {np.mean(drawn):+.0%}; per run {', '.join(f'{e:+.0%}' for e in drawn)}."
+            )
+        lines.append(
+            f"Short jobs slower than {BLOCKED:g} s (behind a long task), run / simulated: "
+            + ", ".join(f"{r.blocked():.1%} / {r.blocked(simulated=True):.1%}" for r in runs)
+            + f"; worst difference {max(abs(r.blocked() - r.blocked(simulated=True)) for r in runs) * 100:.1f} points."
         )
         inside = sum(r.within_model_range() for r in runs)
         lines.append(
@@ -228,14 +315,21 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         f"({SHORT_MS:g} ms tasks); the long jobs hold about "
         f"{LONG_FRACTION * LONG_MS / (LONG_FRACTION * LONG_MS + (1 - LONG_FRACTION) * SHORT_MS):.0%} of the slot "
         "time. Each seed's arrivals run twice, stealing off and on. Simulated: the simulator replaying the "
-        f"run's trace with its measured hops ({MODEL_SEEDS} seeds pooled), sparrow for off and sparrow_steal "
-        "for on; the model's seeds column: the spread of its seeds' own short p50 (the seed draws the probes and "
-        "the steal victims, which the trace does not hold). Response: from a job's submission to its last "
-        "outcome at the client.",
+        f"run's trace with its measured hops and its own probe placement ({MODEL_SEEDS} seeds pooled), sparrow "
+        "for off and sparrow_steal for on; the model's seeds column: the spread of its seeds' own short p50 (the "
+        "seed draws the steal victims, which the trace does not hold: none left with stealing off). Drawn "
+        "placement: the same model drawing the probes itself (its seed draws them), as before the placement was "
+        "replayed. Response: from a job's submission to its last outcome at the client.",
         "",
         table(runs),
         "",
         *[f"- {line}" for line in verdicts(runs)],
+        "",
+        "Late-binding gap per run (a task's end to the next task's start on its slot, the model's 2 x network "
+        "delay), measured from the schedulers' logs on the chained pairs (experiment/placement.py), beside the "
+        "one inferred from gaps under 5 ms:",
+        "",
+        *[f"- seed {r.seed} {'on' if r.steal else 'off'}: {_gap(r)}" for r in runs],
         "",
         *(
             [

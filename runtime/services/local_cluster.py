@@ -81,9 +81,10 @@ class LocalCluster:
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
     use every CPU. `dashboard` (default True) serves each scheduler's dashboard and metrics on a free
     loopback port (docs/dashboard.md). Attributes once started: `schedulers`, `node_monitors`
-    (addresses "host:port"), `node_ids`, `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and
-    `dashboard_url` (the first scheduler's), and `metrics_urls` (address -> metrics URL of each
-    service that serves metrics, e.g. with SPARROW_METRICS_PORT=0 in the environment).
+    (addresses "host:port"), `node_ids`, `scheduler_ids` (in the order of `schedulers`),
+    `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and `dashboard_url` (the first
+    scheduler's), and `metrics_urls` (address -> metrics URL of each service that serves metrics,
+    e.g. with SPARROW_METRICS_PORT=0 in the environment).
     `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
     clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md).
 
@@ -180,6 +181,7 @@ class LocalCluster:
         self.schedulers: list[str] = []
         self.node_monitors: list[str] = []
         self.node_ids = [f"nm-{i}" for i in range(node_monitors)]
+        self.scheduler_ids = [f"scheduler-{i}" for i in range(schedulers)]
         self.node_monitor_pids: list[int] = []
         self.metrics_urls: dict[str, str] = {}
         self.dashboard = dashboard
@@ -280,7 +282,7 @@ class LocalCluster:
         return self._tls_files.get("client")
 
     def _scheduler_args(self, i: int) -> list[str]:
-        args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
+        args = ["scheduler", "--id", self.scheduler_ids[i], *self._cpus_args(self.scheduler_cpus[i])]
         if self.probe_ratio is not None:
             args += ["--probe-ratio", str(self.probe_ratio)]
         if self.bind_idle:

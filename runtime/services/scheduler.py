@@ -28,6 +28,7 @@ from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
 from ..wire.guard import contained
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
 from ..wire.tls import TLS
+from . import placement_log
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .outcome_batching import DEFAULT_RESULT_DELAY, OutcomeBatcher, check_result_delay
 from .scheduler_logic import (
@@ -195,6 +196,8 @@ async def serve_scheduler(
             max_frame=max_frame,
             client_grace=client_grace,
         )
+    if logic.placements is None:
+        logic.placements = placement_log.from_environment(logic.scheduler_id)
     service = SchedulerService(
         logic,
         secret=key,
@@ -216,3 +219,5 @@ async def serve_scheduler(
             task_status.started(address)
     finally:
         remove_unix_socket(address)
+        if logic.placements is not None:
+            logic.placements.close()

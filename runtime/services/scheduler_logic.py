@@ -118,6 +118,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .placement_log import PlacementLog
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
@@ -298,6 +299,7 @@ class SchedulerLogic:
         self._ids: dict[str, _Node] | None = None  # cache: node monitor id -> node, every registered one
         self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
         self._stealers = 0  # registered node monitors that steal
+        self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -747,6 +749,8 @@ class SchedulerLogic:
             return
         self.table.reserve(job_id, workers, made_for)
         self.stats["probes"] += len(workers)
+        if self.placements is not None:
+            self.placements.record(job_id, [self._by_worker[w].node_id for w in workers.tolist()])
         by_worker = self._by_worker
         placed = [(by_worker[worker], count) for worker, count in _per_worker(workers)]
         if self.bind_idle:
@@ -827,6 +831,8 @@ class SchedulerLogic:
             if task is not None and job.done[task]:  # cancelled before it launched: never launched
                 task = None
                 self._finish_in_table_if_done(job)
+        if self.placements is not None:  # each answer, for the experiment's round trips (placement_log.py)
+            self.placements.answer(job_id, task, node.node_id, bool(origin) and origin != node.node_id)
         if job is None or task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))

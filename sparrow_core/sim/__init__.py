@@ -5,8 +5,18 @@ from .._core import DURATIONS as DURATIONS
 from .._core import PLACEMENT_POLICIES as PLACEMENT_POLICIES
 from ._config import SimConfig as SimConfig
 from ._result import SimResult as SimResult
+from ._simulate import REPLAY_POLICIES as REPLAY_POLICIES
 from ._simulate import simulate as simulate
 from ._trace import Trace as Trace
 from ._trace import read_trace as read_trace
 
-__all__ = ["DURATIONS", "PLACEMENT_POLICIES", "SimConfig", "SimResult", "Trace", "read_trace", "simulate"]
+__all__ = [
+    "DURATIONS",
+    "PLACEMENT_POLICIES",
+    "REPLAY_POLICIES",
+    "SimConfig",
+    "SimResult",
+    "Trace",
+    "read_trace",
+    "simulate",
+]

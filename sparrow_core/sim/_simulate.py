@@ -9,6 +9,9 @@ from ._config import SimConfig
 from ._result import SimResult
 from ._trace import read_trace
 
+REPLAY_POLICIES = ("batch", "sparrow", "sparrow_steal", "sparrow_pipelined", "sparrow_steal_pipelined")
+"""The policies that batch-sample their probes: a trace's `probes=` (a replayed placement) replaces their draw."""
+
 
 def simulate(config: SimConfig | None = None) -> SimResult:
     """Runs one simulation (the GIL is released while it runs); the same config, seed
@@ -16,13 +19,20 @@ def simulate(config: SimConfig | None = None) -> SimResult:
 
     Error handling: an invalid configuration raises ValueError (TypeError for a wrong type)
     that names the field; a malformed trace line, or a constraint naming a worker beyond
-    n_workers or leaving a task nowhere to run, raises ValueError with its line number.
+    n_workers or leaving a task nowhere to run, or a probes= worker beyond n_workers, raises
+    ValueError with its line number; a trace with probes= under a policy that does not batch-sample
+    (REPLAY_POLICIES) raises ValueError.
     """
     config = SimConfig() if config is None else config
     if not isinstance(config, SimConfig):
         raise TypeError(f"config must be a SimConfig, got {type(config).__name__}")
     config.validate()
     trace = None if config.trace is None else read_trace(config.trace)
+    if trace is not None and trace.probes is not None and config.policy not in REPLAY_POLICIES:
+        raise ValueError(
+            f"{config.trace}: the trace replays a placement (probes=), which policy {config.policy!r} does not "
+            f"sample: use one of {', '.join(REPLAY_POLICIES)}"
+        )
     started = time.perf_counter()
     raw = _core._simulate(config.params(), None if trace is None else trace.arrays())
     wall = time.perf_counter() - started

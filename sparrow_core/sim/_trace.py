@@ -3,9 +3,12 @@
 A line gives either one duration (shared by all the job's tasks) or one per task, then optional
 fields: `workers=W,W,...` (the job may run only on these worker ids), `workers.T=W,W,...`
 (task T, counted from 0, only on these; with `workers=` too, only on those of them that are
-also the job's), `id=NAME` (a name for the job, not all digits) and `after=REF,REF,...` (the job
+also the job's), `id=NAME` (a name for the job, not all digits), `after=REF,REF,...` (the job
 is released only once these jobs have finished: each REF is an id= name, or a job number
-counting job lines from 0, of a job on an earlier line). Blank lines and `#` comments are
+counting job lines from 0, of a job on an earlier line) and `probes=W,W,...` (a replayed
+placement: the job's reservations go to these workers, a worker listed twice getting two, at
+least one per task, instead of the batch sampling's draw; the policies that batch-sample only,
+and every line of the trace then gives one, without constraints). Blank lines and `#` comments are
 skipped; arrival times must not decrease. Old traces (no fields) read as before.
 """
 
@@ -26,7 +29,8 @@ class Trace:
     job_candidates[job_offsets[j]:job_offsets[j + 1]] (empty: any), the i-th task of the trace's
     task_candidates[task_offsets[i]:task_offsets[i + 1]] (empty: unconstrained). Dependencies
     (None when no line has any): job j waits for the earlier jobs
-    parents[parent_offsets[j]:parent_offsets[j + 1]]."""
+    parents[parent_offsets[j]:parent_offsets[j + 1]]. A replayed placement (None when no line
+    has one): job j probes the workers probes[probe_offsets[j]:probe_offsets[j + 1]]."""
 
     arrival: npt.NDArray[np.float64]
     n_tasks: npt.NDArray[np.int64]
@@ -38,6 +42,8 @@ class Trace:
     task_offsets: npt.NDArray[np.int64] | None = None
     parents: npt.NDArray[np.int64] | None = None
     parent_offsets: npt.NDArray[np.int64] | None = None
+    probes: npt.NDArray[np.int64] | None = None
+    probe_offsets: npt.NDArray[np.int64] | None = None
 
     def arrays(self) -> dict[str, npt.NDArray]:
         """The arrays the compiled simulator takes (constraints and dependencies only when the
@@ -47,6 +53,8 @@ class Trace:
             names += ["job_candidates", "job_offsets", "task_candidates", "task_offsets"]
         if self.parent_offsets is not None:
             names += ["parents", "parent_offsets"]
+        if self.probe_offsets is not None:
+            names += ["probes", "probe_offsets"]
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
 
@@ -60,8 +68,8 @@ def _number(text: str, what: str, where: str) -> float:
     return value
 
 
-def _workers(text: str, what: str, where: str) -> list[int]:
-    """Distinct worker ids >= 0 separated by commas."""
+def _workers(text: str, what: str, where: str, *, distinct: bool = True) -> list[int]:
+    """Worker ids >= 0 separated by commas (each once, if `distinct`)."""
     try:
         ids = [int(part) for part in text.split(",")]
     except ValueError:
@@ -70,7 +78,7 @@ def _workers(text: str, what: str, where: str) -> list[int]:
     for w in ids:
         if w < 0:
             raise ValueError(f"{where}: {what}: worker id {w} must be >= 0")
-        if w in seen:
+        if distinct and w in seen:
             raise ValueError(f"{where}: {what}: worker id {w} appears twice")
         seen.add(w)
     return ids
@@ -145,6 +153,35 @@ class _Dependencies:
         self.parent_offsets.append(len(self.parents))
 
 
+class _Placement:
+    """The replayed placement of the jobs read so far, flat (see Trace): every job has one, or none."""
+
+    def __init__(self) -> None:
+        self.probes: list[int] = []
+        self.probe_offsets = [0]
+        self.given = 0  # jobs with a probes= field
+
+    def add(self, fields: dict[str, str], n_tasks: int, constrained: bool, where: str) -> None:
+        """Records one job's probes= field, taking it out of `fields`."""
+        if "probes" in fields:
+            probes = _workers(fields.pop("probes"), "probes", where, distinct=False)
+            if len(probes) < n_tasks:
+                raise ValueError(
+                    f"{where}: probes= must give at least one worker per task ({n_tasks}), got {len(probes)}"
+                )
+            if constrained:
+                raise ValueError(f"{where}: probes= cannot be combined with workers= constraints")
+            self.given += 1
+            self.probes += probes
+        elif self.given:
+            raise ValueError(f"{where}: every job needs probes= once one has it (a replayed placement is whole)")
+        self.probe_offsets.append(len(self.probes))
+
+    def check_whole(self, jobs: int, path: str | PathLike[str]) -> None:
+        if 0 < self.given < jobs:
+            raise ValueError(f"{path}: every job needs probes= once one has it (a replayed placement is whole)")
+
+
 def _fields(tokens: list[str], where: str) -> dict[str, str]:
     """`key=value` tokens as a dict; a key given twice is an error."""
     out: dict[str, str] = {}
@@ -168,6 +205,7 @@ def read_trace(path: str | PathLike[str]) -> Trace:
     lines: list[int] = []
     constraints = _Constraints()
     dependencies = _Dependencies()
+    placement = _Placement()
     with open(path, encoding="utf-8") as text:
         for lineno, line in enumerate(text, start=1):
             tokens = line.split("#", 1)[0].split()
@@ -196,18 +234,20 @@ def read_trace(path: str | PathLike[str]) -> Trace:
             if len(given) not in (1, m):
                 raise ValueError(f"{where}: expected 1 or {m} durations (n_tasks = {m}), got {len(given)}")
             named = _fields(fields, where)
+            constrained = "workers" in named or any(k.startswith("workers.") for k in named)
+            placement.add(named, m, constrained, where)
             constraints.add(named, m, where)
             dependencies.add(named, len(arrival), where)
             if named:
-                raise ValueError(
-                    f"{where}: unknown field {next(iter(named))!r} (expected workers=, workers.TASK=, id= or after=)"
-                )
+                expected = "workers=, workers.TASK=, id=, after= or probes="
+                raise ValueError(f"{where}: unknown field {next(iter(named))!r} (expected {expected})")
             arrival.append(time)
             n_tasks.append(m)
             durations.extend(given * m if len(given) == 1 else given)
             lines.append(lineno)
     if not arrival:
         raise ValueError(f"{path}: the trace holds no job")
+    placement.check_whole(len(arrival), path)
     flat: dict[str, npt.NDArray[np.int64]] = {}
     if constraints.any:
         flat |= {
@@ -218,6 +258,8 @@ def read_trace(path: str | PathLike[str]) -> Trace:
         flat |= {
             name: np.asarray(getattr(dependencies, name), dtype=np.int64) for name in ("parents", "parent_offsets")
         }
+    if placement.given:
+        flat |= {name: np.asarray(getattr(placement, name), dtype=np.int64) for name in ("probes", "probe_offsets")}
     return Trace(
         np.asarray(arrival, dtype=np.float64),
         np.asarray(n_tasks, dtype=np.int64),

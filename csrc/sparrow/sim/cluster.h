@@ -187,6 +187,10 @@ class Cluster {
   void sample_batch_probes(const Job& job, std::vector<int64_t>& workers, std::vector<int64_t>& tags) {
     workers.clear();
     tags.clear();
+    if (p.trace_probe_offsets != nullptr) {  // replay: the trace's placement, not a draw (params.h)
+      workers.assign(p.trace_probes + p.trace_probe_offsets[job.id], p.trace_probes + p.trace_probe_offsets[job.id + 1]);
+      return;
+    }
     if (sample_job(rng, request(job), workers, tags) != kFeasible)
       throw std::logic_error("simulator: job " + std::to_string(job.id) + " has a task that can run nowhere");
   }

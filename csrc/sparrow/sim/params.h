@@ -81,6 +81,11 @@ struct SimParams {
   // finished and their results reached the client.
   const int64_t* trace_parents = nullptr;
   const int64_t* trace_parent_offsets = nullptr;
+  // Optional replayed placement (a runtime's own probes): job j's reservations go to the workers
+  // trace_probes[trace_probe_offsets[j] .. trace_probe_offsets[j + 1]) (a worker listed twice gets
+  // two), at least one per task, instead of the batch sampling's draw; only without constraints.
+  const int64_t* trace_probes = nullptr;
+  const int64_t* trace_probe_offsets = nullptr;
 
   // Users (fair sharing): job user u drawn with probability user_demand[u]; weight user_weight[u].
   std::vector<double> user_weight{1.0};

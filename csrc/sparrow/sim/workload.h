@@ -112,6 +112,7 @@ class Workload {
           if (std::count(parents, parents + i, parents[i]) > 0) fail("a parent is listed twice", j);
         }
       }
+      if (p.trace_probe_offsets != nullptr) check_probes(p, j, fail);
       if (p.trace_job_offsets == nullptr) continue;
       std::vector<int64_t> flat, offsets;
       int64_t infeasible = kFeasible;
@@ -123,6 +124,17 @@ class Workload {
       if (infeasible != kFeasible)
         fail("task " + std::to_string(infeasible) + ": none of its candidate workers is among the job's", j);
     }
+  }
+
+  // Job j's replayed placement (params.h): at least one reservation per task, on workers that exist.
+  template <class Fail>
+  static void check_probes(const SimParams& p, int64_t j, const Fail& fail) {
+    if (p.trace_job_offsets != nullptr) fail("a replayed placement (probes) cannot be combined with constraints", j);
+    const int64_t lo = p.trace_probe_offsets[j], hi = p.trace_probe_offsets[j + 1];
+    if (hi - lo < p.trace_tasks[j]) fail("probes must give at least one worker per task", j);
+    for (int64_t i = lo; i < hi; ++i)
+      if (p.trace_probes[i] < 0 || p.trace_probes[i] >= p.n_workers)
+        fail("probes: worker " + std::to_string(p.trace_probes[i]) + " is not one of the n_workers", j);
   }
 
   // Job j's constraints in the trace, as a request to the probe kernel.

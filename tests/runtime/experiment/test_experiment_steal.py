@@ -1,6 +1,8 @@
 """The work-stealing experiment's workload and verdicts (experiment/steal.py): the mix is drawn from its seed
 at the asked load, and the sentences are written from the numbers, whichever way they fall."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -50,13 +52,27 @@ def test_verdicts_are_written_from_the_numbers():
     good = verdicts([run(False, 300, 327), run(True, 100, 95)])
     assert good == [
         "Short jobs' p50 response, stealing off / on, same arrivals: 3.00x (target >= 2x: met).",
-        "Simulator against each run at the short jobs' p50: worst 9% off (target within 10%: met); the mean of "
-        "the signed errors +2%.",
+        "Simulator against each run at the short jobs' p50, replaying the run's probe placement in 0 of 2 runs "
+        "(the others drawn): worst 9% off (target within 10%: met); the mean of the signed errors +2%; per run "
+        "+9%, -5%.",
+        "Short jobs slower than 0.5 s (behind a long task), run / simulated: 0.0% / 0.0%, 0.0% / 0.0%; worst "
+        "difference 0.0 points.",
         f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
     assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
-    assert "| 0 | on | 200.0 | 300.0 | 1.50 | 300.0-300.0 |" in table([run(True, 200, 300)])
+    assert "| 0 | on | 200.0 | 300.0 (drawn) | 1.50 | 300.0-300.0 | - | - | - |" in table([run(True, 200, 300)])
+
+
+def test_a_replayed_placement_is_the_prediction_and_the_drawn_one_is_shown_beside_it():
+    """A run whose model replayed its placement (300 ms, the run's figure) and drew it (450 ms): the verdict
+    judges the replay (0% off: met) and quotes the drawn model (+50%) beside it; the table shows both."""
+    placed = replace(run(False, 300, 300), placed=True, drawn=run(False, 300, 450).simulated)
+    lines = verdicts([placed])
+    assert lines[0].startswith("Simulator against each run at the short jobs' p50, replaying each run's own probe")
+    assert "worst 0% off (target within 10%: met)" in lines[0]
+    assert lines[1] == "The same model drawing its own placement instead: worst 50% off, mean +50%; per run +50%."
+    assert "| 0 | off | 300.0 | 300.0 | 1.00 | 300.0-300.0 | 450.0 | 1.50 | 450.0-450.0 |" in table([placed])
 
 
 def test_the_models_spread_is_taken_over_its_seeds():
@@ -76,3 +92,14 @@ def test_the_models_spread_is_taken_over_its_seeds():
         "Runs within the model's own spread" in verdicts([middle, past])[-1]
         and "1 of 2" in verdicts([middle, past])[-1]
     )
+
+
+def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():
+    """Short jobs of 0.1, 0.2, 0.9 and 3 s as run (half over BLOCKED) and all 0.1 s in the model (none): the
+    fractions are 50% and 0%, and the long job is not counted; the verdict quotes the difference."""
+    long = np.array([False, False, False, False, True])
+    response = np.array([0.1, 0.2, 0.9, 3.0, 9.0])
+    simulated = np.tile(np.array([0.1, 0.1, 0.1, 0.1, 9.0]), MODEL_SEEDS)
+    r = StealRun(False, 0, long, response, simulated, response, 0, 0)
+    assert r.blocked() == 0.5 and r.blocked(simulated=True) == 0.0
+    assert "50.0% / 0.0%; worst difference 50.0 points." in " ".join(verdicts([r]))

@@ -1,0 +1,131 @@
+"""A run's own probe placement and late-binding round trip, for the simulator to replay (issue 18).
+
+With stealing off, which queues the few long tasks block decides the short jobs' p50, so a model drawing its
+own probes lands 20-40% either side of the same run by its seed alone. `placement_logs()` makes the
+schedulers a LocalCluster starts inside it log each job's probed node monitors
+(services/placement_log.py); `run_placement` reads the logs back as, per job of the run's trace
+(report.replay_trace's order), the simulator workers (node monitor i of `node_ids` is worker i) its
+reservations went to: what the trace's `probes=` field replays.
+
+The logs also time every GetTask answer, so the gap a slot spends between two tasks (the previous task's
+end in its worker, the node monitor's GetTask, the scheduler's answer, the next task's start in its worker:
+demo/replay.py's `chain_gap`) is measured on the pairs where it is that round trip and nothing else,
+instead of inferred from every gap under CHAIN_LIMIT (which leaves out the long ones a loaded host makes):
+on one node monitor, the task bound right after the previous one ended, for a reservation the scheduler
+had sent there before that end (it was waiting), with no NoTask answered there in between (an empty
+GetTask, which the model counts itself) and not stolen (a stolen reservation arrived later, which the
+model's steal timing counts). Measured for one slot per node monitor only (with more, which task freed
+the slot is not in the logs).
+
+Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
+caller draws the placement instead and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..demo.workload import JobRecord
+from ..services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
+from .run import QueryRecord
+
+MIN_PAIRS = 20  # chained pairs below which the round trip is not measured (NaN: the caller infers it)
+
+
+@dataclass(frozen=True)
+class RunPlacement:
+    """Per job of the trace, its probed workers; the mean late-binding gap over `pairs` chained pairs (module
+    docstring; NaN if not measured)."""
+
+    probes: list[tuple[int, ...]]
+    chain_gap: float
+    pairs: int
+
+
+@contextmanager
+def placement_logs() -> Iterator[Path]:
+    """While open, schedulers started from here log their placements in the folder yielded (removed after)."""
+    before = os.environ.get(ENVIRONMENT)
+    with tempfile.TemporaryDirectory(prefix="sparrow-placement-") as folder:
+        os.environ[ENVIRONMENT] = folder
+        try:
+            yield Path(folder)
+        finally:
+            if before is None:
+                os.environ.pop(ENVIRONMENT, None)
+            else:
+                os.environ[ENVIRONMENT] = before
+
+
+def run_placement(
+    records: Sequence[QueryRecord],
+    folder: Path,
+    scheduler_ids: Sequence[str],
+    node_ids: Sequence[str],
+    *,
+    slots: int = 1,
+) -> RunPlacement | None:
+    """Each stage's probed workers in trace order and the measured round trip (module docstring), or None if a
+    job is not in the logs.
+
+    Error handling: ValueError for a log line that is not one, or a node monitor id not in `node_ids`."""
+    logs = [
+        read_log(log_path(folder, name)) if log_path(folder, name).exists() else PlacementRecords()
+        for name in scheduler_ids
+    ]
+    worker = {node: i for i, node in enumerate(node_ids)}
+    stages: dict[tuple[int, int], JobRecord] = {}  # (scheduler, job id) -> the stage's record
+    out: list[tuple[int, ...]] = []
+    for record in records:
+        placements = logs[record.scheduler].placements
+        if len(record.job_ids) != len(record.stages):  # a record made without its handles
+            return None
+        for job_id, stage in zip(record.job_ids, record.stages, strict=True):
+            nodes = None if job_id is None else placements.get(job_id)
+            if nodes is None or job_id is None:
+                return None
+            unknown = [n for n in nodes if n not in worker]
+            if unknown:
+                raise ValueError(
+                    f"job {job_id}'s placement names node monitor {unknown[0]!r}, not one of the cluster's"
+                )
+            out.append(tuple(worker[n] for n in nodes))
+            if stage is not None:
+                stages[record.scheduler, job_id] = stage
+    gaps = chain_gaps(logs, stages) if slots == 1 else np.array([])
+    mean = float(np.mean(gaps)) if gaps.size >= MIN_PAIRS else math.nan
+    return RunPlacement(out, mean, int(gaps.size))
+
+
+def chain_gaps(logs: Sequence[PlacementRecords], stages: dict[tuple[int, int], JobRecord]) -> np.ndarray:
+    """The gaps of the chained pairs (module docstring) over every node monitor of one slot, in seconds."""
+    answers = sorted(
+        ((a, s) for s, log in enumerate(logs) for a in log.answers if a.task < 0 or (s, a.job) in stages),
+        key=lambda x: x[0].at,
+    )
+    last: dict[str, tuple[Answer, int]] = {}  # node monitor -> its last task's answer and scheduler
+    empty: dict[str, float] = {}  # node monitor -> when it last got NoTask
+    gaps = []
+    for a, s in answers:
+        if a.task < 0:
+            empty[a.node] = a.at
+            continue
+        before = last.get(a.node)
+        last[a.node] = (a, s)
+        if before is None or a.stolen:
+            continue
+        prev, prev_s = before
+        prev_end = float(stages[prev_s, prev.job].ends[prev.task])
+        start = float(stages[s, a.job].starts[a.task])
+        waiting = logs[s].probed_at.get(a.job, math.inf) < prev_end  # its reservation was sent before that end
+        if waiting and prev_end < a.at and empty.get(a.node, -math.inf) < prev_end and start >= prev_end:
+            gaps.append(start - prev_end)
+    return np.array(gaps)

@@ -30,12 +30,23 @@ from .job import Job
 TARGETS_TTL = 2.0  # seconds the node monitors' data addresses from a StatusReply are reused for
 
 
+class Pickled:
+    """A value its caller has pickled already (`data`: cloudpickle, protocol 5, as `prepare` pickles), so that
+    scattering it does not pickle it again (DaskScheduler pickles a graph's data to see its size)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
 def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool) -> tuple[list[Job], list[bytes]]:
-    """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them;
-    with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""
+    """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them (a
+    `Pickled` value as it is); with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""
     jobs, data = [], []
     for value in values:
-        pickled = cloudpickle.dumps(value, protocol=5)  # read back by packed.loads
+        # read back by packed.loads
+        pickled = value.data if type(value) is Pickled else cloudpickle.dumps(value, protocol=5)
         job = make_job([pickled])
         job.upload = True
         if not keep:

@@ -86,7 +86,7 @@ class Upload:
         value = self._assembler.value()
         self._open = False
         # a bytearray: the store keeps any buffer (a worker's memory file too), its annotation says bytes
-        self.key = self._store.put(value, self._user, self._session, reserved=True)  # type: ignore[arg-type]
+        self.key = self._store.put(value, self._user, self._session, reserved=True)
 
     def abandon(self) -> None:
         """The link ended before the last chunk: give the reservation back (once)."""

@@ -37,14 +37,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-import cloudpickle
 import trio
 from dask._task_spec import DataNode, convert_legacy_graph
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
 from .client.executor import SparrowExecutor, SparrowFuture
-from .client.scatter import Pickled
+from .client.scatter import Pickled, pickle_value
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
 from .wire import limits
@@ -269,7 +268,7 @@ def _sized(value) -> tuple[int, object]:
     nbytes = getattr(value, "nbytes", None)  # a numpy array
     if type(nbytes) is int and type(value).__module__ == "numpy":
         return nbytes, value
-    pickled = cloudpickle.dumps(value, protocol=5)
+    pickled = pickle_value(value)
     return len(pickled), Pickled(pickled)
 
 

@@ -62,8 +62,10 @@ class DataServer:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         idle_timeout: float = DATA_IDLE_TIMEOUT,
+        shared_over: int = 0,
     ) -> None:
         self.store = store
+        self.shared_over = shared_over  # an upload over this many bytes is kept in a memory file (0: none is)
         self.node_id = node_id
         self.max_value = max_value  # the largest upload it takes
         self.stall_timeout = stall_timeout
@@ -149,6 +151,7 @@ class DataServer:
             frame_limit=conn.max_frame,
             send_limit=conn.send_limit,
             name=self.node_id,
+            shared=0 < self.shared_over < msg.size,
         )
 
     async def _kept(self, conn: Connection, upload: Upload) -> None:

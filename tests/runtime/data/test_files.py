@@ -15,6 +15,7 @@ from sparrow_runtime.data import shared
 from sparrow_runtime.data.links import DataLinks
 from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
+from sparrow_runtime.data.upload import put_value
 from sparrow_runtime.services.listen import open_listeners
 from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.handshake import connect
@@ -24,10 +25,10 @@ SECRET = b"f" * 32
 needs_memfd = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files are Linux only")
 
 
-async def _serving(test, unix: bool = True) -> DataServer:
+async def _serving(test, unix: bool = True, **options) -> DataServer:
     """Run `test(server, store, address)` against a DataServer on a Unix socket (or loopback TCP)."""
     store = ValueStore(1 << 30)
-    server = DataServer(store, node_id="nm", secret=SECRET)
+    server = DataServer(store, node_id="nm", secret=SECRET, **options)
     with tempfile.TemporaryDirectory() as folder:
         host, port = ("unix:" + os.path.join(folder, "nm.data"), 0) if unix else ("127.0.0.1", 0)
         listeners = await open_listeners(host, port)
@@ -128,3 +129,23 @@ def test_a_passed_file_becomes_a_copy_that_later_fetches_take():
         await links.aclose()
 
     trio.run(_serving, test)
+
+
+@needs_memfd
+def test_an_upload_over_the_share_limit_is_kept_in_a_memory_file_that_a_peer_then_takes_as_the_file():
+    """A listener whose workers take memory files (shared_over=1 MiB): a 2 MB upload is kept in one, and a
+    node monitor's fetch on a Unix link gets that file; a 500 kB upload stays bytes."""
+
+    async def test(server, store, address):
+        conn = await connect(parse_address(address), secret=SECRET, role="client", peer_id="uploader")
+        big, small = os.urandom(2_000_000), os.urandom(500_000)
+        keys = [await put_value(conn, value, name="nm") for value in (big, small)]
+        await conn.aclose()
+        assert type(store.get(keys[0]).value) is shared.SharedValue
+        assert type(store.get(keys[1]).value) is not shared.SharedValue
+        links = _links()
+        assert bytes(await links.fetch(ValueRef("nm", address, keys[0], len(big)))) == big
+        assert server.stats["served_files"] == 1
+        await links.aclose()
+
+    trio.run(partial(_serving, test, shared_over=1 << 20))

@@ -59,14 +59,15 @@ def write(fd: int, data: bytes, buffers: list[pickle.PickleBuffer]) -> None:
         offset = _aligned(offset)
 
 
-def pack(data: bytes, buffers: list[pickle.PickleBuffer]) -> bytearray:
+def pack(data: bytes, buffers: list[pickle.PickleBuffer]) -> bytes:
     """The packed value in memory (what `write` puts in a file), for a value sent as bytes (an upload)."""
-    out = bytearray(packed_size(data, buffers))
+    pieces: list = []
     offset = 0
     for part in _parts(data, buffers):
-        out[offset : offset + part.nbytes] = part
-        offset = _aligned(offset + part.nbytes)
-    return out
+        pieces += [bytes(_aligned(offset) - offset), part]
+        offset = _aligned(offset) + part.nbytes
+    pieces.append(bytes(_aligned(offset) - offset))
+    return b"".join(pieces)
 
 
 def loads(buf):

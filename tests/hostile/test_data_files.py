@@ -7,7 +7,6 @@ fetcher's next fetch works, and the listener goes on serving."""
 from __future__ import annotations
 
 import array
-import logging
 import mmap
 import os
 import socket
@@ -19,13 +18,12 @@ import trio
 
 from sparrow_runtime.data import shared
 from sparrow_runtime.data.links import DataLinks
-from sparrow_runtime.data.server import ROLES
 from sparrow_runtime.errors import ValueLost
 from sparrow_runtime.services.listen import open_listeners
-from sparrow_runtime.wire.handshake import HandshakeGate, accept_and_serve
 from sparrow_runtime.wire.messages import FetchFile, FetchValue, ValueFile, ValueRef
 
 from ..runtime.data.test_files import SECRET, _serving
+from .test_data_plane import KEY, lying_handler
 
 pytestmark = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files are Linux only")
 SIZE = 2_000_000
@@ -65,28 +63,7 @@ def _open_memfds(name: str) -> int:
 async def _lying_holder(answer, nursery, folder: str) -> str:
     """A data listener on a Unix socket in `folder` that passes the handshake and answers each FetchFile or
     FetchValue with `answer(conn, msg)`; its address."""
-    gate = HandshakeGate()
-
-    async def serve(conn) -> None:
-        while True:
-            for msg in await conn.receive_batch():
-                if type(msg) in (FetchFile, FetchValue):
-                    await answer(conn, msg)
-
-    async def handle(stream) -> None:
-        await accept_and_serve(
-            stream,
-            serve,
-            log=logging.getLogger(__name__),
-            secret=SECRET,
-            role="node-monitor",
-            node_id="liar",
-            allowed_roles=ROLES,
-            gate=gate,
-            max_frame=64 << 20,
-            timeout=5.0,
-        )
-
+    handle = lying_handler(answer, (FetchFile, FetchValue))
     path = os.path.join(folder, f"liar-{os.urandom(4).hex()}.data")
     await nursery.start(trio.serve_listeners, handle, await open_listeners("unix:" + path, 0))
     return "unix:" + path
@@ -107,7 +84,7 @@ async def _refused(answer, match: str, stall_timeout: float = 5.0, liars_own: in
             liar = await _lying_holder(answer, nursery, folder)
             good = await _lying_holder(_honest, nursery, folder)
             links = DataLinks(
-                secret=SECRET, role="node-monitor", peer_id="victim", shared_over=1000, stall_timeout=stall_timeout
+                secret=KEY, role="node-monitor", peer_id="victim", shared_over=1000, stall_timeout=stall_timeout
             )
             with trio.fail_after(stall_timeout + 5):
                 with pytest.raises(ValueLost, match=match):
@@ -201,7 +178,7 @@ def test_a_value_file_where_chunks_were_due_is_refused():
         with tempfile.TemporaryDirectory() as folder:
             async with trio.open_nursery() as nursery:
                 liar = await _lying_holder(answer, nursery, folder)
-                links = DataLinks(secret=SECRET, role="node-monitor", peer_id="victim")  # values as bytes
+                links = DataLinks(secret=KEY, role="node-monitor", peer_id="victim")  # values as bytes
                 with trio.fail_after(10), pytest.raises(ValueLost, match="ValueFile is not allowed here"):
                     await links.fetch(ValueRef("liar", liar, os.urandom(16), SIZE))
                 await links.aclose()

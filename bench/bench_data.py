@@ -19,7 +19,9 @@ Dask distributed: `LocalCluster(n_workers=4, threads_per_worker=1, processes=Tru
 distributed worker imports numpy when it starts, so every Sparrow worker imports it in the warm-up too
 (`warm_up`): otherwise the first graph pays 1-4 s of imports on a loaded machine. Dask
 distributed is optional (`pip install -e '.[peers]'`): without it its columns are left out.
-Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]`
+Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]
+[--transport tcp|unix]` (`--transport`: Sparrow's links, loopback TCP by default; its data listeners are Unix
+sockets either way, so that values in memory files pass between node monitors as the files themselves)
 """
 
 from __future__ import annotations

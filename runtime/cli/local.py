@@ -59,6 +59,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         pipeline_depth=s["pipeline_depth"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],
+        bind_idle=s["bind_idle"],
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],
         tls=False if s["insecure"] else state_dir() / "tls",

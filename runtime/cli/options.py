@@ -139,6 +139,14 @@ PIPELINE_DEPTH = Setting(
     "recent tasks ran under 5 ms (docs/runtime.md)",
     "N",
 )
+BIND_IDLE = Setting(
+    "bind_idle",
+    BOOLEAN,
+    False,
+    "send a job's first tasks with its reservations to node monitors this scheduler believes idle (nothing of its "
+    "own there, no other work in their last heartbeat), saving their GetTask round trip; one that is busy after all "
+    "runs the task in its next free slot, ahead of its queue (docs/runtime.md)",
+)
 
 STEAL = Setting(
     "steal",
@@ -179,6 +187,7 @@ SCHEDULER_SETTINGS = (
     ),
     Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
     PROBE_RATIO,
+    BIND_IDLE,
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting(
         "node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"
@@ -324,6 +333,7 @@ LOCAL_SETTINGS = (
     PIPELINE_DEPTH,
     STEAL,
     PROBE_RATIO,
+    BIND_IDLE,
     Setting(
         "share_cpus",
         BOOLEAN,

@@ -19,7 +19,9 @@ Dask distributed: `LocalCluster(n_workers=4, threads_per_worker=1, processes=Tru
 distributed worker imports numpy when it starts, so every Sparrow worker imports it in the warm-up too
 (`warm_up`): otherwise the first graph pays 1-4 s of imports on a loaded machine. Dask
 distributed is optional (`pip install -e '.[peers]'`): without it its columns are left out.
-Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]`
+Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]
+[--transport tcp|unix]` (`--transport`: Sparrow's links, loopback TCP by default; its data listeners are Unix
+sockets either way, so that values in memory files pass between node monitors as the files themselves)
 """
 
 from __future__ import annotations
@@ -87,11 +89,16 @@ def shuffle_graph(parts: int = SHUFFLE_PARTS, n_bytes: int = SHUFFLE_BYTES):
 GRAPHS = {"array": bench_dask.array_graph, "dataframe": bench_dask.dataframe_graph, "shuffle": shuffle_graph}
 
 
-def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process") -> dict:
+def sparrow_round(
+    graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process", transport: str = "tcp"
+) -> dict:
     """Graph -> (seconds, tasks, bytes through the client, bytes through the scheduler, CPU seconds of the
-    process tree) on a fresh Sparrow cluster of `node_monitors` node monitors x 1 slot."""
+    process tree) on a fresh Sparrow cluster of `node_monitors` node monitors x 1 slot (`transport`: the
+    LocalCluster's, tcp or unix)."""
     results = {}
-    cluster = bench_dask.LocalCluster(node_monitors=node_monitors, slots=1, executor=executor, dashboard=False)
+    cluster = bench_dask.LocalCluster(
+        node_monitors=node_monitors, slots=1, executor=executor, dashboard=False, transport=transport
+    )
     with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
         dask.compute(bench_dask.chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
         warm_up(sparrow.executor, node_monitors)  # and numpy in every worker, as distributed's have it
@@ -108,13 +115,16 @@ def sparrow_round(graphs: dict, node_monitors: int = NODE_MONITORS, executor: st
 def main() -> None:
     parser = bench_dask.graph_parser(__doc__, GRAPHS)
     parser.add_argument("--json", metavar="FILE", help="also write every round's figures to FILE")
+    parser.add_argument(
+        "--transport", choices=("tcp", "unix"), default="tcp", help="Sparrow's links: loopback TCP or Unix sockets"
+    )
     args = parser.parse_args()
     graphs = bench_dask.parsed_graphs(parser, args, GRAPHS)
     names = list(graphs)
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
     sparrow_runs, distributed_runs = [], []
     for _ in range(args.repeat):
-        sparrow_runs.append(sparrow_round(graphs))
+        sparrow_runs.append(sparrow_round(graphs, transport=args.transport))
         if distributed is not None:
             distributed_runs.append(bench_dask.distributed_round(graphs, NODE_MONITORS, bench_dask.timed_cpu))
     load_after, steal = os.getloadavg()[0], steal_percent(counters_before, cpu_counters())
@@ -138,7 +148,7 @@ def main() -> None:
     print(
         f"best of {args.repeat} round(s), wall seconds of dask.compute and CPU seconds of the whole process tree "
         "(each column's best); Sparrow / distributed < 1: Sparrow faster\n"
-        f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot (process executors); "
+        f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot (process executors, {args.transport}); "
         + (f"distributed {distributed.__version__} {NODE_MONITORS} workers x 1 thread; " if distributed_runs else "")
         + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"
         + ("" if steal is None else f", steal {steal:.1f}%")

@@ -37,13 +37,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-import cloudpickle
 import trio
 from dask._task_spec import DataNode, convert_legacy_graph
 from dask.callbacks import local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
 from .client.executor import SparrowExecutor, SparrowFuture
+from .client.scatter import Pickled, pickle_value
 from .client.tick_batch import TickBatch
 from .services.local_cluster import LocalCluster
 from .wire import limits
@@ -132,10 +132,11 @@ class DaskScheduler:
                 values.append(node.value)
         if not keys:
             return dsk
-        big = [i for i, size in enumerate(map(_pickled_size, values)) if size > over]
+        sized = [_sized(value) for value in values]
+        big = [i for i, (size, _) in enumerate(sized) if size > over]
         if not big:
             return dsk
-        futures = self.executor.scatter_many([values[i] for i in big])
+        futures = self.executor.scatter_many([sized[i][1] for i in big])
         with self._lock:
             self.scattered += len(futures)
         dsk = dict(dsk)
@@ -259,14 +260,16 @@ class _Wave:
 _SMALL = frozenset((type(None), bool, int, float, complex))  # never over any limit: not pickled to see
 
 
-def _pickled_size(value) -> int:
-    """Roughly the bytes `value` pickles to: its buffer's size for bytes and arrays (no pickling), else the pickle's."""
+def _sized(value) -> tuple[int, object]:
+    """Roughly the bytes `value` pickles to, and what to scatter for it: for bytes and arrays their buffer's size
+    and the value (not pickled to see), else the pickle's size and the pickle (Pickled: not pickled again)."""
     if isinstance(value, (bytes, bytearray, memoryview, str)):
-        return len(value)
+        return len(value), value
     nbytes = getattr(value, "nbytes", None)  # a numpy array
     if type(nbytes) is int and type(value).__module__ == "numpy":
-        return nbytes
-    return len(cloudpickle.dumps(value, protocol=5))
+        return nbytes, value
+    pickled = pickle_value(value)
+    return len(pickled), Pickled(pickled)
 
 
 def _run_task(task, data: dict):

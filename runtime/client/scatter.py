@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 import cloudpickle
 import trio
 
+from ..data import packed
+from ..data.shared import SHARE_MIN
 from ..errors import UploadFailed
 from ..wire.messages import ValueRef
 from .job import Job
@@ -30,12 +32,34 @@ from .job import Job
 TARGETS_TTL = 2.0  # seconds the node monitors' data addresses from a StatusReply are reused for
 
 
+class Pickled:
+    """A value its caller has pickled already (`data`: as `pickle_value` pickles it), so that
+    scattering it does not pickle it again (DaskScheduler pickles a graph's data to see its size)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def pickle_value(value) -> bytes:
+    """`value` as it is uploaded: with its buffers out of band (data/packed.py: a dependent's worker and `result()`
+    make its arrays over those bytes in place) if it has buffers and packs to over SHARE_MIN bytes (its node
+    monitor keeps it in a memory file then, as a worker's big result); else a plain pickle (protocol 5)."""
+    data, buffers = packed.dump(value)
+    if not buffers:
+        return data
+    if packed.packed_size(data, buffers) > SHARE_MIN:
+        return packed.pack(data, buffers)
+    return cloudpickle.dumps(value, protocol=5)  # small: its buffers in band, copied out when it is read
+
+
 def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool) -> tuple[list[Job], list[bytes]]:
-    """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them;
-    with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""
+    """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them (a
+    `Pickled` value as it is); with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""
     jobs, data = [], []
     for value in values:
-        pickled = cloudpickle.dumps(value, protocol=5)  # read back by packed.loads
+        pickled = value.data if type(value) is Pickled else pickle_value(value)  # read back by packed.loads
         job = make_job([pickled])
         job.upload = True
         if not keep:

@@ -6,6 +6,10 @@ address, the handshake of every link: wire/handshake.py), asks for it and puts i
 fetches from one holder run at once, one per link; a link is reused once its answer is complete.
 `release(refs)` tells each holder which of its values are no longer needed (no answer).
 
+On a plain Unix socket (the holder is on this host) a value wanted in a memory file is asked for with FetchFile,
+and a holder that keeps it in one answers ValueFile with that file's descriptor (SCM_RIGHTS): nothing is copied;
+the file is checked as a worker's result is (shared.adopt: sealed, not empty, of the reference's size).
+
 Error handling: ValueLost (errors.py), naming the value's node monitor and why, when the holder cannot
 be reached, does not have the value, stalls, or breaks the protocol (that link is closed; other
 links go on). A link found closed before its answer began (its holder closed it for idling) is
@@ -14,7 +18,10 @@ replaced once.
 
 from __future__ import annotations
 
+import array
 import logging
+import os
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,16 +34,17 @@ from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, describe_invalid
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
 from ..wire.limits import CHUNK_SIZE, DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
-from ..wire.messages import Error, FetchValue, Message, ReleaseValues, ValueRef
+from ..wire.messages import Error, FetchFile, FetchValue, Message, ReleaseValues, ValueFile, ValueRef
 from ..wire.tls import TLS
 from .copies import Copies
-from .shared import SharedValue
+from .shared import SharedValue, adopt
 from .transfer import Assembler, TransferError, chunk_prefix
 
 logger = logging.getLogger(__name__)
 
 LINKS_PER_HOLDER = 4
 SPARE_SCRATCH = 4  # scratch buffers of CHUNK_SIZE kept for the next transfers into memory files
+FILES_PER_ANSWER = 4  # descriptors taken with one answer (one is due; more are closed at once)
 SMALL_FRAME = 64 * 1024  # a frame at most this big is read whole and decoded (a header, an answer, a small chunk)
 _decoder = msgspec.msgpack.Decoder(Message)
 
@@ -48,6 +56,12 @@ def raw_stream(conn) -> trio.SocketStream | None:
     transfers nothing waits in the link's own buffer, and its chunks may be read past it."""
     stream = conn.stream
     return stream if conn.tls is None and type(stream) is trio.SocketStream else None
+
+
+def unix_socket(conn):
+    """The trio socket under a plain data link on a Unix socket (where descriptors may pass), else None."""
+    stream = raw_stream(conn)
+    return stream.socket if stream is not None and stream.socket.family == socket.AF_UNIX else None
 
 
 def describe(ref: ValueRef) -> str:
@@ -86,6 +100,7 @@ class DataLinks:
         self.shared_over = shared_over  # a value over this many bytes comes into a memory file (0: none do)
         self.fetched = 0  # values fetched
         self.bytes_fetched = 0
+        self.fetched_files = 0  # of them, memory files passed by a holder on this host (FetchFile)
         self._idle: dict[str, list[Connection]] = {}
         self._limits: dict[str, trio.Semaphore] = {}
         self._closed = False
@@ -211,9 +226,18 @@ class DataLinks:
             )
         except ProtocolError as exc:
             raise ValueLost(str(exc)) from None
+        unix = unix_socket(conn) if assembler.shared else None
         try:
             with trio.fail_after(self.stall_timeout):
-                await conn.send_now([FetchValue(ref.key)])
+                await conn.send_now([FetchFile(ref.key) if unix is not None else FetchValue(ref.key)])
+            if unix is not None:
+                first = await self._receive_file_answer(unix, conn, ref)
+                if type(first) is SharedValue:
+                    return first
+                if type(first) is Error:
+                    raise ValueLost(f"{describe(ref)} is lost: its holder refused: {clip(first.reason)}")
+                if assembler.feed(first):
+                    return self._assembled(assembler, ref)
             stream = raw_stream(conn)
             if stream is not None:
                 await self._receive_raw(stream, conn, assembler, ref)
@@ -236,9 +260,71 @@ class DataLinks:
         except ProtocolError as exc:
             await conn.aclose()
             raise ValueLost(f"{describe(ref)} is lost: its holder broke the protocol: {exc}") from None
+        return self._assembled(assembler, ref)
+
+    @staticmethod
+    def _assembled(assembler: Assembler, ref: ValueRef) -> bytearray | SharedValue:
         if assembler.missing is not None:
             raise ValueLost(f"{describe(ref)} is lost: {clip(assembler.missing)}")
         return assembler.value()
+
+    async def _receive_file_answer(self, sock, conn: Connection, ref: ValueRef):
+        """The first message of the answer to FetchFile: the value itself if it is ValueFile (its memory file
+        adopted: shared.adopt's checks, and the reference's size), else the message (a header, ValueMissing,
+        Error), any descriptor that came with it closed. Raises TransferError for a ValueFile without exactly
+        one descriptor or whose file is not the value."""
+        fds: list[int] = []
+        try:
+            head = bytearray(HEADER_SIZE)
+            await self._fill_fds(sock, memoryview(head), conn, fds)
+            size = int.from_bytes(head, "big")
+            if size > SMALL_FRAME:
+                raise TransferError(f"{describe(ref)}: a first frame of {size:,} bytes")
+            frame = bytearray(size)
+            await self._fill_fds(sock, memoryview(frame), conn, fds)
+            try:
+                msg = _decoder.decode(frame)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise ProtocolError(describe_invalid(memoryview(frame), exc)) from None
+            if type(msg) is not ValueFile:
+                return msg
+            if len(fds) != 1:
+                raise TransferError(f"{describe(ref)}: ValueFile came with {len(fds)} descriptors, not 1")
+            if msg.size != ref.size:
+                raise TransferError(f"{describe(ref)}: the holder announced {msg.size:,} bytes")
+            fd = fds.pop()
+            try:
+                size = os.fstat(fd).st_size
+                if size != ref.size:
+                    os.close(fd)
+                    raise TransferError(f"{describe(ref)}: its memory file holds {size:,} bytes")
+                value = adopt(fd, ref.size)  # closes fd on an error
+            except (ValueError, OSError) as exc:
+                raise TransferError(f"{describe(ref)}: its memory file was refused: {exc}") from None
+            self.fetched_files += 1
+            return value
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    async def _fill_fds(self, sock, view: memoryview, conn: Connection, fds: list[int]) -> None:
+        """Receive exactly len(view) bytes into `view`, each receive within `stall_timeout`, and the
+        descriptors that come with them into `fds` (at most FILES_PER_ANSWER are taken; the kernel closes more)."""
+        room = socket.CMSG_SPACE(FILES_PER_ANSWER * array.array("i").itemsize)
+        while view:
+            try:
+                with trio.fail_after(self.stall_timeout):
+                    got, ancillary, _, _ = await sock.recvmsg_into([view], room)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise ConnectionLost(f"connection to {conn.peer_name} lost: {exc}") from None
+            for level, kind, data in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    taken = array.array("i")
+                    taken.frombytes(data[: len(data) - len(data) % taken.itemsize])
+                    fds.extend(taken)
+            if not got:
+                raise ConnectionLost(f"{conn.peer_name} closed the connection")
+            view = view[got:]
 
     async def _receive_raw(self, stream: trio.SocketStream, conn: Connection, assembler: Assembler, ref) -> None:
         """Read the answer from the socket itself (raw_stream): a small frame is decoded as a message; the

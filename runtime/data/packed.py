@@ -40,19 +40,34 @@ def packed_size(data: bytes, buffers: list[pickle.PickleBuffer]) -> int:
     return size
 
 
-def write(fd: int, data: bytes, buffers: list[pickle.PickleBuffer]) -> None:
-    """Write the packed value at the start of the file `fd` (of at least packed_size bytes)."""
+def _parts(data: bytes, buffers: list[pickle.PickleBuffer]) -> list[memoryview]:
+    """The packed value's parts in order (the head with the pickle, then each buffer), each to start aligned."""
     raws = [buffer.raw() for buffer in buffers]
     head = MAGIC + len(raws).to_bytes(4, "big") + len(data).to_bytes(8, "big")
     head += b"".join(raw.nbytes.to_bytes(8, "big") for raw in raws)
+    return [memoryview(head + data), *(raw.cast("B") for raw in raws)]
+
+
+def write(fd: int, data: bytes, buffers: list[pickle.PickleBuffer]) -> None:
+    """Write the packed value at the start of the file `fd` (of at least packed_size bytes)."""
     offset = 0
-    parts: list[memoryview] = [memoryview(head + data), *raws]
-    for part in parts:
+    for part in _parts(data, buffers):
         view = part.cast("B")
         while view:
             done = os.pwrite(fd, view, offset)
             view, offset = view[done:], offset + done
         offset = _aligned(offset)
+
+
+def pack(data: bytes, buffers: list[pickle.PickleBuffer]) -> bytes:
+    """The packed value in memory (what `write` puts in a file), for a value sent as bytes (an upload)."""
+    pieces: list = []
+    offset = 0
+    for part in _parts(data, buffers):
+        pieces += [bytes(_aligned(offset) - offset), part]
+        offset = _aligned(offset) + part.nbytes
+    pieces.append(bytes(_aligned(offset) - offset))
+    return b"".join(pieces)
 
 
 def loads(buf):

@@ -3,9 +3,11 @@
 Every connection opens with the handshake of every other link (wire/handshake.py: the cluster secret,
 or TLS with the cluster CA), as a node monitor accepting the roles `client` and `node-monitor`. On it
 a peer sends FetchValue (answered by the value in chunks, transfer.py, or ValueMissing; the link
-stays) and, a client only, ReleaseValues and PutValue (an upload, upload.py). Under TLS a client is
-served and may release only the values of its certificate's user (an admin: any), and its uploads are
-that user's; a node monitor fetches any value, for the tasks it runs. In the insecure mode the key, random
+stays), on a plain Unix socket FetchFile (a value in a memory file is answered by ValueFile and the
+file's descriptor itself, SCM_RIGHTS: sealed, so its receiver can only read it; another as FetchValue)
+and, a client only, ReleaseValues and PutValue (an upload, upload.py). Under TLS a client is served
+and may release only the values of its certificate's user (an admin: any), and its uploads are that
+user's; a node monitor fetches any value, for the tasks it runs. In the insecure mode the key, random
 and unguessable, is the capability.
 
 Error handling: a message not allowed here gets Error and the link is closed; a peer that takes no
@@ -16,20 +18,24 @@ opens another when it needs one). Whatever happens on one link ends only that li
 
 from __future__ import annotations
 
+import array
 import contextlib
 import logging
+import socket
 from collections import Counter
 
+import msgspec
 import trio
 
 from ..errors import ConnectionLost, ProtocolError
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_REASON, STALL_TIMEOUT, clip
-from ..wire.messages import Error, FetchValue, PutValue, ReleaseValues, ValueKept, ValueMissing
+from ..wire.messages import Error, FetchFile, FetchValue, PutValue, ReleaseValues, ValueFile, ValueKept, ValueMissing
 from ..wire.tls import TLS
-from .links import raw_stream
+from .links import raw_stream, unix_socket
+from .shared import SharedValue
 from .store import ValueStore
 from .transfer import chunk_prefix, chunks, header
 from .upload import Refused, Upload
@@ -38,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 DATA_IDLE_TIMEOUT = 60.0  # seconds a data link may stay idle before the node monitor closes it
 ROLES = ("client", "node-monitor")
+_encoder = msgspec.msgpack.Encoder()
 
 
 class DataServer:
@@ -55,8 +62,10 @@ class DataServer:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         idle_timeout: float = DATA_IDLE_TIMEOUT,
+        shared_over: int = 0,
     ) -> None:
         self.store = store
+        self.shared_over = shared_over  # an upload over this many bytes is kept in a memory file (0: none is)
         self.node_id = node_id
         self.max_value = max_value  # the largest upload it takes
         self.stall_timeout = stall_timeout
@@ -142,6 +151,7 @@ class DataServer:
             frame_limit=conn.max_frame,
             send_limit=conn.send_limit,
             name=self.node_id,
+            shared=0 < self.shared_over < msg.size,
         )
 
     async def _kept(self, conn: Connection, upload: Upload) -> None:
@@ -153,7 +163,7 @@ class DataServer:
 
     async def _answer(self, conn: Connection, msg, client: bool, user: str | None) -> None:
         kind = type(msg)
-        if kind is FetchValue:
+        if kind is FetchValue or kind is FetchFile:
             kept = self.store.get(msg.key, user)
             if kept is None:
                 self.stats["missing"] += 1
@@ -168,6 +178,11 @@ class DataServer:
                     )
                 return
             value = kept.value
+            if kind is FetchFile and type(value) is SharedValue:
+                sock = unix_socket(conn)
+                if sock is not None:
+                    await self._send_file(conn, sock, value)
+                    return
             first = header(value, conn.send_limit)
             with trio.fail_after(self.stall_timeout):
                 await conn.send_now([first])
@@ -183,6 +198,21 @@ class DataServer:
             self.stats["released"] += self.store.release(msg.keys, user)
         else:
             raise ProtocolError(f"{kind.__name__} is not allowed on a data link from a {conn.peer_role}")
+
+    async def _send_file(self, conn: Connection, sock, value: SharedValue) -> None:
+        """Answer ValueFile, its frame sent in one message with the value's descriptor (SCM_RIGHTS)."""
+        body = _encoder.encode(ValueFile(len(value)))
+        frame = len(body).to_bytes(HEADER_SIZE, "big") + body
+        fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [value.fd]))]
+        try:
+            with trio.fail_after(self.stall_timeout):
+                sent = await sock.sendmsg([frame], fds)
+                if sent < len(frame):  # the descriptor went with the first bytes
+                    await conn.stream.send_all(frame[sent:])
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise ConnectionLost(f"connection to {conn.peer_name} lost: {exc}") from None
+        self.stats["served_files"] += 1
+        self.stats["bytes_served_files"] += len(value)
 
     async def _send_raw(self, conn: Connection, value, chunk: int) -> None:
         """Send `value`'s chunks as their frames' prefixes and slices of the value itself (the same bytes as

@@ -15,6 +15,9 @@ from __future__ import annotations
 import secrets
 
 from ..wire.limits import KEY_SIZE
+from .shared import SharedValue
+
+Value = bytes | bytearray | SharedValue  # a value's bytes, or its sealed memory file (shared.py)
 
 
 class StoreFull(Exception):
@@ -26,7 +29,7 @@ class Kept:
 
     __slots__ = ("session", "user", "value")
 
-    def __init__(self, value: bytes, user: str, session: str) -> None:
+    def __init__(self, value: Value, user: str, session: str) -> None:
         self.value = value
         self.user = user
         self.session = session
@@ -47,7 +50,7 @@ class ValueStore:
     def __len__(self) -> int:
         return len(self._values)
 
-    def put(self, value: bytes, user: str = "", session: str = "", *, reserved: bool = False) -> bytes:
+    def put(self, value: Value, user: str = "", session: str = "", *, reserved: bool = False) -> bytes:
         """Keep `value`; its new key. Raises StoreFull if it does not fit under the limit (`reserved`: its
         size was reserved, by `reserve`, and is held already)."""
         size = len(value)

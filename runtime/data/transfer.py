@@ -22,6 +22,7 @@ from ..wire.framing import HEADER_SIZE
 from ..wire.limits import CHUNK_SIZE, MAX_CHUNKS, MESSAGE_OVERHEAD
 from ..wire.messages import ValueChunk, ValueHeader, ValueMissing
 from .shared import SharedValue, Writable
+from .store import Value
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -50,11 +51,11 @@ def chunk_prefix(index: int, size: int) -> bytes:
     return (len(body) + size).to_bytes(HEADER_SIZE, "big") + body
 
 
-def header(value: bytes, send_limit: int) -> ValueHeader:
+def header(value: Value, send_limit: int) -> ValueHeader:
     return ValueHeader(len(value), chunk_size(send_limit))
 
 
-def chunks(value: bytes, chunk: int) -> Iterator[ValueChunk]:
+def chunks(value: Value, chunk: int) -> Iterator[ValueChunk]:
     """The ValueChunks of `value` (views of it, not copies), `chunk` bytes each but the last."""
     view = memoryview(value)
     for index, start in enumerate(range(0, len(value), chunk)):

@@ -34,8 +34,9 @@ class Refused(Exception):
 
 class Upload:
     """One upload under way at a node monitor, from its PutValue to its last chunk. `header` is the answer
-    to send; feed it the chunks; `key` is set once the value is kept. Call `abandon()` if the link ends
-    before: the reservation goes back. Raises Refused from the constructor."""
+    to send; feed it the chunks; `key` is set once the value is kept (`shared`: in a memory file, data/shared.py,
+    which the node monitor's workers and its peers on this host then take without a copy). Call `abandon()`
+    if the link ends before: the reservation goes back. Raises Refused from the constructor."""
 
     def __init__(
         self,
@@ -48,6 +49,7 @@ class Upload:
         frame_limit: int,
         send_limit: int,
         name: str,
+        shared: bool = False,
     ) -> None:
         size = msg.size
         if size > max_value:
@@ -66,7 +68,7 @@ class Upload:
         self.key: bytes | None = None
         self.header = ValueHeader(size, chunk_size(send_limit))
         self._assembler = Assembler(
-            size, frame_limit=frame_limit, max_value=max_value, name=f"an upload of {size:,} bytes"
+            size, frame_limit=frame_limit, max_value=max_value, name=f"an upload of {size:,} bytes", shared=shared
         )
         if self._assembler.feed(self.header):  # 0 bytes: no chunk comes
             self._keep()
@@ -85,8 +87,7 @@ class Upload:
     def _keep(self) -> None:
         value = self._assembler.value()
         self._open = False
-        # a bytearray: the store keeps any buffer (a worker's memory file too), its annotation says bytes
-        self.key = self._store.put(value, self._user, self._session, reserved=True)  # type: ignore[arg-type]
+        self.key = self._store.put(value, self._user, self._session, reserved=True)
 
     def abandon(self) -> None:
         """The link ended before the last chunk: give the reservation back (once)."""

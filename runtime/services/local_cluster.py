@@ -7,7 +7,9 @@ on TLS with a cluster CA of its own.
 
 Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
 (`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0` (with
-`transport="unix"`, `--listen unix:DIR/NAME.sock`, DIR a 0700 folder removed on close), its id,
+`transport="unix"`, `--listen unix:DIR/NAME.sock`, DIR a 0700 folder removed on close; a node monitor's data
+listener is `--data-listen unix:DIR/NAME.data` on either transport: the cluster is on one host, so a value
+kept in a memory file passes to another node monitor as the file itself, data/links.py), its id,
 `--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
 killed outright, the services stop), and `--secret-file` naming a private file (mode 0600 in a 0700
 directory) removed once every service has read it: the secret is never on a command line nor in an
@@ -40,6 +42,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -86,7 +89,9 @@ class LocalCluster:
     scheduler's), and `metrics_urls` (address -> metrics URL of each service that serves metrics,
     e.g. with SPARROW_METRICS_PORT=0 in the environment).
     `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
-    clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md).
+    clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md). The node
+    monitors' data listeners are Unix sockets either way (where the system has them): values in memory
+    files pass between them as the files themselves (docs/runtime.md, "Values stay where they were made").
 
     `tls`: False (default) runs the services --insecure, with the shared `secret` (one trusted host:
     every process is this user's and listens on loopback only); True on TLS with a CA made for this
@@ -172,7 +177,7 @@ class LocalCluster:
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.transport = transport
-        self._socket_dir: str | None = None  # transport="unix": the folder of the services' sockets
+        self._socket_dir: str | None = None  # the folder of the services' Unix sockets (data listeners at least)
         self.secret = new_secret()
         self.tls = tls
         self.client_tls: TLS | None = None
@@ -226,7 +231,7 @@ class LocalCluster:
         with os.fdopen(fd, "w") as f:
             f.write(self.secret)
         common = ["--log-level", self.log_level, "--exit-with-parent"]
-        if self.transport == "unix":
+        if self.transport == "unix" or hasattr(socket, "AF_UNIX"):
             self._socket_dir = tempfile.mkdtemp(prefix="sparrow-sock-")  # mode 0700
         try:
             credentials = self._credential_args(secret_file)
@@ -239,7 +244,12 @@ class LocalCluster:
             self.schedulers = self._await_ready(started)
             node_common = common + credentials["node-monitor"]
             started = [
-                self._start(self._node_monitor_args(i) + self._listen(self.node_ids[i]) + node_common)
+                self._start(
+                    self._node_monitor_args(i)
+                    + self._listen(self.node_ids[i])
+                    + self._data_listen(self.node_ids[i])
+                    + node_common
+                )
                 for i in range(self.n_node_monitors)
             ]
             self._node_monitors = [process for process, _ in started]
@@ -252,9 +262,16 @@ class LocalCluster:
             shutil.rmtree(secret_dir, ignore_errors=True)
 
     def _listen(self, name: str) -> list[str]:
-        if self._socket_dir is None:
+        if self.transport != "unix" or self._socket_dir is None:
             return ["--listen", "127.0.0.1:0"]
         return ["--listen", "unix:" + os.path.join(self._socket_dir, f"{name}.sock")]
+
+    def _data_listen(self, name: str) -> list[str]:
+        """A node monitor's data listener: a Unix socket where the system has them (beside a unix listen,
+        its default is that already)."""
+        if self.transport == "unix" or self._socket_dir is None:
+            return []
+        return ["--data-listen", "unix:" + os.path.join(self._socket_dir, f"{name}.data")]
 
     def _credential_args(self, secret_file: str) -> dict[str, list[str]]:
         """Each role's credential flags: its TLS files (made now if needed), or --insecure and the secret."""

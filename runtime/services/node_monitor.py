@@ -602,6 +602,7 @@ async def serve_node_monitor(
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(
                 logic.store,
+                shared_over=service.links.shared_over,  # uploads its workers take as memory files come into one
                 node_id=service.node_id,
                 secret=key,
                 tls=tls,

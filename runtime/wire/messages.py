@@ -14,7 +14,8 @@ Connections and the messages allowed on them (see docs/runtime.md):
 - node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
   StealTake -> Stolen; StealRelease (no answer).
 - client or node monitor -> a node monitor's data address: FetchValue -> ValueHeader + ValueChunk... |
-  ValueMissing; ReleaseValues (runtime/data/); a client: PutValue -> ValueHeader (go ahead, in chunks of this
+  ValueMissing; on a Unix socket FetchFile -> ValueFile + its memory file's descriptor (or as FetchValue);
+  ReleaseValues (runtime/data/); a client: PutValue -> ValueHeader (go ahead, in chunks of this
   size) + the client's ValueChunk... -> ValueKept, or Error (refused: the link closes) (data/upload.py).
 - Error: either side, any time; the sender closes the connection after it.
 
@@ -59,7 +60,7 @@ from .limits import (
 
 # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing;
 # 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
-# reservations (TaskToNode.bound, user, session)
+# reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile)
 PROTOCOL_VERSION = 8
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
@@ -462,6 +463,20 @@ class ValueKept(_Msg, tag=46):
     key: Key
 
 
+class FetchFile(_Msg, tag=47):
+    """On a plain Unix data link (one host): send the value `key` as its sealed memory file itself, ValueFile
+    with the file's descriptor; a value not in a memory file is answered as FetchValue is (data/links.py)."""
+
+    key: Key
+
+
+class ValueFile(_Msg, tag=48):
+    """The value asked for is the `size` bytes of the sealed memory file whose descriptor comes with this
+    frame (SCM_RIGHTS); the receiver checks its seals and size (data/shared.py)."""
+
+    size: Size
+
+
 # -- node monitor <-> worker process ---------------------------------------------------------------
 
 
@@ -528,6 +543,8 @@ Message = (
     | Stolen
     | StealRelease
     | FetchValue
+    | FetchFile
+    | ValueFile
     | ValueHeader
     | ValueChunk
     | ValueMissing

@@ -34,15 +34,15 @@ def _blob(n: int) -> bytes:
     return b"v" * n
 
 
-async def _lying_holder(answer, nursery) -> str:
-    """A data listener that passes the handshake and answers each FetchValue with `answer(conn, msg)`;
-    its address."""
+def lying_handler(answer, asks: tuple = (FetchValue,)):
+    """A data listener's stream handler that passes the handshake and answers each message of the kinds `asks`
+    with `answer(conn, msg)`."""
     gate = HandshakeGate()
 
     async def serve(conn) -> None:
         while True:
             for msg in await conn.receive_batch():
-                if type(msg) is FetchValue:
+                if type(msg) in asks:
                     await answer(conn, msg)
 
     async def handle(stream) -> None:
@@ -59,7 +59,12 @@ async def _lying_holder(answer, nursery) -> str:
             timeout=5.0,
         )
 
-    listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+    return handle
+
+
+async def _lying_holder(answer, nursery) -> str:
+    """A data listener on loopback TCP that answers each FetchValue with `answer(conn, msg)`; its address."""
+    listeners = await nursery.start(partial(trio.serve_tcp, lying_handler(answer), 0, host="127.0.0.1"))
     return f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
 
 

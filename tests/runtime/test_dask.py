@@ -5,6 +5,7 @@ import concurrent.futures
 import io
 import operator
 
+import cloudpickle
 import pytest
 
 dask = pytest.importorskip("dask")
@@ -207,6 +208,26 @@ def test_a_from_pandas_graphs_partitions_are_scattered_and_never_pass_through_th
     assert sparrow.scattered == 4
     assert after["bytes_uploaded"] - traffic["bytes_uploaded"] > frame.memory_usage().sum()
     assert after["bytes_sent"] - traffic["bytes_sent"] < 100_000  # the tasks, not the data
+
+
+def test_a_scattered_partition_is_pickled_once(sparrow, monkeypatch):
+    """Sizing a graph's data pickles it; scattering it then uploads that pickle instead of pickling it again:
+    each of the 4 partitions of from_pandas is pickled with its data (in band: not only the buffers' outline
+    that data/packed.py takes first) exactly once, and the result is still the right one."""
+    frame = _frame()
+    grouped = dd.from_pandas(frame, npartitions=4).groupby("key").value.sum()
+    pickled: list[int] = []
+    dumps = cloudpickle.dumps
+
+    def counting(value, *args, **kwargs):
+        if isinstance(value, pd.DataFrame) and kwargs.get("buffer_callback") is None:
+            pickled.append(id(value))
+        return dumps(value, *args, **kwargs)
+
+    monkeypatch.setattr(cloudpickle, "dumps", counting)
+    got = dask.compute(grouped, scheduler=sparrow)[0]
+    pd.testing.assert_series_equal(got.sort_index(), grouped.compute(scheduler="sync").sort_index())
+    assert sparrow.scattered == 4 and len(pickled) == 4 and len(set(pickled)) == 4
 
 
 def test_graph_data_under_scatter_over_or_with_scatter_off_travels_with_its_tasks(cluster):

@@ -129,3 +129,27 @@ def test_the_executor_scatters_and_its_futures_are_inputs_of_submit():
             assert executor.submit(_length, future, b"12").result(timeout=30) == BIG + 2
             assert future.result() == b"z" * BIG and not future.kept
             assert executor.client.traffic["bytes_sent"] < 1000  # the dependent went with a reference
+
+
+def _add_one_in_place(array) -> float:
+    array += 1  # an input array is writable (its worker's copy on write)
+    return float(array.sum())
+
+
+def test_a_big_scattered_array_goes_out_of_band_into_a_memory_file_and_its_dependents_may_change_their_copy():
+    """A 4 MB numpy array scattered to a node monitor with process workers: uploaded packed (its buffer out of
+    band, data/packed.py), kept in a sealed memory file, and taken in place by its dependents, each of which may
+    write to its input (copy on write) without changing the kept value; a 100 kB one goes as a plain pickle."""
+    np = pytest.importorskip("numpy")
+    from sparrow_runtime.client.scatter import pickle_value
+    from sparrow_runtime.data import packed
+    from sparrow_runtime.services.local_cluster import LocalCluster
+
+    array = np.arange(500_000, dtype=np.float64)
+    assert pickle_value(array)[:4] == packed.MAGIC and pickle_value(array[:12_500])[:4] != packed.MAGIC
+    with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor:
+            future = executor.scatter(array)
+            sums = [executor.submit(_add_one_in_place, future) for _ in range(3)]
+            assert [s.result(timeout=60) for s in sums] == [float(array.sum()) + array.size] * 3
+            np.testing.assert_array_equal(future.result(), array)

@@ -40,6 +40,16 @@ def test_arrays_come_back_as_views_of_the_packed_bytes_and_writable_where_they_a
     assert packed.loads(buf)["a"][0] == 7.0
 
 
+def test_a_value_packed_in_memory_has_the_bytes_written_to_a_file():
+    """packed.pack (an upload's bytes) makes exactly what packed.write puts in a file, so loads reads both alike."""
+    value = [np.arange(30_001, dtype=np.float64), "gap", np.ones(7, dtype=np.int8), np.zeros(0)]
+    data, buffers = packed.dump(value)
+    made = packed.pack(data, buffers)
+    assert len(made) == packed.packed_size(data, buffers) and bytearray(made) == _pack(value)
+    back = packed.loads(made)
+    assert back[1] == "gap" and all(np.array_equal(a, b) for a, b in zip(back[::2], value[::2], strict=True))
+
+
 def test_a_plain_pickle_is_read_as_before():
     assert packed.loads(cloudpickle.dumps([1, "two", b"3"])) == [1, "two", b"3"]
 

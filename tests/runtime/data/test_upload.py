@@ -3,8 +3,12 @@ is kept, under whose name, and every limit an upload must stay within."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from sparrow_runtime.data.shared import AVAILABLE as SHARED
+from sparrow_runtime.data.shared import SharedValue
 from sparrow_runtime.data.store import StoreFull, ValueStore
 from sparrow_runtime.data.transfer import TransferError, chunks
 from sparrow_runtime.data.upload import Refused, Upload
@@ -12,7 +16,9 @@ from sparrow_runtime.wire.limits import MESSAGE_OVERHEAD
 from sparrow_runtime.wire.messages import FetchValue, PutValue, ValueChunk, ValueHeader
 
 
-def _upload(store: ValueStore, size: int, *, max_value: int = 1 << 30, send_limit: int = 1 << 20) -> Upload:
+def _upload(
+    store: ValueStore, size: int, *, max_value: int = 1 << 30, send_limit: int = 1 << 20, shared: bool = False
+) -> Upload:
     return Upload(
         store,
         PutValue(size),
@@ -22,7 +28,23 @@ def _upload(store: ValueStore, size: int, *, max_value: int = 1 << 30, send_limi
         frame_limit=1 << 20,
         send_limit=send_limit,
         name="nm0",
+        shared=shared,
     )
+
+
+@pytest.mark.skipif(not SHARED, reason="memory files are Linux only")
+def test_a_shared_upload_is_kept_in_a_sealed_memory_file():
+    """shared=True (an upload over the node monitor's share limit): the value is kept in a sealed memory file
+    (read-only: its workers and its peers on this host take it without a copy) with the same bytes."""
+    store = ValueStore(10 << 20)
+    value = bytes(range(256)) * 8000
+    upload = _upload(store, len(value), shared=True)
+    for part in chunks(value, upload.header.chunk):
+        upload.feed(part)
+    kept = store.get(upload.key).value
+    assert type(kept) is SharedValue and bytes(kept) == value and store.held == len(value)
+    with pytest.raises(PermissionError):
+        os.pwrite(kept.fd, b"x", 0)
 
 
 def test_an_upload_is_kept_once_its_last_chunk_came_with_the_links_user_and_session():

@@ -30,6 +30,10 @@
 // <= its queued reservations + its requests ahead; the head stops the asking). Whenever the median
 // is 5 ms or more it pipelines one deep as above. So a worker that holds one reservation of a job
 // (batch sampling on a large cluster) asks none of it ahead while deep.
+//
+// Gate (pipeline_gate, the runtime's default): a worker asks ahead at all, even one deep, only
+// while that median is under kShortTask (none known yet: not). A task bound ahead then waits
+// behind tasks that ran short here lately, not behind 10 ms-class ones.
 #pragma once
 
 #include <algorithm>
@@ -56,7 +60,8 @@ class Pipelining {
         queues_(queues),
         on_(c.p.policy == PlacementPolicy::SparrowPipelined || c.p.policy == PlacementPolicy::SparrowStealPipelined),
         after_(c.p.pipeline_after),
-        depth_(c.p.pipeline_depth) {
+        depth_(c.p.pipeline_depth),
+        gate_(c.p.pipeline_gate) {
     if (!on_) return;
     if (!(after_ >= 0) || !std::isfinite(after_)) throw std::invalid_argument("pipeline_after must be finite and >= 0");
     if (depth_ < 1 || depth_ > kMaxDepth)
@@ -111,7 +116,10 @@ class Pipelining {
       recent_[w * kRecent + st.next_recent] = c_.now - r->start;
       st.next_recent = (st.next_recent + 1) % kRecent;
       if (st.n_recent < kRecent) ++st.n_recent;
-      if (depth_ > 1) st.deep = median(w) < kShortTask;
+      if (depth_ > 1 || gate_) {
+        st.short_recent = median(w) < kShortTask;
+        st.deep = depth_ > 1 && st.short_recent;
+      }
     }
     r->job = -1;
     slot_freed(host, w);
@@ -150,6 +158,7 @@ class Pipelining {
   template <class Host>
   void ask_ahead(Host& host, int64_t w) {
     State& st = state_[w];
+    if (gate_ && !st.short_recent) return;
     const int64_t limit = st.deep ? (c_.p.slots - c_.free[w]) * depth_ : st.armed;
     Reservation r;
     while (st.ahead + st.n_bound < limit) {
@@ -176,7 +185,8 @@ class Pipelining {
     int32_t n_bound = 0;                // tasks bound, waiting for a slot
     int32_t armed = 0;                  // running tasks whose slot may ask ahead
     int32_t n_recent = 0, next_recent = 0;
-    bool deep = false;  // depth > 1 and the recent median under kShortTask
+    bool short_recent = false;  // the recent median under kShortTask (kept with depth > 1 or the gate)
+    bool deep = false;          // depth > 1 and short_recent
   };
   struct Ask {
     double granted;  // when it got its slot; -1: asked ahead, none yet
@@ -193,7 +203,7 @@ class Pipelining {
     double start = 0.0;
   };
 
-  bool keeps_recent() const { return after_ > 0 || depth_ > 1; }
+  bool keeps_recent() const { return after_ > 0 || depth_ > 1 || gate_; }
 
   // The half rule (header comment) for the head of w's queue (which may be empty).
   template <class Host>
@@ -289,12 +299,13 @@ class Pipelining {
   bool on_;
   double after_;
   int32_t depth_;
+  bool gate_;
   int32_t ask_cap_ = 0;  // requests in flight per worker at most: (depth + 1) x slots
   std::vector<State> state_;
   std::vector<Ask> asks_;     // per worker ask_cap_: the requests in flight, oldest first
   std::vector<Bound> bound_;  // per worker depth x slots
   std::vector<Running> running_;  // per worker `slots`
-  std::vector<double> recent_;    // per worker kRecent run times (pipeline_after > 0 or depth > 1)
+  std::vector<double> recent_;    // per worker kRecent run times (keeps_recent())
 };
 
 }  // namespace sim

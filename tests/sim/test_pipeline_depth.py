@@ -3,8 +3,9 @@ reference model of the runtime's rule (services/node_monitor_logic.py, "Pipeline
 worker of S slots, one scheduler, every message taking D, FIFO queue. Deeper than 1 only while the
 median of the worker's last 8 run times is under 5 ms; then up to N asked ahead or bound per slot held,
 a slot that takes a reservation asks ahead with it, and at most half of what the worker holds of the
-head job is asked ahead. With the gate (`pipeline_gate`) it asks ahead at all, even one deep, only while that
-median is under 5 ms."""
+head job is asked ahead. With the gate (`pipeline_gate`) it asks ahead at all, even one deep, only while each
+of its last 8 tasks ran under 5 ms (that is also when it is deep), and the half rule bounds every request
+asked ahead, one deep too."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def reference(
             return
         limit = (slots - free) * depth if deep else len(running)
         while queue and sum(not a[1] for a in asks) + len(bound) < limit:
-            if deep:
+            if deep or gate:
                 head = queue[0]
                 ahead = sum(1 for a in asks if a[0] == head and not a[1])
                 if 2 * (ahead + 1) > queue.count(head) + ahead:
@@ -116,7 +117,7 @@ def reference(
             queue.extend(kept)
         elif kind == "end":
             recent.append(now - running.pop((job, event[2])))
-            short = sorted(recent)[len(recent) // 2] < SHORT_TASK
+            short = (max(recent) if gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
             deep = depth > 1 and short
             free += 1
             done[job] += 1

@@ -37,7 +37,7 @@
 // would open the gate for 16% of the workers of exponential 10 ms tasks, whose bound tasks then
 // wait out a 10 ms-class task (measured at 10,000 workers: p50 1.06-1.09x plain, per_job
 // 1.9-4.5x); each of the last 8 short: 0.06%. Without the half rule one deep, per_job still lost
-// 3-13% there (a job held once bound behind a long job's task on a node of short tasks lately).
+// 2-13% there (a job held once bound behind a long job's task on a node of short tasks lately).
 #pragma once
 
 #include <algorithm>

@@ -34,7 +34,7 @@ from ..data import packed, shared
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from ..wire.limits import CHUNK_SIZE
-from ..wire.messages import TOO_LARGE, DropTask, Outcome, OutcomeToNode, TaskToWorker
+from ..wire.messages import TOO_LARGE, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady
 from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
@@ -203,6 +203,7 @@ def main(argv: list[str]) -> int:
         side = socket.socket(fileno=int(argv[2]))
     threading.Thread(target=die_with_node_monitor, args=(fd,), name="sparrow-lifeline", daemon=True).start()
     with socket.socket(fileno=fd) as sock:
+        sock.sendall(encode_frames([WorkerReady()]))  # imported: tasks may come (they start at once)
         serve(sock, int(argv[1]), side, int(argv[3]) if side is not None else 0)
     return 0
 

@@ -343,6 +343,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executor", choices=("process", "thread"), default="process", help="Sparrow's executors")
     parser.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="pipelined, 1 deep unless --pipeline-depth says (the flag of the commands quoted before session 8)",
+    )
+    parser.add_argument(
         "--pipeline-depth",
         type=int,
         metavar="N",
@@ -371,7 +376,9 @@ def main() -> None:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
     if args.pipeline_depth is not None and not 0 <= args.pipeline_depth <= 64:
         parser.error(f"--pipeline-depth must be in [0, 64], got {args.pipeline_depth}")
-    pipeline = args.pipeline_depth
+    pipeline = 1 if args.pipeline and args.pipeline_depth is None else args.pipeline_depth
+    if args.pipeline and pipeline == 0:
+        parser.error("--pipeline with --pipeline-depth 0 (off)")
     if args.load_seconds < 0:
         parser.error(f"--load-seconds must be >= 0, got {args.load_seconds}")
     load_before, counters_before = os.getloadavg()[0], cpu_counters()

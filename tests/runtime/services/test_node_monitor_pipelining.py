@@ -520,9 +520,9 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_n
 @pytest.mark.slow
 def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> None:
     """Real processes, LocalCluster's defaults (pipelined, gated, 16 deep), 2 node monitors x 1 slot, process
-    executors: after 20 ms tasks, nm-0 runs a 4 s task; four 1-task jobs reserved on both node monitors each end
+    executors: after 20 ms tasks, nm-0 runs an 8 s task; four 1-task jobs reserved on both node monitors each end
     while it still runs (nm-1 takes them: the gate keeps nm-0 from binding one behind its long task, which the
-    ungated rule does for about half of them)."""
+    ungated rule does for about half of them). About 12 s."""
 
     async def main() -> None:
         with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
@@ -531,7 +531,7 @@ def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> 
                 warm = await client.submit_job([partial(time.sleep, 0.02)] * 16)
                 with trio.fail_after(60):
                     await warm.outcomes()
-                long = await client.submit_job([partial(time.sleep, 4.0)], constraints=Constraint(("nm-0",)))
+                long = await client.submit_job([partial(time.sleep, 8.0)], constraints=Constraint(("nm-0",)))
                 await trio.sleep(0.5)  # it runs on nm-0
                 for i in range(4):
                     short = await client.submit_job([partial(_square, i)])

@@ -60,6 +60,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         pipeline_always=s["pipeline_always"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],
+        bind_idle=s["bind_idle"],
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],
         tls=False if s["insecure"] else state_dir() / "tls",

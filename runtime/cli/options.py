@@ -147,6 +147,14 @@ PIPELINE_ALWAYS = Setting(
     "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
     "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
 )
+BIND_IDLE = Setting(
+    "bind_idle",
+    BOOLEAN,
+    False,
+    "send a job's first tasks with its reservations to node monitors this scheduler believes idle (nothing of its "
+    "own there, no other work in their last heartbeat), saving their GetTask round trip; one that is busy after all "
+    "runs the task in its next free slot, ahead of its queue (docs/runtime.md)",
+)
 
 STEAL = Setting(
     "steal",
@@ -187,6 +195,7 @@ SCHEDULER_SETTINGS = (
     ),
     Setting("id", TEXT, help="this scheduler's id", unset="scheduler@HOST:PORT"),
     PROBE_RATIO,
+    BIND_IDLE,
     Setting("node_monitor", ADDRESSES, [], "a node monitor to dial (repeatable; they usually dial in)", "HOST:PORT"),
     Setting(
         "node_timeout", number(0.0, open_low=True), DEFAULT_NODE_TIMEOUT, "drop a node monitor silent this long", "S"
@@ -334,6 +343,7 @@ LOCAL_SETTINGS = (
     PIPELINE_ALWAYS,
     STEAL,
     PROBE_RATIO,
+    BIND_IDLE,
     Setting(
         "share_cpus",
         BOOLEAN,

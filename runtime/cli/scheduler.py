@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     options = {
         "scheduler_id": s["id"] or default_id(port),
         "probe_ratio": s["probe_ratio"],
+        "bind_idle": s["bind_idle"],
         "seed": s["seed"],
         "placement_timeout": s["placement_timeout"],
         "max_client_tasks": s["max_client_tasks"],

@@ -74,7 +74,8 @@ class LocalCluster:
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
     one deep whatever the tasks' length) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio` and
+    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
+    tasks sent with its reservations to node monitors believed idle: scheduler_logic.py) and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
@@ -110,6 +111,7 @@ class LocalCluster:
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
+        bind_idle: bool = False,
         result_delay: float | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
@@ -137,6 +139,8 @@ class LocalCluster:
             raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
         if not isinstance(steal, bool):
             raise ValueError(f"steal must be a bool, got {steal!r}")
+        if not isinstance(bind_idle, bool):
+            raise ValueError(f"bind_idle must be a bool, got {bind_idle!r}")
         if result_delay is not None:
             check_result_delay(result_delay)
         if not isinstance(tls, (bool, str, os.PathLike)):
@@ -161,6 +165,7 @@ class LocalCluster:
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         self.probe_ratio = probe_ratio
+        self.bind_idle = bind_idle
         self.result_delay = result_delay
         self.log_level = log_level.lower()
         cpus = available_cpus()
@@ -284,6 +289,8 @@ class LocalCluster:
         args = ["scheduler", "--id", f"scheduler-{i}", *self._cpus_args(self.scheduler_cpus[i])]
         if self.probe_ratio is not None:
             args += ["--probe-ratio", str(self.probe_ratio)]
+        if self.bind_idle:
+            args.append("--bind-idle")
         if self.result_delay is not None:
             args += ["--result-delay", str(self.result_delay)]
         if self.dashboard:  # its HTTP port on loopback, given in its ready line

@@ -113,6 +113,10 @@ SCHEDULER_COUNTERS = {
         "Tasks with a placement preference launched elsewhere (their preferred ones were busy)",
         ("launched_not_preferred",),
     ),
+    "sparrow_tasks_bound_with_reservations": (
+        "Tasks sent with their job's reservations to a node monitor believed idle, unasked (--bind-idle)",
+        ("bound_with_reservations",),
+    ),
     "sparrow_probes_sent": ("Reservations placed on node monitors (batch sampling)", ("probes",)),
     "sparrow_get_task": ("GetTask requests answered", ("get_task",)),
     "sparrow_get_task_empty": ("GetTask requests answered with NoTask", ("no_task",)),
@@ -228,6 +232,10 @@ NODE_COUNTERS = {
     "sparrow_node_tasks_launched": ("Tasks launched on the executor", ("launched",)),
     "sparrow_node_get_task_ahead": ("GetTask requests sent for a busy slot (pipelining)", ("asked_ahead",)),
     "sparrow_node_tasks_bound_ahead": ("Tasks answered ahead that waited for a slot (pipelining)", ("bound_ahead",)),
+    "sparrow_node_tasks_bound_unasked": (
+        "Tasks a scheduler sent unasked with their reservations (its --bind-idle)",
+        ("bound_unasked",),
+    ),
     "sparrow_node_reservations_cancelled": ("Reservations removed by CancelReservations", ("cancelled",)),
     "sparrow_node_steal_attempts": ("Work-stealing attempts started while idle (--steal)", ("steal_attempts",)),
     "sparrow_node_reservations_stolen": ("Reservations taken from peers' queues (--steal)", ("stolen",)),

@@ -58,6 +58,12 @@ started: `on_given_back` makes it an ordinary bound task again (no attempt count
 CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
 started, to stop it); so does its scheduler's loss.
 
+Tasks sent unasked (TaskToNode.bound, `_take_bound`): a scheduler that believes this node monitor idle sends a
+job's first tasks with its reservations instead of waiting for GetTask. Each is bound as on arrival: it starts in
+the next free slot (at once if one is free), ahead of the queue, and is otherwise a bound task as above (a forced
+cancel reports CANCELLED at once; this node monitor's death fails it at its scheduler as SYSTEM). At most
+`slots` x (MAX_PIPELINE_DEPTH + 1) tasks wait bound here; one more is a protocol error.
+
 Timers: a task launched with a timeout (its job's, TaskToNode.timeout) is stopped once it runs past
 it: `on_timer()`, called by the shell every so often, returns a `Stop` (TIMED_OUT) for each such task
 (`clock` tells the time: tests pass a fake one).
@@ -334,6 +340,8 @@ class NodeMonitorLogic(WorkStealing):
             try:
                 if kind is EnqueueReservations:
                     self._enqueue(scheduler, jobs, msg)
+                elif kind is TaskToNode and msg.bound:
+                    self._take_bound(scheduler, msg)
                 elif kind is TaskToNode:
                     entry, held_slot = self._answered(jobs, msg.job_id, True, out)
                     if self.store is not None:
@@ -529,6 +537,17 @@ class NodeMonitorLogic(WorkStealing):
         self._forget_if_idle(jobs, entry)
         return entry, held_slot
 
+    def _take_bound(self, scheduler: Hashable, msg: TaskToNode) -> None:
+        """A task sent unasked with its job's reservations (TaskToNode.bound: its scheduler believed this node
+        monitor idle): it waits, bound, for the next free slot (at once if one is free), ahead of the queue."""
+        limit = self.slots * (MAX_PIPELINE_DEPTH + 1)
+        if len(self.bound) >= limit:
+            raise ProtocolError(f"a task sent unasked, with {len(self.bound)} bound here already (the limit: {limit})")
+        self.stats["bound_unasked"] += 1
+        if self.store is not None:
+            self.owners[(scheduler, msg.job_id, msg.task)] = (msg.user, msg.session)
+        self.bound.append((scheduler, msg))
+
     def _forget_if_idle(self, jobs: dict[int, _Reserved], entry: _Reserved) -> None:
         if entry.queued == 0 and entry.asking == 0 and entry.ahead == 0:
             del jobs[entry.job_id]
@@ -605,7 +624,7 @@ class NodeMonitorLogic(WorkStealing):
         """While a slot is free and a reservation waits: pop it and ask its scheduler for a task.
         Pipelining: a free slot first starts a bound task, else takes over a request asked ahead; then
         busy slots ask ahead (module docstring)."""
-        if self.pipeline:
+        if self.bound or self._ahead:  # pipelining, or tasks sent unasked (TaskToNode.bound)
             while self.free > 0 and len(self.bound) > len(self.pinned):
                 self.free -= 1
                 if not self.pinned:

@@ -42,6 +42,15 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
   and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
   any more (its reservations were dropped and re-probed): NoTask.
+- tasks bound with their reservations (`bind_idle`, off by default): a probed node monitor that this
+  scheduler believes idle (`_free_slots`: no task of ours there whose outcome it has not reported, no live
+  job of ours probed it, and its last heartbeat sent while it held nothing of ours showed no other work)
+  gets up to its slots of the job's tasks at once (TaskToNode.bound), each consuming one of the job's
+  reservations there in the TaskTable, instead of those reservations: the job's first tasks start without
+  a GetTask round trip. Such a task is launched as for any TaskToNode (the loss of its node monitor fails
+  it as SYSTEM, a forced cancel stops it); a node monitor that is busy after all (a stale belief: another
+  scheduler's work since its heartbeat, a task cancelled without force still running) runs it in its next
+  free slot, ahead of its queue, so each task is still handed out once.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -130,8 +139,10 @@ class _Node:
         "jobs",
         "labels",
         "node_id",
+        "others",
         "peer",
         "queued",
+        "running",
         "slots",
         "steal_address",
         "worker",
@@ -148,6 +159,8 @@ class _Node:
         self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
         self.queued = 0  # as of its last heartbeat
         self.busy = 0
+        self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
+        self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -245,6 +258,7 @@ class SchedulerLogic:
         max_frame: int = DEFAULT_MAX_FRAME,
         client_grace: float = DEFAULT_CLIENT_GRACE,
         clock: Callable[[], float] = time.monotonic,
+        bind_idle: bool = False,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
@@ -252,8 +266,11 @@ class SchedulerLogic:
             raise ValueError(f"client_grace must be a number of seconds >= 0, got {client_grace!r}")
         if not isinstance(max_client_tasks, int) or max_client_tasks < 1:
             raise ValueError(f"max_client_tasks must be an int >= 1, got {max_client_tasks!r}")
+        if not isinstance(bind_idle, bool):
+            raise ValueError(f"bind_idle must be a bool, got {bind_idle!r}")
         self.scheduler_id = scheduler_id
         self.clock = clock
+        self.bind_idle = bind_idle  # tasks go with their reservations to node monitors believed idle
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
         self.max_frame = max_frame
@@ -304,6 +321,8 @@ class SchedulerLogic:
                     self._task_finished(node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
+                    if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
+                        node.others = msg.queued > 0 or msg.busy > 0
                     out.append((peer, _ECHO))
                     if msg.draining and not node.draining:
                         self._drain_node(node, out)
@@ -728,13 +747,71 @@ class SchedulerLogic:
             return
         self.table.reserve(job_id, workers, made_for)
         self.stats["probes"] += len(workers)
-        for worker, count in _per_worker(workers):
-            node = self._by_worker[worker]
+        by_worker = self._by_worker
+        placed = [(by_worker[worker], count) for worker, count in _per_worker(workers)]
+        if self.bind_idle:
+            placed = self._bind_to_idle(job, placed, out)
+            if job_id not in self.table:  # every task went with a reservation (or failed): none is left to ask
+                return
+        for node, count in placed:
             node.jobs.add(job_id)
             job.probed.add(node.worker)
-            out.append(
-                (node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session, job.stealable))
-            )
+            if count:
+                out.append(
+                    (node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session, job.stealable))
+                )
+        if self.bind_idle:  # a reservation consumed where the kernel had no task for it leaves none to ask
+            self._reprobe_if_starved(job, out)
+
+    def _bind_to_idle(self, job: _Job, placed: list[tuple[_Node, int]], out: list) -> list[tuple[_Node, int]]:
+        """Bind tasks of `job` at once to the probed node monitors believed idle (`_free_slots`), up to
+        their reservations and free slots: each such reservation is consumed here (TaskTable.get_task),
+        and its task goes unasked (TaskToNode.bound) instead. Returns each probed node with the
+        reservations left to send it; once every task is launched, none (the job leaves the table)."""
+        job_id = job.job_id
+        left = []
+        consumed = False
+        for node, count in placed:
+            worker = node.worker
+            free = min(count, self._free_slots(node)) if job_id in self.table else 0
+            sent = 0
+            while sent < free:
+                task = self.table.get_task(job_id, worker)
+                sent += 1  # that reservation is consumed, whatever the answer
+                consumed = True
+                if task is None:
+                    break
+                if job.done[task]:  # cancelled before it launched: never launched
+                    continue
+                self.stats["bound_with_reservations"] += 1
+                node.jobs.add(job_id)  # its loss fails the task (_forget_node)
+                job.probed.add(worker)
+                if not self._hand_out(node, job, task, out, bound=True) and job_id not in self.table:
+                    return []  # that was the job's last outcome
+            left.append((node, count - sent))
+        if consumed and self.table.all_launched(job_id):
+            self.table.remove_job(job_id)  # no reservation was sent: none to cancel
+        return left
+
+    def _holds_ours(self, node: _Node) -> bool:
+        """Whether `node` runs or holds anything of this scheduler's: a task whose outcome it has not
+        reported, or a live job's reservations (or tasks). Drops the finished jobs from node.jobs."""
+        if node.running:
+            return True
+        jobs = node.jobs
+        if jobs:
+            live = self.jobs
+            gone = [job_id for job_id in jobs if job_id not in live]
+            jobs.difference_update(gone)
+        return bool(jobs)
+
+    def _free_slots(self, node: _Node) -> int:
+        """The slots of `node` this scheduler believes free with nothing queued (0 unless it holds nothing
+        of ours and its last heartbeat that could tell showed no other scheduler's work). Stale beliefs are
+        safe: a bound task that finds its node monitor busy waits there for a slot, ahead of its queue."""
+        if node.others or self._holds_ours(node):
+            return 0
+        return node.slots
 
     def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
         """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
@@ -756,31 +833,8 @@ class SchedulerLogic:
             if job is not None:
                 self._reprobe_if_starved(job, out)
             return
-        payload = job.payloads[task]
-        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
-        job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
-        limit = self.frame_limits.get(node.peer, self.max_frame)
-        problem = None
-        if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
-            problem = too_large(
-                "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
-            )
-        if problem is None:
-            job.running[task] = node.worker
-            if worker != node.worker:  # stolen: its loss must fail the task (_forget_node), cleanup (_finish)
-                node.jobs.add(job_id)
-                job.probed.add(node.worker)
-            self.stats["launched"] += 1
-            self.stats["bytes_to_node_monitors"] += len(payload)
-            if job.preferred is not None and job.preferred[task]:
-                self.stats[
-                    "launched_preferred" if node.worker in job.preferred[task] else "launched_not_preferred"
-                ] += 1
-            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
-        else:  # it fails alone, once; the slot that asked is told there is nothing for it
-            self.stats["too_large"] += 1
+        if not self._hand_out(node, job, task, out, stolen=worker != node.worker):  # the slot that asked gets nothing
             out.append((node.peer, NoTask(job_id)))
-            self._deliver(job, task, failed(problem, TOO_LARGE), out)
             if job_id not in self.table:  # that was the job's last outcome
                 return
         if self.table.all_launched(job_id):
@@ -792,6 +846,40 @@ class SchedulerLogic:
             self.table.remove_job(job_id)
         else:  # that was its last reservation (others were lost) but not its last task
             self._reprobe_if_starved(job, out)
+
+    def _hand_out(
+        self, node: _Node, job: _Job, task: int, out: list, *, stolen: bool = False, bound: bool = False
+    ) -> bool:
+        """Send task `task` of `job` (its reservation consumed: `stolen`, another node monitor's) to `node` to run
+        (`bound`: unasked, with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take
+        it. Returns whether it was sent."""
+        job_id = job.job_id
+        payload = job.payloads[task]
+        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
+        job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
+        limit = self.frame_limits.get(node.peer, self.max_frame)
+        if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
+            problem = too_large(
+                "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
+            )
+            assert problem is not None  # over the limit: too_large names it
+            self.stats["too_large"] += 1
+            self._deliver(job, task, failed(problem, TOO_LARGE), out)
+            return False
+        job.running[task] = node.worker
+        node.running += 1
+        if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
+            node.jobs.add(job_id)
+            job.probed.add(node.worker)
+        self.stats["launched"] += 1
+        self.stats["bytes_to_node_monitors"] += len(payload)
+        if job.preferred is not None and job.preferred[task]:
+            self.stats["launched_preferred" if node.worker in job.preferred[task] else "launched_not_preferred"] += 1
+        if bound:
+            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
+        else:
+            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        return True
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
@@ -823,6 +911,8 @@ class SchedulerLogic:
         return unlaunched
 
     def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
+        if node.running:  # a stale outcome, too, is of a task that ran there and ended
+            node.running -= 1
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost

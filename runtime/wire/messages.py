@@ -58,8 +58,9 @@ from .limits import (
 )
 
 # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing;
-# 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration
-PROTOCOL_VERSION = 7
+# 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
+# reservations (TaskToNode.bound, user, session)
+PROTOCOL_VERSION = 8
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -307,12 +308,18 @@ class GetTask(_Msg, tag=25):
 
 
 class TaskToNode(_Msg, tag=26):
-    """Scheduler -> node monitor, the answer to its GetTask: run task `task` of job `job_id`."""
+    """Scheduler -> node monitor, the answer to its GetTask: run task `task` of job `job_id`. `bound`: not an
+    answer but sent unasked with the job's reservations to a node monitor the scheduler believes idle (the
+    task is launched as far as the scheduler knows: it runs in the next free slot, ahead of the queue); its
+    job's `user` and client `session` then come with it, as with EnqueueReservations."""
 
     job_id: Id
     task: Id
     payload: bytes
     timeout: Annotated[float, msgspec.Meta(ge=0)] = 0.0  # seconds it may run; 0: no limit
+    bound: bool = False
+    user: Name = ""
+    session: Name = ""
 
 
 class StopTask(_Msg, tag=32):

@@ -74,6 +74,23 @@ def test_scheduler_metrics_count_the_protocol_traffic():
     assert {name: value(name) for name in expected} == expected
 
 
+def test_tasks_bound_with_reservations_are_counted_on_both_sides():
+    """bind_idle: a 1-task job on an idle node monitor goes unasked: the scheduler counts it bound with its
+    reservations (and launched), the node monitor counts it bound unasked (and launched)."""
+    registry = prometheus_client.CollectorRegistry()
+    scheduler = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3, bind_idle=True)
+    scheduler.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])
+    out = scheduler.on_client_messages("c", [SubmitJob(1, [b"x"])])
+    assert registry.get_sample_value("sparrow_tasks_bound_with_reservations_total") == 1
+    assert registry.get_sample_value("sparrow_tasks_launched_total") == 1
+    node_registry = prometheus_client.CollectorRegistry()
+    node = MeteredNodeMonitorLogic(node_registry, slots=1)
+    node.on_scheduler_registered("s")
+    node.on_scheduler_messages("s", [msg for peer, msg in out if peer == "nm"])
+    assert node_registry.get_sample_value("sparrow_node_tasks_bound_unasked_total") == 1
+    assert node_registry.get_sample_value("sparrow_node_tasks_launched_total") == 1
+
+
 def test_scheduler_counters_are_the_logic_stats_themselves():
     """The counters are read from SchedulerLogic.stats at scrape time: one source, not a recount."""
     registry = prometheus_client.CollectorRegistry()

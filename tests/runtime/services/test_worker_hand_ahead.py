@@ -15,6 +15,8 @@ from sparrow_runtime.services.worker_pool import ProcessExecutor, Ticket
 from sparrow_runtime.wire.messages import SYSTEM, TIMED_OUT, Outcome
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
+from .test_worker_pool import _with_executor
+
 
 def _mark(path: str, value: int, nap: float = 0.0) -> int:
     """Append this process's id to `path` (it ran here), nap, return `value`."""
@@ -64,17 +66,6 @@ class _Driver:
                 await trio.sleep(0.01)
 
 
-async def _with_process_executor(body) -> None:
-    async with trio.open_nursery() as nursery:
-        executor = ProcessExecutor(1)
-        await executor.start(nursery)
-        try:
-            await body(executor)
-        finally:
-            await executor.aclose()
-            nursery.cancel_scope.cancel()
-
-
 def _lines(path: Path) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
@@ -97,7 +88,7 @@ def test_tasks_handed_ahead_run_in_order_on_the_same_worker_one_outcome_each(tmp
         assert len(set(_lines(marks))) == 1 and len(_lines(marks)) == 4  # one worker, each ran once
         assert drive.returned == [] and executor.restarts == 0
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)
 
 
 def test_a_withdrawn_task_queued_in_its_worker_never_starts_and_the_ones_behind_it_run(tmp_path: Path) -> None:
@@ -118,7 +109,7 @@ def test_a_withdrawn_task_queued_in_its_worker_never_starts_and_the_ones_behind_
         assert not (tmp_path / "a2").exists() and len(_lines(tmp_path / "a3")) == 1
         assert executor.restarts == 0
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)
 
 
 def test_a_worker_that_dies_fails_its_task_once_and_gives_back_the_ones_queued_unstarted(tmp_path: Path) -> None:
@@ -143,7 +134,7 @@ def test_a_worker_that_dies_fails_its_task_once_and_gives_back_the_ones_queued_u
         assert unpack_outcome(drive.outcomes[-1][1]) == 5
         assert late == ([waiting] if waiting.waited else [])  # told when a worker took it, if it waited
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)
 
 
 def test_a_task_stopped_past_its_timeout_gives_back_the_ones_queued_behind_it(tmp_path: Path) -> None:
@@ -164,7 +155,7 @@ def test_a_task_stopped_past_its_timeout_gives_back_the_ones_queued_behind_it(tm
             assert unpack_outcome(await executor.run(pack_task(abs, (-6,)))) == 6
         assert executor.restarts == 1
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)
 
 
 def test_withdrawing_a_task_handed_ahead_after_it_started_kills_it_and_reports_nothing(tmp_path: Path) -> None:
@@ -184,7 +175,7 @@ def test_withdrawing_a_task_handed_ahead_after_it_started_kills_it_and_reports_n
             assert unpack_outcome(await executor.run(pack_task(abs, (-7,)))) == 7
         assert [name for name, _ in drive.outcomes] == ["r"] and executor.restarts == 1
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)
 
 
 def test_a_task_that_started_as_its_stopped_predecessor_answered_fails_once_when_the_kill_lands(
@@ -213,4 +204,4 @@ def test_a_task_that_started_as_its_stopped_predecessor_answered_fails_once_when
         assert [(name, o.failure) for name, o in drive.outcomes] == [("r", TIMED_OUT), ("t", SYSTEM)]
         assert "killed as it started" in drive.outcomes[1][1].error and drive.returned == []
 
-    trio.run(_with_process_executor, body)
+    trio.run(_with_executor, "process", body)

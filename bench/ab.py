@@ -78,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--factor", type=float, default=FACTOR, help=f"the worsening that fails (default {FACTOR:g})")
     parser.add_argument("--repeat", type=int, default=3, help="runs per build, alternating (default 3)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per run (bench_vs_pool --rounds)")
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        metavar="N",
+        help="bench_vs_pool --pipeline-depth for both builds (0: off); default: each build's own default",
+    )
     parser.add_argument("--base-python", help="run the base with this interpreter (its installed build) instead")
     parser.add_argument("--head-python", help="run the head with this interpreter instead of building it")
     parser.add_argument("--project", type=Path, default=REPOSITORY)
@@ -98,12 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         for i, python in enumerate(pythons):
             command = [python, script, "--json", "--rounds", str(args.rounds)]
+            if args.pipeline_depth is not None:
+                command += ["--pipeline-depth", str(args.pipeline_depth)]
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=1800).stdout
             rounds = json.loads(out.splitlines()[-1])
             runs[i].append(absolute(rounds, "sparrow"))
     print(
         f"ab: {args.head} ({commits[1][:8]}) against {args.base} ({commits[0][:8]}), {args.repeat} runs each "
-        f"alternating, {args.rounds} rounds per run; failing past {args.factor:g}"
+        f"alternating, {args.rounds} rounds per run"
+        + ("" if args.pipeline_depth is None else f", pipeline depth {args.pipeline_depth or 'off'}")
+        + f"; failing past {args.factor:g}"
     )
     failed = []
     for label, b, h, worse, pairs in compare(*runs):

@@ -30,7 +30,7 @@ thread of its own process, where Sparrow's process executor adds a worker proces
 monitor. Optional (`pip install -e '.[peers]'`); CI does not install Dask.
 The submit loop (issue 21): `executor.submit(int, i)` called once per task, SparrowExecutor against the
 pool's own submit loop (bench/submit_loop.py).
-Script: `python bench/bench_peers.py [--executor process|thread] [--pipeline [--pipeline-depth N]] [--repeat N]
+Script: `python bench/bench_peers.py [--executor process|thread] [--pipeline-depth N] [--repeat N]
 [--tasks N] [--jobs N] [--load-seconds S] [--submit-tasks N]` (`--load-seconds 0` skips the 10 ms-task case,
 `--submit-tasks 0` the submit loop).
 """
@@ -181,12 +181,10 @@ def load_arrivals(seconds: float, seed: int) -> np.ndarray:
     return load_spec(seconds, seed).workload().arrivals
 
 
-def sparrow_load(executor: str, arrivals: np.ndarray, pipeline: int = 0) -> tuple[LoadFigures, LoadFigures]:
+def sparrow_load(executor: str, arrivals: np.ndarray, pipeline: int | None = None) -> tuple[LoadFigures, LoadFigures]:
     """(Sparrow's figures, the floor's) on a fresh cluster of 2 node monitors x 1 slot (the open-loop
-    run and its floor: bench/open_loop.py); `pipeline`: its node monitors pipeline late binding."""
-    options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
-    if pipeline > 1:  # a depth
-        options["pipeline_depth"] = int(pipeline)
+    run and its floor: bench/open_loop.py); `pipeline`: its node monitors' depth (bench_runtime.pipelining)."""
+    options = sparrow.pipelining(pipeline)
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, **options) as cluster:
         rate = trio.run(_sparrow_saturated, cluster.schedulers, cluster.secret)
         report = run_open_loop(cluster, load_spec(), arrivals).report
@@ -347,14 +345,14 @@ def main() -> None:
     parser.add_argument(
         "--pipeline",
         action="store_true",
-        help="Sparrow's node monitors pipeline late binding (sparrow local --pipeline)",
+        help="pipelined, 1 deep unless --pipeline-depth says (the flag of the commands quoted before session 8)",
     )
     parser.add_argument(
         "--pipeline-depth",
         type=int,
-        default=1,
         metavar="N",
-        help="with --pipeline: N deep (sparrow local --pipeline-depth N; default 1)",
+        help="Sparrow's node monitors pipeline late binding N deep (sparrow local --pipeline-depth N); 0: off "
+        "(--no-pipeline); default: the build's (on, gated, 16 deep since session 8)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)
@@ -376,9 +374,11 @@ def main() -> None:
         parser.exit(2, "bench_peers.py needs sparrow_runtime: pip install -e .\n")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
-    if not 1 <= args.pipeline_depth <= 64:
-        parser.error(f"--pipeline-depth must be in [1, 64], got {args.pipeline_depth}")
-    pipeline = args.pipeline_depth if args.pipeline else 0
+    if args.pipeline_depth is not None and not 0 <= args.pipeline_depth <= 64:
+        parser.error(f"--pipeline-depth must be in [0, 64], got {args.pipeline_depth}")
+    pipeline = 1 if args.pipeline and args.pipeline_depth is None else args.pipeline_depth
+    if args.pipeline and pipeline == 0:
+        parser.error("--pipeline with --pipeline-depth 0 (off)")
     if args.load_seconds < 0:
         parser.error(f"--load-seconds must be >= 0, got {args.load_seconds}")
     load_before, counters_before = os.getloadavg()[0], cpu_counters()
@@ -428,7 +428,7 @@ def main() -> None:
         )
     console.print(
         f"Sparrow executor={args.executor}"
-        + (f"; pipelined {args.pipeline_depth} deep" if args.pipeline else "")
+        + ("" if pipeline is None else f"; pipelined {pipeline} deep" if pipeline else "; pipelining off")
         + f"; distributed {distributed.__version__}; "
         f"load average {load_before:.2f} -> {load_after:.2f}" + ("" if steal is None else f", steal {steal:.1f}%"),
         highlight=False,

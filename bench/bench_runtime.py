@@ -145,13 +145,19 @@ class RuntimeAtLoad:
     track_overhead_p50_ms.unit = "ms"
 
 
+def pipelining(depth: int | None) -> dict:
+    """LocalCluster's options for pipelining `depth` deep: None the build's default (on, gated, 16 deep since
+    session 8; off before), 0 off (plain late binding), N > 0 pipelined N deep (gated, as the build rules)."""
+    if depth is None:
+        return {}
+    return {"pipeline": False} if depth == 0 else {"pipeline": True, "pipeline_depth": int(depth)}
+
+
 def run_once(
-    executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: int = 0
+    executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: int | None = None
 ) -> tuple[float, float, float]:
-    """(tasks/s, p50 ms, p99 ms) on a fresh cluster (`pipeline`: its node monitors pipeline late binding)."""
-    options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
-    if pipeline > 1:  # a depth
-        options["pipeline_depth"] = int(pipeline)
+    """(tasks/s, p50 ms, p99 ms) on a fresh cluster (`pipeline`: its node monitors' depth, `pipelining`)."""
+    options = pipelining(pipeline)
     with LocalCluster(
         schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus, **options
     ) as cluster:

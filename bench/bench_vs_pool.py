@@ -33,8 +33,10 @@ from functools import partial
 
 try:
     from bench import open_loop
+    from bench.bench_runtime import pipelining
 except ModuleNotFoundError:  # run as `python bench/bench_vs_pool.py`: bench/ is on sys.path, its parent is not
     import open_loop
+    from bench_runtime import pipelining
 
 try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
@@ -147,14 +149,14 @@ def ratios(rounds: list[dict[str, dict]]) -> dict[str, float]:
 
 
 def run_rounds(
-    rounds: int = ROUNDS, transport: str = "tcp", pipeline_depth: int = 0, **sizes: int
+    rounds: int = ROUNDS, transport: str = "tcp", pipeline_depth: int | None = None, **sizes: int
 ) -> list[dict[str, dict]]:
     """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round);
-    `pipeline_depth` N > 0: the cluster's node monitors pipeline late binding N deep."""
+    `pipeline_depth`: the cluster's node monitors' pipelining (bench_runtime.pipelining: None the build's default,
+    0 off, N deep)."""
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
     options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
-    if pipeline_depth:  # older builds: none
-        options.update(pipeline=True, pipeline_depth=pipeline_depth)
+    options.update(pipelining(pipeline_depth))
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
             executors = {"sparrow": ex, "pool": pool}
@@ -266,9 +268,9 @@ def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[di
                 str(args.jobs),
                 "--transport",
                 args.transport,
-                "--pipeline-depth",
-                str(args.pipeline_depth),
             ]
+            if args.pipeline_depth is not None:
+                command += ["--pipeline-depth", str(args.pipeline_depth)]
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
             per_python[i].append(json.loads(out.splitlines()[-1]))
     return per_python
@@ -310,10 +312,9 @@ def main() -> None:
     parser.add_argument(
         "--pipeline-depth",
         type=int,
-        default=0,
         metavar="N",
         help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
-        "0 (default): off, the services' default",
+        "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep since session 8)",
     )
     parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
     parser.add_argument(
@@ -325,7 +326,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.rounds, args.repeat, args.map_tasks, args.submit_tasks, args.jobs) < 1:
         parser.error("--rounds, --repeat, --map-tasks, --submit-tasks and --jobs must be >= 1")
-    if args.pipeline_depth < 0:
+    if args.pipeline_depth is not None and args.pipeline_depth < 0:
         parser.error("--pipeline-depth must be >= 0")
     if LocalCluster is None:
         parser.exit(2, "bench_vs_pool.py needs sparrow_runtime: pip install -e .\n")
@@ -343,7 +344,7 @@ def main() -> None:
     print(
         f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
         f"{args.rounds} rounds per run, {args.repeat} runs"
-        + (f", pipeline depth {args.pipeline_depth}" if args.pipeline_depth else "")
+        + ("" if args.pipeline_depth is None else f", pipeline depth {args.pipeline_depth or 'off'}")
         + (", builds alternating" if args.python else "")
         + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
     )

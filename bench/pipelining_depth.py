@@ -1,9 +1,11 @@
 """Pipelining depth N in the simulator (issue 21 item 4): job response time at 10,000 workers x 1 slot,
 100-task jobs, the runtime's scheduler round trip (0.3 ms), for pipelined late binding 1, 4 and 16 deep
-(`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h) against plain Sparrow and the
-omniscient scheduler on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential,
-per_job and bimodal (5% of tasks 20x) tasks of 10 ms mean. Prints a Markdown table: p50 and p99 (ms,
-the range over seeds) and each variant's p50 and p99 over Sparrow's and over omniscient's.
+(`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h), ungated and gated
+(`pipeline_gate`: asking ahead at all only while the worker's recent median run time is under 5 ms),
+against plain Sparrow and the omniscient scheduler on the same arrivals. Workloads: no-op-like tasks
+(constant 0.5 ms), exponential, per_job and bimodal (5% of tasks 20x) tasks of 10 ms mean. Prints a
+Markdown table: p50 and p99 (ms, the range over seeds) and each variant's p50 and p99 over Sparrow's and
+over omniscient's.
 
     python -m bench.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
     python -m bench.pipelining_depth --seeds 1 --jobs 500   # a quick look
@@ -25,13 +27,15 @@ WORKLOADS = {
     "per_job": SimConfig(duration="per_job", mean_duration=0.01),
     "bimodal": SimConfig(duration="bimodal", mean_duration=0.01, bimodal_long_fraction=0.05, bimodal_ratio=20.0),
 }
-# (label, policy, pipeline_depth); the first two are the baselines every ratio is over.
+# (label, policy, pipeline_depth, pipeline_gate); the first two are the baselines every ratio is over.
 VARIANTS = (
-    ("sparrow", "sparrow", 1),
-    ("omniscient", "omniscient", 1),
-    ("depth 1", "sparrow_pipelined", 1),
-    ("depth 4", "sparrow_pipelined", 4),
-    ("depth 16", "sparrow_pipelined", 16),
+    ("sparrow", "sparrow", 1, False),
+    ("omniscient", "omniscient", 1, False),
+    ("depth 1", "sparrow_pipelined", 1, False),
+    ("depth 4", "sparrow_pipelined", 4, False),
+    ("depth 16", "sparrow_pipelined", 16, False),
+    ("gated 1", "sparrow_pipelined", 1, True),
+    ("gated 16", "sparrow_pipelined", 16, True),
 )
 
 
@@ -42,10 +46,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=10_000)
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    parser.add_argument(
+        "--variants", default=",".join(v[0] for v in VARIANTS), help="labels of VARIANTS (sparrow, omniscient always)"
+    )
     parser.add_argument("--network-delay", type=float, default=0.00015, help="one way, seconds")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     loads = [float(x) for x in args.loads.split(",")]
+    chosen = {"sparrow", "omniscient", *args.variants.split(",")}
+    unknown = chosen - {v[0] for v in VARIANTS}
+    if unknown:
+        parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     print(
         f"{args.workers} workers x 1 slot, 100-task jobs, {args.jobs} jobs, round trip "
         f"{2 * args.network_delay * 1e3:g} ms, seeds {args.seeds}; times in ms\n"
@@ -57,7 +68,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.workloads.split(","):
         base = on_the_cluster(WORKLOADS[name], args)
-        variants = [(label, {"policy": policy, "pipeline_depth": depth}) for label, policy, depth in VARIANTS]
+        variants = [
+            (label, {"policy": policy, "pipeline_depth": depth, "pipeline_gate": gate})
+            for label, policy, depth, gate in VARIANTS
+            if label in chosen
+        ]
         for load in loads:
             rows = run_variants(base, load, variants, seeds)
             plain, ideal = rows["sparrow"], rows["omniscient"]

@@ -17,6 +17,11 @@ SLOTS = 2
 WARM_UP = 100
 
 try:
+    from bench.bench_runtime import pipelining
+except ImportError:  # run as a script from bench/
+    from bench_runtime import pipelining
+
+try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
 except ImportError:  # the suite must import with any version of the package
     LocalCluster = None
@@ -32,10 +37,8 @@ def _loop(executor, n_tasks: int) -> float:
     return n_tasks / (time.perf_counter() - start)
 
 
-def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: int = 0) -> float:
-    options = {"pipeline": True} if pipeline else {}  # older builds have no pipelining
-    if pipeline > 1:  # a depth
-        options["pipeline_depth"] = int(pipeline)
+def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: int | None = None) -> float:
+    options = pipelining(pipeline)  # None: the build's default
     with LocalCluster(
         schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
     ) as cluster:

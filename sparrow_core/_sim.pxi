@@ -70,6 +70,7 @@ def _simulate(dict params, dict trace=None):
     p.steal_wait = params["steal_wait"]
     p.pipeline_after = params["pipeline_after"]
     p.pipeline_depth = params["pipeline_depth"]
+    p.pipeline_gate = params["pipeline_gate"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]

@@ -235,6 +235,9 @@ class Setting:
         text = f"{self.help} (default: {shown}; env {self.env})".replace("%", "%%")
         if self.kind is BOOLEAN:
             parser.add_argument(self.flag, dest=self.name, action="store_const", const="true", default=None, help=text)
+            if self.default is True:  # on by default: a flag to turn it off
+                no = "--no-" + self.flag[2:]
+                parser.add_argument(no, dest=self.name, action="store_const", const="false", help=f"{self.flag} off")
         elif self.kind.is_list:
             parser.add_argument(
                 self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text

@@ -57,6 +57,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         weights=s["weight"],
         pipeline=s["pipeline"],
         pipeline_depth=s["pipeline_depth"],
+        pipeline_always=s["pipeline_always"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],
         bind_idle=s["bind_idle"],

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         "weights": s["weight"],
         "pipeline": s["pipeline"],
         "pipeline_depth": s["pipeline_depth"],
+        "pipeline_gate": not s["pipeline_always"],
         "steal": s["steal"],
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)

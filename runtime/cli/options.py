@@ -8,7 +8,7 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 from ..client.core import DEFAULT_RETRIES
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
-from ..services.node_monitor_logic import MAX_PIPELINE_DEPTH
+from ..services.node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, MAX_PIPELINE_DEPTH
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
@@ -124,20 +124,28 @@ EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run task
 PIPELINE = Setting(
     "pipeline",
     BOOLEAN,
-    False,
-    "pipelined late binding: while every slot is busy and reservations wait, ask for the next task ahead (at most "
-    "one per running task), so the scheduler round trip overlaps the running task; off by default since a task "
-    "bound ahead waits out the running one, which costs more than it hides for varied tasks of a few ms; pays for "
-    "tasks of about 1 ms or of equal length at high load (docs/simulator.md)",
+    DEFAULT_PIPELINE,
+    "pipelined late binding, gated: while every slot is busy, reservations wait and each of the node's last 8 "
+    "tasks ran under 5 ms, ask for the next tasks ahead, so the scheduler round trip overlaps the running task; "
+    "a task bound ahead waits out the running one, so tasks of 5 ms or more are not pipelined (the simulator: no "
+    "workload slower than without; docs/runtime.md); --no-pipeline: plain late binding",
 )
 PIPELINE_DEPTH = Setting(
     "pipeline_depth",
     integer(1, MAX_PIPELINE_DEPTH),
-    1,
-    "with --pipeline: requests asked ahead per running task, for tasks far shorter than a scheduler round trip "
-    "(no-op tasks: each task bound ahead waits out the ones bound before it); deeper than 1 only while the node's "
-    "recent tasks ran under 5 ms (docs/runtime.md)",
+    DEFAULT_PIPELINE_DEPTH,
+    "with --pipeline: requests asked ahead per slot held while the recent tasks ran short (no-op tasks: each task "
+    "bound ahead waits out the ones bound before it); beyond one per running task, at most half of what the node "
+    "holds of a job (docs/runtime.md)",
     "N",
+)
+PIPELINE_ALWAYS = Setting(
+    "pipeline_always",
+    BOOLEAN,
+    False,
+    "with --pipeline: the gate off, so one request per running task goes ahead whatever the tasks' length (deeper "
+    "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
+    "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
 )
 BIND_IDLE = Setting(
     "bind_idle",
@@ -262,6 +270,7 @@ NODE_MONITOR_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
+    PIPELINE_ALWAYS,
     STEAL,
     Setting(
         "task_user",
@@ -331,6 +340,7 @@ LOCAL_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
+    PIPELINE_ALWAYS,
     STEAL,
     PROBE_RATIO,
     BIND_IDLE,

@@ -58,7 +58,7 @@ from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import check_pipeline_depth
+from .node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, check_pipeline_depth
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
@@ -73,7 +73,9 @@ class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py), `pipeline_depth` (its requests asked ahead per running task) and `steal`
+    services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
+    `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
+    one deep whatever the tasks' length) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
     tasks sent with its reservations to node monitors believed idle: scheduler_logic.py) and
@@ -109,8 +111,9 @@ class LocalCluster:
         executor: str = "process",
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
-        pipeline: bool = False,
-        pipeline_depth: int = 1,
+        pipeline: bool = DEFAULT_PIPELINE,
+        pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
+        pipeline_always: bool = False,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
@@ -138,6 +141,8 @@ class LocalCluster:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         if not isinstance(pipeline, bool):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
+        if not isinstance(pipeline_always, bool):
+            raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
         if not isinstance(steal, bool):
             raise ValueError(f"steal must be a bool, got {steal!r}")
         if not isinstance(bind_idle, bool):
@@ -161,6 +166,7 @@ class LocalCluster:
         self.policy = policy
         self.pipeline = pipeline
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
+        self.pipeline_always = pipeline_always
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
@@ -314,10 +320,9 @@ class LocalCluster:
         args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
         args += self._cpus_args(self.node_monitor_cpus[i])
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
-        if self.pipeline:
-            args.append("--pipeline")
-        if self.pipeline_depth != 1:
-            args += ["--pipeline-depth", str(self.pipeline_depth)]
+        args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
+        if self.pipeline_always:
+            args.append("--pipeline-always")
         if self.steal:
             args.append("--steal")
         for address in self.schedulers:

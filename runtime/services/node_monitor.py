@@ -58,7 +58,7 @@ from ..wire.messages import (
 )
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
+from .node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -499,8 +499,9 @@ async def serve_node_monitor(
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
-    pipeline: bool = False,
-    pipeline_depth: int = 1,
+    pipeline: bool = DEFAULT_PIPELINE,
+    pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
+    pipeline_gate: bool = True,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     weights: dict[str, float] | None = None,
@@ -521,7 +522,8 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    with `pipeline` (`pipeline_depth` requests asked ahead per running task; node_monitor_logic.py), work
+    with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
+    under 5 ms unless `pipeline_gate` is False; on, 16 deep, gated by default; node_monitor_logic.py), work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
     steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
@@ -557,6 +559,7 @@ async def serve_node_monitor(
             max_frame=max_frame,
             pipeline=pipeline,
             pipeline_depth=pipeline_depth,
+            pipeline_gate=pipeline_gate,
             steal=steal,
         )
     check_value_settings(inline_limit, max_value)

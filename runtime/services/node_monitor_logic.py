@@ -39,6 +39,16 @@ reservations): under the default probe ratio of 2 that is about its share of the
 waits for whichever of the job's probed workers frees first (without this, the first of them to ask
 took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
 
+The gate (`pipeline_gate`, on by default): the node monitor asks ahead at all, even one deep, only while
+each of its last RECENT_TASKS tasks ran under SHORT_TASK (none finished yet: not; that is then also what makes
+it deep, not their median), and the half rule bounds every request asked ahead, one deep too. So a task bound
+ahead waits behind a task of a node whose tasks all ran short lately, never behind one of a node running 10
+ms-class tasks, and never for a job this node holds a single reservation of (batch sampling on a large
+cluster: late binding places it). In the simulator (docs/runtime.md, "The gate") no workload is slower than
+plain late binding by more than noise, where the median rule cost exponential 10 ms tasks 6-9% and per-job
+durations 2-4x at 10,000 workers. `pipeline_gate=False` is the rule without it (one deep whatever the tasks'
+length, deeper while their median is short).
+
 Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
 task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
 with no hop through the node monitor between them. A pinned task stays bound here (counted as bound) but
@@ -121,6 +131,10 @@ from ..wire.messages import RegistrationRefused as Refusal
 from .steal_logic import WorkStealing
 
 MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
+# The services' defaults (`sparrow node-monitor`, `sparrow local`, LocalCluster; this class's own are off and 1):
+# pipelined, gated, 16 deep (docs/runtime.md, "The default: pipelined, gated, 16 deep").
+DEFAULT_PIPELINE = True
+DEFAULT_PIPELINE_DEPTH = 16
 # seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
 # here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
 SHORT_TASK = 0.005
@@ -198,6 +212,7 @@ class NodeMonitorLogic(WorkStealing):
         clock: Callable[[], float] = time.monotonic,
         pipeline: bool = False,
         pipeline_depth: int = 1,
+        pipeline_gate: bool = True,
         steal: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -207,14 +222,19 @@ class NodeMonitorLogic(WorkStealing):
             raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
         if not isinstance(pipeline, bool):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
+        if not isinstance(pipeline_gate, bool):
+            raise ValueError(f"pipeline_gate must be a bool, got {pipeline_gate!r}")
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline
         # pipelining: requests asked ahead or bound, per running task
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
-        self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # deep pipelines: the last tasks' run times
-        self._started: dict[tuple, float] = {}  # deep pipelines: (scheduler, job, task) running -> when it started
-        self._short = False  # deep pipelines: the recent tasks ran shorter than SHORT_TASK (none yet: not known)
+        self.pipeline_gate = pipeline_gate  # pipelining at all only while each recent task ran short (docstring)
+        # the recent run times are kept for a deep or a gated pipeline
+        self._keeps_recent = pipeline and (pipeline_depth > 1 or pipeline_gate)
+        self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # the last tasks' run times
+        self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
+        self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -380,8 +400,9 @@ class NodeMonitorLogic(WorkStealing):
         if self._started:
             since = self._started.pop((scheduler, job_id, task), None)
             if since is not None:
-                self._recent.append(self.clock() - since)
-                self._short = sorted(self._recent)[len(self._recent) // 2] < SHORT_TASK
+                recent = self._recent
+                recent.append(self.clock() - since)
+                self._short = (max(recent) if self.pipeline_gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -542,7 +563,7 @@ class NodeMonitorLogic(WorkStealing):
         out.append((scheduler, msg))
         if msg.timeout:
             self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
-        if self.pipeline_depth > 1:
+        if self._keeps_recent:
             self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
 
     def on_started_late(self, key: tuple) -> list:
@@ -635,11 +656,14 @@ class NodeMonitorLogic(WorkStealing):
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
-        if self.pipeline:
-            deep = self._short  # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
+        if self.pipeline and (self._short or not self.pipeline_gate):
+            gate = self.pipeline_gate
+            # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
+            deep = self._short and self.pipeline_depth > 1
             limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
-                if deep:  # at most half of what it holds of the job (module docstring)
+                # at most half of what it holds of the job (deep or gated: module docstring)
+                if deep or gate:
                     head = queue.peek()
                     assert head is not None  # the queue is not empty
                     held = self._by_key[head.job_id]

@@ -18,6 +18,8 @@ own per task: at a few hundred microseconds of CPU per task, each wake-up counts
   worker's death from the process itself (not from the socket, which a process the task forked may
   hold open): the task it ran fails with the reason (exit status or signal) at once, its process
   group is killed (what the task started), and a fresh worker replaces it; the slot is never lost.
+  A worker takes tasks once it says WorkerReady (it has imported), so a task launched while it starts
+  waits here, and its timeout counts from when a worker takes it (`started`), not the worker's start.
   Workers die with the node monitor however it dies (worker_main.py watches its line). A task is
   stopped by killing its worker (and its process group); the worker is replaced the same way.
 - ThreadExecutor: tasks run in `slots` persistent worker threads of the node monitor's process (tests
@@ -46,7 +48,7 @@ from ..data import shared
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, failed
+from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady, failed
 from ..wire.task_codec import run_task
 from .processes import child_env, describe_exit
 
@@ -239,7 +241,7 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "overran", "process", "queued", "sent", "side", "stopped", "ticket")
+    __slots__ = ("conn", "overran", "process", "queued", "ready", "sent", "side", "stopped", "ticket")
 
     def __init__(self, process: trio.Process, conn: Connection, side: socket.socket | None = None) -> None:
         self.process = process
@@ -250,6 +252,7 @@ class _Worker:
         self.sent = 0  # TaskToWorker frames sent (the next one's number)
         self.stopped: tuple[int, str] | None = None  # (failure, reason) if its task was stopped
         self.overran = 0  # answers that came after its task was stopped: so many queued ones started
+        self.ready = False  # it said WorkerReady (imported): it takes tasks from then on
 
     def send_task(self, msg: TaskToWorker) -> int:
         """Send `msg`; its number at the worker."""
@@ -284,13 +287,16 @@ class ProcessExecutor(_Pool):
         self._workers: set[_Worker] = set()
         self._nursery: trio.Nursery | None = None
         self._closed = False
+        self._all_ready = trio.Event()  # every slot's first worker said WorkerReady (start returns then)
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Start the worker processes (concurrently) and keep `nursery` for their readers and restarts."""
+        """Start the worker processes (concurrently), keep `nursery` for their readers and restarts, and return
+        once every slot's worker said it is ready."""
         self._nursery = nursery
         async with trio.open_nursery() as spawning:
             for _ in range(self.slots):
                 spawning.start_soon(self._spawn)
+        await self._all_ready.wait()
 
     async def aclose(self) -> None:
         """Kill every worker process and reap it."""
@@ -353,6 +359,12 @@ class ProcessExecutor(_Pool):
 
         def on_messages(msgs: list) -> None:
             for msg in msgs:
+                if type(msg) is WorkerReady and not worker.ready:  # its first message: it takes tasks now
+                    worker.ready = True
+                    self._idle.append(worker)
+                    if sum(w.ready for w in self._workers) >= self.slots:
+                        self._all_ready.set()
+                    continue
                 if type(msg) is not OutcomeToNode or worker.ticket is None:
                     raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
                 outcome = self._shared_outcome(worker) if msg.shared and worker.side is not None else msg.outcome
@@ -475,9 +487,7 @@ class ProcessExecutor(_Pool):
         worker = _Worker(process, conn, side)
         self._workers.add(worker)
         assert self._nursery is not None, "start() first"
-        self._nursery.start_soon(self._serve, worker)
-        self._idle.append(worker)
-        self._dispatch()
+        self._nursery.start_soon(self._serve, worker)  # idle once it says WorkerReady (it has imported by then)
 
     def hand_ahead(self, payload: bytes, tag) -> Ticket | None:
         """Queue a task in a busy worker (the one with the fewest queued), to start as the ones before it end

@@ -7,8 +7,8 @@ Connections and the messages allowed on them (see docs/runtime.md):
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
   OutcomeToScheduler.
-- node monitor <-> worker process (private socket pair, no handshake): TaskToWorker -> OutcomeToNode, one per task
-  in order; DropTask (a task handed ahead, not started: skip it).
+- node monitor <-> worker process (private socket pair, no handshake): WorkerReady first (the worker imported and
+  serves); TaskToWorker -> OutcomeToNode, one per task in order; DropTask (a task handed ahead, not started: skip it).
 - scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left); StealPeers (the
   other stealing node monitors, to a node monitor that steals).
 - node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
@@ -505,6 +505,11 @@ class OutcomeToNode(_Msg, tag=31):
     dropped: Annotated[tuple[Seq, ...], msgspec.Meta(max_length=MAX_INPUTS)] = ()
 
 
+class WorkerReady(_Msg, tag=39):
+    """Worker process -> node monitor, its first message: it has imported and serves, so a task given to it
+    now starts at once (a task's timeout does not count the worker's start: worker_pool.py)."""
+
+
 class DropTask(_Msg, tag=38):
     """Node monitor -> worker process: drop the task numbered `seq` (the worker's TaskToWorker frames count
     from 0) unstarted if it has not started it yet; the OutcomeToNode before it would start says so."""
@@ -554,4 +559,5 @@ Message = (
     | TaskToWorker
     | OutcomeToNode
     | DropTask
+    | WorkerReady
 )

@@ -162,3 +162,15 @@ def test_help_shows_every_flags_default_and_environment_variable(command, capsys
             re.escape(setting.flag) + r"(?: \S+)? (.*?\(default: [^;()]+; env " + setting.env + r"\))", text
         )
         assert found, f"{setting.flag} in `sparrow {command} --help`:\n{text}"
+
+
+@pytest.mark.parametrize("command", ["node-monitor", "local"])
+def test_pipelining_is_on_16_deep_gated_by_default_and_no_pipeline_turns_it_off(command):
+    """A setting on by default (pipeline) has a --no- flag; the flag, the environment and the file all turn it
+    off, and --pipeline-always (the gate off) is off by default."""
+    s = settings(command, [])
+    assert (s["pipeline"], s["pipeline_depth"], s["pipeline_always"]) == (True, 16, False)
+    assert settings(command, ["--no-pipeline"])["pipeline"] is False
+    assert settings(command, ["--no-pipeline", "--pipeline"])["pipeline"] is True  # the last flag given wins
+    assert settings(command, [], {"SPARROW_PIPELINE": "false"})["pipeline"] is False
+    assert settings(command, ["--pipeline-always"])["pipeline_always"] is True

@@ -3,7 +3,9 @@ reference model of the runtime's rule (services/node_monitor_logic.py, "Pipeline
 worker of S slots, one scheduler, every message taking D, FIFO queue. Deeper than 1 only while the
 median of the worker's last 8 run times is under 5 ms; then up to N asked ahead or bound per slot held,
 a slot that takes a reservation asks ahead with it, and at most half of what the worker holds of the
-head job is asked ahead."""
+head job is asked ahead. With the gate (`pipeline_gate`) it asks ahead at all, even one deep, only while each
+of its last 8 tasks ran under 5 ms (that is also when it is deep), and the half rule bounds every request
+asked ahead, one deep too."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ RECENT = 8  # the runtime's RECENT_TASKS
 
 
 def reference(
-    jobs: list[tuple[float, list[float]]], *, slots: int, depth: int, probe_ratio: float = 2.0
+    jobs: list[tuple[float, list[float]]], *, slots: int, depth: int, gate: bool = False, probe_ratio: float = 2.0
 ) -> list[float]:
     """Each job's response on one worker (module docstring): arrival -> Reserve (D) -> GetTask (D) ->
     Reply (D) -> run; when a job's tasks are all launched its leftover reservations are cancelled (D)."""
@@ -41,7 +43,7 @@ def reference(
     bound: deque[tuple[int, int]] = deque()
     running: dict[tuple[int, int], float] = {}  # (job, task) -> start
     recent: deque[float] = deque(maxlen=RECENT)
-    deep = False
+    short = deep = False
     launched = [0] * len(jobs)
     unasked = [0] * len(jobs)  # the scheduler's count of each job's reservations not yet asked for
     done = [0] * len(jobs)
@@ -53,10 +55,11 @@ def reference(
         at(now + D, "get_task", job)
 
     def ask_ahead() -> None:
-        nonlocal free
+        if gate and not short:
+            return
         limit = (slots - free) * depth if deep else len(running)
         while queue and sum(not a[1] for a in asks) + len(bound) < limit:
-            if deep:
+            if deep or gate:
                 head = queue[0]
                 ahead = sum(1 for a in asks if a[0] == head and not a[1])
                 if 2 * (ahead + 1) > queue.count(head) + ahead:
@@ -114,7 +117,8 @@ def reference(
             queue.extend(kept)
         elif kind == "end":
             recent.append(now - running.pop((job, event[2])))
-            deep = depth > 1 and sorted(recent)[len(recent) // 2] < SHORT_TASK
+            short = (max(recent) if gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
+            deep = depth > 1 and short
             free += 1
             done[job] += 1
             if done[job] == len(jobs[job][1]):
@@ -142,11 +146,15 @@ def trace_of(jobs: list[tuple[float, list[float]]], path: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("gate", [False, True])
 @pytest.mark.parametrize("depth", [1, 2, 4, 16])
 @pytest.mark.parametrize(("slots", "short", "seed"), [(1, 0.9, 1), (2, 0.7, 2), (3, 0.5, 3), (2, 0.95, 4)])
-def test_the_depth_rule_matches_the_reference_model(tmp_path: Path, depth: int, slots: int, short: float, seed: int):
+def test_the_depth_rule_matches_the_reference_model(
+    tmp_path: Path, depth: int, gate: bool, slots: int, short: float, seed: int
+):
     """150 jobs on one worker of 1-3 slots, tasks short and long mixed: every job's response equals the
-    reference model's, at depth 1 (the rule one deep) and deeper (the median, per-slot and half rules)."""
+    reference model's, at depth 1 (the rule one deep) and deeper (the median, per-slot and half rules), with
+    the gate and without."""
     jobs = random_jobs(seed, 150, short=short)
     config = SimConfig(
         policy="sparrow_pipelined",
@@ -154,10 +162,12 @@ def test_the_depth_rule_matches_the_reference_model(tmp_path: Path, depth: int, 
         slots=slots,
         network_delay=D,
         pipeline_depth=depth,
+        pipeline_gate=gate,
         trace=trace_of(jobs, tmp_path / "jobs.txt"),
     )
     result = simulate(config)
-    np.testing.assert_allclose(result.job_response, reference(jobs, slots=slots, depth=depth), rtol=0, atol=1e-9)
+    expected = reference(jobs, slots=slots, depth=depth, gate=gate)
+    np.testing.assert_allclose(result.job_response, expected, rtol=0, atol=1e-9)
     assert result.counters["get_task"] - result.counters["get_task_empty"] == result.n_tasks
 
 
@@ -193,8 +203,37 @@ def test_one_reservation_per_job_asks_nothing_ahead_when_deep() -> None:
     assert four.counters["get_task"] - four.counters["get_task_empty"] == four.n_tasks
 
 
+def test_the_gate_asks_nothing_ahead_behind_long_tasks(tmp_path: Path) -> None:
+    """Only 6-12 ms tasks on one 2-slot worker: gated, depth 1 and 16 ask nothing ahead and every job's response
+    equals plain late binding's; ungated, depth 1 asks ahead (so the gate is what holds it back)."""
+    long = trace_of(random_jobs(6, 200, short=0.0), tmp_path / "long.txt")
+    base = SimConfig(policy="sparrow_pipelined", n_workers=1, slots=2, network_delay=D, trace=long)
+    plain = simulate(replace(base, policy="sparrow"))
+    for depth in (1, 16):
+        gated = simulate(replace(base, pipeline_depth=depth, pipeline_gate=True))
+        assert gated.counters["asked_ahead"] == 0
+        np.testing.assert_array_equal(gated.job_response, plain.job_response)
+    assert simulate(base).counters["asked_ahead"] > 0
+
+
+def test_the_gate_pipelines_short_tasks(tmp_path: Path) -> None:
+    """Sub-ms tasks on one 1-slot worker: gated depth 1 asks ahead once the first task ran short here, and
+    hides round trips (a lower mean response than plain late binding)."""
+    short = trace_of(random_jobs(7, 200, short=1.0), tmp_path / "short.txt")
+    base = SimConfig(policy="sparrow_pipelined", n_workers=1, slots=1, network_delay=D, trace=short)
+    plain, gated = simulate(replace(base, policy="sparrow")), simulate(replace(base, pipeline_gate=True))
+    assert gated.counters["asked_ahead"] > 0
+    assert gated.job_response.mean() < plain.job_response.mean()
+
+
 @pytest.mark.parametrize(("value", "error"), [(0, ValueError), (65, ValueError), (2.0, TypeError), (True, TypeError)])
 def test_a_bad_pipeline_depth_is_rejected_by_name(value: object, error: type) -> None:
     """A depth outside 1-64 (the runtime's limit) or not an int is refused before the run, naming the field."""
     with pytest.raises(error, match="pipeline_depth"):
         simulate(SimConfig(policy="sparrow_pipelined", n_jobs=10, pipeline_depth=value))  # type: ignore[arg-type]
+
+
+def test_a_gate_that_is_not_a_bool_is_rejected_by_name() -> None:
+    """pipeline_gate=1 is refused before the run, naming the field."""
+    with pytest.raises(TypeError, match="pipeline_gate"):
+        simulate(SimConfig(policy="sparrow_pipelined", n_jobs=10, pipeline_gate=1))  # type: ignore[arg-type]

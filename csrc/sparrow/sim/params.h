@@ -46,9 +46,10 @@ struct SimParams {
   // Pipelined late binding (policies SparrowPipelined, SparrowStealPipelined, policy/pipeline.h):
   // a busy slot asks for its next task once its task has run pipeline_after x the worker's recent
   // median run time (0: at once); up to pipeline_depth ahead per slot while the worker's tasks are
-  // short (pipeline.h).
+  // short (pipeline.h); pipeline_gate: asks ahead at all (even one deep) only while they are.
   double pipeline_after = 0.0;
   int32_t pipeline_depth = 1;
+  bool pipeline_gate = false;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;

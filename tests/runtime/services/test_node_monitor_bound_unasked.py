@@ -25,7 +25,10 @@ OK = Outcome(True, b"", "")
 
 
 def _node(slots: int = 1, pipeline: bool = False, store: ValueStore | None = None) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=ManualClock(0.0), store=store, inline_limit=4)
+    # ungated (pipelining's mechanics from the first task; the gate waits for tasks that ran short here)
+    logic = NodeMonitorLogic(
+        slots=slots, pipeline=pipeline, clock=ManualClock(0.0), store=store, inline_limit=4, pipeline_gate=False
+    )
     logic.on_scheduler_registered("s")
     return logic
 

@@ -31,7 +31,10 @@ OK = Outcome(True, b"", "")
 
 
 def _node(slots: int, depth: int = 1) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=True, clock=ManualClock(0.0), pipeline_depth=depth)
+    """Ungated (the hand-ahead mechanics from the first task)."""
+    logic = NodeMonitorLogic(
+        slots=slots, pipeline=True, clock=ManualClock(0.0), pipeline_depth=depth, pipeline_gate=False
+    )
     logic.on_scheduler_registered("s")
     return logic
 
@@ -150,13 +153,16 @@ def test_a_worker_killed_with_tasks_handed_ahead_loses_none_and_runs_none_twice(
 
 @pytest.mark.slow
 def test_a_task_past_its_timeout_with_tasks_behind_it_ends_timed_out_and_they_run_once(tmp_path: Path) -> None:
-    """Real processes, one node monitor x 1 slot pipelined: a task that sleeps past its job's 2 s timeout,
+    """Real processes, one node monitor x 1 slot pipelined, the gate off (nothing ran here yet): a task that sleeps
+    past its job's 2 s timeout,
     and a second job of 5 short tasks reserved behind it (one bound and handed to its worker): the first
     ends TIMED_OUT once (retries=0), the 5 ok once each, none on a second attempt (the one queued in the
     killed worker was given back unstarted)."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False, pipeline=True) as cluster:
+        with LocalCluster(
+            node_monitors=1, slots=1, executor="process", dashboard=False, pipeline=True, pipeline_always=True
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 slow = await client.submit_job(
                     [partial(_count_then, str(tmp_path / "t0"), 0, 60)], timeout=2.0, retries=0

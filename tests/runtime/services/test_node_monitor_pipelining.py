@@ -15,7 +15,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, Constraint, LocalCluster, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -44,8 +44,14 @@ from ..manual_clock import ManualClock
 OK = Outcome(True, b"", "")
 
 
-def node(slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None, depth: int = 1) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0), pipeline_depth=depth)
+def node(
+    slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None, depth: int = 1, gate: bool = False
+) -> NodeMonitorLogic:
+    """A node monitor registered with scheduler "s"; ungated by default (the rule's mechanics from the first task:
+    the gate's own tests pass gate=True)."""
+    logic = NodeMonitorLogic(
+        slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0), pipeline_depth=depth, pipeline_gate=gate
+    )
     logic.on_scheduler_registered("s")
     return logic
 
@@ -79,6 +85,52 @@ def test_a_busy_slot_asks_ahead_and_its_task_starts_the_moment_the_slot_frees() 
     out = logic.on_task_done("s", 1, 0, OK)
     assert out == [("s", OutcomeToScheduler(1, 0, OK)), ("s", TaskToNode(1, 1, b"")), ("s", GetTask(1))]
     assert not logic.bound and logic.stats["bound_ahead"] == 1 and len(logic.queue) == 0
+
+
+def _asks_ahead_after(run_times: list[float], depth: int) -> bool:
+    """A gated 1-slot node monitor that ran tasks of `run_times` (oldest first): does a busy slot ask ahead?"""
+    logic = node(depth=depth, gate=True)
+    for task, run_time in enumerate(run_times):
+        logic.on_scheduler_messages("s", [EnqueueReservations(100 + task, "u", 0, 1)])
+        logic.on_scheduler_messages("s", [TaskToNode(100 + task, 0, b"")])
+        logic.clock.now += run_time
+        logic.on_task_done("s", 100 + task, 0, OK)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 8)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # it runs: the slot is busy, 7 reservations wait
+    return logic.stats["asked_ahead"] > 0
+
+
+@pytest.mark.parametrize("depth", [1, 16])
+def test_the_gate_asks_ahead_only_while_each_of_the_last_8_tasks_ran_under_5_ms(depth: int) -> None:
+    """Gated (the default), 1 slot, 1 and 16 deep: no task ended here yet, or one of the last 8 ran 5 ms or
+    more: nothing is asked ahead (a task bound then could wait out a 10 ms-class one); each of the last 8
+    under 5 ms (even with an older long one): asked ahead."""
+    assert not _asks_ahead_after([], depth)
+    assert _asks_ahead_after([0.001], depth)
+    assert not _asks_ahead_after([0.001] * 3 + [0.006] + [0.001] * 4, depth)  # the median is short, the gate shut
+    assert not _asks_ahead_after([0.010] * 8, depth)
+    assert _asks_ahead_after([0.010] + [0.0049] * 8, depth)  # the long one is 9 tasks old
+
+
+def test_without_the_gate_a_busy_slot_asks_ahead_behind_long_tasks() -> None:
+    """pipeline_gate=False (--pipeline-always): after 10 ms tasks a busy slot still asks one ahead."""
+    logic = node(gate=False)
+    warmed(logic, run_time=0.010, tasks=8)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 8)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    assert logic.stats["asked_ahead"] == 1
+
+
+@pytest.mark.parametrize("depth", [1, 16])
+def test_the_gate_asks_nothing_ahead_for_a_job_held_once(depth: int) -> None:
+    """Gated after short tasks, 1 slot, 1 and 16 deep: a job of which this node holds one reservation (batch
+    sampling on a large cluster) is not asked ahead (the half rule, one deep too: late binding places it);
+    with two of it held, one is; ungated one deep, the single one is asked ahead."""
+    for gate, held, asked in ((True, 1, 0), (True, 2, 1), (False, 1, 1)):
+        logic = warmed(node(depth=depth if gate else 1, gate=gate), run_time=0.001, tasks=8)
+        logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1), EnqueueReservations(2, "u", 0, held)])
+        logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # job 1 runs; job 2's reservations wait
+        assert logic.stats["asked_ahead"] == asked, (gate, held)
 
 
 def test_without_the_setting_a_busy_slot_never_asks_ahead() -> None:
@@ -249,7 +301,7 @@ def test_a_forced_cancel_of_a_bound_task_reports_it_cancelled_and_it_never_start
 def test_a_lost_scheduler_takes_its_bound_tasks_and_asks_ahead_with_it() -> None:
     """Its bound task never starts and its asks ahead are forgotten; the other scheduler's
     reservation is asked for ahead (task 0 still runs), and the slot task 0 frees waits for that."""
-    logic = NodeMonitorLogic(slots=1, pipeline=True)
+    logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_gate=False)
     logic.on_scheduler_registered("s1")
     logic.on_scheduler_registered("s2")
     logic.on_scheduler_messages("s1", [EnqueueReservations(1, "u", 0, 3)])
@@ -408,13 +460,15 @@ def _square(x: int) -> int:
 
 @pytest.mark.slow
 def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_monitors() -> None:
-    """Real processes, LocalCluster(pipeline=True), 2 node monitors x 1 slot (thread executors): 100
-    no-op tasks give every value once, in order; then 4 half-second tasks (each node monitor runs one
+    """Real processes, LocalCluster(pipeline_always=True: the gate off), 2 node monitors x 1 slot (thread
+    executors): 100 no-op tasks give every value once, in order; then 4 half-second tasks (each node monitor runs one
     and holds the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on
     a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True) as cluster:
+        with LocalCluster(
+            node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True, pipeline_always=True
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_square, x) for x in range(100)])
                 with trio.fail_after(60):
@@ -459,5 +513,33 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_n
         assert [o.value for o in outcomes] == list(range(1500)) and all(o.ok for o in outcomes)
         assert max(o.attempts for o in outcomes) == 2  # some were lost with node monitor 0 and ran again
         assert counters["outcomes"] == counters["tasks"]  # retries are tasks too: each ended once
+
+    trio.run(main)
+
+
+@pytest.mark.slow
+def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> None:
+    """Real processes, LocalCluster's defaults (pipelined, gated, 16 deep), 2 node monitors x 1 slot, process
+    executors: after 20 ms tasks, nm-0 runs an 8 s task; four 1-task jobs reserved on both node monitors each end
+    while it still runs (nm-1 takes them: the gate keeps nm-0 from binding one behind its long task, which the
+    ungated rule does for about half of them). About 12 s."""
+
+    async def main() -> None:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+            assert (cluster.pipeline, cluster.pipeline_depth, cluster.pipeline_always) == (True, 16, False)
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                warm = await client.submit_job([partial(time.sleep, 0.02)] * 16)
+                with trio.fail_after(60):
+                    await warm.outcomes()
+                long = await client.submit_job([partial(time.sleep, 8.0)], constraints=Constraint(("nm-0",)))
+                await trio.sleep(0.5)  # it runs on nm-0
+                for i in range(4):
+                    short = await client.submit_job([partial(_square, i)])
+                    with trio.fail_after(60):
+                        assert await short.results() == [i * i]
+                    assert not long.done(), f"short job {i} ended after the long task: it was bound behind it"
+                with trio.fail_after(60):
+                    (outcome,) = await long.outcomes()
+                assert outcome.ok
 
     trio.run(main)

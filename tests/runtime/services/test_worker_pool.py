@@ -211,6 +211,9 @@ def test_a_replacement_worker_that_starts_while_the_pool_closes_is_killed(monkey
             executor = ProcessExecutor(1)
             await executor.start(nursery)
             busy = executor.launch(pack_task(time.sleep, (30,)), lambda outcome: None)
+            with trio.fail_after(10):
+                while busy.worker is None:  # its worker says ready, then takes it
+                    await trio.sleep(0.01)
             assert executor.stop(busy, CANCELLED, "cancelled") is True
             with trio.fail_after(10):
                 await spawning.wait()
@@ -222,3 +225,32 @@ def test_a_replacement_worker_that_starts_while_the_pool_closes_is_killed(monkey
         assert started[1].returncode == -9  # killed by the pool, not left running
 
     trio.run(main)
+
+
+def test_a_task_launched_while_its_worker_starts_waits_for_the_worker_to_say_ready():
+    """A ProcessExecutor's worker takes no task before its WorkerReady (it has imported): start() returns once
+    every slot's worker said it, and a task launched while a killed worker's replacement starts waits in the
+    executor; `started` is called for it as the ready replacement takes it (so its timeout does not count the
+    worker's start)."""
+
+    async def body(executor):
+        started = []
+        executor.started = started.append
+        got = []
+        first = executor.launch(pack_task(abs, (-1,)), got.append)
+        assert first.worker is not None and not first.waited  # start() returned with the worker ready
+        with trio.fail_after(30):
+            while not got:
+                await trio.sleep(0.01)
+        running = executor.launch(pack_task(time.sleep, (60,)), got.append)
+        assert running.worker is not None
+        await trio.sleep(0.2)
+        assert executor.stop(running, TIMED_OUT, "past its time") is True  # its worker is killed and replaced
+        behind = executor.launch(pack_task(abs, (-2,)), got.append)
+        assert behind.worker is None and behind.waited
+        with trio.fail_after(30):
+            while len(got) < 3:
+                await trio.sleep(0.01)
+        assert started == [behind] and unpack_outcome(got[2]) == 2
+
+    trio.run(_with_executor, "process", body)

@@ -576,6 +576,11 @@ class NodeMonitorLogic(WorkStealing):
             self._started[key] = self.clock()
         return []
 
+    def _overrunning(self) -> bool:
+        """A running task has already run SHORT_TASK or longer (gated: nothing is asked ahead behind it, so a
+        long task after short ones, or a cancelled thread task running on, holds no bound task behind it)."""
+        return bool(self._started) and min(self._started.values()) <= self.clock() - SHORT_TASK
+
     @property
     def may_pin(self) -> bool:
         """Whether to hand bound tasks to the executor ahead (`on_handed_ahead`): with one slot (its one worker is the
@@ -656,7 +661,7 @@ class NodeMonitorLogic(WorkStealing):
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
-        if self.pipeline and (self._short or not self.pipeline_gate):
+        if self.pipeline and (not self.pipeline_gate or (self._short and not self._overrunning())):
             gate = self.pipeline_gate
             # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
             deep = self._short and self.pipeline_depth > 1

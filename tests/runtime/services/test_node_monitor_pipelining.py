@@ -112,6 +112,22 @@ def test_the_gate_asks_ahead_only_while_each_of_the_last_8_tasks_ran_under_5_ms(
     assert _asks_ahead_after([0.010] + [0.0049] * 8, depth)  # the long one is 9 tasks old
 
 
+@pytest.mark.parametrize("depth", [1, 16])
+def test_the_gate_asks_nothing_ahead_behind_a_task_already_running_5_ms(depth: int) -> None:
+    """Gated after short tasks, 1 slot: reservations that arrive while the running task has run 5 ms or more
+    (a long task after short ones) are not asked ahead, since a task bound then would wait it out; they are
+    once a short task runs again."""
+    logic = warmed(node(depth=depth, gate=True), run_time=0.001, tasks=8)
+    logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
+    logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # it runs, long
+    logic.clock.now += 0.005
+    logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 8)])
+    assert logic.stats["asked_ahead"] == 0 and len(logic.queue) == 8
+    logic.clock.now += 0.001
+    logic.on_task_done("s", 1, 0, OK)  # its run time shuts the gate too
+    assert logic.stats["asked_ahead"] == 0
+
+
 def test_without_the_gate_a_busy_slot_asks_ahead_behind_long_tasks() -> None:
     """pipeline_gate=False (--pipeline-always): after 10 ms tasks a busy slot still asks one ahead."""
     logic = node(gate=False)

@@ -23,6 +23,13 @@ short jobs' p50: one run's 20 seeds gave 1.0-2.0 s around a pooled 1.55 s; with 
 around 221 ms). Each model is run MODEL_SEEDS times and its jobs pooled for the prediction; each seed's own
 short p50 gives the model's spread (`model_range`: the 10th to 90th percentile over its seeds; none left
 for a replayed placement with stealing off, where sparrow draws nothing else).
+
+The short jobs' p50 is ill-conditioned here: a third to two thirds of the short jobs wait behind a long task
+(seconds) and the others take 100-300 ms, so the median lies in the steep part between the two, where one
+point of the percentile is often 30-130 ms (`p50_slope`: (p55 - p45) / 10), and a 10% error in the p50 is
+then half a point or less of the short jobs blocked. Beside each run's p50 error the report prints that
+slope and `model_rank`: the model's p50 as a percentile of the run's short jobs (50: the run's own median),
+the error in the units the blocked share is counted in.
 """
 
 from __future__ import annotations
@@ -118,6 +125,20 @@ class StealRun:
         values = self.simulated if simulated else self.response
         mask = np.tile(~self.long, values.size // max(self.long.size, 1))
         return float(np.mean(values[mask] > BLOCKED)) if mask.any() else math.nan
+
+    def model_rank(self) -> float:
+        """The model's short p50 as a percentile of the run's short jobs' responses (ties counted half): 50 when it
+        is the run's median; its distance from 50 is the model's error in points (module docstring)."""
+        run = self.response[~self.long]
+        model = self.p(50, simulated=True)
+        if not run.size or math.isnan(model):
+            return math.nan
+        return float(50 * (np.mean(run < model) + np.mean(run <= model)))
+
+    def p50_slope(self) -> float:
+        """How far the run's short p50 moves per point of the percentile there, in seconds: (p55 - p45) / 10. A
+        point more of the short jobs blocked behind a long task moves the median about that much."""
+        return (self.p(55) - self.p(45)) / 10
 
     def _model(self, drawn: bool) -> np.ndarray | None:
         return self.drawn if drawn else self.simulated
@@ -222,8 +243,17 @@ def _gap(r: StealRun) -> str:
     return f"measured {_ms(r.gap)} ms over {r.gap_pairs:,} pairs (the model's), {inferred}"
 
 
+def _points(span: float, slope: float) -> str:
+    """How many points of the percentile `span` seconds are at `slope` seconds a point ("-": a flat median)."""
+    return "-" if not slope > 0 or math.isnan(span) else f"{span / slope:.1f}"
+
+
 def _ratio(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.2f}"
+
+
+def _rank(x: float) -> str:
+    return "-" if math.isnan(x) else f"p{x:.1f}"
 
 
 def _span(lo: float, hi: float) -> str:
@@ -234,10 +264,11 @@ def table(runs: Sequence[StealRun]) -> str:
     """One row per run: short jobs' p50 and p95 and long jobs' p50, as run and simulated, and the ideal."""
     spread = f"p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]}"
     lines = [
-        f"| seed | stealing | short p50 ms | simulated | sim / run | model's seeds {spread} | drawn placement "
+        f"| seed | stealing | short p50 ms | simulated | sim / run | sim p50 at run's | run ms per point "
+        f"| model's seeds {spread} | drawn placement "
         f"| drawn / run | drawn seeds {spread} | short p95 ms | simulated | long p50 ms "
         "| simulated | ideal short p50 | reservations stolen | simulated |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in runs:
         ratio = r.p(50, simulated=True) / r.p(50)
@@ -246,7 +277,8 @@ def table(runs: Sequence[StealRun]) -> str:
         replayed = "" if r.placed else " (drawn)"
         lines.append(
             f"| {r.seed} | {'on' if r.steal else 'off'} | {_ms(r.p(50))} | {_ms(r.p(50, simulated=True))}{replayed} "
-            f"| {ratio:.2f} | {_span(lo, hi)} | {_ms(r.p(50, drawn=True))} | {_ratio(r.p(50, drawn=True) / r.p(50))} "
+            f"| {ratio:.2f} | {_rank(r.model_rank())} | {_ms(r.p50_slope())} "
+            f"| {_span(lo, hi)} | {_ms(r.p(50, drawn=True))} | {_ratio(r.p(50, drawn=True) / r.p(50))} "
             f"| {_span(drawn_lo, drawn_hi)} | {_ms(r.p(95))} | {_ms(r.p(95, simulated=True))} "
             f"| {_ms(r.p(50, long=True))} "
             f"| {_ms(r.p(50, long=True, simulated=True))} | {_ms(r.p(50, of_ideal=True))} "
@@ -293,6 +325,16 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
             f"Short jobs slower than {BLOCKED:g} s (behind a long task), run / simulated: "
             + ", ".join(f"{r.blocked():.1%} / {r.blocked(simulated=True):.1%}" for r in runs)
             + f"; worst difference {max(abs(r.blocked() - r.blocked(simulated=True)) for r in runs) * 100:.1f} points."
+        )
+        ranks = [r.model_rank() for r in runs]
+        lines.append(
+            "The same error in points: the model's short p50 is the run's "
+            + ", ".join(map(_rank, ranks))
+            + f" (worst {max(abs(x - 50) for x in ranks):.1f} points from the median); there the run's p50 moves "
+            + ", ".join(f"{_ms(r.p50_slope())}" for r in runs)
+            + f" ms per point ((p55 - p45) / 10), so that {MODEL_TARGET:.0%} of it is "
+            + ", ".join(_points(MODEL_TARGET * r.p(50), r.p50_slope()) for r in runs)
+            + " points."
         )
         inside = sum(r.within_model_range() for r in runs)
         lines.append(

@@ -42,6 +42,26 @@ def test_each_job_gets_the_workers_of_its_own_scheduler_s_log(tmp_path: Path) ->
     assert got is not None and got.probes == [(2, 0), (3, 2), (1, 1)]
 
 
+def test_each_job_s_probes_are_listed_in_the_order_its_node_monitors_asked(tmp_path: Path) -> None:
+    """The run's tie-break, replayed: a job's probes are listed by each node monitor's first GetTask for it (a task
+    or NoTask), then the ones that never asked in the order they were sent; a stolen reservation's GetTask (the
+    thief asking for another's) does not count, and a node monitor probed twice keeps both places."""
+    lines = [
+        {"scheduler": "scheduler-0"},
+        {"job": 1, "nodes": ["nm-0", "nm-1", "nm-2", "nm-3"], "at": 0.0},
+        {"job": 2, "nodes": ["nm-1", "nm-0", "nm-1"], "at": 0.1},
+        {"answer": 1, "task": 0, "node": "nm-1", "stolen": True, "at": 0.5},
+        {"answer": 1, "task": 0, "node": "nm-2", "stolen": False, "at": 1.0},
+        {"answer": 2, "task": 0, "node": "nm-0", "stolen": False, "at": 1.05},
+        {"answer": 1, "task": 1, "node": "nm-0", "stolen": False, "at": 1.1},
+        {"answer": 1, "task": -1, "node": "nm-3", "stolen": False, "at": 1.2},
+        {"answer": 1, "task": -1, "node": "nm-2", "stolen": False, "at": 1.3},
+    ]
+    (tmp_path / "scheduler-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = run_placement([record(0, [1]), record(0, [2])], tmp_path, ["scheduler-0"], [f"nm-{i}" for i in range(4)])
+    assert got is not None and got.probes == [(2, 0, 3, 1), (0, 1, 1)]
+
+
 def test_a_job_missing_from_the_logs_gives_no_placement(tmp_path: Path) -> None:
     """A job id the log does not hold, a job never accepted, a scheduler without a log: None (the model draws)."""
     write_log(tmp_path, "scheduler-0", {1: ["nm-0"]})

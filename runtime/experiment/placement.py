@@ -13,8 +13,8 @@ The order is the run's tie-break: the simulator binds a job's tasks to the first
 that are idle at once (the reservations reach them at the same instant, and so do their GetTasks), whereas in
 the run it is whichever node monitor's thread asks first, uniform over the probes on this host (session 9:
 126-138 tasks per position of 4 in one run). In the scheduler's send order, the model's tie-break is one
-arbitrary draw of that chance; in the run's answer order it is the run's own (docs/simulator.md, "Replaying a
-run's placement", has the figures).
+arbitrary draw of that chance; in the run's answer order it is the run's own (docs/simulator.md, "Trace
+files", and docs/paper/steal.md have the figures).
 
 The logs also time every GetTask answer, so the gap a slot spends between two tasks (the previous task's
 end in its worker, the node monitor's GetTask, the scheduler's answer, the next task's start in its worker:

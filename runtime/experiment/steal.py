@@ -357,11 +357,14 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         f"({SHORT_MS:g} ms tasks); the long jobs hold about "
         f"{LONG_FRACTION * LONG_MS / (LONG_FRACTION * LONG_MS + (1 - LONG_FRACTION) * SHORT_MS):.0%} of the slot "
         "time. Each seed's arrivals run twice, stealing off and on. Simulated: the simulator replaying the "
-        f"run's trace with its measured hops and its own probe placement ({MODEL_SEEDS} seeds pooled), sparrow "
+        f"run's trace with its measured hops and its own probe placement ({MODEL_SEEDS} seeds pooled), each "
+        "job's probes in the order its node monitors asked for it (the run's choice among idle ones), sparrow "
         "for off and sparrow_steal for on; the model's seeds column: the spread of its seeds' own short p50 (the "
-        "seed draws the steal victims, which the trace does not hold: none left with stealing off). Drawn "
-        "placement: the same model drawing the probes itself (its seed draws them), as before the placement was "
-        "replayed. Response: from a job's submission to its last outcome at the client.",
+        "seed draws the steal victims, which the trace does not hold: none left with stealing off). Sim p50 at "
+        "run's: the model's short p50 as a percentile of the run's short jobs (p50: no error); run ms per point: "
+        "(p55 - p45) / 10 of the run's short jobs, how far its p50 moves per point of them blocked behind a long "
+        "task. Drawn placement: the same model drawing the probes itself (its seed draws them): a prediction "
+        "without the run's draws. Response: from a job's submission to its last outcome at the client.",
         "",
         table(runs),
         "",

@@ -26,6 +26,11 @@ GetTask, which the model counts itself) and not stolen (a stolen reservation arr
 model's steal timing counts). Measured for one slot per node monitor only (with more, which task freed
 the slot is not in the logs).
 
+The logs also time the round trip alone, without the executor's hops a chain gap has: a NoTask answered to a
+node monitor of one slot, then its next GetTask, for a reservation it already held (sent before the NoTask),
+not stolen: the NoTask's way back and the next GetTask's way out (`empty_round_trips`). It is printed beside
+the gap, for the model whose `network_delay` is now half the gap (an empty GetTask costs it the whole gap).
+
 Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
 caller draws the placement instead and says so.
 """
@@ -57,6 +62,8 @@ class RunPlacement:
     probes: list[tuple[int, ...]]
     chain_gap: float
     pairs: int
+    round_trip: float = math.nan  # the mean empty round trip (module docstring; NaN below MIN_PAIRS of them)
+    round_trips: int = 0
 
 
 @contextmanager
@@ -113,8 +120,27 @@ def run_placement(
             if stage is not None:
                 stages[record.scheduler, job_id] = stage
     gaps = chain_gaps(logs, stages) if slots == 1 else np.array([])
-    mean = float(np.mean(gaps)) if gaps.size >= MIN_PAIRS else math.nan
-    return RunPlacement(out, mean, int(gaps.size))
+    trips = empty_round_trips(logs) if slots == 1 else np.array([])
+    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size))
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if values.size >= MIN_PAIRS else math.nan
+
+
+def empty_round_trips(logs: Sequence[PlacementRecords]) -> np.ndarray:
+    """The round trips from a NoTask to the same node monitor's next GetTask for a reservation it already held
+    (module docstring), over every node monitor of one slot, in seconds."""
+    answers = sorted(((a, s) for s, log in enumerate(logs) for a in log.answers), key=lambda x: x[0].at)
+    empty: dict[str, float] = {}  # node monitor -> when it got the NoTask not yet followed by a GetTask
+    trips = []
+    for a, s in answers:
+        before = empty.pop(a.node, None)
+        if before is not None and not a.stolen and logs[s].probed_at.get(a.job, math.inf) < before:
+            trips.append(a.at - before)
+        if a.task < 0 and not a.stolen:
+            empty[a.node] = a.at
+    return np.array(trips)
 
 
 def first_asked(log: PlacementRecords) -> dict[tuple[int, str], float]:

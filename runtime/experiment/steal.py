@@ -105,6 +105,8 @@ class StealRun:
     gap: float = math.nan  # the late-binding gap the model was given (2 x network)
     inferred_gap: float = math.nan  # the one measure_hops infers from gaps under CHAIN_LIMIT
     gap_pairs: int = 0  # chained pairs `gap` was measured over (placement.py; 0: it is the inferred one)
+    round_trip: float = math.nan  # the empty round trip measured (placement.py), beside the model's 2 x network
+    round_trips: int = 0
 
     def p(
         self, q: float, *, long: bool = False, simulated: bool = False, of_ideal: bool = False, drawn: bool = False
@@ -224,6 +226,8 @@ def steal_figures(
         gap=hops.chain_gap,
         inferred_gap=inferred.chain_gap,
         gap_pairs=0 if placement is None or math.isnan(placement.chain_gap) else placement.pairs,
+        round_trip=math.nan if placement is None else placement.round_trip,
+        round_trips=0 if placement is None else placement.round_trips,
         drawn=np.concatenate([s.job_response for s in drawn]) if placement is not None else None,
     )
 
@@ -240,7 +244,12 @@ def _gap(r: StealRun) -> str:
     inferred = f"inferred {_ms(r.inferred_gap)} ms"
     if not r.gap_pairs:
         return f"{inferred} (not measured: the model used it)"
-    return f"measured {_ms(r.gap)} ms over {r.gap_pairs:,} pairs (the model's), {inferred}"
+    trip = (
+        f"; an empty GetTask's round trip {_ms(r.round_trip)} ms over {r.round_trips:,}"
+        if not math.isnan(r.round_trip)
+        else ""
+    )
+    return f"measured {_ms(r.gap)} ms over {r.gap_pairs:,} pairs (the model's), {inferred}{trip}"
 
 
 def _points(span: float, slope: float) -> str:
@@ -372,7 +381,8 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "",
         "Late-binding gap per run (a task's end to the next task's start on its slot, the model's 2 x network "
         "delay), measured from the schedulers' logs on the chained pairs (experiment/placement.py), beside the "
-        "one inferred from gaps under 5 ms:",
+        "one inferred from gaps under 5 ms, and the round trip alone (a NoTask to the node monitor's next GetTask "
+        "for a reservation it held; the model charges it the whole gap):",
         "",
         *[f"- seed {r.seed} {'on' if r.steal else 'off'}: {_gap(r)}" for r in runs],
         "",

@@ -265,6 +265,10 @@ def _rank(x: float) -> str:
     return "-" if math.isnan(x) else f"p{x:.1f}"
 
 
+def _width(span: tuple[float, float]) -> float:
+    return span[1] - span[0]
+
+
 def _span(lo: float, hi: float) -> str:
     return "-" if math.isnan(lo) else f"{_ms(lo)}-{_ms(hi)}"
 
@@ -345,10 +349,12 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
             + ", ".join(_points(MODEL_TARGET * r.p(50), r.p50_slope()) for r in runs)
             + " points."
         )
-        inside = sum(r.within_model_range() for r in runs)
+        spread = [r for r in runs if _width(r.model_range()) > 0]  # its seed draws something
+        fixed = len(runs) - len(spread)
         lines.append(
             f"Runs within the model's own spread (p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} of its {runs[0].model_seeds} "
-            f"seeds' short p50): {inside} of {len(runs)}."
+            f"seeds' short p50): {sum(r.within_model_range() for r in spread)} of {len(spread)}"
+            + (f" (not counted: {fixed} whose model has no spread, its seed drawing nothing)." if fixed else ".")
         )
     return lines
 

@@ -60,7 +60,8 @@ def test_verdicts_are_written_from_the_numbers():
         "The same error in points: the model's short p50 is the run's p100.0, p0.0 (worst 50.0 points from the "
         "median); there the run's p50 moves 0.0, 0.0 ms per point ((p55 - p45) / 10), so that 10% of it is -, - "
         "points.",
-        f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
+        f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 0 (not counted: "
+        "2 whose model has no spread, its seed drawing nothing).",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
     assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
@@ -84,7 +85,8 @@ def test_a_replayed_placement_is_the_prediction_and_the_drawn_one_is_shown_besid
 
 def test_the_models_spread_is_taken_over_its_seeds():
     """Seed i of the model gives the short jobs i x 10 ms: its p10-p90 over the seeds brackets a run at the
-    middle and not one past the last seed; the pooled p50 is over every seed's jobs together."""
+    middle and not one past the last seed; the pooled p50 is over every seed's jobs together; a model whose seeds all
+    agree is left out of the count."""
     long = np.array([False, False, True])
     per_seed = [np.array([(i + 1) / 100, (i + 1) / 100, 5.0]) for i in range(MODEL_SEEDS)]
     simulated = np.concatenate(per_seed)
@@ -99,6 +101,12 @@ def test_the_models_spread_is_taken_over_its_seeds():
         "Runs within the model's own spread" in verdicts([middle, past])[-1]
         and "1 of 2" in verdicts([middle, past])[-1]
     )
+    fixed = StealRun(
+        False, 0, long, np.array([0.1, 0.1, 5.0]), np.tile(simulated[:3], MODEL_SEEDS), simulated[:3], 0, 0
+    )
+    assert verdicts([middle, fixed])[-1].endswith(
+        "1 of 1 (not counted: 1 whose model has no spread, its seed drawing nothing)."
+    )  # stealing off with a replayed placement: every seed gives the same p50
 
 
 def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():

@@ -76,7 +76,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -118,6 +118,8 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
+from .node_monitor_logic import SHORT_TASK
 from .placement_log import PlacementLog
 
 DEFAULT_PROBE_RATIO = 2.0
@@ -127,6 +129,7 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
+BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 
 
 class _Node:
@@ -143,8 +146,12 @@ class _Node:
         "others",
         "peer",
         "queued",
+        "recent_spans",
         "running",
+        "short",
         "slots",
+        "span_since",
+        "span_tasks",
         "steal_address",
         "worker",
     )
@@ -162,6 +169,12 @@ class _Node:
         self.busy = 0
         self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
         self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
+        # bind_idle's view of its recent tasks (_bound_share): a busy span starts as it gets a task of ours with none
+        # running, ends as the last one reports; each span's time per task, the last RECENT_SPANS of them
+        self.span_since = 0.0
+        self.span_tasks = 0
+        self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
+        self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -777,7 +790,7 @@ class SchedulerLogic:
         consumed = False
         for node, count in placed:
             worker = node.worker
-            free = min(count, self._free_slots(node)) if job_id in self.table else 0
+            free = self._bound_share(node, count) if job_id in self.table else 0
             sent = 0
             while sent < free:
                 task = self.table.get_task(job_id, worker)
@@ -816,6 +829,19 @@ class SchedulerLogic:
         if node.others or self._holds_ours(node):
             return 0
         return node.slots
+
+    def _bound_share(self, node: _Node, count: int) -> int:
+        """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle):
+        none unless it is believed idle; its free slots; and while each of its recent busy spans took under
+        SHORT_TASK per task (`_Node.short`: the node monitor's own pipelining gate, seen from here), also half of
+        the rest, as a pipelined node monitor there would ask ahead at once (its half rule), BIND_AHEAD per slot
+        at most. So a small job of short tasks on an idle cluster starts with no GetTask round trip at all."""
+        free = self._free_slots(node)
+        if not free or count <= free:
+            return min(count, free)
+        if not node.short:
+            return free
+        return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 
     def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
         """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
@@ -873,6 +899,9 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
+        if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
+            node.span_since = self.clock()
+            node.span_tasks = 0
         node.running += 1
         if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
             node.jobs.add(job_id)
@@ -919,6 +948,12 @@ class SchedulerLogic:
     def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
         if node.running:  # a stale outcome, too, is of a task that ran there and ended
             node.running -= 1
+            if self.bind_idle:
+                node.span_tasks += 1
+                if not node.running:  # its busy span ends: time per task (_bound_share)
+                    recent = node.recent_spans
+                    recent.append((self.clock() - node.span_since) / node.span_tasks)
+                    node.short = max(recent) < SHORT_TASK
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost

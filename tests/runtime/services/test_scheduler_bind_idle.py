@@ -174,6 +174,111 @@ def test_without_the_setting_no_task_goes_unasked() -> None:
     assert not _of(out, TaskToNode) and _of(out, EnqueueReservations)
 
 
+def _run_job_out(logic: SchedulerLogic, clock: ManualClock, out: list, ref: int, per_task: float) -> list:
+    """Answer job `ref`'s tasks: each node monitor runs what it got (bound or asked for by GetTask, one
+    reservation at a time) `per_task` seconds each by `clock`; returns the client's outcomes."""
+    outcomes = [m for _, m in _of(out, OutcomeToClient)]
+    held = Counter({peer: m.count for peer, m in _of(out, EnqueueReservations)})
+    todo = list(_of(out, TaskToNode))
+    while todo or (logic.jobs and any(held.values())):
+        if not todo:
+            peer = next(p for p, n in held.items() if n)
+            held[peer] -= 1
+            todo = _of(logic.on_node_messages(peer, [GetTask(ref)]), TaskToNode)
+            continue
+        peer, m = todo.pop(0)
+        clock.now += per_task
+        outcomes += [
+            x for _, x in _of(logic.on_node_messages(peer, [OutcomeToScheduler(m.job_id, m.task, OK)]), OutcomeToClient)
+        ]
+    return outcomes
+
+
+def test_after_short_tasks_an_idle_cluster_gets_a_small_job_whole_with_no_get_task() -> None:
+    """Once each recent busy span of both node monitors took under 5 ms per task, a 10-task job on the idle
+    cluster is bound whole, half of each node monitor's reservations (as its pipelining would ask ahead at
+    once): 5 tasks each, no reservation, no GetTask; each task ends with one outcome, the last marked so."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    first = _submit(logic, 10)
+    assert len(_of(first, TaskToNode)) == 2  # nothing known of its tasks yet: one per slot
+    assert sorted(m.task for m in _run_job_out(logic, clock, first, 1, 0.0001)) == list(range(10))
+    assert all(node.short for node in logic.nodes.values())
+    out = _submit(logic, 10, ref=2)
+    bound = _of(out, TaskToNode)
+    assert Counter(peer for peer, _ in bound) == {"nm0": 5, "nm1": 5} and all(m.bound for _, m in bound)
+    assert not _of(out, EnqueueReservations) and 2 not in logic.table
+    outcomes = _run_job_out(logic, clock, out, 2, 0.0001)
+    assert sorted(m.task for m in outcomes) == list(range(10)) and outcomes[-1].last and not logic.jobs
+    assert [m.last for m in outcomes].count(True) == 1
+
+
+def test_a_busy_span_of_5_ms_per_task_binds_one_per_slot_until_8_shorter_spans() -> None:
+    """A node monitor whose busy span took 6 ms per task gets one task bound per slot (the rest by late
+    binding); the gate seen from the scheduler opens again only once each of its last 8 spans was short."""
+    clock = ManualClock()
+    logic = _cluster(1, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 1), 1, 0.006)  # one span of 6 ms
+    assert not logic.nodes["nm0"].short
+    for ref in range(2, 9):  # 7 short spans (a 1-task job is one): the slow one is still among the last 8
+        _run_job_out(logic, clock, _submit(logic, 1, ref=ref), ref, 0.0001)
+    out = _submit(logic, 4, ref=9)
+    assert len(_of(out, TaskToNode)) == 1 and sum(m.count for _, m in _of(out, EnqueueReservations)) == 7
+    _run_job_out(logic, clock, out, 9, 0.0001)  # more short spans: the slow one drops out
+    assert logic.nodes["nm0"].short
+    out = _submit(logic, 4, ref=10)
+    assert len(_of(out, TaskToNode)) == 1 + 7 // 2  # of its 8 reservations: the slot's, then half the rest
+
+
+def test_a_big_job_binds_at_most_9_tasks_per_slot_and_leaves_the_rest_to_late_binding() -> None:
+    """200 tasks on 2 idle node monitors of short tasks: each gets 1 + 8 (BIND_AHEAD) bound and its other
+    reservations; the GetTasks hand out the rest, each task once."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    out = _submit(logic, 200, ref=2)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 9, "nm1": 9}
+    assert sum(m.count for _, m in _of(out, EnqueueReservations)) == 400 - 18
+    outcomes = _run_job_out(logic, clock, out, 2, 0.0001)
+    assert sorted(m.task for m in outcomes) == list(range(200)) and outcomes[-1].last
+
+
+def test_a_forced_cancel_of_a_job_bound_whole_gives_each_task_one_cancelled_outcome() -> None:
+    """A job bound whole (5 + 5) cancelled with force: each task CANCELLED once, a StopTask for each; the
+    node monitors' late outcomes are stale; both node monitors count as idle again once they reported."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    assert len(bound) == 10
+    out = logic.on_client_messages("c", [CancelJob(2, force=True)])
+    assert sorted((m.task, m.outcome.failure) for _, m in _of(out, OutcomeToClient)) == [
+        (t, CANCELLED) for t in range(10)
+    ]
+    assert len(_of(out, StopTask)) == 10
+    for peer, m in bound:
+        late = logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, Outcome(False, b"", "x", CANCELLED))])
+        assert not _of(late, OutcomeToClient)
+    assert all(node.running == 0 for node in logic.nodes.values()) and not logic.jobs
+
+
+def test_a_node_monitor_lost_with_half_a_job_bound_fails_those_tasks_once() -> None:
+    """nm0 dies holding its 5 bound tasks: each fails once (SYSTEM); nm1's 5 end normally; one outcome per task."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    outcomes = [m for _, m in _of(logic.on_node_lost("nm0"), OutcomeToClient)]
+    assert sorted(m.task for m in outcomes) == sorted(m.task for p, m in bound if p == "nm0")
+    assert all(m.outcome.failure == SYSTEM for m in outcomes)
+    for peer, m in bound:
+        if peer == "nm1":
+            outcomes += [
+                x for _, x in _of(logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, OK)]), OutcomeToClient)
+            ]
+    assert sorted(m.task for m in outcomes) == list(range(10)) and outcomes[-1].last and not logic.jobs
+
+
 def _settle(scheduler: SchedulerLogic, nm: NodeMonitorLogic, to_nm: list, nm_out: list, running: list, to_client: list):
     """Route messages between the scheduler and node monitor nm0 until quiet: the client's go to
     `to_client`, the tasks nm0 launches to `running` (its executor, in order); another scheduler's are dropped."""

@@ -150,6 +150,7 @@ class _Node:
         "running",
         "short",
         "slots",
+        "span_first",
         "span_since",
         "span_tasks",
         "steal_address",
@@ -170,8 +171,9 @@ class _Node:
         self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
         self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
         # bind_idle's view of its recent tasks (_bound_share): a busy span starts as it gets a task of ours with none
-        # running, ends as the last one reports; each span's time per task, the last RECENT_SPANS of them
+        # running, ends as the last one reports; each span's time per task (_span_outcome), the last RECENT_SPANS
         self.span_since = 0.0
+        self.span_first = 0.0  # when its span's first outcome came
         self.span_tasks = 0
         self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
         self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
@@ -830,6 +832,28 @@ class SchedulerLogic:
             return 0
         return node.slots
 
+    def _span_outcome(self, node: _Node) -> None:
+        """An outcome from `node` (bind_idle): once its busy span ends (nothing of ours running there), its time
+        per task joins the recent ones (`_Node.short`: each of the last RECENT_SPANS under SHORT_TASK). That is
+        the time from the span's first outcome to its last over the tasks after the first: the round trip before
+        the first outcome is not the tasks' time (under load it alone is several ms). A span of one task is all
+        round trip and task: it counts as short if even that was under SHORT_TASK, and says nothing otherwise."""
+        now = self.clock()
+        node.span_tasks += 1
+        if node.span_tasks == 1:
+            node.span_first = now
+        if node.running:
+            return
+        if node.span_tasks > 1:
+            per_task = (now - node.span_first) / (node.span_tasks - 1)
+        elif now - node.span_since < SHORT_TASK:
+            per_task = now - node.span_since
+        else:
+            return
+        recent = node.recent_spans
+        recent.append(per_task)
+        node.short = max(recent) < SHORT_TASK
+
     def _bound_share(self, node: _Node, count: int) -> int:
         """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle):
         none unless it is believed idle; its free slots; and while each of its recent busy spans took under
@@ -949,11 +973,7 @@ class SchedulerLogic:
         if node.running:  # a stale outcome, too, is of a task that ran there and ended
             node.running -= 1
             if self.bind_idle:
-                node.span_tasks += 1
-                if not node.running:  # its busy span ends: time per task (_bound_share)
-                    recent = node.recent_spans
-                    recent.append((self.clock() - node.span_since) / node.span_tasks)
-                    node.short = max(recent) < SHORT_TASK
+                self._span_outcome(node)
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost

@@ -175,7 +175,7 @@ def test_without_the_setting_no_task_goes_unasked() -> None:
 
 
 def _run_job_out(logic: SchedulerLogic, clock: ManualClock, out: list, ref: int, per_task: float) -> list:
-    """Answer job `ref`'s tasks: each node monitor runs what it got (bound or asked for by GetTask, one
+    """Answer job `ref`'s tasks (its job id: the refs of a test count from 1, as the scheduler's ids do): each node monitor runs what it got (bound or asked for by GetTask, one
     reservation at a time) `per_task` seconds each by `clock`; returns the client's outcomes."""
     outcomes = [m for _, m in _of(out, OutcomeToClient)]
     held = Counter({peer: m.count for peer, m in _of(out, EnqueueReservations)})
@@ -218,16 +218,57 @@ def test_a_busy_span_of_5_ms_per_task_binds_one_per_slot_until_8_shorter_spans()
     binding); the gate seen from the scheduler opens again only once each of its last 8 spans was short."""
     clock = ManualClock()
     logic = _cluster(1, clock=clock)
-    _run_job_out(logic, clock, _submit(logic, 1), 1, 0.006)  # one span of 6 ms
+    out = _submit(logic, 4)  # nothing known of its tasks yet: one per slot
+    ((_, first),) = _of(out, TaskToNode)
+    ((_, second),) = _of(logic.on_node_messages("nm0", [GetTask(1)]), TaskToNode)
+    for m in (first, second):  # one span of two tasks ending 6 ms apart
+        clock.now += 0.006
+        logic.on_node_messages("nm0", [OutcomeToScheduler(1, m.task, OK)])
     assert not logic.nodes["nm0"].short
-    for ref in range(2, 9):  # 7 short spans (a 1-task job is one): the slow one is still among the last 8
+    for _ in range(2):  # its other two tasks: a short span each
+        ((_, m),) = _of(logic.on_node_messages("nm0", [GetTask(1)]), TaskToNode)
+        clock.now += 0.0001
+        logic.on_node_messages("nm0", [OutcomeToScheduler(1, m.task, OK)])
+    for ref in range(2, 7):  # 5 more short spans (a 1-task job is one): the slow one is still among the last 8
         _run_job_out(logic, clock, _submit(logic, 1, ref=ref), ref, 0.0001)
-    out = _submit(logic, 4, ref=9)
+    out = _submit(logic, 4, ref=7)
     assert len(_of(out, TaskToNode)) == 1 and sum(m.count for _, m in _of(out, EnqueueReservations)) == 7
-    _run_job_out(logic, clock, out, 9, 0.0001)  # more short spans: the slow one drops out
+    _run_job_out(logic, clock, out, 7, 0.0001)  # more short spans: the slow one drops out
     assert logic.nodes["nm0"].short
-    out = _submit(logic, 4, ref=10)
+    out = _submit(logic, 4, ref=8)
     assert len(_of(out, TaskToNode)) == 1 + 7 // 2  # of its 8 reservations: the slot's, then half the rest
+
+
+def test_a_span_of_one_task_over_5_ms_says_nothing_of_the_tasks() -> None:
+    """A lone task whose outcome came 8 ms after it was sent (a round trip under load, or a long task: the
+    scheduler cannot tell) leaves the node monitor's state as it was, short or not."""
+    clock = ManualClock()
+    logic = _cluster(1, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 1), 1, 0.008)
+    assert not logic.nodes["nm0"].short and not logic.nodes["nm0"].recent_spans
+    _run_job_out(logic, clock, _submit(logic, 1, ref=2), 2, 0.0001)
+    _run_job_out(logic, clock, _submit(logic, 1, ref=3), 3, 0.008)
+    assert logic.nodes["nm0"].short and list(logic.nodes["nm0"].recent_spans) == [pytest.approx(0.0001)]
+
+
+def test_a_slow_round_trip_before_a_span_does_not_shut_the_gate_but_slow_tasks_in_it_do() -> None:
+    """A job bound whole whose first outcomes come 8 ms late (the round trip) but the rest 0.1 ms apart leaves
+    both node monitors short; one whose tasks end 6 ms apart shuts the gate: the next job binds one per slot."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    assert len(bound) == 10
+    clock.now += 0.008
+    for peer, m in bound:
+        logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, OK)])
+        clock.now += 0.0001
+    assert all(node.short for node in logic.nodes.values())
+    out = _submit(logic, 10, ref=3)
+    assert len(_of(out, TaskToNode)) == 10
+    _run_job_out(logic, clock, out, 3, 0.006)
+    assert not any(node.short for node in logic.nodes.values())
+    assert len(_of(_submit(logic, 10, ref=4), TaskToNode)) == 2
 
 
 def test_a_big_job_binds_at_most_9_tasks_per_slot_and_leaves_the_rest_to_late_binding() -> None:

@@ -129,6 +129,7 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
+DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 
 

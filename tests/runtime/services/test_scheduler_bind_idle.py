@@ -175,8 +175,9 @@ def test_without_the_setting_no_task_goes_unasked() -> None:
 
 
 def _run_job_out(logic: SchedulerLogic, clock: ManualClock, out: list, ref: int, per_task: float) -> list:
-    """Answer job `ref`'s tasks (its job id: the refs of a test count from 1, as the scheduler's ids do): each node monitor runs what it got (bound or asked for by GetTask, one
-    reservation at a time) `per_task` seconds each by `clock`; returns the client's outcomes."""
+    """Answer job `ref`'s tasks (its job id: a test's refs count from 1, as the scheduler's ids do): each node
+    monitor runs what it got (bound, or asked for by GetTask one reservation at a time) `per_task` seconds each
+    by `clock`; returns the client's outcomes."""
     outcomes = [m for _, m in _of(out, OutcomeToClient)]
     held = Counter({peer: m.count for peer, m in _of(out, EnqueueReservations)})
     todo = list(_of(out, TaskToNode))

@@ -803,6 +803,8 @@ class SchedulerLogic:
                     break
                 if job.done[task]:  # cancelled before it launched: never launched
                     continue
+                if self.placements is not None:  # as a GetTask's answer would be (placement_log.py)
+                    self.placements.answer(job_id, task, node.node_id, False)
                 self.stats["bound_with_reservations"] += 1
                 node.jobs.add(job_id)  # its loss fails the task (_forget_node)
                 job.probed.add(worker)

@@ -18,6 +18,7 @@ import trio
 
 from sparrow_runtime import Client, LocalCluster
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.placement_log import PlacementLog, read_log
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -270,6 +271,20 @@ def test_a_slow_round_trip_before_a_span_does_not_shut_the_gate_but_slow_tasks_i
     _run_job_out(logic, clock, out, 3, 0.006)
     assert not any(node.short for node in logic.nodes.values())
     assert len(_of(_submit(logic, 10, ref=4), TaskToNode)) == 2
+
+
+def test_a_placement_log_lists_each_bound_task_as_an_answer(tmp_path: Path) -> None:
+    """Under a placement log (the experiments'), a task bound with its reservations is logged as a GetTask's
+    answer would be, so the log still names every launched task once, and where it ran."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    logic.placements = PlacementLog(tmp_path / "s.jsonl", "s")
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    logic.placements.close()
+    answers = [a for a in read_log(tmp_path / "s.jsonl").answers if a.job == 2]
+    assert sorted((a.task, a.node) for a in answers) == sorted((m.task, peer) for peer, m in bound)
+    assert len(answers) == 10 and not any(a.stolen for a in answers)
 
 
 def test_a_big_job_binds_at_most_9_tasks_per_slot_and_leaves_the_rest_to_late_binding() -> None:

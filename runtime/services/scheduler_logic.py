@@ -841,12 +841,14 @@ class SchedulerLogic:
         the time from the span's first outcome to its last over the tasks after the first: the round trip before
         the first outcome is not the tasks' time (under load it alone is several ms). A span of one task is all
         round trip and task: it counts as short if even that was under SHORT_TASK, and says nothing otherwise."""
-        now = self.clock()
         node.span_tasks += 1
+        if node.running:
+            if node.span_tasks == 1:
+                node.span_first = self.clock()
+            return  # a busy node's outcomes (a map's) cost no clock read but its span's first
+        now = self.clock()
         if node.span_tasks == 1:
             node.span_first = now
-        if node.running:
-            return
         if node.span_tasks > 1:
             per_task = (now - node.span_first) / (node.span_tasks - 1)
         elif now - node.span_since < SHORT_TASK:

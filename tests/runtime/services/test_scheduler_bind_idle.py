@@ -436,6 +436,32 @@ def test_small_jobs_on_a_real_cluster_binding_idle_node_monitors_run_each_task_e
 
 
 @pytest.mark.slow
+def test_the_default_cluster_binds_small_jobs_of_short_tasks_beyond_one_per_slot_each_task_once(tmp_path: Path) -> None:
+    """Real processes, LocalCluster's defaults (bind_idle on, pipelined), 2 node monitors x 1 slot: 20 jobs of 10
+    no-op tasks one at a time; every task ran exactly once (a marker file each) and ended ok on its first attempt,
+    and more tasks went bound than one per slot per job (the share: a job bound whole once the spans ran short)."""
+
+    async def main() -> dict:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                for j in range(20):
+                    job = await client.submit_job(
+                        [partial(_mark_then, str(tmp_path / f"j{j}t{t}"), t, 0.0) for t in range(10)]
+                    )
+                    with trio.fail_after(60):
+                        outcomes = await job.outcomes()
+                    assert [o.value for o in outcomes] == list(range(10))
+                    assert all(o.ok and o.attempts == 1 for o in outcomes)
+                return (await client.status()).counters
+
+    counters = trio.run(main)
+    runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir()}
+    assert len(runs) == 200 and set(runs.values()) == {1}
+    assert counters["launched"] == 200
+    assert counters["bound_with_reservations"] > 2 * 20, counters["bound_with_reservations"]
+
+
+@pytest.mark.slow
 def test_a_node_monitor_killed_with_its_bound_task_fails_it_once_and_the_retry_runs_elsewhere(
     tmp_path: Path,
 ) -> None:

@@ -62,6 +62,7 @@ from .node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, check_
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
+from .scheduler_logic import DEFAULT_BIND_IDLE
 from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
@@ -78,7 +79,7 @@ class LocalCluster:
     one deep whatever the tasks' length) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
-    tasks sent with its reservations to node monitors believed idle: scheduler_logic.py) and
+    tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
@@ -117,7 +118,7 @@ class LocalCluster:
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
-        bind_idle: bool = False,
+        bind_idle: bool = DEFAULT_BIND_IDLE,
         result_delay: float | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
@@ -308,8 +309,7 @@ class LocalCluster:
         args = ["scheduler", "--id", self.scheduler_ids[i], *self._cpus_args(self.scheduler_cpus[i])]
         if self.probe_ratio is not None:
             args += ["--probe-ratio", str(self.probe_ratio)]
-        if self.bind_idle:
-            args.append("--bind-idle")
+        args.append("--bind-idle" if self.bind_idle else "--no-bind-idle")
         if self.result_delay is not None:
             args += ["--result-delay", str(self.result_delay)]
         if self.dashboard:  # its HTTP port on loopback, given in its ready line

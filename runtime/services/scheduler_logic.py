@@ -76,7 +76,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -118,6 +118,8 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
+from .node_monitor_logic import SHORT_TASK
 from .placement_log import PlacementLog
 
 DEFAULT_PROBE_RATIO = 2.0
@@ -127,6 +129,8 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
+DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
+BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 
 
 class _Node:
@@ -143,8 +147,13 @@ class _Node:
         "others",
         "peer",
         "queued",
+        "recent_spans",
         "running",
+        "short",
         "slots",
+        "span_first",
+        "span_since",
+        "span_tasks",
         "steal_address",
         "worker",
     )
@@ -162,6 +171,13 @@ class _Node:
         self.busy = 0
         self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
         self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
+        # bind_idle's view of its recent tasks (_bound_share): a busy span starts as it gets a task of ours with none
+        # running, ends as the last one reports; each span's time per task (_span_outcome), the last RECENT_SPANS
+        self.span_since = 0.0
+        self.span_first = 0.0  # when its span's first outcome came
+        self.span_tasks = 0
+        self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
+        self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -777,7 +793,7 @@ class SchedulerLogic:
         consumed = False
         for node, count in placed:
             worker = node.worker
-            free = min(count, self._free_slots(node)) if job_id in self.table else 0
+            free = self._bound_share(node, count) if job_id in self.table else 0
             sent = 0
             while sent < free:
                 task = self.table.get_task(job_id, worker)
@@ -787,6 +803,8 @@ class SchedulerLogic:
                     break
                 if job.done[task]:  # cancelled before it launched: never launched
                     continue
+                if self.placements is not None:  # as a GetTask's answer would be (placement_log.py)
+                    self.placements.answer(job_id, task, node.node_id, False)
                 self.stats["bound_with_reservations"] += 1
                 node.jobs.add(job_id)  # its loss fails the task (_forget_node)
                 job.probed.add(worker)
@@ -816,6 +834,43 @@ class SchedulerLogic:
         if node.others or self._holds_ours(node):
             return 0
         return node.slots
+
+    def _span_outcome(self, node: _Node) -> None:
+        """An outcome from `node` (bind_idle): once its busy span ends (nothing of ours running there), its time
+        per task joins the recent ones (`_Node.short`: each of the last RECENT_SPANS under SHORT_TASK). That is
+        the time from the span's first outcome to its last over the tasks after the first: the round trip before
+        the first outcome is not the tasks' time (under load it alone is several ms). A span of one task is all
+        round trip and task: it counts as short if even that was under SHORT_TASK, and says nothing otherwise."""
+        node.span_tasks += 1
+        if node.running:
+            if node.span_tasks == 1:
+                node.span_first = self.clock()
+            return  # a busy node's outcomes (a map's) cost no clock read but its span's first
+        now = self.clock()
+        if node.span_tasks == 1:
+            node.span_first = now
+        if node.span_tasks > 1:
+            per_task = (now - node.span_first) / (node.span_tasks - 1)
+        elif now - node.span_since < SHORT_TASK:
+            per_task = now - node.span_since
+        else:
+            return
+        recent = node.recent_spans
+        recent.append(per_task)
+        node.short = max(recent) < SHORT_TASK
+
+    def _bound_share(self, node: _Node, count: int) -> int:
+        """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle):
+        none unless it is believed idle; its free slots; and while each of its recent busy spans took under
+        SHORT_TASK per task (`_Node.short`: the node monitor's own pipelining gate, seen from here), also half of
+        the rest, as a pipelined node monitor there would ask ahead at once (its half rule), BIND_AHEAD per slot
+        at most. So a small job of short tasks on an idle cluster starts with no GetTask round trip at all."""
+        free = self._free_slots(node)
+        if not free or count <= free:
+            return min(count, free)
+        if not node.short:
+            return free
+        return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 
     def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
         """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
@@ -873,6 +928,9 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
+        if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
+            node.span_since = self.clock()
+            node.span_tasks = 0
         node.running += 1
         if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
             node.jobs.add(job_id)
@@ -919,6 +977,8 @@ class SchedulerLogic:
     def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
         if node.running:  # a stale outcome, too, is of a task that ran there and ended
             node.running -= 1
+            if self.bind_idle:
+                self._span_outcome(node)
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost

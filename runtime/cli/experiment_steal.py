@@ -84,6 +84,7 @@ def run_steal(args: argparse.Namespace) -> int:
             watch = MachineWatch()
             with placement_logs() as placed, node_metrics():
                 with (
+                    # bind_idle off: the simulator that predicts each run has no rule for binding to idle nodes.
                     LocalCluster(
                         args.schedulers,
                         args.node_monitors,
@@ -91,6 +92,7 @@ def run_steal(args: argparse.Namespace) -> int:
                         executor=args.executor,
                         log_level=args.log_level,
                         steal=steal,
+                        bind_idle=False,
                     ) as cluster,
                     DemoProgress(console) as progress,
                 ):

@@ -652,11 +652,10 @@ class NodeMonitorLogic(WorkStealing):
         only place a bound task can start anyway), or with several while the recent tasks ran short (a deep
         pipeline's SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
         at most a short task for its worker). Otherwise a bound task takes whichever slot frees first.
-        With give-back and longer tasks, one more only while fewer are handed ahead than running tasks that have not
-        overrun: a task handed ahead is never given back (its worker may have started it), the others can be."""
-        if self._short:
-            return True
-        return self.slots == 1 and (not self.give_back or len(self.pinned) < self._fresh())
+        With give-back, only while the recent tasks ran short: a task handed ahead can never be given back (its
+        worker may start it at any moment, and a recall would be answered only when the running task ends), so
+        the bound tasks of longer ones stay here, where they can be."""
+        return self._short or (self.slots == 1 and not self.give_back)
 
     def on_handed_ahead(self, key: tuple) -> list:
         """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a

@@ -5,8 +5,16 @@ lying or repeating node monitor)."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import signal
+import time
+from functools import partial
+from pathlib import Path
 
+import pytest
+import trio
+
+from sparrow_runtime import Client, Constraint, LocalCluster
 from sparrow_runtime.services.node_monitor_logic import GIVE_BACK_FACTOR, GIVE_BACK_MIN, NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -105,12 +113,23 @@ def test_a_task_handed_to_the_worker_ahead_is_never_given_back() -> None:
     running_with_one_bound(logic)
     logic.on_scheduler_messages("s", [TaskToNode(1, 2, b"", bound=True, user="u")])  # sent unasked: bound too
     assert len(logic.bound) == 2
-    assert logic.may_pin
-    logic.on_handed_ahead(("s", 1, 1))
-    assert not logic.may_pin  # one handed ahead per running task that has not overrun
+    logic.on_handed_ahead(("s", 1, 1))  # handed ahead while the recent tasks were short, say
     logic.clock.now += 1.0
     assert logic.on_give_back_timer() == [("s", GiveBack(1, 2))]
     assert [msg.task for _, msg in logic.bound] == [1] and logic.pinned == {("s", 1, 1)}
+
+
+def test_with_give_back_only_short_recent_tasks_hand_tasks_to_the_worker_ahead() -> None:
+    """may_pin with give-back: one slot of 10 ms tasks keeps its bound tasks (they can be given back), one of
+    short tasks hands them ahead (the gate's regime); without give-back one slot always does."""
+    assert not node().may_pin and node(give_back=False).may_pin
+    short = NodeMonitorLogic(slots=1, pipeline=True, pipeline_gate=False, give_back=True, clock=ManualClock(0.0))
+    short.on_scheduler_registered("s")
+    short.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
+    short.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
+    short.clock.now += 0.001
+    short.on_task_done("s", 1, 0, OK)
+    assert short.may_pin
 
 
 def test_two_slots_keep_the_tasks_bound_behind_the_slot_that_has_not_overrun() -> None:
@@ -356,3 +375,97 @@ def test_a_flood_of_give_backs_changes_nothing_it_should_not() -> None:
     cluster.deliver(cluster.scheduler.on_client_messages("c", [SubmitJob(9, [b"x"], probe_ratio=1.0)]))
     cluster.finish("nm0")
     assert len(cluster.outcomes()[0]) == 4  # task 0 of each of the 4 jobs, once each
+
+
+# -- real processes ----------------------------------------------------------------------------------------------
+
+
+def _mark_then(path: str, value: int, nap: float) -> int:
+    """Note one run of a task in `path` (a file per task), nap, return `value`."""
+    with open(path, "a") as f:
+        f.write("x")
+    time.sleep(nap)
+    return value
+
+
+def _nap_then_mark(path: str, nap: float) -> None:
+    """Nap, then note that the nap ended in `path`."""
+    time.sleep(nap)
+    Path(path).write_text("ended")
+
+
+async def _long_then_short(client: Client, tmp_path: Path, n: int):
+    """Warm nm-0 and nm-1 with a 0.5 s task each (a task then overruns after 1.5 s there), then start a 6 s task on
+    nm-0 and a job of `n` short tasks right behind it (probe ratio 4: nm-1 holds about 2n of its reservations, so
+    the tasks need none of those queued behind nm-0's long task): nm-0 asks ahead for one, binds it behind its long
+    task and gives it back. Returns (the long job, the short job)."""
+    for name in ("nm-0", "nm-1"):
+        warm = await client.submit_job([partial(time.sleep, 0.5)], constraints=Constraint((name,)))
+        with trio.fail_after(60):
+            await warm.outcomes()
+    long = await client.submit_job(
+        [partial(_nap_then_mark, str(tmp_path / "long-ended"), 6.0)], constraints=Constraint(("nm-0",))
+    )
+    tasks = [partial(_mark_then, str(tmp_path / f"t{t}"), t, 0.01) for t in range(n)]
+    short = await client.submit_job(tasks, probe_ratio=4.0)  # so nm-1 holds a reservation for each task
+    return long, short
+
+
+@pytest.mark.slow
+def test_a_task_given_back_on_a_real_cluster_runs_exactly_once_elsewhere_before_the_long_task_ends(
+    tmp_path: Path,
+) -> None:
+    """Real processes, LocalCluster(pipeline_always=True, give_back=True), 2 node monitors x 1 slot, process
+    executors: nm-0 binds a short task behind its 6 s task and gives it back once that one has run 1.5 s; every
+    short task ends ok on its first attempt, ran exactly once (a marker file per task), and all of them ended while
+    the long task still ran. About 10 s."""
+
+    async def main() -> dict:
+        with LocalCluster(
+            node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
+        ) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                long, short = await _long_then_short(client, tmp_path, 5)
+                with trio.fail_after(60):
+                    outcomes = await short.outcomes()
+                assert not (tmp_path / "long-ended").exists(), "a short task waited for the long one"
+                assert [o.value for o in outcomes] == list(range(5)) and all(
+                    o.ok and o.attempts == 1 for o in outcomes
+                )
+                with trio.fail_after(60):
+                    (ended,) = await long.outcomes()
+                assert ended.ok
+                return (await client.status()).counters
+
+    counters = trio.run(main)
+    assert counters["given_back"] >= 1
+    runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir() if p.name != "long-ended"}
+    assert runs == {f"t{t}": 1 for t in range(5)}
+
+
+@pytest.mark.slow
+def test_a_node_monitor_sigkilled_after_giving_back_loses_no_task_and_runs_none_twice(tmp_path: Path) -> None:
+    """Real processes, as above: once nm-0 has given a task back, it is SIGKILLed with its long task running: the
+    long task fails (its node monitor was lost), and every short task, the given-back one included, ends ok on its
+    first attempt and ran exactly once."""
+
+    async def main() -> list:
+        with LocalCluster(
+            node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
+        ) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                long, short = await _long_then_short(client, tmp_path, 5)
+                with trio.fail_after(30):
+                    while (await client.status()).counters.get("given_back", 0) < 1:
+                        await trio.sleep(0.02)
+                os.kill(cluster.node_monitor_pids[0], signal.SIGKILL)
+                with trio.fail_after(60):
+                    outcomes = await short.outcomes()
+                    (lost,) = await long.outcomes()
+                assert not lost.ok
+                return outcomes
+
+    outcomes = trio.run(main)
+    assert [o.value for o in outcomes] == list(range(5)) and all(o.ok and o.attempts == 1 for o in outcomes)
+    runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir()}
+    assert runs == {f"t{t}": 1 for t in range(5)}

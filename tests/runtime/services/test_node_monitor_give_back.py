@@ -35,6 +35,7 @@ from sparrow_runtime.wire.messages import (
 )
 
 from ..manual_clock import ManualClock
+from .test_scheduler_bind_idle import _mark_then
 
 OK = Outcome(True, b"", "")
 RUN = 0.01  # the warmed node's recent tasks: 10 ms each, so a running task overruns after 30 ms
@@ -380,12 +381,11 @@ def test_a_flood_of_give_backs_changes_nothing_it_should_not() -> None:
 # -- real processes ----------------------------------------------------------------------------------------------
 
 
-def _mark_then(path: str, value: int, nap: float) -> int:
-    """Note one run of a task in `path` (a file per task), nap, return `value`."""
-    with open(path, "a") as f:
-        f.write("x")
-    time.sleep(nap)
-    return value
+def _cluster() -> LocalCluster:
+    """2 node monitors x 1 slot, process executors, pipelined ungated with give-back."""
+    return LocalCluster(
+        node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
+    )
 
 
 def _nap_then_mark(path: str, nap: float) -> None:
@@ -421,17 +421,13 @@ def test_a_task_given_back_on_a_real_cluster_runs_exactly_once_elsewhere_before_
     the long task still ran. About 10 s."""
 
     async def main() -> dict:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
-        ) as cluster:
+        with _cluster() as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 long, short = await _long_then_short(client, tmp_path, 5)
                 with trio.fail_after(60):
                     outcomes = await short.outcomes()
                 assert not (tmp_path / "long-ended").exists(), "a short task waited for the long one"
-                assert [o.value for o in outcomes] == list(range(5)) and all(
-                    o.ok and o.attempts == 1 for o in outcomes
-                )
+                assert [o.value for o in outcomes] == list(range(5)) and all(o.ok and o.attempts == 1 for o in outcomes)
                 with trio.fail_after(60):
                     (ended,) = await long.outcomes()
                 assert ended.ok
@@ -450,9 +446,7 @@ def test_a_node_monitor_sigkilled_after_giving_back_loses_no_task_and_runs_none_
     first attempt and ran exactly once."""
 
     async def main() -> list:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
-        ) as cluster:
+        with _cluster() as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 long, short = await _long_then_short(client, tmp_path, 5)
                 with trio.fail_after(30):

@@ -423,11 +423,13 @@ def test_a_task_given_back_on_a_real_cluster_runs_exactly_once_elsewhere_before_
     async def main() -> dict:
         with _cluster() as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
-                long, short = await _long_then_short(client, tmp_path, 5)
+                long, short = await _long_then_short(client, tmp_path, 20)
                 with trio.fail_after(60):
                     outcomes = await short.outcomes()
                 assert not (tmp_path / "long-ended").exists(), "a short task waited for the long one"
-                assert [o.value for o in outcomes] == list(range(5)) and all(o.ok and o.attempts == 1 for o in outcomes)
+                assert [o.value for o in outcomes] == list(range(20)) and all(
+                    o.ok and o.attempts == 1 for o in outcomes
+                )
                 with trio.fail_after(60):
                     (ended,) = await long.outcomes()
                 assert ended.ok
@@ -436,7 +438,7 @@ def test_a_task_given_back_on_a_real_cluster_runs_exactly_once_elsewhere_before_
     counters = trio.run(main)
     assert counters["given_back"] >= 1
     runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir() if p.name != "long-ended"}
-    assert runs == {f"t{t}": 1 for t in range(5)}
+    assert runs == {f"t{t}": 1 for t in range(20)}
 
 
 @pytest.mark.slow
@@ -448,7 +450,7 @@ def test_a_node_monitor_sigkilled_after_giving_back_loses_no_task_and_runs_none_
     async def main() -> list:
         with _cluster() as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
-                long, short = await _long_then_short(client, tmp_path, 5)
+                long, short = await _long_then_short(client, tmp_path, 20)
                 with trio.fail_after(30):
                     while (await client.status()).counters.get("given_back", 0) < 1:
                         await trio.sleep(0.02)
@@ -460,6 +462,6 @@ def test_a_node_monitor_sigkilled_after_giving_back_loses_no_task_and_runs_none_
                 return outcomes
 
     outcomes = trio.run(main)
-    assert [o.value for o in outcomes] == list(range(5)) and all(o.ok and o.attempts == 1 for o in outcomes)
+    assert [o.value for o in outcomes] == list(range(20)) and all(o.ok and o.attempts == 1 for o in outcomes)
     runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir()}
-    assert runs == {f"t{t}": 1 for t in range(5)}
+    assert runs == {f"t{t}": 1 for t in range(20)}

@@ -16,17 +16,16 @@ task, if it lied and sent one anyway, is stale (`job.running` no longer names it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import ProtocolError
 from ..wire.messages import GiveBack
 
-if TYPE_CHECKING:
-    from .scheduler_logic import SchedulerLogic, _Job, _Node
 
-
-def take_back(logic: SchedulerLogic, node: _Node, msg: GiveBack, out: list) -> None:
-    """`node` gave back task `msg.task` of job `msg.job_id` unstarted: launch it again elsewhere (module docstring)."""
+def take_back(logic: Any, node: Any, msg: GiveBack, out: list) -> None:
+    """`logic` (a SchedulerLogic: typed loosely, so that the two modules do not import each other) heard from `node`
+    (its _Node) that it gave back task `msg.task` of job `msg.job_id` unstarted: launch it again elsewhere (module
+    docstring)."""
     job = logic.jobs.get(msg.job_id)
     if job is None:
         if msg.job_id >= logic._next_job:
@@ -52,7 +51,7 @@ def take_back(logic: SchedulerLogic, node: _Node, msg: GiveBack, out: list) -> N
     logic._reprobe_if_starved(job, out)
 
 
-def _add_back(logic: SchedulerLogic, job: _Job) -> None:
+def _add_back(logic: Any, job: Any) -> None:
     """Put `job` back into the task table as it was submitted (constraints, preferences, sampling), every task
     launched."""
     n = len(job.done)

@@ -58,6 +58,16 @@ started: `on_given_back` makes it an ordinary bound task again (no attempt count
 CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
 started, to stop it); so does its scheduler's loss.
 
+Give-back (`give_back=True`, with `pipeline`): a running task overruns once it has run `overrun_after()`
+(GIVE_BACK_FACTOR x the longest of the last RECENT_TASKS run times, at least GIVE_BACK_MIN). At most
+`pipeline_depth` bound tasks per running task that has not overrun may wait here; `on_give_back_timer` (the
+shell calls it at `give_back_at()`) hands the others, latest first, back to their schedulers (GiveBack) and
+forgets them: they never run here, and the scheduler gives each to the job's next GetTask (give_back.py). Nothing
+is asked ahead behind overrun tasks (the ask-ahead limit counts the same tasks). A task handed to the executor
+ahead (pinned) is never given back (its worker may start it at any moment), so with give-back tasks are handed
+ahead only while the recent tasks ran short (`may_pin`). A lost scheduler takes its bound tasks with it: nothing
+is given back to it.
+
 Tasks sent unasked (TaskToNode.bound, `_take_bound`): a scheduler that believes this node monitor idle sends a
 job's first tasks with its reservations instead of waiting for GetTask. Each is bound as on arrival: it starts in
 the next free slot (at once if one is free), ahead of the queue, and is otherwise a bound task as above (a forced

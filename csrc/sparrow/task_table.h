@@ -29,6 +29,7 @@
 // records are pooled and reused (their buffers with them) and found through a flat map of
 // job ids, so a steady stream of jobs allocates nothing. A job holds at most 2^31 - 1
 // outstanding reservations (the per-worker counts are 32-bit, to keep the map small).
+// unlaunch(job, task) undoes a launch (give-back), launch_all marks every task launched.
 // Costs (k probes, c candidates and preferred workers): add_job O(m + c log c); reserve O(k); get_task O(1)
 // expected for a job without constrained tasks, else O(log k_c) after one O(k_c log k_c)
 // sort of its k_c constrained probes (redone after a new reserve), plus the scan of that
@@ -265,6 +266,29 @@ class TaskTable {
       }
     job.outstanding -= dropped;
     return dropped;
+  }
+
+  // Give-back: task `task`, launched, did not start where it was sent (its node monitor handed it back), so it
+  // is unlaunched again and the job's next get_task may bind it as if it had never been handed out. Its
+  // reservations are not touched (those consumed stay consumed). Throws if the task is not launched.
+  void unlaunch(int64_t job_id, int64_t task) {
+    Job& job = find(job_id);
+    if (task < 0 || task >= job.n_tasks)
+      throw std::invalid_argument("task " + std::to_string(task) + " is out of range [0, " +
+                                  std::to_string(job.n_tasks) + ")");
+    uint8_t& flags = job.flags[static_cast<size_t>(task)];
+    if (!(flags & kLaunched)) throw std::invalid_argument("task " + std::to_string(task) + " is not launched");
+    flags &= static_cast<uint8_t>(~kLaunched);
+    --job.n_launched;
+    if (flags == 0) job.next_unconstrained = std::min(job.next_unconstrained, task);
+    if (flags == (kSoft | kAnywhere)) job.next_anywhere = std::min(job.next_anywhere, task);
+  }
+
+  // Marks every task of the job launched (a job added back to take a given-back task: unlaunch that one next).
+  void launch_all(int64_t job_id) {
+    Job& job = find(job_id);
+    for (uint8_t& flags : job.flags) flags |= kLaunched;
+    job.n_launched = job.next_unconstrained = job.next_anywhere = job.n_tasks;
   }
 
   void unlaunched(int64_t job_id, std::vector<int64_t>& out) const {

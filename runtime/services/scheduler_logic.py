@@ -51,6 +51,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   it as SYSTEM, a forced cancel stops it); a node monitor that is busy after all (a stale belief: another
   scheduler's work since its heartbeat, a task cancelled without force still running) runs it in its next
   free slot, ahead of its queue, so each task is still handed out once.
+- give-back (give_back.py): a node monitor hands back a task it was given and never started (GiveBack: it
+  waited bound ahead behind a task that overran); it is un-launched and goes to the job's next GetTask. A
+  task's payload is kept until its outcome is delivered, for that.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -97,6 +100,7 @@ from ..wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
+    GiveBack,
     Heartbeat,
     JobAccepted,
     JobRejected,
@@ -118,6 +122,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .give_back import take_back
 from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
 from .node_monitor_logic import SHORT_TASK
 from .placement_log import PlacementLog
@@ -337,6 +342,8 @@ class SchedulerLogic:
                     self._get_task(node, msg.job_id, out, msg.origin)
                 elif kind is OutcomeToScheduler:
                     self._task_finished(node, msg, out)
+                elif kind is GiveBack:
+                    take_back(self, node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
                     if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
@@ -916,8 +923,7 @@ class SchedulerLogic:
         it. Returns whether it was sent."""
         job_id = job.job_id
         payload = job.payloads[task]
-        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
-        job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
+        assert payload is not None  # cleared only once its outcome is delivered (kept for a give-back: give_back.py)
         limit = self.frame_limits.get(node.peer, self.max_frame)
         if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
             problem = too_large(
@@ -993,6 +999,7 @@ class SchedulerLogic:
         if job.done[task]:
             return
         job.done[task] = 1
+        job.payloads[task] = None
         job.n_done += 1
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1

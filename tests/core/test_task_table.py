@@ -72,6 +72,25 @@ def test_repeated_reservations_on_a_worker_are_each_consumed(impl):
     assert table.workers_to_cancel(1).tolist() == [0, 1, 2, 3, 4, 5]
 
 
+def test_counts_survive_a_growing_map_and_a_reused_record(impl):
+    """A second reserve that outgrows the job's map keeps every count (workers_to_cancel lists
+    exactly the workers still holding one); the next job reuses the record and sees none of them."""
+    table = impl.TaskTable()
+    table.add_job(1, 3)
+    table.reserve(1, [0, 1, 2])
+    table.reserve(1, [*range(2, 40), 1])  # worker 1 and 2 now hold two
+    assert table.get_task(1, 1) == 0 and table.get_task(1, 5) == 1 and table.get_task(1, 2) == 2
+    assert sorted(table.workers_to_cancel(1).tolist()) == [w for w in range(40) if w != 5]
+    table.remove_job(1)
+    table.add_job(3, 1)
+    table.reserve(3, list(range(10)))
+    table.remove_job(3)  # its record goes back to the pool with ten reservations outstanding
+    table.add_job(2, 2)
+    table.reserve(2, [7, 50])
+    assert table.get_task(2, 3) is None and table.get_task(2, 0) is None and table.outstanding(2) == 2
+    assert table.get_task(2, 50) == 0 and table.get_task(2, 7) == 1 and table.workers_to_cancel(2).tolist() == []
+
+
 def test_unprobed_worker_gets_nothing_and_consumes_nothing(impl):
     """A worker holding no reservation of the job gets None, a normal race, not an error."""
     table = impl.TaskTable()

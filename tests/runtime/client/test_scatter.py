@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, SparrowExecutor, UploadFailed
+from tests.runtime.until import until
 
 from ..services.test_services import SECRET, services
 
@@ -23,12 +24,6 @@ def _length(*blobs) -> int:
 
 def _held(logics) -> int:
     return sum(len(logic.store) for logic in logics)
-
-
-async def _until(condition, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not condition():
-            await trio.sleep(0.02)
 
 
 def _scheduler_bytes(scheduler) -> int:
@@ -70,7 +65,7 @@ def test_a_scattered_value_is_released_when_its_reference_is_dropped_and_when_th
                     assert _held(logics) == 2
                     del first
                     gc.collect()  # a handle and its job refer to each other
-                    await _until(lambda: _held(logics) == 1)
+                    await until(lambda: _held(logics) == 1)
                     assert await second.result() == b"b" * BIG
             assert _held(logics) == 0
 
@@ -92,7 +87,7 @@ def test_a_lost_clients_scattered_values_go_with_its_session():
                 refs = await client.scatter_many([b"a" * BIG] * 3)
                 assert _held(logics) == 3
             assert _held(logics) == 3
-            await _until(lambda: _held(logics) == 0)
+            await until(lambda: _held(logics) == 0)
             del refs
 
     trio.run(main)

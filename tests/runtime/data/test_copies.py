@@ -19,6 +19,7 @@ from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.errors import ValueLost
 from sparrow_runtime.wire.limits import CHUNK_SIZE
 from sparrow_runtime.wire.messages import ValueRef
+from tests.runtime.until import until
 
 SECRET = b"c" * 32
 needs_memfd = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files are Linux only")
@@ -109,11 +110,13 @@ def test_a_value_fetched_again_comes_from_its_copy_and_its_holder_serves_it_once
         first = await links.fetch(ref)
         second = await links.fetch(ref)
         assert second is first and bytes(second) == b"x" * 300_000
+        await until(lambda: server.stats["served"] >= 1)  # counted after the server's last send
         assert server.stats["served"] == 1 and links.copies is not None and links.copies.hits == 1
         await links.aclose()
         plain = _links()
         await plain.fetch(ref)
         await plain.fetch(ref)
+        await until(lambda: server.stats["served"] >= 3)
         assert server.stats["served"] == 3
         await plain.aclose()
 

@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, Constraint, TaskFailed, ValueLost
+from tests.runtime.until import until
 
 from ..services.test_services import SECRET, services
 
@@ -39,12 +40,6 @@ async def _with_client(test, **options) -> None:
             await test(client, logics)
 
     await _services(with_client, **options)
-
-
-async def _until(condition, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not condition():
-            await trio.sleep(0.02)
 
 
 def _held(logics) -> int:
@@ -94,7 +89,7 @@ def test_values_are_released_when_their_job_handle_is_dropped():
         assert _held(logics) == 3
         del job
         gc.collect()
-        await _until(lambda: _held(logics) == 0)
+        await until(lambda: _held(logics) == 0)
 
     trio.run(_with_client, test)
 
@@ -110,7 +105,7 @@ def test_a_value_is_held_while_a_dependent_needs_it_even_if_its_owner_is_gone():
         assert await second.results() == [BIG]
         assert _held(logics) == 1
         gc.collect()
-        await _until(lambda: _held(logics) == 0)
+        await until(lambda: _held(logics) == 0)
 
     trio.run(_with_client, test)
 
@@ -143,7 +138,7 @@ def test_a_lost_clients_values_are_released_by_the_scheduler_after_its_grace():
             await job.wait()
             assert _held(logics) == 4
         assert _held(logics) == 4
-        await _until(lambda: _held(logics) == 0)
+        await until(lambda: _held(logics) == 0)
         assert sum(logic.stats["values_released"] for logic in logics) == 4
 
     trio.run(partial(_services, test, client_grace=0.2))
@@ -208,7 +203,7 @@ def test_past_the_memory_limit_a_result_fails_with_the_sizes_and_the_node_monito
         assert await (await client.submit_job([partial(_blob, 5)], **pinned)).results() == [b"xxxxx"]
         del first
         gc.collect()
-        await _until(lambda: _held(logics) == 0)
+        await until(lambda: _held(logics) == 0)
         third = await client.submit_job([partial(_blob, BIG)], **pinned)
         assert await third.results() == [b"x" * BIG]
 
@@ -231,11 +226,11 @@ def test_a_task_whose_input_never_arrives_is_stopped_while_fetching_and_its_slot
             payload = pack_dependent(pack_task(_length, (Slot(0),)), [ghost])
             pinned = [Constraint(node_monitors=("nm0",))]
             stuck = client.send_job(build_submit([payload], "", 0, None, pinned))
-            await _until(lambda: logics[0].busy == 1)
+            await until(lambda: logics[0].busy == 1)
             stuck.cancel(force=True)
             outcome = (await stuck.outcomes())[0]
             assert isinstance(outcome.exception, TaskCancelled)
-            await _until(lambda: logics[0].busy == 0, timeout=2.0)  # not the 5 s handshake timeout of the fetch
+            await until(lambda: logics[0].busy == 0, timeout=2.0)  # not the 5 s handshake timeout of the fetch
             assert logics[0].stats["stop_requests"] == 1
             again = await client.submit_job([partial(_blob, 3)], constraints=pinned)
             assert await again.results() == [b"xxx"]
@@ -289,6 +284,6 @@ def test_dropping_the_handle_of_a_job_that_kept_no_value_costs_the_client_nothin
         del big
         gc.collect()
         assert dropped == [1]
-        await _until(lambda: _held(logics) == 0)
+        await until(lambda: _held(logics) == 0)
 
     trio.run(_with_client, test)

@@ -1,7 +1,7 @@
 """Tasks bound with their reservations to idle node monitors (the scheduler's `bind_idle`) against plain late
 binding, in the same run: two LocalClusters of 1 scheduler + 2 node monitors x 1 slot (process executors), one
-with `bind_idle=True`, beside a ProcessPoolExecutor(2), the three alternating figure by figure so that a shared
-machine's load hits them alike:
+with `bind_idle=True` (the default since session 9), one with `bind_idle=False`, beside a ProcessPoolExecutor(2),
+the three alternating figure by figure so that a shared machine's load hits them alike:
 
 - k-task jobs one at a time (`list(ex.map(int, range(k)))` through SparrowExecutor), p50 latency and CPU time
   per job (every process of the run), for k = 1 and 10 (a small job's first round trip is most of it);
@@ -56,7 +56,9 @@ def run(rounds: int, jobs: int, depth: int, load_seconds: float) -> dict[str, li
     spec = open_loop.LoadSpec(seconds=load_seconds) if load_seconds else None
     arrivals = spec.workload().arrivals if spec is not None else None
     with (
-        LocalCluster(node_monitors=SLOTS, slots=1, executor="process", dashboard=False, **options) as off,
+        LocalCluster(
+            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, bind_idle=False, **options
+        ) as off,
         LocalCluster(
             node_monitors=SLOTS, slots=1, executor="process", dashboard=False, bind_idle=True, **options
         ) as on,
@@ -90,7 +92,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds, each figure alternating the three")
     parser.add_argument("--jobs", type=int, default=20, help="jobs of each size per round and side")
-    parser.add_argument("--pipeline-depth", type=int, default=0, metavar="N", help="both clusters pipeline N deep")
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=0,
+        metavar="N",
+        help="both clusters pipeline N deep (0: the build's default)",
+    )
     parser.add_argument(
         "--load-seconds", type=float, default=0.0, metavar="S", help="also the 80%%-load case, S s of arrivals"
     )
@@ -107,7 +115,7 @@ def main() -> None:
         row = "  ".join(f"{side} {_span(values, fmt)}" for side, values in sides.items())
         ratio = [b / a for a, b in zip(sides["off"], sides["on"], strict=True)]
         print(f"{name:<22} {row}  on/off {_span(ratio, '{:.2f}x')}")
-    depth = f"pipelined {args.pipeline_depth} deep" if args.pipeline_depth else "pipelining off"
+    depth = f"pipelined {args.pipeline_depth} deep" if args.pipeline_depth else "the build's pipelining"
     print(
         f"{args.rounds} rounds of {args.jobs} jobs per size and side; {depth}; "
         f"load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"

@@ -149,14 +149,20 @@ def ratios(rounds: list[dict[str, dict]]) -> dict[str, float]:
 
 
 def run_rounds(
-    rounds: int = ROUNDS, transport: str = "tcp", pipeline_depth: int | None = None, **sizes: int
+    rounds: int = ROUNDS,
+    transport: str = "tcp",
+    pipeline_depth: int | None = None,
+    bind_idle: bool | None = None,
+    **sizes: int,
 ) -> list[dict[str, dict]]:
     """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round);
     `pipeline_depth`: the cluster's node monitors' pipelining (bench_runtime.pipelining: None the build's default,
-    0 off, N deep)."""
+    0 off, N deep); `bind_idle`: its scheduler's (None: the build's default)."""
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
     options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
     options.update(pipelining(pipeline_depth))
+    if bind_idle is not None:  # older builds: no such option
+        options["bind_idle"] = bind_idle
     with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
             executors = {"sparrow": ex, "pool": pool}
@@ -271,6 +277,8 @@ def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[di
             ]
             if args.pipeline_depth is not None:
                 command += ["--pipeline-depth", str(args.pipeline_depth)]
+            if args.bind_idle is not None:
+                command.append("--bind-idle" if args.bind_idle else "--no-bind-idle")
             out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
             per_python[i].append(json.loads(out.splitlines()[-1]))
     return per_python
@@ -316,6 +324,12 @@ def main() -> None:
         help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
         "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep since session 8)",
     )
+    parser.add_argument(
+        "--bind-idle",
+        action=argparse.BooleanOptionalAction,
+        help="the scheduler binds a small job's tasks to idle node monitors with its reservations "
+        "(LocalCluster(bind_idle=...)); default: the build's",
+    )
     parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
     parser.add_argument(
         "--python",
@@ -332,19 +346,20 @@ def main() -> None:
         parser.exit(2, "bench_vs_pool.py needs sparrow_runtime: pip install -e .\n")
     sizes = {"map_tasks": args.map_tasks, "submit_tasks": args.submit_tasks, "jobs": args.jobs}
     if args.json:
-        print(json.dumps(run_rounds(args.rounds, args.transport, args.pipeline_depth, **sizes)))
+        print(json.dumps(run_rounds(args.rounds, args.transport, args.pipeline_depth, args.bind_idle, **sizes)))
         return
     load_before = os.getloadavg()[0]
     pythons = [sys.executable, *args.python]
     if args.python or args.repeat > 1:
         builds = _children(pythons, args)
     else:
-        builds = [[run_rounds(args.rounds, args.transport, args.pipeline_depth, **sizes)]]
+        builds = [[run_rounds(args.rounds, args.transport, args.pipeline_depth, args.bind_idle, **sizes)]]
     loads = [load_ratio() for _ in range(args.repeat)] if args.load else []
     print(
         f"per round: {args.map_tasks:,}-task map, {args.submit_tasks:,} submits, {args.jobs} 10-task jobs; "
         f"{args.rounds} rounds per run, {args.repeat} runs"
         + ("" if args.pipeline_depth is None else f", pipeline depth {args.pipeline_depth or 'off'}")
+        + ("" if args.bind_idle is None else f", bind idle {'on' if args.bind_idle else 'off'}")
         + (", builds alternating" if args.python else "")
         + f"; median (range) over runs; load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
     )

@@ -95,6 +95,8 @@ cdef extern from "sparrow/task_table.h" namespace "sparrow" nogil:
         void workers_to_cancel(int64_t job_id, vector[int64_t]& out) except +
         int64_t drop_worker(int64_t job_id, int64_t worker) except +
         void unlaunched(int64_t job_id, vector[int64_t]& out) except +
+        void unlaunch(int64_t job_id, int64_t task) except +
+        void launch_all(int64_t job_id) except +
         void remove_job(int64_t job_id) except +
         cbool contains(int64_t job_id)
         int64_t size()

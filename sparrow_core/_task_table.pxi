@@ -98,6 +98,15 @@ cdef class TaskTable:
         self.c.unlaunched(_as_int64(job_id, "job_id"), out)
         return _from_vector(out)
 
+    def unlaunch(self, job_id, task):
+        """Undoes the launch of `task` (its node monitor gave it back unstarted): the job's next get_task may
+        bind it again. ValueError if the task is out of range or not launched."""
+        self.c.unlaunch(_as_int64(job_id, "job_id"), _as_int64(task, "task"))
+
+    def launch_all(self, job_id):
+        """Marks every task of the job launched (a job added back for a given-back task, then `unlaunch`)."""
+        self.c.launch_all(_as_int64(job_id, "job_id"))
+
     def remove_job(self, job_id):
         """Forgets the job (ValueError if it does not exist)."""
         self.c.remove_job(_as_int64(job_id, "job_id"))

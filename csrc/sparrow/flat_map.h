@@ -91,6 +91,15 @@ class FlatMap {
     size_ = 0;
   }
 
+  // clear() in O(n) rather than O(capacity), given pointers to the values of all n keys held
+  // (from find or try_emplace since the last rehash); else (n is not size()) clear().
+  void clear_values(V* const* values, size_t n) {
+    if (n != size_) return clear();
+    for (size_t i = 0; i < n; ++i)
+      *reinterpret_cast<Slot*>(reinterpret_cast<char*>(values[i]) - offsetof(Slot, value)) = Slot();
+    size_ = 0;
+  }
+
   template <typename F>
   void for_each(F&& f) {
     for (Slot& s : slots_)

@@ -84,8 +84,8 @@ __attribute__((noinline)) inline Scratch& scratch() {
 }
 
 // Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set. At most
-// kSmallLimit draws (from n <= kBitmapLimit) are marked in a 16-slot hash set on the stack
-// instead (cheaper than marking and unmarking the bitmap for a work-stealing thief's victims).
+// kSmallLimit draws (from n <= kBitmapLimit) are compared with each other on the stack instead
+// (cheaper than marking and unmarking the bitmap for a work-stealing thief's victims).
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
 constexpr int64_t kSmallLimit = 8;
 
@@ -94,19 +94,20 @@ constexpr int64_t kSmallLimit = 8;
 template <bool Skip = false>
 inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
   auto written = [skip](int64_t id) { return Skip ? id + (id >= skip) : id; };
-  if (k <= kSmallLimit && n <= kBitmapLimit) {  // few draws: they are marked in a small hash set instead
-    constexpr uint32_t kEmpty = ~uint32_t{0}, kSlots = 2 * kSmallLimit;  // never an id; at most half full
-    uint32_t slots[kSlots];
-    std::fill(slots, slots + kSlots, kEmpty);
-    auto mark = [&slots](uint32_t id) {  // true if id was not marked
-      for (uint32_t h = (id * 0x9e3779b9u) >> 28;; h = (h + 1) & (kSlots - 1)) {
-        if (slots[h] == id) return false;
-        if (slots[h] == kEmpty) return slots[h] = id, true;
-      }
-    };
+  if (k <= kSmallLimit && n <= kBitmapLimit) {  // few draws: compared with the ones drawn so far instead
+    // Branch-free: whether a draw repeats one of at most 7 earlier ones is unpredictable, so a
+    // compare per earlier draw (OR-ed) beats a probe of a hash set (session 9, issue 18: the set's
+    // probe was the simulator's most mispredicted branch with stealing). j itself is never drawn
+    // before: every earlier draw is below it. The unused entries hold
+    // a value no draw takes.
+    uint32_t drawn[kSmallLimit];
+    std::fill(drawn, drawn + kSmallLimit, ~uint32_t{0});  // never an id: n <= kBitmapLimit
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
       const uint32_t t = rng.below32_nonzero(static_cast<uint32_t>(j) + 1);
-      out[i] = written(mark(t) ? t : (mark(static_cast<uint32_t>(j)), static_cast<uint32_t>(j)));
+      bool seen = false;
+      for (int64_t e = 0; e < kSmallLimit; ++e) seen |= drawn[e] == t;  // a fixed count: unrolled
+      drawn[i] = seen ? static_cast<uint32_t>(j) : t;
+      out[i] = written(drawn[i]);
     }
     return;
   }

@@ -108,8 +108,14 @@ def _run(args: argparse.Namespace, workloads: list, seeds: tuple[int, ...], fold
         )
         watch = MachineWatch()
         with (
+            # bind_idle off: the simulator that predicts the run has no rule for binding a job to idle nodes.
             LocalCluster(
-                args.schedulers, args.node_monitors, args.slots, executor=args.executor, log_level=args.log_level
+                args.schedulers,
+                args.node_monitors,
+                args.slots,
+                executor=args.executor,
+                log_level=args.log_level,
+                bind_idle=False,
             ) as cluster,
             DemoProgress(console) as progress,
         ):

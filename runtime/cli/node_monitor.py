@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         "pipeline": s["pipeline"],
         "pipeline_depth": s["pipeline_depth"],
         "pipeline_gate": not s["pipeline_always"],
+        "give_back": s["give_back"],
         "steal": s["steal"],
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)

@@ -8,10 +8,18 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 from ..client.core import DEFAULT_RETRIES
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
-from ..services.node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, MAX_PIPELINE_DEPTH
+from ..services.node_monitor_logic import (
+    DEFAULT_GIVE_BACK,
+    DEFAULT_PIPELINE,
+    DEFAULT_PIPELINE_DEPTH,
+    GIVE_BACK_FACTOR,
+    GIVE_BACK_MIN,
+    MAX_PIPELINE_DEPTH,
+)
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
+    DEFAULT_BIND_IDLE,
     DEFAULT_CLIENT_GRACE,
     DEFAULT_MAX_CLIENT_TASKS,
     DEFAULT_PLACEMENT_TIMEOUT,
@@ -147,13 +155,24 @@ PIPELINE_ALWAYS = Setting(
     "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
     "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
 )
+GIVE_BACK = Setting(
+    "give_back",
+    BOOLEAN,
+    DEFAULT_GIVE_BACK,
+    f"with --pipeline: a task bound ahead that waits behind running tasks which all overran (ran {GIVE_BACK_FACTOR:g}x "
+    f"the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes back to its scheduler, "
+    "which gives it to the next node monitor that asks; nothing is asked ahead behind such a task "
+    '(docs/runtime.md, "Give-back")',
+)
 BIND_IDLE = Setting(
     "bind_idle",
     BOOLEAN,
-    False,
+    DEFAULT_BIND_IDLE,
     "send a job's first tasks with its reservations to node monitors this scheduler believes idle (nothing of its "
-    "own there, no other work in their last heartbeat), saving their GetTask round trip; one that is busy after all "
-    "runs the task in its next free slot, ahead of its queue (docs/runtime.md)",
+    "own there, no other work in their last heartbeat), saving their GetTask round trip: a slot's worth, and while "
+    "their recent tasks ran under 5 ms half of the job's other reservations there too, as their pipelining would ask "
+    "(a 10-task job of short tasks on 2 idle node monitors goes whole); one that is busy after all runs such a task "
+    "in its next free slot, ahead of its queue; --no-bind-idle: late binding for every task (docs/runtime.md)",
 )
 
 STEAL = Setting(
@@ -271,6 +290,7 @@ NODE_MONITOR_SETTINGS = (
     PIPELINE,
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
+    GIVE_BACK,
     STEAL,
     Setting(
         "task_user",
@@ -341,6 +361,7 @@ LOCAL_SETTINGS = (
     PIPELINE,
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
+    GIVE_BACK,
     STEAL,
     PROBE_RATIO,
     BIND_IDLE,

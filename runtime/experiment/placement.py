@@ -7,6 +7,15 @@ schedulers a LocalCluster starts inside it log each job's probed node monitors
 (report.replay_trace's order), the simulator workers (node monitor i of `node_ids` is worker i) its
 reservations went to: what the trace's `probes=` field replays.
 
+Each job's probes are listed in the order its node monitors first asked for one of its tasks (their first
+GetTask answered for it, stolen ones left out), then those that never asked, in the order they were sent.
+The order is the run's tie-break: the simulator binds a job's tasks to the first-listed of its probed workers
+that are idle at once (the reservations reach them at the same instant, and so do their GetTasks), whereas in
+the run it is whichever node monitor's thread asks first, uniform over the probes on this host (session 9:
+126-138 tasks per position of 4 in one run). In the scheduler's send order, the model's tie-break is one
+arbitrary draw of that chance; in the run's answer order it is the run's own (docs/simulator.md, "Trace
+files", and docs/paper/steal.md have the figures).
+
 The logs also time every GetTask answer, so the gap a slot spends between two tasks (the previous task's
 end in its worker, the node monitor's GetTask, the scheduler's answer, the next task's start in its worker:
 demo/replay.py's `chain_gap`) is measured on the pairs where it is that round trip and nothing else,
@@ -16,6 +25,11 @@ had sent there before that end (it was waiting), with no NoTask answered there i
 GetTask, which the model counts itself) and not stolen (a stolen reservation arrived later, which the
 model's steal timing counts). Measured for one slot per node monitor only (with more, which task freed
 the slot is not in the logs).
+
+The logs also time the round trip alone, without the executor's hops a chain gap has: a NoTask answered to a
+node monitor of one slot, then its next GetTask, for a reservation it already held (sent before the NoTask),
+not stolen: the NoTask's way back and the next GetTask's way out (`empty_round_trips`). It is printed beside
+the gap, for the model whose `network_delay` is now half the gap (an empty GetTask costs it the whole gap).
 
 Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
 caller draws the placement instead and says so.
@@ -42,12 +56,14 @@ MIN_PAIRS = 20  # chained pairs below which the round trip is not measured (NaN:
 
 @dataclass(frozen=True)
 class RunPlacement:
-    """Per job of the trace, its probed workers; the mean late-binding gap over `pairs` chained pairs (module
-    docstring; NaN if not measured)."""
+    """Per job of the trace, its probed workers (in the order they asked: module docstring); the mean late-binding
+    gap over `pairs` chained pairs (NaN if not measured)."""
 
     probes: list[tuple[int, ...]]
     chain_gap: float
     pairs: int
+    round_trip: float = math.nan  # the mean empty round trip (module docstring; NaN below MIN_PAIRS of them)
+    round_trips: int = 0
 
 
 @contextmanager
@@ -82,6 +98,7 @@ def run_placement(
         for name in scheduler_ids
     ]
     worker = {node: i for i, node in enumerate(node_ids)}
+    asked = [first_asked(log) for log in logs]
     stages: dict[tuple[int, int], JobRecord] = {}  # (scheduler, job id) -> the stage's record
     out: list[tuple[int, ...]] = []
     for record in records:
@@ -97,12 +114,43 @@ def run_placement(
                 raise ValueError(
                     f"job {job_id}'s placement names node monitor {unknown[0]!r}, not one of the cluster's"
                 )
-            out.append(tuple(worker[n] for n in nodes))
+            first = asked[record.scheduler]
+            in_order = sorted(nodes, key=lambda n: first.get((job_id, n), math.inf))  # stable: unasked as sent
+            out.append(tuple(worker[n] for n in in_order))
             if stage is not None:
                 stages[record.scheduler, job_id] = stage
     gaps = chain_gaps(logs, stages) if slots == 1 else np.array([])
-    mean = float(np.mean(gaps)) if gaps.size >= MIN_PAIRS else math.nan
-    return RunPlacement(out, mean, int(gaps.size))
+    trips = empty_round_trips(logs) if slots == 1 else np.array([])
+    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size))
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if values.size >= MIN_PAIRS else math.nan
+
+
+def empty_round_trips(logs: Sequence[PlacementRecords]) -> np.ndarray:
+    """The round trips from a NoTask to the same node monitor's next GetTask for a reservation it already held
+    (module docstring), over every node monitor of one slot, in seconds."""
+    answers = sorted(((a, s) for s, log in enumerate(logs) for a in log.answers), key=lambda x: x[0].at)
+    empty: dict[str, float] = {}  # node monitor -> when it got the NoTask not yet followed by a GetTask
+    trips = []
+    for a, s in answers:
+        before = empty.pop(a.node, None)
+        if before is not None and not a.stolen and logs[s].probed_at.get(a.job, math.inf) < before:
+            trips.append(a.at - before)
+        if a.task < 0 and not a.stolen:
+            empty[a.node] = a.at
+    return np.array(trips)
+
+
+def first_asked(log: PlacementRecords) -> dict[tuple[int, str], float]:
+    """(job id, node monitor id) -> when that node monitor's first GetTask for the job was answered, for its own
+    reservations (a stolen one's is left out: the thief asks for another node monitor's)."""
+    first: dict[tuple[int, str], float] = {}
+    for a in log.answers:
+        if not a.stolen:
+            first.setdefault((a.job, a.node), a.at)
+    return first
 
 
 def chain_gaps(logs: Sequence[PlacementRecords], stages: dict[tuple[int, int], JobRecord]) -> np.ndarray:

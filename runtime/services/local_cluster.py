@@ -58,10 +58,11 @@ from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, check_pipeline_depth
+from .node_monitor_logic import DEFAULT_GIVE_BACK, DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, check_pipeline_depth
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
+from .scheduler_logic import DEFAULT_BIND_IDLE
 from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
@@ -75,10 +76,11 @@ class LocalCluster:
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
     services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
-    one deep whatever the tasks' length) and `steal`
+    one deep whatever the tasks' length), `give_back` (a task bound ahead behind tasks that overran goes back to
+    its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
-    tasks sent with its reservations to node monitors believed idle: scheduler_logic.py) and
+    tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
@@ -114,10 +116,11 @@ class LocalCluster:
         pipeline: bool = DEFAULT_PIPELINE,
         pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
         pipeline_always: bool = False,
+        give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
         probe_ratio: float | None = None,
-        bind_idle: bool = False,
+        bind_idle: bool = DEFAULT_BIND_IDLE,
         result_delay: float | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
@@ -143,6 +146,8 @@ class LocalCluster:
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         if not isinstance(pipeline_always, bool):
             raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
+        if not isinstance(give_back, bool):
+            raise ValueError(f"give_back must be a bool, got {give_back!r}")
         if not isinstance(steal, bool):
             raise ValueError(f"steal must be a bool, got {steal!r}")
         if not isinstance(bind_idle, bool):
@@ -167,6 +172,7 @@ class LocalCluster:
         self.pipeline = pipeline
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
         self.pipeline_always = pipeline_always
+        self.give_back = give_back
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
@@ -308,8 +314,7 @@ class LocalCluster:
         args = ["scheduler", "--id", self.scheduler_ids[i], *self._cpus_args(self.scheduler_cpus[i])]
         if self.probe_ratio is not None:
             args += ["--probe-ratio", str(self.probe_ratio)]
-        if self.bind_idle:
-            args.append("--bind-idle")
+        args.append("--bind-idle" if self.bind_idle else "--no-bind-idle")
         if self.result_delay is not None:
             args += ["--result-delay", str(self.result_delay)]
         if self.dashboard:  # its HTTP port on loopback, given in its ready line
@@ -323,6 +328,8 @@ class LocalCluster:
         args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
         if self.pipeline_always:
             args.append("--pipeline-always")
+        if self.give_back:
+            args.append("--give-back")
         if self.steal:
             args.append("--steal")
         for address in self.schedulers:

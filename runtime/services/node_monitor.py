@@ -58,7 +58,14 @@ from ..wire.messages import (
 )
 from ..wire.tls import TLS
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, NodeMonitorLogic, Stop, Withdraw
+from .node_monitor_logic import (
+    DEFAULT_GIVE_BACK,
+    DEFAULT_PIPELINE,
+    DEFAULT_PIPELINE_DEPTH,
+    NodeMonitorLogic,
+    Stop,
+    Withdraw,
+)
 from .outcome_batching import OutcomeBatcher
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -112,6 +119,7 @@ class NodeMonitorService:
         self._hands_ahead = logic.pipeline and self._launch is not None and hasattr(executor, "hand_ahead")
         if self._hands_ahead:
             executor.returned = self._returned
+        self._bound_changed = trio.Event()  # give-back: set when a task is bound here that the executor does not hold
         if self._launch is not None and hasattr(executor, "started"):
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
@@ -249,6 +257,22 @@ class NodeMonitorService:
                 with contained(logger, "stopping the tasks past their timeout"):
                     self._route(self.logic.on_timer())
 
+    async def run_give_back(self) -> None:
+        """Give-back (logic.give_back): whenever a bound task could be given back (`give_back_at`), let the logic
+        give back those that wait behind running tasks that all overran; sleep until a task is bound otherwise."""
+        logic = self.logic
+        while True:
+            at = logic.give_back_at()
+            if at is None:
+                self._bound_changed = trio.Event()
+                await self._bound_changed.wait()
+                continue
+            delay = at - logic.clock()
+            if delay > 0:
+                await trio.sleep(delay)
+            with contained(logger, "giving back bound tasks"):
+                self._route(logic.on_give_back_timer())
+
     async def drain_when(self, event: trio.Event) -> None:
         """Once `event` is set: drain (take no more reservations) and tell the schedulers at once."""
         await event.wait()
@@ -285,8 +309,11 @@ class NodeMonitorService:
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
                     big = True
         self.outgoing.send(sends, later=big)
-        if self._hands_ahead and len(self.logic.bound) > len(self._ahead):
+        logic = self.logic
+        if self._hands_ahead and len(logic.bound) > len(self._ahead):
             self._hand_ahead()
+        if logic.give_back and len(logic.bound) > len(logic.pinned):
+            self._bound_changed.set()
         if self.stealer is not None:
             self.stealer.poke()
 
@@ -295,12 +322,13 @@ class NodeMonitorService:
         executor takes them): each then starts as the one before it ends, with no hop through this process
         between them (worker_pool.hand_ahead). Not one whose inputs are still to fetch, nor any after it;
         none while the logic says a pinned task could lose a slot that frees elsewhere (`may_pin`)."""
-        if not self.logic.may_pin:
-            return
-        for scheduler, msg in self.logic.bound:
+        logic = self.logic
+        for scheduler, msg in logic.bound:
             key = (scheduler, msg.job_id, msg.task)
             if key in self._ahead:
                 continue
+            if not logic.may_pin:
+                return
             if is_remote(msg.payload):
                 return
             ticket = self.executor.hand_ahead(msg.payload, key)
@@ -502,6 +530,7 @@ async def serve_node_monitor(
     pipeline: bool = DEFAULT_PIPELINE,
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
     pipeline_gate: bool = True,
+    give_back: bool = DEFAULT_GIVE_BACK,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     weights: dict[str, float] | None = None,
@@ -523,7 +552,8 @@ async def serve_node_monitor(
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
     with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
-    under 5 ms unless `pipeline_gate` is False; on, 16 deep, gated by default; node_monitor_logic.py), work
+    under 5 ms unless `pipeline_gate` is False; on, 16 deep, gated by default; node_monitor_logic.py; `give_back`:
+    a task bound ahead behind tasks that overran goes back to its scheduler), work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
     steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
@@ -560,6 +590,7 @@ async def serve_node_monitor(
             pipeline=pipeline,
             pipeline_depth=pipeline_depth,
             pipeline_gate=pipeline_gate,
+            give_back=give_back,
             steal=steal,
         )
     check_value_settings(inline_limit, max_value)
@@ -616,6 +647,8 @@ async def serve_node_monitor(
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)
             nursery.start_soon(service.run_timers)
+            if logic.give_back:
+                nursery.start_soon(service.run_give_back)
             nursery.start_soon(service.outgoing.run)
             if service.stealer is not None:
                 nursery.start_soon(service.stealer.run)

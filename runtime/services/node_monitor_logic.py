@@ -58,6 +58,16 @@ started: `on_given_back` makes it an ordinary bound task again (no attempt count
 CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
 started, to stop it); so does its scheduler's loss.
 
+Give-back (`give_back=True`, with `pipeline`): a running task overruns once it has run `overrun_after()`
+(GIVE_BACK_FACTOR x the longest of the last RECENT_TASKS run times, at least GIVE_BACK_MIN). At most
+`pipeline_depth` bound tasks per running task that has not overrun may wait here; `on_give_back_timer` (the
+shell calls it at `give_back_at()`) hands the others, latest first, back to their schedulers (GiveBack) and
+forgets them: they never run here, and the scheduler gives each to the job's next GetTask (give_back.py). Nothing
+is asked ahead behind overrun tasks (the ask-ahead limit counts the same tasks). A task handed to the executor
+ahead (pinned) is never given back (its worker may start it at any moment), so with give-back tasks are handed
+ahead only while the recent tasks ran short (`may_pin`). A lost scheduler takes its bound tasks with it: nothing
+is given back to it.
+
 Tasks sent unasked (TaskToNode.bound, `_take_bound`): a scheduler that believes this node monitor idle sends a
 job's first tasks with its reservations instead of waiting for GetTask. Each is bound as on arrival: it starts in
 the next free slot (at once if one is free), ahead of the queue, and is otherwise a bound task as above (a forced
@@ -115,6 +125,7 @@ from ..wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
+    GiveBack,
     Heartbeat,
     NoTask,
     Outcome,
@@ -135,10 +146,15 @@ MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
 # pipelined, gated, 16 deep (docs/runtime.md, "The default: pipelined, gated, 16 deep").
 DEFAULT_PIPELINE = True
 DEFAULT_PIPELINE_DEPTH = 16
+DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/runtime.md, "Give-back")
 # seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
 # here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
 SHORT_TASK = 0.005
 RECENT_TASKS = 8
+# give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the RECENT_TASKS last
+# run times here, and at least GIVE_BACK_MIN seconds (docs/runtime.md, "Give-back")
+GIVE_BACK_MIN = 0.02
+GIVE_BACK_FACTOR = 3.0
 
 
 def check_pipeline_depth(depth: int) -> int:
@@ -213,6 +229,7 @@ class NodeMonitorLogic(WorkStealing):
         pipeline: bool = False,
         pipeline_depth: int = 1,
         pipeline_gate: bool = True,
+        give_back: bool = False,
         steal: bool = False,
         seed: int | None = None,
     ) -> None:
@@ -224,14 +241,18 @@ class NodeMonitorLogic(WorkStealing):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         if not isinstance(pipeline_gate, bool):
             raise ValueError(f"pipeline_gate must be a bool, got {pipeline_gate!r}")
+        if not isinstance(give_back, bool):
+            raise ValueError(f"give_back must be a bool, got {give_back!r}")
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline
         # pipelining: requests asked ahead or bound, per running task
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
         self.pipeline_gate = pipeline_gate  # pipelining at all only while each recent task ran short (docstring)
-        # the recent run times are kept for a deep or a gated pipeline
-        self._keeps_recent = pipeline and (pipeline_depth > 1 or pipeline_gate)
+        # give-back: a task bound ahead behind tasks that all overran goes back to its scheduler (GiveBack)
+        self.give_back = pipeline and give_back
+        # the recent run times are kept for a deep, a gated or a giving-back pipeline
+        self._keeps_recent = pipeline and (pipeline_depth > 1 or pipeline_gate or give_back)
         self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # the last tasks' run times
         self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
         self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
@@ -581,13 +602,70 @@ class NodeMonitorLogic(WorkStealing):
         long task after short ones, or a cancelled thread task running on, holds no bound task behind it)."""
         return bool(self._started) and min(self._started.values()) <= self.clock() - SHORT_TASK
 
+    # -- give-back --------------------------------------------------------------------------------
+
+    def overrun_after(self) -> float:
+        """Seconds after which a running task overruns (give-back): GIVE_BACK_FACTOR times the longest of the
+        recent run times, at least GIVE_BACK_MIN."""
+        recent = self._recent
+        return max(GIVE_BACK_MIN, GIVE_BACK_FACTOR * max(recent)) if recent else GIVE_BACK_MIN
+
+    def _fresh(self) -> int:
+        """Running tasks that have not overrun (give-back): those a bound task may wait behind."""
+        since = self.clock() - self.overrun_after()
+        return sum(1 for when in self._started.values() if when > since)
+
+    def _kept_bound(self) -> int:
+        """How many of the bound tasks the executor does not hold may stay bound here (give-back): a pipeline's
+        depth behind each running task that has not overrun, less the tasks handed ahead (they stay)."""
+        return max(0, self._fresh() * self.pipeline_depth - len(self.pinned))
+
+    def give_back_at(self) -> float | None:
+        """When (`clock` time) `on_give_back_timer` may next give a task back; None: nothing bound could be."""
+        if not self.give_back or len(self.bound) <= len(self.pinned):
+            return None
+        now = self.clock()
+        if len(self.bound) - len(self.pinned) > self._kept_bound():
+            return now
+        after = self.overrun_after()
+        later = [when + after for when in self._started.values() if when + after > now]
+        return min(later) if later else None
+
+    def on_give_back_timer(self) -> list:
+        """Give back to their schedulers (GiveBack) the bound tasks, latest first, that wait behind running tasks
+        that all overran, past what may stay (`_kept_bound`); the executor's tasks (pinned) are never given back:
+        a worker may have started them. Each given back is forgotten here: it never runs here."""
+        out: list = []
+        if not self.give_back:
+            return out
+        excess = len(self.bound) - len(self.pinned) - self._kept_bound()
+        if excess <= 0:
+            return out
+        kept: list = []
+        while self.bound and excess > 0:
+            scheduler, msg = self.bound.pop()
+            key = (scheduler, msg.job_id, msg.task)
+            if key in self.pinned:
+                kept.append((scheduler, msg))
+                continue
+            excess -= 1
+            self.owners.pop(key, None)
+            self.stats["given_back"] += 1
+            out.append((scheduler, GiveBack(msg.job_id, msg.task)))
+        self.bound.extend(reversed(kept))
+        out.reverse()  # in the order they were bound
+        return out
+
     @property
     def may_pin(self) -> bool:
         """Whether to hand bound tasks to the executor ahead (`on_handed_ahead`): with one slot (its one worker is the
         only place a bound task can start anyway), or with several while the recent tasks ran short (a deep
         pipeline's SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
-        at most a short task for its worker). Otherwise a bound task takes whichever slot frees first."""
-        return self.slots == 1 or self._short
+        at most a short task for its worker). Otherwise a bound task takes whichever slot frees first.
+        With give-back, only while the recent tasks ran short: a task handed ahead can never be given back (its
+        worker may start it at any moment, and a recall would be answered only when the running task ends), so
+        the bound tasks of longer ones stay here, where they can be."""
+        return self._short or (self.slots == 1 and not self.give_back)
 
     def on_handed_ahead(self, key: tuple) -> list:
         """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a
@@ -666,6 +744,8 @@ class NodeMonitorLogic(WorkStealing):
             # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
             deep = self._short and self.pipeline_depth > 1
             limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
+            if self.give_back:  # not behind tasks that overran: what it holds there it would give back
+                limit = min(limit, self._fresh() * self.pipeline_depth)
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 # at most half of what it holds of the job (deep or gated: module docstring)
                 if deep or gate:

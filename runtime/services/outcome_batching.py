@@ -7,7 +7,10 @@ of the CPU a no-op task costs the whole cluster, docs/runtime.md). `OutcomeBatch
 client's OutcomeToClients for at most `delay` seconds and sends them together. A job's last outcome
 (`OutcomeToClient.last`) and every other message to that client go at once, after the outcomes held
 before them: a job is never complete later for it, each client's messages keep their order, and no
-outcome is held longer than `delay`. `delay=0` sends everything at once.
+outcome is held longer than `delay`. A `JobAccepted` waits the same way (session 9): the client learns
+a job's id only for its records (it cancels by its own ref), and sent alone it woke the client while
+the job's first tasks ran, on a CPU their path needs; it goes with the job's first outcomes, ahead
+of them. `delay=0` sends everything at once.
 
 `may_wait` (optional) says which messages may be held instead (the rest go at once, after those held
 for the same peer): a pipelined node monitor holds its OutcomeToScheduler and GetTask messages while
@@ -23,7 +26,7 @@ from collections.abc import Callable
 import trio
 
 from ..wire.connection import Connection, send_grouped
-from ..wire.messages import OutcomeToClient
+from ..wire.messages import JobAccepted, OutcomeToClient
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
 
@@ -36,12 +39,13 @@ def check_result_delay(delay: float) -> float:
 
 
 def _not_last_outcome(msg) -> bool:
-    return type(msg) is OutcomeToClient and not msg.last
+    kind = type(msg)
+    return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted
 
 
 class OutcomeBatcher:
     """Sends `(peer, message)` pairs, holding the messages `may_wait` allows (default: clients'
-    OutcomeToClients but a job's last) up to `delay` seconds."""
+    OutcomeToClients but a job's last, and JobAccepteds) up to `delay` seconds."""
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY, may_wait: Callable[[object], bool] | None = None) -> None:
         self.delay = check_result_delay(delay)

@@ -51,6 +51,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   it as SYSTEM, a forced cancel stops it); a node monitor that is busy after all (a stale belief: another
   scheduler's work since its heartbeat, a task cancelled without force still running) runs it in its next
   free slot, ahead of its queue, so each task is still handed out once.
+- give-back (give_back.py): a node monitor hands back a task it was given and never started (GiveBack: it
+  waited bound ahead behind a task that overran); it is un-launched and goes to the job's next GetTask. A
+  task's payload is kept until its outcome is delivered, for that.
 - task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
   running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
@@ -76,7 +79,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -97,6 +100,7 @@ from ..wire.messages import (
     EnqueueReservations,
     Error,
     GetTask,
+    GiveBack,
     Heartbeat,
     JobAccepted,
     JobRejected,
@@ -118,6 +122,9 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .give_back import take_back
+from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
+from .node_monitor_logic import SHORT_TASK
 from .placement_log import PlacementLog
 
 DEFAULT_PROBE_RATIO = 2.0
@@ -127,6 +134,8 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
+DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
+BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 
 
 class _Node:
@@ -143,8 +152,13 @@ class _Node:
         "others",
         "peer",
         "queued",
+        "recent_spans",
         "running",
+        "short",
         "slots",
+        "span_first",
+        "span_since",
+        "span_tasks",
         "steal_address",
         "worker",
     )
@@ -162,6 +176,13 @@ class _Node:
         self.busy = 0
         self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
         self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
+        # bind_idle's view of its recent tasks (_bound_share): a busy span starts as it gets a task of ours with none
+        # running, ends as the last one reports; each span's time per task (_span_outcome), the last RECENT_SPANS
+        self.span_since = 0.0
+        self.span_first = 0.0  # when its span's first outcome came
+        self.span_tasks = 0
+        self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
+        self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -321,6 +342,8 @@ class SchedulerLogic:
                     self._get_task(node, msg.job_id, out, msg.origin)
                 elif kind is OutcomeToScheduler:
                     self._task_finished(node, msg, out)
+                elif kind is GiveBack:
+                    take_back(self, node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
                     if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
@@ -777,7 +800,7 @@ class SchedulerLogic:
         consumed = False
         for node, count in placed:
             worker = node.worker
-            free = min(count, self._free_slots(node)) if job_id in self.table else 0
+            free = self._bound_share(node, count) if job_id in self.table else 0
             sent = 0
             while sent < free:
                 task = self.table.get_task(job_id, worker)
@@ -787,6 +810,8 @@ class SchedulerLogic:
                     break
                 if job.done[task]:  # cancelled before it launched: never launched
                     continue
+                if self.placements is not None:  # as a GetTask's answer would be (placement_log.py)
+                    self.placements.answer(job_id, task, node.node_id, False)
                 self.stats["bound_with_reservations"] += 1
                 node.jobs.add(job_id)  # its loss fails the task (_forget_node)
                 job.probed.add(worker)
@@ -816,6 +841,43 @@ class SchedulerLogic:
         if node.others or self._holds_ours(node):
             return 0
         return node.slots
+
+    def _span_outcome(self, node: _Node) -> None:
+        """An outcome from `node` (bind_idle): once its busy span ends (nothing of ours running there), its time
+        per task joins the recent ones (`_Node.short`: each of the last RECENT_SPANS under SHORT_TASK). That is
+        the time from the span's first outcome to its last over the tasks after the first: the round trip before
+        the first outcome is not the tasks' time (under load it alone is several ms). A span of one task is all
+        round trip and task: it counts as short if even that was under SHORT_TASK, and says nothing otherwise."""
+        node.span_tasks += 1
+        if node.running:
+            if node.span_tasks == 1:
+                node.span_first = self.clock()
+            return  # a busy node's outcomes (a map's) cost no clock read but its span's first
+        now = self.clock()
+        if node.span_tasks == 1:
+            node.span_first = now
+        if node.span_tasks > 1:
+            per_task = (now - node.span_first) / (node.span_tasks - 1)
+        elif now - node.span_since < SHORT_TASK:
+            per_task = now - node.span_since
+        else:
+            return
+        recent = node.recent_spans
+        recent.append(per_task)
+        node.short = max(recent) < SHORT_TASK
+
+    def _bound_share(self, node: _Node, count: int) -> int:
+        """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle):
+        none unless it is believed idle; its free slots; and while each of its recent busy spans took under
+        SHORT_TASK per task (`_Node.short`: the node monitor's own pipelining gate, seen from here), also half of
+        the rest, as a pipelined node monitor there would ask ahead at once (its half rule), BIND_AHEAD per slot
+        at most. So a small job of short tasks on an idle cluster starts with no GetTask round trip at all."""
+        free = self._free_slots(node)
+        if not free or count <= free:
+            return min(count, free)
+        if not node.short:
+            return free
+        return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 
     def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
         """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
@@ -861,8 +923,7 @@ class SchedulerLogic:
         it. Returns whether it was sent."""
         job_id = job.job_id
         payload = job.payloads[task]
-        assert payload is not None  # the kernel hands each task out once, and only then is it cleared
-        job.payloads[task] = None  # sent once; the outcome is all that is left to wait for
+        assert payload is not None  # cleared only once its outcome is delivered (kept for a give-back: give_back.py)
         limit = self.frame_limits.get(node.peer, self.max_frame)
         if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
             problem = too_large(
@@ -873,6 +934,9 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
+        if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
+            node.span_since = self.clock()
+            node.span_tasks = 0
         node.running += 1
         if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
             node.jobs.add(job_id)
@@ -919,6 +983,8 @@ class SchedulerLogic:
     def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
         if node.running:  # a stale outcome, too, is of a task that ran there and ended
             node.running -= 1
+            if self.bind_idle:
+                self._span_outcome(node)
         job = self.jobs.get(msg.job_id)
         if job is None or job.running.get(msg.task) != node.worker:
             self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
@@ -933,6 +999,7 @@ class SchedulerLogic:
         if job.done[task]:
             return
         job.done[task] = 1
+        job.payloads[task] = None
         job.n_done += 1
         self.unfinished[job.client] -= 1
         self.stats["outcomes"] += 1

@@ -6,7 +6,7 @@ Connections and the messages allowed on them (see docs/runtime.md):
   Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
-  OutcomeToScheduler.
+  OutcomeToScheduler, GiveBack (a task it was given and has not started, handed back: no outcome follows).
 - node monitor <-> worker process (private socket pair, no handshake): WorkerReady first (the worker imported and
   serves); TaskToWorker -> OutcomeToNode, one per task in order; DropTask (a task handed ahead, not started: skip it).
 - scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left); StealPeers (the
@@ -60,8 +60,9 @@ from .limits import (
 
 # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing;
 # 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
-# reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile)
-PROTOCOL_VERSION = 8
+# reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile);
+# 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler)
+PROTOCOL_VERSION = 9
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -342,6 +343,16 @@ class OutcomeToScheduler(_Msg, tag=28):
     outcome: Outcome
 
 
+class GiveBack(_Msg, tag=37):
+    """Node monitor -> scheduler: task `task` of job `job_id`, given to it by TaskToNode and bound ahead behind a
+    running task that overran, never started and never will here: no outcome of it follows from this node
+    monitor. The scheduler un-launches it (give_back.py) so the job's next GetTask, from any node monitor, gets
+    it. Only for a task launched to the sender and not finished: anything else is a protocol error."""
+
+    job_id: Id
+    task: Id
+
+
 class ReleaseSession(_Msg, tag=33):
     """Scheduler -> node monitor: the client `session` is gone (not back within the scheduler's client
     grace): drop the values its tasks left here."""
@@ -540,6 +551,7 @@ Message = (
     | StopTask
     | NoTask
     | OutcomeToScheduler
+    | GiveBack
     | ReleaseSession
     | StealPeers
     | StealProbe

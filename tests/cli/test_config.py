@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from sparrow_runtime import LocalCluster
 from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS
@@ -162,6 +163,18 @@ def test_help_shows_every_flags_default_and_environment_variable(command, capsys
             re.escape(setting.flag) + r"(?: \S+)? (.*?\(default: [^;()]+; env " + setting.env + r"\))", text
         )
         assert found, f"{setting.flag} in `sparrow {command} --help`:\n{text}"
+
+
+@pytest.mark.parametrize("command", ["scheduler", "local"])
+def test_bind_idle_is_on_by_default_and_no_bind_idle_turns_it_off(command):
+    """bind_idle (a small job's tasks sent with its reservations to idle node monitors) is on by default for the
+    services; --no-bind-idle and the environment turn it off, and LocalCluster passes its choice either way."""
+    assert settings(command, [])["bind_idle"] is True
+    assert settings(command, ["--no-bind-idle"])["bind_idle"] is False
+    assert settings(command, [], {"SPARROW_BIND_IDLE": "false"})["bind_idle"] is False
+    if command == "local":
+        assert "--bind-idle" in LocalCluster()._scheduler_args(0)
+        assert "--no-bind-idle" in LocalCluster(bind_idle=False)._scheduler_args(0)
 
 
 @pytest.mark.parametrize("command", ["node-monitor", "local"])

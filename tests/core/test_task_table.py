@@ -72,6 +72,25 @@ def test_repeated_reservations_on_a_worker_are_each_consumed(impl):
     assert table.workers_to_cancel(1).tolist() == [0, 1, 2, 3, 4, 5]
 
 
+def test_counts_survive_a_growing_map_and_a_reused_record(impl):
+    """A second reserve that outgrows the job's map keeps every count (workers_to_cancel lists
+    exactly the workers still holding one); the next job reuses the record and sees none of them."""
+    table = impl.TaskTable()
+    table.add_job(1, 3)
+    table.reserve(1, [0, 1, 2])
+    table.reserve(1, [*range(2, 40), 1])  # worker 1 and 2 now hold two
+    assert table.get_task(1, 1) == 0 and table.get_task(1, 5) == 1 and table.get_task(1, 2) == 2
+    assert sorted(table.workers_to_cancel(1).tolist()) == [w for w in range(40) if w != 5]
+    table.remove_job(1)
+    table.add_job(3, 1)
+    table.reserve(3, list(range(10)))
+    table.remove_job(3)  # its record goes back to the pool with ten reservations outstanding
+    table.add_job(2, 2)
+    table.reserve(2, [7, 50])
+    assert table.get_task(2, 3) is None and table.get_task(2, 0) is None and table.outstanding(2) == 2
+    assert table.get_task(2, 50) == 0 and table.get_task(2, 7) == 1 and table.workers_to_cancel(2).tolist() == []
+
+
 def test_unprobed_worker_gets_nothing_and_consumes_nothing(impl):
     """A worker holding no reservation of the job gets None, a normal race, not an error."""
     table = impl.TaskTable()
@@ -279,6 +298,34 @@ def test_get_task_many_agrees_with_get_task():
     assert batch.get_task_many(jobs, workers).tolist() == [-1 if t is None else t for t in expected]
 
 
+def test_an_unlaunched_task_is_bound_again_by_the_next_request(impl):
+    """unlaunch (give-back) makes a launched task the next one handed out, constrained or not; a task that is
+    not launched, or out of range, is refused."""
+    table = impl.TaskTable()
+    table.add_job(1, 3, [None, [4], None])
+    table.reserve(1, [2, 2, 4, 2, 4], [-1, -1, 1, -1, 1])
+    assert ask_all(table, 1, [2, 2, 4]) == [0, 2, 1] and table.all_launched(1)
+    table.unlaunch(1, 0)
+    table.unlaunch(1, 1)
+    assert not table.all_launched(1) and table.unlaunched(1).tolist() == [0, 1]
+    for bad in (1, 3, -1):  # not launched now, out of range
+        with pytest.raises(ValueError):
+            table.unlaunch(1, bad)
+    assert table.get_task(1, 2) == 0 and table.get_task(1, 4) == 1 and table.all_launched(1)
+
+
+def test_a_job_added_back_with_launch_all_offers_only_its_unlaunched_task(impl):
+    """launch_all then unlaunch: a job added back to the table for one given-back task hands out that task
+    alone."""
+    table = impl.TaskTable()
+    table.add_job(5, 4)
+    table.launch_all(5)
+    assert table.all_launched(5) and table.n_launched(5) == 4
+    table.unlaunch(5, 2)
+    table.reserve(5, [7, 7])
+    assert ask_all(table, 5, [7, 7]) == [2, None]
+
+
 # ---- the binding against the reference model ----
 
 
@@ -305,6 +352,8 @@ def operations(n_jobs, n_workers):
             st.tuples(st.just("outstanding"), job_ids),
             st.tuples(st.just("unlaunched"), job_ids),
             st.tuples(st.just("remove_job"), job_ids),
+            st.tuples(st.just("unlaunch"), job_ids, st.integers(-1, 5)),
+            st.tuples(st.just("launch_all"), job_ids),
             st.tuples(st.just("reserve"), job_ids, st.lists(worker, max_size=3)),
         ),
         max_size=40,

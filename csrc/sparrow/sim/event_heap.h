@@ -88,7 +88,7 @@ class CompletionHeap {
     }
     const int b = 64 - __builtin_clzll(k ^ last_);
     buckets_[b].push_back(c);
-    if (k < min_[b]) min_[b] = k;
+    min_[b] = std::min(min_[b], k);  // branch-free: which entry is smaller is unpredictable
     nonempty_ |= uint64_t{1} << (b - 1);
   }
 

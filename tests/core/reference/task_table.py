@@ -135,6 +135,18 @@ class TaskTable:
         job = self._find(job_id)
         return np.asarray([t for t in range(job.n_tasks) if not job.launched[t]], dtype=np.int64)
 
+    def unlaunch(self, job_id: int, task: int) -> None:
+        job = self._find(job_id)
+        if not 0 <= task < job.n_tasks:
+            raise ValueError(f"task {task} is out of range")
+        if not job.launched[task]:
+            raise ValueError(f"task {task} is not launched")
+        job.launched[task] = False
+
+    def launch_all(self, job_id: int) -> None:
+        job = self._find(job_id)
+        job.launched = [True] * job.n_tasks
+
     def remove_job(self, job_id: int) -> None:
         self._find(job_id)
         del self._jobs[job_id]

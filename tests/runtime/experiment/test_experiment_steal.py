@@ -57,11 +57,17 @@ def test_verdicts_are_written_from_the_numbers():
         "+9%, -5%.",
         "Short jobs slower than 0.5 s (behind a long task), run / simulated: 0.0% / 0.0%, 0.0% / 0.0%; worst "
         "difference 0.0 points.",
-        f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 2.",
+        "The same error in points: the model's short p50 is the run's p100.0, p0.0 (worst 50.0 points from the "
+        "median); there the run's p50 moves 0.0, 0.0 ms per point ((p55 - p45) / 10), so that 10% of it is -, - "
+        "points.",
+        f"Runs within the model's own spread (p10-p90 of its {MODEL_SEEDS} seeds' short p50): 0 of 0 (not counted: "
+        "2 whose model has no spread, its seed drawing nothing).",
     ]
     bad = verdicts([run(False, 300, 300), run(True, 200, 300)])
     assert "1.50x (target >= 2x: not met)" in bad[0] and "worst 50% off" in bad[1] and "not met" in bad[1]
-    assert "| 0 | on | 200.0 | 300.0 (drawn) | 1.50 | 300.0-300.0 | - | - | - |" in table([run(True, 200, 300)])
+    assert "| 0 | on | 200.0 | 300.0 (drawn) | 1.50 | p100.0 | 0.0 | 300.0-300.0 | - | - | - |" in table(
+        [run(True, 200, 300)]
+    )
 
 
 def test_a_replayed_placement_is_the_prediction_and_the_drawn_one_is_shown_beside_it():
@@ -72,12 +78,15 @@ def test_a_replayed_placement_is_the_prediction_and_the_drawn_one_is_shown_besid
     assert lines[0].startswith("Simulator against each run at the short jobs' p50, replaying each run's own probe")
     assert "worst 0% off (target within 10%: met)" in lines[0]
     assert lines[1] == "The same model drawing its own placement instead: worst 50% off, mean +50%; per run +50%."
-    assert "| 0 | off | 300.0 | 300.0 | 1.00 | 300.0-300.0 | 450.0 | 1.50 | 450.0-450.0 |" in table([placed])
+    assert "| 0 | off | 300.0 | 300.0 | 1.00 | p50.0 | 0.0 | 300.0-300.0 | 450.0 | 1.50 | 450.0-450.0 |" in table(
+        [placed]
+    )
 
 
 def test_the_models_spread_is_taken_over_its_seeds():
     """Seed i of the model gives the short jobs i x 10 ms: its p10-p90 over the seeds brackets a run at the
-    middle and not one past the last seed; the pooled p50 is over every seed's jobs together."""
+    middle and not one past the last seed; the pooled p50 is over every seed's jobs together; a model whose seeds all
+    agree is left out of the count."""
     long = np.array([False, False, True])
     per_seed = [np.array([(i + 1) / 100, (i + 1) / 100, 5.0]) for i in range(MODEL_SEEDS)]
     simulated = np.concatenate(per_seed)
@@ -92,6 +101,12 @@ def test_the_models_spread_is_taken_over_its_seeds():
         "Runs within the model's own spread" in verdicts([middle, past])[-1]
         and "1 of 2" in verdicts([middle, past])[-1]
     )
+    fixed = StealRun(
+        False, 0, long, np.array([0.1, 0.1, 5.0]), np.tile(simulated[:3], MODEL_SEEDS), simulated[:3], 0, 0
+    )
+    assert verdicts([middle, fixed])[-1].endswith(
+        "1 of 1 (not counted: 1 whose model has no spread, its seed drawing nothing)."
+    )  # stealing off with a replayed placement: every seed gives the same p50
 
 
 def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():
@@ -103,3 +118,22 @@ def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():
     r = StealRun(False, 0, long, response, simulated, response, 0, 0)
     assert r.blocked() == 0.5 and r.blocked(simulated=True) == 0.0
     assert "50.0% / 0.0%; worst difference 50.0 points." in " ".join(verdicts([r]))
+
+
+def test_the_error_in_points_and_the_slope_show_how_ill_conditioned_the_median_is():
+    """Short jobs: 100 of 100-199 ms and 100 of 1-1.99 s (the blocked), 1 ms and 10 ms apart. The median is the
+    step between the two: (p55 - p45) / 10 spans it (about 90 ms a point), and a model 10 short jobs more blocked
+    has its p50 (1.10 s against 0.60 s: +83%) at the run's p55.0 (5 points off); a model of the same jobs: p50.0."""
+    short = np.concatenate([np.arange(100, 200) / 1e3, np.arange(100, 200) / 1e2])
+    long = np.r_[np.zeros(200, dtype=bool), True]
+    response = np.r_[short, 9.0]
+    more_blocked = np.r_[short[:90], short[100:110] * 10 + 0.9, short[100:], 9.0]
+    worse = StealRun(False, 0, long, response, np.tile(more_blocked, MODEL_SEEDS), response, 0, 0)
+    same = StealRun(False, 0, long, response, np.tile(response, MODEL_SEEDS), response, 0, 0)
+    assert worse.p50_slope() == pytest.approx((np.percentile(short, 55) - np.percentile(short, 45)) / 10)
+    assert 0.085 < worse.p50_slope() < 0.095
+    assert worse.model_rank() == pytest.approx(55.0) and same.model_rank() == pytest.approx(50.0)
+    line = next(x for x in verdicts([worse, same]) if x.startswith("The same error in points"))
+    assert "the run's p55.0, p50.0 (worst 5.0 points from the median)" in line
+    assert f"so that 10% of it is {0.1 * worse.p(50) / worse.p50_slope():.1f}" in line
+    assert "| p55.0 |" in table([worse]) and "| p50.0 |" in table([same])

@@ -14,7 +14,7 @@ import trio
 
 from sparrow_runtime.demo.replay import ReplayJob, ideal, replay, write_trace
 from sparrow_runtime.demo.workload import JobRecord
-from sparrow_runtime.experiment.placement import chain_gaps, placement_logs, run_placement
+from sparrow_runtime.experiment.placement import chain_gaps, empty_round_trips, placement_logs, run_placement
 from sparrow_runtime.experiment.queries import Query, QueryWorkload, Stage
 from sparrow_runtime.experiment.run import QueryRecord, run_queries
 from sparrow_runtime.services.local_cluster import LocalCluster
@@ -40,6 +40,26 @@ def test_each_job_gets_the_workers_of_its_own_scheduler_s_log(tmp_path: Path) ->
     records = [record(0, [1]), record(1, [1]), record(0, [2])]
     got = run_placement(records, tmp_path, ["scheduler-0", "scheduler-1"], [f"nm-{i}" for i in range(4)])
     assert got is not None and got.probes == [(2, 0), (3, 2), (1, 1)]
+
+
+def test_each_job_s_probes_are_listed_in_the_order_its_node_monitors_asked(tmp_path: Path) -> None:
+    """The run's tie-break, replayed: a job's probes are listed by each node monitor's first GetTask for it (a task
+    or NoTask), then the ones that never asked in the order they were sent; a stolen reservation's GetTask (the
+    thief asking for another's) does not count, and a node monitor probed twice keeps both places."""
+    lines = [
+        {"scheduler": "scheduler-0"},
+        {"job": 1, "nodes": ["nm-0", "nm-1", "nm-2", "nm-3"], "at": 0.0},
+        {"job": 2, "nodes": ["nm-1", "nm-0", "nm-1"], "at": 0.1},
+        {"answer": 1, "task": 0, "node": "nm-1", "stolen": True, "at": 0.5},
+        {"answer": 1, "task": 0, "node": "nm-2", "stolen": False, "at": 1.0},
+        {"answer": 2, "task": 0, "node": "nm-0", "stolen": False, "at": 1.05},
+        {"answer": 1, "task": 1, "node": "nm-0", "stolen": False, "at": 1.1},
+        {"answer": 1, "task": -1, "node": "nm-3", "stolen": False, "at": 1.2},
+        {"answer": 1, "task": -1, "node": "nm-2", "stolen": False, "at": 1.3},
+    ]
+    (tmp_path / "scheduler-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = run_placement([record(0, [1]), record(0, [2])], tmp_path, ["scheduler-0"], [f"nm-{i}" for i in range(4)])
+    assert got is not None and got.probes == [(2, 0, 3, 1), (0, 1, 1)]
 
 
 def test_a_job_missing_from_the_logs_gives_no_placement(tmp_path: Path) -> None:
@@ -115,6 +135,26 @@ def test_only_the_gaps_that_are_a_late_binding_round_trip_are_measured() -> None
     assert chain_gaps([log], stages) == pytest.approx([0.003])
 
 
+def test_an_empty_round_trip_is_a_notask_to_the_next_gettask_for_a_reservation_already_held() -> None:
+    """On nm-0, a NoTask (job 1) then a GetTask for job 2, whose reservation was sent before it: 2 ms. Not counted:
+    nm-1's next GetTask after its NoTask is for job 3, sent after it (a new reservation: idle time); nm-2's NoTask
+    was for a stolen reservation, and nm-3's next GetTask is a stolen one (a thief's, for another's reservation)."""
+    log = PlacementRecords(
+        probed_at={1: 0.0, 2: 0.5, 3: 1.5},
+        answers=[
+            answer(1, -1, "nm-0", 1.000),
+            answer(1, -1, "nm-1", 1.001),
+            answer(1, -1, "nm-2", 1.001, stolen=True),
+            answer(1, -1, "nm-3", 1.001),
+            answer(2, 0, "nm-0", 1.002),
+            answer(2, 1, "nm-2", 1.003),
+            answer(2, -1, "nm-3", 1.004, stolen=True),
+            answer(3, 0, "nm-1", 1.6),
+        ],
+    )
+    assert empty_round_trips([log]) == pytest.approx([0.002])
+
+
 def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) -> None:
     """A local cluster of 6 node monitors run under placement_logs: every job of 2 tasks has its 4 reservations
     (probe ratio 2) logged, on 4 distinct workers of the cluster, drawn per job."""
@@ -133,3 +173,5 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
     assert sorted(launched) == sorted((j, t) for _, j in stages_by_id for t in range(2))  # each task once
     gaps = chain_gaps([log], stages_by_id)  # type: ignore[arg-type]
     assert gaps.size > 0 and (gaps > 0).all() and (gaps < 1.0).all()
+    trips = empty_round_trips([log])
+    assert (trips > 0).all() and (trips < 1.0).all()

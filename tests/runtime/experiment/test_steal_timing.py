@@ -39,6 +39,9 @@ def test_the_steal_counters_are_summed_over_the_node_monitors(tmp_path: Path) ->
     assert timing == StealTiming(attempts=10, wake=0.001, probe=0.02, take=0.004, unread=1)
     assert timing.model_wait(0.0015) == pytest.approx(0.001 + (0.02 - 0.003) + (0.004 - 0.003))
     assert timing.model_wait(0.01) == pytest.approx(0.001)  # round trips within the model's hops add nothing
+    # the take (4 ms) under the model's two hops (6 ms) saves 2 ms of the probe's 20 - 6 ms: the attempt's whole
+    # time, wake + probe + take, is the model's wait + four hops
+    assert timing.model_wait(0.003) == pytest.approx(0.001 + 0.02 + 0.004 - 4 * 0.003)
     assert "10 attempts" in timing.describe(0.0015) and "1 node monitors unread" in timing.describe(0.0015)
 
 

@@ -33,6 +33,8 @@ READ_ONLY = {
         "choose",
         "steal_take",
         "steal_state",
+        "give_back_at",
+        "overrun_after",
     },
 }
 

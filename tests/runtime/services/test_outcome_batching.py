@@ -14,6 +14,7 @@ from sparrow_runtime.wire.messages import (
     GetTask,
     Heartbeat,
     JobAccepted,
+    JobRejected,
     Outcome,
     OutcomeToClient,
     OutcomeToScheduler,
@@ -95,8 +96,30 @@ def test_a_jobs_last_outcome_and_any_other_message_flush_what_is_held_first_in_o
     assert client.writes == [] and other.writes == []
     batcher.send([(client, outcome(2, last=True))])
     assert client.writes == [[outcome(0), outcome(1), outcome(2, last=True)]] and other.writes == []
-    batcher.send([(other, JobAccepted(3, 7))])
-    assert other.writes == [[outcome(5), JobAccepted(3, 7)]]
+    batcher.send([(other, JobRejected(3, "no"))])
+    assert other.writes == [[outcome(5), JobRejected(3, "no")]]
+
+
+def test_a_job_accepted_waits_with_the_outcomes_and_goes_ahead_of_them(autojump_clock):
+    """JobAccepted is held like an outcome: alone it goes after the delay; with the job's outcomes it goes first,
+    in the write of the job's last outcome (at once); forgetting the client drops it."""
+
+    async def main():
+        client, gone = Peer("client"), Peer("client")
+        batcher = OutcomeBatcher(0.001)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            batcher.send([(client, JobAccepted(1, 7)), (gone, JobAccepted(2, 8))])
+            assert client.writes == [] and gone.writes == []
+            batcher.forget(gone)
+            await trio.sleep(0.0011)
+            assert client.writes == [[JobAccepted(1, 7)]] and gone.writes == []
+            batcher.send([(client, JobAccepted(3, 9)), (client, outcome(0))])
+            batcher.send([(client, outcome(1, last=True))])
+            assert client.writes[1:] == [[JobAccepted(3, 9), outcome(0), outcome(1, last=True)]]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
 
 
 def test_may_wait_chooses_what_is_held_and_later_goes_through_to_the_links():

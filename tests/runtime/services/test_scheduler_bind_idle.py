@@ -18,6 +18,7 @@ import trio
 
 from sparrow_runtime import Client, LocalCluster
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.placement_log import PlacementLog, read_log
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -174,6 +175,167 @@ def test_without_the_setting_no_task_goes_unasked() -> None:
     assert not _of(out, TaskToNode) and _of(out, EnqueueReservations)
 
 
+def _run_job_out(logic: SchedulerLogic, clock: ManualClock, out: list, ref: int, per_task: float) -> list:
+    """Answer job `ref`'s tasks (its job id: a test's refs count from 1, as the scheduler's ids do): each node
+    monitor runs what it got (bound, or asked for by GetTask one reservation at a time) `per_task` seconds each
+    by `clock`; returns the client's outcomes."""
+    outcomes = [m for _, m in _of(out, OutcomeToClient)]
+    held = Counter({peer: m.count for peer, m in _of(out, EnqueueReservations)})
+    todo = list(_of(out, TaskToNode))
+    while todo or (logic.jobs and any(held.values())):
+        if not todo:
+            peer = next(p for p, n in held.items() if n)
+            held[peer] -= 1
+            todo = _of(logic.on_node_messages(peer, [GetTask(ref)]), TaskToNode)
+            continue
+        peer, m = todo.pop(0)
+        clock.now += per_task
+        outcomes += [
+            x for _, x in _of(logic.on_node_messages(peer, [OutcomeToScheduler(m.job_id, m.task, OK)]), OutcomeToClient)
+        ]
+    return outcomes
+
+
+def test_after_short_tasks_an_idle_cluster_gets_a_small_job_whole_with_no_get_task() -> None:
+    """Once each recent busy span of both node monitors took under 5 ms per task, a 10-task job on the idle
+    cluster is bound whole, half of each node monitor's reservations (as its pipelining would ask ahead at
+    once): 5 tasks each, no reservation, no GetTask; each task ends with one outcome, the last marked so."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    first = _submit(logic, 10)
+    assert len(_of(first, TaskToNode)) == 2  # nothing known of its tasks yet: one per slot
+    assert sorted(m.task for m in _run_job_out(logic, clock, first, 1, 0.0001)) == list(range(10))
+    assert all(node.short for node in logic.nodes.values())
+    out = _submit(logic, 10, ref=2)
+    bound = _of(out, TaskToNode)
+    assert Counter(peer for peer, _ in bound) == {"nm0": 5, "nm1": 5} and all(m.bound for _, m in bound)
+    assert not _of(out, EnqueueReservations) and 2 not in logic.table
+    outcomes = _run_job_out(logic, clock, out, 2, 0.0001)
+    assert sorted(m.task for m in outcomes) == list(range(10)) and outcomes[-1].last and not logic.jobs
+    assert [m.last for m in outcomes].count(True) == 1
+
+
+def test_a_busy_span_of_5_ms_per_task_binds_one_per_slot_until_8_shorter_spans() -> None:
+    """A node monitor whose busy span took 6 ms per task gets one task bound per slot (the rest by late
+    binding); the gate seen from the scheduler opens again only once each of its last 8 spans was short."""
+    clock = ManualClock()
+    logic = _cluster(1, clock=clock)
+    out = _submit(logic, 4)  # nothing known of its tasks yet: one per slot
+    ((_, first),) = _of(out, TaskToNode)
+    ((_, second),) = _of(logic.on_node_messages("nm0", [GetTask(1)]), TaskToNode)
+    for m in (first, second):  # one span of two tasks ending 6 ms apart
+        clock.now += 0.006
+        logic.on_node_messages("nm0", [OutcomeToScheduler(1, m.task, OK)])
+    assert not logic.nodes["nm0"].short
+    for _ in range(2):  # its other two tasks: a short span each
+        ((_, m),) = _of(logic.on_node_messages("nm0", [GetTask(1)]), TaskToNode)
+        clock.now += 0.0001
+        logic.on_node_messages("nm0", [OutcomeToScheduler(1, m.task, OK)])
+    for ref in range(2, 7):  # 5 more short spans (a 1-task job is one): the slow one is still among the last 8
+        _run_job_out(logic, clock, _submit(logic, 1, ref=ref), ref, 0.0001)
+    out = _submit(logic, 4, ref=7)
+    assert len(_of(out, TaskToNode)) == 1 and sum(m.count for _, m in _of(out, EnqueueReservations)) == 7
+    _run_job_out(logic, clock, out, 7, 0.0001)  # more short spans: the slow one drops out
+    assert logic.nodes["nm0"].short
+    out = _submit(logic, 4, ref=8)
+    assert len(_of(out, TaskToNode)) == 1 + 7 // 2  # of its 8 reservations: the slot's, then half the rest
+
+
+def test_a_span_of_one_task_over_5_ms_says_nothing_of_the_tasks() -> None:
+    """A lone task whose outcome came 8 ms after it was sent (a round trip under load, or a long task: the
+    scheduler cannot tell) leaves the node monitor's state as it was, short or not."""
+    clock = ManualClock()
+    logic = _cluster(1, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 1), 1, 0.008)
+    assert not logic.nodes["nm0"].short and not logic.nodes["nm0"].recent_spans
+    _run_job_out(logic, clock, _submit(logic, 1, ref=2), 2, 0.0001)
+    _run_job_out(logic, clock, _submit(logic, 1, ref=3), 3, 0.008)
+    assert logic.nodes["nm0"].short and list(logic.nodes["nm0"].recent_spans) == [pytest.approx(0.0001)]
+
+
+def test_a_slow_round_trip_before_a_span_does_not_shut_the_gate_but_slow_tasks_in_it_do() -> None:
+    """A job bound whole whose first outcomes come 8 ms late (the round trip) but the rest 0.1 ms apart leaves
+    both node monitors short; one whose tasks end 6 ms apart shuts the gate: the next job binds one per slot."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    assert len(bound) == 10
+    clock.now += 0.008
+    for peer, m in bound:
+        logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, OK)])
+        clock.now += 0.0001
+    assert all(node.short for node in logic.nodes.values())
+    out = _submit(logic, 10, ref=3)
+    assert len(_of(out, TaskToNode)) == 10
+    _run_job_out(logic, clock, out, 3, 0.006)
+    assert not any(node.short for node in logic.nodes.values())
+    assert len(_of(_submit(logic, 10, ref=4), TaskToNode)) == 2
+
+
+def test_a_placement_log_lists_each_bound_task_as_an_answer(tmp_path: Path) -> None:
+    """Under a placement log (the experiments'), a task bound with its reservations is logged as a GetTask's
+    answer would be, so the log still names every launched task once, and where it ran."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    logic.placements = PlacementLog(tmp_path / "s.jsonl", "s")
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    logic.placements.close()
+    answers = [a for a in read_log(tmp_path / "s.jsonl").answers if a.job == 2]
+    assert sorted((a.task, a.node) for a in answers) == sorted((m.task, peer) for peer, m in bound)
+    assert len(answers) == 10 and not any(a.stolen for a in answers)
+
+
+def test_a_big_job_binds_at_most_9_tasks_per_slot_and_leaves_the_rest_to_late_binding() -> None:
+    """200 tasks on 2 idle node monitors of short tasks: each gets 1 + 8 (BIND_AHEAD) bound and its other
+    reservations; the GetTasks hand out the rest, each task once."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    out = _submit(logic, 200, ref=2)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 9, "nm1": 9}
+    assert sum(m.count for _, m in _of(out, EnqueueReservations)) == 400 - 18
+    outcomes = _run_job_out(logic, clock, out, 2, 0.0001)
+    assert sorted(m.task for m in outcomes) == list(range(200)) and outcomes[-1].last
+
+
+def test_a_forced_cancel_of_a_job_bound_whole_gives_each_task_one_cancelled_outcome() -> None:
+    """A job bound whole (5 + 5) cancelled with force: each task CANCELLED once, a StopTask for each; the
+    node monitors' late outcomes are stale; both node monitors count as idle again once they reported."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    assert len(bound) == 10
+    out = logic.on_client_messages("c", [CancelJob(2, force=True)])
+    assert sorted((m.task, m.outcome.failure) for _, m in _of(out, OutcomeToClient)) == [
+        (t, CANCELLED) for t in range(10)
+    ]
+    assert len(_of(out, StopTask)) == 10
+    for peer, m in bound:
+        late = logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, Outcome(False, b"", "x", CANCELLED))])
+        assert not _of(late, OutcomeToClient)
+    assert all(node.running == 0 for node in logic.nodes.values()) and not logic.jobs
+
+
+def test_a_node_monitor_lost_with_half_a_job_bound_fails_those_tasks_once() -> None:
+    """nm0 dies holding its 5 bound tasks: each fails once (SYSTEM); nm1's 5 end normally; one outcome per task."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _run_job_out(logic, clock, _submit(logic, 2), 1, 0.0001)
+    bound = _of(_submit(logic, 10, ref=2), TaskToNode)
+    outcomes = [m for _, m in _of(logic.on_node_lost("nm0"), OutcomeToClient)]
+    assert sorted(m.task for m in outcomes) == sorted(m.task for p, m in bound if p == "nm0")
+    assert all(m.outcome.failure == SYSTEM for m in outcomes)
+    for peer, m in bound:
+        if peer == "nm1":
+            outcomes += [
+                x for _, x in _of(logic.on_node_messages(peer, [OutcomeToScheduler(2, m.task, OK)]), OutcomeToClient)
+            ]
+    assert sorted(m.task for m in outcomes) == list(range(10)) and outcomes[-1].last and not logic.jobs
+
+
 def _settle(scheduler: SchedulerLogic, nm: NodeMonitorLogic, to_nm: list, nm_out: list, running: list, to_client: list):
     """Route messages between the scheduler and node monitor nm0 until quiet: the client's go to
     `to_client`, the tasks nm0 launches to `running` (its executor, in order); another scheduler's are dropped."""
@@ -271,6 +433,32 @@ def test_small_jobs_on_a_real_cluster_binding_idle_node_monitors_run_each_task_e
     assert len(runs) == sum(sizes) and set(runs.values()) == {1}
     assert counters["bound_with_reservations"] >= 30  # the one-at-a-time jobs' first tasks, at least
     assert counters["launched"] == sum(sizes)
+
+
+@pytest.mark.slow
+def test_the_default_cluster_binds_small_jobs_of_short_tasks_beyond_one_per_slot_each_task_once(tmp_path: Path) -> None:
+    """Real processes, LocalCluster's defaults (bind_idle on, pipelined), 2 node monitors x 1 slot: 20 jobs of 10
+    no-op tasks one at a time; every task ran exactly once (a marker file each) and ended ok on its first attempt,
+    and more tasks went bound than one per slot per job (the share: a job bound whole once the spans ran short)."""
+
+    async def main() -> dict:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+            async with Client(cluster.schedulers, **cluster.credentials) as client:
+                for j in range(20):
+                    job = await client.submit_job(
+                        [partial(_mark_then, str(tmp_path / f"j{j}t{t}"), t, 0.0) for t in range(10)]
+                    )
+                    with trio.fail_after(60):
+                        outcomes = await job.outcomes()
+                    assert [o.value for o in outcomes] == list(range(10))
+                    assert all(o.ok and o.attempts == 1 for o in outcomes)
+                return (await client.status()).counters
+
+    counters = trio.run(main)
+    runs = {p.name: len(p.read_text()) for p in tmp_path.iterdir()}
+    assert len(runs) == 200 and set(runs.values()) == {1}
+    assert counters["launched"] == 200
+    assert counters["bound_with_reservations"] > 2 * 20, counters["bound_with_reservations"]
 
 
 @pytest.mark.slow

@@ -186,7 +186,7 @@ class WorkStealing {
     for (size_t i = 0; i < n; ++i) {
       const WorkerState& s = c_.workers[victims[i]];
       blocked[i] = c_.now - s.granted_at;
-      stealable[i] = s.free == 0 ? s.queued - s.borrowed : 0;
+      stealable[i] = static_cast<int64_t>(s.queued - s.borrowed) * (s.free == 0);  // branch-free
     }
     StealChoice choice;
     if (choose_steal_without_draws(stealable, blocked, static_cast<int64_t>(n), config_, choice)) {

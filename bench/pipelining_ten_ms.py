@@ -1,0 +1,58 @@
+"""Issue 21's two 10 ms-task figures under each pipelining setting, alternating in one run (no Dask needed).
+
+bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
+ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
+pool once, then Sparrow with the default (gated), `--pipeline-always`, and `--pipeline-always --give-back`
+(set through the node monitors' SPARROW_* variables), so the machine's noise hits all alike. Prints one line per
+run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
+floor's (target <= 1.1x; the pool's own over the same floor beside it).
+
+    python bench/pipelining_ten_ms.py --rounds 3 --load-seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+try:
+    from bench import bench_peers as peers
+except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench/ is on sys.path
+    import bench_peers as peers
+
+SETTINGS = {
+    "default": {},
+    "always": {"SPARROW_PIPELINE_ALWAYS": "true"},
+    "always+give-back": {"SPARROW_PIPELINE_ALWAYS": "true", "SPARROW_GIVE_BACK": "true"},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each: the pool, then every setting")
+    parser.add_argument("--load-seconds", type=float, default=10.0, help="seconds of arrivals in the load case")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the arrivals (every run: the same)")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.load_seconds <= 0:
+        parser.error("--rounds must be >= 1 and --load-seconds > 0")
+    arrivals = peers.load_arrivals(args.load_seconds, args.seed)
+    for r in range(args.rounds):
+        pool = peers.pool_load(arrivals)
+        for name, env in SETTINGS.items():
+            for key in ("SPARROW_PIPELINE_ALWAYS", "SPARROW_GIVE_BACK"):
+                os.environ.pop(key, None)
+            os.environ.update(env)
+            load = os.getloadavg()[0]
+            ours, floor = peers.sparrow_load("process", arrivals, None)
+            p50, floor50, pool50 = ours.beyond_task_ms(50), floor.beyond_task_ms(50), pool.beyond_task_ms(50)
+            print(
+                f"round {r} {name:17s} {time.strftime('%H:%M:%S')} load {load:5.2f}: saturated {ours.rate:6.1f}/s, "
+                f"pool {pool.rate:6.1f}/s = {ours.rate / pool.rate:.2f}x; 80% p50 {p50:8.2f} ms, "
+                f"floor {floor50:6.2f} = {p50 / floor50:.2f}x (pool {pool50 / floor50:.2f}x)",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""bench/pipelining_ten_ms.py: its settings reach the node monitors (each variable it sets is a node-monitor
+setting that turns the rule on), and bad arguments are refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from bench import pipelining_ten_ms
+from sparrow_runtime.cli.options import NODE_MONITOR_SETTINGS
+
+
+def test_each_setting_it_measures_is_a_node_monitor_variable_turned_on() -> None:
+    """Every SPARROW_* variable of its settings names a boolean node-monitor setting (a renamed setting would make
+    the benchmark measure the default twice, silently), and the settings differ."""
+    known = {setting.env for setting in NODE_MONITOR_SETTINGS}
+    variables = list(pipelining_ten_ms.SETTINGS.values())
+    assert all(name in known and value == "true" for env in variables for name, value in env.items())
+    assert len({tuple(sorted(env.items())) for env in variables}) == len(variables)
+
+
+def test_zero_rounds_are_refused() -> None:
+    """--rounds 0 is a usage error naming the option."""
+    run = subprocess.run(
+        [sys.executable, "bench/pipelining_ten_ms.py", "--rounds", "0"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 2 and "--rounds" in run.stderr

@@ -6,13 +6,18 @@ the attacker holds a certificate of the cluster CA and sends its frames inside i
 where it sends raw bytes to a TLS port, before any TLS handshake).
 
 The attacks are drawn by hypothesis with a fixed budget (derandomized: the same examples every run,
-so CI is reproducible; raise the budget locally with HOSTILE_EXAMPLES=1000)."""
+so CI is reproducible; raise the budget locally with HOSTILE_EXAMPLES=1000). Frames sent inside an
+authenticated TLS session reach the same framing and decoder as in the insecure mode, which draws the whole
+budget; each of their examples costs TLS handshakes besides, so the TLS mode draws a quarter of it
+(HOSTILE_TLS_EXAMPLES). Raw bytes sent to a TLS port before any TLS handshake reach the TLS handshake, which
+only that mode has: that test draws the whole budget in both."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -24,6 +29,7 @@ from sparrow_runtime.wire.messages import Error, Registered, RegisterNodeMonitor
 from .peers import MODES, LiveCluster, RawPeer
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "100"))
+TLS_EXAMPLES = int(os.environ.get("HOSTILE_TLS_EXAMPLES", str(max(1, EXAMPLES // 4))))
 ATTACK = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 # Fields of any shape a msgpack array may hold: extremes of every kind.
@@ -108,6 +114,13 @@ def cluster(request):
     assert errors.records == []
 
 
+def _attack(cluster: LiveCluster, body: Callable[..., None], **strategies: st.SearchStrategy) -> None:
+    """Runs `body` on hypothesis's draws of `strategies`: ATTACK's budget in the insecure mode, TLS_EXAMPLES
+    under TLS (the same frames, each example dearer: see the header)."""
+    budget = EXAMPLES if cluster.mode == "insecure" else TLS_EXAMPLES
+    settings(ATTACK, max_examples=budget)(given(**strategies)(body))()
+
+
 def _closes(peer: RawPeer) -> list:
     """What the service answers before it closes the attacker's connection (it must close it)."""
     try:
@@ -116,16 +129,19 @@ def _closes(peer: RawPeer) -> list:
         pytest.fail("the service kept a hostile connection open")
 
 
-@ATTACK
-@given(data=raw_bytes)
-def test_bytes_before_the_handshake(cluster, data):
-    for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
-        with cluster.peer(address, role) as peer:
-            peer.receive_one()  # the Challenge
-            peer.send_raw(data)
-            peer.shutdown_write()  # (the handshake deadline is tested in tests/runtime)
-            _closes(peer)
-    assert cluster.scheduler_answers()
+def test_bytes_before_the_handshake(cluster):
+    """Any bytes in place of the Authenticate (inside the TLS session under TLS): each service closes the link."""
+
+    def attack(data):
+        for address, role in ((cluster.scheduler, "client"), *((a, "scheduler") for a in cluster.node_monitors)):
+            with cluster.peer(address, role) as peer:
+                peer.receive_one()  # the Challenge
+                peer.send_raw(data)
+                peer.shutdown_write()  # (the handshake deadline is tested in tests/runtime)
+                _closes(peer)
+        assert cluster.scheduler_answers()
+
+    _attack(cluster, attack, data=raw_bytes)
 
 
 @ATTACK
@@ -164,69 +180,87 @@ def test_the_issues_frame_a_role_of_17_million_nul_characters(cluster):
     assert all(cluster.node_monitor_answers(a) for a in cluster.node_monitors)
 
 
-@ATTACK
-@given(msgs=st.lists(arrays, min_size=1, max_size=6))
-def test_random_messages_from_an_authenticated_client(cluster, msgs):
-    with cluster.peer(cluster.scheduler) as peer:
-        peer.handshake("client")
-        peer.send_arrays(msgs)
-        peer.shutdown_write()  # whatever the scheduler makes of them, we are done
-        _closes(peer)
-    assert cluster.scheduler_answers()
+def test_random_messages_from_an_authenticated_client(cluster):
+    """Any messages from an authenticated client: the scheduler closes the link and goes on serving."""
 
-
-@ATTACK
-@given(
-    slots=st.integers(-3, 10_000),
-    labels=st.lists(st.text(max_size=250), max_size=70),
-    msgs=st.lists(arrays, max_size=6),
-)
-def test_random_messages_from_an_authenticated_node_monitor(cluster, slots, labels, msgs):
-    with cluster.peer(cluster.scheduler, "node-monitor") as peer:
-        peer.handshake("node-monitor", "hostile-nm")
-        peer.send_arrays([[20, "hostile-nm", slots, labels, "instance"], *msgs])
-        peer.shutdown_write()
-        _closes(peer)
-    assert cluster.scheduler_answers()
-
-
-@ATTACK
-@given(msgs=st.lists(arrays, min_size=1, max_size=6))
-def test_random_messages_from_an_authenticated_scheduler_to_a_node_monitor(cluster, msgs):
-    for address in cluster.node_monitors:
-        with cluster.peer(address, "scheduler") as peer:
-            peer.handshake("scheduler", "hostile-scheduler")
-            assert isinstance(peer.receive_one(), RegisterNodeMonitor)
-            peer.send(Registered("hostile-scheduler"))
+    def attack(msgs):
+        with cluster.peer(cluster.scheduler) as peer:
+            peer.handshake("client")
             peer.send_arrays(msgs)
+            peer.shutdown_write()  # whatever the scheduler makes of them, we are done
+            _closes(peer)
+        assert cluster.scheduler_answers()
+
+    _attack(cluster, attack, msgs=st.lists(arrays, min_size=1, max_size=6))
+
+
+def test_random_messages_from_an_authenticated_node_monitor(cluster):
+    """A registration of any slots and labels, then any messages, from an authenticated node monitor: the
+    scheduler closes the link and goes on serving."""
+
+    def attack(slots, labels, msgs):
+        with cluster.peer(cluster.scheduler, "node-monitor") as peer:
+            peer.handshake("node-monitor", "hostile-nm")
+            peer.send_arrays([[20, "hostile-nm", slots, labels, "instance"], *msgs])
             peer.shutdown_write()
             _closes(peer)
-        assert cluster.node_monitor_answers(address)
+        assert cluster.scheduler_answers()
+
+    _attack(
+        cluster,
+        attack,
+        slots=st.integers(-3, 10_000),
+        labels=st.lists(st.text(max_size=250), max_size=70),
+        msgs=st.lists(arrays, max_size=6),
+    )
 
 
-@ATTACK
-@given(msgs=st.lists(arrays, min_size=1, max_size=6))
-def test_random_messages_on_a_steal_link_to_a_node_monitor(cluster, msgs):
+def test_random_messages_from_an_authenticated_scheduler_to_a_node_monitor(cluster):
+    """Any messages from an authenticated scheduler, once registered with: each node monitor closes the link
+    and goes on serving."""
+
+    def attack(msgs):
+        for address in cluster.node_monitors:
+            with cluster.peer(address, "scheduler") as peer:
+                peer.handshake("scheduler", "hostile-scheduler")
+                assert isinstance(peer.receive_one(), RegisterNodeMonitor)
+                peer.send(Registered("hostile-scheduler"))
+                peer.send_arrays(msgs)
+                peer.shutdown_write()
+                _closes(peer)
+            assert cluster.node_monitor_answers(address)
+
+    _attack(cluster, attack, msgs=st.lists(arrays, min_size=1, max_size=6))
+
+
+def test_random_messages_on_a_steal_link_to_a_node_monitor(cluster):
     """An authenticated node monitor sends anything on a steal link (the cluster's node monitors steal): each
     victim answers or closes that link, takes back what it lent on it, and goes on serving."""
-    for address in cluster.node_monitors:
-        with cluster.peer(address, "node-monitor") as peer:
-            peer.handshake("node-monitor", "hostile-thief")
-            peer.send_arrays(msgs)
+
+    def attack(msgs):
+        for address in cluster.node_monitors:
+            with cluster.peer(address, "node-monitor") as peer:
+                peer.handshake("node-monitor", "hostile-thief")
+                peer.send_arrays(msgs)
+                peer.shutdown_write()
+                _closes(peer)
+            assert cluster.node_monitor_answers(address)
+
+    _attack(cluster, attack, msgs=st.lists(arrays, min_size=1, max_size=6))
+
+
+def test_raw_bytes_after_the_handshake(cluster):
+    """Any bytes after an authenticated client's handshake: the scheduler closes the link and goes on serving."""
+
+    def attack(junk):
+        with cluster.peer(cluster.scheduler) as peer:
+            peer.handshake("client")
+            peer.send_raw(junk)
             peer.shutdown_write()
             _closes(peer)
-        assert cluster.node_monitor_answers(address)
+        assert cluster.scheduler_answers()
 
-
-@ATTACK
-@given(junk=raw_bytes)
-def test_raw_bytes_after_the_handshake(cluster, junk):
-    with cluster.peer(cluster.scheduler) as peer:
-        peer.handshake("client")
-        peer.send_raw(junk)
-        peer.shutdown_write()
-        _closes(peer)
-    assert cluster.scheduler_answers()
+    _attack(cluster, attack, junk=raw_bytes)
 
 
 def test_connections_stuck_in_the_handshake_are_bounded(cluster):

@@ -3,6 +3,7 @@ arguments (task_inputs.py), and futures / job[i] refs as inputs on a real local 
 
 import concurrent.futures
 import pickle
+import threading
 import time
 from collections import namedtuple
 from functools import partial
@@ -205,11 +206,13 @@ def test_futures_nested_in_arguments_are_replaced_by_their_values(executor):
 
 
 def test_submits_made_while_the_client_is_busy_go_out_as_one_job(executor):
-    """Issue 21 item 3: the submits that reach the trio thread together (here: while it sleeps) are
+    """Issue 21 item 3: the submits that reach the trio thread together (here: while it is held busy) are
     one job, batch-sampled together, each future with its own value."""
     assert executor.submit(_add, 0).result(timeout=30) == 0
-    executor._token.run_sync_soon(time.sleep, 0.3)  # the trio thread is busy for a moment
+    released = threading.Event()
+    executor._token.run_sync_soon(released.wait, 30)  # the trio thread is busy until all 100 are submitted
     futures = [executor.submit(_add, i, 1) for i in range(100)]
+    released.set()
     assert [f.result(timeout=30) for f in futures] == [i + 1 for i in range(100)]
     assert executor.jobs == [1, 100]
 

@@ -95,6 +95,16 @@ class Credentials:
             self._folder.cleanup()
 
 
+def serving(mode: str, *, values: int = 0):
+    """The body of a module fixture: a started LiveCluster; after the module, the steady client's record must show
+    no problem, at least 5 jobs and at least `values` values (it really ran throughout)."""
+    live = LiveCluster(mode).start()
+    yield live
+    record = live.stop()
+    assert record.problems == []
+    assert record.jobs >= 5 and record.values >= values
+
+
 class LiveCluster:
     """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
     steady client's record."""

@@ -22,18 +22,14 @@ from sparrow_runtime.wire.messages import (
     StatusRequest,
 )
 
-from .peers import MODES, LiveCluster, RawPeer
+from .peers import MODES, LiveCluster, RawPeer, serving
 
 BIG = 100 * 1024  # bytes of each big task's payload: over the liar's limit, far under the honest ones'
 
 
 @pytest.fixture(scope="module", params=MODES)
 def cluster(request):
-    live = LiveCluster(request.param).start()
-    yield live
-    record = live.stop()
-    assert record.problems == []
-    assert record.jobs >= 5
+    yield from serving(request.param)
 
 
 def test_a_node_monitor_telling_a_tiny_max_frame_is_refused_at_the_handshake(cluster):

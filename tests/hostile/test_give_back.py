@@ -19,16 +19,12 @@ from sparrow_runtime.wire.messages import (
     StatusRequest,
 )
 
-from .peers import MODES, LiveCluster
+from .peers import MODES, LiveCluster, serving
 
 
 @pytest.fixture(scope="module", params=MODES)
 def cluster(request):
-    live = LiveCluster(request.param).start()
-    yield live
-    record = live.stop()
-    assert record.problems == []
-    assert record.jobs >= 5 and record.values >= 80  # the steady client really ran throughout
+    yield from serving(request.param, values=80)
 
 
 def _registered(cluster, peer, name: str = "hostile-gb") -> None:

@@ -14,6 +14,8 @@ from sparrow_runtime.services.worker_pool import ProcessExecutor
 from sparrow_runtime.wire.messages import OutcomeToScheduler, TaskToNode
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
+from .test_worker_hand_ahead import _spy_writes
+
 
 class _Scheduler:
     """A scheduler's connection as the node monitor sees it: each write kept as the list of its messages."""
@@ -47,14 +49,10 @@ def test_a_job_bound_whole_costs_one_write_to_the_worker_and_one_back_to_the_sch
             await executor.start(nursery)
             service = NodeMonitorService(logic, executor, nursery, secret=b"s", node_id="nm")
             nursery.start_soon(service.outgoing.run)
-            (worker,) = executor._workers
-            to_worker: list[int] = []
-            send_many = worker.conn.send_many
-            worker.conn.send = lambda msg: (to_worker.append(1), send_many([msg]))[1]  # type: ignore[method-assign]
-            worker.conn.send_many = lambda msgs: (to_worker.append(len(msgs)), send_many(msgs))[1]  # type: ignore[method-assign]
+            to_worker = _spy_writes(executor)
             tasks = [TaskToNode(1, i, pack_task(abs, (-i,)), bound=True, user="u") for i in range(5)]
             service._route(logic.on_scheduler_messages(scheduler, tasks))  # as a scheduler's read is handled
-            assert to_worker == [5]
+            assert [len(w) for w in to_worker] == [5]
             time.sleep(0.5)  # the loop blocked: the worker answers all 5 meanwhile, read at once below
             with trio.fail_after(20):
                 while sum(len(w) for w in scheduler.writes) < 5:

@@ -137,9 +137,10 @@ _ECHO = Heartbeat()
 DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 # bind_idle: a job of at most TINY_JOB_TASKS tasks per free slot that one idle node monitor would run in at most
-# TINY_JOB_WORK seconds (by its recent spans' time per task) goes there whole, not split (_bound_share)
+# TINY_JOB_WORK seconds (by the time per task of its last TINY_SPANS busy spans) goes there whole (_bound_share)
 TINY_JOB_WORK = 0.0005
 TINY_JOB_TASKS = 16
+TINY_SPANS = 2
 
 
 class _Node:
@@ -152,6 +153,7 @@ class _Node:
         "instance",
         "jobs",
         "labels",
+        "lately",
         "node_id",
         "others",
         "peer",
@@ -160,7 +162,6 @@ class _Node:
         "running",
         "short",
         "slots",
-        "slowest",
         "span_first",
         "span_since",
         "span_tasks",
@@ -188,7 +189,7 @@ class _Node:
         self.span_tasks = 0
         self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
         self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
-        self.slowest = math.inf  # the most time per task of the recent spans (none yet: unknown)
+        self.lately = math.inf  # the most time per task of its last TINY_SPANS spans (none yet: unknown)
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -873,8 +874,8 @@ class SchedulerLogic:
             return
         recent = node.recent_spans
         recent.append(per_task)
-        node.slowest = max(recent)
-        node.short = node.slowest < SHORT_TASK
+        node.short = max(recent) < SHORT_TASK
+        node.lately = max(recent[-i] for i in range(1, min(len(recent), TINY_SPANS) + 1))
 
     def _bound_share(self, node: _Node, count: int, unlaunched: int) -> int:
         """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle),
@@ -883,16 +884,18 @@ class SchedulerLogic:
         pipelining gate, seen from here), also half of the rest, as a pipelined node monitor there would ask ahead
         at once (its half rule), BIND_AHEAD per slot at most. So a small job of short tasks on an idle cluster
         starts with no GetTask round trip at all. A tiny job goes whole to the first such node that holds a
-        reservation for each of its tasks: at most TINY_JOB_TASKS per free slot, which by the node's slowest
-        recent span per task would take at most TINY_JOB_WORK in all (no-op tasks: docs/runtime.md, "A tiny
-        job on one node monitor"). Split, each node monitor and its worker would wake for a few microseconds
-        of work; on a machine of few cores the processes woken cost more than the tasks."""
+        reservation for each of its tasks: at most TINY_JOB_TASKS per free slot, which by the node's time per task
+        in its last TINY_SPANS spans (`_Node.lately`) would take at most TINY_JOB_WORK in all (no-op tasks:
+        docs/runtime.md, "A tiny job on one node monitor"). Split, each node monitor and its worker would wake for
+        a few microseconds of work; on a machine of few cores the processes woken cost more than the tasks. The
+        last spans, not all 8 of `short`: a map's spans show its node's throughput under the whole map's load
+        (400 us per no-op task on 2 cores), which would keep every job split for 8 jobs after it."""
         free = self._free_slots(node)
         if not free or count <= free:
             return min(count, free)
         if not node.short:
             return free
-        if unlaunched <= min(count, free * TINY_JOB_TASKS) and unlaunched * node.slowest <= TINY_JOB_WORK:
+        if unlaunched <= min(count, free * TINY_JOB_TASKS) and unlaunched * node.lately <= TINY_JOB_WORK:
             return unlaunched
         return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 

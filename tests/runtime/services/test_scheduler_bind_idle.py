@@ -250,6 +250,25 @@ def test_a_job_of_tasks_a_little_longer_is_split_as_before() -> None:
     assert Counter(peer for peer, _ in bound) == {"nm0": 5, "nm1": 5}
 
 
+def test_after_a_slow_span_a_tiny_job_is_split_until_two_tiny_spans() -> None:
+    """A span of 1 ms per task (a map's throughput under load, or longer tasks) at both node monitors: the next
+    no-op job is split 5 + 5 (the half rule: that node would take 10 ms for 10 such tasks); once each node
+    monitor's last 2 spans (TINY_SPANS) took 20 us per task, it goes whole again, though the slow span is still
+    among the 8 that `short` looks at."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _learn(logic, clock, 0.00002)
+    _run_job_out(logic, clock, _submit(logic, 17, ref=3), 3, 0.001)  # 9 + 8: over 16, split (test below)
+    out = _submit(logic, 10, ref=4)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 5, "nm1": 5}
+    _run_job_out(logic, clock, out, 4, 0.00002)  # one tiny span each: the slow one is still among the last 2
+    out = _submit(logic, 10, ref=5)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 5, "nm1": 5}
+    _run_job_out(logic, clock, out, 5, 0.00002)
+    assert all(node.short for node in logic.nodes.values())
+    assert len({peer for peer, _ in _of(_submit(logic, 10, ref=6), TaskToNode)}) == 1
+
+
 def test_a_job_of_more_than_16_tasks_per_slot_is_not_bound_whole_to_one_node_monitor() -> None:
     """17 no-op tasks on 2 idle 1-slot node monitors: over TINY_JOB_TASKS for one, so the first takes its half
     (1 + 8) and the second, which can take the 8 left whole, takes them: 9 + 8, still no GetTask."""

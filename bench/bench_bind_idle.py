@@ -8,8 +8,11 @@ the three alternating figure by figure so that a shared machine's load hits them
 - with `--load-seconds S`: the 80%-load case of bench/open_loop.py (10-task jobs of 10 ms, Poisson arrivals,
   the same for both clusters), p50 of (job response - 10 ms) over the zero-overhead floor's.
 
-Script: `python bench/bench_bind_idle.py [--rounds N] [--jobs N] [--pipeline-depth N] [--load-seconds S]`;
-prints per figure the median and range over the rounds and the on/off ratio of each round.
+Script: `python bench/bench_bind_idle.py [--rounds N] [--jobs N] [--pipeline-depth N] [--load-seconds S]
+[--task-us US]`; prints per figure the median and range over the rounds and the on/off ratio of each round.
+`--task-us US`: the k-task jobs' tasks keep a CPU busy US microseconds each, for the rules that depend on how
+short the tasks are (run it under another build's python to compare its rule: the script imports the installed
+package).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 
 try:
     from bench import open_loop
@@ -36,21 +40,30 @@ SLOTS = 2
 JOB_SIZES = (1, 10)
 
 
-def p50_ms(ex, size: int, jobs: int) -> tuple[float, float]:
-    """The median latency, ms, of `jobs` jobs of `size` no-op tasks run one at a time on `ex`, and the CPU time
-    per job, ms, of this process and its descendants (both clusters and the pool: the idle ones add their
-    heartbeats alike to every side)."""
+def spin(us: float, i: int) -> int:
+    """A task that keeps its CPU busy for `us` microseconds (a sleep would leave the CPU to the others)."""
+    end = time.perf_counter() + us / 1e6
+    while time.perf_counter() < end:
+        pass
+    return i
+
+
+def p50_ms(ex, size: int, jobs: int, task_us: float = 0.0) -> tuple[float, float]:
+    """The median latency, ms, of `jobs` jobs of `size` tasks (no-op, or spinning `task_us` us each) run one at a
+    time on `ex`, and the CPU time per job, ms, of this process and its descendants (both clusters and the pool:
+    the idle ones add their heartbeats alike to every side)."""
     latencies = []
+    task = partial(spin, task_us) if task_us else int
     cpu = tree_cpu_seconds()
     for _ in range(jobs):
         start = time.perf_counter()
-        list(ex.map(int, range(size)))
+        list(ex.map(task, range(size)))
         latencies.append(time.perf_counter() - start)
     return 1e3 * statistics.median(latencies), 1e3 * (tree_cpu_seconds() - cpu) / jobs
 
 
-def run(rounds: int, jobs: int, depth: int, load_seconds: float) -> dict[str, list[float]]:
-    """Per figure and side ("off", "on", "pool"), its value in each round."""
+def run(rounds: int, jobs: int, depth: int, load_seconds: float, task_us: float = 0.0) -> dict[str, list[float]]:
+    """Per figure and side ("off", "on", "pool"), its value in each round; `task_us`: the tasks spin so long."""
     options: dict = {"pipeline": True, "pipeline_depth": depth} if depth else {}
     figures: dict[str, list[float]] = {}
     spec = open_loop.LoadSpec(seconds=load_seconds) if load_seconds else None
@@ -72,7 +85,7 @@ def run(rounds: int, jobs: int, depth: int, load_seconds: float) -> dict[str, li
         for _ in range(rounds):
             for size in JOB_SIZES:
                 for side, ex in executors.items():
-                    p50, cpu = p50_ms(ex, size, jobs)
+                    p50, cpu = p50_ms(ex, size, jobs, task_us)
                     figures.setdefault(f"{size}-task p50 ms/{side}", []).append(p50)
                     figures.setdefault(f"{size}-task CPU ms/job/{side}", []).append(cpu)
             if spec is not None:
@@ -102,13 +115,20 @@ def main() -> None:
     parser.add_argument(
         "--load-seconds", type=float, default=0.0, metavar="S", help="also the 80%%-load case, S s of arrivals"
     )
+    parser.add_argument(
+        "--task-us",
+        type=float,
+        default=0.0,
+        metavar="US",
+        help="the k-task jobs' tasks keep a CPU busy US microseconds each (0: no-op, `int`)",
+    )
     args = parser.parse_args()
-    if min(args.rounds, args.jobs) < 1 or args.pipeline_depth < 0 or args.load_seconds < 0:
-        parser.error("--rounds and --jobs must be >= 1, --pipeline-depth and --load-seconds >= 0")
+    if min(args.rounds, args.jobs) < 1 or min(args.pipeline_depth, args.load_seconds, args.task_us) < 0:
+        parser.error("--rounds and --jobs must be >= 1, --pipeline-depth, --load-seconds and --task-us >= 0")
     if LocalCluster is None:
         parser.exit(2, "bench_bind_idle.py needs sparrow_runtime: pip install -e .\n")
     load_before = os.getloadavg()[0]
-    figures = run(args.rounds, args.jobs, args.pipeline_depth, args.load_seconds)
+    figures = run(args.rounds, args.jobs, args.pipeline_depth, args.load_seconds, args.task_us)
     for name in dict.fromkeys(key.rpartition("/")[0] for key in figures):
         sides = {side: figures[f"{name}/{side}"] for side in ("off", "on", "pool") if f"{name}/{side}" in figures}
         fmt = "{:.2f}x" if "floor" in name else "{:.2f}"
@@ -116,8 +136,9 @@ def main() -> None:
         ratio = [b / a for a, b in zip(sides["off"], sides["on"], strict=True)]
         print(f"{name:<22} {row}  on/off {_span(ratio, '{:.2f}x')}")
     depth = f"pipelined {args.pipeline_depth} deep" if args.pipeline_depth else "the build's pipelining"
+    tasks = f"tasks of {args.task_us:g} us" if args.task_us else "no-op tasks"
     print(
-        f"{args.rounds} rounds of {args.jobs} jobs per size and side; {depth}; "
+        f"{args.rounds} rounds of {args.jobs} jobs per size and side, {tasks}; {depth}; "
         f"load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
     )
 

@@ -57,6 +57,7 @@ from ..wire.messages import (
     failed,
 )
 from ..wire.tls import TLS
+from .burst import Burst
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import (
     DEFAULT_GIVE_BACK,
@@ -111,6 +112,12 @@ class NodeMonitorService:
         self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline else 0, self._may_wait)
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
+        # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
+        # messages here (`_flush`), the workers' in a ProcessExecutor, which holds the same burst around its reads
+        self._burst: Burst = getattr(executor, "burst", None) or Burst()
+        self._sends: list = []
+        self._sends_big = False
+        self._burst.on_release(self._flush)
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
@@ -286,9 +293,20 @@ class NodeMonitorService:
         GetTask of the slot it frees (backpressure, connection.py). Small ones go at once (they never
         fill a link, and holding them costs a pass of the sender task per outcome: measured), except
         while a task bound ahead is next (pipelining): then outcomes and GetTasks wait up to
-        HOLD_DELAY for the next ones (`_may_wait`)."""
-        sends = []
-        big = False  # a big outcome among them: they wait while the link is full (small ones never fill it)
+        HOLD_DELAY for the next ones (`_may_wait`). All of it leaves once the burst it is part of is handled:
+        a read's outcomes from a worker, or a scheduler's messages, go on in one write per peer (`_flush`)."""
+        with self._burst:
+            self._route_held(out)
+
+    def _flush(self) -> None:
+        """The end of a burst: send what it routed to the schedulers (a big outcome among it: see `_route`)."""
+        if self._sends:
+            sends, self._sends = self._sends, []
+            big, self._sends_big = self._sends_big, False
+            self.outgoing.send(sends, later=big)
+
+    def _route_held(self, out: list) -> None:
+        sends = self._sends
         for peer, msg in out:
             kind = type(msg)
             if kind is TaskToNode:
@@ -307,8 +325,7 @@ class NodeMonitorService:
             else:
                 sends.append((peer, msg))
                 if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
-                    big = True
-        self.outgoing.send(sends, later=big)
+                    self._sends_big = True
         logic = self.logic
         if self._hands_ahead and len(logic.bound) > len(self._ahead):
             self._hand_ahead()

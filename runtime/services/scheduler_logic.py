@@ -136,6 +136,11 @@ RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
 DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
+# bind_idle: a job of at most TINY_JOB_TASKS tasks per free slot that one idle node monitor would run in at most
+# TINY_JOB_WORK seconds (by the time per task of its last TINY_SPANS busy spans) goes there whole (_bound_share)
+TINY_JOB_WORK = 0.0005
+TINY_JOB_TASKS = 16
+TINY_SPANS = 2
 
 
 class _Node:
@@ -148,6 +153,7 @@ class _Node:
         "instance",
         "jobs",
         "labels",
+        "lately",
         "node_id",
         "others",
         "peer",
@@ -183,6 +189,7 @@ class _Node:
         self.span_tasks = 0
         self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
         self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
+        self.lately = math.inf  # the most time per task of its last TINY_SPANS spans (none yet: unknown)
         self.heard = now  # when its last message batch arrived
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
@@ -777,7 +784,7 @@ class SchedulerLogic:
         by_worker = self._by_worker
         placed = [(by_worker[worker], count) for worker, count in _per_worker(workers)]
         if self.bind_idle:
-            placed = self._bind_to_idle(job, placed, out)
+            placed = self._bind_to_idle(job, placed, len(job.payloads) if tasks is None else len(tasks), out)
             if job_id not in self.table:  # every task went with a reservation (or failed): none is left to ask
                 return
         for node, count in placed:
@@ -790,17 +797,19 @@ class SchedulerLogic:
         if self.bind_idle:  # a reservation consumed where the kernel had no task for it leaves none to ask
             self._reprobe_if_starved(job, out)
 
-    def _bind_to_idle(self, job: _Job, placed: list[tuple[_Node, int]], out: list) -> list[tuple[_Node, int]]:
-        """Bind tasks of `job` at once to the probed node monitors believed idle (`_free_slots`), up to
-        their reservations and free slots: each such reservation is consumed here (TaskTable.get_task),
-        and its task goes unasked (TaskToNode.bound) instead. Returns each probed node with the
-        reservations left to send it; once every task is launched, none (the job leaves the table)."""
+    def _bind_to_idle(
+        self, job: _Job, placed: list[tuple[_Node, int]], unlaunched: int, out: list
+    ) -> list[tuple[_Node, int]]:
+        """Bind tasks of `job` (`unlaunched` of them to place) at once to the probed node monitors believed idle
+        (`_free_slots`), up to their reservations and free slots: each such reservation is consumed here
+        (TaskTable.get_task), and its task goes unasked (TaskToNode.bound) instead. Returns each probed node with
+        the reservations left to send it; once every task is launched, none (the job leaves the table)."""
         job_id = job.job_id
         left = []
         consumed = False
         for node, count in placed:
             worker = node.worker
-            free = self._bound_share(node, count) if job_id in self.table else 0
+            free = self._bound_share(node, count, unlaunched) if job_id in self.table else 0
             sent = 0
             while sent < free:
                 task = self.table.get_task(job_id, worker)
@@ -808,6 +817,7 @@ class SchedulerLogic:
                 consumed = True
                 if task is None:
                     break
+                unlaunched -= 1
                 if job.done[task]:  # cancelled before it launched: never launched
                     continue
                 if self.placements is not None:  # as a GetTask's answer would be (placement_log.py)
@@ -865,18 +875,28 @@ class SchedulerLogic:
         recent = node.recent_spans
         recent.append(per_task)
         node.short = max(recent) < SHORT_TASK
+        node.lately = max(recent[-i] for i in range(1, min(len(recent), TINY_SPANS) + 1))
 
-    def _bound_share(self, node: _Node, count: int) -> int:
-        """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle):
-        none unless it is believed idle; its free slots; and while each of its recent busy spans took under
-        SHORT_TASK per task (`_Node.short`: the node monitor's own pipelining gate, seen from here), also half of
-        the rest, as a pipelined node monitor there would ask ahead at once (its half rule), BIND_AHEAD per slot
-        at most. So a small job of short tasks on an idle cluster starts with no GetTask round trip at all."""
+    def _bound_share(self, node: _Node, count: int, unlaunched: int) -> int:
+        """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle),
+        `unlaunched` of its tasks being left to place: none unless it is believed idle; its free slots; and while
+        each of its recent busy spans took under SHORT_TASK per task (`_Node.short`: the node monitor's own
+        pipelining gate, seen from here), also half of the rest, as a pipelined node monitor there would ask ahead
+        at once (its half rule), BIND_AHEAD per slot at most. So a small job of short tasks on an idle cluster
+        starts with no GetTask round trip at all. A tiny job goes whole to the first such node that holds a
+        reservation for each of its tasks: at most TINY_JOB_TASKS per free slot, which by the node's time per task
+        in its last TINY_SPANS spans (`_Node.lately`) would take at most TINY_JOB_WORK in all (no-op tasks:
+        docs/runtime.md, "A tiny job on one node monitor"). Split, each node monitor and its worker would wake for
+        a few microseconds of work; on a machine of few cores the processes woken cost more than the tasks. The
+        last spans, not all 8 of `short`: a map's spans show its node's throughput under the whole map's load
+        (400 us per no-op task on 2 cores), which would keep every job split for 8 jobs after it."""
         free = self._free_slots(node)
         if not free or count <= free:
             return min(count, free)
         if not node.short:
             return free
+        if unlaunched <= min(count, free * TINY_JOB_TASKS) and unlaunched * node.lately <= TINY_JOB_WORK:
+            return unlaunched
         return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 
     def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:

@@ -50,6 +50,7 @@ from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady, failed
 from ..wire.task_codec import run_task
+from .burst import Burst
 from .processes import child_env, describe_exit
 
 logger = logging.getLogger(__name__)
@@ -254,11 +255,38 @@ class _Worker:
         self.overran = 0  # answers that came after its task was stopped: so many queued ones started
         self.ready = False  # it said WorkerReady (imported): it takes tasks from then on
 
-    def send_task(self, msg: TaskToWorker) -> int:
-        """Send `msg`; its number at the worker."""
-        self.conn.send(msg)
+    def send_task(self, msg: TaskToWorker, out: _ToWorkers) -> int:
+        """Send `msg` (through `out`); its number at the worker."""
+        out.send(self, msg)
         self.sent += 1
         return self.sent - 1
+
+
+class _ToWorkers:
+    """The messages for the workers while a Burst is held: one write per worker when it ends."""
+
+    __slots__ = ("_held", "burst")
+
+    def __init__(self, burst: Burst) -> None:
+        self.burst = burst
+        self._held: dict[_Worker, list] = {}
+        burst.on_release(self.flush)
+
+    def send(self, worker: _Worker, msg) -> None:
+        if not self.burst.held:
+            worker.conn.send(msg)
+            return
+        msgs = self._held.get(worker)
+        if msgs is None:
+            self._held[worker] = [msg]
+        else:
+            msgs.append(msg)
+
+    def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, {}
+            for worker, msgs in held.items():
+                worker.conn.send_many(msgs)
 
 
 class ProcessExecutor(_Pool):
@@ -288,6 +316,10 @@ class ProcessExecutor(_Pool):
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._all_ready = trio.Event()  # every slot's first worker said WorkerReady (start returns then)
+        # held by the node monitor while it routes what it got, and by each worker's reader while it delivers a
+        # read's outcomes: what is sent to the workers meanwhile leaves in one write per worker (burst.py)
+        self.burst = Burst()
+        self._out = _ToWorkers(self.burst)
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Start the worker processes (concurrently), keep `nursery` for their readers and restarts, and return
@@ -312,7 +344,7 @@ class ProcessExecutor(_Pool):
         """Send the task; its inputs over `share_over` bytes cross as memory files on the side socket (one
         task at a time per worker: the worker takes them in the order of the frames)."""
         if inputs is None or worker.side is None:
-            worker.send_task(TaskToWorker(payload, inputs))
+            worker.send_task(TaskToWorker(payload, inputs), self._out)
             return
         files, indices, framed = [], [], []
         for i, value in enumerate(inputs):
@@ -333,7 +365,7 @@ class ProcessExecutor(_Pool):
                 worker.stopped = (SYSTEM, f"the task's inputs could not be handed to its worker: {exc}")
                 _kill_group(worker.process)
                 return
-        worker.send_task(TaskToWorker(payload, framed, tuple(indices)))
+        worker.send_task(TaskToWorker(payload, framed, tuple(indices)), self._out)
 
     def _shared_outcome(self, worker: _Worker) -> Outcome:
         """The outcome of a task whose worker sent its value as a memory file (OutcomeToNode.shared)."""
@@ -358,6 +390,10 @@ class ProcessExecutor(_Pool):
         """Deliver the worker's outcomes until its connection ends; then fail its task and replace it."""
 
         def on_messages(msgs: list) -> None:
+            with self.burst:
+                deliver(msgs)
+
+        def deliver(msgs: list) -> None:
             for msg in msgs:
                 if type(msg) is WorkerReady and not worker.ready:  # its first message: it takes tasks now
                     worker.ready = True
@@ -506,7 +542,7 @@ class ProcessExecutor(_Pool):
             return None
         ticket = Ticket(payload, None)
         ticket.tag, ticket.worker = tag, best
-        ticket.seq = best.send_task(TaskToWorker(payload))
+        ticket.seq = best.send_task(TaskToWorker(payload), self._out)
         best.queued.append(ticket)
         return ticket
 
@@ -529,7 +565,7 @@ class ProcessExecutor(_Pool):
                 worker.stopped = (CANCELLED, "withdrawn")
                 _kill_group(worker.process)
         elif ticket in worker.queued:
-            worker.conn.send(DropTask(ticket.seq))
+            self._out.send(worker, DropTask(ticket.seq))  # after the task, if that waits in the batch
 
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
         """Kill the worker running `ticket`'s task; its reader reports (failure, reason) and replaces it."""

@@ -215,6 +215,71 @@ def test_after_short_tasks_an_idle_cluster_gets_a_small_job_whole_with_no_get_ta
     assert [m.last for m in outcomes].count(True) == 1
 
 
+def _learn(logic: SchedulerLogic, clock: ManualClock, per_task: float) -> None:
+    """Two 2-task jobs whose tasks each take `per_task`: both node monitors' recent spans say so."""
+    for ref in (1, 2):
+        _run_job_out(logic, clock, _submit(logic, 2, ref=ref), ref, per_task)
+
+
+@pytest.mark.parametrize("per_task", [0.00002, 0.00004])
+def test_a_tiny_job_goes_whole_to_one_idle_node_monitor(per_task: float) -> None:
+    """Once the recent spans took 20 or 40 us per task, a 10-task job (at most 0.4 ms of work: TINY_JOB_WORK is 0.5)
+    on 2 idle node monitors goes whole to one of them: 10 bound there, no message at all to the other, no
+    reservation, no GetTask (one node monitor and one worker woken, not two each; split 5 + 5 before). Each task
+    ends with one outcome, the last marked so, and the next job goes whole too."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _learn(logic, clock, per_task)
+    for ref in (3, 4):
+        out = _submit(logic, 10, ref=ref)
+        bound = _of(out, TaskToNode)
+        assert len(bound) == 10 and all(m.bound for _, m in bound)
+        assert len({peer for peer, _ in out if peer != "c"}) == 1 and not _of(out, EnqueueReservations)
+        outcomes = _run_job_out(logic, clock, out, ref, per_task)
+        assert sorted(m.task for m in outcomes) == list(range(10)) and [m.last for m in outcomes].count(True) == 1
+        assert outcomes[-1].last and not logic.jobs
+
+
+def test_a_job_of_tasks_a_little_longer_is_split_as_before() -> None:
+    """60 us per task: 10 of them would take 0.6 ms on one node monitor, over TINY_JOB_WORK: 5 + 5, as for
+    longer tasks (the half rule)."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _learn(logic, clock, 0.00006)
+    bound = _of(_submit(logic, 10, ref=3), TaskToNode)
+    assert Counter(peer for peer, _ in bound) == {"nm0": 5, "nm1": 5}
+
+
+def test_after_a_slow_span_a_tiny_job_is_split_until_two_tiny_spans() -> None:
+    """A span of 1 ms per task (a map's throughput under load, or longer tasks) at both node monitors: the next
+    no-op job is split 5 + 5 (the half rule: that node would take 10 ms for 10 such tasks); once each node
+    monitor's last 2 spans (TINY_SPANS) took 20 us per task, it goes whole again, though the slow span is still
+    among the 8 that `short` looks at."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _learn(logic, clock, 0.00002)
+    _run_job_out(logic, clock, _submit(logic, 17, ref=3), 3, 0.001)  # 9 + 8: over 16, split (test below)
+    out = _submit(logic, 10, ref=4)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 5, "nm1": 5}
+    _run_job_out(logic, clock, out, 4, 0.00002)  # one tiny span each: the slow one is still among the last 2
+    out = _submit(logic, 10, ref=5)
+    assert Counter(peer for peer, _ in _of(out, TaskToNode)) == {"nm0": 5, "nm1": 5}
+    _run_job_out(logic, clock, out, 5, 0.00002)
+    assert all(node.short for node in logic.nodes.values())
+    assert len({peer for peer, _ in _of(_submit(logic, 10, ref=6), TaskToNode)}) == 1
+
+
+def test_a_job_of_more_than_16_tasks_per_slot_is_not_bound_whole_to_one_node_monitor() -> None:
+    """17 no-op tasks on 2 idle 1-slot node monitors: over TINY_JOB_TASKS for one, so the first takes its half
+    (1 + 8) and the second, which can take the 8 left whole, takes them: 9 + 8, still no GetTask."""
+    clock = ManualClock()
+    logic = _cluster(2, clock=clock)
+    _learn(logic, clock, 0.00002)
+    out = _submit(logic, 17, ref=3)
+    assert sorted(Counter(peer for peer, _ in _of(out, TaskToNode)).values()) == [8, 9]
+    assert not _of(out, EnqueueReservations)
+
+
 def test_a_busy_span_of_5_ms_per_task_binds_one_per_slot_until_8_shorter_spans() -> None:
     """A node monitor whose busy span took 6 ms per task gets one task bound per slot (the rest by late
     binding); the gate seen from the scheduler opens again only once each of its last 8 spans was short."""

@@ -91,6 +91,58 @@ def test_tasks_handed_ahead_run_in_order_on_the_same_worker_one_outcome_each(tmp
     trio.run(_with_executor, "process", body)
 
 
+def _spy_writes(executor: ProcessExecutor) -> list[list]:
+    """The bursts of messages the executor writes to its (one) worker, one list per write."""
+    (worker,) = executor._workers
+    writes: list[list] = []
+    send_many = worker.conn.send_many
+    worker.conn.send = lambda msg: (writes.append([msg]), send_many([msg]))[1]  # type: ignore[method-assign]
+    worker.conn.send_many = lambda msgs: (writes.append(list(msgs)), send_many(msgs))[1]  # type: ignore[method-assign]
+    return writes
+
+
+def test_a_launch_and_the_tasks_handed_ahead_behind_it_in_one_burst_reach_the_worker_in_one_write(
+    tmp_path: Path,
+) -> None:
+    """What a node monitor does with a job's tasks bound to it at once, under the executor's burst: the launch and
+    3 tasks handed ahead go in one write (each was a write of its own before: burst.py), and run in order."""
+
+    async def body(executor: ProcessExecutor) -> None:
+        writes = _spy_writes(executor)
+        drive = _Driver(executor)
+        with executor.burst:
+            drive.launch("r", pack_task(abs, (0,)))
+            for i in (1, 2, 3):
+                drive.ahead(f"a{i}", pack_task(abs, (-i,)))
+            assert writes == []  # held until the burst ends
+        assert [len(w) for w in writes] == [4]
+        await drive.wait_for(4)
+        assert [(name, unpack_outcome(o)) for name, o in drive.outcomes] == [("r", 0), ("a1", 1), ("a2", 2), ("a3", 3)]
+
+    trio.run(_with_executor, "process", body)
+
+
+def test_a_task_withdrawn_in_the_burst_that_handed_it_ahead_never_starts(tmp_path: Path) -> None:
+    """Its DropTask waits in the same burst, behind the task it names (sent at once, it would reach the worker
+    before the task and be ignored, and the task would run)."""
+
+    async def body(executor: ProcessExecutor) -> None:
+        writes = _spy_writes(executor)
+        drive = _Driver(executor)
+        with executor.burst:
+            drive.launch("r", pack_task(_mark, (str(tmp_path / "r"), 0, 0.2)))
+            withdrawn = drive.ahead("a1", pack_task(_mark, (str(tmp_path / "a1"), 1)))
+            drive.ahead("a2", pack_task(_mark, (str(tmp_path / "a2"), 2)))
+            executor.withdraw(withdrawn)
+        assert [[type(m).__name__ for m in w] for w in writes] == [["TaskToWorker"] * 3 + ["DropTask"]]
+        await drive.wait_for(2)
+        await trio.sleep(0.2)  # time for a wrong outcome of a1 to come
+        assert [name for name, _ in drive.outcomes] == ["r", "a2"]
+        assert not (tmp_path / "a1").exists() and executor.restarts == 0
+
+    trio.run(_with_executor, "process", body)
+
+
 def test_a_withdrawn_task_queued_in_its_worker_never_starts_and_the_ones_behind_it_run(tmp_path: Path) -> None:
     """Withdrawing the middle one of 3 tasks handed ahead (its worker still runs the first): it is dropped
     unstarted, reports nothing, and the worker goes on with the third; no worker is killed."""

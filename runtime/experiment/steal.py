@@ -60,26 +60,48 @@ MODEL_RANGE = (10, 90)  # percentiles over the model's seeds of its short p50: t
 BLOCKED = 0.5  # seconds: a short job slower waited behind a long task (at the default 4x: 80 ms and 8 s tasks)
 
 
+@dataclass(frozen=True)
+class Mix:
+    """The jobs' design (module docstring); the defaults are the experiment's. steal_design.py studies others in the
+    simulator alone."""
+
+    short_ms: float = SHORT_MS
+    long_ms: float = LONG_MS
+    long_fraction: float = LONG_FRACTION
+    width: int = WIDTH
+
+    @property
+    def long_share(self) -> float:
+        """The long jobs' share of the slot time."""
+        long = self.long_fraction * self.long_ms
+        return long / (long + (1 - self.long_fraction) * self.short_ms)
+
+    def describe(self) -> str:
+        return f"{self.width}-task jobs, {self.long_fraction:.0%} long ({self.long_ms:g} ms tasks)"
+
+
 def make_mixed(
-    *, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0
+    *, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0, mix: Mix = Mix()
 ) -> tuple[QueryWorkload, np.ndarray]:
-    """The jobs (module docstring) as one-stage queries, and which of them are long.
+    """The jobs (module docstring; `mix`: their design) as one-stage queries, and which of them are long.
 
     Error handling: ValueError naming the bad argument.
     """
     check_workload(load, seconds, slots, time_scale)
+    if not (0 <= mix.long_fraction <= 1 and mix.short_ms > 0 and mix.long_ms > 0 and mix.width >= 1):
+        raise ValueError(f"{mix}: needs a long fraction in [0, 1], positive durations and a width of at least 1")
     rng = np.random.default_rng(seed)
-    mean_task = ((1 - LONG_FRACTION) * SHORT_MS + LONG_FRACTION * LONG_MS) / 1e3 * time_scale
-    rate = load * slots / (mean_task * WIDTH)  # jobs per second
+    mean_task = ((1 - mix.long_fraction) * mix.short_ms + mix.long_fraction * mix.long_ms) / 1e3 * time_scale
+    rate = load * slots / (mean_task * mix.width)  # jobs per second
     gaps = rng.exponential(1.0 / rate, math.ceil(rate * seconds * 1.5) + 10)
     arrivals = np.concatenate(([0.0], np.cumsum(gaps)))
     arrivals = arrivals[arrivals < seconds]
     queries, long = [], []
     for arrival in arrivals.tolist():
-        is_long = bool(rng.random() < LONG_FRACTION)
-        mean = (LONG_MS if is_long else SHORT_MS) / 1e3 * time_scale
+        is_long = bool(rng.random() < mix.long_fraction)
+        mean = (mix.long_ms if is_long else mix.short_ms) / 1e3 * time_scale
         mu = math.log(mean) - LOGNORMAL_SIGMA**2 / 2
-        stage = Stage("long" if is_long else "short", rng.lognormal(mu, LOGNORMAL_SIGMA, WIDTH), ())
+        stage = Stage("long" if is_long else "short", rng.lognormal(mu, LOGNORMAL_SIGMA, mix.width), ())
         queries.append(Query(arrival, stage.name, (stage,)))
         long.append(is_long)
     return QueryWorkload(tuple(queries), slots, seconds), np.array(long, dtype=bool)

@@ -46,6 +46,20 @@ def add_steal_study_parser(experiments) -> None:
     p.add_argument(
         "--time-scale", metavar="X", type=POSITIVE_NUMBER, default=4.0, help="multiplies every task duration"
     )
+    p.add_argument(
+        "--network",
+        metavar="MS",
+        type=POSITIVE_NUMBER,
+        default=steal_design.STUDY_NETWORK * 1e3,
+        help="the model's one-way network delay (half the late-binding gap), in ms",
+    )
+    p.add_argument(
+        "--steal-wait",
+        metavar="MS",
+        type=flag(number(0.0)),
+        default=steal_design.STUDY_STEAL_WAIT * 1e3,
+        help="the model's thieves' wait before probing (a runtime's reaction and slower round trips), in ms",
+    )
     p.add_argument("--out", metavar="DIR", type=Path, help="folder for steal-study.md (default: a new folder here)")
     p.set_defaults(func=run_steal_study)
 
@@ -54,6 +68,7 @@ def run_steal_study(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     seeds = range(args.seed, args.seed + args.seeds)
     results = []
+    hops, steal_wait = steal_design.study_hops(args.network / 1e3), args.steal_wait / 1e3
     try:
         folder, _ = output_folder(args.out, "sparrow-steal-study")
         for name, mix in steal_design.CANDIDATES:
@@ -64,6 +79,8 @@ def run_steal_study(args: argparse.Namespace) -> int:
                 seconds=args.seconds,
                 node_monitors=args.node_monitors,
                 time_scale=args.time_scale,
+                hops=hops,
+                steal_wait=steal_wait,
             )
             results.append((name, mix, figures))
             console.print(steal_design.row(name, mix, figures), markup=False)
@@ -76,6 +93,14 @@ def run_steal_study(args: argparse.Namespace) -> int:
         f"{seeds.stop - 1}."
     )
     page = folder / "steal-study.md"
-    page.write_text(steal_design.render(results, command=command or "sparrow experiment steal-study", setup=setup))
+    page.write_text(
+        steal_design.render(
+            results,
+            command=command or "sparrow experiment steal-study",
+            setup=setup,
+            hops=hops,
+            steal_wait=steal_wait,
+        )
+    )
     console.print(f"wrote {page}")
     return 0

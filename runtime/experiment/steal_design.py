@@ -7,8 +7,8 @@ share of the second kind is near one half, the median lies on the step between t
 point or two of the percentile (a few jobs out of ~1,900): a prediction within 10% then needs the model to count
 the blocked jobs within that point, which no model of a loaded host does every time. This module measures, per
 seed of a design's arrivals, what decides that, with the model the experiment uses (demo/replay.py: sparrow for
-stealing off, sparrow_steal for on) drawing its own probes, and fixed hops (STUDY_HOPS: the order of session 9's
-quiet runs; no run's own):
+stealing off, sparrow_steal for on) drawing its own probes, and fixed hops (`study_hops`: by default the order of
+session 9's quiet runs; no run's own):
 
 - `blocked`: the share of short jobs slower than steal.BLOCKED (behind a long task);
 - `points`: the points of the short jobs' percentile whose response lies within 10% of their p50: how far a model
@@ -31,8 +31,12 @@ from .steal import BLOCKED, MODEL_TARGET, TARGET_SPEEDUP, Mix, make_mixed
 
 __all__ = ["CANDIDATES", "Mix", "SeedFigures", "render", "row", "short_figures", "study"]
 
-STUDY_HOPS = Hops(chain_gap=0.002, idle_start=0.008, result=0.003)  # seconds: session 9's quiet runs, about
-STUDY_STEAL_WAIT = 0.001  # seconds: the model's steal_wait in those runs, about (steal_timing.py)
+# seconds, session 9's quiet runs, about: the one-way network delay (half the late-binding gap), the submission before
+# a job's reservations leave, the result's way back, and the model's steal_wait (steal_timing.py)
+STUDY_NETWORK = 0.001
+STUDY_SUBMIT = 0.005
+STUDY_RESULT = 0.003
+STUDY_STEAL_WAIT = 0.001
 SPREAD = (10, 50, 90)  # percentiles over the seeds quoted
 # The choice (session 10, written before any candidate was simulated): a design is admissible if its long tasks are
 # at least HEAVY_TAIL x the short ones, its long jobs hold at least LONG_SHARE of the slot time, and the 10th
@@ -72,6 +76,11 @@ class SeedFigures:
         return self.p50_off / self.p50_on
 
 
+def study_hops(network: float = STUDY_NETWORK) -> Hops:
+    """The hops the study gives the model: `network` one way, STUDY_SUBMIT and STUDY_RESULT."""
+    return Hops(chain_gap=2 * network, idle_start=STUDY_SUBMIT + 3 * network, result=STUDY_RESULT)
+
+
 def short_figures(response: np.ndarray, long: np.ndarray) -> tuple[float, float, float]:
     """The short jobs' blocked share, p50 and points within MODEL_TARGET of the p50 (module docstring).
 
@@ -92,11 +101,12 @@ def study(
     seconds: float,
     node_monitors: int,
     time_scale: float,
-    hops: Hops = STUDY_HOPS,
+    hops: Hops | None = None,
     steal_wait: float = STUDY_STEAL_WAIT,
 ) -> list[SeedFigures]:
     """Per seed, `mix`'s arrivals simulated with stealing off and on (module docstring); one slot per node monitor,
     as the experiment. Error handling: ValueError from make_mixed for a bad argument."""
+    hops = study_hops() if hops is None else hops
     out = []
     for seed in seeds:
         workload, long = make_mixed(
@@ -159,8 +169,17 @@ def row(name: str, mix: Mix, figures: Sequence[SeedFigures]) -> str:
     )
 
 
-def render(results: Sequence[tuple[str, Mix, Sequence[SeedFigures]]], *, command: str, setup: str) -> str:
-    """The study's page: one row per design (module docstring)."""
+def render(
+    results: Sequence[tuple[str, Mix, Sequence[SeedFigures]]],
+    *,
+    command: str,
+    setup: str,
+    hops: Hops | None = None,
+    steal_wait: float = STUDY_STEAL_WAIT,
+) -> str:
+    """The study's page: one row per design (module docstring), simulated with `hops` and `steal_wait`."""
+    hops = study_hops() if hops is None else hops
+    quiet = "session 9's quiet runs, about" if (hops, steal_wait) == (study_hops(), STUDY_STEAL_WAIT) else "as asked"
     p = "/".join(f"p{q}" for q in SPREAD)
     return "\n".join(
         [
@@ -171,9 +190,9 @@ def render(results: Sequence[tuple[str, Mix, Sequence[SeedFigures]]], *, command
             setup,
             "",
             f"Per seed of each design's arrivals, the model the experiment uses (sparrow with stealing off, "
-            f"sparrow_steal on) drawing its own probes, with fixed hops (network {STUDY_HOPS.network * 1e3:g} ms, "
-            f"submission to an idle start {STUDY_HOPS.idle_start * 1e3:g} ms, result {STUDY_HOPS.result * 1e3:g} ms, "
-            f"steal wait {STUDY_STEAL_WAIT * 1e3:g} ms: session 9's quiet runs, about). Columns give {p} over the "
+            f"sparrow_steal on) drawing its own probes, with fixed hops (network {hops.network * 1e3:g} ms, "
+            f"submission to an idle start {hops.idle_start * 1e3:g} ms, result {hops.result * 1e3:g} ms, "
+            f"steal wait {steal_wait * 1e3:g} ms: {quiet}). Columns give {p} over the "
             f"seeds. Blocked: short jobs slower than {BLOCKED:g} s (behind a long task), in %. Points in "
             f"+-{MODEL_TARGET:.0%}: the points of the short jobs' percentile within {MODEL_TARGET:.0%} of their "
             "p50, how far in points a prediction may miss and still be within "

@@ -78,9 +78,6 @@ class Mix:
         long = self.long_fraction * self.long_ms
         return long / (long + (1 - self.long_fraction) * self.short_ms)
 
-    def describe(self) -> str:
-        return f"{self.width}-task jobs, {self.long_fraction:.0%} long ({self.long_ms:g} ms tasks)"
-
 
 def make_mixed(
     *, load: float, seconds: float, slots: int, seed: int, time_scale: float = 1.0, mix: Mix = Mix()

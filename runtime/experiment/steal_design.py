@@ -29,8 +29,6 @@ import numpy as np
 from ..demo.replay import Hops, ReplayJob, model
 from .steal import BLOCKED, MODEL_TARGET, TARGET_SPEEDUP, Mix, make_mixed
 
-__all__ = ["CANDIDATES", "Mix", "SeedFigures", "render", "row", "short_figures", "study"]
-
 # seconds, session 9's quiet runs, about: the one-way network delay (half the late-binding gap), the submission before
 # a job's reservations leave, the result's way back, and the model's steal_wait (steal_timing.py)
 STUDY_NETWORK = 0.001

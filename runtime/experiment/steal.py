@@ -398,7 +398,7 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
     return lines
 
 
-def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequence[str]) -> str:
+def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequence[str], mix: Mix = Mix()) -> str:
     """The report page: what was run, the table, the verdicts and the machine's notes."""
     parts = [
         "# Work stealing on a local cluster: short and long jobs mixed at high load",
@@ -407,9 +407,8 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "",
         setup,
         "",
-        f"Jobs of {WIDTH} tasks; {LONG_FRACTION:.0%} of them long ({LONG_MS:g} ms tasks), the others short "
-        f"({SHORT_MS:g} ms tasks); the long jobs hold about "
-        f"{LONG_FRACTION * LONG_MS / (LONG_FRACTION * LONG_MS + (1 - LONG_FRACTION) * SHORT_MS):.0%} of the slot "
+        f"Jobs of {mix.width} tasks; {mix.long_fraction:.0%} of them long ({mix.long_ms:g} ms tasks), the others "
+        f"short ({mix.short_ms:g} ms tasks); the long jobs hold about {mix.long_share:.0%} of the slot "
         "time. Each seed's arrivals run twice, stealing off and on. Simulated: the simulator replaying the "
         f"run's trace with its measured hops and its own probe placement ({MODEL_SEEDS} seeds pooled), each "
         "job's probes in the order its node monitors asked for it (the run's choice among idle ones), sparrow "

@@ -11,8 +11,10 @@ from sparrow_runtime.experiment.steal import (
     LONG_FRACTION,
     MODEL_SEEDS,
     WIDTH,
+    Mix,
     StealRun,
     make_mixed,
+    render,
     table,
     verdicts,
 )
@@ -155,4 +157,19 @@ def test_the_agreement_counts_the_run_s_own_short_jobs_blocked_in_the_model():
     assert (
         "(job by job, replayed placement; with stealing on the model's thieves draw their own victims): 50.0%, "
         "100.0%." in " ".join(verdicts([r, same]))
+    )
+
+
+def test_the_page_describes_the_mix_it_ran():
+    """The experiment's mix by default; another when asked (the long jobs' share of the slot time from it)."""
+    runs = [run(False, 300, 300), run(True, 100, 100)]
+    page = render(runs, command="c", setup="s", notes=["n"])
+    assert (
+        "Jobs of 2 tasks; 3% of them long (2000 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "about 76% of the slot time." in page
+    )
+    page = render(runs, command="c", setup="s", notes=["n"], mix=Mix(long_ms=500.0, long_fraction=0.12, width=4))
+    assert (
+        "Jobs of 4 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "about 77% of the slot time." in page
     )

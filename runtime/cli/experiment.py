@@ -25,6 +25,7 @@ from .common import CommandError
 from .demo_view import DemoProgress
 from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags
 from .experiment_steal import add_steal_parser
+from .experiment_steal_study import add_steal_study_parser
 from .help_format import DefaultsShown
 from .output import output_folder
 
@@ -67,6 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.set_defaults(func=run)
     add_steal_parser(experiments)
+    add_steal_study_parser(experiments)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,8 +22,9 @@ from ..experiment.steal_timing import node_metrics, read_steal_timing
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
+from .config import number
 from .demo_view import DemoProgress
-from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags
+from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags, flag
 from .help_format import DefaultsShown
 from .output import output_folder
 
@@ -33,7 +34,8 @@ def add_steal_parser(experiments) -> None:
         "steal",
         help="short and long jobs mixed at high load, work stealing off and on, against the simulator",
         description="Issue 18's runtime experiment: jobs of 2 tasks, 3% of them long (2 s tasks), the others short "
-        "(20 ms tasks), arriving at --load of the slots; each seed's arrivals run twice on a fresh local cluster, "
+        "(20 ms tasks; --width, --long-fraction and --long-ms change the mix), arriving at --load of the slots; "
+        "each seed's arrivals run twice on a fresh local cluster, "
         "with work stealing off and on (alternating which goes first), and the simulator replays each run with "
         "its measured hops and its schedulers' own probe placement, each job's probes in the order its node monitors "
         "asked for it (sparrow and sparrow_steal; SPARROW_PLACEMENT_LOG is set for the cluster). Writes OUT/steal.md, "
@@ -52,6 +54,17 @@ def add_steal_parser(experiments) -> None:
         p, arrive="jobs", load=0.85, schedulers=1, node_monitors=16, slots=1, time_scale=4.0, executor="thread"
     )
     p.add_argument(
+        "--long-fraction",
+        metavar="FRACTION",
+        type=flag(number(0.0, 1.0)),
+        default=steal_report.LONG_FRACTION,
+        help="share of the jobs that are long (another mix: `sparrow experiment steal-study` compares some)",
+    )
+    p.add_argument(
+        "--long-ms", metavar="MS", type=POSITIVE_NUMBER, default=steal_report.LONG_MS, help="a long job's mean task"
+    )
+    p.add_argument("--width", metavar="N", type=POSITIVE_INT, default=steal_report.WIDTH, help="tasks per job")
+    p.add_argument(
         "--out", metavar="DIR", type=Path, help="folder for steal.md, created if missing (default: a new folder here)"
     )
     p.set_defaults(func=run_steal)
@@ -61,10 +74,11 @@ def run_steal(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     slots = args.node_monitors * args.slots
     seeds = [args.seed + i for i in range(args.runs)]
+    mix = steal_report.Mix(long_ms=args.long_ms, long_fraction=args.long_fraction, width=args.width)
     try:
         workloads = {
             seed: steal_report.make_mixed(
-                load=args.load, seconds=args.seconds, slots=slots, seed=seed, time_scale=args.time_scale
+                load=args.load, seconds=args.seconds, slots=slots, seed=seed, time_scale=args.time_scale, mix=mix
             )
             for seed in seeds
         }
@@ -138,7 +152,9 @@ def run_steal(args: argparse.Namespace) -> int:
         f"time scale {args.time_scale:g}, seeds {', '.join(map(str, seeds))}; machine: {this_machine()}."
     )
     page = folder / "steal.md"
-    page.write_text(steal_report.render(runs, command=command or "sparrow experiment steal", setup=setup, notes=notes))
+    page.write_text(
+        steal_report.render(runs, command=command or "sparrow experiment steal", setup=setup, notes=notes, mix=mix)
+    )
     console.print(steal_report.table(runs), markup=False)
     for line in steal_report.verdicts(runs):
         console.print(line, markup=False)

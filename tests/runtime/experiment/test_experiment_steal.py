@@ -1,6 +1,7 @@
 """The work-stealing experiment's workload and verdicts (experiment/steal.py): the mix is drawn from its seed
 at the asked load, and the sentences are written from the numbers, whichever way they fall."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -10,8 +11,10 @@ from sparrow_runtime.experiment.steal import (
     LONG_FRACTION,
     MODEL_SEEDS,
     WIDTH,
+    Mix,
     StealRun,
     make_mixed,
+    render,
     table,
     verdicts,
 )
@@ -137,3 +140,36 @@ def test_the_error_in_points_and_the_slope_show_how_ill_conditioned_the_median_i
     assert "the run's p55.0, p50.0 (worst 5.0 points from the median)" in line
     assert f"so that 10% of it is {0.1 * worse.p(50) / worse.p50_slope():.1f}" in line
     assert "| p55.0 |" in table([worse]) and "| p50.0 |" in table([same])
+
+
+def test_the_agreement_counts_the_run_s_own_short_jobs_blocked_in_the_model():
+    """Run: short jobs 0.1, 0.9, 0.2, 3 s (the 2nd and 4th blocked). A model blocking the 1st and 2nd instead has
+    as many blocked (50% / 50%) but agrees on 2 of 4 jobs; one blocking the same jobs agrees on all; a drawn
+    placement (jobs not the run's own) gives no agreement."""
+    long = np.array([False, False, False, False, True])
+    response = np.array([0.1, 0.9, 0.2, 3.0, 9.0])
+    swapped = np.tile(np.array([0.9, 0.9, 0.1, 0.1, 9.0]), MODEL_SEEDS)
+    r = StealRun(False, 0, long, response, swapped, response, 0, 0, placed=True)
+    assert r.blocked() == r.blocked(simulated=True) == 0.5 and r.agreement() == 0.5
+    same = StealRun(False, 0, long, response, np.tile(response, MODEL_SEEDS), response, 0, 0, placed=True)
+    assert same.agreement() == 1.0
+    assert math.isnan(replace(same, placed=False).agreement())
+    assert (
+        "(job by job, replayed placement; with stealing on the model's thieves draw their own victims): 50.0%, "
+        "100.0%." in " ".join(verdicts([r, same]))
+    )
+
+
+def test_the_page_describes_the_mix_it_ran():
+    """The experiment's mix by default; another when asked (the long jobs' share of the slot time from it)."""
+    runs = [run(False, 300, 300), run(True, 100, 100)]
+    page = render(runs, command="c", setup="s", notes=["n"])
+    assert (
+        "Jobs of 2 tasks; 3% of them long (2000 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "about 76% of the slot time." in page
+    )
+    page = render(runs, command="c", setup="s", notes=["n"], mix=Mix(long_ms=500.0, long_fraction=0.12, width=4))
+    assert (
+        "Jobs of 4 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "about 77% of the slot time." in page
+    )

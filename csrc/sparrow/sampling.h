@@ -100,15 +100,19 @@ inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch
     // probe was the simulator's most mispredicted branch with stealing). j itself is never drawn
     // before: every earlier draw is below it. The unused entries hold
     // a value no draw takes.
+    // The draws come from a local copy of the generator, put back after: out may alias its
+    // state (both 64-bit), which would make the compiler store and reload it at every write.
     uint32_t drawn[kSmallLimit];
     std::fill(drawn, drawn + kSmallLimit, ~uint32_t{0});  // never an id: n <= kBitmapLimit
+    Rng local = rng;
     for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
-      const uint32_t t = rng.below32_nonzero(static_cast<uint32_t>(j) + 1);
+      const uint32_t t = local.below32_nonzero(static_cast<uint32_t>(j) + 1);
       bool seen = false;
       for (int64_t e = 0; e < kSmallLimit; ++e) seen |= drawn[e] == t;  // a fixed count: unrolled
       drawn[i] = seen ? static_cast<uint32_t>(j) : t;
       out[i] = written(drawn[i]);
     }
+    rng = local;
     return;
   }
   if (n <= kBitmapLimit) {

@@ -88,7 +88,7 @@ class Cluster {
   // ---- messages ----
 
   void send(int32_t kind, int64_t job, int32_t worker, int64_t task, double aux, int32_t user = 0) {
-    msgs.push(Msg{now + p.network_delay, job, task, aux, worker, user, kind, 0});
+    msgs.push(Msg{arrival_of_send(), job, task, aux, worker, user, kind, 0});
   }
 
   // The same with a payload of int64 words (copied).
@@ -197,13 +197,19 @@ class Cluster {
 
   // Starts task t of job on worker w (whose slot is already taken), granted at grant_time: it
   // holds the slot for the launch overhead, then for its duration.
-  void start(int64_t w, Job& job, int64_t t, double grant_time) {
+  void start(int64_t w, Job& job, int64_t t, double grant_time) { start_at(now, w, job, t, grant_time); }
+
+  // The same for a start at time `at` >= now (sparrow.h: a Reply's start, pushed when it is sent).
+  void start_at(double at, int64_t w, Job& job, int64_t t, double grant_time) {
     const double wait = grant_time - job.dispatch;
     if (wait > job.max_wait) job.max_wait = wait;
     if (out.task_wait != nullptr) out.task_wait[job.task_offset + t] = wait;
-    const double end = now + p.launch_overhead + job.durations[t];
+    const double end = at + p.launch_overhead + job.durations[t];
     heap.push(end, job.id, static_cast<int32_t>(w), static_cast<int32_t>(t));
   }
+
+  // The time a message sent now arrives (send's arithmetic).
+  double arrival_of_send() const { return now + p.network_delay; }
 
   // A task ended now: its slot is free again; a job whose last task it was finishes.
   void complete(const Completion& c) {

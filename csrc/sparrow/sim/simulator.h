@@ -67,24 +67,31 @@ class Simulator {
 
   void run() {
     Cluster& c = c_;
+    int64_t next_poll = kPollEvents;
+    // Counts an event; every kPollEvents events, asks should_stop (true: stop now).
+    auto stop = [&c, &next_poll]() {
+      if (++c.out.counters.events < next_poll) return false;
+      next_poll = c.out.counters.events + kPollEvents;
+      if (c.p.should_stop == nullptr || !c.p.should_stop(c.p.should_stop_arg)) return false;
+      c.out.counters.interrupted = true;
+      return true;
+    };
     for (;;) {
-      const double t_msg = c.msgs.empty() ? Workload::kNever : c.msgs.front().time;
-      const double t_done = c.heap.next_time();  // kNever if none
-      const double t_job = std::min(c.t_release, c.workload.next_arrival());  // a release or an arrival
-      const bool message_first = t_msg <= t_done && t_msg <= t_job;
-      if (__builtin_expect(message_first && t_msg == Workload::kNever, 0)) break;  // nothing is left
-      if (++c.out.counters.events % kPollEvents == 0 && c.p.should_stop != nullptr &&
-          c.p.should_stop(c.p.should_stop_arg)) {
-        c.out.counters.interrupted = true;
-        return;
-      }
-      if (message_first) {
+      // The next release or arrival: only those events and completions change it, no message.
+      const double t_job = std::min(c.t_release, c.workload.next_arrival());
+      // Messages first (ties: messages, then completions, then releases, then the next arrival).
+      while (!c.msgs.empty() && c.msgs.front().time <= std::min(c.heap.next_time(), t_job)) {
+        if (stop()) return;
         const Msg m = c.receive();
         if constexpr (HasPrefetch<Policy>::value) {
           if (c.msgs.size() >= kAhead) policy_.prefetch(kAhead - 1);
         }
         policy_.deliver(m);
-      } else if (t_done <= t_job) {
+      }
+      const double t_done = c.heap.next_time();  // kNever if none
+      if (t_done <= t_job) {
+        if (__builtin_expect(t_done == Workload::kNever, 0)) break;  // nothing is left (no message either)
+        if (stop()) return;
         const Completion done = c.heap.pop();
         if constexpr (HasTimers<Policy>::value) {
           if (done.task < 0) {  // a policy's timer, not a task
@@ -94,6 +101,8 @@ class Simulator {
         }
         c.complete(done);
         policy_.complete(done.worker);
+      } else if (stop()) {
+        return;
       } else if (c.t_release <= c.workload.next_arrival()) {
         policy_.dispatch(c.release_next());
       } else if (Job* job = c.arrive()) {

@@ -798,6 +798,8 @@ class NodeMonitorLogic(WorkStealing):
                 entry.ahead -= 1
                 entry.asking += 1
                 self.ahead -= 1
+                if self._asked_at:  # its answer will hold a slot: no round trip of a request asked ahead
+                    self._asked_at.popleft()
                 if not entry.ahead:
                     del self._ahead[entry.key]
                 self.free -= 1

@@ -154,6 +154,28 @@ def test_the_measured_round_trip_moves_the_ask() -> None:
     assert logic.ask_ahead_at() == pytest.approx(logic.clock.now + RUN - 0.003 - JIT_MARGIN)
 
 
+def test_a_request_taken_over_by_a_freed_slot_is_no_round_trip_of_an_ask_ahead() -> None:
+    """The running task ends before the answer to the request asked ahead: the freed slot takes the request over (its
+    answer then starts at once, holding the slot) and its send time is dropped, so the next request asked ahead,
+    answered 0.5 ms after it went, measures 0.5 ms (a stale send time would have made it 12 ms)."""
+    logic = node()
+    start = running_with_reservations(logic)
+    logic.clock.now = start + RUN - JIT_ROUND_TRIP - JIT_MARGIN
+    logic.on_ask_ahead_timer()
+    logic.clock.now = start + RUN
+    logic.on_task_done("s", 1, 0, OK)  # the slot takes over the request in flight
+    logic.clock.now += 0.002
+    assert of(logic.on_scheduler_messages("s", [TaskToNode(1, 1, b"")]), TaskToNode) == [TaskToNode(1, 1, b"")]
+    started = logic.clock.now
+    logic.clock.now = started + RUN - JIT_ROUND_TRIP - JIT_MARGIN
+    assert of(logic.on_ask_ahead_timer(), GetTask) == [GetTask(1)]
+    logic.clock.now += 0.0005
+    logic.on_scheduler_messages("s", [TaskToNode(1, 2, b"")])  # bound
+    logic.clock.now = started + RUN
+    logic.on_task_done("s", 1, 1, OK)
+    assert logic.ask_ahead_at() == pytest.approx(logic.clock.now + RUN - 0.0005 - JIT_MARGIN)
+
+
 def test_a_job_held_once_is_not_asked_ahead() -> None:
     """The half rule bounds these requests too: a job of which the node holds one reservation is placed by late
     binding; with two held, one is asked ahead when due."""

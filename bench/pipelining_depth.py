@@ -11,6 +11,8 @@ over omniscient's.
 
     python -m bench.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
     python -m bench.pipelining_depth --seeds 1 --jobs 500   # a quick look
+    python -m bench.pipelining_depth --workers 2 --tasks-per-job 10 --jobs 4000 --seeds 1,2,3 \
+        --workloads exponential,per_job,bimodal,constant --variants "depth 16,gated 16,jit 16"  # runtime.md's
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", default="1,2", help="comma list of seeds")
     parser.add_argument("--jobs", type=int, default=3000, help="jobs per run")
     parser.add_argument("--workers", type=int, default=10_000)
+    parser.add_argument("--tasks-per-job", type=int, default=100, help="10 with --workers 2: the runtime bench's shape")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
     parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
     parser.add_argument(
@@ -63,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     print(
-        f"{args.workers} workers x 1 slot, 100-task jobs, {args.jobs} jobs, round trip "
+        f"{args.workers} workers x 1 slot, {args.tasks_per_job}-task jobs, {args.jobs} jobs, round trip "
         f"{2 * args.network_delay * 1e3:g} ms, seeds {args.seeds}; times in ms\n"
     )
     print(

@@ -455,7 +455,10 @@ class NodeMonitorLogic(WorkStealing):
                 recent.append(self.clock() - since)
                 self._short = (max(recent) if self.pipeline_gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
                 if self.pipeline_jit:
-                    self._steadiness()
+                    if self._short:  # the deep rule's (no-op tasks: nothing more to do per task)
+                        self.steady = False
+                    else:
+                        self._steadiness()
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -632,11 +635,11 @@ class NodeMonitorLogic(WorkStealing):
     # -- just in time -----------------------------------------------------------------------------
 
     def _steadiness(self) -> None:
-        """Whether the recent run times are steady (and not all short: that is the deep rule's), and when a
-        running task asks ahead then (module docstring)."""
+        """Whether the recent run times (not all short: that is the deep rule's) are steady, and when a running
+        task asks ahead then (module docstring)."""
         recent = self._recent
         shortest, longest = min(recent), max(recent)
-        self.steady = not self._short and len(recent) == RECENT_TASKS and longest <= JIT_SPREAD * shortest
+        self.steady = len(recent) == RECENT_TASKS and longest <= JIT_SPREAD * shortest
         trips = self._round_trips
         trip = sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP
         self._jit_after = max(0.0, shortest - trip - JIT_MARGIN)

@@ -34,7 +34,6 @@ from sparrow_runtime.wire.messages import (
     CancelJob,
     EnqueueReservations,
     GetTask,
-    NoTask,
     Outcome,
     OutcomeToClient,
     RegisterNodeMonitor,
@@ -43,7 +42,7 @@ from sparrow_runtime.wire.messages import (
 )
 
 from ..manual_clock import ManualClock
-from .test_node_monitor_pipelining import of
+from .test_node_monitor_pipelining import answer_one, of
 
 OK = Outcome(True, b"", "")
 RUN = 0.010  # the warmed node's recent tasks: 10 ms each
@@ -212,13 +211,7 @@ def test_random_answers_timers_and_finishes_keep_the_books(seed: int) -> None:
         logic.clock.now += rng.uniform(0, 0.002)
         choice = rng.random()
         if pending and choice < 0.4:
-            job = pending.pop(rng.randrange(len(pending)))
-            if rng.random() < 0.85:
-                answer = TaskToNode(job, next_task[job], b"")
-                next_task[job] += 1
-            else:
-                answer = NoTask(job)
-            take(logic.on_scheduler_messages("s", [answer]))
+            take(answer_one(logic, rng, pending, next_task, 0.85))
         elif running and choice < 0.7:
             job, task, start = running.pop(0)
             logic.clock.now = max(logic.clock.now, start + RUN * rng.uniform(1.0, 1.3))

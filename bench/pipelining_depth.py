@@ -2,7 +2,7 @@
 100-task jobs, the runtime's scheduler round trip (0.3 ms), for pipelined late binding 1, 4 and 16 deep
 (`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h), ungated and gated
 (`pipeline_gate`: asking ahead at all only while each of the worker's last 8 run times is under 5 ms),
-gated and just in time (`pipeline_jit`, the runtime's default: also one deep just before a running task's
+gated and just in time (`pipeline_jit`, the runtime's --pipeline-jit: also one deep just before a running task's
 predicted end while the worker's run times are steady), against plain Sparrow and the omniscient scheduler
 on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential, per_job and bimodal (5%
 of tasks 20x) tasks of 10 ms mean, and constant 10 ms tasks (`constant`, as bench/pipelining_ten_ms.py). Prints a

@@ -2,9 +2,9 @@
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
-pool once, then Sparrow with the default (gated, just in time), the gate alone (`--no-pipeline-jit`: the default
-before session 10), `--pipeline-always`, and `--pipeline-always --give-back` (set through the node monitors'
-SPARROW_* variables), so the machine's noise hits all alike. Prints one line per
+pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-always`, and
+`--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
+all alike. Prints one line per
 run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
 floor's (target <= 1.1x; the pool's own over the same floor beside it).
 
@@ -24,7 +24,7 @@ except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench
 
 SETTINGS = {
     "default": {},
-    "gate": {"SPARROW_PIPELINE_JIT": "false"},
+    "jit": {"SPARROW_PIPELINE_JIT": "true"},
     "always": {"SPARROW_PIPELINE_ALWAYS": "true"},
     "always+give-back": {"SPARROW_PIPELINE_ALWAYS": "true", "SPARROW_GIVE_BACK": "true"},
 }

@@ -82,7 +82,7 @@ class LocalCluster:
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
     services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
-    one deep whatever the tasks' length), `pipeline_jit` (on by default: one deep just before a running task's
+    one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
     predicted end while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
@@ -339,8 +339,8 @@ class LocalCluster:
         args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
         if self.pipeline_always:
             args.append("--pipeline-always")
-        if not self.pipeline_jit:  # on by default (or by SPARROW_PIPELINE_JIT)
-            args.append("--no-pipeline-jit")
+        if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
+            args.append("--pipeline-jit")
         if self.give_back:
             args.append("--give-back")
         if self.steal:

@@ -49,8 +49,9 @@ plain late binding by more than noise, where the median rule cost exponential 10
 durations 2-4x at 10,000 workers. `pipeline_gate=False` is the rule without it (one deep whatever the tasks'
 length, deeper while their median is short).
 
-Just in time (`pipeline_jit`, with the gate; the services' default): the gate also opens, one deep, while the node's
-last RECENT_TASKS run times are steady (the longest at most JIT_SPREAD x the shortest, whatever their length), and a
+Just in time (`pipeline_jit`, with the gate; off by default: docs/runtime.md, "Just in time"): the gate also
+opens, one deep, while the node's last RECENT_TASKS run times are steady (the longest at most JIT_SPREAD x the
+shortest, whatever their length), and a
 running task then asks ahead only shortly before its predicted end: once it has run the shortest recent run time less
 the measured round trip of a request asked ahead (the median of the last RECENT_TASKS; JIT_ROUND_TRIP until one is
 measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead_at`: the shell calls
@@ -167,7 +168,7 @@ GIVE_BACK_FACTOR = 3.0
 # just in time (docstring): steady while the longest recent run time is at most JIT_SPREAD x the shortest; a task asks
 # ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
 # shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
-DEFAULT_PIPELINE_JIT = True
+DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
 JIT_SPREAD = 1.5
 JIT_MARGIN = 0.00025
 JIT_ROUND_TRIP = 0.001

@@ -1,4 +1,4 @@
-"""Just-in-time pipelining (NodeMonitorLogic(pipeline_jit=True), the services' default), sans-I/O with a fake clock:
+"""Just-in-time pipelining (NodeMonitorLogic(pipeline_jit=True), `--pipeline-jit`), sans-I/O with a fake clock:
 while the node's last 8 run times are steady, a busy slot asks for its next task only shortly before the running
 task's predicted end (the shortest recent run time less the measured round trip and a margin), never behind a task
 that overran its prediction, and never while the run times vary; with the scheduler's logic every task still ends
@@ -294,13 +294,13 @@ def _nap(x: int) -> int:
 
 @pytest.mark.slow
 def test_a_node_monitor_sigkilled_with_tasks_bound_just_in_time_loses_none_and_runs_none_twice() -> None:
-    """Real processes, LocalCluster's defaults (just in time on), 2 node monitors x 1 slot (thread executors): 10 ms
+    """Real processes, LocalCluster(pipeline_jit=True), 2 node monitors x 1 slot (thread executors): 10 ms
     tasks keep the node's run times steady, so each slot asks its next task just before the running one ends; node
     monitor 0 is SIGKILLed once some of the job has run. Every task ends exactly once and ok (those lost with it on a
     second attempt), and the scheduler's outcomes equal its tasks. About 5 s."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline_jit=True) as cluster:
             assert cluster.pipeline_jit
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_nap, x) for x in range(300)])

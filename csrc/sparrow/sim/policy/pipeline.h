@@ -39,7 +39,7 @@
 // 1.9-4.5x); each of the last 8 short: 0.06%. Without the half rule one deep, per_job still lost
 // 2-13% there (a job held once bound behind a long job's task on a node of short tasks lately).
 //
-// Just in time (pipeline_jit, with the gate: the runtime's default): the gate also opens, one deep,
+// Just in time (pipeline_jit, with the gate: the runtime's --pipeline-jit): the gate also opens, one deep,
 // while the worker's last kRecent run times are steady (the longest at most kSpread x the shortest,
 // whatever their length), and then a running task asks ahead only shortly before its predicted end:
 // a timer at its start + the shortest recent run time - the round trip (2 x network_delay, what a

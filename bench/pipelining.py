@@ -55,11 +55,12 @@ def run_variants(
 
 
 def on_the_cluster(workload: SimConfig, args: argparse.Namespace, **fields: Any) -> SimConfig:
-    """`workload` on args.workers x 1 slot, args.jobs 100-task jobs, args.network_delay one way."""
+    """`workload` on args.workers x 1 slot, args.jobs jobs of args.tasks_per_job tasks (default 100),
+    args.network_delay one way."""
     return replace(
         workload,
         n_workers=args.workers,
-        tasks_per_job=100,
+        tasks_per_job=getattr(args, "tasks_per_job", 100),
         n_jobs=args.jobs,
         network_delay=args.network_delay,
         keep_task_waits=False,

@@ -1,14 +1,18 @@
 """Pipelining depth N in the simulator (issue 21 item 4): job response time at 10,000 workers x 1 slot,
 100-task jobs, the runtime's scheduler round trip (0.3 ms), for pipelined late binding 1, 4 and 16 deep
 (`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h), ungated and gated
-(`pipeline_gate`: asking ahead at all only while the worker's recent median run time is under 5 ms),
-against plain Sparrow and the omniscient scheduler on the same arrivals. Workloads: no-op-like tasks
-(constant 0.5 ms), exponential, per_job and bimodal (5% of tasks 20x) tasks of 10 ms mean. Prints a
+(`pipeline_gate`: asking ahead at all only while each of the worker's last 8 run times is under 5 ms),
+gated and just in time (`pipeline_jit`, the runtime's --pipeline-jit: also one deep just before a running task's
+predicted end while the worker's run times are steady), against plain Sparrow and the omniscient scheduler
+on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential, per_job and bimodal (5%
+of tasks 20x) tasks of 10 ms mean, and constant 10 ms tasks (`constant`, as bench/pipelining_ten_ms.py). Prints a
 Markdown table: p50 and p99 (ms, the range over seeds) and each variant's p50 and p99 over Sparrow's and
 over omniscient's.
 
     python -m bench.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
     python -m bench.pipelining_depth --seeds 1 --jobs 500   # a quick look
+    python -m bench.pipelining_depth --workers 2 --tasks-per-job 10 --jobs 4000 --seeds 1,2,3 \
+        --workloads exponential,per_job,bimodal,constant --variants "depth 16,gated 16,jit 16"  # runtime.md's
 """
 
 from __future__ import annotations
@@ -20,22 +24,25 @@ from sparrow_core.sim import SimConfig
 
 from .pipelining import on_the_cluster, over, per_task, run_variants, table_row
 
-LOADS = (0.5, 0.7, 0.9, 0.95)
+LOADS = (0.5, 0.7, 0.8, 0.9, 0.95)
 WORKLOADS = {
     "noop": SimConfig(duration="constant", mean_duration=0.0005),
     "exponential": SimConfig(duration="exponential", mean_duration=0.01),
     "per_job": SimConfig(duration="per_job", mean_duration=0.01),
     "bimodal": SimConfig(duration="bimodal", mean_duration=0.01, bimodal_long_fraction=0.05, bimodal_ratio=20.0),
+    "constant": SimConfig(duration="constant", mean_duration=0.01),
 }
-# (label, policy, pipeline_depth, pipeline_gate); the first two are the baselines every ratio is over.
+DEFAULT_WORKLOADS = ("noop", "exponential", "per_job", "bimodal")
+# (label, policy, pipeline_depth, pipeline_gate, pipeline_jit); the first two are the baselines every ratio is over.
 VARIANTS = (
-    ("sparrow", "sparrow", 1, False),
-    ("omniscient", "omniscient", 1, False),
-    ("depth 1", "sparrow_pipelined", 1, False),
-    ("depth 4", "sparrow_pipelined", 4, False),
-    ("depth 16", "sparrow_pipelined", 16, False),
-    ("gated 1", "sparrow_pipelined", 1, True),
-    ("gated 16", "sparrow_pipelined", 16, True),
+    ("sparrow", "sparrow", 1, False, False),
+    ("omniscient", "omniscient", 1, False, False),
+    ("depth 1", "sparrow_pipelined", 1, False, False),
+    ("depth 4", "sparrow_pipelined", 4, False, False),
+    ("depth 16", "sparrow_pipelined", 16, False, False),
+    ("gated 1", "sparrow_pipelined", 1, True, False),
+    ("gated 16", "sparrow_pipelined", 16, True, False),
+    ("jit 16", "sparrow_pipelined", 16, True, True),
 )
 
 
@@ -44,8 +51,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", default="1,2", help="comma list of seeds")
     parser.add_argument("--jobs", type=int, default=3000, help="jobs per run")
     parser.add_argument("--workers", type=int, default=10_000)
+    parser.add_argument("--tasks-per-job", type=int, default=100, help="10 with --workers 2: the runtime bench's shape")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
     parser.add_argument(
         "--variants", default=",".join(v[0] for v in VARIANTS), help="labels of VARIANTS (sparrow, omniscient always)"
     )
@@ -58,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     print(
-        f"{args.workers} workers x 1 slot, 100-task jobs, {args.jobs} jobs, round trip "
+        f"{args.workers} workers x 1 slot, {args.tasks_per_job}-task jobs, {args.jobs} jobs, round trip "
         f"{2 * args.network_delay * 1e3:g} ms, seeds {args.seeds}; times in ms\n"
     )
     print(
@@ -69,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in args.workloads.split(","):
         base = on_the_cluster(WORKLOADS[name], args)
         variants = [
-            (label, {"policy": policy, "pipeline_depth": depth, "pipeline_gate": gate})
-            for label, policy, depth, gate in VARIANTS
+            (label, {"policy": policy, "pipeline_depth": depth, "pipeline_gate": gate, "pipeline_jit": jit})
+            for label, policy, depth, gate, jit in VARIANTS
             if label in chosen
         ]
         for load in loads:

@@ -165,6 +165,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         double pipeline_after
         int32_t pipeline_depth
         cpp_bool pipeline_gate
+        cpp_bool pipeline_jit
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate

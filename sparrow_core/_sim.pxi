@@ -71,6 +71,7 @@ def _simulate(dict params, dict trace=None):
     p.pipeline_after = params["pipeline_after"]
     p.pipeline_depth = params["pipeline_depth"]
     p.pipeline_gate = params["pipeline_gate"]
+    p.pipeline_jit = params["pipeline_jit"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]

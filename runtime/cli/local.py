@@ -58,6 +58,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         pipeline=s["pipeline"],
         pipeline_depth=s["pipeline_depth"],
         pipeline_always=s["pipeline_always"],
+        pipeline_jit=s["pipeline_jit"],
         give_back=s["give_back"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],

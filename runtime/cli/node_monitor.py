@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         "pipeline": s["pipeline"],
         "pipeline_depth": s["pipeline_depth"],
         "pipeline_gate": not s["pipeline_always"],
+        "pipeline_jit": s["pipeline_jit"],
         "give_back": s["give_back"],
         "steal": s["steal"],
     }

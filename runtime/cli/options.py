@@ -12,6 +12,7 @@ from ..services.node_monitor_logic import (
     DEFAULT_GIVE_BACK,
     DEFAULT_PIPELINE,
     DEFAULT_PIPELINE_DEPTH,
+    DEFAULT_PIPELINE_JIT,
     GIVE_BACK_FACTOR,
     GIVE_BACK_MIN,
     MAX_PIPELINE_DEPTH,
@@ -155,6 +156,17 @@ PIPELINE_ALWAYS = Setting(
     "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
     "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
 )
+PIPELINE_JIT = Setting(
+    "pipeline_jit",
+    BOOLEAN,
+    DEFAULT_PIPELINE_JIT,
+    "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
+    "longest at most 1.5x the shortest, whatever their length), and a running task then asks for the next one only "
+    "shortly before its predicted end (the shortest recent run time less the measured round trip and 0.25 ms), so "
+    "it is bound as its slot frees: 10 ms tasks on 2 node monitors lose no round trip between tasks, while varied "
+    "tasks are not pipelined (the simulator: no workload slower than plain late binding; docs/runtime.md, "
+    '"Just in time"); --no-pipeline-jit: the gate alone',
+)
 GIVE_BACK = Setting(
     "give_back",
     BOOLEAN,
@@ -290,6 +302,7 @@ NODE_MONITOR_SETTINGS = (
     PIPELINE,
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
+    PIPELINE_JIT,
     GIVE_BACK,
     STEAL,
     Setting(
@@ -361,6 +374,7 @@ LOCAL_SETTINGS = (
     PIPELINE,
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
+    PIPELINE_JIT,
     GIVE_BACK,
     STEAL,
     PROBE_RATIO,

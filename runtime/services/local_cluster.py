@@ -58,7 +58,13 @@ from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import DEFAULT_GIVE_BACK, DEFAULT_PIPELINE, DEFAULT_PIPELINE_DEPTH, check_pipeline_depth
+from .node_monitor_logic import (
+    DEFAULT_GIVE_BACK,
+    DEFAULT_PIPELINE,
+    DEFAULT_PIPELINE_DEPTH,
+    DEFAULT_PIPELINE_JIT,
+    check_pipeline_depth,
+)
 from .outcome_batching import check_result_delay
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
@@ -76,8 +82,9 @@ class LocalCluster:
     `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
     services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
-    one deep whatever the tasks' length), `give_back` (a task bound ahead behind tasks that overran goes back to
-    its scheduler: node_monitor_logic.py) and `steal`
+    one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
+    predicted end while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
+    goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
     tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
@@ -116,6 +123,7 @@ class LocalCluster:
         pipeline: bool = DEFAULT_PIPELINE,
         pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
         pipeline_always: bool = False,
+        pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
@@ -146,6 +154,8 @@ class LocalCluster:
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         if not isinstance(pipeline_always, bool):
             raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
+        if not isinstance(pipeline_jit, bool):
+            raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
         if not isinstance(give_back, bool):
             raise ValueError(f"give_back must be a bool, got {give_back!r}")
         if not isinstance(steal, bool):
@@ -172,6 +182,7 @@ class LocalCluster:
         self.pipeline = pipeline
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
         self.pipeline_always = pipeline_always
+        self.pipeline_jit = pipeline_jit
         self.give_back = give_back
         self.steal = steal
         self.weights = dict(weights or {})
@@ -328,6 +339,8 @@ class LocalCluster:
         args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
         if self.pipeline_always:
             args.append("--pipeline-always")
+        if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
+            args.append("--pipeline-jit")
         if self.give_back:
             args.append("--give-back")
         if self.steal:

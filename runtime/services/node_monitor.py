@@ -63,6 +63,7 @@ from .node_monitor_logic import (
     DEFAULT_GIVE_BACK,
     DEFAULT_PIPELINE,
     DEFAULT_PIPELINE_DEPTH,
+    DEFAULT_PIPELINE_JIT,
     NodeMonitorLogic,
     Stop,
     Withdraw,
@@ -127,6 +128,7 @@ class NodeMonitorService:
         if self._hands_ahead:
             executor.returned = self._returned
         self._bound_changed = trio.Event()  # give-back: set when a task is bound here that the executor does not hold
+        self._queue_filled = trio.Event()  # just in time: set when reservations wait while `run_ask_ahead` idles
         if self._launch is not None and hasattr(executor, "started"):
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
@@ -280,6 +282,22 @@ class NodeMonitorService:
             with contained(logger, "giving back bound tasks"):
                 self._route(logic.on_give_back_timer())
 
+    async def run_ask_ahead(self) -> None:
+        """Just in time (logic.pipeline_jit): whenever a running task becomes due to ask ahead while reservations
+        wait (`ask_ahead_at`), let the logic ask; sleep until reservations wait otherwise."""
+        logic = self.logic
+        while True:
+            at = logic.ask_ahead_at()
+            if at is None:
+                self._queue_filled = trio.Event()
+                await self._queue_filled.wait()
+                continue
+            delay = at - logic.clock()
+            if delay > 0:
+                await trio.sleep(delay)
+            with contained(logger, "asking ahead"):
+                self._route(logic.on_ask_ahead_timer())
+
     async def drain_when(self, event: trio.Event) -> None:
         """Once `event` is set: drain (take no more reservations) and tell the schedulers at once."""
         await event.wait()
@@ -331,6 +349,8 @@ class NodeMonitorService:
             self._hand_ahead()
         if logic.give_back and len(logic.bound) > len(logic.pinned):
             self._bound_changed.set()
+        if logic.steady and logic.queue:  # just in time: a running task may become due to ask ahead
+            self._queue_filled.set()
         if self.stealer is not None:
             self.stealer.poke()
 
@@ -547,6 +567,7 @@ async def serve_node_monitor(
     pipeline: bool = DEFAULT_PIPELINE,
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
     pipeline_gate: bool = True,
+    pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
     give_back: bool = DEFAULT_GIVE_BACK,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
@@ -569,7 +590,9 @@ async def serve_node_monitor(
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
     with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
-    under 5 ms unless `pipeline_gate` is False; on, 16 deep, gated by default; node_monitor_logic.py; `give_back`:
+    under 5 ms unless `pipeline_gate` is False, and with `pipeline_jit` also one deep just before a running task's
+    predicted end while the recent run times are steady (off by default); on, 16 deep, gated by default;
+    node_monitor_logic.py; `give_back`:
     a task bound ahead behind tasks that overran goes back to its scheduler), work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
     steal.py), tasks on `executor`
@@ -607,6 +630,7 @@ async def serve_node_monitor(
             pipeline=pipeline,
             pipeline_depth=pipeline_depth,
             pipeline_gate=pipeline_gate,
+            pipeline_jit=pipeline_jit,
             give_back=give_back,
             steal=steal,
         )
@@ -666,6 +690,8 @@ async def serve_node_monitor(
             nursery.start_soon(service.run_timers)
             if logic.give_back:
                 nursery.start_soon(service.run_give_back)
+            if logic.pipeline_jit:
+                nursery.start_soon(service.run_ask_ahead)
             nursery.start_soon(service.outgoing.run)
             if service.stealer is not None:
                 nursery.start_soon(service.stealer.run)

@@ -49,6 +49,16 @@ plain late binding by more than noise, where the median rule cost exponential 10
 durations 2-4x at 10,000 workers. `pipeline_gate=False` is the rule without it (one deep whatever the tasks'
 length, deeper while their median is short).
 
+Just in time (`pipeline_jit`, with the gate; off by default: docs/runtime.md, "Just in time"): the gate also
+opens, one deep, while the node's last RECENT_TASKS run times are steady (the longest at most JIT_SPREAD x the
+shortest, whatever their length), and a
+running task then asks ahead only shortly before its predicted end: once it has run the shortest recent run time less
+the measured round trip of a request asked ahead (the median of the last RECENT_TASKS; JIT_ROUND_TRIP until one is
+measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead_at`: the shell calls
+`on_ask_ahead_timer` then). Never behind a task that has run past the longest recent run time (it overran its
+prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
+(the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
+
 Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
 task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
 with no hop through the node monitor between them. A pinned task stays bound here (counted as bound) but
@@ -155,6 +165,13 @@ RECENT_TASKS = 8
 # run times here, and at least GIVE_BACK_MIN seconds (docs/runtime.md, "Give-back")
 GIVE_BACK_MIN = 0.02
 GIVE_BACK_FACTOR = 3.0
+# just in time (docstring): steady while the longest recent run time is at most JIT_SPREAD x the shortest; a task asks
+# ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
+# shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
+DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
+JIT_SPREAD = 1.5
+JIT_MARGIN = 0.00025
+JIT_ROUND_TRIP = 0.001
 
 
 def check_pipeline_depth(depth: int) -> int:
@@ -229,6 +246,7 @@ class NodeMonitorLogic(WorkStealing):
         pipeline: bool = False,
         pipeline_depth: int = 1,
         pipeline_gate: bool = True,
+        pipeline_jit: bool = False,
         give_back: bool = False,
         steal: bool = False,
         seed: int | None = None,
@@ -241,6 +259,8 @@ class NodeMonitorLogic(WorkStealing):
             raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
         if not isinstance(pipeline_gate, bool):
             raise ValueError(f"pipeline_gate must be a bool, got {pipeline_gate!r}")
+        if not isinstance(pipeline_jit, bool):
+            raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
         if not isinstance(give_back, bool):
             raise ValueError(f"give_back must be a bool, got {give_back!r}")
         self.slots = slots
@@ -256,6 +276,12 @@ class NodeMonitorLogic(WorkStealing):
         self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # the last tasks' run times
         self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
         self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
+        self.pipeline_jit = pipeline and pipeline_gate and pipeline_jit  # just in time (docstring)
+        self.steady = False  # just in time: the recent run times are steady, and not all short
+        self._jit_after = 0.0  # ... a running task asks ahead once it has run this long
+        self._jit_until = 0.0  # ... and until it has run this long (the longest recent run time)
+        self._asked_at: deque[float] = deque()  # ... when each request asked ahead in flight went (while steady)
+        self._round_trips: deque[float] = deque(maxlen=RECENT_TASKS)  # ... the last ones' round trips
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -334,6 +360,7 @@ class NodeMonitorLogic(WorkStealing):
         self.frame_limits.pop(scheduler, None)
         if self._started:  # their outcomes will never be reported here
             self._started = {key: when for key, when in self._started.items() if key[0] != scheduler}
+        self._asked_at.clear()  # which of the requests in flight were its is not kept: measure afresh
         for entry in self._schedulers.pop(scheduler, {}).values():
             self.queue.cancel(entry.key)
             self.free += entry.asking
@@ -372,11 +399,15 @@ class NodeMonitorLogic(WorkStealing):
                     else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
                         self.bound.append((scheduler, msg))
+                        if self._asked_at:
+                            self._answered_ahead()
                 elif kind is NoTask:
                     entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
                     if held_slot:
                         self.free += 1
+                    elif self._asked_at:
+                        self._answered_ahead()
                     self.queue.refund(entry.user)
                     if self.steal:
                         self.steal_due = True
@@ -424,6 +455,11 @@ class NodeMonitorLogic(WorkStealing):
                 recent = self._recent
                 recent.append(self.clock() - since)
                 self._short = (max(recent) if self.pipeline_gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
+                if self.pipeline_jit:
+                    if self._short:  # the deep rule's (no-op tasks: nothing more to do per task)
+                        self.steady = False
+                    else:
+                        self._steadiness()
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -597,6 +633,49 @@ class NodeMonitorLogic(WorkStealing):
             self._started[key] = self.clock()
         return []
 
+    # -- just in time -----------------------------------------------------------------------------
+
+    def _steadiness(self) -> None:
+        """Whether the recent run times (not all short: that is the deep rule's) are steady, and when a running
+        task asks ahead then (module docstring)."""
+        recent = self._recent
+        shortest, longest = min(recent), max(recent)
+        self.steady = len(recent) == RECENT_TASKS and longest <= JIT_SPREAD * shortest
+        trips = self._round_trips
+        trip = sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP
+        self._jit_after = max(0.0, shortest - trip - JIT_MARGIN)
+        self._jit_until = longest
+
+    def _due(self) -> int:
+        """Just in time: the running tasks that may ask ahead now (they have run `_jit_after` and not past
+        `_jit_until`)."""
+        now = self.clock()
+        low, high = now - self._jit_until, now - self._jit_after
+        return sum(1 for when in self._started.values() if low <= when <= high)
+
+    def _answered_ahead(self) -> None:
+        """A request asked ahead while steady was answered: its round trip (the oldest in flight's; answers of
+        different schedulers may cross, so this is an estimate, which the median of the recent ones keeps sane)."""
+        self._round_trips.append(self.clock() - self._asked_at.popleft())
+        if not self.ahead:  # none in flight: none of the times kept is owed an answer
+            self._asked_at.clear()
+
+    def ask_ahead_at(self) -> float | None:
+        """Just in time: when (`clock` time) a running task next becomes due to ask ahead while reservations wait
+        (the shell then calls `on_ask_ahead_timer`); None: none will (a change of the queue or the tasks comes
+        through the logic's other calls, which ask ahead themselves)."""
+        if not self.steady or not self.queue or self.draining:
+            return None
+        now, after = self.clock(), self._jit_after
+        later = [when + after for when in self._started.values() if when + after > now]
+        return min(later) if later else None
+
+    def on_ask_ahead_timer(self) -> list:
+        """Just in time: ask ahead for the running tasks due now (`ask_ahead_at`)."""
+        out: list = []
+        self._fill(out)
+        return out
+
     def _overrunning(self) -> bool:
         """A running task has already run SHORT_TASK or longer (gated: nothing is asked ahead behind it, so a
         long task after short ones, or a cancelled thread task running on, holds no bound task behind it)."""
@@ -723,6 +802,8 @@ class NodeMonitorLogic(WorkStealing):
                 entry.ahead -= 1
                 entry.asking += 1
                 self.ahead -= 1
+                if self._asked_at:  # its answer will hold a slot: no round trip of a request asked ahead
+                    self._asked_at.popleft()
                 if not entry.ahead:
                     del self._ahead[entry.key]
                 self.free -= 1
@@ -739,11 +820,14 @@ class NodeMonitorLogic(WorkStealing):
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
-        if self.pipeline and (not self.pipeline_gate or (self._short and not self._overrunning())):
+        if self.pipeline and (not self.pipeline_gate or (self._short and not self._overrunning()) or self.steady):
             gate = self.pipeline_gate
             # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
             deep = self._short and self.pipeline_depth > 1
             limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
+            steady = self.steady
+            if steady:  # just in time: one per running task due (docstring)
+                limit = min(limit, self._due())
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
                 limit = min(limit, self._fresh() * self.pipeline_depth)
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
@@ -763,6 +847,8 @@ class NodeMonitorLogic(WorkStealing):
                 self._ahead.setdefault(entry.key, entry)
                 self.stats["get_task"] += 1
                 self.stats["asked_ahead"] += 1
+                if steady:
+                    self._asked_at.append(self.clock())
                 if entry.order is None:
                     out.append((entry.scheduler, GetTask(entry.job_id)))
                 else:

@@ -48,7 +48,9 @@ class SimConfig:
     that task has run `pipeline_after` x the median run time of the worker's last 8 tasks; 0: at
     once; `pipeline_depth` d > 1, the runtime's rule: while that median is under 5 ms, up to d per
     slot held and at most half of what the worker holds of a job; `pipeline_gate`: it asks ahead at all,
-    even one deep, only while that median is under 5 ms) | omniscient (ideal central queue).
+    even one deep, only while each of the last 8 ran under 5 ms; with `pipeline_jit` also, one deep, while
+    they are steady (the longest at most 1.5x the shortest), a task then asking just before its predicted end:
+    the shortest less the round trip and 0.25 ms) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
@@ -83,6 +85,7 @@ class SimConfig:
     pipeline_after: float = 0.0
     pipeline_depth: int = 1
     pipeline_gate: bool = False
+    pipeline_jit: bool = False
     queue_policy: str = "fifo"
     user_weights: tuple[float, ...] = (1.0,)
     user_demands: tuple[float, ...] | None = None
@@ -114,7 +117,7 @@ class SimConfig:
         _number("steal_wait", self.steal_wait, low=0.0)
         _number("pipeline_after", self.pipeline_after, low=0.0)
         _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
-        for name in ("cancellation", "keep_task_waits", "pipeline_gate"):
+        for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
         if self.trace is None:
@@ -166,6 +169,7 @@ class SimConfig:
             "pipeline_after": float(self.pipeline_after),
             "pipeline_depth": self.pipeline_depth,
             "pipeline_gate": self.pipeline_gate,
+            "pipeline_jit": self.pipeline_jit,
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,

@@ -50,6 +50,9 @@ struct SimParams {
   double pipeline_after = 0.0;
   int32_t pipeline_depth = 1;
   bool pipeline_gate = false;
+  // With pipeline_gate: the gate opens one deep also while the worker's recent run times are steady,
+  // and a task then asks ahead just before its predicted end (pipeline.h, "Just in time").
+  bool pipeline_jit = false;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;

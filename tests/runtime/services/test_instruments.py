@@ -34,6 +34,7 @@ READ_ONLY = {
         "steal_take",
         "steal_state",
         "give_back_at",
+        "ask_ahead_at",
         "overrun_after",
     },
 }

@@ -60,6 +60,20 @@ def of(out: list, kind: type) -> list:
     return [msg for _, msg in out if type(msg) is kind]
 
 
+def answer_one(
+    logic: NodeMonitorLogic, rng: random.Random, pending: list[int], next_task: Counter, tasks: float
+) -> list:
+    """A fake scheduler answers one of the `pending` GetTasks (job ids) at random: the job's next task (`next_task`
+    counts them) with probability `tasks`, else NoTask; the node monitor's output."""
+    job = pending.pop(rng.randrange(len(pending)))
+    if rng.random() < tasks:
+        answer: TaskToNode | NoTask = TaskToNode(job, next_task[job], b"")
+        next_task[job] += 1
+    else:
+        answer = NoTask(job)
+    return logic.on_scheduler_messages("s", [answer])
+
+
 def warmed(logic: NodeMonitorLogic, run_time: float = 0.0, tasks: int = 1, job: int = 999) -> NodeMonitorLogic:
     """`logic` after running `tasks` tasks of `run_time` seconds each (a deep pipeline goes deeper than 1
     only once its recent tasks were short); its clock must be a ManualClock."""
@@ -372,13 +386,7 @@ def test_random_answers_and_finishes_keep_the_books(seed: int, depth: int) -> No
     for _ in range(200):
         choice = rng.random()
         if pending and choice < 0.6:
-            job = pending.pop(rng.randrange(len(pending)))
-            if rng.random() < 0.8:
-                answer = TaskToNode(job, next_task[job], b"")
-                next_task[job] += 1
-            else:
-                answer = NoTask(job)
-            take(logic.on_scheduler_messages("s", [answer]))
+            take(answer_one(logic, rng, pending, next_task, 0.8))
         elif running:
             job, task = running.pop(rng.randrange(len(running)))
             take(logic.on_task_done("s", job, task, OK))

@@ -38,6 +38,15 @@
 // wait out a 10 ms-class task (measured at 10,000 workers: p50 1.06-1.09x plain, per_job
 // 1.9-4.5x); each of the last 8 short: 0.06%. Without the half rule one deep, per_job still lost
 // 2-13% there (a job held once bound behind a long job's task on a node of short tasks lately).
+//
+// Just in time (pipeline_jit, with the gate: the runtime's --pipeline-jit): the gate also opens, one deep,
+// while the worker's last kRecent run times are steady (the longest at most kSpread x the shortest,
+// whatever their length), and then a running task asks ahead only shortly before its predicted end:
+// a timer at its start + the shortest recent run time - the round trip (2 x network_delay, what a
+// GetTask and its answer take) - kJitMargin, so that the answer comes as the slot frees; never behind
+// a task that has run past the longest recent run time (it overran its prediction). The half rule
+// bounds these requests too. So the task is bound a margin before the slot frees rather than a whole
+// task before (asking at once), and a task of a node whose run times vary never waits bound.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +67,8 @@ class Pipelining {
   static constexpr int kRecent = 8;          // run times kept per worker for its median
   static constexpr double kShortTask = 0.005;  // seconds: deeper than 1 only under this median
   static constexpr int32_t kMaxDepth = 64;     // the runtime's MAX_PIPELINE_DEPTH
+  static constexpr double kSpread = 1.5;       // just in time: steady while longest <= kSpread x shortest
+  static constexpr double kJitMargin = 0.00025;  // seconds: just in time, asked this much earlier still
 
   Pipelining(Cluster& c, WorkerQueues& queues)
       : c_(c),
@@ -65,7 +76,8 @@ class Pipelining {
         on_(c.p.policy == PlacementPolicy::SparrowPipelined || c.p.policy == PlacementPolicy::SparrowStealPipelined),
         after_(c.p.pipeline_after),
         depth_(c.p.pipeline_depth),
-        gate_(c.p.pipeline_gate) {
+        gate_(c.p.pipeline_gate),
+        jit_(c.p.pipeline_gate && c.p.pipeline_jit) {
     if (!on_) return;
     if (!(after_ >= 0) || !std::isfinite(after_)) throw std::invalid_argument("pipeline_after must be finite and >= 0");
     if (depth_ < 1 || depth_ > kMaxDepth)
@@ -92,7 +104,14 @@ class Pipelining {
     Running* r = &running_[w * c_.p.slots];
     while (r->job >= 0) ++r;  // a free entry: w runs fewer than `slots` tasks
     *r = Running{job, static_cast<int32_t>(t), 0, c_.now};
-    if (after_ == 0 || st.deep) {
+    if (jit_ && !st.short_recent) {  // just in time: shortly before its predicted end, if steady
+      if (!st.steady) return;
+      if (st.jit_after <= 0) {
+        arm(host, w, *r);
+      } else {
+        c_.heap.push(c_.now + st.jit_after, job, static_cast<int32_t>(w), -1 - static_cast<int32_t>(t));
+      }
+    } else if (after_ == 0 || st.deep) {
       arm(host, w, *r);
     } else if (st.n_recent > 0) {
       c_.heap.push(c_.now + after_ * median(w), job, static_cast<int32_t>(w), -1 - static_cast<int32_t>(t));
@@ -124,6 +143,7 @@ class Pipelining {
         st.short_recent = (gate_ ? longest(w) : median(w)) < kShortTask;
         st.deep = depth_ > 1 && st.short_recent;
       }
+      if (jit_) steady(w, st);
     }
     r->job = -1;
     slot_freed(host, w);
@@ -162,8 +182,8 @@ class Pipelining {
   template <class Host>
   void ask_ahead(Host& host, int64_t w) {
     State& st = state_[w];
-    if (gate_ && !st.short_recent) return;
-    const int64_t limit = st.deep ? (c_.p.slots - c_.free[w]) * depth_ : st.armed;
+    if (gate_ && !st.short_recent && !(jit_ && st.steady)) return;
+    const int64_t limit = st.deep ? (c_.p.slots - c_.free[w]) * depth_ : armed(w, st);
     Reservation r;
     while (st.ahead + st.n_bound < limit) {
       if ((st.deep || gate_) && !half_allows(host, w)) break;
@@ -192,6 +212,9 @@ class Pipelining {
     int32_t n_recent = 0, next_recent = 0;
     bool short_recent = false;  // the recent median (gated: each recent task) under kShortTask
     bool deep = false;          // depth > 1 and short_recent
+    bool steady = false;        // just in time: the recent run times are steady (header comment)
+    double jit_after = 0.0;     // ... a running task is armed this long after it started
+    double jit_until = 0.0;     // ... and stays so until it has run this long (the longest recent)
   };
   struct Ask {
     double granted;  // when it got its slot; -1: asked ahead, none yet
@@ -209,6 +232,25 @@ class Pipelining {
   };
 
   bool keeps_recent() const { return after_ > 0 || depth_ > 1 || gate_; }
+
+  // Just in time: whether w's recent run times are steady, and when a task of it asks ahead.
+  void steady(int64_t w, State& st) const {
+    const double* v = &recent_[w * kRecent];
+    const auto [lo, hi] = std::minmax_element(v, v + st.n_recent);
+    st.steady = st.n_recent == kRecent && *hi <= kSpread * *lo;
+    st.jit_after = std::max(0.0, *lo - 2 * c_.p.network_delay - kJitMargin);
+    st.jit_until = *hi;
+  }
+
+  // Running tasks of w whose slot may ask ahead now: those armed; just in time (the gate open only
+  // for steady run times), those armed that have not run past the longest recent run time.
+  int64_t armed(int64_t w, const State& st) const {
+    if (!jit_ || st.short_recent) return st.armed;
+    int64_t n = 0;
+    const Running* r = &running_[w * c_.p.slots];
+    for (int32_t i = 0; i < c_.p.slots; ++i) n += r[i].job >= 0 && r[i].armed && c_.now - r[i].start <= st.jit_until;
+    return n;
+  }
 
   // The half rule (header comment) for the head of w's queue (which may be empty).
   template <class Host>
@@ -310,6 +352,7 @@ class Pipelining {
   double after_;
   int32_t depth_;
   bool gate_;
+  bool jit_;  // just in time (header comment): only with the gate
   int32_t ask_cap_ = 0;  // requests in flight per worker at most: (depth + 1) x slots
   std::vector<State> state_;
   std::vector<Ask> asks_;     // per worker ask_cap_: the requests in flight, oldest first

@@ -13,11 +13,11 @@ TLS, as the role of its certificate: `LiveCluster.peer`) or not, and send any by
 
 from __future__ import annotations
 
-import operator
 import socket
 import ssl
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -95,22 +95,33 @@ class Credentials:
             self._folder.cleanup()
 
 
-def serving(mode: str, *, values: int = 0):
-    """The body of a module fixture: a started LiveCluster; after the module, the steady client's record must show
-    no problem, at least 5 jobs and at least `values` values (it really ran throughout)."""
-    live = LiveCluster(mode).start()
+def serving(mode: str, *, values: int = 0, task_seconds: float = 0.0):
+    """The body of a module fixture: a started LiveCluster (its steady client's tasks each taking `task_seconds`);
+    after the module, the steady client's record must show no problem, at least 5 jobs and at least `values` values
+    (it really ran throughout)."""
+    live = LiveCluster(mode, task_seconds=task_seconds).start()
     yield live
     record = live.stop()
     assert record.problems == []
-    assert record.jobs >= 5 and record.values >= values
+    assert record.jobs >= 5 and record.values >= values, record
+
+
+def _times_three(value: int, seconds: float) -> int:
+    """The steady client's task: `value` x 3, after `seconds` (LiveCluster's task_seconds)."""
+    if seconds:
+        time.sleep(seconds)
+    return value * 3
 
 
 class LiveCluster:
     """Services and a steady client in a trio loop on a thread; `stop()` ends them and returns the
-    steady client's record."""
+    steady client's record. The steady client's tasks take `task_seconds` each (0: a multiplication alone; a
+    module that needs its jobs in flight most of the time sets a few ms: a job of no-op tasks ends in about 1 ms,
+    bound whole to one node monitor)."""
 
-    def __init__(self, mode: str = "insecure") -> None:
+    def __init__(self, mode: str = "insecure", *, task_seconds: float = 0.0) -> None:
         self.mode = mode
+        self.task_seconds = task_seconds
         self.creds = Credentials(mode)
         self.credentials, self.peer = self.creds.of, self.creds.peer
         self.scheduler: tuple[str, int] | None = None
@@ -177,7 +188,7 @@ class LiveCluster:
         async with Client([self.scheduler], **self.credentials("steady")) as client:
             while True:
                 base = record.jobs * 100
-                job = await client.submit_job([partial(operator.mul, base + i, 3) for i in range(20)])
+                job = await client.submit_job([partial(_times_three, base + i, self.task_seconds) for i in range(20)])
                 for outcome in await job.outcomes():
                     if outcome.ok:
                         if outcome.value != (base + outcome.index) * 3:

@@ -101,6 +101,9 @@ def serving(mode: str, *, values: int = 0, task_seconds: float = 0.0):
     (it really ran throughout)."""
     live = LiveCluster(mode, task_seconds=task_seconds).start()
     yield live
+    deadline = time.monotonic() + 10  # a module run in part may end before the steady client got that far
+    while (live.record.jobs < 5 or live.record.values < values) and time.monotonic() < deadline:
+        time.sleep(0.01)
     record = live.stop()
     assert record.problems == []
     assert record.jobs >= 5 and record.values >= values, record

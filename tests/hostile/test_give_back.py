@@ -101,6 +101,10 @@ def test_giving_back_other_node_monitors_tasks_is_refused_and_loses_none_of_them
 def test_a_flood_of_stale_give_backs_is_dropped_and_the_link_stays(cluster: LiveCluster) -> None:
     """20,000 GiveBacks of the steady client's first job (finished by now) in a few writes: dropped as stale, no
     Error, and the scheduler still answers on other links."""
+    deadline = time.monotonic() + 10
+    while _latest_job(cluster) < 2:  # the steady client submits job 2 only once job 1 has all its outcomes
+        assert time.monotonic() < deadline, "the steady client's second job never came"
+        time.sleep(0.01)
     with cluster.peer(cluster.scheduler, "node-monitor") as peer:
         _registered(cluster, peer, "flooder")
         for _ in range(20):

@@ -55,7 +55,8 @@ def test_a_message_not_allowed_on_a_data_link_gets_error_and_only_that_link_clos
 
 def test_a_fetcher_that_stops_reading_halfway_is_dropped_and_others_are_served_meanwhile():
     """A peer asks for 64 MB and reads nothing: once no chunk moves for stall_timeout it is dropped;
-    another peer's fetch of the same value completes."""
+    another peer's fetch of the same value completes. The timeout is 2 s, not less: under load 8-12 on 2 cores
+    the good fetch's 64 MB once went 0.5 s without a chunk moving and was dropped too."""
 
     async def test(server, store, address):
         size = 64 * 1024 * 1024
@@ -70,4 +71,4 @@ def test_a_fetcher_that_stops_reading_halfway_is_dropped_and_others_are_served_m
         await stalled.aclose()
         assert server.stats["served"] == 1
 
-    trio.run(partial(_serving, test, stall_timeout=0.5))
+    trio.run(partial(_serving, test, stall_timeout=2.0))

@@ -2,7 +2,8 @@
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
-pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-always`, and
+pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-steady` (steady
+run times ask ahead at a task's start), `--pipeline-always`, and
 `--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
 all alike. Prints one line per
 run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
@@ -25,6 +26,7 @@ except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench
 SETTINGS = {
     "default": {},
     "jit": {"SPARROW_PIPELINE_JIT": "true"},
+    "steady": {"SPARROW_PIPELINE_STEADY": "true"},
     "always": {"SPARROW_PIPELINE_ALWAYS": "true"},
     "always+give-back": {"SPARROW_PIPELINE_ALWAYS": "true", "SPARROW_GIVE_BACK": "true"},
 }
@@ -42,7 +44,7 @@ def main() -> None:
     for r in range(args.rounds):
         pool = peers.pool_load(arrivals)
         for name, env in SETTINGS.items():
-            for key in ("SPARROW_PIPELINE_ALWAYS", "SPARROW_PIPELINE_JIT", "SPARROW_GIVE_BACK"):
+            for key in {variable for each in SETTINGS.values() for variable in each}:
                 os.environ.pop(key, None)
             os.environ.update(env)
             load = os.getloadavg()[0]

@@ -52,15 +52,8 @@ def node(run_times: list[float] | None = None, slots: int = 1, mode: str = "jit"
     """A gated, 16-deep node monitor (the services' defaults), `mode` "jit" (just in time), "steady"
     (test_node_monitor_steady.py) or "gate" (neither), registered with scheduler "s", after tasks of `run_times`
     (default: 8 of RUN); `settings`: more of NodeMonitorLogic's."""
-    logic = NodeMonitorLogic(
-        slots=slots,
-        pipeline=True,
-        pipeline_depth=16,
-        pipeline_jit=mode == "jit",
-        pipeline_steady=mode == "steady",
-        clock=ManualClock(0.0),
-        **settings,
-    )
+    timing = {"pipeline_jit": mode == "jit", "pipeline_steady": mode == "steady"}
+    logic = NodeMonitorLogic(slots=slots, pipeline=True, pipeline_depth=16, clock=ManualClock(0.0), **timing | settings)
     logic.on_scheduler_registered("s")
     for task, run_time in enumerate([RUN] * RECENT_TASKS if run_times is None else run_times):
         logic.on_scheduler_messages("s", [EnqueueReservations(999, "u", 0, 1)])
@@ -199,9 +192,10 @@ def test_a_job_held_once_is_not_asked_ahead() -> None:
 @pytest.mark.parametrize("mode", ["jit", "steady"])
 @pytest.mark.parametrize("seed", range(20))
 def test_random_answers_timers_and_finishes_keep_the_books(seed: int, mode: str) -> None:
-    """3 slots after steady tasks, just in time or steady: a fake scheduler answers the outstanding GetTasks of 3 jobs in random order (a task
-    or nothing), tasks finish after 10-13 ms (steady) and the ask-ahead timer fires at random: slots stay in range,
-    at most one request is ahead or bound per running task, and every task answered is handed to the executor once."""
+    """3 slots after steady tasks, just in time or steady: a fake scheduler answers the outstanding GetTasks of 3 jobs
+    in random order (a task or nothing), tasks finish after 10-13 ms (steady) and the ask-ahead timer fires at random:
+    slots stay in range, at most one request is ahead or bound per running task, and every task answered is handed to
+    the executor once."""
     rng = random.Random(seed)
     logic = node(slots=3, mode=mode)
     pending: list[int] = []

@@ -10,6 +10,7 @@ run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 b
 floor's (target <= 1.1x; the pool's own over the same floor beside it).
 
     python bench/pipelining_ten_ms.py --rounds 3 --load-seconds 10
+    python bench/pipelining_ten_ms.py --rounds 4 --settings default,steady,always   # some of the settings
 """
 
 from __future__ import annotations
@@ -37,13 +38,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each: the pool, then every setting")
     parser.add_argument("--load-seconds", type=float, default=10.0, help="seconds of arrivals in the load case")
     parser.add_argument("--seed", type=int, default=0, help="seed of the arrivals (every run: the same)")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma list of {', '.join(SETTINGS)}")
     args = parser.parse_args()
     if args.rounds < 1 or args.load_seconds <= 0:
         parser.error("--rounds must be >= 1 and --load-seconds > 0")
+    chosen = args.settings.split(",")
+    unknown = sorted(set(chosen) - set(SETTINGS))
+    if unknown:
+        parser.error(f"unknown settings: {', '.join(unknown)} (known: {', '.join(SETTINGS)})")
     arrivals = peers.load_arrivals(args.load_seconds, args.seed)
     for r in range(args.rounds):
         pool = peers.pool_load(arrivals)
-        for name, env in SETTINGS.items():
+        for name in chosen:
+            env = SETTINGS[name]
             for key in {variable for each in SETTINGS.values() for variable in each}:
                 os.environ.pop(key, None)
             os.environ.update(env)

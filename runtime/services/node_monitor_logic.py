@@ -59,9 +59,10 @@ measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead
 prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
 (the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
 
-Steady (`pipeline_steady`, with the gate; docs/runtime.md, "Steady"): the same opening of the gate for steady run
-times, but a running task asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's
-later timing wins). Steady work is where binding a task behind the running one costs least (its end is predictable),
+Steady (`pipeline_steady`, with the gate; docs/runtime.md, "Steady"): the gate also opens, one deep, while the
+node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10 ms task to 11-20
+ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and a running task
+then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule wins). Steady work is where binding a task behind the running one costs least (its end is predictable),
 and a request answered NoTask (on a few node monitors about half are: another one got the task) has a whole task's
 time to ask again, which one asked a round trip before the end has not. Nothing is asked behind a task that has run
 past the longest recent run time, and the half rule bounds these requests as every gated one (a node holding one
@@ -180,6 +181,8 @@ GIVE_BACK_FACTOR = 3.0
 DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
 DEFAULT_PIPELINE_STEADY = False  # steady (docstring)
 JIT_SPREAD = 1.5
+# steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
+STEADY_SPREAD = 3.0
 JIT_MARGIN = 0.00025
 JIT_ROUND_TRIP = 0.001
 
@@ -655,7 +658,8 @@ class NodeMonitorLogic(WorkStealing):
         task asks ahead then (module docstring)."""
         recent = self._recent
         shortest, longest = min(recent), max(recent)
-        self.steady = len(recent) == RECENT_TASKS and longest <= JIT_SPREAD * shortest
+        spread = STEADY_SPREAD if self.pipeline_steady else JIT_SPREAD
+        self.steady = len(recent) == RECENT_TASKS and longest <= spread * shortest
         if self.pipeline_steady:  # at a task's start
             self._jit_after = 0.0
         else:

@@ -51,7 +51,7 @@ def test_steady_tasks_ask_at_the_start_and_save_a_round_trip_each(tmp_path: Path
 @pytest.mark.parametrize(
     "durations",
     [
-        [1.0, 1.0, 1.0, 1.6] * 5,  # any 8 in a row: the longest over 1.5x the shortest
+        [1.0, 1.0, 1.0, 3.2] * 5,  # any 8 in a row: the longest over 3x (kSteadySpread) the shortest
         list(np.random.default_rng(3).exponential(1.0, 20)),
     ],
 )
@@ -60,6 +60,14 @@ def test_varied_run_times_ask_nothing_ahead(tmp_path: Path, durations: list[floa
     steady = simulate(config)
     assert steady.counters["asked_ahead"] == 0
     np.testing.assert_array_equal(steady.job_response, simulate(replace(config, policy="sparrow")).job_response)
+
+
+def test_a_spread_within_3x_is_steady_where_just_in_time_is_not(tmp_path: Path) -> None:
+    """Run times 1 and 2 s alternating (a loaded host's stretch): steady asks ahead (kSteadySpread 3), just in time
+    (kSpread 1.5) asks nothing and decides as plain late binding."""
+    config = _one_worker(tmp_path, [1.0, 2.0] * 10)
+    assert simulate(replace(config, pipeline_steady=True)).counters["asked_ahead"] > 0
+    assert simulate(replace(config, pipeline_jit=True)).counters["asked_ahead"] == 0
 
 
 def test_with_just_in_time_too_its_timing_wins(tmp_path: Path) -> None:

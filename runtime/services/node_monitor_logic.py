@@ -59,15 +59,16 @@ measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead
 prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
 (the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
 
-Steady (`pipeline_steady`, with the gate; docs/runtime.md, "Steady"): the gate also opens, one deep, while the
-node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10 ms task to 11-20
-ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and a running task
-then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule wins). Steady work is where binding a task behind the running one costs least (its end is predictable),
-and a request answered NoTask (on a few node monitors about half are: another one got the task) has a whole task's
-time to ask again, which one asked a round trip before the end has not. Nothing is asked behind a task that has run
-past the longest recent run time, and the half rule bounds these requests as every gated one (a node holding one
-reservation of a job asks none of it ahead). The risk is jit's: a task that runs far longer than the steady ones
-before it holds the task bound behind it (give-back hands it back).
+Steady (`pipeline_steady`, with the gate; off by default: docs/runtime.md, "Steady"): the gate also opens, one
+deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10
+ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
+a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
+wins). Steady work is where binding a task behind the running one costs least (its end is predictable), and a
+request answered NoTask (on a few node monitors about half are: another one got the task) has a whole task's time to
+ask again, which one asked a round trip before the end has not. Nothing is asked behind a task that has run past the
+longest recent run time, and the half rule bounds these requests as every gated one (a node holding one reservation
+of a job asks none of it ahead). The risk is jit's: a task that runs far longer than the steady ones before it holds
+the task bound behind it (give-back hands it back).
 
 Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
 task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends

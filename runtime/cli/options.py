@@ -174,8 +174,8 @@ PIPELINE_STEADY = Setting(
     DEFAULT_PIPELINE_STEADY,
     "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
     "longest at most 1.5x the shortest, as --pipeline-jit), and a running task then asks for the next one at its "
-    "start (never once it has run past the longest), so a request answered 'no task' has the whole task to ask "
-    'again; --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady")',
+    "start (never once it has run past the longest), so its answer has the whole task to come (and a second ask "
+    'after a "no task"); --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady")',
 )
 GIVE_BACK = Setting(
     "give_back",

@@ -64,8 +64,9 @@ deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPRE
 ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
 a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
 wins). Steady work is where binding a task behind the running one costs least (its end is predictable), and a
-request answered NoTask (on a few node monitors about half are: another one got the task) has a whole task's time to
-ask again, which one asked a round trip before the end has not. Nothing is asked behind a task that has run past the
+request asked at the start has the whole running task for its answer (and for a second ask after a NoTask), where
+one asked a round trip before the predicted end often comes back after the slot freed on a loaded host (then it
+only saves the part of the round trip that overlapped). Nothing is asked behind a task that has run past the
 longest recent run time, and the half rule bounds these requests as every gated one (a node holding one reservation
 of a job asks none of it ahead). The risk is jit's: a task that runs far longer than the steady ones before it holds
 the task bound behind it (give-back hands it back).

@@ -50,8 +50,8 @@ class SimConfig:
     slot held and at most half of what the worker holds of a job; `pipeline_gate`: it asks ahead at all,
     even one deep, only while each of the last 8 ran under 5 ms; with `pipeline_jit` also, one deep, while
     they are steady (the longest at most 1.5x the shortest), a task then asking just before its predicted end:
-    the shortest less the round trip and 0.25 ms; with `pipeline_steady` (and not `pipeline_jit`) the same opening,
-    a task then asking at its start) | omniscient (ideal central queue).
+    the shortest less the round trip and 0.25 ms; with `pipeline_steady` (and not `pipeline_jit`) the same opening
+    while they are within 3x, a task then asking at its start) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with

@@ -53,9 +53,9 @@
 // 10 ms task to 11-20 ms and more at the node, which 1.5 does not pass; 8 exponential draws pass 3 0.3% of
 // the time), and a running task then asks ahead at once, at its start, as ungated pipelining does
 // (pipeline_jit, if also set, keeps its rule and timing). Steady work is where binding behind the running
-// task costs least (its end is predictable), and a request answered "no task" (the job's task went to
-// another worker) has a whole task's time to ask again, which a request asked a round trip before the
-// end has not. Never behind a task past the longest recent run time; the half rule still bounds these
+// task costs least (its end is predictable), and its answer has the whole running task to come (and a
+// second ask after a "no task"), where one asked a round trip before the end often comes back after the
+// slot freed on a loaded host (the runtime; here every message takes network_delay). Never behind a task past the longest recent run time; the half rule still bounds these
 // requests, so a worker holding one reservation of a job (batch sampling at scale) asks none of it ahead.
 #pragma once
 

@@ -3,7 +3,8 @@
 (`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h), ungated and gated
 (`pipeline_gate`: asking ahead at all only while each of the worker's last 8 run times is under 5 ms),
 gated and just in time (`pipeline_jit`, the runtime's --pipeline-jit: also one deep just before a running task's
-predicted end while the worker's run times are steady), against plain Sparrow and the omniscient scheduler
+predicted end while the worker's run times are steady), gated and steady (`pipeline_steady`, --pipeline-steady: the
+same opening, asked at the running task's start), against plain Sparrow and the omniscient scheduler
 on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential, per_job and bimodal (5%
 of tasks 20x) tasks of 10 ms mean, and constant 10 ms tasks (`constant`, as bench/pipelining_ten_ms.py). Prints a
 Markdown table: p50 and p99 (ms, the range over seeds) and each variant's p50 and p99 over Sparrow's and
@@ -33,16 +34,18 @@ WORKLOADS = {
     "constant": SimConfig(duration="constant", mean_duration=0.01),
 }
 DEFAULT_WORKLOADS = ("noop", "exponential", "per_job", "bimodal")
-# (label, policy, pipeline_depth, pipeline_gate, pipeline_jit); the first two are the baselines every ratio is over.
+# (label, policy, pipeline_depth, pipeline_gate, pipeline_jit, pipeline_steady); the first two are the baselines every
+# ratio is over.
 VARIANTS = (
-    ("sparrow", "sparrow", 1, False, False),
-    ("omniscient", "omniscient", 1, False, False),
-    ("depth 1", "sparrow_pipelined", 1, False, False),
-    ("depth 4", "sparrow_pipelined", 4, False, False),
-    ("depth 16", "sparrow_pipelined", 16, False, False),
-    ("gated 1", "sparrow_pipelined", 1, True, False),
-    ("gated 16", "sparrow_pipelined", 16, True, False),
-    ("jit 16", "sparrow_pipelined", 16, True, True),
+    ("sparrow", "sparrow", 1, False, False, False),
+    ("omniscient", "omniscient", 1, False, False, False),
+    ("depth 1", "sparrow_pipelined", 1, False, False, False),
+    ("depth 4", "sparrow_pipelined", 4, False, False, False),
+    ("depth 16", "sparrow_pipelined", 16, False, False, False),
+    ("gated 1", "sparrow_pipelined", 1, True, False, False),
+    ("gated 16", "sparrow_pipelined", 16, True, False, False),
+    ("jit 16", "sparrow_pipelined", 16, True, True, False),
+    ("steady 16", "sparrow_pipelined", 16, True, False, True),
 )
 
 
@@ -77,8 +80,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in args.workloads.split(","):
         base = on_the_cluster(WORKLOADS[name], args)
         variants = [
-            (label, {"policy": policy, "pipeline_depth": depth, "pipeline_gate": gate, "pipeline_jit": jit})
-            for label, policy, depth, gate, jit in VARIANTS
+            (
+                label,
+                {
+                    "policy": policy,
+                    "pipeline_depth": depth,
+                    "pipeline_gate": gate,
+                    "pipeline_jit": jit,
+                    "pipeline_steady": steady,
+                },
+            )
+            for label, policy, depth, gate, jit, steady in VARIANTS
             if label in chosen
         ]
         for load in loads:

@@ -2,13 +2,15 @@
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
-pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-always`, and
+pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-steady` (steady
+run times ask ahead at a task's start), `--pipeline-always`, and
 `--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
 all alike. Prints one line per
 run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
 floor's (target <= 1.1x; the pool's own over the same floor beside it).
 
     python bench/pipelining_ten_ms.py --rounds 3 --load-seconds 10
+    python bench/pipelining_ten_ms.py --rounds 4 --settings default,steady,always   # some of the settings
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench
 SETTINGS = {
     "default": {},
     "jit": {"SPARROW_PIPELINE_JIT": "true"},
+    "steady": {"SPARROW_PIPELINE_STEADY": "true"},
     "always": {"SPARROW_PIPELINE_ALWAYS": "true"},
     "always+give-back": {"SPARROW_PIPELINE_ALWAYS": "true", "SPARROW_GIVE_BACK": "true"},
 }
@@ -35,14 +38,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each: the pool, then every setting")
     parser.add_argument("--load-seconds", type=float, default=10.0, help="seconds of arrivals in the load case")
     parser.add_argument("--seed", type=int, default=0, help="seed of the arrivals (every run: the same)")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma list of {', '.join(SETTINGS)}")
     args = parser.parse_args()
     if args.rounds < 1 or args.load_seconds <= 0:
         parser.error("--rounds must be >= 1 and --load-seconds > 0")
+    chosen = args.settings.split(",")
+    unknown = sorted(set(chosen) - set(SETTINGS))
+    if unknown:
+        parser.error(f"unknown settings: {', '.join(unknown)} (known: {', '.join(SETTINGS)})")
     arrivals = peers.load_arrivals(args.load_seconds, args.seed)
     for r in range(args.rounds):
         pool = peers.pool_load(arrivals)
-        for name, env in SETTINGS.items():
-            for key in ("SPARROW_PIPELINE_ALWAYS", "SPARROW_PIPELINE_JIT", "SPARROW_GIVE_BACK"):
+        for name in chosen:
+            env = SETTINGS[name]
+            for key in {variable for each in SETTINGS.values() for variable in each}:
                 os.environ.pop(key, None)
             os.environ.update(env)
             load = os.getloadavg()[0]

@@ -166,6 +166,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int32_t pipeline_depth
         cpp_bool pipeline_gate
         cpp_bool pipeline_jit
+        cpp_bool pipeline_steady
         int64_t n_jobs
         int64_t tasks_per_job
         double arrival_rate

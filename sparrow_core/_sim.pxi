@@ -72,6 +72,7 @@ def _simulate(dict params, dict trace=None):
     p.pipeline_depth = params["pipeline_depth"]
     p.pipeline_gate = params["pipeline_gate"]
     p.pipeline_jit = params["pipeline_jit"]
+    p.pipeline_steady = params["pipeline_steady"]
     p.n_jobs = params["n_jobs"]
     p.tasks_per_job = params["tasks_per_job"]
     p.arrival_rate = params["arrival_rate"]

@@ -59,6 +59,7 @@ def _cluster(s: Resolved) -> LocalCluster:
         pipeline_depth=s["pipeline_depth"],
         pipeline_always=s["pipeline_always"],
         pipeline_jit=s["pipeline_jit"],
+        pipeline_steady=s["pipeline_steady"],
         give_back=s["give_back"],
         steal=s["steal"],
         probe_ratio=s["probe_ratio"],

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         "pipeline_depth": s["pipeline_depth"],
         "pipeline_gate": not s["pipeline_always"],
         "pipeline_jit": s["pipeline_jit"],
+        "pipeline_steady": s["pipeline_steady"],
         "give_back": s["give_back"],
         "steal": s["steal"],
     }

@@ -13,6 +13,7 @@ from ..services.node_monitor_logic import (
     DEFAULT_PIPELINE,
     DEFAULT_PIPELINE_DEPTH,
     DEFAULT_PIPELINE_JIT,
+    DEFAULT_PIPELINE_STEADY,
     GIVE_BACK_FACTOR,
     GIVE_BACK_MIN,
     MAX_PIPELINE_DEPTH,
@@ -167,6 +168,15 @@ PIPELINE_JIT = Setting(
     "tasks are not pipelined (the simulator: no workload slower than plain late binding; docs/runtime.md, "
     '"Just in time"); --no-pipeline-jit: the gate alone',
 )
+PIPELINE_STEADY = Setting(
+    "pipeline_steady",
+    BOOLEAN,
+    DEFAULT_PIPELINE_STEADY,
+    "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
+    "longest at most 1.5x the shortest, as --pipeline-jit), and a running task then asks for the next one at its "
+    "start (never once it has run past the longest), so its answer has the whole task to come (and a second ask "
+    'after a "no task"); --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady")',
+)
 GIVE_BACK = Setting(
     "give_back",
     BOOLEAN,
@@ -303,6 +313,7 @@ NODE_MONITOR_SETTINGS = (
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
     PIPELINE_JIT,
+    PIPELINE_STEADY,
     GIVE_BACK,
     STEAL,
     Setting(
@@ -375,6 +386,7 @@ LOCAL_SETTINGS = (
     PIPELINE_DEPTH,
     PIPELINE_ALWAYS,
     PIPELINE_JIT,
+    PIPELINE_STEADY,
     GIVE_BACK,
     STEAL,
     PROBE_RATIO,

@@ -63,6 +63,7 @@ from .node_monitor_logic import (
     DEFAULT_PIPELINE,
     DEFAULT_PIPELINE_DEPTH,
     DEFAULT_PIPELINE_JIT,
+    DEFAULT_PIPELINE_STEADY,
     check_pipeline_depth,
 )
 from .outcome_batching import check_result_delay
@@ -83,7 +84,8 @@ class LocalCluster:
     services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
     one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
-    predicted end while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
+    predicted end while the recent run times are steady), `pipeline_steady` (off by default: one deep from a running
+    task's start while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
@@ -124,6 +126,7 @@ class LocalCluster:
         pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
         pipeline_always: bool = False,
         pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
+        pipeline_steady: bool = DEFAULT_PIPELINE_STEADY,
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
@@ -156,6 +159,8 @@ class LocalCluster:
             raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
         if not isinstance(pipeline_jit, bool):
             raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
+        if not isinstance(pipeline_steady, bool):
+            raise ValueError(f"pipeline_steady must be a bool, got {pipeline_steady!r}")
         if not isinstance(give_back, bool):
             raise ValueError(f"give_back must be a bool, got {give_back!r}")
         if not isinstance(steal, bool):
@@ -183,6 +188,7 @@ class LocalCluster:
         self.pipeline_depth = check_pipeline_depth(pipeline_depth)
         self.pipeline_always = pipeline_always
         self.pipeline_jit = pipeline_jit
+        self.pipeline_steady = pipeline_steady
         self.give_back = give_back
         self.steal = steal
         self.weights = dict(weights or {})
@@ -341,6 +347,8 @@ class LocalCluster:
             args.append("--pipeline-always")
         if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
             args.append("--pipeline-jit")
+        if self.pipeline_steady:  # off by default (or on by SPARROW_PIPELINE_STEADY)
+            args.append("--pipeline-steady")
         if self.give_back:
             args.append("--give-back")
         if self.steal:

@@ -64,6 +64,7 @@ from .node_monitor_logic import (
     DEFAULT_PIPELINE,
     DEFAULT_PIPELINE_DEPTH,
     DEFAULT_PIPELINE_JIT,
+    DEFAULT_PIPELINE_STEADY,
     NodeMonitorLogic,
     Stop,
     Withdraw,
@@ -568,6 +569,7 @@ async def serve_node_monitor(
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
     pipeline_gate: bool = True,
     pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
+    pipeline_steady: bool = DEFAULT_PIPELINE_STEADY,
     give_back: bool = DEFAULT_GIVE_BACK,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
@@ -591,7 +593,8 @@ async def serve_node_monitor(
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
     with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
     under 5 ms unless `pipeline_gate` is False, and with `pipeline_jit` also one deep just before a running task's
-    predicted end while the recent run times are steady (off by default); on, 16 deep, gated by default;
+    predicted end while the recent run times are steady (off by default), with `pipeline_steady` one deep from a
+    running task's start while they are steady (off by default); on, 16 deep, gated by default;
     node_monitor_logic.py; `give_back`:
     a task bound ahead behind tasks that overran goes back to its scheduler), work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
@@ -631,6 +634,7 @@ async def serve_node_monitor(
             pipeline_depth=pipeline_depth,
             pipeline_gate=pipeline_gate,
             pipeline_jit=pipeline_jit,
+            pipeline_steady=pipeline_steady,
             give_back=give_back,
             steal=steal,
         )

@@ -59,6 +59,18 @@ measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead
 prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
 (the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
 
+Steady (`pipeline_steady`, with the gate; off by default: docs/runtime.md, "Steady"): the gate also opens, one
+deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10
+ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
+a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
+wins). Steady work is where binding a task behind the running one costs least (its end is predictable), and a
+request asked at the start has the whole running task for its answer (and for a second ask after a NoTask), where
+one asked a round trip before the predicted end often comes back after the slot freed on a loaded host (then it
+only saves the part of the round trip that overlapped). Nothing is asked behind a task that has run past the
+longest recent run time, and the half rule bounds these requests as every gated one (a node holding one reservation
+of a job asks none of it ahead). The risk is jit's: a task that runs far longer than the steady ones before it holds
+the task bound behind it (give-back hands it back).
+
 Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
 task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
 with no hop through the node monitor between them. A pinned task stays bound here (counted as bound) but
@@ -169,7 +181,10 @@ GIVE_BACK_FACTOR = 3.0
 # ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
 # shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
 DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
+DEFAULT_PIPELINE_STEADY = False  # steady (docstring)
 JIT_SPREAD = 1.5
+# steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
+STEADY_SPREAD = 3.0
 JIT_MARGIN = 0.00025
 JIT_ROUND_TRIP = 0.001
 
@@ -247,6 +262,7 @@ class NodeMonitorLogic(WorkStealing):
         pipeline_depth: int = 1,
         pipeline_gate: bool = True,
         pipeline_jit: bool = False,
+        pipeline_steady: bool = False,
         give_back: bool = False,
         steal: bool = False,
         seed: int | None = None,
@@ -261,6 +277,8 @@ class NodeMonitorLogic(WorkStealing):
             raise ValueError(f"pipeline_gate must be a bool, got {pipeline_gate!r}")
         if not isinstance(pipeline_jit, bool):
             raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
+        if not isinstance(pipeline_steady, bool):
+            raise ValueError(f"pipeline_steady must be a bool, got {pipeline_steady!r}")
         if not isinstance(give_back, bool):
             raise ValueError(f"give_back must be a bool, got {give_back!r}")
         self.slots = slots
@@ -277,7 +295,9 @@ class NodeMonitorLogic(WorkStealing):
         self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
         self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
         self.pipeline_jit = pipeline and pipeline_gate and pipeline_jit  # just in time (docstring)
-        self.steady = False  # just in time: the recent run times are steady, and not all short
+        self.pipeline_steady = pipeline and pipeline_gate and pipeline_steady and not pipeline_jit  # steady (docstring)
+        self._watches_steadiness = self.pipeline_jit or self.pipeline_steady
+        self.steady = False  # just in time or steady: the recent run times are steady, and not all short
         self._jit_after = 0.0  # ... a running task asks ahead once it has run this long
         self._jit_until = 0.0  # ... and until it has run this long (the longest recent run time)
         self._asked_at: deque[float] = deque()  # ... when each request asked ahead in flight went (while steady)
@@ -455,7 +475,7 @@ class NodeMonitorLogic(WorkStealing):
                 recent = self._recent
                 recent.append(self.clock() - since)
                 self._short = (max(recent) if self.pipeline_gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
-                if self.pipeline_jit:
+                if self._watches_steadiness:
                     if self._short:  # the deep rule's (no-op tasks: nothing more to do per task)
                         self.steady = False
                     else:
@@ -640,10 +660,14 @@ class NodeMonitorLogic(WorkStealing):
         task asks ahead then (module docstring)."""
         recent = self._recent
         shortest, longest = min(recent), max(recent)
-        self.steady = len(recent) == RECENT_TASKS and longest <= JIT_SPREAD * shortest
-        trips = self._round_trips
-        trip = sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP
-        self._jit_after = max(0.0, shortest - trip - JIT_MARGIN)
+        spread = STEADY_SPREAD if self.pipeline_steady else JIT_SPREAD
+        self.steady = len(recent) == RECENT_TASKS and longest <= spread * shortest
+        if self.pipeline_steady:  # at a task's start
+            self._jit_after = 0.0
+        else:
+            trips = self._round_trips
+            trip = sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP
+            self._jit_after = max(0.0, shortest - trip - JIT_MARGIN)
         self._jit_until = longest
 
     def _due(self) -> int:
@@ -826,7 +850,7 @@ class NodeMonitorLogic(WorkStealing):
             deep = self._short and self.pipeline_depth > 1
             limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
             steady = self.steady
-            if steady:  # just in time: one per running task due (docstring)
+            if steady:  # just in time or steady: one per running task due (docstring)
                 limit = min(limit, self._due())
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
                 limit = min(limit, self._fresh() * self.pipeline_depth)
@@ -847,7 +871,7 @@ class NodeMonitorLogic(WorkStealing):
                 self._ahead.setdefault(entry.key, entry)
                 self.stats["get_task"] += 1
                 self.stats["asked_ahead"] += 1
-                if steady:
+                if steady and self.pipeline_jit:  # its round trip is measured
                     self._asked_at.append(self.clock())
                 if entry.order is None:
                     out.append((entry.scheduler, GetTask(entry.job_id)))

@@ -50,7 +50,8 @@ class SimConfig:
     slot held and at most half of what the worker holds of a job; `pipeline_gate`: it asks ahead at all,
     even one deep, only while each of the last 8 ran under 5 ms; with `pipeline_jit` also, one deep, while
     they are steady (the longest at most 1.5x the shortest), a task then asking just before its predicted end:
-    the shortest less the round trip and 0.25 ms) | omniscient (ideal central queue).
+    the shortest less the round trip and 0.25 ms; with `pipeline_steady` (and not `pipeline_jit`) the same opening
+    while they are within 3x, a task then asking at its start) | omniscient (ideal central queue).
     Durations: exponential | constant | bimodal (a `bimodal_long_fraction` of tasks last
     `bimodal_ratio` times the others, mean kept) | per_job (one exponential draw per job).
     Workers serve their queues by `queue_policy`: fifo | priority (jobs get priority p with
@@ -86,6 +87,7 @@ class SimConfig:
     pipeline_depth: int = 1
     pipeline_gate: bool = False
     pipeline_jit: bool = False
+    pipeline_steady: bool = False
     queue_policy: str = "fifo"
     user_weights: tuple[float, ...] = (1.0,)
     user_demands: tuple[float, ...] | None = None
@@ -117,7 +119,7 @@ class SimConfig:
         _number("steal_wait", self.steal_wait, low=0.0)
         _number("pipeline_after", self.pipeline_after, low=0.0)
         _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
-        for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit"):
+        for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit", "pipeline_steady"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
         if self.trace is None:
@@ -170,6 +172,7 @@ class SimConfig:
             "pipeline_depth": self.pipeline_depth,
             "pipeline_gate": self.pipeline_gate,
             "pipeline_jit": self.pipeline_jit,
+            "pipeline_steady": self.pipeline_steady,
             "n_jobs": self.n_jobs,
             "tasks_per_job": self.tasks_per_job,
             "arrival_rate": rate,

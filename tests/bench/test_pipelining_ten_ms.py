@@ -25,3 +25,14 @@ def test_zero_rounds_are_refused() -> None:
         [sys.executable, "bench/pipelining_ten_ms.py", "--rounds", "0"], capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 2 and "--rounds" in run.stderr
+
+
+def test_an_unknown_setting_is_refused_naming_it() -> None:
+    """--settings with a name it does not measure is a usage error naming it (before any cluster starts)."""
+    run = subprocess.run(
+        [sys.executable, "bench/pipelining_ten_ms.py", "--settings", "default,steadyy"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and "steadyy" in run.stderr

@@ -187,3 +187,15 @@ def test_pipelining_is_on_16_deep_gated_by_default_and_no_pipeline_turns_it_off(
     assert settings(command, ["--no-pipeline", "--pipeline"])["pipeline"] is True  # the last flag given wins
     assert settings(command, [], {"SPARROW_PIPELINE": "false"})["pipeline"] is False
     assert settings(command, ["--pipeline-always"])["pipeline_always"] is True
+
+
+@pytest.mark.parametrize("command", ["node-monitor", "local"])
+def test_steady_pipelining_is_off_by_default_and_the_flag_or_environment_turns_it_on(command):
+    """--pipeline-steady (docs/runtime.md, "Steady") is off by default; the flag and SPARROW_PIPELINE_STEADY turn it
+    on, and LocalCluster passes it to its node monitors only when asked."""
+    assert settings(command, [])["pipeline_steady"] is False
+    assert settings(command, ["--pipeline-steady"])["pipeline_steady"] is True
+    assert settings(command, [], {"SPARROW_PIPELINE_STEADY": "true"})["pipeline_steady"] is True
+    if command == "local":
+        assert "--pipeline-steady" not in LocalCluster()._node_monitor_args(0)
+        assert "--pipeline-steady" in LocalCluster(pipeline_steady=True)._node_monitor_args(0)

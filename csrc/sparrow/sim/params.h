@@ -53,6 +53,9 @@ struct SimParams {
   // With pipeline_gate: the gate opens one deep also while the worker's recent run times are steady,
   // and a task then asks ahead just before its predicted end (pipeline.h, "Just in time").
   bool pipeline_jit = false;
+  // With pipeline_gate: the gate opens one deep also while the recent run times are within 3x, a task
+  // then asking ahead at its start (pipeline.h, "Steady"; pipeline_jit, if set too, keeps its own rule).
+  bool pipeline_steady = false;
 
   // Generated workload (ignored when a trace is given).
   int64_t n_jobs = 1000;

@@ -11,6 +11,7 @@ import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 
 import pytest
@@ -23,8 +24,6 @@ from sparrow_runtime.services.node_monitor_logic import (
     JIT_SPREAD,
     RECENT_TASKS,
     NodeMonitorLogic,
-    Stop,
-    Withdraw,
 )
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -42,16 +41,19 @@ from sparrow_runtime.wire.messages import (
 )
 
 from ..manual_clock import ManualClock
+from .logic_link import link
 from .test_node_monitor_pipelining import answer_one, of
 
 OK = Outcome(True, b"", "")
 RUN = 0.010  # the warmed node's recent tasks: 10 ms each
 
 
-def node(run_times: list[float] | None = None, slots: int = 1, jit: bool = True) -> NodeMonitorLogic:
-    """A gated, 16-deep node monitor (the services' defaults), just in time unless `jit` is False, registered with
-    scheduler "s", after tasks of `run_times` (default: 8 of RUN)."""
-    logic = NodeMonitorLogic(slots=slots, pipeline=True, pipeline_depth=16, pipeline_jit=jit, clock=ManualClock(0.0))
+def node(run_times: list[float] | None = None, slots: int = 1, mode: str = "jit", **settings) -> NodeMonitorLogic:
+    """A gated, 16-deep node monitor (the services' defaults), `mode` "jit" (just in time), "steady"
+    (test_node_monitor_steady.py) or "gate" (neither), registered with scheduler "s", after tasks of `run_times`
+    (default: 8 of RUN); `settings`: more of NodeMonitorLogic's."""
+    timing = {"pipeline_jit": mode == "jit", "pipeline_steady": mode == "steady"}
+    logic = NodeMonitorLogic(slots=slots, pipeline=True, pipeline_depth=16, clock=ManualClock(0.0), **timing | settings)
     logic.on_scheduler_registered("s")
     for task, run_time in enumerate([RUN] * RECENT_TASKS if run_times is None else run_times):
         logic.on_scheduler_messages("s", [EnqueueReservations(999, "u", 0, 1)])
@@ -91,7 +93,7 @@ def test_steady_10_ms_tasks_ask_ahead_just_before_the_predicted_end_and_the_next
 
 def test_the_gate_alone_asks_nothing_ahead_for_steady_10_ms_tasks() -> None:
     """pipeline_jit=False (--no-pipeline-jit): the same node never asks ahead, however long its task runs."""
-    logic = node(jit=False)
+    logic = node(mode="gate")
     running_with_reservations(logic)
     assert logic.ask_ahead_at() is None
     for _ in range(12):
@@ -187,13 +189,15 @@ def test_a_job_held_once_is_not_asked_ahead() -> None:
         assert logic.stats["asked_ahead"] == asked, held
 
 
+@pytest.mark.parametrize("mode", ["jit", "steady"])
 @pytest.mark.parametrize("seed", range(20))
-def test_random_answers_timers_and_finishes_keep_the_books(seed: int) -> None:
-    """3 slots after steady tasks: a fake scheduler answers the outstanding GetTasks of 3 jobs in random order (a task
-    or nothing), tasks finish after 10-13 ms (steady) and the ask-ahead timer fires at random: slots stay in range,
-    at most one request is ahead or bound per running task, and every task answered is handed to the executor once."""
+def test_random_answers_timers_and_finishes_keep_the_books(seed: int, mode: str) -> None:
+    """3 slots after steady tasks, just in time or steady: a fake scheduler answers the outstanding GetTasks of 3 jobs
+    in random order (a task or nothing), tasks finish after 10-13 ms (steady) and the ask-ahead timer fires at random:
+    slots stay in range, at most one request is ahead or bound per running task, and every task answered is handed to
+    the executor once."""
     rng = random.Random(seed)
-    logic = node(slots=3)
+    logic = node(slots=3, mode=mode)
     pending: list[int] = []
     running: list[tuple[int, int, float]] = []  # (job, task, when it started), oldest first
     handed: Counter[tuple[int, int]] = Counter()
@@ -225,28 +229,16 @@ def test_random_answers_timers_and_finishes_keep_the_books(seed: int) -> None:
     assert logic.stats["asked_ahead"] > 0
 
 
-def _one_bound_just_in_time() -> tuple[SchedulerLogic, NodeMonitorLogic, list, object]:
-    """A scheduler and a steady 1-slot node monitor: a 4-task job runs its task 0, and task 1 is asked ahead just in
-    time and bound. Returns the two, the client's messages so far, and `deliver` (carries one side's output to the
-    other until neither has more to say)."""
+def _one_bound_ahead(mode: str) -> tuple[SchedulerLogic, NodeMonitorLogic, list, Callable[..., None]]:
+    """A scheduler and a steady 1-slot node monitor (`mode` jit or steady): a 4-task job runs its task 0, and task 1
+    is asked ahead (just in time, or steady: at once) and bound. Returns the two, the client's messages so far, and
+    `deliver` (logic_link.py)."""
     scheduler = SchedulerLogic(seed=7, placement_timeout=0)
-    monitor = node()
+    monitor = node(mode=mode)
     scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
-    to_client: list = []
-
-    def deliver(out: list, source: str = "scheduler") -> None:
-        queue = [(source, msg, peer) for peer, msg in out]
-        while queue:
-            source, msg, peer = queue.pop(0)
-            if source == "scheduler" and peer == "c":
-                to_client.append(msg)
-            elif source == "scheduler":
-                queue += [("monitor", m, p) for p, m in monitor.on_scheduler_messages("s", [msg])]
-            elif type(msg) not in (TaskToNode, Stop, Withdraw):  # those are for its executor
-                queue += [("scheduler", m, p) for p, m in scheduler.on_node_messages("nm", [msg])]
-
+    to_client, deliver = link(scheduler, monitor)
     deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * 4, probe_ratio=1.0)]))
-    assert monitor.running == 1 and not monitor.bound
+    assert monitor.running == 1 and len(monitor.bound) == (mode == "steady")
     monitor.clock.now += RUN - JIT_ROUND_TRIP
     deliver(monitor.on_ask_ahead_timer(), "monitor")
     assert monitor.running == 1 and len(monitor.bound) == 1 and monitor.stats["asked_ahead"] == 1
@@ -259,17 +251,19 @@ def _outcomes(to_client: list) -> dict[int, int]:
     return {o.task: o.outcome.failure for o in ends}
 
 
-def test_a_task_asked_just_in_time_ends_once_when_its_node_monitor_dies() -> None:
-    """The node monitor dies with task 0 running and task 1 bound just in time: both fail once as SYSTEM (the client
+@pytest.mark.parametrize("mode", ["jit", "steady"])
+def test_a_task_asked_ahead_ends_once_when_its_node_monitor_dies(mode: str) -> None:
+    """The node monitor dies with task 0 running and task 1 bound ahead: both fail once as SYSTEM (the client
     retries them), the two never asked end once as UNPLACEABLE (no node monitor left)."""
-    scheduler, _, to_client, deliver = _one_bound_just_in_time()
+    scheduler, _, to_client, deliver = _one_bound_ahead(mode)
     deliver(scheduler.on_node_lost("nm"))
     assert _outcomes(to_client) == {0: SYSTEM, 1: SYSTEM, 2: UNPLACEABLE, 3: UNPLACEABLE}
 
 
-def test_a_task_asked_just_in_time_ends_once_when_its_job_is_cancelled_with_force() -> None:
+@pytest.mark.parametrize("mode", ["jit", "steady"])
+def test_a_task_asked_ahead_ends_once_when_its_job_is_cancelled_with_force(mode: str) -> None:
     """A forced cancel of the job: the bound task reports CANCELLED at once and never starts; every task ends once."""
-    scheduler, monitor, to_client, deliver = _one_bound_just_in_time()
+    scheduler, monitor, to_client, deliver = _one_bound_ahead(mode)
     deliver(scheduler.on_client_messages("c", [CancelJob(1, force=True)]))
     assert not monitor.bound
     deliver(monitor.on_task_done("s", 1, 0, Outcome(False, b"", "stopped", CANCELLED)), "monitor")
@@ -277,10 +271,11 @@ def test_a_task_asked_just_in_time_ends_once_when_its_job_is_cancelled_with_forc
     assert set(_outcomes(to_client)) == {0, 1, 2, 3} and set(_outcomes(to_client).values()) == {CANCELLED}
 
 
-def test_a_task_asked_just_in_time_is_dropped_with_its_lost_scheduler() -> None:
-    """The node monitor loses its scheduler with a task bound just in time: the bound task is dropped (no one waits
+@pytest.mark.parametrize("mode", ["jit", "steady"])
+def test_a_task_asked_ahead_is_dropped_with_its_lost_scheduler(mode: str) -> None:
+    """The node monitor loses its scheduler with a task bound ahead: the bound task is dropped (no one waits
     for it), the queue empties, and the slot frees when the running task ends."""
-    _, monitor, _, _ = _one_bound_just_in_time()
+    _, monitor, _, _ = _one_bound_ahead(mode)
     monitor.on_scheduler_lost("s")
     assert not monitor.bound and monitor.ahead == 0 and len(monitor.queue) == 0
     monitor.on_task_done("s", 1, 0, OK)
@@ -293,15 +288,18 @@ def _nap(x: int) -> int:
 
 
 @pytest.mark.slow
-def test_a_node_monitor_sigkilled_with_tasks_bound_just_in_time_loses_none_and_runs_none_twice() -> None:
-    """Real processes, LocalCluster(pipeline_jit=True), 2 node monitors x 1 slot (thread executors): 10 ms
-    tasks keep the node's run times steady, so each slot asks its next task just before the running one ends; node
+@pytest.mark.parametrize("setting", ["pipeline_jit", "pipeline_steady"])
+def test_a_node_monitor_sigkilled_with_tasks_bound_ahead_loses_none_and_runs_none_twice(setting: str) -> None:
+    """Real processes, LocalCluster(pipeline_jit=True or pipeline_steady=True), 2 node monitors x 1 slot (thread
+    executors): 10 ms tasks keep the node's run times steady, so each slot asks its next task just before the
+    running one ends (or, steady, at its start); node
     monitor 0 is SIGKILLed once some of the job has run. Every task ends exactly once and ok (those lost with it on a
     second attempt), and the scheduler's outcomes equal its tasks. About 5 s."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline_jit=True) as cluster:
-            assert cluster.pipeline_jit
+        options = {setting: True}
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, **options) as cluster:
+            assert getattr(cluster, setting)
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_nap, x) for x in range(300)])
                 with trio.fail_after(30):

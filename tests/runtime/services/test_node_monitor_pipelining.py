@@ -40,6 +40,7 @@ from sparrow_runtime.wire.messages import (
 )
 
 from ..manual_clock import ManualClock
+from .logic_link import link
 
 OK = Outcome(True, b"", "")
 
@@ -410,21 +411,7 @@ def test_a_node_monitor_dying_with_a_task_bound_fails_it_once_as_system(depth: i
     scheduler = SchedulerLogic(seed=7, placement_timeout=0)
     monitor = warmed(node(depth=depth))
     scheduler.on_node_messages("nm", [RegisterNodeMonitor("nm", 1)])
-    to_client: list = []
-
-    def deliver(out: list) -> None:
-        """Carry the scheduler's output to the node monitor or the client, and the node monitor's
-        back (a TaskToNode it outputs is for its executor), until neither has more to say."""
-        queue = [("scheduler", msg, peer) for peer, msg in out]
-        while queue:
-            source, msg, peer = queue.pop(0)
-            if source == "scheduler" and peer == "c":
-                to_client.append(msg)
-            elif source == "scheduler":
-                queue += [("monitor", m, p) for p, m in monitor.on_scheduler_messages("s", [msg])]
-            elif type(msg) is not TaskToNode:
-                queue += [("scheduler", m, p) for p, m in scheduler.on_node_messages("nm", [msg])]
-
+    to_client, deliver = link(scheduler, monitor)
     tasks = depth + 2
     deliver(scheduler.on_client_messages("c", [SubmitJob(1, [b"x"] * tasks, probe_ratio=1.0)]))
     assert monitor.running == 1 and len(monitor.bound) == depth and monitor.ahead == 0

@@ -2,8 +2,9 @@
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
-pool once, then Sparrow with the default (gated), `--pipeline-jit` (just in time), `--pipeline-steady` (steady
-run times ask ahead at a task's start), `--pipeline-always`, and
+pool once, then Sparrow with the default (gated, and steady run times ask ahead at a task's start), `gated`
+(`--no-pipeline-steady`: the default before session 11), `--pipeline-jit` (just in time), `--pipeline-steady` (the
+default's own flag), `--pipeline-always`, and
 `--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
 all alike. Prints one line per
 run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
@@ -26,6 +27,7 @@ except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench
 
 SETTINGS = {
     "default": {},
+    "gated": {"SPARROW_PIPELINE_STEADY": "false"},
     "jit": {"SPARROW_PIPELINE_JIT": "true"},
     "steady": {"SPARROW_PIPELINE_STEADY": "true"},
     "always": {"SPARROW_PIPELINE_ALWAYS": "true"},

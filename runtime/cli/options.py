@@ -165,17 +165,19 @@ PIPELINE_JIT = Setting(
     "longest at most 1.5x the shortest, whatever their length), and a running task then asks for the next one only "
     "shortly before its predicted end (the shortest recent run time less the measured round trip and 0.25 ms), so "
     "it is bound as its slot frees: 10 ms tasks on 2 node monitors lose no round trip between tasks, while varied "
-    "tasks are not pipelined (the simulator: no workload slower than plain late binding; docs/runtime.md, "
-    '"Just in time"); --no-pipeline-jit: the gate alone',
+    'tasks are not pipelined (docs/runtime.md, "Just in time": no gain measured on 10 ms tasks; --pipeline-steady, '
+    "on by default, asks at the task's start instead)",
 )
 PIPELINE_STEADY = Setting(
     "pipeline_steady",
     BOOLEAN,
     DEFAULT_PIPELINE_STEADY,
     "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
-    "longest at most 1.5x the shortest, as --pipeline-jit), and a running task then asks for the next one at its "
+    "longest at most 3x the shortest, whatever their length), and a running task then asks for the next one at its "
     "start (never once it has run past the longest), so its answer has the whole task to come (and a second ask "
-    'after a "no task"); --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady")',
+    'after a "no task"): 10 ms tasks on a few node monitors lose no round trip between tasks; varied ones are not '
+    'pipelined; --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady"); --no-pipeline-steady: the '
+    "gate alone",
 )
 GIVE_BACK = Setting(
     "give_back",

@@ -84,7 +84,7 @@ class LocalCluster:
     services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
     `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
     one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
-    predicted end while the recent run times are steady), `pipeline_steady` (off by default: one deep from a running
+    predicted end while the recent run times are steady), `pipeline_steady` (on by default: one deep from a running
     task's start while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
@@ -347,8 +347,8 @@ class LocalCluster:
             args.append("--pipeline-always")
         if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
             args.append("--pipeline-jit")
-        if self.pipeline_steady:  # off by default (or on by SPARROW_PIPELINE_STEADY)
-            args.append("--pipeline-steady")
+        if not self.pipeline_steady:  # on by default (or off by SPARROW_PIPELINE_STEADY=false)
+            args.append("--no-pipeline-steady")
         if self.give_back:
             args.append("--give-back")
         if self.steal:

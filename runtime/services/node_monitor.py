@@ -594,7 +594,7 @@ async def serve_node_monitor(
     with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
     under 5 ms unless `pipeline_gate` is False, and with `pipeline_jit` also one deep just before a running task's
     predicted end while the recent run times are steady (off by default), with `pipeline_steady` one deep from a
-    running task's start while they are steady (off by default); on, 16 deep, gated by default;
+    running task's start while they are steady (on by default); on, 16 deep, gated by default;
     node_monitor_logic.py; `give_back`:
     a task bound ahead behind tasks that overran goes back to its scheduler), work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;

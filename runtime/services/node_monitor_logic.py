@@ -59,7 +59,8 @@ measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead
 prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
 (the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
 
-Steady (`pipeline_steady`, with the gate; off by default: docs/runtime.md, "Steady"): the gate also opens, one
+Steady (`pipeline_steady`, with the gate; on by default in the node monitor and the CLI, DEFAULT_PIPELINE_STEADY:
+docs/runtime.md, "Steady"): the gate also opens, one
 deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10
 ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
 a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
@@ -181,7 +182,7 @@ GIVE_BACK_FACTOR = 3.0
 # ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
 # shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
 DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
-DEFAULT_PIPELINE_STEADY = False  # steady (docstring)
+DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on by default since session 11 (docs/runtime.md, "Steady")
 JIT_SPREAD = 1.5
 # steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
 STEADY_SPREAD = 3.0

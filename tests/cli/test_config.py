@@ -190,12 +190,14 @@ def test_pipelining_is_on_16_deep_gated_by_default_and_no_pipeline_turns_it_off(
 
 
 @pytest.mark.parametrize("command", ["node-monitor", "local"])
-def test_steady_pipelining_is_off_by_default_and_the_flag_or_environment_turns_it_on(command):
-    """--pipeline-steady (docs/runtime.md, "Steady") is off by default; the flag and SPARROW_PIPELINE_STEADY turn it
-    on, and LocalCluster passes it to its node monitors only when asked."""
-    assert settings(command, [])["pipeline_steady"] is False
-    assert settings(command, ["--pipeline-steady"])["pipeline_steady"] is True
-    assert settings(command, [], {"SPARROW_PIPELINE_STEADY": "true"})["pipeline_steady"] is True
+def test_steady_pipelining_is_on_by_default_and_the_flag_or_environment_turns_it_off(command):
+    """--pipeline-steady (docs/runtime.md, "Steady") is on by default; --no-pipeline-steady and
+    SPARROW_PIPELINE_STEADY=false turn it off, and LocalCluster passes it to its node monitors only when turned off
+    (so the variable reaches them otherwise, as bench/pipelining_ten_ms.py sets it)."""
+    assert settings(command, [])["pipeline_steady"] is True
+    assert settings(command, ["--no-pipeline-steady"])["pipeline_steady"] is False
+    assert settings(command, ["--no-pipeline-steady", "--pipeline-steady"])["pipeline_steady"] is True
+    assert settings(command, [], {"SPARROW_PIPELINE_STEADY": "false"})["pipeline_steady"] is False
     if command == "local":
-        assert "--pipeline-steady" not in LocalCluster()._node_monitor_args(0)
-        assert "--pipeline-steady" in LocalCluster(pipeline_steady=True)._node_monitor_args(0)
+        assert not {"--pipeline-steady", "--no-pipeline-steady"} & set(LocalCluster()._node_monitor_args(0))
+        assert "--no-pipeline-steady" in LocalCluster(pipeline_steady=False)._node_monitor_args(0)

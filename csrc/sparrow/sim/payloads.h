@@ -56,9 +56,14 @@ class PayloadFifo {
     return Words{scratch_.data(), n};
   }
 
-  // Word i of the payloads pushed after the view handed out last (for a prefetch hint: valid if
-  // that many were pushed).
-  int64_t ahead(size_t i) const { return buf_[(head_ + held_ + i) & mask_]; }
+  // Words [skip, skip + n) of the payloads pushed after the view handed out last, as a view with
+  // no copy (for a prefetch hint: valid until the next push or next(); empty if they wrap around
+  // the end of the ring, or were not all pushed).
+  Words ahead(size_t skip, size_t n) const {
+    const size_t at = (head_ + held_ + skip) & mask_;
+    if (at + n > buf_.size() || head_ + held_ + skip + n > tail_) return Words{};
+    return Words{buf_.data() + at, n};
+  }
 
  private:
   __attribute__((noinline)) void grow(size_t needed) {  // rare: kept out of push's fast path

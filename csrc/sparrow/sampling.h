@@ -99,7 +99,7 @@ inline bool few_draws(int64_t n, int64_t k) { return k <= kSmallLimit && n <= kB
 // is never drawn before: every earlier draw is below it. With K a constant the loop is unrolled
 // and drawn[] lives in registers: draw i makes i compares, 28 in all for 8 draws (session 11,
 // issue 18: the loop over a stack array made 64 compares and a store and 8 loads per draw;
-// a steal probe's victims cost 426 instructions, now 273).
+// a steal probe's victims cost 426 instructions, now 311).
 // The draws come from a local copy of the generator, put back after: out may alias its state
 // (both 64-bit), which would make the compiler store and reload it at every write.
 template <bool Skip, int K>

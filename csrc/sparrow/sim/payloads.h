@@ -3,10 +3,10 @@
 // the order they were sent (cluster.h), so their payloads do too.
 //
 // push appends a payload (a copy). next(n) hands out the oldest payload as a view, with no copy:
-// the words stay in the buffer until the following next(), so a message's handler may send
-// (push) while it still reads them. Only a payload that wraps around the end of the ring is
-// copied, into a scratch array. When a push outgrows the ring, the old buffer is kept until the
-// following next(), so the view in use stays valid. push and next O(n); no allocation once the
+// the words stay in the buffer until the following next() of a payload (n > 0), so a message's
+// handler may send (push) while it still reads them. Only a payload that wraps around the end of
+// the ring is copied, into a scratch array. When a push outgrows the ring, the old buffer is kept
+// until the following next() of a payload, so the view in use stays valid. push and next O(n); no allocation once the
 // ring holds the most words in flight at once.
 #pragma once
 
@@ -42,8 +42,11 @@ class PayloadFifo {
     tail_ += n;
   }
 
-  // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call.
+  // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call
+  // with n > 0. n == 0 (most messages) hands out nothing and keeps the view handed out last
+  // (session 11: 14 instructions less per message).
   Words next(size_t n) {
+    if (n == 0) return Words{};
     head_ += held_;
     held_ = n;
     if (!retired_.empty()) std::vector<int64_t>().swap(retired_);

@@ -4,15 +4,13 @@
 // simulator is a constant-delay message (see sparrow/ring.h) or the next job arrival. Completion
 // times are monotone: a task is pushed at now + duration, never before the last completion
 // popped. A radix heap exploits that: the bit pattern of a non-negative double orders like
-// the double. Keys are read in 6-bit digits: an entry sits in bucket (level L, digit d) where L
+// the double. Keys are read in 4-bit digits: an entry sits in bucket (level L, digit d) where L
 // is the highest digit in which its key differs from the last popped key and d its own digit
 // there (bucket 0: equal), and each bucket remembers its smallest key. push is O(1) (an
 // append); pop takes from bucket 0, else first moves the first non-empty bucket (lowest level,
 // then lowest digit: found from two bit masks) down around its smallest key, in place: each
-// entry moves to a lower level each time, at most 11 times over its life, and is read once per
-// move (session 10: about 3 moves per entry at issue 18's point with 4-bit digits, against 7
-// with 1-bit digits; session 11: 6-bit digits, pop's instructions there 44.5M -> 35.2M per
-// 200,000 tasks, 5-bit 38.1M, by callgrind). Which digits are used changes no pop order (below).
+// entry moves to a lower level each time, at most 16 times over its life, and is read once per
+// move (session 10: about 3 moves per entry at issue 18's point, against 7 with 1-bit digits).
 // Appends to a few vectors are cache friendly, unlike sifting through a binary heap of tens of
 // thousands of entries. Equal times pop in a fixed order (last pushed first: equal keys always
 // share a bucket, in push order), so runs are reproducible. Memory: buckets keep their
@@ -64,7 +62,7 @@ class CompletionHeap {
       buckets_[b].clear();  // keeps its capacity: steady state allocates nothing
       min_[b] = kNone;
       const int level = b >> kBits;
-      digits_[level] &= ~(uint64_t{1} << (b & kDigitMask));
+      digits_[level] &= ~(uint32_t{1} << (b & kDigitMask));
       if (digits_[level] == 0) levels_ &= ~(uint32_t{1} << level);
     }
     const Completion out = zero_.back();
@@ -81,10 +79,10 @@ class CompletionHeap {
 
  private:
   static constexpr uint64_t kNone = ~uint64_t{0};
-  static constexpr int kBits = 6;                       // bits per digit
+  static constexpr int kBits = 4;                       // bits per digit
   static constexpr int kDigits = 1 << kBits;            // digits per level
   static constexpr int kDigitMask = kDigits - 1;
-  static constexpr int kLevels = (64 + kBits - 1) / kBits;
+  static constexpr int kLevels = 64 / kBits;
 
   static uint64_t key(double time) {
     uint64_t k;
@@ -101,7 +99,7 @@ class CompletionHeap {
     const int b = (level << kBits) | static_cast<int>((k >> (level * kBits)) & kDigitMask);
     buckets_[b].push_back(c);
     min_[b] = std::min(min_[b], k);  // branch-free: which entry is smaller is unpredictable
-    digits_[level] |= uint64_t{1} << (b & kDigitMask);
+    digits_[level] |= uint32_t{1} << (b & kDigitMask);
     levels_ |= uint32_t{1} << level;
   }
 
@@ -109,13 +107,13 @@ class CompletionHeap {
   // then its lowest digit.
   int first_bucket() const {
     const int level = __builtin_ctz(levels_);
-    return (level << kBits) | __builtin_ctzll(digits_[level]);
+    return (level << kBits) | __builtin_ctz(digits_[level]);
   }
 
   std::vector<Completion> zero_;                        // key == last_
   std::vector<Completion> buckets_[kLevels * kDigits];  // (level, digit) at level * kDigits + digit
   uint64_t min_[kLevels * kDigits];                     // the smallest key in each bucket, kNone if empty
-  uint64_t digits_[kLevels] = {};                       // per level: bit d set if bucket (level, d) holds entries
+  uint32_t digits_[kLevels] = {};                       // per level: bit d set if bucket (level, d) holds entries
   uint32_t levels_ = 0;                                 // bit L set if level L holds entries
   uint64_t last_ = 0;                                   // the key of the last completion popped
   size_t size_ = 0;

@@ -84,37 +84,64 @@ __attribute__((noinline)) inline Scratch& scratch() {
 }
 
 // Largest n sampled through the bitmap (32 MiB of bits); beyond it, the hash set. At most
-// kSmallLimit draws (from n <= kBitmapLimit) are compared with each other on the stack instead
+// kSmallLimit draws (from n <= kBitmapLimit) are compared with each other in registers instead
 // (cheaper than marking and unmarking the bitmap for a work-stealing thief's victims).
 constexpr int64_t kBitmapLimit = int64_t{1} << 28;
 constexpr int64_t kSmallLimit = 8;
+
+// Whether floyd draws k indices of [0, n) with floyd_few (no scratch space).
+inline bool few_draws(int64_t n, int64_t k) { return k <= kSmallLimit && n <= kBitmapLimit; }
+
+// floyd for K = k <= kSmallLimit draws from n <= kBitmapLimit: each draw is compared with the
+// ones drawn before it. Branch-free: whether a draw repeats one of at most 7 earlier ones is
+// unpredictable, so a compare per earlier draw (OR-ed) beats a probe of a hash set (session 9,
+// issue 18: the set's probe was the simulator's most mispredicted branch with stealing). j itself
+// is never drawn before: every earlier draw is below it. With K a constant the loop is unrolled
+// and drawn[] lives in registers: draw i makes i compares, 28 in all for 8 draws (session 11,
+// issue 18: the loop over a stack array made 64 compares and a store and 8 loads per draw;
+// a steal probe's victims cost 426 instructions, now 311).
+// The draws come from a local copy of the generator, put back after: out may alias its state
+// (both 64-bit), which would make the compiler store and reload it at every write.
+template <bool Skip, int K>
+inline void floyd_few(Rng& rng, int64_t n, int64_t* out, int64_t skip) {
+  uint32_t drawn[K];
+  Rng local = rng;
+  const uint32_t first = static_cast<uint32_t>(n - K);
+#pragma GCC unroll 8
+  for (int i = 0; i < K; ++i) {
+    const uint32_t j = first + static_cast<uint32_t>(i);
+    const uint32_t t = local.below32_nonzero(j + 1);
+    bool seen = false;
+    for (int e = 0; e < i; ++e) seen |= drawn[e] == t;
+    drawn[i] = seen ? j : t;
+    const int64_t id = drawn[i];
+    out[i] = Skip ? id + (id >= skip) : id;
+  }
+  rng = local;
+}
+
+// floyd_few for a k known at run time (few_draws(n, k)).
+template <bool Skip>
+inline void floyd_few(Rng& rng, int64_t n, int64_t k, int64_t* out, int64_t skip) {
+  static_assert(kSmallLimit == 8, "one case per count");
+  switch (k) {
+    case 8: return floyd_few<Skip, 8>(rng, n, out, skip);
+    case 7: return floyd_few<Skip, 7>(rng, n, out, skip);
+    case 6: return floyd_few<Skip, 6>(rng, n, out, skip);
+    case 5: return floyd_few<Skip, 5>(rng, n, out, skip);
+    case 4: return floyd_few<Skip, 4>(rng, n, out, skip);
+    case 3: return floyd_few<Skip, 3>(rng, n, out, skip);
+    case 2: return floyd_few<Skip, 2>(rng, n, out, skip);
+    case 1: return floyd_few<Skip, 1>(rng, n, out, skip);
+    default: return;  // k == 0: no draw
+  }
+}
 
 // Writes k distinct indices of [0, n) (k <= n) to out, in Floyd's order. With Skip, an index
 // i >= skip is written as i + 1 (k distinct ids of [0, n] other than skip, from the same draws).
 template <bool Skip = false>
 inline void floyd(Rng& rng, int64_t n, int64_t k, int64_t* out, Scratch& scratch, int64_t skip = 0) {
-  auto written = [skip](int64_t id) { return Skip ? id + (id >= skip) : id; };
-  if (k <= kSmallLimit && n <= kBitmapLimit) {  // few draws: compared with the ones drawn so far instead
-    // Branch-free: whether a draw repeats one of at most 7 earlier ones is unpredictable, so a
-    // compare per earlier draw (OR-ed) beats a probe of a hash set (session 9, issue 18: the set's
-    // probe was the simulator's most mispredicted branch with stealing). j itself is never drawn
-    // before: every earlier draw is below it. The unused entries hold
-    // a value no draw takes.
-    // The draws come from a local copy of the generator, put back after: out may alias its
-    // state (both 64-bit), which would make the compiler store and reload it at every write.
-    uint32_t drawn[kSmallLimit];
-    std::fill(drawn, drawn + kSmallLimit, ~uint32_t{0});  // never an id: n <= kBitmapLimit
-    Rng local = rng;
-    for (int64_t j = n - k, i = 0; j < n; ++j, ++i) {
-      const uint32_t t = local.below32_nonzero(static_cast<uint32_t>(j) + 1);
-      bool seen = false;
-      for (int64_t e = 0; e < kSmallLimit; ++e) seen |= drawn[e] == t;  // a fixed count: unrolled
-      drawn[i] = seen ? static_cast<uint32_t>(j) : t;
-      out[i] = written(drawn[i]);
-    }
-    rng = local;
-    return;
-  }
+  if (few_draws(n, k)) return floyd_few<Skip>(rng, n, k, out, skip);
   if (n <= kBitmapLimit) {
     Bitmap& seen = scratch.bitmap;
     seen.ensure(n);

@@ -89,6 +89,21 @@ def test_choose_victims_matches_the_reference(seed, n_workers, thief_at, k):
     assert got.tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("k", range(1, 9))
+def test_few_victims_in_a_row_match_the_reference(k):
+    """Up to 8 victims are drawn by a path unrolled per count (sampling.h's floyd_few): for each
+    count, many attempts on one generator (so a kept 32-bit half carries from one attempt to the
+    next) give the reference's victims in order."""
+    ours, ref = sparrow_core.Rng(k), reference.Rng(k)
+    n_workers = 12  # few peers: a draw often repeats an earlier one (Floyd then takes j)
+    for attempt in range(200):
+        thief = attempt % n_workers
+        got = sparrow_core.choose_victims(ours, n_workers, thief, k)
+        want = reference.choose_victims(ref, n_workers, thief, k)
+        assert got.tolist() == want.tolist()
+        assert thief not in got.tolist() and len(set(got.tolist())) == k
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     seed=st.integers(0, 2**32),

@@ -107,11 +107,12 @@ class Cluster {
     return m;
   }
 
-  // Word i of the payload of msgs[k], a message not yet received (for prefetch hints).
-  int64_t word_ahead(size_t k, size_t i) const {
+  // The payload of msgs[k], a message not yet received, as a view (for prefetch hints: valid
+  // until the next send or receive; none if it wraps around the end of the ring).
+  Words payload_ahead(size_t k) const {
     size_t skip = 0;
     for (size_t j = 0; j < k; ++j) skip += msgs[j].n_payload;
-    return payload_.ahead(skip + i);
+    return payload_.ahead(skip, msgs[k].n_payload);
   }
 
   // ---- arrivals and releases ----

@@ -3,10 +3,10 @@
 // the order they were sent (cluster.h), so their payloads do too.
 //
 // push appends a payload (a copy). next(n) hands out the oldest payload as a view, with no copy:
-// the words stay in the buffer until the following next(), so a message's handler may send
-// (push) while it still reads them. Only a payload that wraps around the end of the ring is
-// copied, into a scratch array. When a push outgrows the ring, the old buffer is kept until the
-// following next(), so the view in use stays valid. push and next O(n); no allocation once the
+// the words stay in the buffer until the following next() of a payload (n > 0), so a message's
+// handler may send (push) while it still reads them. Only a payload that wraps around the end of
+// the ring is copied, into a scratch array. When a push outgrows the ring, the old buffer is kept
+// until the following next() of a payload, so the view in use stays valid. push and next O(n); no allocation once the
 // ring holds the most words in flight at once.
 #pragma once
 
@@ -42,8 +42,11 @@ class PayloadFifo {
     tail_ += n;
   }
 
-  // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call.
+  // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call
+  // with n > 0. n == 0 (most messages) hands out nothing and keeps the view handed out last
+  // (session 11: about 11 instructions less per message).
   Words next(size_t n) {
+    if (n == 0) return Words{};
     head_ += held_;
     held_ = n;
     if (!retired_.empty()) std::vector<int64_t>().swap(retired_);
@@ -56,9 +59,14 @@ class PayloadFifo {
     return Words{scratch_.data(), n};
   }
 
-  // Word i of the payloads pushed after the view handed out last (for a prefetch hint: valid if
-  // that many were pushed).
-  int64_t ahead(size_t i) const { return buf_[(head_ + held_ + i) & mask_]; }
+  // Words [skip, skip + n) of the payloads pushed after the view handed out last, as a view with
+  // no copy (for a prefetch hint: valid until the next push or next(); empty if they wrap around
+  // the end of the ring, or were not all pushed).
+  Words ahead(size_t skip, size_t n) const {
+    const size_t at = (head_ + held_ + skip) & mask_;
+    if (at + n > buf_.size() || head_ + held_ + skip + n > tail_) return Words{};
+    return Words{buf_.data() + at, n};
+  }
 
  private:
   __attribute__((noinline)) void grow(size_t needed) {  // rare: kept out of push's fast path

@@ -126,7 +126,7 @@ class WorkStealing {
     const Msg& m = c_.msgs[k];
     switch (m.kind) {
       case kProbe:
-        for (uint32_t i = 0; i < m.n_payload; ++i) queues_.prefetch_state(c_.word_ahead(k, i));
+        for (int64_t v : c_.payload_ahead(k)) queues_.prefetch_state(v);
         break;
       case kAnswer:
         queues_.prefetch_state(m.worker);

@@ -31,6 +31,9 @@ node monitor of one slot, then its next GetTask, for a reservation it already he
 not stolen: the NoTask's way back and the next GetTask's way out (`empty_round_trips`). It is printed beside
 the gap, for the model whose `network_delay` is now half the gap (an empty GetTask costs it the whole gap).
 
+The logs also time when each job's reservations left its scheduler (`sent`), for the model to replay each
+job's own submission delay (experiment/submissions.py).
+
 Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
 caller draws the placement instead and says so.
 """
@@ -42,7 +45,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +67,7 @@ class RunPlacement:
     pairs: int
     round_trip: float = math.nan  # the mean empty round trip (module docstring; NaN below MIN_PAIRS of them)
     round_trips: int = 0
+    sent: list[float] = field(default_factory=list)  # per job, when its reservations left its scheduler
 
 
 @contextmanager
@@ -101,6 +105,7 @@ def run_placement(
     asked = [first_asked(log) for log in logs]
     stages: dict[tuple[int, int], JobRecord] = {}  # (scheduler, job id) -> the stage's record
     out: list[tuple[int, ...]] = []
+    sent: list[float] = []
     for record in records:
         placements = logs[record.scheduler].placements
         if len(record.job_ids) != len(record.stages):  # a record made without its handles
@@ -117,11 +122,12 @@ def run_placement(
             first = asked[record.scheduler]
             in_order = sorted(nodes, key=lambda n: first.get((job_id, n), math.inf))  # stable: unasked as sent
             out.append(tuple(worker[n] for n in in_order))
+            sent.append(logs[record.scheduler].probed_at[job_id])
             if stage is not None:
                 stages[record.scheduler, job_id] = stage
     gaps = chain_gaps(logs, stages) if slots == 1 else np.array([])
     trips = empty_round_trips(logs) if slots == 1 else np.array([])
-    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size))
+    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size), sent)
 
 
 def _mean(values: np.ndarray) -> float:

@@ -173,3 +173,15 @@ def test_the_page_describes_the_mix_it_ran():
         "Jobs of 4 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
         "about 77% of the slot time." in page
     )
+
+
+def test_the_page_gives_each_run_s_replayed_submission_delays():
+    """A run whose jobs' submission delays were replayed gets their p50, p99 and longest, and the jobs held back;
+    one without them says so; a page with none leaves the section out."""
+    replayed = replace(run(False, 300, 300), submission_delay=np.array([0.0005] * 99 + [0.0070]), held=2)
+    page = render([replayed, run(True, 100, 100)], command="c", setup="s", notes=["n"])
+    assert "- seed 0 off: p50 0.5 ms, p99 0.6 ms, longest 7.0 ms; 2 job(s) held behind an earlier one's" in page
+    assert "- seed 0 on: not replayed (the placement logs did not time every job)" in page
+    assert "submission at the client to its reservations" not in render(
+        [run(False, 300, 300)], command="c", setup="s", notes=["n"]
+    )

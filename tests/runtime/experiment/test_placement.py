@@ -60,6 +60,7 @@ def test_each_job_s_probes_are_listed_in_the_order_its_node_monitors_asked(tmp_p
     (tmp_path / "scheduler-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     got = run_placement([record(0, [1]), record(0, [2])], tmp_path, ["scheduler-0"], [f"nm-{i}" for i in range(4)])
     assert got is not None and got.probes == [(2, 0, 3, 1), (0, 1, 1)]
+    assert got.sent == [0.0, 0.1]  # when each job's reservations left: its submission delay, replayed
 
 
 def test_a_job_missing_from_the_logs_gives_no_placement(tmp_path: Path) -> None:
@@ -157,7 +158,8 @@ def test_an_empty_round_trip_is_a_notask_to_the_next_gettask_for_a_reservation_a
 
 def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) -> None:
     """A local cluster of 6 node monitors run under placement_logs: every job of 2 tasks has its 4 reservations
-    (probe ratio 2) logged, on 4 distinct workers of the cluster, drawn per job."""
+    (probe ratio 2) logged, on 4 distinct workers of the cluster, drawn per job, sent between the job's submission
+    and its first task's start."""
     stages = [Stage("s", np.array([0.02, 0.02]), ()) for _ in range(40)]  # offered: 1.3x the slots: queues
     workload = QueryWorkload(tuple(Query(i * 0.005, "s", (s,)) for i, s in enumerate(stages)), 6, 0.2)
     with placement_logs() as folder:
@@ -167,6 +169,9 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
         assert placement is not None and len(placement.probes) == 40
         assert all(len(set(p)) == 4 and set(p) <= set(range(6)) for p in placement.probes)
         assert len({frozenset(p) for p in placement.probes}) > 1  # drawn per job, not one placement for all
+        for sent, r in zip(placement.sent, records, strict=True):  # after its submission, before its tasks start
+            stage = r.stages[0]
+            assert stage is not None and stage.submitted < sent < np.nanmin(stage.starts)
         log = read_log(log_path(folder, cluster.scheduler_ids[0]))
     stages_by_id = {(0, r.job_ids[0]): r.stages[0] for r in records}
     launched = [(a.job, a.task) for a in log.answers if a.task >= 0 and (0, a.job) in stages_by_id]

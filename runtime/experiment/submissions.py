@@ -1,0 +1,65 @@
+"""Each job's own submission delay, replayed by the simulator (issue 18's steal experiment).
+
+The model's jobs reach their scheduler one mean `submit_delay` after they arrive (demo/replay.py), but in a
+run a few submissions take far longer than the mean (the client's trio loop busy: 0.5 ms at the median, 5-7 ms
+at the 99th percentile in two runs of session 11), and with 16 slots one job's reservations landing a few ms
+later than in the model can change which queue a long task blocks, and with it every short job behind it
+(docs/paper/steal.md). The schedulers' placement logs time each job's reservations as they leave
+(experiment/placement.py: `RunPlacement.sent`), on the clock of the client's submission (JobRecord.submitted),
+so each job's delay from its submission to its reservations is known.
+
+`replay_submissions` moves each job's arrival in the trace by its delay's excess over the run's mean (the
+model's `submit_delay` already holds the mean), so that its reservations reach the model's workers when the
+run's left the scheduler plus one network delay, and gives each job's shift: the model's response of a job is
+its simulated response plus its shift (the response still runs from the job's own arrival). A trace's arrivals
+may not decrease, so a job submitted before an earlier one's delayed reservations left is held back to that
+one's (`ReplayedSubmissions.held`); a job that waits for others (a later stage of a query) is released by
+their ends, not its arrival, and keeps its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..demo.replay import ReplayJob
+
+
+@dataclass(frozen=True)
+class ReplayedSubmissions:
+    """The jobs with their arrivals moved (module docstring), each job's shift in seconds (add it to the model's
+    response), how many jobs were held back to keep the arrivals in order, and each job's measured delay from its
+    submission to its reservations leaving the scheduler (seconds)."""
+
+    jobs: list[ReplayJob]
+    shift: np.ndarray
+    held: int
+    delay: np.ndarray
+
+    def responses(self, simulated: np.ndarray) -> np.ndarray:
+        """The model's responses of the run's jobs: `simulated` (one seed's, in job order) plus each one's shift."""
+        return simulated + self.shift
+
+
+def replay_submissions(
+    jobs: Sequence[ReplayJob], submitted: Sequence[float], sent: Sequence[float]
+) -> ReplayedSubmissions:
+    """Each job's arrival moved by the excess of its delay (`sent` - `submitted`, both on one clock) over the
+    mean delay of the jobs that wait for none (module docstring).
+
+    Error handling: ValueError if the three do not give one entry per job, or a time is not finite."""
+    if not len(jobs) == len(submitted) == len(sent):
+        raise ValueError(f"{len(jobs)} jobs, {len(submitted)} submission times and {len(sent)} send times")
+    delay = np.asarray(sent, dtype=float) - np.asarray(submitted, dtype=float)
+    if not np.all(np.isfinite(delay)):
+        raise ValueError("a job's submission or send time is not a finite number")
+    arrival = np.array([job.arrival for job in jobs], dtype=float)
+    root = np.array([not job.parents for job in jobs], dtype=bool)
+    excess = np.where(root, delay - (delay[root].mean() if root.any() else 0.0), 0.0)
+    moved = np.maximum.accumulate(arrival + excess) if len(jobs) else arrival
+    held = int(np.sum(moved > arrival + excess))
+    start = min(float(moved[0]), 0.0) if len(jobs) else 0.0  # a trace starts at 0 or later
+    out = [replace(job, arrival=float(a - start)) for job, a in zip(jobs, moved.tolist(), strict=True)]
+    return ReplayedSubmissions(out, moved - arrival, held, delay)

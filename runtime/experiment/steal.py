@@ -200,6 +200,16 @@ class StealRun:
         lo, hi = np.percentile(np.percentile(per_seed, q, axis=1), MODEL_RANGE)
         return float(lo), float(hi)
 
+    def seeds_within_target(self) -> float:
+        """The share of the model's seeds whose own short p50 is within MODEL_TARGET of the pooled one: how often a
+        run that draws what the model's seed draws (the steal victims) would meet the target, if the model is
+        right (NaN: no short job)."""
+        per_seed = self.simulated.reshape(self.model_seeds, -1)[:, ~self.long]
+        pooled = self.p(50, simulated=True)
+        if per_seed.size == 0 or math.isnan(pooled):
+            return math.nan
+        return float(np.mean(np.abs(np.percentile(per_seed, 50, axis=1) / pooled - 1) <= MODEL_TARGET))
+
     def within_model_range(self, *, drawn: bool = False) -> bool:
         lo, hi = self.model_range(drawn=drawn)
         return lo <= self.p(50) <= hi
@@ -431,6 +441,14 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
             f"seeds' short p50): {sum(r.within_model_range() for r in spread)} of {len(spread)}"
             + (f" (not counted: {fixed} whose model has no spread, its seed drawing nothing)." if fixed else ".")
         )
+        if spread:
+            lines.append(
+                f"The model's own seeds whose short p50 is within {MODEL_TARGET:.0%} of its pooled one, per run whose "
+                "seed draws something (how often a run drawing its steal victims as the model does would meet the "
+                "target, the model being right): "
+                + ", ".join(f"seed {r.seed} {'on' if r.steal else 'off'} {r.seeds_within_target():.0%}" for r in spread)
+                + "."
+            )
     return lines
 
 

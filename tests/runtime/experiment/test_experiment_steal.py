@@ -101,15 +101,26 @@ def test_the_models_spread_is_taken_over_its_seeds():
     assert middle.within_model_range() and not past.within_model_range()
     assert middle.p(50, simulated=True) == pytest.approx(np.median(simulated[~np.tile(long, MODEL_SEEDS)]))
     assert (
-        "Runs within the model's own spread" in verdicts([middle, past])[-1]
-        and "1 of 2" in verdicts([middle, past])[-1]
+        "Runs within the model's own spread" in verdicts([middle, past])[-2]
+        and "1 of 2" in verdicts([middle, past])[-2]
     )
     fixed = StealRun(
         False, 0, long, np.array([0.1, 0.1, 5.0]), np.tile(simulated[:3], MODEL_SEEDS), simulated[:3], 0, 0
     )
-    assert verdicts([middle, fixed])[-1].endswith(
+    assert verdicts([middle, fixed])[-2].endswith(
         "1 of 1 (not counted: 1 whose model has no spread, its seed drawing nothing)."
     )  # stealing off with a replayed placement: every seed gives the same p50
+    assert fixed.seeds_within_target() == 1.0
+
+
+def test_the_share_of_the_model_s_seeds_within_the_target_of_its_pooled_p50():
+    """Seeds whose short p50 is 100 ms (16 of them) and 200 ms (4): the pooled p50 is 100 ms, and 16 of 20 seeds are
+    within 10% of it; the verdict names each run whose seed draws something."""
+    long = np.array([False, False, True])
+    per_seed = [np.array([0.1 if i < 16 else 0.2] * 2 + [5.0]) for i in range(MODEL_SEEDS)]
+    on = StealRun(True, 1, long, np.array([0.1, 0.1, 5.0]), np.concatenate(per_seed), per_seed[0], 0, 0)
+    assert on.seeds_within_target() == pytest.approx(16 / MODEL_SEEDS)
+    assert verdicts([on])[-1].endswith("the model being right): seed 1 on 80%.")
 
 
 def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():

@@ -1,8 +1,8 @@
 """Each job's own submission delay, replayed by the simulator (issue 18's steal experiment).
 
 The model's jobs reach their scheduler one mean `submit_delay` after they arrive (demo/replay.py), but in a
-run a few submissions take far longer than the mean (the client's trio loop busy: 0.5 ms at the median, 5-7 ms
-at the 99th percentile in two runs of session 11), and with 16 slots one job's reservations landing a few ms
+run a few submissions take far longer than the mean (0.5 ms at the median, 4-7 ms at the 99th percentile and up to
+248 ms in session 11's runs; whether the client or the scheduler held them is not in the logs), and with 16 slots one job's reservations landing a few ms
 later than in the model can change which queue a long task blocks, and with it every short job behind it
 (docs/paper/steal.md). The schedulers' placement logs time each job's reservations as they leave
 (experiment/placement.py: `RunPlacement.sent`), on the clock of the client's submission (JobRecord.submitted),

@@ -25,7 +25,8 @@ short p50 gives the model's spread (`model_range`: the 10th to 90th percentile o
 for a replayed placement with stealing off, where sparrow draws nothing else).
 
 The model also replays each job's own submission delay (submissions.py: from the client's submission to its
-reservations leaving the scheduler, in the placement logs), instead of one mean for all: a few take 5-7 ms
+reservations leaving the scheduler, in the placement logs, and where a node monitor idle then asked for it, to
+that GetTask less the model's two hops), instead of one mean for all: a few take 5-7 ms
 against 0.5 ms at the median, and in session 11 one such job was enough to put a long task on another queue in
 the model than in the run and block two dozen short jobs in one and not the other (seed 2, stealing off: 26
 short jobs disagreeing with the mean delay, 4 with each job's own, all within 35 ms of BLOCKED).
@@ -54,7 +55,7 @@ from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workloa
 from .report import replay_trace
 from .run import QueryRecord
 from .steal_timing import StealTiming
-from .submissions import ReplayedSubmissions, replay_submissions
+from .submissions import ReplayedSubmissions, dispatch_times, replay_submissions
 
 SHORT_MS = 20.0
 LONG_MS = 2000.0
@@ -242,7 +243,7 @@ def steal_figures(
     if placement is not None and not math.isnan(placement.chain_gap):
         hops = replace(inferred, chain_gap=placement.chain_gap)
 
-    submissions = _submissions(records, trace, placement)
+    submissions = _submissions(records, trace, placement, 2 * hops.network)
     jobs = trace if submissions is None else submissions.jobs
 
     def simulate(replayed: Sequence[ReplayJob]) -> list[np.ndarray]:
@@ -292,14 +293,15 @@ def steal_figures(
 
 
 def _submissions(
-    records: Sequence[QueryRecord], jobs: Sequence[ReplayJob], placement: RunPlacement | None
+    records: Sequence[QueryRecord], jobs: Sequence[ReplayJob], placement: RunPlacement | None, round_trip: float
 ) -> ReplayedSubmissions | None:
-    """Each job's own submission delay replayed (submissions.py), if the placement logs timed every job's
-    reservations (None: the model keeps its mean submit_delay for all)."""
+    """Each job's own submission and dispatch delay replayed (submissions.py), if the placement logs timed every
+    job's reservations (None: the model keeps its mean submit_delay for all)."""
     if placement is None or len(placement.sent) != len(jobs) or not np.all(np.isfinite(placement.sent)):
         return None
     submitted = [stage.submitted for r in records for stage in r.submitted_stages()]
-    return replay_submissions(jobs, submitted, placement.sent)
+    reached = placement.reached if len(placement.reached) == len(jobs) else [math.nan] * len(jobs)
+    return replay_submissions(jobs, submitted, dispatch_times(placement.sent, reached, round_trip))
 
 
 def _count(x: float) -> str:
@@ -468,7 +470,8 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "job's probes in the order its node monitors asked for it (the run's choice among idle ones), sparrow "
         "for off and sparrow_steal for on. What the model is given: each job's arrival (its submission at the "
         "client), each task's run time as its worker measured it, each job's own delay from its submission to its "
-        "reservations leaving the scheduler (the schedulers' logs; experiment/submissions.py), the probed node "
+        "reservations leaving the scheduler, or where a node monitor idle then asked for it to that GetTask less "
+        "the model's two hops for it (the schedulers' logs; experiment/submissions.py), the probed node "
         "monitors and their order, the mean late-binding gap, the mean hop of a result back to the client, and with "
         "stealing on the steal timing below; what it predicts: when and on which of its probed node monitors each "
         "task runs (with stealing on, which thief takes it), so each job's response. The model's seeds column: "
@@ -497,9 +500,10 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "",
         *(
             [
-                "Each job's delay from its submission at the client to its reservations leaving the scheduler, "
-                "replayed job by job (the model's submit_delay is the mean; a job whose reservations left late "
-                "lands late in the model's queues too), per run:",
+                "Each job's delay from its submission at the client to its reservations leaving the scheduler "
+                "(replayed job by job with the GetTask of its first node monitor idle then, where there is one: "
+                "the model's submit_delay is the mean; a job whose reservations left or arrived late lands late in "
+                "the model's queues too), per run:",
                 "",
                 *[f"- seed {r.seed} {'on' if r.steal else 'off'}: {_submissions_line(r)}" for r in runs],
                 "",

@@ -1,12 +1,19 @@
-"""Each job's own submission delay, replayed by the simulator (issue 18's steal experiment).
+"""Each job's own submission and dispatch delays, replayed by the simulator (issue 18's steal experiment).
 
 The model's jobs reach their scheduler one mean `submit_delay` after they arrive (demo/replay.py), but in a
-run a few submissions take far longer than the mean (0.5 ms at the median, 4-7 ms at the 99th percentile and up to
-248 ms in session 11's runs; whether the client or the scheduler held them is not in the logs), and with 16 slots one job's reservations landing a few ms
-later than in the model can change which queue a long task blocks, and with it every short job behind it
-(docs/paper/steal.md). The schedulers' placement logs time each job's reservations as they leave
-(experiment/placement.py: `RunPlacement.sent`), on the clock of the client's submission (JobRecord.submitted),
-so each job's delay from its submission to its reservations is known.
+run a few submissions take far longer than the mean (0.5 ms at the median, 4-7 ms at the 99th percentile and up
+to 248 ms in session 11's runs; whether the client or the scheduler held them is not in the logs), and with 16
+slots one job's reservations landing a few ms later than in the model can change which queue a long task
+blocks, and with it every short job behind it (docs/paper/steal.md). The schedulers' placement logs time each
+job's reservations as they leave (experiment/placement.py: `RunPlacement.sent`), on the clock of the client's
+submission (JobRecord.submitted), so each job's delay from its submission to its reservations is known.
+
+The same holds for the hops after the send: a job's reservations and the GetTasks they make took 5-6 ms instead of
+the model's 1.4 ms in one run (session 11, seed 2 off: the model bound a task there 4.6 ms early, freeing a node
+monitor before another and moving a long task). Where a node monitor that was idle when the reservations left asked
+for the job (placement.py: `RunPlacement.reached`, no queue in between), `dispatch_times` takes that GetTask, less
+the model's two hops for it (`2 x network_delay`), as the job's send time, so that the model's first idle worker
+asks when the run's did; a job no idle node monitor asked for keeps the logged send.
 
 `replay_submissions` moves each job's arrival in the trace by its delay's excess over the run's mean (the
 model's `submit_delay` already holds the mean), so that its reservations reach the model's workers when the
@@ -19,6 +26,7 @@ their ends, not its arrival, and keeps its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -41,6 +49,17 @@ class ReplayedSubmissions:
     def responses(self, simulated: np.ndarray) -> np.ndarray:
         """The model's responses of the run's jobs: `simulated` (one seed's, in job order) plus each one's shift."""
         return simulated + self.shift
+
+
+def dispatch_times(sent: Sequence[float], reached: Sequence[float], round_trip: float) -> list[float]:
+    """Per job, `reached` less `round_trip` (the model's reservation hop and GetTask hop) where a node monitor idle
+    then asked for it (finite), else `sent` (module docstring). Error handling: ValueError if the two do not give one
+    entry per job, or `round_trip` is not a finite number >= 0."""
+    if len(sent) != len(reached):
+        raise ValueError(f"{len(sent)} send times and {len(reached)} first idle GetTasks")
+    if not (math.isfinite(round_trip) and round_trip >= 0):
+        raise ValueError(f"round_trip must be a finite number >= 0, got {round_trip}")
+    return [r - round_trip if math.isfinite(r) else s for s, r in zip(sent, reached, strict=True)]
 
 
 def replay_submissions(

@@ -14,7 +14,13 @@ import trio
 
 from sparrow_runtime.demo.replay import ReplayJob, ideal, replay, write_trace
 from sparrow_runtime.demo.workload import JobRecord
-from sparrow_runtime.experiment.placement import chain_gaps, empty_round_trips, placement_logs, run_placement
+from sparrow_runtime.experiment.placement import (
+    chain_gaps,
+    empty_round_trips,
+    first_idle_answers,
+    placement_logs,
+    run_placement,
+)
 from sparrow_runtime.experiment.queries import Query, QueryWorkload, Stage
 from sparrow_runtime.experiment.run import QueryRecord, run_queries
 from sparrow_runtime.services.local_cluster import LocalCluster
@@ -180,3 +186,30 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
     assert gaps.size > 0 and (gaps > 0).all() and (gaps < 1.0).all()
     trips = empty_round_trips([log])
     assert (trips > 0).all() and (trips < 1.0).all()
+
+
+def test_a_job_s_first_gettask_from_a_node_monitor_idle_when_its_reservations_left() -> None:
+    """Job 1 finds every node monitor idle (both ask at 0.002). Job 2 is sent at 1.0: nm-0's task of job 1 ended
+    at 0.9 and nm-0 asks at 1.004 (idle: counted); nm-1 runs job 1's other task until 1.5 (busy: not counted). Job
+    3, sent at 2.0, is asked for by nm-2 at 2.006 after a NoTask there at 2.003 (something came between: not
+    counted) and by nm-3 at 2.008 (idle: counted). Job 4's only GetTask is a stolen one (not counted): no entry."""
+    log = PlacementRecords(
+        probed_at={1: 0.0, 2: 1.0, 3: 2.0, 4: 3.0},
+        answers=[
+            answer(1, 0, "nm-0", 0.002),
+            answer(1, 1, "nm-1", 0.002),
+            answer(2, 0, "nm-0", 1.004),
+            answer(2, 1, "nm-1", 1.501),
+            answer(9, -1, "nm-2", 2.003),
+            answer(3, 0, "nm-2", 2.006),
+            answer(3, 1, "nm-3", 2.008),
+            answer(4, 0, "nm-4", 3.01, stolen=True),
+        ],
+    )
+    stages = {
+        (0, 1): stage([0.003, 0.003], [0.9, 1.5]),
+        (0, 2): stage([1.005, 1.502], [1.1, 1.6]),
+        (0, 3): stage([2.007, 2.009], [2.1, 2.1]),
+        (0, 4): stage([3.011], [3.1]),
+    }
+    assert first_idle_answers([log], stages) == {(0, 1): 0.002, (0, 2): 1.004, (0, 3): 2.008}

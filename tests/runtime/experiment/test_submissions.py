@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sparrow_runtime.demo.replay import ReplayJob, replay
-from sparrow_runtime.experiment.submissions import replay_submissions
+from sparrow_runtime.experiment.submissions import dispatch_times, replay_submissions
 
 
 def jobs(*arrivals: float, durations: tuple[float, ...] = ()) -> list[ReplayJob]:
@@ -70,3 +70,13 @@ def test_a_late_submission_changes_which_job_waits_behind_the_long_task() -> Non
 def test_times_that_do_not_fit_the_jobs_are_an_error(submitted, sent, match) -> None:
     with pytest.raises(ValueError, match=match):
         replay_submissions(jobs(0.0, 0.1), submitted=submitted, sent=sent)
+
+
+def test_a_job_an_idle_node_monitor_asked_for_is_sent_when_that_gettask_came_less_the_model_s_two_hops() -> None:
+    """Job 0's first idle GetTask came 6 ms after its send: its send time becomes that less the model's 1.4 ms round
+    trip; job 1 no idle node monitor asked for keeps its logged send."""
+    assert dispatch_times([1.0, 2.0], [1.006, np.nan], 0.0014) == pytest.approx([1.0046, 2.0])
+    with pytest.raises(ValueError, match="2 send times and 1 first idle GetTasks"):
+        dispatch_times([1.0, 2.0], [1.006], 0.0014)
+    with pytest.raises(ValueError, match="round_trip"):
+        dispatch_times([1.0], [1.006], -1.0)

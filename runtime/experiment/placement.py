@@ -31,6 +31,11 @@ node monitor of one slot, then its next GetTask, for a reservation it already he
 not stolen: the NoTask's way back and the next GetTask's way out (`empty_round_trips`). It is printed beside
 the gap, for the model whose `network_delay` is now half the gap (an empty GetTask costs it the whole gap).
 
+The logs also time when each job's reservations left its scheduler (`sent`), and when the first of its node
+monitors that was idle then asked for it (`reached`: nothing answered there in between, its last task ended:
+the reservation's hop and the GetTask's, with no queue), for the model to replay each job's own delays
+(experiment/submissions.py).
+
 Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
 caller draws the placement instead and says so.
 """
@@ -42,7 +47,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +69,8 @@ class RunPlacement:
     pairs: int
     round_trip: float = math.nan  # the mean empty round trip (module docstring; NaN below MIN_PAIRS of them)
     round_trips: int = 0
+    sent: list[float] = field(default_factory=list)  # per job, when its reservations left its scheduler
+    reached: list[float] = field(default_factory=list)  # per job, its first GetTask from a node monitor idle then
 
 
 @contextmanager
@@ -101,6 +108,8 @@ def run_placement(
     asked = [first_asked(log) for log in logs]
     stages: dict[tuple[int, int], JobRecord] = {}  # (scheduler, job id) -> the stage's record
     out: list[tuple[int, ...]] = []
+    sent: list[float] = []
+    keys: list[tuple[int, int]] = []  # (scheduler, job id) per job, in trace order
     for record in records:
         placements = logs[record.scheduler].placements
         if len(record.job_ids) != len(record.stages):  # a record made without its handles
@@ -117,11 +126,15 @@ def run_placement(
             first = asked[record.scheduler]
             in_order = sorted(nodes, key=lambda n: first.get((job_id, n), math.inf))  # stable: unasked as sent
             out.append(tuple(worker[n] for n in in_order))
+            sent.append(logs[record.scheduler].probed_at[job_id])
+            keys.append((record.scheduler, job_id))
             if stage is not None:
                 stages[record.scheduler, job_id] = stage
     gaps = chain_gaps(logs, stages) if slots == 1 else np.array([])
     trips = empty_round_trips(logs) if slots == 1 else np.array([])
-    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size))
+    idle = first_idle_answers(logs, stages) if slots == 1 else {}
+    reached = [idle.get(key, math.nan) for key in keys]
+    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size), sent, reached)
 
 
 def _mean(values: np.ndarray) -> float:
@@ -141,6 +154,34 @@ def empty_round_trips(logs: Sequence[PlacementRecords]) -> np.ndarray:
         if a.task < 0 and not a.stolen:
             empty[a.node] = a.at
     return np.array(trips)
+
+
+def first_idle_answers(
+    logs: Sequence[PlacementRecords], stages: dict[tuple[int, int], JobRecord]
+) -> dict[tuple[int, int], float]:
+    """(scheduler, job id) -> when the first of its node monitors that was idle when its reservations were sent
+    asked for it (module docstring): nothing answered there between the send and that GetTask, and every task
+    answered there before the send had ended by then (a task of a job not in `stages`, the warm-up's, counts
+    as ended). Jobs no idle node monitor asked for are left out. One slot per node monitor only."""
+    by_node: dict[str, list[tuple[Answer, int]]] = {}
+    for s, log in enumerate(logs):
+        for a in log.answers:
+            by_node.setdefault(a.node, []).append((a, s))
+    first: dict[tuple[int, int], float] = {}
+    for answers in by_node.values():
+        answers.sort(key=lambda x: x[0].at)
+        last_end = -math.inf  # the end of the last task answered here so far
+        previous_at = -math.inf  # the last answer here so far
+        for a, s in answers:
+            sent = logs[s].probed_at.get(a.job, math.nan)
+            if not a.stolen and previous_at < sent <= a.at and last_end < sent:
+                key = (s, a.job)
+                first[key] = min(first.get(key, math.inf), a.at)
+            previous_at = a.at
+            stage = stages.get((s, a.job))
+            if a.task >= 0 and stage is not None:
+                last_end = float(stage.ends[a.task])
+    return first
 
 
 def first_asked(log: PlacementRecords) -> dict[tuple[int, str], float]:

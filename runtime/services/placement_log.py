@@ -6,7 +6,8 @@ cluster it starts): each scheduler then writes DIR/<scheduler id>.jsonl, one JSO
 {"scheduler": id}, then one {"job": job id, "nodes": [node monitor id, ...], "at": t} per
 EnqueueReservations round (a node monitor listed once per reservation it got; a job probed again, after a
 lost node monitor, has a line per round) and one {"answer": job id, "task": task or -1 (NoTask), "node":
-node monitor id, "stolen": bool, "at": t} per GetTask it answered (`t`: time.monotonic(), the clock every
+node monitor id, "stolen": bool, "at": t} per GetTask it answered (a stolen one's also "origin": the node
+monitor the reservation was placed at, whom the thief took it from) (`t`: time.monotonic(), the clock every
 process of a host shares, as the experiment's task timestamps are). Lines are written as they come
 (line-buffered: a killed scheduler loses at most the line being written), nothing is held in memory, and a
 log stops at MAX_LINES (the last line then says how many lines were left out). Error handling: a folder
@@ -52,17 +53,23 @@ class PlacementLog:
         """One round of `job_id`'s reservations, on `node_ids` (one entry per reservation)."""
         self._line({"job": job_id, "nodes": list(node_ids), "at": time.monotonic()})
 
-    def answer(self, job_id: int, task: int | None, node_id: str, stolen: bool) -> None:
-        """`node_id` asked for a task of `job_id` (for a stolen reservation, if `stolen`): `task` (None: NoTask)."""
-        self._line(
-            {
-                "answer": job_id,
-                "task": -1 if task is None else task,
-                "node": node_id,
-                "stolen": stolen,
-                "at": time.monotonic(),
-            }
-        )
+    def answer(self, job_id: int, task: int | None, node_id: str, stolen: bool, origin: str = "") -> None:
+        """`node_id` asked for a task of `job_id` (for a stolen reservation, if `stolen`, placed at `origin`):
+        `task` (None: NoTask)."""
+        number = -1 if task is None else task
+        if stolen:
+            self._line(
+                {
+                    "answer": job_id,
+                    "task": number,
+                    "node": node_id,
+                    "stolen": True,
+                    "origin": origin,
+                    "at": time.monotonic(),
+                }
+            )
+        else:
+            self._line({"answer": job_id, "task": number, "node": node_id, "stolen": False, "at": time.monotonic()})
 
     def _line(self, obj: dict) -> None:
         if self._file is None:
@@ -111,6 +118,7 @@ class Answer:
     node: str
     stolen: bool
     at: float
+    origin: str = ""  # a stolen reservation's node monitor (the victim); "" for the asker's own
 
 
 @dataclass
@@ -157,7 +165,12 @@ def read_log(path: str | os.PathLike[str]) -> PlacementRecords:
             try:
                 out.answers.append(
                     Answer(
-                        int(obj["answer"]), int(obj["task"]), str(obj["node"]), bool(obj["stolen"]), float(obj["at"])
+                        int(obj["answer"]),
+                        int(obj["task"]),
+                        str(obj["node"]),
+                        bool(obj["stolen"]),
+                        float(obj["at"]),
+                        str(obj.get("origin", "")),
                     )
                 )
             except (KeyError, TypeError, ValueError):

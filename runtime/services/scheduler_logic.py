@@ -914,7 +914,8 @@ class SchedulerLogic:
                 task = None
                 self._finish_in_table_if_done(job)
         if self.placements is not None:  # each answer, for the experiment's round trips (placement_log.py)
-            self.placements.answer(job_id, task, node.node_id, bool(origin) and origin != node.node_id)
+            stolen = bool(origin) and origin != node.node_id
+            self.placements.answer(job_id, task, node.node_id, stolen, origin if stolen else "")
         if job is None or task is None:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))

@@ -101,15 +101,26 @@ def test_the_models_spread_is_taken_over_its_seeds():
     assert middle.within_model_range() and not past.within_model_range()
     assert middle.p(50, simulated=True) == pytest.approx(np.median(simulated[~np.tile(long, MODEL_SEEDS)]))
     assert (
-        "Runs within the model's own spread" in verdicts([middle, past])[-1]
-        and "1 of 2" in verdicts([middle, past])[-1]
+        "Runs within the model's own spread" in verdicts([middle, past])[-2]
+        and "1 of 2" in verdicts([middle, past])[-2]
     )
     fixed = StealRun(
         False, 0, long, np.array([0.1, 0.1, 5.0]), np.tile(simulated[:3], MODEL_SEEDS), simulated[:3], 0, 0
     )
-    assert verdicts([middle, fixed])[-1].endswith(
+    assert verdicts([middle, fixed])[-2].endswith(
         "1 of 1 (not counted: 1 whose model has no spread, its seed drawing nothing)."
     )  # stealing off with a replayed placement: every seed gives the same p50
+    assert fixed.seeds_within_target() == 1.0
+
+
+def test_the_share_of_the_model_s_seeds_within_the_target_of_its_pooled_p50():
+    """Seeds whose short p50 is 100 ms (16 of them) and 200 ms (4): the pooled p50 is 100 ms, and 16 of 20 seeds are
+    within 10% of it; the verdict names each run whose seed draws something."""
+    long = np.array([False, False, True])
+    per_seed = [np.array([0.1 if i < 16 else 0.2] * 2 + [5.0]) for i in range(MODEL_SEEDS)]
+    on = StealRun(True, 1, long, np.array([0.1, 0.1, 5.0]), np.concatenate(per_seed), per_seed[0], 0, 0)
+    assert on.seeds_within_target() == pytest.approx(16 / MODEL_SEEDS)
+    assert verdicts([on])[-1].endswith("the model being right): seed 1 on 80%.")
 
 
 def test_the_blocked_fraction_counts_short_jobs_behind_a_long_task():
@@ -172,4 +183,16 @@ def test_the_page_describes_the_mix_it_ran():
     assert (
         "Jobs of 4 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
         "about 77% of the slot time." in page
+    )
+
+
+def test_the_page_gives_each_run_s_replayed_submission_delays():
+    """A run whose jobs' submission delays were replayed gets their p50, p99 and longest, and the jobs held back;
+    one without them says so; a page with none leaves the section out."""
+    replayed = replace(run(False, 300, 300), submission_delay=np.array([0.0005] * 99 + [0.0070]), held=2)
+    page = render([replayed, run(True, 100, 100)], command="c", setup="s", notes=["n"])
+    assert "- seed 0 off: p50 0.5 ms, p99 0.6 ms, longest 7.0 ms; 2 job(s) held behind an earlier one's" in page
+    assert "- seed 0 on: not replayed (the placement logs did not time every job)" in page
+    assert "submission at the client to its reservations" not in render(
+        [run(False, 300, 300)], command="c", setup="s", notes=["n"]
     )

@@ -14,7 +14,13 @@ import trio
 
 from sparrow_runtime.demo.replay import ReplayJob, ideal, replay, write_trace
 from sparrow_runtime.demo.workload import JobRecord
-from sparrow_runtime.experiment.placement import chain_gaps, empty_round_trips, placement_logs, run_placement
+from sparrow_runtime.experiment.placement import (
+    chain_gaps,
+    empty_round_trips,
+    first_idle_answers,
+    placement_logs,
+    run_placement,
+)
 from sparrow_runtime.experiment.queries import Query, QueryWorkload, Stage
 from sparrow_runtime.experiment.run import QueryRecord, run_queries
 from sparrow_runtime.services.local_cluster import LocalCluster
@@ -60,6 +66,7 @@ def test_each_job_s_probes_are_listed_in_the_order_its_node_monitors_asked(tmp_p
     (tmp_path / "scheduler-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     got = run_placement([record(0, [1]), record(0, [2])], tmp_path, ["scheduler-0"], [f"nm-{i}" for i in range(4)])
     assert got is not None and got.probes == [(2, 0, 3, 1), (0, 1, 1)]
+    assert got.sent == [0.0, 0.1]  # when each job's reservations left: its submission delay, replayed
 
 
 def test_a_job_missing_from_the_logs_gives_no_placement(tmp_path: Path) -> None:
@@ -157,7 +164,8 @@ def test_an_empty_round_trip_is_a_notask_to_the_next_gettask_for_a_reservation_a
 
 def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) -> None:
     """A local cluster of 6 node monitors run under placement_logs: every job of 2 tasks has its 4 reservations
-    (probe ratio 2) logged, on 4 distinct workers of the cluster, drawn per job."""
+    (probe ratio 2) logged, on 4 distinct workers of the cluster, drawn per job, sent between the job's submission
+    and its first task's start."""
     stages = [Stage("s", np.array([0.02, 0.02]), ()) for _ in range(40)]  # offered: 1.3x the slots: queues
     workload = QueryWorkload(tuple(Query(i * 0.005, "s", (s,)) for i, s in enumerate(stages)), 6, 0.2)
     with placement_logs() as folder:
@@ -167,6 +175,9 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
         assert placement is not None and len(placement.probes) == 40
         assert all(len(set(p)) == 4 and set(p) <= set(range(6)) for p in placement.probes)
         assert len({frozenset(p) for p in placement.probes}) > 1  # drawn per job, not one placement for all
+        for sent, r in zip(placement.sent, records, strict=True):  # after its submission, before its tasks start
+            stage = r.stages[0]
+            assert stage is not None and stage.submitted < sent < np.nanmin(stage.starts)
         log = read_log(log_path(folder, cluster.scheduler_ids[0]))
     stages_by_id = {(0, r.job_ids[0]): r.stages[0] for r in records}
     launched = [(a.job, a.task) for a in log.answers if a.task >= 0 and (0, a.job) in stages_by_id]
@@ -175,3 +186,30 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
     assert gaps.size > 0 and (gaps > 0).all() and (gaps < 1.0).all()
     trips = empty_round_trips([log])
     assert (trips > 0).all() and (trips < 1.0).all()
+
+
+def test_a_job_s_first_gettask_from_a_node_monitor_idle_when_its_reservations_left() -> None:
+    """Job 1 finds every node monitor idle (both ask at 0.002). Job 2 is sent at 1.0: nm-0's task of job 1 ended
+    at 0.9 and nm-0 asks at 1.004 (idle: counted); nm-1 runs job 1's other task until 1.5 (busy: not counted). Job
+    3, sent at 2.0, is asked for by nm-2 at 2.006 after a NoTask there at 2.003 (something came between: not
+    counted) and by nm-3 at 2.008 (idle: counted). Job 4's only GetTask is a stolen one (not counted): no entry."""
+    log = PlacementRecords(
+        probed_at={1: 0.0, 2: 1.0, 3: 2.0, 4: 3.0},
+        answers=[
+            answer(1, 0, "nm-0", 0.002),
+            answer(1, 1, "nm-1", 0.002),
+            answer(2, 0, "nm-0", 1.004),
+            answer(2, 1, "nm-1", 1.501),
+            answer(9, -1, "nm-2", 2.003),
+            answer(3, 0, "nm-2", 2.006),
+            answer(3, 1, "nm-3", 2.008),
+            answer(4, 0, "nm-4", 3.01, stolen=True),
+        ],
+    )
+    stages = {
+        (0, 1): stage([0.003, 0.003], [0.9, 1.5]),
+        (0, 2): stage([1.005, 1.502], [1.1, 1.6]),
+        (0, 3): stage([2.007, 2.009], [2.1, 2.1]),
+        (0, 4): stage([3.011], [3.1]),
+    }
+    assert first_idle_answers([log], stages) == {(0, 1): 0.002, (0, 2): 1.004, (0, 3): 2.008}

@@ -138,6 +138,31 @@ def test_answers_are_logged_with_the_task_the_node_monitor_got(tmp_path: Path) -
     assert records.probed_at[1] <= records.answers[0].at <= records.answers[1].at
 
 
+def test_a_stolen_reservation_s_answer_names_the_node_monitor_it_was_taken_from(tmp_path: Path) -> None:
+    """A node monitor not probed asks for a task of a 1-task job on behalf of one that was (a thief, GetTask's
+    origin): the log marks it stolen with that origin, which a replay of the run's steals needs; the asker's own
+    reservation has none."""
+    path = tmp_path / "s.jsonl"
+    log = PlacementLog(path, "s")
+    logic = SchedulerLogic(seed=3)
+    logic.placements = log
+    for i in range(6):  # stealing node monitors (a steal address each)
+        logic.on_node_messages(f"peer{i}", [RegisterNodeMonitor(f"nm-{i}", 1, (), f"p{i}", steal_address=f"a{i}")])
+    out = logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
+    probed = [peer for peer, m in out if type(m) is EnqueueReservations]
+    victim = f"nm-{probed[0].removeprefix('peer')}"
+    thief = next(f"peer{i}" for i in range(6) if f"peer{i}" not in probed)
+    logic.on_node_messages(thief, [GetTask(1, origin=victim)])
+    logic.on_node_messages(probed[1], [GetTask(1)])
+    log.close()
+    records = read_log(path)
+    assert [(a.node, a.stolen, a.origin) for a in records.answers] == [
+        (f"nm-{thief.removeprefix('peer')}", True, victim),
+        (f"nm-{probed[1].removeprefix('peer')}", False, ""),
+    ]
+    assert records.answers[0].task == 0  # the victim's reservation was consumed: the thief got the task
+
+
 def test_a_job_probed_again_keeps_its_first_round(tmp_path: Path) -> None:
     """A re-probe after a lost node monitor adds a line; the reader keeps the job's first placement."""
     path = tmp_path / "s.jsonl"

@@ -20,8 +20,11 @@ SCRIPT = ROOT / "docs" / "netns_tls_check.sh"
 def _namespaces_work() -> bool:
     if os.geteuid() != 0 or shutil.which("ip") is None:
         return False
-    probe = subprocess.run(["ip", "netns", "add", "sparrow-probe"], capture_output=True)
-    subprocess.run(["ip", "netns", "del", "sparrow-probe"], capture_output=True)
+    # a name of this process's own: every pytest-xdist worker collects this module at once, and with one shared
+    # name the second worker's add failed ("File exists"), so the test was skipped when that worker drew it
+    name = f"sparrow-probe-{os.getpid()}"
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     return probe.returncode == 0
 
 

@@ -12,13 +12,9 @@ import pytest
 
 from sparrow_core.sim import SimConfig, simulate
 
-D = 0.01  # one-way delay
+from .one_worker import D, assert_asks_nothing_and_decides_as_plain, one_worker, trace
+
 MARGIN = 0.00025  # policy/pipeline.h's kJitMargin
-
-
-def _trace(path: Path, durations: list[float]) -> Path:
-    path.write_text("0 " + str(len(durations)) + " " + " ".join(map(str, durations)) + "\n")
-    return path
 
 
 def test_steady_tasks_ask_just_before_the_predicted_end_and_save_a_round_trip_each(tmp_path: Path) -> None:
@@ -27,7 +23,7 @@ def test_steady_tasks_ask_just_before_the_predicted_end_and_save_a_round_trip_ea
     (the half rule) is asked a round trip and the margin before the running one ends: each bound task saves exactly
     one round trip (2d), and waited for its slot only the margin."""
     config = SimConfig(
-        policy="sparrow_pipelined", n_workers=1, network_delay=D, trace=_trace(tmp_path / "t.txt", [1.0] * 20)
+        policy="sparrow_pipelined", n_workers=1, network_delay=D, trace=trace(tmp_path / "t.txt", [1.0] * 20)
     )
     plain = simulate(replace(config, policy="sparrow"))
     gated = simulate(replace(config, pipeline_gate=True, pipeline_depth=16))
@@ -50,24 +46,13 @@ def test_steady_tasks_ask_just_before_the_predicted_end_and_save_a_round_trip_ea
     ],
 )
 def test_varied_run_times_ask_nothing_ahead(tmp_path: Path, durations: list[float]) -> None:
-    config = SimConfig(
-        policy="sparrow_pipelined",
-        n_workers=1,
-        network_delay=D,
-        trace=_trace(tmp_path / "t.txt", durations),
-        pipeline_gate=True,
-        pipeline_depth=16,
-        pipeline_jit=True,
-    )
-    jit = simulate(config)
-    assert jit.counters["asked_ahead"] == 0
-    np.testing.assert_array_equal(jit.job_response, simulate(replace(config, policy="sparrow")).job_response)
+    assert_asks_nothing_and_decides_as_plain(one_worker(tmp_path, durations, pipeline_jit=True))
 
 
 def test_jit_without_the_gate_is_the_ungated_rule(tmp_path: Path) -> None:
     """pipeline_jit applies only with the gate: ungated, the worker asks ahead at once as before."""
     config = SimConfig(
-        policy="sparrow_pipelined", n_workers=1, network_delay=D, trace=_trace(tmp_path / "t.txt", [1.0] * 20)
+        policy="sparrow_pipelined", n_workers=1, network_delay=D, trace=trace(tmp_path / "t.txt", [1.0] * 20)
     )
     np.testing.assert_array_equal(
         simulate(replace(config, pipeline_jit=True)).job_response, simulate(config).job_response

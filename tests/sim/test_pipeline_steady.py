@@ -14,31 +14,14 @@ import pytest
 
 from sparrow_core.sim import SimConfig, simulate
 
-D = 0.01  # one-way delay
-
-
-def _trace(path: Path, durations: list[float]) -> Path:
-    path.write_text("0 " + str(len(durations)) + " " + " ".join(map(str, durations)) + "\n")
-    return path
-
-
-def _one_worker(tmp_path: Path, durations: list[float], **fields) -> SimConfig:
-    return SimConfig(
-        policy="sparrow_pipelined",
-        n_workers=1,
-        network_delay=D,
-        trace=_trace(tmp_path / "t.txt", durations),
-        pipeline_gate=True,
-        pipeline_depth=16,
-        **fields,
-    )
+from .one_worker import D, assert_asks_nothing_and_decides_as_plain, one_worker
 
 
 def test_steady_tasks_ask_at_the_start_and_save_a_round_trip_each(tmp_path: Path) -> None:
     """One 1-slot worker, one job of 20 tasks of 1 s: once 8 tasks ran (steady), each later task but the job's last
     few (the half rule) is asked ahead as the running one starts: each bound task saves exactly one round trip (2d)
     against plain late binding, and the gate alone asks nothing."""
-    config = _one_worker(tmp_path, [1.0] * 20, pipeline_steady=True)
+    config = one_worker(tmp_path, [1.0] * 20, pipeline_steady=True)
     plain = simulate(replace(config, policy="sparrow"))
     gated = simulate(replace(config, pipeline_steady=False))
     steady = simulate(config)
@@ -56,22 +39,19 @@ def test_steady_tasks_ask_at_the_start_and_save_a_round_trip_each(tmp_path: Path
     ],
 )
 def test_varied_run_times_ask_nothing_ahead(tmp_path: Path, durations: list[float]) -> None:
-    config = _one_worker(tmp_path, durations, pipeline_steady=True)
-    steady = simulate(config)
-    assert steady.counters["asked_ahead"] == 0
-    np.testing.assert_array_equal(steady.job_response, simulate(replace(config, policy="sparrow")).job_response)
+    assert_asks_nothing_and_decides_as_plain(one_worker(tmp_path, durations, pipeline_steady=True))
 
 
 def test_a_spread_within_3x_is_steady_where_just_in_time_is_not(tmp_path: Path) -> None:
     """Run times 1 and 2 s alternating (a loaded host's stretch): steady asks ahead (kSteadySpread 3), just in time
     (kSpread 1.5) asks nothing and decides as plain late binding."""
-    config = _one_worker(tmp_path, [1.0, 2.0] * 10)
+    config = one_worker(tmp_path, [1.0, 2.0] * 10)
     assert simulate(replace(config, pipeline_steady=True)).counters["asked_ahead"] > 0
     assert simulate(replace(config, pipeline_jit=True)).counters["asked_ahead"] == 0
 
 
 def test_with_just_in_time_too_its_timing_wins(tmp_path: Path) -> None:
-    config = _one_worker(tmp_path, [1.0] * 20, pipeline_jit=True)
+    config = one_worker(tmp_path, [1.0] * 20, pipeline_jit=True)
     np.testing.assert_array_equal(
         simulate(replace(config, pipeline_steady=True)).job_response, simulate(config).job_response
     )
@@ -93,9 +73,7 @@ def test_a_large_cluster_of_steady_workers_decides_as_plain_late_binding() -> No
         pipeline_depth=16,
         pipeline_steady=True,
     )
-    steady = simulate(config)
-    assert steady.counters["asked_ahead"] == 0
-    np.testing.assert_array_equal(steady.job_response, simulate(replace(config, policy="sparrow")).job_response)
+    assert_asks_nothing_and_decides_as_plain(config)
 
 
 def test_a_steady_setting_that_is_not_a_bool_is_rejected_by_name() -> None:

@@ -56,6 +56,7 @@ from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.tls import TLS
+from .arguments import check_counts, check_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import (
@@ -141,32 +142,22 @@ class LocalCluster:
         transport: str = "tcp",
         tls: bool | str | os.PathLike = False,
     ) -> None:
-        if not isinstance(schedulers, int) or schedulers < 1:
-            raise ValueError(f"schedulers must be an int >= 1, got {schedulers!r}")
-        if not isinstance(node_monitors, int) or node_monitors < 1:
-            raise ValueError(f"node_monitors must be an int >= 1, got {node_monitors!r}")
-        if not isinstance(slots, int) or slots < 1:
-            raise ValueError(f"slots must be an int >= 1, got {slots!r}")
+        check_counts(schedulers=schedulers, node_monitors=node_monitors, slots=slots)
         if executor not in ("process", "thread"):
             raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
-        if not isinstance(pipeline, bool):
-            raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
-        if not isinstance(pipeline_always, bool):
-            raise ValueError(f"pipeline_always must be a bool, got {pipeline_always!r}")
-        if not isinstance(pipeline_jit, bool):
-            raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
-        if not isinstance(pipeline_steady, bool):
-            raise ValueError(f"pipeline_steady must be a bool, got {pipeline_steady!r}")
-        if not isinstance(give_back, bool):
-            raise ValueError(f"give_back must be a bool, got {give_back!r}")
-        if not isinstance(steal, bool):
-            raise ValueError(f"steal must be a bool, got {steal!r}")
-        if not isinstance(bind_idle, bool):
-            raise ValueError(f"bind_idle must be a bool, got {bind_idle!r}")
+        check_flags(
+            pipeline=pipeline,
+            pipeline_always=pipeline_always,
+            pipeline_jit=pipeline_jit,
+            pipeline_steady=pipeline_steady,
+            give_back=give_back,
+            steal=steal,
+            bind_idle=bind_idle,
+        )
         if result_delay is not None:
             check_result_delay(result_delay)
         if not isinstance(tls, (bool, str, os.PathLike)):

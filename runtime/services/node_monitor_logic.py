@@ -162,6 +162,7 @@ from ..wire.messages import (
     ValueRef,
 )
 from ..wire.messages import RegistrationRefused as Refusal
+from .arguments import check_counts, check_flags
 from .steal_logic import WorkStealing
 
 MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
@@ -268,20 +269,16 @@ class NodeMonitorLogic(WorkStealing):
         steal: bool = False,
         seed: int | None = None,
     ) -> None:
-        if not isinstance(slots, int) or slots < 1:
-            raise ValueError(f"slots must be an int >= 1, got {slots!r}")
+        check_counts(slots=slots)
         if policy not in sparrow_core.QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
-        if not isinstance(pipeline, bool):
-            raise ValueError(f"pipeline must be a bool, got {pipeline!r}")
-        if not isinstance(pipeline_gate, bool):
-            raise ValueError(f"pipeline_gate must be a bool, got {pipeline_gate!r}")
-        if not isinstance(pipeline_jit, bool):
-            raise ValueError(f"pipeline_jit must be a bool, got {pipeline_jit!r}")
-        if not isinstance(pipeline_steady, bool):
-            raise ValueError(f"pipeline_steady must be a bool, got {pipeline_steady!r}")
-        if not isinstance(give_back, bool):
-            raise ValueError(f"give_back must be a bool, got {give_back!r}")
+        check_flags(
+            pipeline=pipeline,
+            pipeline_gate=pipeline_gate,
+            pipeline_jit=pipeline_jit,
+            pipeline_steady=pipeline_steady,
+            give_back=give_back,
+        )
         self.slots = slots
         self.free = slots
         self.pipeline = pipeline

@@ -122,6 +122,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from .arguments import check_counts, check_flags
 from .give_back import take_back
 from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
 from .node_monitor_logic import SHORT_TASK
@@ -293,10 +294,8 @@ class SchedulerLogic:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
         if not 0 <= client_grace < math.inf:
             raise ValueError(f"client_grace must be a number of seconds >= 0, got {client_grace!r}")
-        if not isinstance(max_client_tasks, int) or max_client_tasks < 1:
-            raise ValueError(f"max_client_tasks must be an int >= 1, got {max_client_tasks!r}")
-        if not isinstance(bind_idle, bool):
-            raise ValueError(f"bind_idle must be a bool, got {bind_idle!r}")
+        check_counts(max_client_tasks=max_client_tasks)
+        check_flags(bind_idle=bind_idle)
         self.scheduler_id = scheduler_id
         self.clock = clock
         self.bind_idle = bind_idle  # tasks go with their reservations to node monitors believed idle

@@ -26,7 +26,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from .line_log import LineLog
 
 ENVIRONMENT = "SPARROW_PLACEMENT_LOG"
 MAX_LINES = 4_000_000  # lines per log (about 80 bytes each): a bound on the file, not on memory
@@ -38,16 +39,11 @@ def log_path(folder: str | os.PathLike[str], scheduler_id: str) -> Path:
     return Path(folder) / f"{re.sub(r'[^A-Za-z0-9._-]', '_', scheduler_id)}.jsonl"
 
 
-class PlacementLog:
+class PlacementLog(LineLog):
     """One scheduler's log (module docstring), appending to `path`."""
 
     def __init__(self, path: str | os.PathLike[str], scheduler_id: str, *, max_lines: int = MAX_LINES) -> None:
-        self._file: IO[str] | None = open(path, "w", buffering=1, encoding="utf-8")
-        self.path = Path(path)
-        self.max_lines = max_lines
-        self.lines = 0
-        self.dropped = 0
-        self._write({"scheduler": scheduler_id})
+        super().__init__(path, {"scheduler": scheduler_id}, max_lines=max_lines)
 
     def record(self, job_id: int, node_ids: Iterable[str]) -> None:
         """One round of `job_id`'s reservations, on `node_ids` (one entry per reservation)."""
@@ -70,30 +66,6 @@ class PlacementLog:
             )
         else:
             self._line({"answer": job_id, "task": number, "node": node_id, "stolen": False, "at": time.monotonic()})
-
-    def _line(self, obj: dict) -> None:
-        if self._file is None:
-            return
-        if self.lines >= self.max_lines:
-            self.dropped += 1
-            return
-        self._write(obj)
-        self.lines += 1
-
-    def close(self) -> None:
-        if self._file is not None and self.dropped:
-            self._write({"dropped": self.dropped})
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def _write(self, obj: dict) -> None:
-        assert self._file is not None
-        try:
-            self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
-        except (OSError, ValueError) as exc:
-            logger.warning("placement log %s: %s; it is off from here", self.path, exc)
-            self._file = None
 
 
 def from_environment(scheduler_id: str) -> PlacementLog | None:

@@ -14,6 +14,7 @@ from typing import Any
 from .. import QUEUE_POLICIES, check_probe_ratio
 from .._core import DURATIONS, PLACEMENT_POLICIES
 
+STEAL_POLICIES = ("sparrow_steal", "sparrow_steal_pipelined")  # the policies that steal (steal_script replays it)
 MAX_PIPELINE_DEPTH = 64  # as the runtime's (services/node_monitor_logic.py) and policy/pipeline.h's kMaxDepth
 
 
@@ -42,7 +43,9 @@ class SimConfig:
     stealing: a worker left with a free slot and an empty queue asks `steal_victims` random peers
     and takes up to `steal_max_take` reservations from the one queued behind the longest-running
     task, if that task has run at least `steal_min_blocked`; its probes leave `steal_wait` after
-    the worker became idle, if it still is: a runtime's reaction time) | sparrow_pipelined and
+    the worker became idle, if it still is: a runtime's reaction time; with `steal_script`, a file of a
+    run's own attempts (read_steal_script), an attempt probes the victims of the thief's first unused
+    scripted attempt within `steal_script_tolerance` seconds of it, and draws them only when there is none) | sparrow_pipelined and
     sparrow_steal_pipelined (sparrow and sparrow_steal with pipelined late binding: a busy worker whose
     queue holds reservations asks for the next task of a slot, at most one per running task, once
     that task has run `pipeline_after` x the median run time of the worker's last 8 tasks; 0: at
@@ -83,6 +86,8 @@ class SimConfig:
     steal_max_take: int = 1
     steal_min_blocked: float = 0.0
     steal_wait: float = 0.0
+    steal_script: str | PathLike[str] | None = None
+    steal_script_tolerance: float = 0.01
     pipeline_after: float = 0.0
     pipeline_depth: int = 1
     pipeline_gate: bool = False
@@ -117,6 +122,12 @@ class SimConfig:
         _int("steal_max_take", self.steal_max_take, 1, 2**31 - 1)
         _number("steal_min_blocked", self.steal_min_blocked, low=0.0)
         _number("steal_wait", self.steal_wait, low=0.0)
+        _number("steal_script_tolerance", self.steal_script_tolerance, low=0.0)
+        if self.steal_script is not None and self.policy not in STEAL_POLICIES:
+            raise ValueError(
+                f"steal_script replays work stealing, which policy {self.policy!r} does not do: use one of "
+                + ", ".join(STEAL_POLICIES)
+            )
         _number("pipeline_after", self.pipeline_after, low=0.0)
         _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
         for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit", "pipeline_steady"):
@@ -168,6 +179,7 @@ class SimConfig:
             "steal_max_take": self.steal_max_take,
             "steal_min_blocked": float(self.steal_min_blocked),
             "steal_wait": float(self.steal_wait),
+            "steal_script_tolerance": float(self.steal_script_tolerance),
             "pipeline_after": float(self.pipeline_after),
             "pipeline_depth": self.pipeline_depth,
             "pipeline_gate": self.pipeline_gate,

@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..demo.replay import Hops, ReplayJob, StealAttempt, ideal, measure_hops, model
+from ..demo.replay import STEAL_TOLERANCE, Hops, ReplayJob, StealAttempt, ideal, measure_hops, model
 from .placement import RunPlacement
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
 from .report import replay_trace
@@ -471,7 +471,7 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
         if any(r.placed for r in runs):
             lines.append(
                 "The same short jobs on the same side of it in the run and the model (job by job, replayed placement; "
-                "with stealing on the model's thieves draw their own victims): "
+                "with stealing on, replayed steal victims where the logs have them): "
                 + ", ".join("-" if math.isnan(r.agreement()) else f"{r.agreement():.1%}" for r in runs)
                 + "."
             )
@@ -500,6 +500,44 @@ def verdicts(runs: Sequence[StealRun]) -> list[str]:
                 + ", ".join(f"seed {r.seed} {'on' if r.steal else 'off'} {r.seeds_within_target():.0%}" for r in spread)
                 + "."
             )
+        lines += _steal_replay_lines(runs)
+    return lines
+
+
+def _steal_replay_lines(runs: Sequence[StealRun]) -> list[str]:
+    """How many of the model's steal attempts replayed the run's victims, and the model drawing its own beside it."""
+    replayed = [r for r in runs if not math.isnan(r.replayed_attempts)]
+    if not replayed:
+        return []
+    lines = [
+        "With stealing on, the model's thieves probed the run's own steal victims (the node monitors' logs, an "
+        f"attempt matched within {STEAL_TOLERANCE * 1e3:g} ms of the run's): of the model's attempts (the mean over "
+        "its seeds), "
+        + ", ".join(
+            f"seed {r.seed} {r.replayed_attempts:,.0f} replayed and "
+            f"{r.model_attempts - r.replayed_attempts:,.0f} drawn ({r.logged_attempts:,} logged)"
+            for r in replayed
+        )
+        + "."
+    ]
+    drawn = [(r, r.with_victims_drawn()) for r in replayed]
+    pairs = [(r, d) for r, d in drawn if d is not None]
+    if pairs:
+        lines.append(
+            "The same model drawing its own steal victims instead (session 11's), per run with stealing on: error at "
+            "the short p50 "
+            + ", ".join(
+                f"{d.p(50, simulated=True) / r.p(50) - 1:+.0%} (replayed {r.p(50, simulated=True) / r.p(50) - 1:+.0%})"
+                for r, d in pairs
+            )
+            + "; same side job by job "
+            + ", ".join(f"{d.agreement():.1%} (replayed {r.agreement():.1%})" for r, d in pairs)
+            + f"; seeds within {MODEL_TARGET:.0%} of its pooled p50 "
+            + ", ".join(f"{d.seeds_within_target():.0%} (replayed {r.seeds_within_target():.0%})" for r, d in pairs)
+            + f"; seeds' p{MODEL_RANGE[0]}-p{MODEL_RANGE[1]} "
+            + ", ".join(f"{_span(*d.model_range())} ms (replayed {_span(*r.model_range())} ms)" for r, d in pairs)
+            + "."
+        )
     return lines
 
 
@@ -522,10 +560,11 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "reservations leaving the scheduler, or where a node monitor idle then asked for it to that GetTask less "
         "the model's two hops for it (the schedulers' logs; experiment/submissions.py), the probed node "
         "monitors and their order, the mean late-binding gap, the mean hop of a result back to the client, and with "
-        "stealing on the steal timing below; what it predicts: when and on which of its probed node monitors each "
-        "task runs (with stealing on, which thief takes it), so each job's response. The model's seeds column: "
-        "the spread of its seeds' own short p50 (the seed draws the steal victims, which the trace does not hold: "
-        "none left with stealing off). Sim p50 at "
+        "stealing on the steal timing below and each attempt's victims (the node monitors' logs: "
+        "experiment/steal_replay.py); what it predicts: when and on which of its probed node monitors each "
+        "task runs (with stealing on, whether and which thief takes it), so each job's response. The model's seeds "
+        "column: the spread of its seeds' own short p50 (the seed draws what the logs do not give: the victims of "
+        "an attempt the run did not make near the model's, and ties; nothing with stealing off). Sim p50 at "
         "run's: the model's short p50 as a percentile of the run's short jobs (p50: no error); run ms per point: "
         "(p55 - p45) / 10 of the run's short jobs, how far its p50 moves per point of them blocked behind a long "
         "task. Drawn placement: the same model drawing the probes itself (its seed draws them): a prediction "

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..demo.replay import StealAttempt
 from ..services.steal_log import read_steal_logs
 
+
 def run_steals(folder: Path, node_ids: Sequence[str]) -> list[StealAttempt]:
     """Every attempt the node monitors logged in `folder`, on the run's clock, in time order ([]: none logged)."""
     worker = {node: i for i, node in enumerate(node_ids)}

@@ -43,9 +43,7 @@ class SimConfig:
     stealing: a worker left with a free slot and an empty queue asks `steal_victims` random peers
     and takes up to `steal_max_take` reservations from the one queued behind the longest-running
     task, if that task has run at least `steal_min_blocked`; its probes leave `steal_wait` after
-    the worker became idle, if it still is: a runtime's reaction time; with `steal_script`, a file of a
-    run's own attempts (read_steal_script), an attempt probes the victims of the thief's first unused
-    scripted attempt within `steal_script_tolerance` seconds of it, and draws them only when there is none) | sparrow_pipelined and
+    the worker became idle, if it still is: a runtime's reaction time) | sparrow_pipelined and
     sparrow_steal_pipelined (sparrow and sparrow_steal with pipelined late binding: a busy worker whose
     queue holds reservations asks for the next task of a slot, at most one per running task, once
     that task has run `pipeline_after` x the median run time of the worker's last 8 tasks; 0: at
@@ -63,6 +61,9 @@ class SimConfig:
     Constraints: a `constrained_jobs` fraction of jobs may run only on a random
     `constraint_workers` fraction of the workers; in the other jobs each task is constrained
     with probability `constrained_tasks` to `task_candidates` random workers.
+    Replaying a run's work stealing: `steal_script`, a file of the run's own attempts
+    (read_steal_script), makes each attempt of a stealing policy probe the victims of its thief's
+    first unused scripted attempt within `steal_script_tolerance` seconds of it (else it draws them).
     `keep_task_waits=False` drops the per-task array (memory: 8 bytes per task).
     """
 

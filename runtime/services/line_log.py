@@ -4,6 +4,7 @@
 The first line is a header object; then one object a line (`_line`), written as it comes (line-buffered: a
 killed process loses at most the line being written), nothing held in memory, and at most `max_lines` of them
 (closing then appends {"dropped": n}). Error handling: a write that fails logs a warning and turns the log off.
+`read_objects` reads a log back.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -51,3 +53,24 @@ class LineLog:
         except (OSError, ValueError) as exc:
             logger.warning("log %s: %s; it is off from here", self.path, exc)
             self._file = None
+
+
+def read_objects(path: str | os.PathLike[str], what: str) -> Iterator[tuple[int, dict]]:
+    """Each line of the log at `path` as (its line number, its object); blank lines skipped.
+
+    Error handling: ValueError naming the file and line for a line that is not a JSON object (`what`: the log's
+    name, for the message); a last line cut short (its writer killed mid-write) is left out."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # the file does not end with a newline: cut short
+                break
+            raise ValueError(f"{path}:{number}: not a JSON line") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}:{number}: not a {what} line")
+        yield number, obj

@@ -17,7 +17,6 @@ the scheduler never stops for its log.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -27,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .line_log import LineLog
+from .line_log import LineLog, read_objects
 
 ENVIRONMENT = "SPARROW_PLACEMENT_LOG"
 MAX_LINES = 4_000_000  # lines per log (about 80 bytes each): a bound on the file, not on memory
@@ -113,19 +112,7 @@ def read_log(path: str | os.PathLike[str]) -> PlacementRecords:
     Error handling: ValueError naming the file and line for a line that is not one of the log's; a last line
     cut short (a scheduler killed mid-write) is left out."""
     out = PlacementRecords()
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # the file does not end with a newline: cut short
-                break
-            raise ValueError(f"{path}:{number}: not a JSON line") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{number}: not a placement log line")
+    for number, obj in read_objects(path, "placement log"):
         if "job" in obj:
             job, nodes = obj.get("job"), obj.get("nodes")
             if not isinstance(job, int) or not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):

@@ -11,7 +11,6 @@ the node monitor (line_log.py); a folder that cannot be written logs a warning a
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -19,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .line_log import LineLog
+from .line_log import LineLog, read_objects
 from .placement_log import ENVIRONMENT, log_path
 
 FOLDER = "steals"  # under the placement log's folder
@@ -83,20 +82,8 @@ def read_steal_log(path: str | os.PathLike[str]) -> StealRecords:
     Error handling: ValueError naming the file and line for a line that is not one of the log's (a header
     missing, an attempt without a finite time, a list of victims or a count); a last line cut short (a node
     monitor killed mid-write) is left out."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
     out: StealRecords | None = None
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # the file does not end with a newline: cut short
-                break
-            raise ValueError(f"{path}:{number}: not a JSON line") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{number}: not a steal log line")
+    for number, obj in read_objects(path, "steal log"):
         if out is None:
             if not isinstance(obj.get("node"), str) or not isinstance(obj.get("address"), str):
                 raise ValueError(f"{path}:{number}: the first line must name the node and its address")

@@ -15,6 +15,8 @@ from os import PathLike
 import numpy as np
 import numpy.typing as npt
 
+from ._trace import token_lines
+
 
 @dataclass(frozen=True)
 class StealScript:
@@ -40,26 +42,22 @@ def read_steal_script(path: str | PathLike[str]) -> StealScript:
     thief: list[int] = []
     victims: list[int] = []
     offsets = [0]
-    with open(path, encoding="utf-8") as text:
-        for lineno, line in enumerate(text, start=1):
-            tokens = line.split("#", 1)[0].split()
-            if not tokens:
-                continue
-            where = f"{path}:{lineno}"
-            if len(tokens) != 3:
-                raise ValueError(f"{where}: expected `time thief victim,victim,...`, got {line.strip()!r}")
-            try:
-                time = float(tokens[0])
-                worker = int(tokens[1])
-                probed = [int(v) for v in tokens[2].split(",")]
-            except ValueError:
-                raise ValueError(f"{where}: the time must be a number, the thief and victims integers") from None
-            if not math.isfinite(time):
-                raise ValueError(f"{where}: the time must be finite, got {tokens[0]!r}")
-            at.append(time)
-            thief.append(worker)
-            victims += probed
-            offsets.append(len(victims))
+    for lineno, line, tokens in token_lines(path):
+        where = f"{path}:{lineno}"
+        if len(tokens) != 3:
+            raise ValueError(f"{where}: expected `time thief victim,victim,...`, got {line.strip()!r}")
+        try:
+            time = float(tokens[0])
+            worker = int(tokens[1])
+            probed = [int(v) for v in tokens[2].split(",")]
+        except ValueError:
+            raise ValueError(f"{where}: the time must be a number, the thief and victims integers") from None
+        if not math.isfinite(time):
+            raise ValueError(f"{where}: the time must be finite, got {tokens[0]!r}")
+        at.append(time)
+        thief.append(worker)
+        victims += probed
+        offsets.append(len(victims))
     return StealScript(
         np.asarray(at, dtype=np.float64),
         np.asarray(thief, dtype=np.int64),

@@ -57,12 +57,12 @@ class StealScript {
   // w's attempt at `now`: the victims of its matched attempt (module comment) and their count, or
   // nullptr (draw).
   const int64_t* match(int64_t w, double now, int64_t& count) {
-    int64_t& at = cursor_[static_cast<size_t>(w)];
+    int64_t& next = cursor_[static_cast<size_t>(w)];  // w's first attempt not used or skipped yet
     const int64_t end = start_[static_cast<size_t>(w) + 1];
     const double tolerance = p_.steal_script_tolerance;
-    while (at < end && p_.steal_script_at[order_[static_cast<size_t>(at)]] < now - tolerance) ++at;
-    if (at == end || p_.steal_script_at[order_[static_cast<size_t>(at)]] > now + tolerance) return nullptr;
-    const int64_t i = order_[static_cast<size_t>(at++)];
+    while (next < end && p_.steal_script_at[order_[static_cast<size_t>(next)]] < now - tolerance) ++next;
+    if (next == end || p_.steal_script_at[order_[static_cast<size_t>(next)]] > now + tolerance) return nullptr;
+    const int64_t i = order_[static_cast<size_t>(next++)];
     count = p_.steal_script_offsets[i + 1] - p_.steal_script_offsets[i];
     return p_.steal_script_victims + p_.steal_script_offsets[i];
   }

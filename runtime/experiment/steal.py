@@ -29,9 +29,10 @@ log each attempt; at each of its thieves' attempts the model probes the victims 
 within demo/replay.py's STEAL_TOLERANCE of it, and draws them only where there is none), meant to leave its seed
 less to draw with stealing on (session 11: drawing its own victims, 80-85% of the model's seeds landed within 10%
 of its pooled short p50 for one run, and 88-91% of the short jobs agreed job by job with stealing on against
-99-100% off). It helps little: in session 12's three runs 56-66% of the model's attempts found one of the
-run's, and the agreement rose by 1.1-1.3 points only, the seeds' spread about as wide (docs/benchmarks.md): the
-model's thieves attempt where the run's did not once its queues have moved apart from the run's. The report counts
+99-100% off). It helps some: in session 12's six runs with stealing on 56-72% of the model's attempts found one of
+the run's, the agreement rose by 1.1-3.3 points (to 89-92%), and the seeds' spread narrowed in four of them
+(docs/benchmarks.md); the others drew, the model's thieves attempting where the run's did not once its queues had
+moved apart from the run's. The report counts
 the attempts replayed and drawn, and keeps the model drawing its victims (`victims_drawn`) beside it.
 
 The model also replays each job's own submission delay (submissions.py: from the client's submission to its

@@ -30,7 +30,7 @@ within demo/replay.py's STEAL_TOLERANCE of it, and draws them only where there i
 less to draw with stealing on (session 11: drawing its own victims, 80-85% of the model's seeds landed within 10%
 of its pooled short p50 for one run, and 88-91% of the short jobs agreed job by job with stealing on against
 99-100% off). It helps some: in session 12's six runs with stealing on 56-72% of the model's attempts found one of
-the run's, the agreement rose by 1.1-3.3 points (to 89-92%), and the seeds' spread narrowed in four of them
+the run's, the agreement rose by 1.1-3.3 points (to 89-92%), and the seeds' spread narrowed in five of them
 (docs/benchmarks.md); the others drew, the model's thieves attempting where the run's did not once its queues had
 moved apart from the run's. The report counts
 the attempts replayed and drawn, and keeps the model drawing its victims (`victims_drawn`) beside it.

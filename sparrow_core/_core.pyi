@@ -156,4 +156,5 @@ class _SimOutput(TypedDict):  # the dict _simulate returns (a stub-only type)
 def _simulate(
     params: dict[str, object],
     trace: Mapping[str, npt.ArrayLike] | None = None,
+    steals: Mapping[str, npt.ArrayLike] | None = None,
 ) -> _SimOutput: ...

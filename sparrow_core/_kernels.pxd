@@ -162,6 +162,12 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_max_take
         double steal_min_blocked
         double steal_wait
+        int64_t n_steal_script
+        const double* steal_script_at
+        const int64_t* steal_script_thief
+        const int64_t* steal_script_offsets
+        const int64_t* steal_script_victims
+        double steal_script_tolerance
         double pipeline_after
         int32_t pipeline_depth
         cpp_bool pipeline_gate
@@ -210,6 +216,7 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
         int64_t steal_attempts
         int64_t steals
         int64_t stolen
+        int64_t steal_replayed
         int64_t asked_ahead
         int64_t bound_ahead
         double end_time

@@ -34,7 +34,7 @@ cdef int _raise_interrupt() except -1:
     return -1  # propagates the exception left set by _signal_raised
 
 
-def _simulate(dict params, dict trace=None):
+def _simulate(dict params, dict trace=None, dict steals=None):
     """Runs one simulation; returns a dict of numpy arrays and counters.
 
     params: every field of sparrow::sim::SimParams by name, already validated (policy,
@@ -45,6 +45,8 @@ def _simulate(dict params, dict trace=None):
     "job_candidates", "job_offsets" (n + 1), "task_candidates", "task_offsets" (sum n_tasks + 1),
     the dependencies "parents", "parent_offsets" (n + 1; parents are earlier job indices), and a
     replayed placement "probes", "probe_offsets" (n + 1; each job's probed workers).
+    steals: None, or a steal script to replay (policy/steal_script.h): {"at": float64[k], "thief": int64[k],
+    "victims": int64[...], "victim_offsets": int64[k + 1]}.
     Error handling: a configuration the C++ side rejects raises ValueError; Ctrl-C (or any signal
     handler that raises) stops the simulation within 65,536 events and raises its exception.
     """
@@ -68,6 +70,7 @@ def _simulate(dict params, dict trace=None):
     p.steal_max_take = params["steal_max_take"]
     p.steal_min_blocked = params["steal_min_blocked"]
     p.steal_wait = params["steal_wait"]
+    p.steal_script_tolerance = params["steal_script_tolerance"]
     p.pipeline_after = params["pipeline_after"]
     p.pipeline_depth = params["pipeline_depth"]
     p.pipeline_gate = params["pipeline_gate"]
@@ -92,6 +95,8 @@ def _simulate(dict params, dict trace=None):
         n_tasks_total = p.n_jobs * p.tasks_per_job
     else:
         n_jobs, n_tasks_total = _set_trace(p, trace, arrays)
+    if steals is not None:
+        _set_steal_script(p, steals, arrays)
     cdef cnp.ndarray job_arrival = np.zeros(n_jobs, dtype=np.float64)
     cdef cnp.ndarray job_response = np.zeros(n_jobs, dtype=np.float64)
     cdef cnp.ndarray job_ideal = np.zeros(n_jobs, dtype=np.float64)
@@ -117,6 +122,7 @@ def _simulate(dict params, dict trace=None):
         "cancel_messages": c.cancel_messages, "cancelled": c.cancelled, "messages": c.messages,
         "events": c.events, "max_jobs_in_flight": c.max_jobs_in_flight,
         "steal_attempts": c.steal_attempts, "steals": c.steals, "stolen": c.stolen,
+        "steal_replayed": c.steal_replayed,
         "asked_ahead": c.asked_ahead, "bound_ahead": c.bound_ahead,
     }
     return {
@@ -173,6 +179,25 @@ cdef tuple _set_trace(CSimParams& p, dict trace, dict arrays):
         p.trace_probes = <const int64_t*>cnp.PyArray_DATA(part)
     return n_jobs, n_tasks_total
 
+
+cdef _set_steal_script(CSimParams& p, dict steals, dict arrays):
+    """Points p at the steal script's arrays (converted copies kept in `arrays`, after checking their lengths)."""
+    def array(name, dtype, length):
+        values = arrays["steal_" + name] = np.ascontiguousarray(steals[name], dtype=dtype)
+        if values.ndim != 1 or (length is not None and values.shape[0] != length):
+            raise ValueError(f"steal script: {name} must be one-dimensional with {length} entries, got shape {values.shape}")
+        return values
+
+    cdef cnp.ndarray at = array("at", np.float64, None)
+    cdef int64_t n = at.shape[0]
+    cdef cnp.ndarray part = array("thief", np.int64, n)
+    p.n_steal_script = n
+    p.steal_script_at = <const double*>cnp.PyArray_DATA(at)
+    p.steal_script_thief = <const int64_t*>cnp.PyArray_DATA(part)
+    part = array("victim_offsets", np.int64, n + 1)
+    p.steal_script_offsets = <const int64_t*>cnp.PyArray_DATA(part)
+    part = array("victims", np.int64, _span(part, "victim_offsets"))
+    p.steal_script_victims = <const int64_t*>cnp.PyArray_DATA(part)
 
 
 cdef int64_t _span(cnp.ndarray offsets, str name) except -1:

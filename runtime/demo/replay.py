@@ -43,6 +43,11 @@ from .workload import JobRecord
 
 CHAIN_LIMIT = 0.005  # seconds: a longer gap between two tasks of a worker is idle time
 RUNTIME_PROBE_RATIO = 2.0  # the scheduler's default (scheduler_logic.DEFAULT_PROBE_RATIO)
+# seconds between a model's steal attempt and the run's it replays, at most: matched attempts cluster within 1-3 ms
+# of the run's, and a wider window matches more of the rest (session 12's three runs with stealing on: 30-43% of the
+# model's attempts at 3 ms, 39-50% at 10, 56-66% at 50; docs/benchmarks.md), still under one short task at the
+# experiment's time scale (80 ms)
+STEAL_TOLERANCE = 0.05
 MODEL_SEEDS = 5  # the model is run with this many seeds and its jobs pooled: its own noise averages out
 
 
@@ -56,6 +61,16 @@ class ReplayJob:
     durations: np.ndarray
     parents: tuple[int, ...] = ()
     probes: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StealAttempt:
+    """One steal attempt of a run to replay (SimConfig.steal_script): worker `thief` probed `victims` at `at`
+    (seconds on the trace's clock; experiment/steal_replay.py)."""
+
+    at: float
+    thief: int
+    victims: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -150,6 +165,13 @@ def write_trace(jobs: Sequence[ReplayJob], path: str | os.PathLike[str], *, plac
             f.write(f"{job.arrival:.9f} {len(job.durations)} {durations}{after}{probes}\n")
 
 
+def write_steal_script(attempts: Sequence[StealAttempt], path: str | os.PathLike[str]) -> None:
+    """A simulator steal script (sparrow_core.sim.read_steal_script) of `attempts`, in time order."""
+    with open(path, "w") as f:
+        for a in attempts:
+            f.write(f"{a.at:.9f} {a.thief} {','.join(map(str, a.victims))}\n")
+
+
 def replay(
     jobs: Sequence[ReplayJob],
     *,
@@ -160,16 +182,23 @@ def replay(
     hops: Hops | None = None,
     seeds: Iterable[int] = (0,),
     steal_wait: float = 0.0,
+    steals: Sequence[StealAttempt] | None = None,
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
-    the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing.
+    the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing,
+    and with `steals` probe the victims of the run's attempts (experiment/steal_replay.py).
     Jobs' probes are replayed under a policy that batch-samples (REPLAY_POLICIES), else left out."""
     none: SimDelays = {"network_delay": 0.0, "submit_delay": 0.0, "result_delay": 0.0}
     delays = none if hops is None else hops.sim_delays()
     fd, path = tempfile.mkstemp(prefix="sparrow-replay-", suffix=".trace")
     os.close(fd)
+    script = None
     try:
         write_trace(jobs, path, placed=policy in REPLAY_POLICIES)
+        if steals is not None:
+            fd, script = tempfile.mkstemp(prefix="sparrow-replay-", suffix=".steals")
+            os.close(fd)
+            write_steal_script(steals, script)
         return [
             simulate(
                 SimConfig(
@@ -181,6 +210,8 @@ def replay(
                     steal_max_take=slots,  # a node monitor takes up to its free slots (services/steal_logic.py)
                     steal_victims=STEAL_VICTIMS,  # and asks as many peers
                     steal_wait=steal_wait,
+                    steal_script=script,
+                    steal_script_tolerance=STEAL_TOLERANCE,
                     seed=seed,
                     trace=path,
                     **delays,
@@ -190,6 +221,8 @@ def replay(
         ]
     finally:
         os.unlink(path)
+        if script is not None:
+            os.unlink(script)
 
 
 def ideal(jobs: Sequence[ReplayJob], *, node_monitors: int, slots: int) -> SimResult:
@@ -207,9 +240,10 @@ def model(
     policy: str = "sparrow",
     seeds: int = MODEL_SEEDS,
     steal_wait: float = 0.0,
+    steals: Sequence[StealAttempt] | None = None,
 ) -> list[SimResult]:
     """The `policy` replay (sparrow, or sparrow_steal for a run with work stealing) with the run's hops,
-    `seeds` times (module docstring)."""
+    `seeds` times (module docstring); `steals`: the run's steal attempts, replayed."""
     return replay(
         jobs,
         policy=policy,
@@ -219,4 +253,5 @@ def model(
         hops=hops,
         seeds=range(seeds),
         steal_wait=steal_wait,
+        steals=steals,
     )

@@ -36,6 +36,9 @@ monitors that was idle then asked for it (`reached`: nothing answered there in b
 the reservation's hop and the GetTask's, with no queue), for the model to replay each job's own delays
 (experiment/submissions.py).
 
+With stealing on, the folder also holds the node monitors' steal logs: `RunPlacement.steals` is every attempt
+(steal_replay.py), for the model's thieves to probe the run's victims.
+
 Error handling: a job missing from the logs (a log stopped at its bound, or was cut short) gives None: the
 caller draws the placement instead and says so.
 """
@@ -52,9 +55,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..demo.replay import StealAttempt
 from ..demo.workload import JobRecord
 from ..services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
 from .run import QueryRecord
+from .steal_replay import run_steals
 
 MIN_PAIRS = 20  # chained pairs below which the round trip is not measured (NaN: the caller infers it)
 
@@ -71,6 +76,7 @@ class RunPlacement:
     round_trips: int = 0
     sent: list[float] = field(default_factory=list)  # per job, when its reservations left its scheduler
     reached: list[float] = field(default_factory=list)  # per job, its first GetTask from a node monitor idle then
+    steals: list[StealAttempt] = field(default_factory=list)  # the node monitors' steal attempts, on the run's clock
 
 
 @contextmanager
@@ -99,7 +105,8 @@ def run_placement(
     """Each stage's probed workers in trace order and the measured round trip (module docstring), or None if a
     job is not in the logs.
 
-    Error handling: ValueError for a log line that is not one, or a node monitor id not in `node_ids`."""
+    Error handling: ValueError for a log line that is not one, or a node monitor id (or steal address) not in
+    `node_ids`."""
     logs = [
         read_log(log_path(folder, name)) if log_path(folder, name).exists() else PlacementRecords()
         for name in scheduler_ids
@@ -134,7 +141,8 @@ def run_placement(
     trips = empty_round_trips(logs) if slots == 1 else np.array([])
     idle = first_idle_answers(logs, stages) if slots == 1 else {}
     reached = [idle.get(key, math.nan) for key in keys]
-    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size), sent, reached)
+    steals = run_steals(folder, node_ids)
+    return RunPlacement(out, _mean(gaps), int(gaps.size), _mean(trips), int(trips.size), sent, reached, steals)
 
 
 def _mean(values: np.ndarray) -> float:

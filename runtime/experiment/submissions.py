@@ -21,7 +21,9 @@ run's left the scheduler plus one network delay, and gives each job's shift: the
 its simulated response plus its shift (the response still runs from the job's own arrival). A trace's arrivals
 may not decrease, so a job submitted before an earlier one's delayed reservations left is held back to that
 one's (`ReplayedSubmissions.held`); a job that waits for others (a later stage of a query) is released by
-their ends, not its arrival, and keeps its own.
+their ends, not its arrival, and keeps its own. `ReplayedSubmissions.origin` is the run's time when the reservations
+of a job arriving at the model's time 0 would have left the scheduler (the first job's submission, the mean delay
+and the trace's start): a run's time t is the model's t - origin + submit_delay (steal_replay.py uses it).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class ReplayedSubmissions:
     shift: np.ndarray
     held: int
     delay: np.ndarray
+    origin: float = 0.0  # the run's time when the reservations of a job arriving at the model's 0 left (seconds)
 
     def responses(self, simulated: np.ndarray) -> np.ndarray:
         """The model's responses of the run's jobs: `simulated` (one seed's, in job order) plus each one's shift."""
@@ -76,9 +79,11 @@ def replay_submissions(
         raise ValueError("a job's submission or send time is not a finite number")
     arrival = np.array([job.arrival for job in jobs], dtype=float)
     root = np.array([not job.parents for job in jobs], dtype=bool)
-    excess = np.where(root, delay - (delay[root].mean() if root.any() else 0.0), 0.0)
+    mean = float(delay[root].mean()) if root.any() else 0.0
+    excess = np.where(root, delay - mean, 0.0)
     moved = np.maximum.accumulate(arrival + excess) if len(jobs) else arrival
     held = int(np.sum(moved > arrival + excess))
     start = min(float(moved[0]), 0.0) if len(jobs) else 0.0  # a trace starts at 0 or later
     out = [replace(job, arrival=float(a - start)) for job, a in zip(jobs, moved.tolist(), strict=True)]
-    return ReplayedSubmissions(out, moved - arrival, held, delay)
+    origin = (submitted[0] - arrival[0] + mean + start) if len(jobs) else 0.0
+    return ReplayedSubmissions(out, moved - arrival, held, delay, float(origin))

@@ -57,6 +57,7 @@ from ..wire.messages import (
     failed,
 )
 from ..wire.tls import TLS
+from . import steal_log
 from .burst import Burst
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import (
@@ -169,6 +170,7 @@ class NodeMonitorService:
                 heartbeat_interval=heartbeat_interval,
                 link_timeout=scheduler_timeout,
                 steal_timeout=steal_timeout,
+                log=steal_log.from_environment(node_id, steal_address),
                 secret=secret,
                 tls=tls,
                 role="node-monitor",

@@ -17,7 +17,6 @@ the scheduler never stops for its log.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -26,7 +25,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from .line_log import LineLog, read_objects
 
 ENVIRONMENT = "SPARROW_PLACEMENT_LOG"
 MAX_LINES = 4_000_000  # lines per log (about 80 bytes each): a bound on the file, not on memory
@@ -38,16 +38,11 @@ def log_path(folder: str | os.PathLike[str], scheduler_id: str) -> Path:
     return Path(folder) / f"{re.sub(r'[^A-Za-z0-9._-]', '_', scheduler_id)}.jsonl"
 
 
-class PlacementLog:
+class PlacementLog(LineLog):
     """One scheduler's log (module docstring), appending to `path`."""
 
     def __init__(self, path: str | os.PathLike[str], scheduler_id: str, *, max_lines: int = MAX_LINES) -> None:
-        self._file: IO[str] | None = open(path, "w", buffering=1, encoding="utf-8")
-        self.path = Path(path)
-        self.max_lines = max_lines
-        self.lines = 0
-        self.dropped = 0
-        self._write({"scheduler": scheduler_id})
+        super().__init__(path, {"scheduler": scheduler_id}, max_lines=max_lines)
 
     def record(self, job_id: int, node_ids: Iterable[str]) -> None:
         """One round of `job_id`'s reservations, on `node_ids` (one entry per reservation)."""
@@ -70,30 +65,6 @@ class PlacementLog:
             )
         else:
             self._line({"answer": job_id, "task": number, "node": node_id, "stolen": False, "at": time.monotonic()})
-
-    def _line(self, obj: dict) -> None:
-        if self._file is None:
-            return
-        if self.lines >= self.max_lines:
-            self.dropped += 1
-            return
-        self._write(obj)
-        self.lines += 1
-
-    def close(self) -> None:
-        if self._file is not None and self.dropped:
-            self._write({"dropped": self.dropped})
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def _write(self, obj: dict) -> None:
-        assert self._file is not None
-        try:
-            self._file.write(json.dumps(obj, separators=(",", ":")) + "\n")
-        except (OSError, ValueError) as exc:
-            logger.warning("placement log %s: %s; it is off from here", self.path, exc)
-            self._file = None
 
 
 def from_environment(scheduler_id: str) -> PlacementLog | None:
@@ -141,19 +112,7 @@ def read_log(path: str | os.PathLike[str]) -> PlacementRecords:
     Error handling: ValueError naming the file and line for a line that is not one of the log's; a last line
     cut short (a scheduler killed mid-write) is left out."""
     out = PlacementRecords()
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # the file does not end with a newline: cut short
-                break
-            raise ValueError(f"{path}:{number}: not a JSON line") from None
-        if not isinstance(obj, dict):
-            raise ValueError(f"{path}:{number}: not a placement log line")
+    for number, obj in read_objects(path, "placement log"):
         if "job" in obj:
             job, nodes = obj.get("job"), obj.get("nodes")
             if not isinstance(job, int) or not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):

@@ -18,6 +18,9 @@ Timing (stats, microseconds summed, for the simulator's replay of a run: experim
 `steal_probe_rounds` from the probes sent to the last answer, `steal_take_us` over `steal_take_rounds` the
 StealTake round trip.
 
+Log: with `log` (steal_log.py, when SPARROW_PLACEMENT_LOG is set) each attempt is written as it ends: when its
+probes left, its victims, the one it took from and how many; without it (the default) an attempt does no more.
+
 Deadlines: every request waits at most `steal_timeout` for its answer; a peer that does not answer in
 time, answers out of turn or breaks the protocol has its link closed (so a late answer is never taken
 for another, and the victim takes back what it lent on it), and the attempt goes on without it.
@@ -26,6 +29,7 @@ for another, and the victim takes back what it lent on it), and the attempt goes
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import trio
@@ -36,6 +40,7 @@ from ..wire.connection import Connection
 from ..wire.guard import contained
 from ..wire.handshake import connect
 from ..wire.messages import Heartbeat, StealProbe, StealRelease, StealState, StealTake, Stolen
+from .steal_log import StealLog
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +77,7 @@ class Stealer:
         heartbeat_interval: float,
         link_timeout: float,
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
+        log: StealLog | None = None,
         **connect_options,
     ) -> None:
         self.logic = logic
@@ -79,6 +85,7 @@ class Stealer:
         self.heartbeat_interval = heartbeat_interval
         self.link_timeout = link_timeout
         self.steal_timeout = steal_timeout
+        self.log = log
         self._nursery = nursery
         self._connect = connect_options
         self._wake = trio.Event()
@@ -104,13 +111,27 @@ class Stealer:
                 if poked_at is not None:
                     self.stats["steal_wake_us"] += _us(trio.current_time() - poked_at)
                 with contained(logger, "a steal attempt"):
-                    await self.attempt()
+                    if self.log is None:
+                        await self.attempt()
+                    else:
+                        await self._logged_attempt(self.log)
 
-    async def attempt(self) -> None:
-        """Probe the victims the kernel picks, then take from the one it chooses."""
+    async def _logged_attempt(self, log: StealLog) -> None:
+        at = time.monotonic()
+        attempt: dict = {}
+        try:
+            await self.attempt(attempt)
+        finally:
+            log.attempt(at, attempt.get("victims", ()), attempt.get("chose", ""), attempt.get("took", 0))
+
+    async def attempt(self, logged: dict | None = None) -> None:
+        """Probe the victims the kernel picks, then take from the one it chooses; `logged` (if given) is told the
+        victims, the one taken from and how many were taken."""
         logic = self.logic
         peers = logic.peers()
         victims = [peers[i] for i in logic.choose_victims(len(peers))]
+        if logged is not None:
+            logged["victims"] = victims
         self.stats["steal_attempts"] += 1
         answers: dict[str, StealState] = {}
         started = trio.current_time()
@@ -151,6 +172,8 @@ class Stealer:
             return
         if reply.reservations:
             self.stats["steals"] += 1
+            if logged is not None:
+                logged["chose"], logged["took"] = address, sum(r.count for r in reply.reservations)
         self.route(out)
 
     async def _request(self, address: str, msg):
@@ -252,6 +275,8 @@ class Stealer:
             self.route(logic.on_thief_lost(conn))
 
     async def aclose(self) -> None:
+        if self.log is not None:
+            self.log.close()
         links, self._links = self._links, {}
         for link in links.values():
             await link.conn.aclose()

@@ -7,6 +7,8 @@ from ._config import SimConfig as SimConfig
 from ._result import SimResult as SimResult
 from ._simulate import REPLAY_POLICIES as REPLAY_POLICIES
 from ._simulate import simulate as simulate
+from ._steal_script import StealScript as StealScript
+from ._steal_script import read_steal_script as read_steal_script
 from ._trace import Trace as Trace
 from ._trace import read_trace as read_trace
 
@@ -16,7 +18,9 @@ __all__ = [
     "REPLAY_POLICIES",
     "SimConfig",
     "SimResult",
+    "StealScript",
     "Trace",
+    "read_steal_script",
     "read_trace",
     "simulate",
 ]

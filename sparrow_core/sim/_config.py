@@ -14,6 +14,7 @@ from typing import Any
 from .. import QUEUE_POLICIES, check_probe_ratio
 from .._core import DURATIONS, PLACEMENT_POLICIES
 
+STEAL_POLICIES = ("sparrow_steal", "sparrow_steal_pipelined")  # the policies that steal (steal_script replays it)
 MAX_PIPELINE_DEPTH = 64  # as the runtime's (services/node_monitor_logic.py) and policy/pipeline.h's kMaxDepth
 
 
@@ -60,6 +61,9 @@ class SimConfig:
     Constraints: a `constrained_jobs` fraction of jobs may run only on a random
     `constraint_workers` fraction of the workers; in the other jobs each task is constrained
     with probability `constrained_tasks` to `task_candidates` random workers.
+    Replaying a run's work stealing: `steal_script`, a file of the run's own attempts
+    (read_steal_script), makes each attempt of a stealing policy probe the victims of its thief's
+    first unused scripted attempt within `steal_script_tolerance` seconds of it (else it draws them).
     `keep_task_waits=False` drops the per-task array (memory: 8 bytes per task).
     """
 
@@ -83,6 +87,8 @@ class SimConfig:
     steal_max_take: int = 1
     steal_min_blocked: float = 0.0
     steal_wait: float = 0.0
+    steal_script: str | PathLike[str] | None = None
+    steal_script_tolerance: float = 0.01
     pipeline_after: float = 0.0
     pipeline_depth: int = 1
     pipeline_gate: bool = False
@@ -117,6 +123,12 @@ class SimConfig:
         _int("steal_max_take", self.steal_max_take, 1, 2**31 - 1)
         _number("steal_min_blocked", self.steal_min_blocked, low=0.0)
         _number("steal_wait", self.steal_wait, low=0.0)
+        _number("steal_script_tolerance", self.steal_script_tolerance, low=0.0)
+        if self.steal_script is not None and self.policy not in STEAL_POLICIES:
+            raise ValueError(
+                f"steal_script replays work stealing, which policy {self.policy!r} does not do: use one of "
+                + ", ".join(STEAL_POLICIES)
+            )
         _number("pipeline_after", self.pipeline_after, low=0.0)
         _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
         for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit", "pipeline_steady"):
@@ -168,6 +180,7 @@ class SimConfig:
             "steal_max_take": self.steal_max_take,
             "steal_min_blocked": float(self.steal_min_blocked),
             "steal_wait": float(self.steal_wait),
+            "steal_script_tolerance": float(self.steal_script_tolerance),
             "pipeline_after": float(self.pipeline_after),
             "pipeline_depth": self.pipeline_depth,
             "pipeline_gate": self.pipeline_gate,

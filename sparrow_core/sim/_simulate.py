@@ -7,6 +7,7 @@ import time
 from .. import _core
 from ._config import SimConfig
 from ._result import SimResult
+from ._steal_script import read_steal_script
 from ._trace import read_trace
 
 REPLAY_POLICIES = ("batch", "sparrow", "sparrow_steal", "sparrow_pipelined", "sparrow_steal_pipelined")
@@ -21,7 +22,7 @@ def simulate(config: SimConfig | None = None) -> SimResult:
     that names the field; a malformed trace line, or a constraint naming a worker beyond
     n_workers or leaving a task nowhere to run, or a probes= worker beyond n_workers, raises
     ValueError with its line number; a trace with probes= under a policy that does not batch-sample
-    (REPLAY_POLICIES) raises ValueError.
+    (REPLAY_POLICIES) raises ValueError; so does a malformed steal script, naming its line or attempt.
     """
     config = SimConfig() if config is None else config
     if not isinstance(config, SimConfig):
@@ -33,8 +34,9 @@ def simulate(config: SimConfig | None = None) -> SimResult:
             f"{config.trace}: the trace replays a placement (probes=), which policy {config.policy!r} does not "
             f"sample: use one of {', '.join(REPLAY_POLICIES)}"
         )
+    steals = None if config.steal_script is None else read_steal_script(config.steal_script).arrays()
     started = time.perf_counter()
-    raw = _core._simulate(config.params(), None if trace is None else trace.arrays())
+    raw = _core._simulate(config.params(), None if trace is None else trace.arrays(), steals)
     wall = time.perf_counter() - started
     counters = dict(raw["counters"])
     counters["tasks"] = int(trace.n_tasks.sum()) if trace is not None else config.n_jobs * config.tasks_per_job

@@ -15,6 +15,7 @@ skipped; arrival times must not decrease. Old traces (no fields) read as before.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from os import PathLike
 
@@ -193,6 +194,16 @@ def _fields(tokens: list[str], where: str) -> dict[str, str]:
     return out
 
 
+def token_lines(path: str | PathLike[str]) -> Iterator[tuple[int, str, list[str]]]:
+    """Each line of the file at `path` that holds something, as (its line number, the line, its tokens): blank
+    lines and `#` comments skipped (a trace's format, and a steal script's)."""
+    with open(path, encoding="utf-8") as text:
+        for lineno, line in enumerate(text, start=1):
+            tokens = line.split("#", 1)[0].split()
+            if tokens:
+                yield lineno, line, tokens
+
+
 def read_trace(path: str | PathLike[str]) -> Trace:
     """Parses the trace file at `path`.
 
@@ -206,45 +217,41 @@ def read_trace(path: str | PathLike[str]) -> Trace:
     constraints = _Constraints()
     dependencies = _Dependencies()
     placement = _Placement()
-    with open(path, encoding="utf-8") as text:
-        for lineno, line in enumerate(text, start=1):
-            tokens = line.split("#", 1)[0].split()
-            if not tokens:
-                continue
-            where = f"{path}:{lineno}"
-            n_given = next((i for i, token in enumerate(tokens) if "=" in token), len(tokens))
-            fields = tokens[n_given:]
-            tokens = tokens[:n_given]
-            if len(tokens) < 3:
-                raise ValueError(
-                    f"{where}: expected `arrival_time n_tasks duration... [field=value...]`, got {line.strip()!r}"
-                )
-            if any("=" not in field for field in fields):
-                raise ValueError(f"{where}: durations must come before the field=value fields")
-            time = _number(tokens[0], "arrival_time", where)
-            if arrival and time < arrival[-1]:
-                raise ValueError(f"{where}: arrival_time {time} is earlier than the previous job's {arrival[-1]}")
-            try:
-                m = int(tokens[1])
-            except ValueError:
-                raise ValueError(f"{where}: n_tasks must be an integer, got {tokens[1]!r}") from None
-            if m < 1:
-                raise ValueError(f"{where}: n_tasks must be >= 1, got {m}")
-            given = [_number(token, "duration", where) for token in tokens[2:]]
-            if len(given) not in (1, m):
-                raise ValueError(f"{where}: expected 1 or {m} durations (n_tasks = {m}), got {len(given)}")
-            named = _fields(fields, where)
-            constrained = "workers" in named or any(k.startswith("workers.") for k in named)
-            placement.add(named, m, constrained, where)
-            constraints.add(named, m, where)
-            dependencies.add(named, len(arrival), where)
-            if named:
-                expected = "workers=, workers.TASK=, id=, after= or probes="
-                raise ValueError(f"{where}: unknown field {next(iter(named))!r} (expected {expected})")
-            arrival.append(time)
-            n_tasks.append(m)
-            durations.extend(given * m if len(given) == 1 else given)
-            lines.append(lineno)
+    for lineno, line, tokens in token_lines(path):
+        where = f"{path}:{lineno}"
+        n_given = next((i for i, token in enumerate(tokens) if "=" in token), len(tokens))
+        fields = tokens[n_given:]
+        tokens = tokens[:n_given]
+        if len(tokens) < 3:
+            raise ValueError(
+                f"{where}: expected `arrival_time n_tasks duration... [field=value...]`, got {line.strip()!r}"
+            )
+        if any("=" not in field for field in fields):
+            raise ValueError(f"{where}: durations must come before the field=value fields")
+        time = _number(tokens[0], "arrival_time", where)
+        if arrival and time < arrival[-1]:
+            raise ValueError(f"{where}: arrival_time {time} is earlier than the previous job's {arrival[-1]}")
+        try:
+            m = int(tokens[1])
+        except ValueError:
+            raise ValueError(f"{where}: n_tasks must be an integer, got {tokens[1]!r}") from None
+        if m < 1:
+            raise ValueError(f"{where}: n_tasks must be >= 1, got {m}")
+        given = [_number(token, "duration", where) for token in tokens[2:]]
+        if len(given) not in (1, m):
+            raise ValueError(f"{where}: expected 1 or {m} durations (n_tasks = {m}), got {len(given)}")
+        named = _fields(fields, where)
+        constrained = "workers" in named or any(k.startswith("workers.") for k in named)
+        placement.add(named, m, constrained, where)
+        constraints.add(named, m, where)
+        dependencies.add(named, len(arrival), where)
+        if named:
+            expected = "workers=, workers.TASK=, id=, after= or probes="
+            raise ValueError(f"{where}: unknown field {next(iter(named))!r} (expected {expected})")
+        arrival.append(time)
+        n_tasks.append(m)
+        durations.extend(given * m if len(given) == 1 else given)
+        lines.append(lineno)
     if not arrival:
         raise ValueError(f"{path}: the trace holds no job")
     placement.check_whole(len(arrival), path)

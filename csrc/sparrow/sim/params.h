@@ -43,6 +43,16 @@ struct SimParams {
   int64_t steal_max_take = 1;
   double steal_min_blocked = 0.0;
   double steal_wait = 0.0;  // seconds from an idle worker's reason to steal to its probes (policy/steal.h)
+  // A replayed steal script (policy/steal_script.h; n_steal_script 0: none): attempt i was made by worker
+  // steal_script_thief[i] at steal_script_at[i] (not decreasing) and probed steal_script_victims[
+  // steal_script_offsets[i] .. steal_script_offsets[i + 1]); a thief's attempt probes those of its attempt
+  // within steal_script_tolerance seconds, else draws its own.
+  int64_t n_steal_script = 0;
+  const double* steal_script_at = nullptr;
+  const int64_t* steal_script_thief = nullptr;
+  const int64_t* steal_script_offsets = nullptr;
+  const int64_t* steal_script_victims = nullptr;
+  double steal_script_tolerance = 0.0;
   // Pipelined late binding (policies SparrowPipelined, SparrowStealPipelined, policy/pipeline.h):
   // a busy slot asks for its next task once its task has run pipeline_after x the worker's recent
   // median run time (0: at once); up to pipeline_depth ahead per slot while the worker's tasks are
@@ -129,6 +139,7 @@ struct Counters {
   int64_t steal_attempts = 0;    // work stealing: attempts started by idle workers
   int64_t steals = 0;            // ... that moved reservations
   int64_t stolen = 0;            // ... reservations moved
+  int64_t steal_replayed = 0;    // ... attempts that probed a steal script's victims (the others drew theirs)
   int64_t asked_ahead = 0;       // pipelining: GetTasks sent for a slot still busy
   int64_t bound_ahead = 0;       // ... answered with a task that then waited for the slot
   double end_time = 0.0;         // simulated time of the last event

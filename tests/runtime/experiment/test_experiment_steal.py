@@ -166,7 +166,7 @@ def test_the_agreement_counts_the_run_s_own_short_jobs_blocked_in_the_model():
     assert same.agreement() == 1.0
     assert math.isnan(replace(same, placed=False).agreement())
     assert (
-        "(job by job, replayed placement; with stealing on the model's thieves draw their own victims): 50.0%, "
+        "(job by job, replayed placement; with stealing on, replayed steal victims where the logs have them): 50.0%, "
         "100.0%." in " ".join(verdicts([r, same]))
     )
 

@@ -26,11 +26,15 @@
 // attempt in flight, the stolen reservations held) are in the worker's record (worker_state.h),
 // the line a probe reads anyway.
 //
+// With a steal script (steal_script.h: a run's own attempts), an attempt probes the victims of the run's
+// attempt matched to it, and draws them only when none is (Counters::steal_replayed counts the replayed).
+//
 // StealKeys: a reservation in a queue is keyed by its job id (>= 0) at the worker it was placed
 // at; a stolen one by -(job * n_workers + origin) - 1, which keeps the worker whose reservation
 // the scheduler's TaskTable will consume (GetTask names it), so n_jobs * n_workers < 2^62.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -40,6 +44,7 @@
 
 #include "sparrow/rng.h"
 #include "sparrow/sim/cluster.h"
+#include "sparrow/sim/policy/steal_script.h"
 #include "sparrow/sim/worker_queues.h"
 #include "sparrow/steal.h"
 
@@ -61,8 +66,12 @@ class WorkStealing {
       : c_(c),
         queues_(queues),
         on_(c.p.policy == PlacementPolicy::SparrowSteal || c.p.policy == PlacementPolicy::SparrowStealPipelined),
-        rng_(c.spawn()) {
-    if (!on_) return;
+        rng_(c.spawn()),
+        script_(c.p) {
+    if (!on_) {
+      if (script_.active()) throw std::invalid_argument("a steal script needs a stealing policy");
+      return;
+    }
     config_.victims = c.p.steal_victims;
     config_.max_take = c.p.steal_max_take;
     config_.min_blocked = c.p.steal_min_blocked;
@@ -75,8 +84,9 @@ class WorkStealing {
     keys_of_.n_workers = c.p.n_workers;
     const size_t victims = static_cast<size_t>(victims_count(c.p.n_workers, 0, config_.victims));  // for every thief
     victims_.resize(victims);
-    stealable_.resize(victims);
-    blocked_.resize(victims);
+    const size_t most = std::max(victims, static_cast<size_t>(script_.max_victims()));
+    stealable_.resize(most);
+    blocked_.resize(most);
   }
 
   const StealKeys& keys() const { return keys_of_; }
@@ -167,8 +177,20 @@ class WorkStealing {
   // w's attempt sends its probes now.
   void probe(int64_t w) {
     ++c_.out.counters.steal_attempts;
+    if (script_.active() && replay(w)) return;
     choose_victims_unchecked(rng_, c_.p.n_workers, w, static_cast<int64_t>(victims_.size()), victims_.data());
     c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &victims_);
+  }
+
+  // w's attempt probes the victims of its scripted attempt, if one is matched to it.
+  bool replay(int64_t w) {
+    int64_t count = 0;
+    const int64_t* victims = script_.match(w, c_.now, count);
+    if (victims == nullptr) return false;
+    ++c_.out.counters.steal_replayed;
+    scripted_.assign(victims, victims + count);
+    c_.send(kProbe, -1, static_cast<int32_t>(w), -1, 0.0, 0, &scripted_);
+    return true;
   }
 
   // At the victims (the payload): each one's state, how many reservations wait for its slots
@@ -256,9 +278,10 @@ class WorkStealing {
   WorkerQueues& queues_;
   bool on_;
   Rng rng_;
+  StealScript script_;
   StealConfig config_;
   StealKeys keys_of_;
-  std::vector<int64_t> victims_, stealable_, answer_, keys_;  // scratch
+  std::vector<int64_t> victims_, scripted_, stealable_, answer_, keys_;  // scratch
   std::vector<double> blocked_;
   std::vector<Reservation> taken_;
 };

@@ -33,7 +33,7 @@ def add_steal_parser(experiments) -> None:
     p = experiments.add_parser(
         "steal",
         help="short and long jobs mixed at high load, work stealing off and on, against the simulator",
-        description="Issue 18's runtime experiment: jobs of 2 tasks, 3% of them long (2 s tasks), the others short "
+        description="Issue 18's runtime experiment: jobs of 2 tasks, 12% of them long (500 ms tasks), the others short "
         "(20 ms tasks; --width, --long-fraction and --long-ms change the mix), arriving at --load of the slots; "
         "each seed's arrivals run twice on a fresh local cluster, "
         "with work stealing off and on (alternating which goes first), and the simulator replays each run with "

@@ -176,13 +176,13 @@ def test_the_page_describes_the_mix_it_ran():
     runs = [run(False, 300, 300), run(True, 100, 100)]
     page = render(runs, command="c", setup="s", notes=["n"])
     assert (
-        "Jobs of 2 tasks; 3% of them long (2000 ms tasks), the others short (20 ms tasks); the long jobs hold "
-        "about 76% of the slot time." in page
-    )
-    page = render(runs, command="c", setup="s", notes=["n"], mix=Mix(long_ms=500.0, long_fraction=0.12, width=4))
-    assert (
-        "Jobs of 4 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "Jobs of 2 tasks; 12% of them long (500 ms tasks), the others short (20 ms tasks); the long jobs hold "
         "about 77% of the slot time." in page
+    )
+    page = render(runs, command="c", setup="s", notes=["n"], mix=Mix(long_ms=2000.0, long_fraction=0.03, width=4))
+    assert (
+        "Jobs of 4 tasks; 3% of them long (2000 ms tasks), the others short (20 ms tasks); the long jobs hold "
+        "about 76% of the slot time." in page
     )
 
 

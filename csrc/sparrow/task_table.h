@@ -103,6 +103,7 @@ class TaskTable {
                                       std::to_string(t) + " lists worker " +
                                       std::to_string(job.candidate_index[i].first) + " twice");
         }
+      job.plain = job.candidate_index.empty() && !job.has_soft;
     } catch (...) {
       release_record(record);
       throw;
@@ -116,6 +117,7 @@ class TaskTable {
     if (n < 0 || n > kMaxOutstanding - job.outstanding)
       throw std::invalid_argument("workers: a job holds at most 2**31 - 1 outstanding reservations, got " +
                                   std::to_string(job.outstanding) + " + " + std::to_string(n));
+    if (tasks == nullptr) return reserve_any(job, workers, n);
     int64_t n_any = 0;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t w = workers[i], t = tasks ? tasks[i] : -1;
@@ -133,12 +135,7 @@ class TaskTable {
         ++n_any;
       }
     }
-    if (n_any > 0) {
-      const size_t capacity = job.any.capacity();
-      job.any.reserve(job.any.size() + static_cast<size_t>(n_any));  // no rehash below
-      if (job.any.capacity() != capacity)  // a rehash moved the counts
-        for (size_t i = 0; i < job.any_workers.size(); ++i) job.any_counts[i] = job.any.find(job.any_workers[i]);
-    }
+    make_room(job, n_any);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = tasks ? tasks[i] : -1;
       if (t < 0) {
@@ -160,6 +157,7 @@ class TaskTable {
   // The task `worker` should run for the job, or -1; consumes one of its reservations.
   int64_t get_task(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
+    if (job.plain) return get_plain_task(job, worker);
     int32_t* any = job.any.find(worker);
     auto [lo, hi] = tagged_range(job, worker);
     if (any != nullptr && *any > 0) {
@@ -347,6 +345,7 @@ class TaskTable {
     int64_t next_anywhere = 0;       // no kAnywhere task below it is unlaunched
     bool has_soft = false;           // some task is soft (rule 3 is looked at only then)
     bool has_anywhere = false;       // some task is kAnywhere (rule 5 is looked at only then)
+    bool plain = true;               // no task is constrained or soft (get_plain_task)
     std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained | kSoft | kAnywhere
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
     FlatMap<int32_t> any;           // worker -> outstanding probes made for any task
@@ -356,6 +355,48 @@ class TaskTable {
     uint32_t tagged_seq = 0;
     bool tagged_sorted = true;
   };
+
+  // reserve with every probe made for any task (tasks == nullptr): one pass to check, one to count.
+  static void reserve_any(Job& job, const int64_t* workers, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      if (workers[i] < 0) throw std::invalid_argument("workers: negative worker id " + std::to_string(workers[i]));
+    make_room(job, n);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto [count, inserted] = job.any.try_emplace(workers[i], 0);
+      ++*count;
+      if (inserted) {
+        job.any_workers.push_back(workers[i]);
+        job.any_counts.push_back(count);
+      }
+    }
+    job.outstanding += n;
+  }
+
+  // Room in the job's map for n_any more workers, so no insertion below rehashes (a rehash
+  // moves the counts: their places are found again).
+  static void make_room(Job& job, int64_t n_any) {
+    if (n_any == 0) return;
+    const size_t capacity = job.any.capacity();
+    job.any.reserve(job.any.size() + static_cast<size_t>(n_any));
+    if (job.any.capacity() != capacity)
+      for (size_t i = 0; i < job.any_workers.size(); ++i) job.any_counts[i] = job.any.find(job.any_workers[i]);
+  }
+
+  // get_task for a plain job: every probe is made for any task, so only rule 4 applies.
+  static int64_t get_plain_task(Job& job, int64_t worker) {
+    int32_t* any = job.any.find(worker);
+    if (any == nullptr || *any == 0) return -1;
+    --*any;
+    --job.outstanding;
+    if (job.n_launched == job.n_tasks) return -1;
+    // Some task is unlaunched, so the scan stops at one (the bound only guards a broken invariant).
+    while (job.next_unconstrained < job.n_tasks && job.flags[job.next_unconstrained] != 0) ++job.next_unconstrained;
+    if (job.next_unconstrained == job.n_tasks) return -1;
+    const int64_t task = job.next_unconstrained++;
+    job.flags[task] = kLaunched;
+    ++job.n_launched;
+    return task;
+  }
 
   // Whether task t lists worker w (as a candidate or a preferred worker).
   static bool listed(const Job& job, int64_t w, int64_t t) {
@@ -388,6 +429,7 @@ class TaskTable {
     Job& job = records_[r];
     job.n_tasks = job.n_launched = job.outstanding = job.next_unconstrained = job.next_anywhere = 0;
     job.has_soft = job.has_anywhere = false;
+    job.plain = true;
     job.tagged_seq = 0;
     job.tagged_sorted = true;
     reset(job.flags);

@@ -46,6 +46,22 @@ class FlatMap {
     }
   }
 
+  // try_emplace(key, V()) for a caller that made room first (reserve(size() + keys to come)):
+  // no check for growth. inserted says whether key was absent.
+  V* emplace_reserved(int64_t key, bool& inserted) {
+    for (size_t i = slot(key);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      inserted = !s.used;
+      if (inserted) {
+        s.used = true;
+        s.key = key;
+        ++size_;
+        return &s.value;
+      }
+      if (s.key == key) return &s.value;
+    }
+  }
+
   bool erase(int64_t key) {
     if (size_ == 0) return false;
     size_t i = slot(key);

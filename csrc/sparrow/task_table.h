@@ -361,14 +361,21 @@ class TaskTable {
     for (int64_t i = 0; i < n; ++i)
       if (workers[i] < 0) throw std::invalid_argument("workers: negative worker id " + std::to_string(workers[i]));
     make_room(job, n);
+    size_t held = job.any_workers.size();
+    job.any_workers.resize(held + static_cast<size_t>(n));  // room for n new workers, trimmed below
+    job.any_counts.resize(held + static_cast<size_t>(n));
+    int64_t* held_workers = job.any_workers.data();
+    int32_t** held_counts = job.any_counts.data();
     for (int64_t i = 0; i < n; ++i) {
-      const auto [count, inserted] = job.any.try_emplace(workers[i], 0);
+      bool inserted;
+      int32_t* count = job.any.emplace_reserved(workers[i], inserted);  // a new count is 0 (an unused slot's V())
       ++*count;
-      if (inserted) {
-        job.any_workers.push_back(workers[i]);
-        job.any_counts.push_back(count);
-      }
+      held_workers[held] = workers[i];  // kept only if new
+      held_counts[held] = count;
+      held += inserted;
     }
+    job.any_workers.resize(held);
+    job.any_counts.resize(held);
     job.outstanding += n;
   }
 

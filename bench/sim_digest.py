@@ -163,8 +163,8 @@ TRACES: list[tuple[str, list[str], dict[str, object]]] = [
     ("trace-mixed", _mixed_lines(), {"n_workers": 400, "seed": 12}),
     ("trace-replayed", _replayed_lines(), {"n_workers": 50, "seed": 13}),
 ]
-# The replay policies but batch, which crashes on a replayed placement at main (35c0636): the digest
-# must run on both installs it compares.
+# The replay policies but batch, which crashed on a replayed placement at 35c0636 (the digest runs on
+# installs of that commit too).
 REPLAYED_POLICIES = ("sparrow", "sparrow_steal", "sparrow_pipelined", "sparrow_steal_pipelined")
 
 

@@ -4,7 +4,7 @@ policies, constraints, stealing and pipelining settings, and traces (dependencie
 placement). Each run's outputs (per-job arrival, response, ideal, wait, user, priority, per-task
 waits, every counter, the end time) are hashed; the digest hashes those in order.
 
-    python bench/sim_digest.py             # every configuration (about a minute), then the digest
+    python bench/sim_digest.py             # every configuration (about 6 s here), then the digest
     python bench/sim_digest.py --portable  # only the trace runs (seconds): no libm on the way, the
                                            # same digest on any machine (tests/sim/test_digest.py pins it)
     python bench/sim_digest.py --each      # one line per run too, to find the run that differs

@@ -23,7 +23,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, SimResult, simulate
+try:
+    from sparrow_core.sim import PLACEMENT_POLICIES, SimConfig, SimResult, simulate
+except ImportError:  # asv imports every module of bench/: it must import with any version of the package
+    SimConfig = simulate = None  # type: ignore[assignment,misc]
 
 # Settings each policy is run with on each workload below (name, the policies whose name contains
 # `applies`, overrides of SimConfig).
@@ -38,88 +41,98 @@ VARIANTS: list[tuple[str, str, dict[str, object]]] = [
     ("pipeline-gate-steady", "pipelined", {"pipeline_gate": True, "pipeline_steady": True}),
 ]
 
-# Generated workloads (name, SimConfig): the issue's target points at a small job count and
-# smaller clusters with queue policies, users, priorities, several schedulers and constraints.
-WORKLOADS: list[tuple[str, SimConfig]] = [
-    (
-        "steal-point",  # issue 18's speed point: 10,000 x 1, 100-task jobs, per_job, load 0.9
-        SimConfig(n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=400, duration="per_job", seed=1),
-    ),
-    (
-        "steal-point-0.95",
-        SimConfig(n_workers=10_000, slots=2, tasks_per_job=100, load=0.95, n_jobs=400, seed=9),
-    ),
-    (
-        "paper-point",  # 10,000 x 4, exponential, load 0.8
-        SimConfig(n_workers=10_000, slots=4, tasks_per_job=100, load=0.8, n_jobs=200, seed=2),
-    ),
-    (
-        "bimodal-0.95",
-        SimConfig(
-            n_workers=1000,
-            tasks_per_job=10,
-            load=0.95,
-            n_jobs=3000,
-            duration="bimodal",
-            bimodal_long_fraction=0.05,
-            bimodal_ratio=20.0,
-            seed=3,
+
+def workloads() -> list[tuple[str, SimConfig]]:
+    """Generated workloads (name, SimConfig): the issue's target points at a small job count and
+    smaller clusters with queue policies, users, priorities, several schedulers and constraints."""
+    return [
+        (
+            "steal-point",  # issue 18's speed point: 10,000 x 1, 100-task jobs, per_job, load 0.9
+            SimConfig(n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=400, duration="per_job", seed=1),
         ),
-    ),
-    (
-        "short-tasks-3-schedulers",  # 2 ms tasks: pipelining's gates open
-        SimConfig(
-            n_workers=300, slots=2, tasks_per_job=20, load=0.7, n_jobs=2000, mean_duration=0.002, n_schedulers=3, seed=4
+        (
+            "steal-point-0.95",
+            SimConfig(n_workers=10_000, slots=2, tasks_per_job=100, load=0.95, n_jobs=400, seed=9),
         ),
-    ),
-    (
-        "constant-ties",  # equal durations: completions tie in time
-        SimConfig(n_workers=200, slots=2, tasks_per_job=10, load=0.85, n_jobs=2000, duration="constant", seed=5),
-    ),
-    (
-        "constrained",
-        SimConfig(
-            n_workers=400,
-            tasks_per_job=16,
-            load=0.85,
-            n_jobs=1500,
-            duration="per_job",
-            constrained_jobs=0.1,
-            constraint_workers=0.2,
-            constrained_tasks=0.1,
-            task_candidates=4,
-            seed=6,
+        (
+            "paper-point",  # 10,000 x 4, exponential, load 0.8
+            SimConfig(n_workers=10_000, slots=4, tasks_per_job=100, load=0.8, n_jobs=200, seed=2),
         ),
-    ),
-    (
-        "fair-two-users",
-        SimConfig(
-            n_workers=300,
-            slots=3,
-            tasks_per_job=12,
-            load=0.9,
-            n_jobs=1500,
-            queue_policy="fair",
-            user_weights=(3.0, 1.0),
-            user_demands=(0.5, 0.5),
-            duration="bimodal",
-            seed=7,
+        (
+            "bimodal-0.95",
+            SimConfig(
+                n_workers=1000,
+                tasks_per_job=10,
+                load=0.95,
+                n_jobs=3000,
+                duration="bimodal",
+                bimodal_long_fraction=0.05,
+                bimodal_ratio=20.0,
+                seed=3,
+            ),
         ),
-    ),
-    (
-        "priority-two-levels",
-        SimConfig(
-            n_workers=300,
-            tasks_per_job=8,
-            load=0.9,
-            n_jobs=2000,
-            queue_policy="priority",
-            priority_shares=(0.3, 0.7),
-            constrained_tasks=0.05,
-            seed=8,
+        (
+            "short-tasks-3-schedulers",  # 2 ms tasks: pipelining's gates open
+            SimConfig(
+                n_workers=300,
+                slots=2,
+                tasks_per_job=20,
+                load=0.7,
+                n_jobs=2000,
+                mean_duration=0.002,
+                n_schedulers=3,
+                seed=4,
+            ),
         ),
-    ),
-]
+        (
+            "constant-ties",  # equal durations: completions tie in time
+            SimConfig(n_workers=200, slots=2, tasks_per_job=10, load=0.85, n_jobs=2000, duration="constant", seed=5),
+        ),
+        (
+            "constrained",
+            SimConfig(
+                n_workers=400,
+                tasks_per_job=16,
+                load=0.85,
+                n_jobs=1500,
+                duration="per_job",
+                constrained_jobs=0.1,
+                constraint_workers=0.2,
+                constrained_tasks=0.1,
+                task_candidates=4,
+                seed=6,
+            ),
+        ),
+        (
+            "fair-two-users",
+            SimConfig(
+                n_workers=300,
+                slots=3,
+                tasks_per_job=12,
+                load=0.9,
+                n_jobs=1500,
+                queue_policy="fair",
+                user_weights=(3.0, 1.0),
+                user_demands=(0.5, 0.5),
+                duration="bimodal",
+                seed=7,
+            ),
+        ),
+        (
+            "priority-two-levels",
+            SimConfig(
+                n_workers=300,
+                tasks_per_job=8,
+                load=0.9,
+                n_jobs=2000,
+                queue_policy="priority",
+                priority_shares=(0.3, 0.7),
+                constrained_tasks=0.05,
+                seed=8,
+            ),
+        ),
+    ]
+
 
 # Trace workloads (name, lines, overrides): durations from a fixed list, so no libm on the way.
 DURATIONS = (0.02, 0.05, 0.4, 0.03, 1.2, 0.06, 0.01, 0.15, 0.005)
@@ -194,7 +207,7 @@ def configurations(folder: Path, *, portable: bool) -> Iterator[tuple[str, SimCo
         path.write_text("\n".join(lines) + "\n")
         runs.append((name, replace(SimConfig(trace=path), **overrides)))  # type: ignore[arg-type]
     if not portable:
-        runs += WORKLOADS
+        runs += workloads()
     for name, base in runs:
         for policy in PLACEMENT_POLICIES:
             if name == "trace-replayed" and policy not in REPLAYED_POLICIES:
@@ -222,6 +235,8 @@ def main() -> None:
     parser.add_argument("--portable", action="store_true", help="only the trace runs (no libm: any machine)")
     parser.add_argument("--each", action="store_true", help="print each run's digest too")
     args = parser.parse_args()
+    if simulate is None:
+        raise SystemExit("sim_digest: sparrow_core.sim is not available")
     print(f"{digest(portable=args.portable, each=args.each)} {'portable' if args.portable else 'all'}")
 
 

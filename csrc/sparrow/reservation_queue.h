@@ -84,6 +84,10 @@ class alignas(64) ReservationQueue {
     push_checked(job_id, user, priority);
   }
 
+  // push for a caller that knows user >= 0 and that job_id has no reservation of another user
+  // (the simulator: a job has one user): the short form skips its scan for the job's owner.
+  void push_trusted(int64_t job_id, int32_t user, int32_t priority = 0) { push_checked(job_id, user, priority); }
+
   // Pushes reservation i = (job_ids[i], users[i], priorities[i] or 0 if null) for i < n, all
   // or nothing: returns -1 once all are queued; or, queuing nothing, the first i whose job
   // has reservations for another user (queued, or earlier in the batch), that user in owner.

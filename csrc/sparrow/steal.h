@@ -91,37 +91,38 @@ struct StealChoice {
 
 namespace detail {
 
-// choose_steal's scan; tie(ties) says whether the answer that makes `ties` equal ones takes the
-// lead (choose_steal: one Rng draw). Checked: the inputs' contracts are checked as it goes.
-template <bool Checked, typename Tie>
-StealChoice scan_steal(const int64_t* stealable, const double* blocked_for, int64_t n, const StealConfig& config,
-                       Tie tie) {
+// choose_steal's scan over the n answers answer(i, stealable, blocked_for) gives (in index order,
+// each once); tie(ties) says whether the answer that makes `ties` equal ones takes the lead
+// (choose_steal: one Rng draw). Checked: the answers' contracts are checked as it goes.
+template <bool Checked, typename Answer, typename Tie>
+StealChoice scan_steal(Answer answer, int64_t n, const StealConfig& config, Tie tie) {
   StealChoice best;
-  int64_t ties = 0;
+  int64_t ties = 0, s = 0;  // s, b: the best answer's
+  double b = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    if (Checked && stealable[i] < 0)
-      throw std::invalid_argument("stealable[" + std::to_string(i) + "] must be >= 0, got " +
-                                  std::to_string(stealable[i]));
-    if (Checked && std::isnan(blocked_for[i]))
-      throw std::invalid_argument("blocked_for[" + std::to_string(i) + "] is NaN");
-    if (stealable[i] == 0 || !(blocked_for[i] >= config.min_blocked)) continue;
-    if (best.victim < 0) {
-      best.victim = i, ties = 1;
-      continue;
-    }
-    const double b = blocked_for[best.victim];
-    const int64_t s = stealable[best.victim];
-    if (blocked_for[i] > b || (blocked_for[i] == b && stealable[i] > s)) {
-      best.victim = i, ties = 1;
-    } else if (blocked_for[i] == b && stealable[i] == s && tie(static_cast<uint64_t>(++ties))) {
+    int64_t stealable;
+    double blocked_for;
+    answer(i, stealable, blocked_for);
+    if (Checked && stealable < 0)
+      throw std::invalid_argument("stealable[" + std::to_string(i) + "] must be >= 0, got " + std::to_string(stealable));
+    if (Checked && std::isnan(blocked_for)) throw std::invalid_argument("blocked_for[" + std::to_string(i) + "] is NaN");
+    if (stealable == 0 || !(blocked_for >= config.min_blocked)) continue;
+    if (best.victim < 0 || blocked_for > b || (blocked_for == b && stealable > s)) {
+      best.victim = i, ties = 1, s = stealable, b = blocked_for;
+    } else if (blocked_for == b && stealable == s && tie(static_cast<uint64_t>(++ties))) {
       best.victim = i;
     }
   }
   if (best.victim >= 0) {
-    const int64_t half = (stealable[best.victim] + 1) / 2;
+    const int64_t half = (s + 1) / 2;
     best.take = half < config.max_take ? half : config.max_take;
   }
   return best;
+}
+
+// The answers of two arrays.
+inline auto array_answers(const int64_t* stealable, const double* blocked_for) {
+  return [stealable, blocked_for](int64_t i, int64_t& s, double& b) { s = stealable[i], b = blocked_for[i]; };
 }
 
 }  // namespace detail
@@ -130,18 +131,20 @@ inline StealChoice choose_steal(Rng& rng, const int64_t* stealable, const double
                                 const StealConfig& config) {
   check_steal_config(config);
   if (n < 0) throw std::invalid_argument("answers must be >= 0, got " + std::to_string(n));
-  return detail::scan_steal<true>(stealable, blocked_for, n, config,
+  return detail::scan_steal<true>(detail::array_answers(stealable, blocked_for), n, config,
                                   [&rng](uint64_t ties) { return rng.below(ties) == 0; });
 }
 
 // choose_steal's choice where it makes no Rng draw, for a caller that checked the config and
 // gives stealable >= 0 and no NaN (the simulator, which can then decide at the victims and send
 // the thief the choice alone). Returns false, deciding nothing, where choose_steal would draw
-// (two eligible answers tie on blocked_for and stealable): call choose_steal then.
-inline bool choose_steal_without_draws(const int64_t* stealable, const double* blocked_for, int64_t n,
-                                       const StealConfig& config, StealChoice& out) {
+// (two eligible answers tie on blocked_for and stealable): call choose_steal then. The answers
+// are answer(i, stealable, blocked_for) for i < n, asked in order, each once (the simulator reads
+// each victim's state as it goes, with no arrays between).
+template <typename Answer>
+bool choose_steal_without_draws(Answer answer, int64_t n, const StealConfig& config, StealChoice& out) {
   bool drew = false;
-  out = detail::scan_steal<false>(stealable, blocked_for, n, config, [&drew](uint64_t) { return drew = true, false; });
+  out = detail::scan_steal<false>(answer, n, config, [&drew](uint64_t) { return drew = true, false; });
   return !drew;
 }
 

@@ -24,7 +24,8 @@
 // and forgets them, so asking again gives nothing.
 //
 // Storage: a job's probes made for any task are a count per worker in an open-addressing
-// map (flat_map.h), so an unconstrained job needs no sort, its workers in first-reservation
+// map (flat_map.h; 8-byte slots while the job's workers are below 2^32 - 1, else 16-byte ones),
+// so an unconstrained job needs no sort, its workers in first-reservation
 // order beside it with pointers to their counts (so workers_to_cancel and remove_job make no
 // lookup: session 9, issue 18, 5% of the simulator's time with stealing); probes made for a constrained or
 // soft task are kept apart, sorted by (worker, task, reservation order) when first needed. Job
@@ -103,6 +104,7 @@ class TaskTable {
                                       std::to_string(t) + " lists worker " +
                                       std::to_string(job.candidate_index[i].first) + " twice");
         }
+      job.plain = job.candidate_index.empty() && !job.has_soft;
     } catch (...) {
       release_record(record);
       throw;
@@ -116,7 +118,9 @@ class TaskTable {
     if (n < 0 || n > kMaxOutstanding - job.outstanding)
       throw std::invalid_argument("workers: a job holds at most 2**31 - 1 outstanding reservations, got " +
                                   std::to_string(job.outstanding) + " + " + std::to_string(n));
+    if (tasks == nullptr) return reserve_any(job, workers, n);
     int64_t n_any = 0;
+    bool wide = false;  // a probe for any task at a worker beyond the compact map's keys
     for (int64_t i = 0; i < n; ++i) {
       const int64_t w = workers[i], t = tasks ? tasks[i] : -1;
       if (w < 0) throw std::invalid_argument("workers: negative worker id " + std::to_string(w));
@@ -131,18 +135,16 @@ class TaskTable {
                                       std::to_string(t));
       } else {
         ++n_any;
+        wide |= w >= kCompactKeys;
       }
     }
-    if (n_any > 0) {
-      const size_t capacity = job.any.capacity();
-      job.any.reserve(job.any.size() + static_cast<size_t>(n_any));  // no rehash below
-      if (job.any.capacity() != capacity)  // a rehash moved the counts
-        for (size_t i = 0; i < job.any_workers.size(); ++i) job.any_counts[i] = job.any.find(job.any_workers[i]);
-    }
+    make_room(job, n_any, wide);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = tasks ? tasks[i] : -1;
       if (t < 0) {
-        const auto [count, inserted] = job.any.try_emplace(workers[i], 0);
+        bool inserted;
+        int32_t* count = job.wide ? job.any_wide.emplace_reserved(workers[i], inserted)
+                                  : job.any.emplace_reserved(workers[i], inserted);
         ++*count;
         if (inserted) {
           job.any_workers.push_back(workers[i]);
@@ -160,7 +162,8 @@ class TaskTable {
   // The task `worker` should run for the job, or -1; consumes one of its reservations.
   int64_t get_task(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
-    int32_t* any = job.any.find(worker);
+    if (job.plain) return get_plain_task(job, worker);
+    int32_t* any = find_any(job, worker);
     auto [lo, hi] = tagged_range(job, worker);
     if (any != nullptr && *any > 0) {
       --*any;
@@ -221,7 +224,9 @@ class TaskTable {
   // map), so that a caller who knows its next requests overlaps their misses. A hint only.
   void prefetch_get_task(int64_t job_id, int64_t worker) const {
     const uint32_t* record = index_.find(job_id);
-    if (record != nullptr) records_[*record].any.prefetch(worker);
+    if (record == nullptr) return;
+    const Job& job = records_[*record];
+    job.wide ? job.any_wide.prefetch(worker) : job.any.prefetch(worker);
   }
 
   bool all_launched(int64_t job_id) const {
@@ -265,7 +270,7 @@ class TaskTable {
   int64_t drop_worker(int64_t job_id, int64_t worker) {
     Job& job = find(job_id);
     int64_t dropped = 0;
-    if (int32_t* any = job.any.find(worker)) {
+    if (int32_t* any = find_any(job, worker)) {
       dropped = *any;
       *any = 0;
     }
@@ -347,15 +352,95 @@ class TaskTable {
     int64_t next_anywhere = 0;       // no kAnywhere task below it is unlaunched
     bool has_soft = false;           // some task is soft (rule 3 is looked at only then)
     bool has_anywhere = false;       // some task is kAnywhere (rule 5 is looked at only then)
+    bool plain = true;               // no task is constrained or soft (get_plain_task)
     std::vector<uint8_t> flags;      // per task: kLaunched | kConstrained | kSoft | kAnywhere
     std::vector<std::pair<int64_t, int64_t>> candidate_index;  // (worker, task), sorted
-    FlatMap<int32_t> any;           // worker -> outstanding probes made for any task
-    std::vector<int64_t> any_workers;  // the keys of `any`, in the order they were first reserved
-    std::vector<int32_t*> any_counts;  // their values in `any` (kept up to date when it rehashes)
+    // worker -> outstanding probes made for any task: 8-byte slots while every such worker is below
+    // kCompactKeys (half the cache lines of 16), else (wide) all of them in any_wide instead
+    FlatMap<int32_t, uint32_t> any;
+    FlatMap<int32_t> any_wide;
+    bool wide = false;
+    std::vector<int64_t> any_workers;  // the keys of the map, in the order they were first reserved
+    std::vector<int32_t*> any_counts;  // their values in the map (kept up to date when it rehashes)
     std::vector<Tagged> tagged;     // sorted by (worker, task, seq) when tagged_sorted
     uint32_t tagged_seq = 0;
     bool tagged_sorted = true;
   };
+
+  // reserve with every probe made for any task (tasks == nullptr): one pass to check, one to count.
+  static void reserve_any(Job& job, const int64_t* workers, int64_t n) {
+    bool wide = false;
+    for (int64_t i = 0; i < n; ++i) {
+      if (workers[i] < 0) throw std::invalid_argument("workers: negative worker id " + std::to_string(workers[i]));
+      wide |= workers[i] >= kCompactKeys;
+    }
+    make_room(job, n, wide);
+    if (job.wide) return count_any(job, job.any_wide, workers, n);
+    count_any(job, job.any, workers, n);
+  }
+
+  // reserve_any's counting in the job's map (room made).
+  template <typename Map>
+  static void count_any(Job& job, Map& map, const int64_t* workers, int64_t n) {
+    size_t held = job.any_workers.size();
+    job.any_workers.resize(held + static_cast<size_t>(n));  // room for n new workers, trimmed below
+    job.any_counts.resize(held + static_cast<size_t>(n));
+    int64_t* held_workers = job.any_workers.data();
+    int32_t** held_counts = job.any_counts.data();
+    for (int64_t i = 0; i < n; ++i) {
+      bool inserted;
+      int32_t* count = map.emplace_reserved(workers[i], inserted);  // a new count is 0 (an unused slot's V())
+      ++*count;
+      held_workers[held] = workers[i];  // kept only if new
+      held_counts[held] = count;
+      held += inserted;
+    }
+    job.any_workers.resize(held);
+    job.any_counts.resize(held);
+    job.outstanding += n;
+  }
+
+  // Room in the job's map for n_any more workers, so no insertion below rehashes (a rehash
+  // moves the counts: their places are found again). wide: one of them is beyond the compact
+  // map's keys, so the job's counts move to any_wide first (for good).
+  static void make_room(Job& job, int64_t n_any, bool wide) {
+    if (n_any == 0) return;
+    bool moved = false;
+    if (wide && !job.wide) {
+      job.any_wide.reserve(job.any_workers.size() + static_cast<size_t>(n_any));
+      for (size_t i = 0; i < job.any_workers.size(); ++i) job.any_wide.try_emplace(job.any_workers[i], *job.any_counts[i]);
+      job.any = FlatMap<int32_t, uint32_t>();
+      job.wide = moved = true;
+    }
+    auto room = [&job, n_any, moved](auto& map) {
+      const size_t capacity = map.capacity();
+      map.reserve(map.size() + static_cast<size_t>(n_any));
+      if (moved || map.capacity() != capacity)
+        for (size_t i = 0; i < job.any_workers.size(); ++i) job.any_counts[i] = map.find(job.any_workers[i]);
+    };
+    job.wide ? room(job.any_wide) : room(job.any);
+  }
+
+  // The job's count of probes for any task at worker, or nullptr.
+  static int32_t* find_any(Job& job, int64_t worker) {
+    return job.wide ? job.any_wide.find(worker) : job.any.find(worker);
+  }
+
+  // get_task for a plain job: every probe is made for any task, so only rule 4 applies.
+  static int64_t get_plain_task(Job& job, int64_t worker) {
+    int32_t* any = find_any(job, worker);
+    if (any == nullptr || *any == 0) return -1;
+    --*any;
+    --job.outstanding;
+    if (job.n_launched == job.n_tasks) return -1;
+    // Some task is unlaunched, so the scan stops at one (the bound only guards a broken invariant).
+    while (job.next_unconstrained < job.n_tasks && job.flags[job.next_unconstrained] != 0) ++job.next_unconstrained;
+    if (job.next_unconstrained == job.n_tasks) return -1;
+    const int64_t task = job.next_unconstrained++;
+    job.flags[task] = kLaunched;
+    ++job.n_launched;
+    return task;
+  }
 
   // Whether task t lists worker w (as a candidate or a preferred worker).
   static bool listed(const Job& job, int64_t w, int64_t t) {
@@ -388,13 +473,17 @@ class TaskTable {
     Job& job = records_[r];
     job.n_tasks = job.n_launched = job.outstanding = job.next_unconstrained = job.next_anywhere = 0;
     job.has_soft = job.has_anywhere = false;
+    job.plain = true;
     job.tagged_seq = 0;
     job.tagged_sorted = true;
     reset(job.flags);
     reset(job.candidate_index);
     reset(job.tagged);
-    if (job.any.capacity() > kKeptCapacity) {
-      job.any = FlatMap<int32_t>();
+    if (job.wide) {
+      job.any_wide = FlatMap<int32_t>();  // rare: the next job starts compact again
+      job.wide = false;
+    } else if (job.any.capacity() > kKeptCapacity) {
+      job.any = FlatMap<int32_t, uint32_t>();
     } else {
       job.any.clear_values(job.any_counts.data(), job.any_counts.size());
     }

@@ -91,6 +91,29 @@ def test_counts_survive_a_growing_map_and_a_reused_record(impl):
     assert table.get_task(2, 50) == 0 and table.get_task(2, 7) == 1 and table.workers_to_cancel(2).tolist() == []
 
 
+BIG = 2**32 - 1  # the first worker id beyond the kernel's compact per-job map (8-byte slots): it moves to wide ones
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_counts_survive_a_worker_id_beyond_32_bits(impl, tagged):
+    """Workers 2**32 - 1 and 2**40 in a job's second reserve (with task tags or without) move its counts to the
+    kernel's wide map: every count is kept, a worker that differs from a small one only above bit 31 holds
+    nothing of it, and the record's next job starts compact again."""
+    table = impl.TaskTable()
+    table.add_job(1, 4)
+    table.reserve(1, [1, 2, 3])
+    table.reserve(1, [BIG, 2, 2**40], [-1, -1, -1] if tagged else None)
+    assert table.get_task(1, 2**32 + 1) is None  # worker 1's id plus 2**32: no reservation there
+    assert table.get_task(1, BIG) == 0 and table.get_task(1, 2) == 1 and table.get_task(1, 2**40) == 2
+    assert table.get_task(1, 2**40) is None and table.outstanding(1) == 3
+    assert table.get_task(1, 3) == 3
+    assert sorted(table.workers_to_cancel(1).tolist()) == [1, 2]
+    table.remove_job(1)
+    table.add_job(2, 1)
+    table.reserve(2, [5, 2**40 + 5])
+    assert table.drop_worker(2, 2**40 + 5) == 1 and table.get_task(2, 5) == 0
+
+
 def test_unprobed_worker_gets_nothing_and_consumes_nothing(impl):
     """A worker holding no reservation of the job gets None, a normal race, not an error."""
     table = impl.TaskTable()

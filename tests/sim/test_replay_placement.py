@@ -51,6 +51,15 @@ def test_each_reservation_lands_on_the_worker_the_trace_names(tmp_path: Path, po
         assert result.counters["probes"] == 300
 
 
+def test_batch_places_a_replayed_job_on_its_probed_workers(tmp_path: Path) -> None:
+    """The batch policy takes a replayed placement too (it crashed on one at 35c0636: the probes had no
+    task tags): probes=2,2 gives it two answers from worker 2, so both tasks queue there, one after the other."""
+    path = trace_file(tmp_path, ["0 2 1.0 probes=2,2"])
+    result = simulate(SimConfig(policy="batch", n_workers=3, trace=path, network_delay=0.0))
+    assert result.job_response.tolist() == [2.0]
+    assert result.counters["probes"] == 2
+
+
 def test_a_job_probing_one_worker_twice_runs_both_tasks_there(tmp_path: Path) -> None:
     """probes=2,2 puts two reservations on worker 2: the job's two tasks run there one after the other while
     the other workers stay idle."""

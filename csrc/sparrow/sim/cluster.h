@@ -190,6 +190,7 @@ class Cluster {
     tags.clear();
     if (p.trace_probe_offsets != nullptr) {  // replay: the trace's placement, not a draw (params.h)
       workers.assign(p.trace_probes + p.trace_probe_offsets[job.id], p.trace_probes + p.trace_probe_offsets[job.id + 1]);
+      tags.assign(workers.size(), -1);  // made for any task (a replayed trace has no constraints)
       return;
     }
     if (sample_job(rng, request(job), workers, tags) != kFeasible)

@@ -72,7 +72,7 @@ class WorkerQueues {
       take_slot(w);
       return true;
     }
-    queues_[w].push(key, user, priority);
+    queues_[w].push_trusted(key, user, priority);  // a key's reservations are all of its job's user
     ++c_.workers[w].queued;
     return false;
   }

@@ -203,19 +203,20 @@ class WorkStealing {
     const Words& victims = c_.words;
     for (int64_t v : victims) queues_.prefetch_state(v);  // the victims' misses overlap
     const size_t n = victims.size();
-    int64_t* stealable = stealable_.data();
-    double* blocked = blocked_.data();
-    for (size_t i = 0; i < n; ++i) {
-      const WorkerState& s = c_.workers[victims[i]];
-      blocked[i] = c_.now - s.granted_at;
-      stealable[i] = static_cast<int64_t>(s.queued - s.borrowed) * (s.free == 0);  // branch-free
-    }
+    auto answer = [this, &victims](int64_t i, int64_t& stealable, double& blocked) {
+      const WorkerState& s = c_.workers[victims[static_cast<size_t>(i)]];
+      blocked = c_.now - s.granted_at;
+      stealable = static_cast<int64_t>(s.queued - s.borrowed) * (s.free == 0);  // branch-free
+    };
     StealChoice choice;
-    if (choose_steal_without_draws(stealable, blocked, static_cast<int64_t>(n), config_, choice)) {
+    if (choose_steal_without_draws(answer, static_cast<int64_t>(n), config_, choice)) {
       const int64_t victim = choice.victim < 0 ? -1 : victims[static_cast<size_t>(choice.victim)];
       c_.send(kAnswer, victim, m.worker, choice.take, 0.0);
       return;
     }
+    int64_t* stealable = stealable_.data();  // a tie: the thief draws, on all the answers
+    double* blocked = blocked_.data();
+    for (size_t i = 0; i < n; ++i) answer(static_cast<int64_t>(i), stealable[i], blocked[i]);
     answer_.resize(3 * n);
     std::memcpy(answer_.data(), victims.data(), n * sizeof(int64_t));
     std::memcpy(answer_.data() + n, stealable, n * sizeof(int64_t));

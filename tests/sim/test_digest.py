@@ -1,0 +1,16 @@
+"""bench/sim_digest.py's portable runs (traces: no libm, the same on any machine) decide exactly as
+main did at 35c0636, before the simulator speed work of session 12 (issue 18): every policy on three
+traces (heavy-tailed with constraints and stages, mixed per-task durations, a replayed placement),
+with stealing, pipelining, delay and cancellation variants."""
+
+from __future__ import annotations
+
+from bench.sim_digest import digest
+
+# `python bench/sim_digest.py --portable` on an install of 35c0636 (main, 2026-12-02).
+MAIN_35C0636 = "6ab31bf2486df11a7d82896c72dbbec95b4db9c0bd26e2266cf35eb9bbdc93bd"
+
+
+def test_the_trace_runs_decide_as_main_did() -> None:
+    """Every output of 82 runs, hashed: equal to main's digest, bit for bit."""
+    assert digest(portable=True) == MAIN_35C0636

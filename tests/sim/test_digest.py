@@ -8,7 +8,7 @@ from __future__ import annotations
 from bench.sim_digest import digest
 
 # `python bench/sim_digest.py --portable` on an install of 35c0636 (main, 2026-12-02).
-MAIN_35C0636 = "6ab31bf2486df11a7d82896c72dbbec95b4db9c0bd26e2266cf35eb9bbdc93bd"
+MAIN_35C0636 = "56ce8ab141f3858a5ea9fbaab5b3a6eb1e762f24b0882ad0ccabb5e408f7e2ca"
 
 
 def test_the_trace_runs_decide_as_main_did() -> None:

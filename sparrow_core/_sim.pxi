@@ -196,12 +196,13 @@ cdef _set_steal_script(CSimParams& p, dict steals, dict arrays):
     p.steal_script_thief = <const int64_t*>cnp.PyArray_DATA(part)
     part = array("victim_offsets", np.int64, n + 1)
     p.steal_script_offsets = <const int64_t*>cnp.PyArray_DATA(part)
-    part = array("victims", np.int64, _span(part, "victim_offsets"))
+    part = array("victims", np.int64, _span(part, "victim_offsets", "steal script"))
     p.steal_script_victims = <const int64_t*>cnp.PyArray_DATA(part)
 
 
-cdef int64_t _span(cnp.ndarray offsets, str name) except -1:
-    """The length of the flat array that offsets (from 0, never decreasing) index."""
+cdef int64_t _span(cnp.ndarray offsets, str name, str owner="trace") except -1:
+    """The length of the flat array that offsets (from 0, never decreasing) index; a ValueError names `owner`
+    (the trace or the steal script) and `name` otherwise."""
     if offsets[0] != 0 or (offsets.shape[0] > 1 and np.diff(offsets).min() < 0):
-        raise ValueError(f"trace: {name} must start at 0 and never decrease")
+        raise ValueError(f"{owner}: {name} must start at 0 and never decrease")
     return offsets[offsets.shape[0] - 1]

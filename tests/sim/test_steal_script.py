@@ -122,3 +122,18 @@ def test_comments_and_blank_lines_are_skipped_and_the_arrays_are_flat(tmp_path: 
     script = read_steal_script(steals)
     assert script.at.tolist() == [0.05, 0.25] and script.thief.tolist() == [0, 3]
     assert script.victims.tolist() == [1, 2, 1] and script.victim_offsets.tolist() == [0, 2, 3]
+
+
+def test_the_compiled_side_names_the_steal_script_for_bad_arrays(tmp_path: Path) -> None:
+    """Arrays handed to the extension directly (not through read_steal_script) are checked there too, and the error
+    names the steal script, not the trace."""
+    from sparrow_core import _core
+
+    cfg = config(tmp_path, ["0.05 0 2,3"])
+    trace = {"arrival": np.zeros(1), "n_tasks": np.ones(1, dtype=np.int64), "durations": np.ones(1)}
+    steals = {"at": np.array([0.05]), "thief": np.array([0]), "victim_offsets": np.array([1, 0]), "victims": []}
+    with pytest.raises(ValueError, match=r"^steal script: victim_offsets must start at 0 and never decrease$"):
+        _core._simulate(cfg.params(), trace, steals)
+    steals = {"at": np.array([0.05]), "thief": np.array([0, 1]), "victim_offsets": np.array([0, 1]), "victims": [2]}
+    with pytest.raises(ValueError, match=r"^steal script: thief must be one-dimensional with 1 entries"):
+        _core._simulate(cfg.params(), trace, steals)

@@ -19,11 +19,10 @@ from ..experiment.machine import MachineWatch, this_machine
 from ..experiment.queries import make_queries
 from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
 from ..experiment.run import run_queries
-from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .demo_view import DemoProgress
-from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags
+from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags, experiment_cluster
 from .experiment_steal import add_steal_parser
 from .experiment_steal_study import add_steal_study_parser
 from .help_format import DefaultsShown
@@ -110,15 +109,7 @@ def _run(args: argparse.Namespace, workloads: list, seeds: tuple[int, ...], fold
         )
         watch = MachineWatch()
         with (
-            # bind_idle off: the simulator that predicts the run has no rule for binding a job to idle nodes.
-            LocalCluster(
-                args.schedulers,
-                args.node_monitors,
-                args.slots,
-                executor=args.executor,
-                log_level=args.log_level,
-                bind_idle=False,
-            ) as cluster,
+            experiment_cluster(args) as cluster,
             DemoProgress(console) as progress,
         ):
             records = trio.run(

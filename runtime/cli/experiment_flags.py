@@ -1,9 +1,11 @@
-"""Flag types of the `sparrow experiment` commands: read as the other commands' settings are (config.py)."""
+"""Flag types of the `sparrow experiment` commands: read as the other commands' settings are (config.py); the
+flags every experiment shares, and the local cluster they describe."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..services.local_cluster import LocalCluster
 from .config import Kind, integer, number
 
 
@@ -58,4 +60,18 @@ def add_cluster_flags(
         choices=("debug", "info", "warning", "error"),
         default="warning",
         help="of the command and its cluster's services",
+    )
+
+
+def experiment_cluster(args: argparse.Namespace, **settings) -> LocalCluster:
+    """The local cluster `add_cluster_flags`' flags describe (not started), with `settings` (e.g. steal) passed on.
+    Binding to idle node monitors is off: the simulator that predicts each run has no rule for it."""
+    return LocalCluster(
+        args.schedulers,
+        args.node_monitors,
+        args.slots,
+        executor=args.executor,
+        log_level=args.log_level,
+        bind_idle=False,
+        **settings,
     )

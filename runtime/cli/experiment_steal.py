@@ -19,12 +19,11 @@ from ..experiment.machine import MachineWatch, this_machine
 from ..experiment.placement import placement_logs, run_placement
 from ..experiment.run import run_queries
 from ..experiment.steal_timing import node_metrics, read_steal_timing
-from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import number
 from .demo_view import DemoProgress
-from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags, flag
+from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, add_cluster_flags, experiment_cluster, flag
 from .help_format import DefaultsShown
 from .output import output_folder
 
@@ -98,16 +97,7 @@ def run_steal(args: argparse.Namespace) -> int:
             watch = MachineWatch()
             with placement_logs() as placed, node_metrics():
                 with (
-                    # bind_idle off: the simulator that predicts each run has no rule for binding to idle nodes.
-                    LocalCluster(
-                        args.schedulers,
-                        args.node_monitors,
-                        args.slots,
-                        executor=args.executor,
-                        log_level=args.log_level,
-                        steal=steal,
-                        bind_idle=False,
-                    ) as cluster,
+                    experiment_cluster(args, steal=steal) as cluster,
                     DemoProgress(console) as progress,
                 ):
                     records = trio.run(

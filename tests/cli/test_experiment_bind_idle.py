@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.cli import experiment, experiment_steal
+from sparrow_runtime.cli import experiment_flags
 from sparrow_runtime.cli.main import main
 
 
@@ -14,21 +14,23 @@ class _ClusterStarted(Exception):
 
 
 @pytest.mark.parametrize(
-    ("module", "argv"),
+    "argv",
     [
-        (experiment, ["experiment", "cluster", "--runs", "1", "--seconds", "1"]),
-        (experiment_steal, ["experiment", "steal", "--runs", "1", "--seconds", "1"]),
+        ["experiment", "cluster", "--runs", "1", "--seconds", "1"],
+        ["experiment", "steal", "--runs", "1", "--seconds", "1"],
     ],
 )
-def test_an_experiment_starts_its_cluster_with_bind_idle_off(module, argv, monkeypatch, tmp_path):
-    """The command's LocalCluster gets bind_idle=False, whatever the services' default."""
-    seen: list[dict] = []
+def test_an_experiment_starts_its_cluster_with_bind_idle_off(argv, monkeypatch, tmp_path):
+    """The command's LocalCluster (experiment_flags.experiment_cluster's) gets bind_idle=False, whatever the
+    services' default, and the cluster the flags describe."""
+    seen: list[tuple[tuple, dict]] = []
 
     def stand_in(*args, **kwargs):
-        seen.append(kwargs)
+        seen.append((args, kwargs))
         raise _ClusterStarted
 
-    monkeypatch.setattr(module, "LocalCluster", stand_in)
+    monkeypatch.setattr(experiment_flags, "LocalCluster", stand_in)
     with pytest.raises(_ClusterStarted):
-        main([*argv, "--out", str(tmp_path / "out")])
-    assert seen and seen[0]["bind_idle"] is False
+        main([*argv, "--out", str(tmp_path / "out"), "--node-monitors", "3", "--executor", "thread"])
+    args, kwargs = seen[0]
+    assert kwargs["bind_idle"] is False and kwargs["executor"] == "thread" and args[1] == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.cli import experiment_steal
+from sparrow_runtime.cli import experiment_flags, experiment_steal
 from sparrow_runtime.cli.main import main
 from sparrow_runtime.experiment.steal import Mix
 
@@ -19,8 +19,8 @@ class _ClusterStarted(Exception):
     [
         ([], Mix()),
         (
-            ["--width", "4", "--long-fraction", "0.12", "--long-ms", "500"],
-            Mix(long_ms=500.0, long_fraction=0.12, width=4),
+            ["--width", "4", "--long-fraction", "0.03", "--long-ms", "2000"],
+            Mix(long_ms=2000.0, long_fraction=0.03, width=4),
         ),
     ],
 )
@@ -36,7 +36,7 @@ def test_the_mix_asked_is_drawn(flags, mix, monkeypatch, tmp_path):
         raise _ClusterStarted
 
     monkeypatch.setattr(experiment_steal.steal_report, "make_mixed", spy)
-    monkeypatch.setattr(experiment_steal, "LocalCluster", stand_in)
+    monkeypatch.setattr(experiment_flags, "LocalCluster", stand_in)
     with pytest.raises(_ClusterStarted):
         main(["experiment", "steal", "--runs", "2", "--seconds", "1", *flags, "--out", str(tmp_path / "out")])
     assert drawn == [mix, mix]

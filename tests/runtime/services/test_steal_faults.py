@@ -1,6 +1,7 @@
 """Work stealing with real processes: a node monitor SIGKILLed while its peers steal from it, or while it runs
 and holds stolen reservations, loses no task and runs none twice: every task ends with exactly one outcome,
-and no job hangs."""
+and no job hangs; also with the steal logs on (SPARROW_PLACEMENT_LOG, steal_log.py), which stay readable, the
+killed node monitor's included."""
 
 import os
 import signal
@@ -11,6 +12,8 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, Constraint, LocalCluster, TaskFailed
+from sparrow_runtime.services.placement_log import ENVIRONMENT
+from sparrow_runtime.services.steal_log import read_steal_logs
 
 
 def _nap(seconds):
@@ -18,13 +21,17 @@ def _nap(seconds):
     return os.getpid()
 
 
+@pytest.mark.parametrize("logged", [False, True], ids=["unlogged", "logged"])
 @pytest.mark.parametrize("doomed", ["victim", "thief"])
-def test_a_node_monitor_sigkilled_mid_steal_loses_no_task(doomed):
+def test_a_node_monitor_sigkilled_mid_steal_loses_no_task(doomed, logged, monkeypatch, tmp_path):
     """nm-0 runs a 3 s task (constrained there) while 30 one-task jobs of 0.1 s arrive (one probe each);
     once its peers have stolen from it, the victim (nm-0) or a thief (nm-1) is SIGKILLed. Every task still
     ends exactly once: the short ones all run (the client's default retries cover a task that was running
     where the kill struck), the long one fails only if its node monitor died; each value is the pid of a
-    node monitor, and the scheduler's outcomes equal its tasks."""
+    node monitor, and the scheduler's outcomes equal its tasks. Logged: every node monitor's steal log reads
+    back, and the thieves logged the attempts that stole."""
+    if logged:
+        monkeypatch.setenv(ENVIRONMENT, str(tmp_path))
     with LocalCluster(node_monitors=3, slots=1, executor="thread", steal=True, dashboard=False) as cluster:
         pids = dict(zip(cluster.node_ids, cluster.node_monitor_pids, strict=True))
         killed = pids["nm-0" if doomed == "victim" else "nm-1"]
@@ -52,3 +59,7 @@ def test_a_node_monitor_sigkilled_mid_steal_loses_no_task(doomed):
     else:
         assert long.ok and long.value == pids["nm-0"]
     assert counters["outcomes"] == counters["tasks"] >= 31  # retries are tasks too: each ended once
+    if logged:
+        logs = read_steal_logs(tmp_path)
+        assert sorted(log.node for log in logs) == sorted(pids)
+        assert sum(a.took for log in logs for a in log.attempts) >= 2

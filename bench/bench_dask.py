@@ -138,40 +138,42 @@ def sparrow_round(
     scheduler) on a fresh Sparrow cluster; with a "wide" graph of `wide_shape` (stages, width), also its
     waves without Dask."""
     results = {}
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, dashboard=False) as cluster:
-        with DaskScheduler(cluster) as sparrow:
-            dask.compute(chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
-            meter = traffic.of_cluster(cluster, sparrow.executor.client)
-            for name, graph in graphs.items():
-                waves, tasks = sparrow.waves, sparrow.tasks
-                meter.start()
-                cpu = time.process_time()
-                seconds = timed(graph, sparrow)
-                cpu = time.process_time() - cpu
-                meter.stop()
-                results[name] = (
-                    seconds,
-                    sparrow.waves - waves,
-                    sparrow.tasks - tasks,
-                    cpu,
-                    meter.client_bytes,
-                    meter.scheduler_bytes,
-                )
-            if "wide" in graphs:
-                meter.start()
-                cpu = time.process_time()
-                seconds = waves_without_dask(sparrow.executor, *wide_shape)
-                cpu = time.process_time() - cpu
-                meter.stop()
-                stages, width = wide_shape
-                results[WITHOUT_DASK] = (
-                    seconds,
-                    2 * stages,
-                    stages * (width + 1),
-                    cpu,
-                    meter.client_bytes,
-                    meter.scheduler_bytes,
-                )
+    with (
+        LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, dashboard=False) as cluster,
+        DaskScheduler(cluster) as sparrow,
+    ):
+        dask.compute(chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
+        meter = traffic.of_cluster(cluster, sparrow.executor.client)
+        for name, graph in graphs.items():
+            waves, tasks = sparrow.waves, sparrow.tasks
+            meter.start()
+            cpu = time.process_time()
+            seconds = timed(graph, sparrow)
+            cpu = time.process_time() - cpu
+            meter.stop()
+            results[name] = (
+                seconds,
+                sparrow.waves - waves,
+                sparrow.tasks - tasks,
+                cpu,
+                meter.client_bytes,
+                meter.scheduler_bytes,
+            )
+        if "wide" in graphs:
+            meter.start()
+            cpu = time.process_time()
+            seconds = waves_without_dask(sparrow.executor, *wide_shape)
+            cpu = time.process_time() - cpu
+            meter.stop()
+            stages, width = wide_shape
+            results[WITHOUT_DASK] = (
+                seconds,
+                2 * stages,
+                stages * (width + 1),
+                cpu,
+                meter.client_bytes,
+                meter.scheduler_bytes,
+            )
     return results
 
 

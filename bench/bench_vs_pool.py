@@ -163,12 +163,15 @@ def run_rounds(
     options.update(pipelining(pipeline_depth))
     if bind_idle is not None:  # older builds: no such option
         options["bind_idle"] = bind_idle
-    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex, ProcessPoolExecutor(SLOTS) as pool:
-            executors = {"sparrow": ex, "pool": pool}
-            for executor in executors.values():
-                list(executor.map(int, range(JOB_SIZE * 10)))  # warm up: workers, connections
-            return [one_round(executors, **sizes) for _ in range(rounds)]
+    with (
+        LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
+        ProcessPoolExecutor(SLOTS) as pool,
+    ):
+        executors = {"sparrow": ex, "pool": pool}
+        for executor in executors.values():
+            list(executor.map(int, range(JOB_SIZE * 10)))  # warm up: workers, connections
+        return [one_round(executors, **sizes) for _ in range(rounds)]
 
 
 def load_ratio() -> float:

@@ -17,6 +17,7 @@ exactly one successful outcome, 1 otherwise. Tasks sleep: they hold a slot, not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import time
@@ -98,10 +99,8 @@ def _children(pid: int) -> list[int]:
     """The live child processes of `pid` (each thread's children: /proc/PID/task/*/children)."""
     children = []
     for thread in Path(f"/proc/{pid}/task").iterdir():
-        try:
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
             children += [int(c) for c in (thread / "children").read_text().split()]
-        except OSError:  # the thread ended meanwhile
-            pass
     return children
 
 

@@ -39,11 +39,13 @@ def _loop(executor, n_tasks: int) -> float:
 
 def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: int | None = None) -> float:
     options = pipelining(pipeline)  # None: the build's default
-    with LocalCluster(
-        schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
-    ) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
-            return _loop(ex, n_tasks)
+    with (
+        LocalCluster(
+            schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
+        ) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
+    ):
+        return _loop(ex, n_tasks)
 
 
 def pool_submit_loop(n_tasks: int = SUBMIT_TASKS) -> float:

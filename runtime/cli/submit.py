@@ -116,10 +116,7 @@ def _show_output(index: int, output: str) -> str:
 def _failure(outcome: TaskOutcome, traceback: bool) -> str:
     exc = outcome.exception
     assert exc is not None  # a failed outcome's
-    if isinstance(exc, (CommandFailed, TaskFailed)):
-        text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, (CommandFailed, TaskFailed)) else f"{type(exc).__name__}: {exc}"
     if traceback and isinstance(exc.__cause__, RemoteTraceback):
         text += "\n" + exc.__cause__.tb.rstrip()
     return f"[{outcome.index}] failed: {text}"

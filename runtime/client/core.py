@@ -35,7 +35,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 from functools import partial
 
@@ -553,10 +553,8 @@ class Client:
         self._dropped.append((job, task))
         token = self._token
         if token is not None:
-            try:
+            with suppress(trio.RunFinishedError):
                 token.run_sync_soon(self._forget_dropped)
-            except trio.RunFinishedError:
-                pass
 
     def _forget_dropped(self) -> None:
         while self._dropped:

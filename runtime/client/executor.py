@@ -31,6 +31,7 @@ raises RuntimeError, like the standard executors.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import threading
@@ -337,7 +338,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             settle = partial(future.set_exception, exc)
         else:
             settle = partial(future.set_result, value)
-        try:
+        try:  # noqa: SIM105 (once per task: a try costs nothing, a suppress() makes an object)
             settle()
         except concurrent.futures.InvalidStateError:
             pass  # cancelled in the caller's thread meanwhile
@@ -393,11 +394,8 @@ class SparrowExecutor(concurrent.futures.Executor):
     def _cancel_remote(self, future: SparrowFuture) -> None:
         """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and
         the tasks waiting for it."""
-        with self._lock:
-            try:
-                self._queue_calls((partial(self._client.cancel_job, future._job, [future._task]),))
-            except trio.RunFinishedError:
-                pass
+        with self._lock, contextlib.suppress(trio.RunFinishedError):
+            self._queue_calls((partial(self._client.cancel_job, future._job, [future._task]),))
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; with `wait`, wait for submitted tasks' outcomes, then disconnect.
@@ -418,10 +416,8 @@ class SparrowExecutor(concurrent.futures.Executor):
                 concurrent.futures.wait(pending)
             with self._lock:
                 assert self._stop is not None  # set by the trio thread before __init__ returns
-                try:
+                with contextlib.suppress(trio.RunFinishedError):
                     self._queue_calls((self._stop.set,))
-                except trio.RunFinishedError:
-                    pass
         if wait:
             self._thread.join()
 

@@ -193,14 +193,10 @@ class ClientLogic:
                         jobs.append(job)
                         tasks.append(task)
                         payloads.append(payload)
-            for group in split_jobs([len(p) for p in payloads], self.frame_limit) if tasks else ():
-                msgs.append(
-                    self._place(
-                        jobs[group.start : group.stop],
-                        tasks[group.start : group.stop],
-                        payloads[group.start : group.stop],
-                    )
-                )
+            groups = split_jobs([len(p) for p in payloads], self.frame_limit) if tasks else ()
+            msgs.extend(
+                self._place(jobs[g.start : g.stop], tasks[g.start : g.stop], payloads[g.start : g.stop]) for g in groups
+            )
         return msgs
 
     def on_messages(self, msgs: list) -> list:

@@ -72,13 +72,13 @@ def response_table(runs: Sequence[RunFigures]) -> str:
         "| query response | sparrow | ideal | sparrow / ideal | simulated | simulated / sparrow |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for q in RESPONSE_PERCENTILES:
-        lines.append(
-            f"| p{q} | {_ms(summarise(runs, _q('response', q)))} | {_ms(summarise(runs, _q('ideal_response', q)))} "
-            f"| {_x(summarise(runs, _ratio('response', 'ideal_response', q)))} "
-            f"| {_ms(summarise(runs, _q('simulated_response', q)))} "
-            f"| {_x(summarise(runs, _ratio('simulated_response', 'response', q)))} |"
-        )
+    lines += [
+        f"| p{q} | {_ms(summarise(runs, _q('response', q)))} | {_ms(summarise(runs, _q('ideal_response', q)))} "
+        f"| {_x(summarise(runs, _ratio('response', 'ideal_response', q)))} "
+        f"| {_ms(summarise(runs, _q('simulated_response', q)))} "
+        f"| {_x(summarise(runs, _ratio('simulated_response', 'response', q)))} |"
+        for q in RESPONSE_PERCENTILES
+    ]
     mean = summarise(runs, lambda r: r.mean_response_over_ideal)
     lines.append(f"| mean | | | {_x(mean)} | | |")
     return "\n".join(lines)

@@ -23,7 +23,8 @@ class LineLog:
     """One log file at `path` (module docstring), opened with its `header` line."""
 
     def __init__(self, path: str | os.PathLike[str], header: dict, *, max_lines: int) -> None:
-        self._file: IO[str] | None = open(path, "w", buffering=1, encoding="utf-8")
+        # open for the log's life, closed by close(): no `with` block spans it
+        self._file: IO[str] | None = open(path, "w", buffering=1, encoding="utf-8")  # noqa: SIM115
         self.path = Path(path)
         self.max_lines = max_lines
         self.lines = 0

@@ -349,10 +349,9 @@ class ProcessExecutor(_Pool):
         files, indices, framed = [], [], []
         for i, value in enumerate(inputs):
             if type(value) is not shared.SharedValue and len(value) > self.share_over:
-                try:
+                # OSError: no memory file now (out of descriptors?), so the value goes in the frame
+                with contextlib.suppress(OSError):
                     value = shared.share(value)  # a copy, but not through the socket and a frame
-                except OSError:  # no memory file now (out of descriptors?): in the frame
-                    pass
             if type(value) is shared.SharedValue:
                 files.append(value)
                 indices.append(i)
@@ -470,10 +469,8 @@ class ProcessExecutor(_Pool):
         await worker.process.wait()
         stream = worker.conn.stream
         assert isinstance(stream, trio.SocketStream)  # over the socket pair of _spawn
-        try:
+        with contextlib.suppress(OSError):  # already closed
             stream.socket.shutdown(socket.SHUT_RD)
-        except OSError:  # already closed
-            pass
 
     async def _spawn(self) -> None:
         """Start a worker process, its reader task, and put it to work."""
@@ -535,9 +532,13 @@ class ProcessExecutor(_Pool):
             return None
         best: _Worker | None = None
         for worker in self._workers:
-            if worker.ticket is not None and worker.stopped is None and not worker.ticket.withdrawn:
-                if best is None or len(worker.queued) < len(best.queued):
-                    best = worker
+            if (
+                worker.ticket is not None
+                and worker.stopped is None
+                and not worker.ticket.withdrawn
+                and (best is None or len(worker.queued) < len(best.queued))
+            ):
+                best = worker
         if best is None:
             return None
         ticket = Ticket(payload, None)
@@ -593,11 +594,9 @@ def _close(sock: socket.socket | None) -> None:
 
 def _kill_group(process: trio.Process) -> None:
     """SIGKILL a worker's process group: the worker and whatever its task started."""
-    try:
-        # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
+    # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left of it
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # nothing left of it
-        pass
 
 
 def task_user_options(name: str) -> dict:

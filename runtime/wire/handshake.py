@@ -169,10 +169,8 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
         await trio.aclose_forcefully(stream)
         raise HandshakeError(reason)
     with trio.move_on_after(CLOSE_TIMEOUT):
-        try:
+        with contextlib.suppress(ConnectionLost, ProtocolError):
             await conn.send_now([Error(limits.clip(f"refused: {reason}", limits.MAX_REASON))])
-        except (ConnectionLost, ProtocolError):
-            pass
     await conn.aclose()
     raise HandshakeError(reason)
 
@@ -226,7 +224,7 @@ async def connect(
     name = format_address(address)
     with trio.move_on_after(timeout) as scope:
         path = unix_path(address)
-        stream = await (trio.open_tcp_stream(*address) if path is None else trio.open_unix_socket(path))
+        stream = await trio.open_tcp_stream(*address) if path is None else await trio.open_unix_socket(path)
     if scope.cancelled_caught:
         raise HandshakeError(f"could not connect to {name} within {timeout} s")
     return await connect_stream(

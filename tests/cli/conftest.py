@@ -3,6 +3,7 @@ waits, and a cleanup that kills whatever a test started, even when it fails."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -44,7 +45,7 @@ class Running:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.args = args
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (read and closed when the command is stopped)
         self.process = subprocess.Popen(
             [*SPARROW, *args],
             env=env,
@@ -104,10 +105,8 @@ class Running:
             code = None
         left = self.leftover = survivors(tree, LEFTOVER_GRACE)
         for pid in [self.process.pid, *left]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.wait()
         if not self.process.stdout.closed:
             self.output += self.process.stdout.read().decode()

@@ -5,6 +5,7 @@ its workers die with it however it dies; tasks never see the secret; nothing is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -186,10 +187,8 @@ def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_proces
 def _count_sleepers(pids: set[int]) -> int:
     count = 0
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             count += Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"60"]
-        except OSError:
-            pass
     return count
 
 

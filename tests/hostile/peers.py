@@ -13,6 +13,7 @@ TLS, as the role of its certificate: `LiveCluster.peer`) or not, and send any by
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import tempfile
@@ -237,10 +238,8 @@ class RawPeer:
         socket.socket.shutdown(self.sock, socket.SHUT_WR)
 
     def send_raw(self, data: bytes) -> None:
-        try:
+        with contextlib.suppress(OSError):  # the service closed on us mid-send: a valid answer to an attack
             self.sock.sendall(data)
-        except OSError:  # the service closed on us mid-send: that is a valid answer to an attack
-            pass
 
     def send(self, *msgs) -> None:
         self.send_raw(bytes(encode_frames(list(msgs))))

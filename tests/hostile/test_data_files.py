@@ -7,6 +7,7 @@ fetcher's next fetch works, and the listener goes on serving."""
 from __future__ import annotations
 
 import array
+import contextlib
 import mmap
 import os
 import socket
@@ -53,10 +54,8 @@ def _open_memfds(name: str) -> int:
     """How many descriptors of this process name a memory file called `name`."""
     count = 0
     for entry in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):
             count += os.readlink(f"/proc/self/fd/{entry}").startswith(f"/memfd:{name} ")
-        except OSError:
-            pass
     return count
 
 

@@ -41,42 +41,41 @@ class Proxy:
             return
         opened = trio.current_time()
         sent_up = bytearray()  # this connection's bytes toward the service, for a replay
-        async with service, peer:
-            async with trio.open_nursery() as nursery:
+        async with service, peer, trio.open_nursery() as nursery:
 
-                async def pump(source, sink, direction) -> None:
-                    while True:
-                        try:
-                            chunk = await source.receive_some(65536)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError):
-                            chunk = b""
-                        if not chunk:
-                            if first and self.attack == "takeover" and direction == UP:
-                                await self._take_over(service, bytes(sent_up))
+            async def pump(source, sink, direction) -> None:
+                while True:
+                    try:
+                        chunk = await source.receive_some(65536)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        chunk = b""
+                    if not chunk:
+                        if first and self.attack == "takeover" and direction == UP:
+                            await self._take_over(service, bytes(sent_up))
+                        nursery.cancel_scope.cancel()
+                        return
+                    self.relayed[direction] += chunk
+                    if direction == UP:
+                        sent_up.extend(chunk)
+                    extra = b""
+                    ripe = first and not self.attacked.is_set() and trio.current_time() - opened >= self.after
+                    if ripe and self.attack == f"flip-{direction}":
+                        chunk = bytearray(chunk)
+                        chunk[len(chunk) // 2] ^= 0x20
+                        chunk = bytes(chunk)
+                        self.attacked.set()
+                    elif ripe and self.attack == "inject" and direction == UP:
+                        extra = encode_frames(self.frames, DEFAULT_MAX_FRAME)
+                        self.attacked.set()
+                    try:
+                        await sink.send_all(chunk + extra)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        if not (first and self.attack == "takeover"):  # there, the service's answers are dropped
                             nursery.cancel_scope.cancel()
                             return
-                        self.relayed[direction] += chunk
-                        if direction == UP:
-                            sent_up.extend(chunk)
-                        extra = b""
-                        ripe = first and not self.attacked.is_set() and trio.current_time() - opened >= self.after
-                        if ripe and self.attack == f"flip-{direction}":
-                            chunk = bytearray(chunk)
-                            chunk[len(chunk) // 2] ^= 0x20
-                            chunk = bytes(chunk)
-                            self.attacked.set()
-                        elif ripe and self.attack == "inject" and direction == UP:
-                            extra = encode_frames(self.frames, DEFAULT_MAX_FRAME)
-                            self.attacked.set()
-                        try:
-                            await sink.send_all(chunk + extra)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError):
-                            if not (first and self.attack == "takeover"):  # there, the service's answers are dropped
-                                nursery.cancel_scope.cancel()
-                                return
 
-                nursery.start_soon(pump, peer, service, UP)
-                nursery.start_soon(pump, service, peer, DOWN)
+            nursery.start_soon(pump, peer, service, UP)
+            nursery.start_soon(pump, service, peer, DOWN)
 
     async def _take_over(self, service: trio.SocketStream, sent: bytes) -> None:
         """The peer is gone: speak for it on its still-open link (on TLS, replay its last record

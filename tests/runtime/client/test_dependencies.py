@@ -11,6 +11,7 @@ from functools import partial
 import cloudpickle
 import pytest
 import trio
+import trio.lowlevel
 
 from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
 from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
@@ -145,11 +146,11 @@ def test_what_is_added_in_one_pass_of_the_trio_loop_is_flushed_once_and_a_later_
         for i in range(100):
             batch.add(i)
         assert batches == []  # not before the pass ends
-        await trio.sleep(0)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
         batch.add("later")
-        await trio.sleep(0)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint()
 
     trio.run(main)
     assert batches == [list(range(100)), ["later"]]

@@ -42,22 +42,21 @@ def test_a_map_survives_its_scheduler_killed_or_frozen_with_two_listed(fault, tl
     """The client notices (scheduler_timeout 0.5 s), connects to the other scheduler and relaunches
     what had no outcome: every value comes, once, in order (on TLS as on the shared secret)."""
     cluster = LocalCluster(schedulers=2, node_monitors=2, slots=2, executor="thread", dashboard=False, tls=tls)
-    with cluster:
-        with SparrowExecutor(cluster.schedulers, **cluster.credentials, scheduler_timeout=0.5) as ex:
-            results = ex.map(_slow_square, range(600), chunksize=20, buffersize=200)
-            got = [next(results) for _ in range(60)]
-            first = ex.client.connected_to
-            victim = _scheduler_pid(cluster, first)
-            os.kill(victim, getattr(signal, fault))
-            try:
-                got += list(results)
-            finally:
-                if fault == "SIGSTOP":
-                    os.kill(victim, signal.SIGCONT)
-            assert got == [x * x for x in range(600)]
-            (failover,) = ex.client.failovers
-            assert failover.scheduler == first and failover.to not in (None, first)
-            assert failover.connected_at - failover.lost_at < 1.0 and failover.relaunched > 0
+    with cluster, SparrowExecutor(cluster.schedulers, **cluster.credentials, scheduler_timeout=0.5) as ex:
+        results = ex.map(_slow_square, range(600), chunksize=20, buffersize=200)
+        got = [next(results) for _ in range(60)]
+        first = ex.client.connected_to
+        victim = _scheduler_pid(cluster, first)
+        os.kill(victim, getattr(signal, fault))
+        try:
+            got += list(results)
+        finally:
+            if fault == "SIGSTOP":
+                os.kill(victim, signal.SIGCONT)
+        assert got == [x * x for x in range(600)]
+        (failover,) = ex.client.failovers
+        assert failover.scheduler == first and failover.to not in (None, first)
+        assert failover.connected_at - failover.lost_at < 1.0 and failover.relaunched > 0
 
 
 @pytest.mark.slow
@@ -136,13 +135,15 @@ def test_a_map_over_a_large_lazy_iterable_keeps_a_bounded_number_of_tasks_in_fli
             pulled += 1
             yield i
 
-    with LocalCluster(node_monitors=2, slots=2, executor="thread", dashboard=False) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
-            yielded, most = 0, 0
-            for value in ex.map(abs, items(), chunksize=50, buffersize=300):
-                assert value == yielded
-                yielded += 1
-                most = max(most, pulled - yielded)  # taken from the iterable, not yet handed out
+    with (
+        LocalCluster(node_monitors=2, slots=2, executor="thread", dashboard=False) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
+    ):
+        yielded, most = 0, 0
+        for value in ex.map(abs, items(), chunksize=50, buffersize=300):
+            assert value == yielded
+            yielded += 1
+            most = max(most, pulled - yielded)  # taken from the iterable, not yet handed out
     assert yielded == 3000 and most <= 300
 
 

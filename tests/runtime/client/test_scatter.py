@@ -36,19 +36,18 @@ def test_a_scattered_value_skips_the_scheduler_and_its_dependent_reads_it_where_
     node monitor fetches anything), and result() gives the value back."""
 
     async def main():
-        async with services() as (address, scheduler, logics):
-            async with Client([address], secret=SECRET) as client:
-                with trio.fail_after(30):
-                    before = _scheduler_bytes(scheduler)
-                    refs = await client.scatter_many([b"a" * BIG, b"b" * BIG])
-                    holders = {ref.handle._job.outcomes[0].ref.node_id for ref in refs}
-                    assert holders == {"nm0", "nm1"} and _held(logics) == 2
-                    assert client.traffic["bytes_uploaded"] > 2 * BIG
-                    jobs = [await client.submit_job([partial(_length, ref)]) for ref in refs]
-                    assert [await job.results() for job in jobs] == [[BIG], [BIG]]
-                    assert _scheduler_bytes(scheduler) - before < 1000
-                    assert client.traffic["bytes_fetched"] == 0
-                    assert await refs[0].result() == b"a" * BIG
+        async with services() as (address, scheduler, logics), Client([address], secret=SECRET) as client:
+            with trio.fail_after(30):
+                before = _scheduler_bytes(scheduler)
+                refs = await client.scatter_many([b"a" * BIG, b"b" * BIG])
+                holders = {ref.handle._job.outcomes[0].ref.node_id for ref in refs}
+                assert holders == {"nm0", "nm1"} and _held(logics) == 2
+                assert client.traffic["bytes_uploaded"] > 2 * BIG
+                jobs = [await client.submit_job([partial(_length, ref)]) for ref in refs]
+                assert [await job.results() for job in jobs] == [[BIG], [BIG]]
+                assert _scheduler_bytes(scheduler) - before < 1000
+                assert client.traffic["bytes_fetched"] == 0
+                assert await refs[0].result() == b"a" * BIG
 
     trio.run(main)
 
@@ -98,16 +97,16 @@ def test_a_value_over_the_node_monitors_memory_limit_is_refused_with_upload_fail
     sizes; the client goes on (a small job runs)."""
 
     async def main():
-        async with services(memory_limit=100_000) as (address, _, logics):
-            async with Client([address], secret=SECRET) as client:
-                with trio.fail_after(30):
-                    with pytest.raises(
-                        UploadFailed, match=r"node monitor nm\d refused the upload of 3\d\d,\d\d\d bytes"
-                    ):
-                        await client.scatter(b"a" * BIG)
-                    assert _held(logics) == 0 and all(logic.store.held == 0 for logic in logics)
-                    job = await client.submit_job([partial(_length, b"xy")])
-                    assert await job.results() == [2]
+        async with (
+            services(memory_limit=100_000) as (address, _, logics),
+            Client([address], secret=SECRET) as client,
+        ):
+            with trio.fail_after(30):
+                with pytest.raises(UploadFailed, match=r"node monitor nm\d refused the upload of 3\d\d,\d\d\d bytes"):
+                    await client.scatter(b"a" * BIG)
+                assert _held(logics) == 0 and all(logic.store.held == 0 for logic in logics)
+                job = await client.submit_job([partial(_length, b"xy")])
+                assert await job.results() == [2]
 
     trio.run(main)
 
@@ -117,13 +116,15 @@ def test_the_executor_scatters_and_its_futures_are_inputs_of_submit():
     there; submit takes it as an input (by reference), result() fetches it, and dropping it releases it."""
     from sparrow_runtime.services.local_cluster import LocalCluster
 
-    with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor:
-            future = executor.scatter(b"z" * BIG)
-            assert future.done() and future.kept
-            assert executor.submit(_length, future, b"12").result(timeout=30) == BIG + 2
-            assert future.result() == b"z" * BIG and not future.kept
-            assert executor.client.traffic["bytes_sent"] < 1000  # the dependent went with a reference
+    with (
+        LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
+    ):
+        future = executor.scatter(b"z" * BIG)
+        assert future.done() and future.kept
+        assert executor.submit(_length, future, b"12").result(timeout=30) == BIG + 2
+        assert future.result() == b"z" * BIG and not future.kept
+        assert executor.client.traffic["bytes_sent"] < 1000  # the dependent went with a reference
 
 
 def _add_one_in_place(array) -> float:
@@ -142,9 +143,11 @@ def test_a_big_scattered_array_goes_out_of_band_into_a_memory_file_and_its_depen
 
     array = np.arange(500_000, dtype=np.float64)
     assert pickle_value(array)[:4] == packed.MAGIC and pickle_value(array[:12_500])[:4] != packed.MAGIC
-    with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
-        with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor:
-            future = executor.scatter(array)
-            sums = [executor.submit(_add_one_in_place, future) for _ in range(3)]
-            assert [s.result(timeout=60) for s in sums] == [float(array.sum()) + array.size] * 3
-            np.testing.assert_array_equal(future.result(), array)
+    with (
+        LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
+    ):
+        future = executor.scatter(array)
+        sums = [executor.submit(_add_one_in_place, future) for _ in range(3)]
+        assert [s.result(timeout=60) for s in sums] == [float(array.sum()) + array.size] * 3
+        np.testing.assert_array_equal(future.result(), array)

@@ -33,7 +33,7 @@ def test_hops_are_the_means_of_chain_gaps_idle_starts_and_result_hops():
     assert hops.chain_gap == pytest.approx(0.0005)
     assert hops.idle_start == pytest.approx(0.0025)
     assert hops.result == pytest.approx(0.0007)
-    assert 0.300 - 0.200 > CHAIN_LIMIT
+    assert CHAIN_LIMIT < 0.300 - 0.200
 
 
 def test_the_chain_gap_is_the_round_trip_and_the_idle_start_sets_the_submission():

@@ -2,6 +2,7 @@
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 import trio
@@ -113,7 +114,7 @@ def test_owner_killed_outright_leaves_no_service_behind():
 
 
 def _what_a_task_can_see(secret):
-    parent_environ = open(f"/proc/{os.getppid()}/environ", "rb").read()
+    parent_environ = Path(f"/proc/{os.getppid()}/environ").read_bytes()
     return os.environ.get("SPARROW_SECRET"), secret.encode() in parent_environ
 
 

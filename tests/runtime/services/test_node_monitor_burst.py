@@ -53,7 +53,7 @@ def test_a_job_bound_whole_costs_one_write_to_the_worker_and_one_back_to_the_sch
             tasks = [TaskToNode(1, i, pack_task(abs, (-i,)), bound=True, user="u") for i in range(5)]
             service._route(logic.on_scheduler_messages(scheduler, tasks))  # as a scheduler's read is handled
             assert [len(w) for w in to_worker] == [5]
-            time.sleep(0.5)  # the loop blocked: the worker answers all 5 meanwhile, read at once below
+            time.sleep(0.5)  # noqa: ASYNC251 (the point: the loop blocked: the worker answers all 5 meanwhile, read at once below)
             with trio.fail_after(20):
                 while sum(len(w) for w in scheduler.writes) < 5:
                     await trio.sleep(0.01)

@@ -74,12 +74,11 @@ def test_every_task_gets_one_outcome_at_the_right_client():
 
 def test_results_arrive_as_tasks_finish():
     async def main():
-        async with services() as (address, _, _):
-            async with Client([address], secret=SECRET) as client:
-                job = await client.submit_job([partial(pow, 2, i) for i in range(8)])
-                seen = [outcome.index async for outcome in job.as_completed()]
-                assert sorted(seen) == list(range(8))
-                assert await job.results() == [2**i for i in range(8)]
+        async with services() as (address, _, _), Client([address], secret=SECRET) as client:
+            job = await client.submit_job([partial(pow, 2, i) for i in range(8)])
+            seen = [outcome.index async for outcome in job.as_completed()]
+            assert sorted(seen) == list(range(8))
+            assert await job.results() == [2**i for i in range(8)]
 
     trio.run(main)
 
@@ -89,11 +88,10 @@ def test_each_task_of_a_generated_job_gets_its_own_payload():
     freed as it goes, must not be taken for one another."""
 
     async def main():
-        async with services() as (address, _, _):
-            async with Client([address], secret=SECRET) as client:
-                shared = partial(pow, 3, 2)
-                job = await client.submit_job(x for i in range(10) for x in (partial(pow, 2, i), shared))
-                assert await job.results() == [v for i in range(10) for v in (2**i, 9)]
+        async with services() as (address, _, _), Client([address], secret=SECRET) as client:
+            shared = partial(pow, 3, 2)
+            job = await client.submit_job(x for i in range(10) for x in (partial(pow, 2, i), shared))
+            assert await job.results() == [v for i in range(10) for v in (2**i, 9)]
 
     trio.run(main)
 
@@ -143,25 +141,23 @@ def test_leftover_reservations_are_cancelled_no_get_task_storm():
 
 def test_unplaceable_job_fails_instead_of_hanging():
     async def main():
-        async with services(n_nodes=1) as (address, _, _):
-            async with Client([address], secret=SECRET) as client:
-                job = await client.submit_job([int] * 3, constraints=Constraint(node_monitors=("nowhere",)))
-                with pytest.raises(TaskFailed, match="satisfies the job's constraint"):
-                    await job.results()
+        async with services(n_nodes=1) as (address, _, _), Client([address], secret=SECRET) as client:
+            job = await client.submit_job([int] * 3, constraints=Constraint(node_monitors=("nowhere",)))
+            with pytest.raises(TaskFailed, match="satisfies the job's constraint"):
+                await job.results()
 
     trio.run(main)
 
 
 def test_invalid_arguments_are_refused_before_sending():
     async def main():
-        async with services(n_nodes=1) as (address, _, _):
-            async with Client([address], secret=SECRET) as client:
-                with pytest.raises(ValueError, match="probe_ratio"):
-                    await client.submit_job([int], probe_ratio=0.5)
-                with pytest.raises(ValueError, match="constraints has 1 entries for 2 tasks"):
-                    await client.submit_job([int, int], constraints=[None])
-                with pytest.raises(ValueError, match="at least one task"):
-                    await client.submit_job([])
+        async with services(n_nodes=1) as (address, _, _), Client([address], secret=SECRET) as client:
+            with pytest.raises(ValueError, match="probe_ratio"):
+                await client.submit_job([int], probe_ratio=0.5)
+            with pytest.raises(ValueError, match="constraints has 1 entries for 2 tasks"):
+                await client.submit_job([int, int], constraints=[None])
+            with pytest.raises(ValueError, match="at least one task"):
+                await client.submit_job([])
 
     trio.run(main)
 

@@ -48,11 +48,13 @@ def test_a_tls_cluster_runs_jobs_as_the_certificates_user(cluster_certs):
     """Tasks run over TLS; a job that names no user runs as the user of the client's certificate."""
 
     async def main():
-        async with tls_services(cluster_certs) as (address, _, _):
-            async with Client([address], tls=cluster_certs.tls("alice")) as client:
-                job = await client.submit_job([partial(_slow, i) for i in range(4)])
-                assert [j.user for j in (await client.status()).jobs] == ["alice"]
-                assert [o.value for o in await job.outcomes()] == list(range(4))
+        async with (
+            tls_services(cluster_certs) as (address, _, _),
+            Client([address], tls=cluster_certs.tls("alice")) as client,
+        ):
+            job = await client.submit_job([partial(_slow, i) for i in range(4)])
+            assert [j.user for j in (await client.status()).jobs] == ["alice"]
+            assert [o.value for o in await job.outcomes()] == list(range(4))
 
     trio.run(main)
 
@@ -77,26 +79,28 @@ def test_bob_can_neither_see_nor_cancel_alices_job_and_an_admin_sees_all(cluster
     its results; alice sees hers, an admin sees both users' jobs."""
 
     async def main():
-        async with tls_services(cluster_certs) as (address, scheduler, _):
-            async with Client([address], tls=cluster_certs.tls("alice")) as alice:
-                job = await alice.submit_job([partial(_slow, i) for i in range(2)])
-                bob = await _raw(address, cluster_certs.tls("bob"))
-                assert type(await _ask(bob, SubmitJob(100, [pack_task(partial(_slow, 9))]))) is JobAccepted
-                seen = await _ask(bob, StatusRequest())
-                assert type(seen) is StatusReply and [j.user for j in seen.jobs] == ["bob"]
-                own_ids = {j.job_id for j in seen.jobs}
-                for ref in range(0, 4):
-                    await bob.send_now([CancelJob(ref, force=True)])
-                for job_id in scheduler.jobs:  # and by job id, in case a ref were one
-                    if job_id not in own_ids:
-                        await bob.send_now([CancelJob(job_id, force=True)])
-                assert [j.user for j in (await alice.status()).jobs] == ["alice"]
-                root = await _raw(address, cluster_certs.tls("root"))
-                every = await _ask(root, StatusRequest())
-                assert sorted(j.user for j in every.jobs) == ["alice", "bob"]
-                assert [o.value for o in await job.outcomes()] == [0, 1]
-                await bob.aclose()
-                await root.aclose()
+        async with (
+            tls_services(cluster_certs) as (address, scheduler, _),
+            Client([address], tls=cluster_certs.tls("alice")) as alice,
+        ):
+            job = await alice.submit_job([partial(_slow, i) for i in range(2)])
+            bob = await _raw(address, cluster_certs.tls("bob"))
+            assert type(await _ask(bob, SubmitJob(100, [pack_task(partial(_slow, 9))]))) is JobAccepted
+            seen = await _ask(bob, StatusRequest())
+            assert type(seen) is StatusReply and [j.user for j in seen.jobs] == ["bob"]
+            own_ids = {j.job_id for j in seen.jobs}
+            for ref in range(0, 4):
+                await bob.send_now([CancelJob(ref, force=True)])
+            for job_id in scheduler.jobs:  # and by job id, in case a ref were one
+                if job_id not in own_ids:
+                    await bob.send_now([CancelJob(job_id, force=True)])
+            assert [j.user for j in (await alice.status()).jobs] == ["alice"]
+            root = await _raw(address, cluster_certs.tls("root"))
+            every = await _ask(root, StatusRequest())
+            assert sorted(j.user for j in every.jobs) == ["alice", "bob"]
+            assert [o.value for o in await job.outcomes()] == [0, 1]
+            await bob.aclose()
+            await root.aclose()
 
     trio.run(main)
 
@@ -140,19 +144,21 @@ def test_a_stranger_gets_one_line_and_the_cluster_keeps_serving(cluster_certs, w
     before and after it."""
 
     async def main():
-        async with tls_services(cluster_certs, n_nodes=1, handshake_timeout=1.0) as (address, _, _):
-            async with Client([address], tls=cluster_certs.tls("alice")) as alice:
-                first = await (await alice.submit_job([partial(_square, 3)])).outcomes()
-                if who == "other-ca":
-                    tls = cluster_certs.tls("alice", other_ca=True)
-                    with pytest.raises(HandshakeError, match=match) as caught:
-                        await connect(address, secret=None, role="client", peer_id="x", tls=tls, timeout=2)
-                else:
-                    with pytest.raises(HandshakeError, match=match) as caught:
-                        await connect(address, secret=b"guess", role="client", peer_id="x", timeout=0.5)
-                assert "\n" not in str(caught.value)
-                second = await (await alice.submit_job([partial(_square, 4)])).outcomes()
-                assert [o.value for o in first + second] == [9, 16]
+        async with (
+            tls_services(cluster_certs, n_nodes=1, handshake_timeout=1.0) as (address, _, _),
+            Client([address], tls=cluster_certs.tls("alice")) as alice,
+        ):
+            first = await (await alice.submit_job([partial(_square, 3)])).outcomes()
+            if who == "other-ca":
+                tls = cluster_certs.tls("alice", other_ca=True)
+                with pytest.raises(HandshakeError, match=match) as caught:
+                    await connect(address, secret=None, role="client", peer_id="x", tls=tls, timeout=2)
+            else:
+                with pytest.raises(HandshakeError, match=match) as caught:
+                    await connect(address, secret=b"guess", role="client", peer_id="x", timeout=0.5)
+            assert "\n" not in str(caught.value)
+            second = await (await alice.submit_job([partial(_square, 4)])).outcomes()
+            assert [o.value for o in first + second] == [9, 16]
 
     trio.run(main)
 

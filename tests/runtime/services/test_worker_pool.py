@@ -44,10 +44,7 @@ def _secret_variables():
 async def _with_executor(kind, body):
     """Run `body(executor)` with a started executor: "process", "thread", or one made by `kind()`."""
     async with trio.open_nursery() as nursery:
-        if callable(kind):
-            executor = kind()
-        else:
-            executor = ProcessExecutor(1) if kind == "process" else ThreadExecutor(1)
+        executor = kind() if callable(kind) else ProcessExecutor(1) if kind == "process" else ThreadExecutor(1)
         await executor.start(nursery)
         try:
             await body(executor)
@@ -120,7 +117,7 @@ def test_thread_executor_threads_end_after_aclose_and_a_slow_task_does_not_block
             nursery.cancel_scope.cancel()
         deadline = time.monotonic() + 5
         while any(t.name.startswith("sparrow-task-") for t in threading.enumerate()) and time.monotonic() < deadline:
-            time.sleep(0.01)
+            await trio.sleep(0.01)
         assert not any(t.name.startswith("sparrow-task-") for t in threading.enumerate())
 
     trio.run(main)

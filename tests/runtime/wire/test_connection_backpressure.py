@@ -5,6 +5,7 @@ dropped after `stall_timeout`, one that reads slowly is not, however long a big 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import trio
@@ -34,10 +35,8 @@ async def _read(sock: socket.socket, conn: Connection, got: list, count: int, ch
     with trio.fail_after(20):
         while len(got) < count:
             await trio.sleep(pause)
-            try:
+            with contextlib.suppress(BlockingIOError):
                 got.extend(decoder.feed(sock.recv(chunk)))
-            except BlockingIOError:
-                pass
     conn.close_soon()
 
 

@@ -176,7 +176,7 @@ class ClientLogic:
         if self.connected_to is None or not self._queue:
             return []
         queue, self._queue = self._queue, {}
-        msgs = []
+        msgs: list[SubmitJob] = []
         for entries in queue.values():
             jobs: list[Job] = []
             tasks: list[int] = []

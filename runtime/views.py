@@ -5,16 +5,20 @@ they read only the objects' public attributes (duck-typed: this room imports no 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+# the viewed objects are duck-typed (this room imports none of their classes): read as Any
 from sparrow_core._html import card, escape, link, plain, table
 
-from .wire.address import format_address
+from .wire.address import Address, format_address
 
 
-def _addresses(addresses) -> list[str]:
+def _addresses(addresses: Iterable[str | Address]) -> list[str]:
     return [a if isinstance(a, str) else format_address(a) for a in addresses]
 
 
-def cluster_repr(cluster) -> str:
+def cluster_repr(cluster: Any) -> str:
     if not cluster.schedulers:
         return plain("LocalCluster", state="not started", node_monitors=cluster.n_node_monitors, slots=cluster.slots)
     return plain(
@@ -26,7 +30,7 @@ def cluster_repr(cluster) -> str:
     )
 
 
-def cluster_html(cluster) -> str:
+def cluster_html(cluster: Any) -> str:
     started = bool(cluster.schedulers)
     n_nodes = len(cluster.node_monitors) if started else cluster.n_node_monitors
     facts = [
@@ -45,7 +49,7 @@ def cluster_html(cluster) -> str:
     return card("Sparrow LocalCluster", facts, *parts)
 
 
-def client_repr(client) -> str:
+def client_repr(client: Any) -> str:
     return plain(
         "Client",
         schedulers=",".join(_addresses(client.schedulers)),
@@ -55,7 +59,7 @@ def client_repr(client) -> str:
     )
 
 
-def client_html(client, title: str = "Sparrow Client") -> str:
+def client_html(client: Any, title: str = "Sparrow Client") -> str:
     facts = [
         ("schedulers", escape(", ".join(_addresses(client.schedulers)))),
         ("connected to", escape(client.connected_to or "none")),
@@ -71,7 +75,7 @@ def client_html(client, title: str = "Sparrow Client") -> str:
     return card(title, facts, *parts)
 
 
-def executor_repr(executor) -> str:
+def executor_repr(executor: Any) -> str:
     client = executor.client
     return plain(
         "SparrowExecutor",
@@ -82,11 +86,11 @@ def executor_repr(executor) -> str:
     )
 
 
-def executor_html(executor) -> str:
+def executor_html(executor: Any) -> str:
     return client_html(executor.client, "Sparrow SparrowExecutor")
 
 
-def _state(job) -> str:
+def _state(job: Any) -> str:
     if job.cancelled:
         return "cancelled"
     if job.done():
@@ -94,11 +98,11 @@ def _state(job) -> str:
     return "placing" if job.job_id is None else "running"
 
 
-def job_repr(job) -> str:
+def job_repr(job: Any) -> str:
     return plain("JobHandle", job_id=job.job_id, done=f"{job.n_done}/{job.n_tasks}", state=_state(job))
 
 
-def job_html(job) -> str:
+def job_html(job: Any) -> str:
     relaunched = sum(1 for a in job.attempts if a > 1)
     progress = f'<progress value="{job.n_done}" max="{job.n_tasks}"></progress> {job.n_done:,} / {job.n_tasks:,} tasks'
     facts = [

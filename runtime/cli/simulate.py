@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparrow_core import QUEUE_POLICIES
 from sparrow_core.sim import DURATIONS, PLACEMENT_POLICIES, SimConfig, high_load
@@ -20,6 +21,9 @@ from sparrow_core.sim.sweep import COLUMNS, Sweep, run_sweep
 
 from .help_format import DefaultsShown
 from .output import output_folder
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PAPER_LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The policies of the paper's figures and issue 18's high-load table (docs/paper/); the pipelined
@@ -174,7 +178,7 @@ def _format(value: float | str) -> str:
     return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.3e}"
 
 
-def _console():
+def _console() -> Console:
     """A rich Console for stdout; piped or redirected, as wide as the table needs (rich's default
     there is 80 columns, which wraps and cuts the table) unless COLUMNS says otherwise."""
     from rich.console import Console

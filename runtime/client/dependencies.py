@@ -114,7 +114,7 @@ class Settler:
         self._queue: deque[tuple] = deque()
         self._running = False
 
-    def __call__(self, *outcome) -> None:
+    def __call__(self, *outcome: object) -> None:
         self._queue.append(outcome)
         if self._running:
             return

@@ -101,7 +101,7 @@ class Job:
         outcome = self.outcomes[task]
         return outcome_exception(outcome)
 
-    def value(self, task: int):
+    def value(self, task: int) -> Any:
         """Task `task`'s value, or raise the exception its outcome stands for."""
         outcome = self.outcomes[task]
         if outcome.ok:

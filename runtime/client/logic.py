@@ -420,7 +420,7 @@ class ClientLogic:
         assert problem is not None  # the caller found it over the limit
         self._end(job, task, local_outcome(problem, TOO_LARGE))
 
-    def _end(self, job: Job, task: int, outcome) -> None:
+    def _end(self, job: Job, task: int, outcome: Outcome) -> None:
         """Task `task` of `job` has its one outcome."""
         job.outcomes[task] = outcome
         ref = outcome.ref

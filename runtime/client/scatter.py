@@ -42,7 +42,7 @@ class Pickled:
         self.data = data
 
 
-def pickle_value(value) -> bytes:
+def pickle_value(value: object) -> bytes:
     """`value` as it is uploaded: with its buffers out of band (data/packed.py: a dependent's worker and `result()`
     make its arrays over those bytes in place) if it has buffers and packs to over SHARE_MIN bytes (its node
     monitor keeps it in a memory file then, as a worker's big result); else a plain pickle (protocol 5)."""

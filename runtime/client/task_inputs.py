@@ -41,7 +41,7 @@ def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -
     found = Inputs()
     index: dict[Hashable, int] = {}  # input -> its slot
 
-    def walk(obj, path: str):
+    def walk(obj: Any, path: str) -> Any:
         if is_input(obj):
             slot = index.get(obj)
             if slot is None:
@@ -62,6 +62,6 @@ def find_inputs(args: tuple, kwargs: dict, is_input: Callable[[object], bool]) -
     return found if found.keys else None
 
 
-def pack_template(fn, inputs: Inputs) -> bytes:
+def pack_template(fn: Callable[..., object], inputs: Inputs) -> bytes:
     """The pickled call of `fn` with its inputs as Slots; TypeError naming `fn` if it cannot be pickled."""
     return pack_task(fn, inputs.args, inputs.kwargs)

@@ -20,7 +20,7 @@ class TickBatch:
         self._flush = flush
         self._items: list = []
 
-    def add(self, item) -> None:
+    def add(self, item: object) -> None:
         if not self._items:
             trio.lowlevel.current_trio_token().run_sync_soon(self._run)
         self._items.append(item)

@@ -11,8 +11,12 @@ weakly, so that the book keeps no owner alive (a dependent that takes the value 
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from ..wire.messages import ValueRef
+
+if TYPE_CHECKING:
+    from .job import Job
 
 
 class ValueBook:
@@ -29,7 +33,7 @@ class ValueBook:
         """How many values are held."""
         return len(self.holds)
 
-    def keep(self, ref: ValueRef, job, task: int) -> None:
+    def keep(self, ref: ValueRef, job: Job, task: int) -> None:
         """Task `task` of `job` ended with `ref`: its owner holds it from now on."""
         self._made[ref.key] = (weakref.ref(job), task)
         self.hold(ref)

@@ -85,7 +85,13 @@ def legend(series: Sequence[Series]) -> str:
     return f'<ul class="legend">{items}</ul>'
 
 
-def _path(ages: Sequence[float], values: Sequence[float | None], x, y, span: float) -> str:
+def _path(
+    ages: Sequence[float],
+    values: Sequence[float | None],
+    x: Callable[[float], float],
+    y: Callable[[float], float],
+    span: float,
+) -> str:
     """An SVG path through the values, broken where one is missing; a lone point is a dot (a
     zero-length segment drawn with round caps)."""
     out: list[str] = []

@@ -51,7 +51,7 @@ class Copies:
         self.hits += 1
         return entry[0]
 
-    def put(self, address: str, key: bytes, value, now: float) -> bool:
+    def put(self, address: str, key: bytes, value: bytes | bytearray | SharedValue, now: float) -> bool:
         """Keep `value` (fetched at `now`) if it is a SharedValue that fits under the limit, dropping the least
         recently used copies to make room; whether it is kept."""
         size = len(value)

@@ -12,7 +12,7 @@ value (from its own store, or from the holder) and makes the call with every val
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import cloudpickle
 import msgspec
@@ -35,7 +35,7 @@ class Slot:
     def __init__(self, index: int) -> None:
         self.index = index
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Slot], tuple[int]]:
         return Slot, (self.index,)
 
     def __eq__(self, other: object) -> bool:
@@ -48,7 +48,7 @@ class Slot:
         return f"Slot({self.index})"
 
 
-def fill(obj, values: list):
+def fill(obj: Any, values: list) -> Any:
     """`obj` with every Slot replaced by its value (the containers find_inputs walks, rebuilt)."""
     kind = type(obj)
     if kind is Slot:
@@ -60,7 +60,7 @@ def fill(obj, values: list):
     return obj
 
 
-def call_with_inputs(template: bytes, inputs: list[bytes]):
+def call_with_inputs(template: bytes, inputs: list[bytes]) -> Any:
     """Run a dependent task: unpickle its call and its inputs' values, put the values in, call."""
     fn, args, kwargs = cloudpickle.loads(template)
     values = [packed.loads(payload) for payload in inputs]

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import pickle
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # bytes, bytearray, memoryview, mmap: what memoryview() takes
 
 MAGIC = b"SPk5"
 ALIGN = 64
@@ -25,7 +29,7 @@ def _aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def dump(value) -> tuple[bytes, list[pickle.PickleBuffer]]:
+def dump(value: object) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """`value` pickled with its buffers out of band: (the pickle, the buffers). Raises what pickling raises."""
     buffers: list[pickle.PickleBuffer] = []
     data = cloudpickle.dumps(value, protocol=5, buffer_callback=buffers.append)
@@ -70,7 +74,7 @@ def pack(data: bytes, buffers: list[pickle.PickleBuffer]) -> bytes:
     return b"".join(pieces)
 
 
-def loads(buf):
+def loads(buf: Buffer) -> Any:
     """The value in `buf`: a packed one (its buffers as views of `buf`: an array over one is writable
     where `buf` is), or a plain pickle. Raises ValueError for a packed value whose lengths overrun it."""
     view = memoryview(buf).cast("B")

@@ -22,6 +22,10 @@ import fcntl
 import mmap
 import os
 import weakref
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # bytes, bytearray, memoryview, mmap: what memoryview() takes
 
 AVAILABLE = hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS")
 # Values of fewer bytes travel in frames: copying them costs less than the descriptors a memory file holds.
@@ -51,7 +55,7 @@ def _map(fd: int, size: int, access: int = mmap.ACCESS_READ) -> SharedValue:
     return value
 
 
-def sealed_fd(data) -> int:
+def sealed_fd(data: Buffer) -> int:
     """A new sealed memory file holding `data` (bytes-like, not empty); its descriptor, the caller's to close."""
     fd = _memfd()
     try:
@@ -80,7 +84,7 @@ def seal_fd(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
 
 
-def share(data) -> SharedValue:
+def share(data: Buffer) -> SharedValue:
     """`data` (bytes-like, not empty) copied into a sealed memory file."""
     fd = sealed_fd(data)
     return _map(fd, len(memoryview(data).cast("B")))
@@ -131,7 +135,7 @@ class Writable:
         self.size = size
         os.ftruncate(fd, size)
 
-    def write(self, data, offset: int) -> None:
+    def write(self, data: Buffer, offset: int) -> None:
         """Put `data` at `offset` (a write, not a map: no page faults of a fresh map to pay)."""
         view = memoryview(data).cast("B")
         while view:

@@ -13,6 +13,7 @@ Values leave by `release`
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 
 from ..wire.limits import KEY_SIZE
 from .shared import SharedValue
@@ -88,7 +89,7 @@ class ValueStore:
             return None
         return kept
 
-    def release(self, keys, user: str | None = None) -> int:
+    def release(self, keys: Iterable[bytes], user: str | None = None) -> int:
         """Drop the values under `keys` (only `user`'s, unless None); how many were dropped."""
         dropped = 0
         for key in keys:

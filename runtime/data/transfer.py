@@ -14,6 +14,7 @@ any other message; the caller closes that link (and only it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 
@@ -87,7 +88,7 @@ class Assembler:
     def done(self) -> bool:
         return self.missing is not None or (self.chunk > 0 and self.got == self.size)
 
-    def feed(self, msg) -> bool:
+    def feed(self, msg: Any) -> bool:  # any message of the link (a hot path: dispatched on type(msg))
         """Take one message of the answer; True once the value is complete (or the holder has none)."""
         kind = type(msg)
         if kind is ValueMissing and not self.chunk:
@@ -134,7 +135,7 @@ class Assembler:
             return None
         return memoryview(self._buf)[self.got : self.got + self.due]
 
-    def put(self, data) -> bool:
+    def put(self, data: bytes | bytearray | memoryview) -> bool:
         """The chunk due next is `data` (checked by the caller: `due` bytes; already in place if it came into
         `target()`); True once the value is complete."""
         if self._file is not None:

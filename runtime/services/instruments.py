@@ -19,7 +19,7 @@ class Instruments(list):
     """The instruments observing one thing (a JobTimer's observers): `call(hook, *args)` calls
     `instrument.hook(*args)` on each that has the hook, in order."""
 
-    def call(self, hook: str, *args) -> None:
+    def call(self, hook: str, *args: object) -> None:
         for instrument in list(self):
             method = getattr(instrument, hook, None)
             if method is None:
@@ -45,7 +45,7 @@ def observed(cls: type[T], also: tuple[str, ...] = ()) -> type[T]:
     step returns `out`, `self.instruments.call("step", name, args, out)`. Nothing else is changed."""
 
     def chokepoint(name: str, method: Callable) -> Callable:
-        def step(self, *args, **kwargs):
+        def step(self: Any, *args: Any, **kwargs: Any) -> Any:
             out = method(self, *args, **kwargs)
             self.instruments.call("step", name, args, out)
             return out
@@ -53,7 +53,7 @@ def observed(cls: type[T], also: tuple[str, ...] = ()) -> type[T]:
         step.__name__, step.__qualname__, step.__doc__ = name, f"Observed{cls.__name__}.{name}", method.__doc__
         return step
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         cls.__init__(self, *args, **kwargs)
         self.instruments = Instruments()
 

@@ -43,7 +43,7 @@ class JobTimer:
         self.node_ids: dict[Hashable, str] = {}  # node monitor peer -> its id
         self._peer_of: dict[str, Hashable] = {}  # node id -> its newest peer
 
-    def step(self, event: str, args: tuple, out) -> None:
+    def step(self, event: str, args: tuple, out: list) -> None:
         """The instrument hook (instruments.observed): the logic took step `event` with `args` and
         returned `out`. Any step not named here (on_timer, or one added later) is followed by its
         messages."""

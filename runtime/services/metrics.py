@@ -25,8 +25,9 @@ import bisect
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .instruments import Instruments, observed
 from .job_timer import JobTimer, SchedulerObserver
@@ -40,7 +41,7 @@ RESPONSE_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2
 INSTALL_HINT = "pip install 'sparrow-core[metrics]' (or: pip install prometheus-client)"
 
 
-def require_prometheus():
+def require_prometheus() -> ModuleType:
     """The prometheus_client module, or RuntimeError saying how to install it."""
     try:
         import prometheus_client
@@ -49,7 +50,7 @@ def require_prometheus():
     return prometheus_client
 
 
-def new_registry():
+def new_registry() -> CollectorRegistry:
     """A registry with this process's CPU, memory and file descriptor metrics."""
     prom = require_prometheus()
     registry = prom.CollectorRegistry()
@@ -57,7 +58,7 @@ def new_registry():
     return registry
 
 
-def registry_if_available():
+def registry_if_available() -> CollectorRegistry | None:
     """`new_registry()`, or None with a warning when prometheus-client is missing: a scheduler's HTTP
     port then serves its dashboard alone."""
     try:
@@ -69,6 +70,10 @@ def registry_if_available():
 
 # NodeMonitorLogic's steps beside its on_* methods (instruments.steps); its other public methods only read
 NODE_MONITOR_STEPS = ("drain", "give")
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
 if TYPE_CHECKING:  # mypy cannot follow a class made at run time: to it, each is its logic with instruments
 
@@ -91,7 +96,7 @@ class StatsCounters:
         self.stats = stats
         self.table = table
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily
 
         stats = self.stats
@@ -162,7 +167,7 @@ class BucketCounts:
             counts[bisect.bisect_left(bounds, value)] += 1  # le=bound holds values <= bound
         self.sum += sum(values)
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import HistogramMetricFamily
         from prometheus_client.utils import floatToGoString
 
@@ -176,7 +181,7 @@ class SchedulerMetrics(SchedulerObserver):
     """The scheduler's Prometheus metrics: counters from its logic's stats, outcomes and timings from
     its JobTimer."""
 
-    def __init__(self, registry, logic: SchedulerLogic) -> None:
+    def __init__(self, registry: CollectorRegistry, logic: SchedulerLogic) -> None:
         prom = require_prometheus()
         self.outcomes: Counter[str] = Counter()
         self.delay = BucketCounts(
@@ -214,7 +219,7 @@ class MeteredSchedulerLogic(_ObservedSchedulerLogic):
     """SchedulerLogic whose every step a JobTimer follows (`timer`, an instrument of its steps: add
     observers to `timer.observers`), with Prometheus metrics (`metrics`) in `registry` unless it is None."""
 
-    def __init__(self, registry, **kwargs) -> None:
+    def __init__(self, registry: CollectorRegistry | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.registry = registry
         self.timer = JobTimer(self.clock)
@@ -263,7 +268,7 @@ class NodeMonitorMetrics:
     instrument of the logic's steps (instruments.observed), its outcomes and its queue and busy slots
     after every step."""
 
-    def __init__(self, registry, logic: NodeMonitorLogic) -> None:
+    def __init__(self, registry: CollectorRegistry, logic: NodeMonitorLogic) -> None:
         prom = require_prometheus()
         self.logic = logic
         registry.register(StatsCounters(logic.stats, NODE_COUNTERS))
@@ -279,7 +284,7 @@ class NodeMonitorMetrics:
             "sparrow_node_schedulers", "Schedulers this node monitor is registered with now", registry=registry
         ).set_function(lambda: len(logic.frame_limits))
 
-    def step(self, event: str, args: tuple, out) -> None:
+    def step(self, event: str, args: tuple, out: list) -> None:
         if event == "on_task_done":  # (scheduler, job_id, task, outcome)
             (self._finished if args[3].ok else self._failed).inc()
         logic = self.logic
@@ -290,7 +295,7 @@ class NodeMonitorMetrics:
 class MeteredNodeMonitorLogic(_ObservedNodeMonitorLogic):
     """NodeMonitorLogic with Prometheus metrics (`metrics`, in `registry`) told of its every step."""
 
-    def __init__(self, registry, **kwargs) -> None:
+    def __init__(self, registry: CollectorRegistry, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.metrics = NodeMonitorMetrics(registry, self)
         self.instruments.append(self.metrics)

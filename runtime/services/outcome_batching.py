@@ -22,6 +22,7 @@ and one wake-up of its scheduler for several tasks (services/node_monitor.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -38,7 +39,7 @@ def check_result_delay(delay: float) -> float:
     return delay
 
 
-def _not_last_outcome(msg) -> bool:
+def _not_last_outcome(msg: Any) -> bool:  # any message to a client (a hot path: dispatched on its type)
     kind = type(msg)
     return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted
 

@@ -190,7 +190,7 @@ class WorkStealing:
         self._fill(out)
         return out
 
-    def _borrowed_for(self, entry, lender: Hashable, origin: str) -> _Borrowed:
+    def _borrowed_for(self, entry: Any, lender: Hashable, origin: str) -> _Borrowed:
         if entry.borrowed is None:
             entry.borrowed = []
             entry.order = deque([None] * (entry.asking + entry.ahead))  # the own requests in flight
@@ -204,7 +204,7 @@ class WorkStealing:
         self._by_key[borrowed.key] = entry
         return borrowed
 
-    def _ask_for(self, entry, key: int) -> GetTask:
+    def _ask_for(self, entry: Any, key: int) -> GetTask:
         """The GetTask for the reservation just popped under `key` (own or borrowed) of an entry with
         borrowed ones, noted in its order."""
         borrowed = self._borrowed.get(key)
@@ -215,14 +215,14 @@ class WorkStealing:
         borrowed.asking += 1
         return GetTask(entry.job_id, borrowed.origin)
 
-    def _answered_for(self, entry, out: list) -> None:
+    def _answered_for(self, entry: Any, out: list) -> None:
         """The entry's oldest request was answered: if it was for a borrowed reservation, release it."""
         borrowed = entry.order.popleft()
         if borrowed is not None:
             borrowed.asking -= 1
             self._release(borrowed.lender, entry, 1, True, out)
 
-    def _drop_borrowed(self, entry, out: list, used: bool) -> int:
+    def _drop_borrowed(self, entry: Any, out: list, used: bool) -> int:
         """Remove the entry's queued borrowed reservations, releasing them; returns how many."""
         dropped = 0
         for borrowed in entry.borrowed:
@@ -233,7 +233,7 @@ class WorkStealing:
                 self._release(borrowed.lender, entry, n, used, out)
         return dropped
 
-    def _give_back(self, entry, out: list, asked: bool) -> None:
+    def _give_back(self, entry: Any, out: list, asked: bool) -> None:
         """The entry's scheduler is gone: give every borrowed reservation back, queued or (`asked`) asked for
         without an answer (the scheduler may not have taken the request); forget them."""
         for borrowed in entry.borrowed:
@@ -242,13 +242,13 @@ class WorkStealing:
                 self._release(borrowed.lender, entry, n, False, out)
         self._forget_borrowed(entry)
 
-    def _forget_borrowed(self, entry) -> None:
+    def _forget_borrowed(self, entry: Any) -> None:
         for borrowed in entry.borrowed:
             self._borrowed.pop(borrowed.key, None)
             self._by_key.pop(borrowed.key, None)
         entry.borrowed = entry.order = None
 
-    def _release(self, lender: Hashable, entry, n: int, used: bool, out: list) -> None:
+    def _release(self, lender: Hashable, entry: Any, n: int, used: bool, out: list) -> None:
         scheduler_id = self._scheduler_ids.get(entry.scheduler, "")
         self.stats["steal_released" if used else "stolen_given_back"] += n
         while n > 0:

@@ -143,7 +143,7 @@ def _shared_inputs(side: socket.socket | None, msg: TaskToWorker) -> list:
 _KEPT = Outcome(True)  # run_task's outcome for a result that went as a memory file (_keep_result)
 
 
-def _keep_result(side: socket.socket, share_over: int, result) -> Outcome:
+def _keep_result(side: socket.socket, share_over: int, result: object) -> Outcome:
     """The outcome of a result that is not of a plain type: over `share_over` bytes, written with its
     buffers out of band (packed.py) into a memory file sent over `side`, so that its readers take its
     arrays in place (_KEPT); else the pickle itself."""

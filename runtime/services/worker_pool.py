@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import trio
@@ -146,7 +146,7 @@ class _Pool:
                 if ticket.waited and self.started is not None:
                     self.started(ticket)
 
-    def _finished(self, worker, outcome: Outcome, successor: Ticket | None = None) -> None:
+    def _finished(self, worker: Any, outcome: Outcome, successor: Ticket | None = None) -> None:
         """`worker`'s task ended with `outcome`; `successor`, a task handed ahead to it, runs on it now."""
         ticket, worker.ticket = worker.ticket, successor
         if successor is None:
@@ -157,10 +157,10 @@ class _Pool:
         if done is not None:  # else given up (withdrawn): nobody waits for it
             done(outcome)
 
-    def _usable(self, worker) -> bool:
+    def _usable(self, worker: Any) -> bool:
         return True
 
-    def _hand(self, worker, payload: bytes, inputs: list | None) -> None:
+    def _hand(self, worker: Any, payload: bytes, inputs: list | None) -> None:
         raise NotImplementedError
 
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
@@ -272,7 +272,7 @@ class _ToWorkers:
         self._held: dict[_Worker, list] = {}
         burst.on_release(self.flush)
 
-    def send(self, worker: _Worker, msg) -> None:
+    def send(self, worker: _Worker, msg: TaskToWorker | DropTask) -> None:
         if not self.burst.held:
             worker.conn.send(msg)
             return
@@ -522,7 +522,7 @@ class ProcessExecutor(_Pool):
         assert self._nursery is not None, "start() first"
         self._nursery.start_soon(self._serve, worker)  # idle once it says WorkerReady (it has imported by then)
 
-    def hand_ahead(self, payload: bytes, tag) -> Ticket | None:
+    def hand_ahead(self, payload: bytes, tag: Hashable) -> Ticket | None:
         """Queue a task in a busy worker (the one with the fewest queued), to start as the ones before it end
         with no hop through the node monitor between them; None (nothing sent) if a worker is idle or none
         runs a task. Its ticket has no callback until `adopt`: when the task before it ends, that one's

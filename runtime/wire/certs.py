@@ -20,11 +20,16 @@ import datetime
 import ipaddress
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import SparrowError
 from .tls import ROLES
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 CA_CERT = "ca.pem"
 CA_KEY = "ca-key.pem"
@@ -177,13 +182,13 @@ def _host_names(hosts: Sequence[str]) -> list:
     return names
 
 
-def _new_key():
+def _new_key() -> ec.EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _key_pem(key) -> bytes:
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     return key.private_bytes(
@@ -191,7 +196,7 @@ def _key_pem(key) -> bytes:
     )
 
 
-def _cert_pem(cert) -> bytes:
+def _cert_pem(cert: x509.Certificate) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     return cert.public_bytes(serialization.Encoding.PEM)
@@ -206,7 +211,7 @@ def _folder(directory: str | os.PathLike) -> Path:
     return folder
 
 
-def _refuse_existing(paths, force: bool) -> None:
+def _refuse_existing(paths: Iterable[Path], force: bool) -> None:
     for path in paths:
         if path.exists() and not force:
             raise CertError(f"{path} exists already (remove it, or pass --force to replace it)")

@@ -37,7 +37,7 @@ import os
 import ssl
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -45,7 +45,7 @@ from ..errors import ConnectionLost, ProtocolError
 from . import limits
 from .framing import DEFAULT_MAX_FRAME, RECEIVE_SIZE, FrameDecoder, encode_frames
 from .liveness import Liveness
-from .messages import Error, RegistrationRefused
+from .messages import Error, Message, RegistrationRefused
 
 if TYPE_CHECKING:
     from .tls import Identity
@@ -126,7 +126,7 @@ class Connection:
 
     # -- sending ----------------------------------------------------------------------------------
 
-    def send(self, msg) -> None:
+    def send(self, msg: Message) -> None:
         """Send `msg` (dropped if the connection is closed or closing)."""
         self.send_many((msg,))
 
@@ -304,7 +304,7 @@ class Connection:
                     self._farewell = msg.reason
                     self._closing = True
 
-    async def _write(self, data) -> None:
+    async def _write(self, data: bytes | bytearray | memoryview) -> None:
         """Write `data` (the sender task), noting each time the peer accepts bytes; drop the peer
         when it accepts none for `stall_timeout` seconds."""
         view = memoryview(data)
@@ -403,7 +403,7 @@ class Connection:
             except BlockingIOError:
                 pass
 
-    async def receive_one(self):
+    async def receive_one(self) -> Any:  # one of receive_batch()'s: the caller checks its type
         batch = await self.receive_batch()
         msg, self._pending = batch[0], batch[1:]
         return msg

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..errors import ServiceStop
 from .limits import MAX_REASON, clip
@@ -22,7 +22,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - trio installs the backport 
 
 
 @contextlib.contextmanager
-def contained(logger: logging.Logger, what: str | Callable[[], str]):
+def contained(logger: logging.Logger, what: str | Callable[[], str]) -> Iterator[None]:
     """Run the body; log and swallow any Exception it raises except ServiceStop. `what` names what
     failed in the log line: a str, or a callable that makes it only then (a hot path's: a peer's
     repr per task costs more than the rest of the guard)."""

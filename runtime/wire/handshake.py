@@ -25,7 +25,8 @@ import contextlib
 import logging
 import math
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Any
 
 import trio
 
@@ -36,7 +37,7 @@ from .connection import CLOSE_TIMEOUT, Connection
 from .framing import DEFAULT_MAX_FRAME
 from .guard import contained
 from .limits import clip
-from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Welcome
+from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Message, Welcome
 from .tls import TLS, Identity, TLSFailure, peer_identity, start_tls
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ async def accept_and_serve(
     *,
     log: logging.Logger,
     gate: HandshakeGate,
-    **accept_options,
+    **accept_options: Any,
 ) -> None:
     """A service's handler of one incoming stream: the handshake (`accept` with `accept_options`,
     bounded by `gate`), then `await serve(conn)`. Whatever that raises ends only this connection,
@@ -106,7 +107,7 @@ class HandshakeGate:
         self._logged_at = -math.inf
 
     @contextlib.contextmanager
-    def admit(self, stream: trio.abc.Stream, peer_name: str):
+    def admit(self, stream: trio.abc.Stream, peer_name: str) -> Iterator[None]:
         if self.pending >= self.limit:
             self.refused += 1
             now = trio.current_time()
@@ -134,7 +135,17 @@ def _close_now(stream: trio.abc.Stream) -> None:
         sock.close()
 
 
-async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name, tls) -> Connection:
+async def _accept(
+    stream: trio.abc.Stream,
+    secret: bytes | None,
+    role: str,
+    node_id: str,
+    allowed_roles: Iterable[str],
+    timeout: float,
+    max_frame: int,
+    peer_name: str,
+    tls: TLS | None,
+) -> Connection:
     reason = f"handshake not completed within {timeout} s"  # unless told otherwise below
     conn = None
     with trio.move_on_after(timeout):
@@ -154,11 +165,13 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
                 reason = refused
             else:  # a timeout while welcoming it leaves the timeout as the reason
                 conn.peer_role, conn.peer_id, conn.identity = msg.role, msg.peer_id, identity
-                mac = (
-                    b""
-                    if identity is not None
-                    else auth.proof(secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id)
-                )
+                if identity is not None:
+                    mac = b""
+                else:
+                    assert secret is not None  # no TLS identity: the cluster secret authenticates (accept's rule)
+                    mac = auth.proof(
+                        secret, "server", msg.nonce, PROTOCOL_VERSION, role, node_id, msg.role, msg.peer_id
+                    )
                 await conn.send_now([Welcome(mac)])
                 conn.handshake_done(msg.max_frame)
                 return conn
@@ -176,7 +189,14 @@ async def _accept(stream, secret, role, node_id, allowed_roles, timeout, max_fra
 
 
 def _check_authenticate(
-    msg, secret, nonce, role, node_id, allowed_roles, identity: Identity | None, max_frame: int
+    msg: Message,
+    secret: bytes | None,
+    nonce: bytes,
+    role: str,
+    node_id: str,
+    allowed_roles: set[str],
+    identity: Identity | None,
+    max_frame: int,
 ) -> str | None:
     """None if `msg` is a valid Authenticate for this server (from the holder of `identity`, under TLS)
     telling a max_frame this side accepts, else the reason to refuse."""
@@ -192,6 +212,7 @@ def _check_authenticate(
         if not identity.may_claim(msg.role):
             return f"the {identity.role} certificate {clip(identity.name)!r} may not connect as a {clip(msg.role)}"
     else:
+        assert secret is not None  # no TLS identity: the cluster secret authenticates (accept's rule)
         expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
         if not auth.verify(expected, msg.mac):
             return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"

@@ -11,6 +11,11 @@ an error message.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages import Constraint
 
 # -- text ------------------------------------------------------------------------------------------
 MAX_NAME = 200  # characters of an id, a role, a user, a label
@@ -109,10 +114,10 @@ def job_problem(
     user: str,
     priority: int,
     probe_ratio: float | None,
-    constraint,
-    task_constraints,
+    constraint: Constraint | None,
+    task_constraints: Sequence[Constraint | None] | None,
     timeout: float | None = None,
-    task_prefer=None,
+    task_prefer: Sequence[Sequence[str]] | None = None,
     sampling: str = "batch",
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
@@ -151,7 +156,7 @@ def job_problem(
     return None
 
 
-def prefer_problem(task_prefer, n_tasks: int) -> str | None:
+def prefer_problem(task_prefer: Sequence[Sequence[str]], n_tasks: int) -> str | None:
     """Why `task_prefer` (per task, the node monitor ids it prefers) is malformed or over a limit, or None."""
     if len(task_prefer) != n_tasks:
         return f"task_prefer: {len(task_prefer)} entries for {n_tasks} tasks"
@@ -187,7 +192,7 @@ def probe_problem(probe_ratio: float, n_tasks: int) -> str | None:
     return None
 
 
-def constraint_problem(constraint, field: str) -> str | None:
+def constraint_problem(constraint: Constraint, field: str) -> str | None:
     if len(constraint.node_monitors) > MAX_CONSTRAINT_NODES:
         return f"{field}: names {len(constraint.node_monitors)} node monitors, over the limit of {MAX_CONSTRAINT_NODES}"
     if len(constraint.labels) > MAX_LABELS:

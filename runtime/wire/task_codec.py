@@ -13,6 +13,8 @@ import pickle
 import sys
 import traceback
 import types
+from collections.abc import Callable
+from typing import Any
 
 import cloudpickle
 
@@ -24,7 +26,7 @@ from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
 _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 
 
-def pack_task(fn, args: tuple = (), kwargs: dict | None = None) -> bytes:
+def pack_task(fn: Callable[..., object], args: tuple = (), kwargs: dict | None = None) -> bytes:
     """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled.
 
     A callable that cloudpickle would pickle by reference (importable by its module and name, in no
@@ -48,7 +50,7 @@ def _plain(values: tuple | dict) -> bool:
     return all(type(v) in _PLAIN_TYPES for v in values)
 
 
-def _by_reference(fn) -> bool:
+def _by_reference(fn: Any) -> bool:
     """Whether cloudpickle would pickle `fn` by reference, as the C pickler does: a module-level builtin
     function, or a function or class that is its module's attribute of its qualified name, in a module
     that is imported, not `__main__` and not registered to be pickled by value (nor is its package)."""
@@ -74,7 +76,7 @@ def _by_reference(fn) -> bool:
     return not by_value or not any(module_name == name or module_name.startswith(name + ".") for name in by_value)
 
 
-def run_task(payload: bytes, inputs: list | None = None, keep=None) -> Outcome:
+def run_task(payload: bytes, inputs: list | None = None, keep: Callable[[Any], Outcome] | None = None) -> Outcome:
     """Run a packed task here, with `inputs` (if not None) as the call's last positional argument; never
     raises (every failure becomes a not-ok outcome). `keep(result) -> Outcome`, if given, makes the outcome
     of a result that is not of a plain type (a worker that can keep it in a memory file, data/packed.py)."""
@@ -98,7 +100,7 @@ def run_task(payload: bytes, inputs: list | None = None, keep=None) -> Outcome:
         return Outcome(False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}")
 
 
-def unpack_outcome(outcome: Outcome):
+def unpack_outcome(outcome: Outcome) -> Any:
     """The task's value; or raises its exception (with RemoteTraceback as __cause__), TaskFailed,
     TaskTimeout or TaskCancelled (by `failure`, messages.py)."""
     if outcome.ok:

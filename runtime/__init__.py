@@ -8,7 +8,7 @@ the framing and the task codec, then starts without importing trio and the servi
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "Client": "client.core",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from .wire.tls import TLS as TLS
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'sparrow_runtime' has no attribute {name!r}")

@@ -34,12 +34,13 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import trio
 from dask._task_spec import DataNode, convert_legacy_graph
-from dask.callbacks import local_callbacks, normalize_callback
+from dask.callbacks import Callback, local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
 from .client.executor import SparrowExecutor, SparrowFuture
@@ -74,7 +75,7 @@ class DaskScheduler:
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         scatter_over: int | None = DEFAULT_SCATTER_OVER,
-        **executor_options,
+        **executor_options: Any,
     ) -> None:
         check_max_in_flight(max_in_flight)
         if scatter_over is not None and (isinstance(scatter_over, bool) or not isinstance(scatter_over, int)):
@@ -95,7 +96,15 @@ class DaskScheduler:
         self.scattered = 0
         self._lock = threading.Lock()
 
-    def __call__(self, dsk: Mapping, keys, *, num_workers: int | None = None, callbacks=None, **kwargs):
+    def __call__(
+        self,
+        dsk: Mapping,
+        keys: Any,
+        *,
+        num_workers: int | None = None,
+        callbacks: Iterable[Callback | tuple] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
         in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
         if self.scatter_over is not None:
@@ -118,7 +127,7 @@ class DaskScheduler:
             finally:
                 wave.cancel_running()
 
-    def _scatter_data(self, dsk, over: int) -> Mapping:
+    def _scatter_data(self, dsk: Any, over: int) -> Mapping:
         """`dsk` with each DataNode whose value pickles to over `over` bytes scattered: its value is
         then the future of the scattered one (get_async puts it in its cache; dependents take it as any
         value kept at a node monitor). The graph as it was if there is none."""
@@ -157,7 +166,7 @@ class DaskScheduler:
     def __enter__(self) -> DaskScheduler:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
@@ -183,11 +192,11 @@ class _Wave:
         self._processed = 0  # outcomes get_async has handled (posttask)
         self._outcomes = TickBatch(self._deliver)
 
-    def announce(self, key, dsk, state) -> None:
+    def announce(self, key: Hashable, dsk: Mapping, state: dict) -> None:
         """get_async's pretask callback: a task of the current firing is about to be submitted."""
         self._owed += 1
 
-    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         """get_async's submit: a future now; the call goes out with the rest of its wave. A task of the
         graph (one `execute_task` in a batch) goes as the call of the task itself on its inputs, so that
         an input kept at a node monitor (a future in get_async's cache) travels as a reference."""
@@ -206,7 +215,7 @@ class _Wave:
                 self._send()
         return future
 
-    def processed(self, key, result, dsk, state, worker_id) -> None:
+    def processed(self, key: Hashable, result: object, dsk: Mapping, state: dict, worker_id: object) -> None:
         """get_async's posttask callback: it has handled one outcome."""
         self._processed += 1
         if self._calls and self._processed == self._delivered:
@@ -230,7 +239,7 @@ class _Wave:
             self._running.add(theirs)
             theirs.add_done_callback(partial(self._settled, mine, call[3]))
 
-    def _settled(self, mine: concurrent.futures.Future, task, theirs: concurrent.futures.Future) -> None:
+    def _settled(self, mine: concurrent.futures.Future, task: tuple | None, theirs: concurrent.futures.Future) -> None:
         self._running.discard(theirs)
         if trio.lowlevel.in_trio_run():  # the executor's trio thread, handling outcomes
             self._outcomes.add((mine, task, theirs))
@@ -260,7 +269,7 @@ class _Wave:
 _SMALL = frozenset((type(None), bool, int, float, complex))  # never over any limit: not pickled to see
 
 
-def _sized(value) -> tuple[int, object]:
+def _sized(value: object) -> tuple[int, object]:
     """Roughly the bytes `value` pickles to, and what to scatter for it: for bytes and arrays their buffer's size
     and the value (not pickled to see), else the pickle's size and the pickle (Pickled: not pickled again)."""
     if isinstance(value, (bytes, bytearray, memoryview, str)):
@@ -272,7 +281,7 @@ def _sized(value) -> tuple[int, object]:
     return len(pickled), Pickled(pickled)
 
 
-def _run_task(task, data: dict):
+def _run_task(task: Callable[[dict], Any], data: dict) -> Any:
     """A task of the graph, run on the cluster on its inputs' values."""
     return task(data)
 
@@ -282,7 +291,7 @@ def _takes_kept(call: tuple) -> bool:
     return call[3] is not None and any(isinstance(v, SparrowFuture) for v in call[1][1].values())
 
 
-def _fetched(result):
+def _fetched(result: Any) -> Any:
     """get_async's result with every value still kept at a node monitor fetched (nested lists and tuples)."""
     if isinstance(result, SparrowFuture):
         return result.result()
@@ -302,7 +311,7 @@ _local: DaskScheduler | None = None
 _local_lock = threading.Lock()
 
 
-def get(dsk: Mapping, keys, **kwargs):
+def get(dsk: Mapping, keys: Any, **kwargs: Any) -> Any:
     """A Dask scheduler function on the `sparrow local` of this host, connected at first use:
     `dask.compute(x, scheduler=get)` or `dask.config.set(scheduler=get)`. Raises ConnectionLost if
     none runs here."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Callable
 
 from ..client.local_state import running_local_cluster
 from ..services.cpus import pin_process
@@ -34,7 +35,7 @@ class CommandError(Exception):
 def add_command(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     command: str,
-    run,
+    run: Callable[[argparse.Namespace], int],
     *,
     help: str,
     description: str,

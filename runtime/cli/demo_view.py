@@ -48,7 +48,7 @@ class DemoProgress:
         self._bar.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._bar.stop()
 
     def update(self, p: WorkloadProgress) -> None:

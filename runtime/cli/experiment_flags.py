@@ -4,15 +4,17 @@ flags every experiment shares, and the local cluster they describe."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from ..services.local_cluster import LocalCluster
 from .config import Kind, integer, number
 
 
-def flag(kind: Kind):
+def flag(kind: Kind) -> Callable[[str], object]:
     """An argparse type that reads a flag as the other commands' settings do (config.py's kinds)."""
 
-    def convert(text: str):
+    def convert(text: str) -> object:
         try:
             return kind.from_text(text)
         except ValueError as exc:
@@ -63,7 +65,7 @@ def add_cluster_flags(
     )
 
 
-def experiment_cluster(args: argparse.Namespace, **settings) -> LocalCluster:
+def experiment_cluster(args: argparse.Namespace, **settings: Any) -> LocalCluster:
     """The local cluster `add_cluster_flags`' flags describe (not started), with `settings` (e.g. steal) passed on.
     Binding to idle node monitors is off: the simulator that predicts each run has no rule for it."""
     return LocalCluster(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from .help_format import DefaultsShown
 from .output import output_folder
 
 
-def add_steal_parser(experiments) -> None:
+def add_steal_parser(experiments: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = experiments.add_parser(
         "steal",
         help="short and long jobs mixed at high load, work stealing off and on, against the simulator",
@@ -152,7 +153,7 @@ def run_steal(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _stolen_tasks(schedulers, secret) -> int:
+async def _stolen_tasks(schedulers: Sequence[str], secret: str | bytes) -> int:
     """Tasks the cluster's schedulers launched for stolen reservations (their get_task_stolen counters less
     the NoTask answers are not told apart: this counts the stolen requests)."""
     total = 0

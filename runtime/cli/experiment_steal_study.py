@@ -18,7 +18,7 @@ from .help_format import DefaultsShown
 from .output import output_folder
 
 
-def add_steal_study_parser(experiments) -> None:
+def add_steal_study_parser(experiments: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = experiments.add_parser(
         "steal-study",
         help="the steal experiment's job mixes in the simulator alone: where each puts the short jobs' p50",

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from functools import partial
 
 import trio
@@ -79,7 +80,7 @@ def _describe(s: Resolved) -> str:
 
 
 @contextlib.contextmanager
-def _stop_on_signals():
+def _stop_on_signals() -> Iterator[None]:
     """SIGINT and SIGTERM stop the command while this block runs: SIGTERM is turned into SIGINT, so
     the KeyboardInterrupt comes from Python's handler, or from trio's at a safe point inside trio.run."""
     # SIGINT may have been ignored from birth (a background job of a non-interactive shell)
@@ -93,7 +94,7 @@ def _stop_on_signals():
 
 
 @contextlib.contextmanager
-def _uninterrupted():
+def _uninterrupted() -> Iterator[None]:
     """Ignore SIGINT and SIGTERM (a second Ctrl-C must not cut the shutdown short; it is bounded)."""
     previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

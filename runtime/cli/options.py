@@ -210,7 +210,7 @@ STEAL = Setting(
 )
 
 
-def _probe_ratio(value) -> float:
+def _probe_ratio(value: str | float) -> float:
     try:
         return check_probe_ratio(float(value))
     except (TypeError, ValueError) as exc:

@@ -15,7 +15,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import trio
@@ -144,7 +144,7 @@ async def _stdin_closed() -> None:
             return
 
 
-async def _stop_requested(signals, exit_with_parent: bool) -> str:
+async def _stop_requested(signals: AsyncIterator[int], exit_with_parent: bool) -> str:
     """Wait for the first SIGTERM or SIGINT (or, with `exit_with_parent`, the end of standard input);
     returns what it was."""
     why = ""
@@ -190,7 +190,7 @@ async def _serve_until_stopped(
             nursery.cancel_scope.cancel()
 
 
-async def _cancel_on_next(signals, scope: trio.CancelScope) -> None:
+async def _cancel_on_next(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
     async for signum in signals:
         logger.warning("%s received again: stopping now", signal.Signals(signum).name)
         scope.cancel()

@@ -34,6 +34,7 @@ from ..errors import RemoteTraceback, SparrowError, TaskFailed
 from ..services.logsetup import setup_logging
 from .command_task import CommandFailed, run_command
 from .common import CommandError, add_command, client_target, settings
+from .config import Resolved
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 CANCEL_WAIT = 3.0  # seconds Ctrl-C waits for the cancellation to be confirmed
@@ -82,7 +83,7 @@ def _check_command(name: str) -> None:
         )
 
 
-def _import_callable(spec: str):
+def _import_callable(spec: str) -> Callable[..., Any]:
     module_name, _, attribute = spec.partition(":")
     sys.path.insert(0, os.getcwd())
     try:
@@ -104,7 +105,7 @@ def _import_callable(spec: str):
     return fn
 
 
-def _show_value(index: int, value) -> str:
+def _show_value(index: int, value: object) -> str:
     return f"[{index}] {value!r}"
 
 
@@ -122,7 +123,9 @@ def _failure(outcome: TaskOutcome, traceback: bool) -> str:
     return f"[{outcome.index}] failed: {text}"
 
 
-async def _submit(schedulers: list[str], credentials: dict, tasks: list, s, show) -> int:
+async def _submit(
+    schedulers: list[str], credentials: dict, tasks: list, s: Resolved, show: Callable[[int, Any], str]
+) -> int:
     """Submit the job, print each outcome as it comes; on SIGINT/SIGTERM cancel the job (its running
     tasks are stopped) and exit 130 once the cancellation is confirmed (at most CANCEL_WAIT s)."""
     started = time.monotonic()

@@ -38,6 +38,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 from functools import partial
+from types import TracebackType
+from typing import Any, NoReturn
 
 import trio
 
@@ -85,7 +87,7 @@ class TaskOutcome:
     exception: BaseException | None = None
     attempts: int = 1
 
-    def result(self):
+    def result(self) -> Any:
         """The task's return value, or raise its exception."""
         if not self.ok:
             assert self.exception is not None  # a failed outcome has one
@@ -245,7 +247,7 @@ class TaskRef:
     def __hash__(self) -> int:
         return hash((id(self.handle), self.index))
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a TaskRef is an input only as an argument of a functools.partial task (also nested in lists, "
             "tuples, sets and dict values), not inside other objects"
@@ -254,7 +256,7 @@ class TaskRef:
     def __repr__(self) -> str:
         return f"TaskRef(job {self.handle.job_id}, task {self.index})"
 
-    async def result(self):
+    async def result(self) -> Any:
         """The task's value (fetched from its node monitor if it was kept there), once it has one; or
         raise its exception."""
         await self.handle.wait()
@@ -403,7 +405,9 @@ class Client:
             raise
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         """Close within CLOSE_TIMEOUT, whatever the client is doing (connecting, reconnecting, serving):
         every task without an outcome ends cancelled."""
         self._closing = True
@@ -422,7 +426,7 @@ class Client:
         else:
             self._scope.cancel()  # connecting: a frozen scheduler's handshake would only time out
         self._wanted.set()
-        await self._stack.__aexit__(*exc_info)
+        await self._stack.__aexit__(exc_type, exc, tb)
 
     # -- the connection ---------------------------------------------------------------------------
 
@@ -448,7 +452,7 @@ class Client:
                 errors.append(f"{format_address(address)}: {exc}")
         return None, errors
 
-    async def _keep_connected(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def _keep_connected(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold a connection to one scheduler; when it is lost, fail over to another at once (the
         logic relaunches what had no outcome). Reports itself started once first connected (or raises)."""
         first = True
@@ -563,7 +567,7 @@ class Client:
                 self._logic.forget(job, t)
         self._release()
 
-    async def value_of(self, job: Job, task: int):
+    async def value_of(self, job: Job, task: int) -> Any:
         """Task `task`'s value (its outcome ok), fetched from its node monitor if it was kept there; a
         value lost with its node monitor is recomputed from the task's call once, then fetched.
 
@@ -610,7 +614,7 @@ class Client:
             timeout=self.handshake_timeout,
         )
 
-    async def scatter(self, value, *, keep: bool = True) -> TaskRef:
+    async def scatter(self, value: object, *, keep: bool = True) -> TaskRef:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler), as if a task had
         returned it there: the reference is an input of tasks (`partial(f, ref)`: placed toward its node
         monitor, they read it there), `await ref.result()` fetches it, and dropping the reference releases it
@@ -702,7 +706,7 @@ class Client:
         await trio.lowlevel.checkpoint()
         return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
 
-    def _task_inputs(self, task) -> Inputs | None:
+    def _task_inputs(self, task: Callable[..., object]) -> Inputs | None:
         """The TaskRefs in a partial task's arguments (ValueError for another client's), or None;
         each input named by its key in the client logic."""
         if type(task) is not partial:

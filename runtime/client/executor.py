@@ -40,6 +40,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
+from typing import Any, NoReturn
 
 import trio
 
@@ -75,7 +76,7 @@ class SparrowFuture(concurrent.futures.Future):
         self._job = job  # the client logic's record of its job
         self._task = task
 
-    def result(self, timeout: float | None = None):
+    def result(self, timeout: float | None = None) -> Any:
         value = super().result(timeout)
         if value is _KEPT:
             value = self._executor._fetch(self)
@@ -102,7 +103,7 @@ class SparrowFuture(concurrent.futures.Future):
         self._executor._cancel_remote(self)
         return True
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a future is an input only as an argument of SparrowExecutor.submit (also nested in lists, tuples, "
             "sets and dict values), not inside other objects"
@@ -202,7 +203,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         finally:
             self._ready.set()
 
-    def submit(self, fn: Callable, /, *args, **kwargs) -> concurrent.futures.Future:
+    def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         inputs = find_inputs(args, kwargs, lambda obj: isinstance(obj, SparrowFuture))
         if inputs is not None:
             return self._submit_dependent(fn, inputs)
@@ -230,7 +231,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
         return [future for job in jobs for future in job.owner]
 
-    def scatter(self, value, *, keep: bool = True) -> SparrowFuture:
+    def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
         value is kept there, as a task's result may be (Client.scatter: passed to `submit` as an input, its
         tasks read it there; `result()` fetches it; dropping the future releases it). Blocks until it is
@@ -296,7 +297,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self._pending.update(job.owner)
             self._queue_calls(calls)
 
-    def _queue_calls(self, calls) -> None:
+    def _queue_calls(self, calls: Iterable[Callable[[], None]]) -> None:
         """(Holding _lock.) Queue `calls` for the trio thread."""
         wake = not self._incoming
         self._incoming.extend(calls)
@@ -382,7 +383,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)
 
-    def _fetch(self, future: SparrowFuture):
+    def _fetch(self, future: SparrowFuture) -> Any:
         """The value of `future`'s task, fetched from its node monitor by the trio thread (ValueLost)."""
         if trio.lowlevel.in_trio_run():
             raise RuntimeError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import cloudpickle
 import trio
@@ -72,7 +73,7 @@ def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool
 class Scatter:
     """The uploads of the client `client` (its Uploader, the data addresses of its scheduler's node monitors)."""
 
-    def __init__(self, client) -> None:
+    def __init__(self, client: Any) -> None:  # the Client (core.py imports this module: no import back)
         self._client = client
         self._targets: list[tuple[str, str]] = []
         self._targets_at = -float("inf")

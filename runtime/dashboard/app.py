@@ -13,12 +13,17 @@ viewers cost no more than one.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from importlib.resources import files
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from .page import render_live, render_page
 from .sampler import Sampler
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment  # the WSGI types (typeshed only)
 
 ASSETS = {
     "dashboard.css": "text/css; charset=utf-8",
@@ -45,7 +50,7 @@ class DashboardApp:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[object, bytes]] = {}  # route -> (the View it was made from, body)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
         method, path = environ.get("REQUEST_METHOD", "GET"), environ.get("PATH_INFO", "/")
         if method not in ("GET", "HEAD"):
             return _reply(
@@ -96,7 +101,14 @@ class DashboardApp:
         return body
 
 
-def _reply(start_response, status: str, kind: str, body: bytes, method: str, extra=()) -> list[bytes]:
+def _reply(
+    start_response: StartResponse,
+    status: str,
+    kind: str,
+    body: bytes,
+    method: str,
+    extra: Iterable[tuple[str, str]] = (),
+) -> list[bytes]:
     headers = [("Content-Type", kind), ("Content-Length", str(len(body))), *SECURITY_HEADERS, *extra]
     start_response(status, headers)
     return [b"" if method == "HEAD" else body]

@@ -10,6 +10,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from itertools import islice
+from typing import Any
 
 import trio
 
@@ -151,7 +152,7 @@ class Sampler:
     def alongside(self, service: Callable) -> Callable:
         """`service` (an async `serve_...(*, task_status)`) with this sampler running beside it."""
 
-        async def run_both(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async def run_both(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.run)
                 await service(task_status=task_status)

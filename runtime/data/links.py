@@ -49,7 +49,7 @@ SMALL_FRAME = 64 * 1024  # a frame at most this big is read whole and decoded (a
 _decoder = msgspec.msgpack.Decoder(Message)
 
 
-def raw_stream(conn) -> trio.SocketStream | None:
+def raw_stream(conn: Connection) -> trio.SocketStream | None:
     """The plain socket stream under a data link (a wire Connection), whose chunks then go from and into
     their values directly (chunk_prefix); None under TLS or over another stream: chunks go as messages.
     A data link carries one transfer at a time and its holder sends nothing unasked, so between
@@ -58,7 +58,7 @@ def raw_stream(conn) -> trio.SocketStream | None:
     return stream if conn.tls is None and type(stream) is trio.SocketStream else None
 
 
-def unix_socket(conn):
+def unix_socket(conn: Connection) -> trio.socket.SocketType | None:
     """The trio socket under a plain data link on a Unix socket (where descriptors may pass), else None."""
     stream = raw_stream(conn)
     return stream.socket if stream is not None and stream.socket.family == socket.AF_UNIX else None
@@ -268,7 +268,7 @@ class DataLinks:
             raise ValueLost(f"{describe(ref)} is lost: {clip(assembler.missing)}")
         return assembler.value()
 
-    async def _receive_file_answer(self, sock, conn: Connection, ref: ValueRef):
+    async def _receive_file_answer(self, sock: trio.socket.SocketType, conn: Connection, ref: ValueRef) -> Any:
         """The first message of the answer to FetchFile: the value itself if it is ValueFile (its memory file
         adopted: shared.adopt's checks, and the reference's size), else the message (a header, ValueMissing,
         Error), any descriptor that came with it closed. Raises TransferError for a ValueFile without exactly
@@ -307,7 +307,7 @@ class DataLinks:
             for fd in fds:
                 os.close(fd)
 
-    async def _fill_fds(self, sock, view: memoryview, conn: Connection, fds: list[int]) -> None:
+    async def _fill_fds(self, sock: trio.socket.SocketType, view: memoryview, conn: Connection, fds: list[int]) -> None:
         """Receive exactly len(view) bytes into `view`, each receive within `stall_timeout`, and the
         descriptors that come with them into `fds` (at most FILES_PER_ANSWER are taken; the kernel closes more)."""
         room = socket.CMSG_SPACE(FILES_PER_ANSWER * array.array("i").itemsize)
@@ -326,7 +326,9 @@ class DataLinks:
                 raise ConnectionLost(f"{conn.peer_name} closed the connection")
             view = view[got:]
 
-    async def _receive_raw(self, stream: trio.SocketStream, conn: Connection, assembler: Assembler, ref) -> None:
+    async def _receive_raw(
+        self, stream: trio.SocketStream, conn: Connection, assembler: Assembler, ref: ValueRef
+    ) -> None:
         """Read the answer from the socket itself (raw_stream): a small frame is decoded as a message; the
         frame of the chunk due next is checked against the prefix it must have (chunk_prefix), and its data
         received in its place (or, for a memory file, into a scratch buffer written to it)."""
@@ -339,7 +341,15 @@ class DataLinks:
             if scratch and len(self._scratch) < SPARE_SCRATCH:
                 self._scratch.append(scratch[0])
 
-    async def _read_answer(self, sock, head: bytearray, scratch: list, conn, assembler: Assembler, ref) -> None:
+    async def _read_answer(
+        self,
+        sock: trio.socket.SocketType,
+        head: bytearray,
+        scratch: list,
+        conn: Connection,
+        assembler: Assembler,
+        ref: ValueRef,
+    ) -> None:
         while True:
             await self._fill(sock, memoryview(head), conn)
             size = int.from_bytes(head, "big")
@@ -377,7 +387,7 @@ class DataLinks:
             if assembler.feed(msg):
                 return
 
-    async def _fill(self, sock, view: memoryview, conn: Connection) -> None:
+    async def _fill(self, sock: trio.socket.SocketType, view: memoryview, conn: Connection) -> None:
         """Receive exactly len(view) bytes into `view`, each receive within `stall_timeout`."""
         while view:
             try:

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import socket
 from collections import Counter
+from typing import Any
 
 import msgspec
 import trio
@@ -36,7 +37,7 @@ from ..wire.messages import Error, FetchFile, FetchValue, PutValue, ReleaseValue
 from ..wire.tls import TLS
 from .links import raw_stream, unix_socket
 from .shared import SharedValue
-from .store import ValueStore
+from .store import Value, ValueStore
 from .transfer import chunk_prefix, chunks, header
 from .upload import Refused, Upload
 
@@ -161,7 +162,7 @@ class DataServer:
         with trio.fail_after(self.stall_timeout):
             await conn.send_now([ValueKept(upload.key)])
 
-    async def _answer(self, conn: Connection, msg, client: bool, user: str | None) -> None:
+    async def _answer(self, conn: Connection, msg: Any, client: bool, user: str | None) -> None:
         kind = type(msg)
         if kind is FetchValue or kind is FetchFile:
             kept = self.store.get(msg.key, user)
@@ -199,7 +200,7 @@ class DataServer:
         else:
             raise ProtocolError(f"{kind.__name__} is not allowed on a data link from a {conn.peer_role}")
 
-    async def _send_file(self, conn: Connection, sock, value: SharedValue) -> None:
+    async def _send_file(self, conn: Connection, sock: trio.socket.SocketType, value: SharedValue) -> None:
         """Answer ValueFile, its frame sent in one message with the value's descriptor (SCM_RIGHTS)."""
         body = _encoder.encode(ValueFile(len(value)))
         frame = len(body).to_bytes(HEADER_SIZE, "big") + body
@@ -214,7 +215,7 @@ class DataServer:
         self.stats["served_files"] += 1
         self.stats["bytes_served_files"] += len(value)
 
-    async def _send_raw(self, conn: Connection, value, chunk: int) -> None:
+    async def _send_raw(self, conn: Connection, value: Value, chunk: int) -> None:
         """Send `value`'s chunks as their frames' prefixes and slices of the value itself (the same bytes as
         send_now's frames, without encoding a copy of each chunk)."""
         stream = raw_stream(conn)

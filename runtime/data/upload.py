@@ -17,6 +17,9 @@ UploadFailed naming the node monitor and why (refused, stalled, broke the protoc
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import trio
 
 from ..errors import ConnectionLost, HandshakeError, ProtocolError, UploadFailed
@@ -24,7 +27,7 @@ from ..wire.connection import Connection
 from ..wire.limits import STALL_TIMEOUT, clip
 from ..wire.messages import Error, PutValue, ValueHeader, ValueKept
 from .links import LINKS_PER_HOLDER
-from .store import StoreFull, ValueStore
+from .store import StoreFull, Value, ValueStore
 from .transfer import Assembler, chunk_size, chunks
 
 
@@ -77,7 +80,7 @@ class Upload:
     def got(self) -> int:
         return self._assembler.got
 
-    def feed(self, msg) -> bool:
+    def feed(self, msg: Any) -> bool:  # any message of the link: the Assembler checks it
         """Take one message of the upload (TransferError if it breaks the protocol); True once it is kept."""
         if self._assembler.feed(msg):
             self._keep()
@@ -96,12 +99,12 @@ class Upload:
             self._store.unreserve(self.size)
 
 
-async def put_value(conn: Connection, value, *, name: str, stall_timeout: float = STALL_TIMEOUT) -> bytes:
+async def put_value(conn: Connection, value: Value, *, name: str, stall_timeout: float = STALL_TIMEOUT) -> bytes:
     """Upload `value` (bytes-like, pickled) over `conn`, a data link to the node monitor `name`; its key
     there. Raises UploadFailed (module docstring); the link is then unusable (the caller closes it)."""
     size = len(value)
 
-    async def answer():
+    async def answer() -> Any:  # the node monitor's answer, not an Error
         with trio.fail_after(stall_timeout):
             msg = await conn.receive_one()
         if type(msg) is Error:
@@ -133,7 +136,9 @@ class Uploader:
     """A client's data links for uploads (Client.scatter): at most LINKS_PER_HOLDER at once to one node monitor,
     each reused once its upload is done; `connect` opens a link to an address (the handshake of every link)."""
 
-    def __init__(self, connect, *, stall_timeout: float = STALL_TIMEOUT) -> None:
+    def __init__(
+        self, connect: Callable[[str], Awaitable[Connection]], *, stall_timeout: float = STALL_TIMEOUT
+    ) -> None:
         self._connect = connect
         self.stall_timeout = stall_timeout
         self.uploaded = 0  # values kept
@@ -141,7 +146,7 @@ class Uploader:
         self._idle: dict[str, list[Connection]] = {}
         self._limits: dict[str, trio.Semaphore] = {}
 
-    async def put(self, address: str, name: str, value) -> bytes:
+    async def put(self, address: str, name: str, value: Value) -> bytes:
         """Upload `value` to the node monitor `name` at `address`; its key there. Raises UploadFailed."""
         limit = self._limits.get(address)
         if limit is None:

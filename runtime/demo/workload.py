@@ -171,7 +171,7 @@ async def run_workload(
     return records
 
 
-def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event):
+def _recorder(record: JobRecord, progress: Progress, all_done: trio.Event) -> Callable[[int, Outcome], None]:
     def on_outcome(task: int, outcome: Outcome) -> None:
         failed = record.failed
         complete = record.on_outcome(task, outcome)

@@ -8,10 +8,11 @@ tables is written from the numbers (nothing in it is fixed ahead of the run), be
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from .report import (
     percentiles,
     summarise,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 PAPER_WITHIN_IDEAL = 0.12  # the paper: response times within 12% of an ideal scheduler
 PAPER_MEDIAN_QUEUEING_MS = 9.0  # the paper: median queueing delay
@@ -58,12 +62,12 @@ def _x(spread: Spread) -> str:
     return f"{spread.median:.2f} ({spread.low:.2f}-{spread.high:.2f})"
 
 
-def _q(values: str, q: float):
+def _q(values: str, q: float) -> Callable[[RunFigures], float]:
     """A figure of a run: the q-th percentile of its array `values`."""
     return lambda run: percentiles(getattr(run, values), [q])[0]
 
 
-def _ratio(a: str, b: str, q: float):
+def _ratio(a: str, b: str, q: float) -> Callable[[RunFigures], float]:
     return lambda run: percentiles(getattr(run, a), [q])[0] / percentiles(getattr(run, b), [q])[0]
 
 
@@ -271,7 +275,7 @@ def plot(runs: Sequence[RunFigures], path: str | PathLike[str]) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
-    def cdf(ax, values: np.ndarray, label: str, **style) -> None:
+    def cdf(ax: Axes, values: np.ndarray, label: str, **style: Any) -> None:
         data = np.sort(values) * 1e3
         ax.plot(data, np.arange(1, data.size + 1) / data.size, label=label, **style)
 

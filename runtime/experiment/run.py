@@ -135,7 +135,9 @@ async def run_queries(
     return records
 
 
-async def _open_client(address: str, secret: str | bytes, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def _open_client(
+    address: str, secret: str | bytes, task_status: trio.TaskStatus[Client] = trio.TASK_STATUS_IGNORED
+) -> None:
     """A Client of the scheduler at `address` alone, open until cancelled."""
     async with Client([address], secret=secret) as client:
         task_status.started(client)

@@ -20,9 +20,15 @@ import ssl
 import sys
 import threading
 import wsgiref.simple_server
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from ..wire.tls import TLS, describe_failure, identity_of_subject
 from .metrics import INSTALL_HINT, require_prometheus
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment  # the WSGI types (typeshed only)
+    from prometheus_client import CollectorRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +36,13 @@ REQUEST_TIMEOUT = 10.0  # seconds a client may take over the TLS handshake, and 
 IDENTITY = "sparrow.identity"  # the WSGI environ key of the client certificate's tls.Identity (HTTPS only)
 
 
-def serve_metrics(registry, host: str, port: int, pages=None, tls: TLS | None = None) -> tuple[str, int]:
+def serve_metrics(
+    registry: CollectorRegistry | None,
+    host: str,
+    port: int,
+    pages: WSGIApplication | None = None,
+    tls: TLS | None = None,
+) -> tuple[str, int]:
     """Serve HTTP (HTTPS with `tls`) on host:port from daemon threads; returns the bound address (port 0:
     any free one).
 
@@ -41,8 +53,10 @@ def serve_metrics(registry, host: str, port: int, pages=None, tls: TLS | None = 
     metrics = _no_prometheus if registry is None else require_prometheus().make_wsgi_app(registry)
     other = pages if pages is not None else metrics
 
-    def app(environ, start_response):
+    def route(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         return (metrics if environ.get("PATH_INFO") == "/metrics" else other)(environ, start_response)
+
+    app: WSGIApplication = route
 
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     if tls is None:
@@ -61,7 +75,7 @@ def serve_metrics(registry, host: str, port: int, pages=None, tls: TLS | None = 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
     daemon_threads = True  # a slow client never holds up the service's exit
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """One line for a client that failed or went away, instead of socketserver's traceback."""
         exc = sys.exc_info()[1]
         if isinstance(exc, ssl.SSLError):
@@ -77,7 +91,7 @@ class _HTTPSServer(_ThreadingWSGIServer):
 
     tls_context: ssl.SSLContext
 
-    def get_request(self):
+    def get_request(self) -> tuple[ssl.SSLSocket, Any]:
         sock, address = super().get_request()
         return self.tls_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
 
@@ -85,7 +99,7 @@ class _HTTPSServer(_ThreadingWSGIServer):
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
     timeout = REQUEST_TIMEOUT
 
-    def log_message(self, format, *args) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """No line on standard error per request (a dashboard polls every second)."""
 
 
@@ -103,10 +117,10 @@ class _HTTPSHandler(_QuietHandler):
         return environ
 
 
-def _readers_only(app):
+def _readers_only(app: WSGIApplication) -> WSGIApplication:
     """`app` for clients whose certificate may read metrics; 403 naming the role for the others."""
 
-    def guarded(environ, start_response):
+    def guarded(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         identity = environ.get(IDENTITY)
         if identity is not None and identity.may_read_metrics:
             return app(environ, start_response)
@@ -123,14 +137,14 @@ def _readers_only(app):
     return guarded
 
 
-def _where(client_address) -> str:
+def _where(client_address: Any) -> str:
     try:
         return f"{client_address[0]}:{client_address[1]}"
     except (TypeError, IndexError):
         return str(client_address)
 
 
-def _no_prometheus(environ, start_response):
+def _no_prometheus(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
     body = f"Prometheus metrics need the prometheus-client package: {INSTALL_HINT}\n".encode()
     start_response(
         "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]

@@ -239,7 +239,7 @@ class LocalCluster:
         self.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def start(self) -> None:

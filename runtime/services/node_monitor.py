@@ -24,8 +24,9 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import msgspec
 import trio
@@ -90,7 +91,7 @@ class NodeMonitorService:
     def __init__(
         self,
         logic: NodeMonitorLogic,
-        executor,
+        executor: Any,  # make_executor's
         nursery: trio.Nursery,
         *,
         secret: bytes | None,
@@ -388,7 +389,7 @@ class NodeMonitorService:
         with contained(logger, "taking back the tasks of a dead worker"):
             self._route(self.logic.on_given_back(keys))
 
-    def _may_wait(self, msg) -> bool:
+    def _may_wait(self, msg: Any) -> bool:  # any message to a scheduler: dispatched on its type
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
         GetTask may wait to share a write: nothing waits for them (module constants)."""
         if not self.logic.bound:
@@ -486,7 +487,7 @@ class NodeMonitorService:
             return kept.value
         return await self.links.fetch(ref)
 
-    async def _run(self, payload: bytes, done) -> None:
+    async def _run(self, payload: bytes, done: Callable[[Outcome], None]) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
         done(await self.executor.run(payload))
 
@@ -513,7 +514,9 @@ class _Fetching:
         self.scope.cancel()
 
 
-def make_executor(kind, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0):
+def make_executor(
+    kind: Any, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0
+) -> Any:  # ProcessExecutor, ThreadExecutor, or any object with `await run(payload)` (worker_pool.py)
     """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
     user process executors run tasks as, `share_over`: the bytes over which values cross between them and
     the node monitor as memory files (ProcessExecutor)."""
@@ -576,7 +579,7 @@ async def serve_node_monitor(
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
     weights: dict[str, float] | None = None,
-    executor="process",
+    executor: Any = "process",
     task_user: str | None = None,
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
     scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
@@ -589,7 +592,7 @@ async def serve_node_monitor(
     max_value: int = DEFAULT_MAX_VALUE,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
-    task_status=trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding

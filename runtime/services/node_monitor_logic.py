@@ -131,6 +131,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -348,7 +349,7 @@ class NodeMonitorLogic(WorkStealing):
         )
 
     def on_registration_reply(
-        self, scheduler: Hashable, reply, name: str = "the scheduler", frame_limit: int | None = None
+        self, scheduler: Hashable, reply: Any, name: str = "the scheduler", frame_limit: int | None = None
     ) -> list:
         """Take `reply` to `registration()` from `scheduler` (called `name` in errors): Registered
         takes the scheduler on (a draining node monitor tells it at once, so it is not probed even for

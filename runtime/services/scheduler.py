@@ -160,7 +160,7 @@ async def serve_scheduler(
     max_frame: int = DEFAULT_MAX_FRAME,
     result_delay: float = DEFAULT_RESULT_DELAY,
     logic: SchedulerLogic | None = None,
-    task_status=trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a scheduler on `host:port` (port 0: any free port) until cancelled.
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -39,7 +40,8 @@ from ..wire.address import parse_address
 from ..wire.connection import Connection
 from ..wire.guard import contained
 from ..wire.handshake import connect
-from ..wire.messages import Heartbeat, StealProbe, StealRelease, StealState, StealTake, Stolen
+from ..wire.messages import Heartbeat, Message, StealProbe, StealRelease, StealState, StealTake, Stolen
+from .node_monitor_logic import NodeMonitorLogic
 from .steal_log import StealLog
 
 logger = logging.getLogger(__name__)
@@ -70,7 +72,7 @@ class Stealer:
 
     def __init__(
         self,
-        logic,
+        logic: NodeMonitorLogic,
         route: Callable[[list], None],
         nursery: trio.Nursery,
         *,
@@ -78,7 +80,7 @@ class Stealer:
         link_timeout: float,
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
         log: StealLog | None = None,
-        **connect_options,
+        **connect_options: Any,
     ) -> None:
         self.logic = logic
         self.route = route
@@ -176,7 +178,7 @@ class Stealer:
                 logged["chose"], logged["took"] = address, sum(r.count for r in reply.reservations)
         self.route(out)
 
-    async def _request(self, address: str, msg):
+    async def _request(self, address: str, msg: Message) -> Any:  # the peer's answer, checked by the caller
         """`msg` to the peer at `address` and its one answer, or None (no link, no answer in time: the
         link is closed)."""
         link = await self._link(address)

@@ -1,6 +1,6 @@
 """Tasks bound with their reservations to idle node monitors (the scheduler's `bind_idle`) against plain late
 binding, in the same run: two LocalClusters of 1 scheduler + 2 node monitors x 1 slot (process executors), one
-with `bind_idle=True` (the default since session 9), one with `bind_idle=False`, beside a ProcessPoolExecutor(2),
+with `bind_idle=True` (the default), one with `bind_idle=False`, beside a ProcessPoolExecutor(2),
 the three alternating figure by figure so that a shared machine's load hits them alike:
 
 - k-task jobs one at a time (`list(ex.map(int, range(k)))` through SparrowExecutor), p50 latency and CPU time

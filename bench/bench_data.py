@@ -1,4 +1,4 @@
-"""Graphs that move data (issue 20, item 5), on Sparrow and on Dask distributed with the same workers, in
+"""Graphs that move data, on Sparrow and on Dask distributed with the same workers, in
 one run, alternating the two (Sparrow, distributed, Sparrow, ...) so that the noise of a shared machine
 hits both alike. Per graph: the wall time of `dask.compute` on each and the CPU time of each whole process
 tree (client, services, workers: a figure the load of a shared machine inflates less), and on Sparrow the

@@ -3,7 +3,7 @@
 and Sparrow's figures can be quoted as ratios:
 
 - no-op tasks: the throughput and latency of bench_runtime.py;
-- 10 ms tasks (issue 13): the saturated rate (jobs of 100 sleeping tasks kept queued; nominal
+- 10 ms tasks: the saturated rate (jobs of 100 sleeping tasks kept queued; nominal
   2 slots / 10 ms = 200/s), and at 80% load (open loop: jobs of 10 tasks at Poisson arrival times
   whatever the system is doing, the same arrivals for every system) the job response time beyond
   the task's own 10 ms, at p50 and p95, beside its floor: the simulator's omniscient policy (one
@@ -28,7 +28,7 @@ The Sparrow side and the structure (warm-up, jobs in flight, 20 warm-up jobs the
 time, percentiles) are bench_runtime.py's. `--executor` is Sparrow's: a Dask worker runs tasks on a
 thread of its own process, where Sparrow's process executor adds a worker process behind the node
 monitor. Optional (`pip install -e '.[peers]'`); CI does not install Dask.
-The submit loop (issue 21): `executor.submit(int, i)` called once per task, SparrowExecutor against the
+The submit loop: `executor.submit(int, i)` called once per task, SparrowExecutor against the
 pool's own submit loop (bench/submit_loop.py).
 Script: `python bench/bench_peers.py [--executor process|thread] [--pipeline-depth N] [--repeat N]
 [--tasks N] [--jobs N] [--load-seconds S] [--submit-tasks N]` (`--load-seconds 0` skips the 10 ms-task case,
@@ -345,14 +345,14 @@ def main() -> None:
     parser.add_argument(
         "--pipeline",
         action="store_true",
-        help="pipelined, 1 deep unless --pipeline-depth says (the flag of the commands quoted before session 8)",
+        help="pipelined, 1 deep unless --pipeline-depth says",
     )
     parser.add_argument(
         "--pipeline-depth",
         type=int,
         metavar="N",
         help="Sparrow's node monitors pipeline late binding N deep (sparrow local --pipeline-depth N); 0: off "
-        "(--no-pipeline); default: the build's (on, gated, 16 deep since session 8)",
+        "(--no-pipeline); default: the build's (on, gated, 16 deep)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)

@@ -7,7 +7,7 @@ and RuntimeAtLoad: the 80%-load overhead against the zero-overhead floor (bench/
 Script: `python bench/bench_runtime.py [--executor process|thread] [--tasks N] [--jobs N] [--repeat N]`
 prints them; with `--repeat`, each figure's best and range over N fresh clusters, and the load average
 (the machine may be shared: the best run is the one least disturbed).
-Targets (issue 4, 2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 3 ms, p99 <= 10 ms.
+Targets (2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 3 ms, p99 <= 10 ms.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ class RuntimeAtLoad:
 
 
 def pipelining(depth: int | None) -> dict:
-    """LocalCluster's options for pipelining `depth` deep: None the build's default (on, gated, 16 deep since
-    session 8; off before), 0 off (plain late binding), N > 0 pipelined N deep (gated, as the build rules)."""
+    """LocalCluster's options for pipelining `depth` deep: None the build's default (on, gated, 16 deep),
+    0 off (plain late binding), N > 0 pipelined N deep (gated, as the build rules)."""
     if depth is None:
         return {}
     return {"pipeline": False} if depth == 0 else {"pipeline": True, "pipeline_depth": int(depth)}

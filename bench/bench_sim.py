@@ -1,10 +1,10 @@
 """asv benchmarks of the simulator (sparrow_core.sim): simulated tasks per second and peak
 memory, at the issue's target point (10,000 workers x 4 slots, 100-task jobs, load 0.8), and with
-work stealing at issue 18's point (10,000 workers x 1 slot, per_job durations, load 0.9).
+work stealing at the steal speed point (10,000 workers x 1 slot, per_job durations, load 0.9).
 
 Import-safe: with a sparrow_core that has no simulator, every benchmark is skipped.
 
-Run directly (`python bench/bench_sim.py [--repeat N] [--jobs N]`) it prints issue 18's figure, simulated
+Run directly (`python bench/bench_sim.py [--repeat N] [--jobs N]`) it prints the steal speed figure, simulated
 tasks per CPU-second with and without stealing, alternating the two policies N times (min, median, best).
 """
 
@@ -39,7 +39,7 @@ def _config(
 
 
 def _steal_config(policy: str, n_jobs: int) -> SimConfig:
-    """Issue 18's speed point: 10,000 workers x 1 slot, per_job durations, load 0.9."""
+    """The steal speed point: 10,000 workers x 1 slot, per_job durations, load 0.9."""
     return _config(policy, 10_000, n_jobs, slots=1, load=0.9, duration="per_job")
 
 
@@ -68,7 +68,7 @@ class SimulatorThroughput:
 
 class StealThroughput:
     """Simulated tasks per wall-clock second with and without work stealing, 10,000 workers x 1
-    slot, 100-task jobs with per_job durations, load 0.9 (issue 18's speed target)."""
+    slot, 100-task jobs with per_job durations, load 0.9 (the steal speed target)."""
 
     params = (["sparrow", "sparrow_steal"],)
     param_names = ("policy",)
@@ -87,7 +87,7 @@ class StealThroughput:
 
     def track_tasks_per_cpu_second(self, policy: str) -> float:
         """The same per second of this process's CPU time: robust to other processes on a shared
-        machine (the figure issue 18's 2M target is checked with)."""
+        machine (the figure the 2M tasks/s target is checked with)."""
         start = time.process_time()
         result = simulate(self.config)
         return result.n_tasks / (time.process_time() - start)

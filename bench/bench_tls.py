@@ -1,4 +1,4 @@
-"""What TLS costs (issue 19): no-op tasks through a LocalCluster on TLS and on the insecure shared-secret
+"""What TLS costs: no-op tasks through a LocalCluster on TLS and on the insecure shared-secret
 mode in the same run, alternating (plaintext, TLS, plaintext, ...) so a shared machine's noise hits
 both; new connections per second a scheduler accepts (TCP connect + handshake, then close, one at a
 time) on each; and, in one process, what a message round trip costs on a plain socket (the connection's
@@ -41,7 +41,7 @@ try:
     from sparrow_runtime.wire.messages import Heartbeat
     from sparrow_runtime.wire.tls import TLS, start_tls
     from sparrow_runtime.wire.tls_channel import TLSChannel
-except ImportError:  # the suite imports with any version of the package; TLS arrived with issue 19
+except ImportError:  # the suite imports with any version of the package, one without TLS too
     LocalCluster = None
 
 HANDSHAKE_SECONDS = 2.0

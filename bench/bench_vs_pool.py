@@ -1,4 +1,4 @@
-"""The runtime against a ProcessPoolExecutor(2) in the same run (issue 21): what a
+"""The runtime against a ProcessPoolExecutor(2) in the same run: what a
 `concurrent.futures` user compares Sparrow with, and the figures `python -m bench.gate` holds.
 
 A LocalCluster of 1 scheduler + 2 node monitors x 1 slot (process executors) on loopback, driven
@@ -325,7 +325,7 @@ def main() -> None:
         type=int,
         metavar="N",
         help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
-        "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep since session 8)",
+        "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep)",
     )
     parser.add_argument(
         "--bind-idle",

@@ -28,7 +28,7 @@ try:
     from sparrow_runtime.demo.report import DemoReport, build_report
     from sparrow_runtime.demo.workload import Workload, make_workload, run_workload
 except ImportError:
-    try:  # before the demo became a package (commit 08bab3e), for the history of older commits
+    try:  # the older layout (the demo's modules at the top of the package), for asv's runs of older commits
         from sparrow_runtime import LocalCluster
         from sparrow_runtime.demo_report import DemoReport, build_report  # type: ignore[no-redef]
         from sparrow_runtime.demo_workload import Workload, make_workload, run_workload  # type: ignore[no-redef]

@@ -1,4 +1,4 @@
-"""Pipelined against plain late binding in the simulator (issue 21 item 4): job response time at
+"""Pipelined against plain late binding in the simulator: job response time at
 10,000 workers x 1 slot, 100-task jobs, loads 0.5-0.95, short and heavy-tailed durations, at the
 runtime's scheduler round trip (network_delay 0.15 ms one way: 0.3 ms, docs/runtime.md), over
 several seeds. Prints a Markdown table: p50 and p99 per variant (the range over seeds) and each

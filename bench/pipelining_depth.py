@@ -1,4 +1,4 @@
-"""Pipelining depth N in the simulator (issue 21 item 4): job response time at 10,000 workers x 1 slot,
+"""Pipelining depth N in the simulator: job response time at 10,000 workers x 1 slot,
 100-task jobs, the runtime's scheduler round trip (0.3 ms), for pipelined late binding 1, 4 and 16 deep
 (`pipeline_depth`, the runtime's --pipeline-depth rules: policy/pipeline.h), ungated and gated
 (`pipeline_gate`: asking ahead at all only while each of the worker's last 8 run times is under 5 ms),

@@ -1,9 +1,9 @@
-"""Issue 21's two 10 ms-task figures under each pipelining setting, alternating in one run (no Dask needed).
+"""The two 10 ms-task figures under each pipelining setting, alternating in one run (no Dask needed).
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
 pool once, then Sparrow with the default (gated, and steady run times ask ahead at a task's start), `gated`
-(`--no-pipeline-steady`: the default before session 11), `--pipeline-jit` (just in time), `--pipeline-steady` (the
+(`--no-pipeline-steady`), `--pipeline-jit` (just in time), `--pipeline-steady` (the
 default's own flag), `--pipeline-always`, and
 `--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
 all alike. Prints one line per

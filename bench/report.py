@@ -1,9 +1,9 @@
-"""Prints the kernel figures of issue 2, each beside its pure-Python baseline measured in the same
-run, with a verdict wherever issue 2 set a target: `python -m bench.report [--repeat N]`.
+"""Prints the kernel figures, each beside its pure-Python baseline measured in the same
+run, with a verdict wherever a target is set: `python -m bench.report [--repeat N]`.
 
 Every figure is the best of N runs (the machine may be shared): rate = work / best time.
 
-Targets (issue 2): the bulk form of every kernel (its batch API, flat arrays, or its only API) at
+Targets: the bulk form of every kernel (its batch API, flat arrays, or its only API) at
 least 20x its pure-Python baseline; batch sampling at least 1,000,000 jobs/s; the fair queue at
 least 5,000,000 push+pop pairs/s through push_many/pop_many and 2,000,000 through single calls.
 Single calls of a kernel that has a bulk form are shown for comparison and get no verdict on the
@@ -35,7 +35,7 @@ BULK_SPEEDUP = 20.0
 
 @dataclass(frozen=True)
 class Target:
-    """What issue 2 asks of one figure: a rate (units/s), a ratio to the baseline, or both."""
+    """The target of one figure: a rate (units/s), a ratio to the baseline, or both."""
 
     rate: float | None = None
     speedup: float | None = None
@@ -114,7 +114,7 @@ def format_table(rows: list[Row]) -> str:
         lines.append(f"{row.figure:<72} {row.rate:>14,.0f} {row.speedup:>8.1f}x  {target:<{width}}  {row.verdict()}")
     lines += [
         "",
-        f"Targets (issue 2): each kernel's bulk form (batch API, flat arrays, or its only API) >= {BULK_SPEEDUP:g}x",
+        f"Targets: each kernel's bulk form (batch API, flat arrays, or its only API) >= {BULK_SPEEDUP:g}x",
         "its pure-Python baseline; batch sampling and the fair queue also a rate.",
         "Single calls of a kernel that has a bulk form get no verdict: each pays the interpreter's cost of",
         "one Python call per job or reservation, as the baseline pays per unit, so their ratio measures",

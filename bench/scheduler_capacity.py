@@ -1,4 +1,4 @@
-"""What one scheduler sustains (issue 21): `python -m bench.scheduler_capacity` runs a real scheduler
+"""What one scheduler sustains: `python -m bench.scheduler_capacity` runs a real scheduler
 process (`sparrow scheduler`) and drives it with many light node monitors and a client from this
 process, then reports the scheduler's CPU time per task and so its task decisions per second per
 scheduler core, and projects 10 and 100 schedulers with the simulator.
@@ -35,7 +35,7 @@ IN_FLIGHT = 20
 SECONDS = 10.0
 WARMUP_SECONDS = 2.0
 HEARTBEAT = 0.5
-TARGET = 20_000  # task decisions/s per scheduler core (issue 21)
+TARGET = 20_000  # task decisions/s per scheduler core
 
 
 def start_scheduler(secret_file: str) -> tuple[subprocess.Popen, str]:

@@ -47,7 +47,7 @@ def workloads() -> list[tuple[str, SimConfig]]:
     smaller clusters with queue policies, users, priorities, several schedulers and constraints."""
     return [
         (
-            "steal-point",  # issue 18's speed point: 10,000 x 1, 100-task jobs, per_job, load 0.9
+            "steal-point",  # the steal speed point: 10,000 x 1, 100-task jobs, per_job, load 0.9
             SimConfig(n_workers=10_000, tasks_per_job=100, load=0.9, n_jobs=400, duration="per_job", seed=1),
         ),
         (
@@ -176,8 +176,8 @@ TRACES: list[tuple[str, list[str], dict[str, object]]] = [
     ("trace-mixed", _mixed_lines(), {"n_workers": 400, "seed": 12}),
     ("trace-replayed", _replayed_lines(), {"n_workers": 50, "seed": 13}),
 ]
-# The replay policies but batch, which crashed on a replayed placement at 35c0636 (the digest runs on
-# installs of that commit too).
+# The replay policies but batch (the digest runs on older installs too, whose batch policy crashes on a replayed
+# placement).
 REPLAYED_POLICIES = ("sparrow", "sparrow_steal", "sparrow_pipelined", "sparrow_steal_pipelined")
 
 

@@ -1,5 +1,5 @@
 """The simulator's speed, base against head: `python bench/sim_speed_ab.py BASE_PYTHON HEAD_PYTHON` runs
-issue 18's speed point (bench_sim.py's sparrow_steal configuration: 10,000 workers x 1 slot, 100-task jobs,
+the steal speed point (bench_sim.py's sparrow_steal configuration: 10,000 workers x 1 slot, 100-task jobs,
 per_job durations, load 0.9) under the two interpreters alternately (base, head, head, base, base, ...: the
 order turns each pair), each run a fresh process, and prints simulated tasks per CPU-second of each run, each
 pair's ratio head / base, and the medians. Alternating pairs share a shared machine's load alike; CPU time (the

@@ -1,6 +1,6 @@
 """`submit` called once per task, as most `concurrent.futures` code calls an executor: SparrowExecutor
 (2 node monitors x 1 slot) against `ProcessPoolExecutor(2)`, no-op tasks, alternating in one run so
-that the ratio survives a noisy machine (issue 21's submit-loop figure; bench_peers.py prints it too).
+that the ratio survives a noisy machine (the submit-loop figure; bench_peers.py prints it too).
 
 Script: `python -m bench.submit_loop [--tasks 5000] [--rounds 3] [--executor process|thread]`.
 """

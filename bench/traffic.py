@@ -1,4 +1,4 @@
-"""The bytes that pass through a Sparrow client and its schedulers while some work runs (issue 20's
+"""The bytes that pass through a Sparrow client and its schedulers while some work runs (the figure
 "bytes through the client and the scheduler per graph"), from the counters the services keep:
 
 - client: `Client.traffic` (the client logic's counters): task payloads sent, outcomes received, values

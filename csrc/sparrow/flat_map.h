@@ -8,7 +8,7 @@
 // the key, the value and a flag: 16 bytes for a value of up to 4 bytes. Unused slots hold V().
 // FlatMap<V, uint32_t> holds keys in [0, kCompactKeys) only, as key + 1 in 32 bits (0: unused):
 // 8 bytes a slot for a 4-byte value, half the memory and cache lines (the task table's per-job
-// map of workers: session 12, issue 18); find answers nullptr for a key outside, and inserting
+// map of workers); find answers nullptr for a key outside, and inserting
 // one throws std::invalid_argument.
 #pragma once
 

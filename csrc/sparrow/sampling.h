@@ -94,12 +94,11 @@ inline bool few_draws(int64_t n, int64_t k) { return k <= kSmallLimit && n <= kB
 
 // floyd for K = k <= kSmallLimit draws from n <= kBitmapLimit: each draw is compared with the
 // ones drawn before it. Branch-free: whether a draw repeats one of at most 7 earlier ones is
-// unpredictable, so a compare per earlier draw (OR-ed) beats a probe of a hash set (session 9,
-// issue 18: the set's probe was the simulator's most mispredicted branch with stealing). j itself
+// unpredictable, so a compare per earlier draw (OR-ed) beats a probe of a hash set (whose
+// probe is the simulator's most mispredicted branch with stealing). j itself
 // is never drawn before: every earlier draw is below it. With K a constant the loop is unrolled
-// and drawn[] lives in registers: draw i makes i compares, 28 in all for 8 draws (session 11,
-// issue 18: the loop over a stack array made 64 compares and a store and 8 loads per draw;
-// a steal probe's victims cost 426 instructions, now 311).
+// and drawn[] lives in registers: draw i makes i compares, 28 in all for 8 draws
+// (a loop over a stack array makes 64 compares and a store and 8 loads per draw).
 // The draws come from a local copy of the generator, put back after: out may alias its state
 // (both 64-bit), which would make the compiler store and reload it at every write.
 template <bool Skip, int K>

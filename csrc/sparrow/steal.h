@@ -71,7 +71,7 @@ inline void choose_victims_unchecked(Rng& rng, int64_t n_workers, int64_t thief,
     return;
   }
   // A few victims need no scratch space: not even its thread_local lookup (a call to
-  // __tls_get_addr in a shared library: session 11, 33 instructions per steal attempt).
+  // __tls_get_addr in a shared library: 33 instructions per steal attempt).
   if (detail::few_draws(n_workers - 1, count)) return detail::floyd_few<true>(rng, n_workers - 1, count, out, thief);
   detail::floyd<true>(rng, n_workers - 1, count, out, detail::scratch(), thief);
 }

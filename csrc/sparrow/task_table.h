@@ -27,7 +27,7 @@
 // map (flat_map.h; 8-byte slots while the job's workers are below 2^32 - 1, else 16-byte ones),
 // so an unconstrained job needs no sort, its workers in first-reservation
 // order beside it with pointers to their counts (so workers_to_cancel and remove_job make no
-// lookup: session 9, issue 18, 5% of the simulator's time with stealing); probes made for a constrained or
+// lookup: it was 5% of the simulator's time with stealing); probes made for a constrained or
 // soft task are kept apart, sorted by (worker, task, reservation order) when first needed. Job
 // records are pooled and reused (their buffers with them) and found through a flat map of
 // job ids, so a steady stream of jobs allocates nothing. A job holds at most 2^31 - 1

@@ -1,4 +1,4 @@
-"""`sparrow experiment steal`: issue 18's runtime experiment, short and long jobs mixed at high load on a
+"""`sparrow experiment steal`: the stealing runtime experiment, short and long jobs mixed at high load on a
 local cluster, work stealing off and on over the same arrivals, against the simulator, in OUT/steal.md
 (sparrow_runtime.experiment.steal)."""
 
@@ -33,8 +33,8 @@ def add_steal_parser(experiments: argparse._SubParsersAction[argparse.ArgumentPa
     p = experiments.add_parser(
         "steal",
         help="short and long jobs mixed at high load, work stealing off and on, against the simulator",
-        description="Issue 18's runtime experiment: jobs of 2 tasks, 12% of them long (500 ms tasks), the others short "
-        "(20 ms tasks; --width, --long-fraction and --long-ms change the mix), arriving at --load of the slots; "
+        description="The stealing runtime experiment: jobs of 2 tasks, 12% of them long (500 ms tasks), the others "
+        "short (20 ms tasks; --width, --long-fraction and --long-ms change the mix), arriving at --load of the slots; "
         "each seed's arrivals run twice on a fresh local cluster, "
         "with work stealing off and on (alternating which goes first), and the simulator replays each run with "
         "its measured hops and its schedulers' own probe placement, each job's probes in the order its node monitors "

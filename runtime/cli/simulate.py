@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 PAPER_LOADS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-# The policies of the paper's figures and issue 18's high-load table (docs/paper/); the pipelined
+# The policies of the paper's figures and the high-load table (docs/paper/); the pipelined
 # variants are compared in docs/simulator.md instead, at the runtime's round trip and short tasks.
 PAPER_POLICIES = ("random", "per_task", "batch", "sparrow", "sparrow_steal", "omniscient")
 # The console shows these; the files get every column of sweep.COLUMNS.

@@ -44,9 +44,8 @@ from .workload import JobRecord
 CHAIN_LIMIT = 0.005  # seconds: a longer gap between two tasks of a worker is idle time
 RUNTIME_PROBE_RATIO = 2.0  # the scheduler's default (scheduler_logic.DEFAULT_PROBE_RATIO)
 # seconds between a model's steal attempt and the run's it replays, at most: matched attempts cluster within 1-3 ms
-# of the run's, and a wider window matches more of the rest (session 12's three runs with stealing on: 30-43% of the
-# model's attempts at 3 ms, 39-50% at 10, 56-66% at 50; docs/benchmarks.md), still under one short task at the
-# experiment's time scale (80 ms)
+# of the run's, and a wider window matches more of the rest (docs/simulator.md, "Trace files"), still under one short
+# task at the experiment's time scale (80 ms)
 STEAL_TOLERANCE = 0.05
 MODEL_SEEDS = 5  # the model is run with this many seeds and its jobs pooled: its own noise averages out
 

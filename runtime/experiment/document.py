@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 PAPER_WITHIN_IDEAL = 0.12  # the paper: response times within 12% of an ideal scheduler
 PAPER_MEDIAN_QUEUEING_MS = 9.0  # the paper: median queueing delay
-MODEL_TARGET = 0.10  # issue 13: the simulator within 10% of the runtime at p50 and p95
+MODEL_TARGET = 0.10  # the claim checked: the simulator within 10% of the runtime at p50 and p95
 
 
 @dataclass(frozen=True)

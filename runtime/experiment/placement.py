@@ -1,4 +1,4 @@
-"""A run's own probe placement and late-binding round trip, for the simulator to replay (issue 18).
+"""A run's own probe placement and late-binding round trip, for the simulator to replay.
 
 With stealing off, which queues the few long tasks block decides the short jobs' p50, so a model drawing its
 own probes lands 20-40% either side of the same run by its seed alone. `placement_logs()` makes the
@@ -11,10 +11,9 @@ Each job's probes are listed in the order its node monitors first asked for one 
 GetTask answered for it, stolen ones left out), then those that never asked, in the order they were sent.
 The order is the run's tie-break: the simulator binds a job's tasks to the first-listed of its probed workers
 that are idle at once (the reservations reach them at the same instant, and so do their GetTasks), whereas in
-the run it is whichever node monitor's thread asks first, uniform over the probes on this host (session 9:
-126-138 tasks per position of 4 in one run). In the scheduler's send order, the model's tie-break is one
-arbitrary draw of that chance; in the run's answer order it is the run's own (docs/simulator.md, "Trace
-files", and docs/paper/steal.md have the figures).
+the run it is whichever node monitor's thread asks first, uniform over the probes on this host. In the
+scheduler's send order, the model's tie-break is one arbitrary draw of that chance; in the run's answer order it is
+the run's own (docs/simulator.md, "Trace files", and docs/paper/steal.md have the figures).
 
 The logs also time every GetTask answer, so the gap a slot spends between two tasks (the previous task's
 end in its worker, the node monitor's GetTask, the scheduler's answer, the next task's start in its worker:

@@ -1,4 +1,4 @@
-"""The work-stealing experiment (issue 18): short and long jobs mixed at high load on a local cluster, run
+"""The work-stealing experiment: short and long jobs mixed at high load on a local cluster, run
 with stealing off and on over the same arrivals, each run predicted by the simulator.
 
 Workload (`make_mixed`): jobs of WIDTH tasks arrive as a Poisson process at the rate that offers `load`
@@ -6,55 +6,31 @@ of the slots; a LONG_FRACTION of them are long (tasks of LONG_MS), the others sh
 task's duration drawn from a lognormal (sigma LOGNORMAL_SIGMA) around its job's mean and scaled by
 `time_scale`. The long jobs hold most of the slot time (about 77%), the short ones are most of the jobs:
 the heavy-tailed mix where Sparrow's short jobs wait behind long tasks in the queues they probed while
-other slots sit idle (Hawk, USENIX ATC 2015: many short jobs, a few large ones holding the bulk of the
-cluster). Every job is a one-stage query, so run.py runs it. Since session 12 the mix is 12% of the jobs long,
-of 500 ms tasks (25x the short; steal_design.py's C); sessions 7-11 ran 3% long of 2,000 ms (A), where stealing
-halved the short p50 in only 70% of the simulator's seeds and missed it on two runs of session 12 (1.69x and
-1.54x, seed 2): C halves it in 98% (docs/paper/steal-study.md).
+other slots sit idle (Hawk, USENIX ATC 2015). Every job is a one-stage query, so run.py runs it. The mix
+(steal_design.py's C) is the one of those compared that keeps stealing's halving of the short p50 in the
+most simulated seeds (docs/paper/steal-study.md).
 
 Per run (`steal_figures`): each job's response (submission to last outcome at its client), beside the
 simulator's replay of the same trace given the run's measured hops (demo/replay.py): the sparrow policy
 for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay). A
-stealing run's node monitors time their steals (steal_timing.py): a thief's wait before an attempt and
-its probe and take round trips, far longer on this host than the model's four hops (e.g. 7 + 29 + 7 ms
-against 4 x 1.7 ms in one run), so the model's thieves wait the difference (`steal_wait`) before probing.
+stealing run's node monitors time their steals (steal_timing.py), far slower on one host than the model's
+four hops, so the model's thieves wait the difference (`steal_wait`) before probing.
 
-The model replays the run's own probe placement (placement.py: the schedulers log which node monitors
-each job's reservations went to; the trace's `probes=`), so that the model's seed draws only the steal
-victims. Without it (the `drawn` figures, kept beside for comparison) the seed draws the probes too, and on
-16 slots that alone moves a run with stealing off a lot (which queues the few long tasks block decides the
-short jobs' p50: one run's 20 seeds gave 1.0-2.0 s around a pooled 1.55 s; with stealing on 200-238 ms
-around 221 ms). Each model is run MODEL_SEEDS times and its jobs pooled for the prediction; each seed's own
-short p50 gives the model's spread (`model_range`: the 10th to 90th percentile over its seeds; none left
-for a replayed placement with stealing off, where sparrow draws nothing else).
-
-With stealing on, the model's thieves also replay the run's own steal victims (steal_replay.py: the node monitors
-log each attempt; at each of its thieves' attempts the model probes the victims of that thief's attempt in the run
-within demo/replay.py's STEAL_TOLERANCE of it, and draws them only where there is none), meant to leave its seed
-less to draw with stealing on (session 11: drawing its own victims, 80-85% of the model's seeds landed within 10%
-of its pooled short p50 for one run, and 88-91% of the short jobs agreed job by job with stealing on against
-99-100% off). It helps some: in session 12's six runs with stealing on 56-72% of the model's attempts found one of
-the run's, the agreement rose by 1.1-3.3 points (to 89-92%), and the seeds' spread narrowed in five of them
-(docs/benchmarks.md); the others drew, the model's thieves attempting where the run's did not once its queues had
-moved apart from the run's. The report counts
-the attempts replayed and drawn, and keeps the model drawing its victims (`victims_drawn`) beside it.
-
-The model also replays each job's own submission delay (submissions.py: from the client's submission to its
-reservations leaving the scheduler, in the placement logs, and where a node monitor idle then asked for it, to
-that GetTask less the model's two hops), instead of one mean for all: a few take 5-7 ms
-against 0.5 ms at the median, and in session 11 one such job was enough to put a long task on another queue in
-the model than in the run and block two dozen short jobs in one and not the other (seed 2, stealing off: 26
-short jobs disagreeing with the mean delay, 4 with each job's own, all within 35 ms of BLOCKED).
+What the model replays of the run, so that its seed draws as little as possible (each model is run
+MODEL_SEEDS times, its jobs pooled; `model_range` is the spread of its seeds' short p50):
+- the probe placement (placement.py, the trace's `probes=`): on 16 slots, which queues the few long tasks
+  block decides the short jobs' p50; the `drawn` figures, with the probes drawn, are kept beside;
+- with stealing on, the steal victims (steal_replay.py): at each of its thieves' attempts the model probes
+  the victims of that thief's attempt in the run within demo/replay.py's STEAL_TOLERANCE, and draws them
+  only where there is none (`victims_drawn`, the model drawing them all, is kept beside);
+- each job's own submission delay (submissions.py), not one mean: a rare slow submission is enough to put a
+  long task on another queue than in the run.
 
 The short jobs' p50 is ill-conditioned here: a third to two thirds of the short jobs wait behind a long task
-(a second or more) and the others take 100-300 ms, so the median lies in the steep part between the two, where
-one point of the percentile is often 15-40 ms (`p50_slope`: (p55 - p45) / 10; 30-140 ms with sessions 7-11's
-mix A), and a 10% error in the p50 is then two to four points of the short jobs blocked (half a point or less
-with A). Beside each run's p50 error the report prints that slope and `model_rank`: the model's p50 as a
-percentile of the run's short jobs (50: the run's own median),
-the error in the units the blocked share is counted in. steal_design.py shows, from the simulator alone, that such
-mixes put the median there by construction, and that of those compared this one (C) keeps the halving in the most
-seeds with the widest band within 10% of the p50 (docs/paper/steal-study.md).
+and the others take 100-300 ms, so the median lies in the steep part between the two, where one point of the
+percentile is tens of ms. Beside each run's p50 error the report prints that slope (`p50_slope`: (p55 - p45)
+/ 10) and `model_rank`: the model's p50 as a percentile of the run's short jobs (50: the run's own median),
+the error in the units the blocked share is counted in. Measured figures: docs/results/steal-experiment.md.
 """
 
 from __future__ import annotations
@@ -75,11 +51,11 @@ from .steal_timing import StealTiming
 from .submissions import ReplayedSubmissions, dispatch_times, replay_submissions
 
 SHORT_MS = 20.0
-LONG_MS = 500.0  # 25x SHORT_MS (session 12; 2000.0 before: module docstring)
-LONG_FRACTION = 0.12  # of the jobs (session 12; 0.03 before)
+LONG_MS = 500.0  # 25x SHORT_MS: long enough to block, short enough that most seeds halve (steal_design.py)
+LONG_FRACTION = 0.12  # of the jobs: with LONG_MS, about 77% of the slot time (module docstring)
 WIDTH = 2  # tasks per job
-TARGET_SPEEDUP = 2.0  # issue 18: stealing at least halves the short jobs' p50 response
-MODEL_TARGET = 0.10  # issue 18: the simulator within 10% of each run at p50
+TARGET_SPEEDUP = 2.0  # the claim checked: stealing at least halves the short jobs' p50 response
+MODEL_TARGET = 0.10  # the claim checked: the simulator within 10% of each run at p50
 MODEL_SEEDS = 20  # replays of each run by the model (module docstring); 16 workers make each one cheap
 MODEL_RANGE = (10, 90)  # percentiles over the model's seeds of its short p50: the spread quoted
 BLOCKED = 0.5  # seconds: a short job slower waited behind a long task (at the default 4x: 80 ms and 2 s tasks)
@@ -532,7 +508,7 @@ def _steal_replay_lines(runs: Sequence[StealRun]) -> list[str]:
     pairs = [(r, d) for r, d in drawn if d is not None]
     if pairs:
         lines.append(
-            "The same model drawing its own steal victims instead (session 11's), per run with stealing on: error at "
+            "The same model drawing its own steal victims instead, per run with stealing on: error at "
             "the short p50 "
             + ", ".join(
                 f"{d.p(50, simulated=True) / r.p(50) - 1:+.0%} (replayed {r.p(50, simulated=True) / r.p(50) - 1:+.0%})"

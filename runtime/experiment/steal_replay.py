@@ -1,4 +1,4 @@
-"""A run's own steal attempts, for the simulator to replay (issue 18: with stealing on, the model's thieves probe the
+"""A run's own steal attempts, for the simulator to replay (with stealing on, the model's thieves probe the
 victims the run's did, instead of drawing their own).
 
 The node monitors log each attempt when SPARROW_PLACEMENT_LOG is set (services/steal_log.py: when its probes left,

@@ -41,9 +41,8 @@ class StealTiming:
         """The simulator's steal_wait for a run of one-way delay `network`: the wait before an attempt and what its
         two round trips take together beyond the model's four hops (all before the probes leave: an approximation),
         so that the model's attempt, from the slot's freeing to the stolen reservation's GetTask, takes as long as
-        the run's. A round trip faster than the model's two hops shortens the wait by what it saves (session 9:
-        one run's take of 4.8 ms against 2 x 3.3 ms; clipping each round trip at the model's instead charged its
-        thieves 1.7 ms more, and its short p50 was 8% over the run's instead of 6%)."""
+        the run's. A round trip faster than the model's two hops shortens the wait by what it saves
+        (clipping each round trip at the model's instead charges its thieves for time the run did not spend)."""
         return self.wake + max(0.0, self.probe + self.take - 4 * network)
 
     def describe(self, network: float) -> str:

@@ -1,16 +1,16 @@
-"""Each job's own submission and dispatch delays, replayed by the simulator (issue 18's steal experiment).
+"""Each job's own submission and dispatch delays, replayed by the simulator (the steal experiment).
 
 The model's jobs reach their scheduler one mean `submit_delay` after they arrive (demo/replay.py), but in a
-run a few submissions take far longer than the mean (0.5 ms at the median, 4-7 ms at the 99th percentile and up
-to 248 ms in session 11's runs; whether the client or the scheduler held them is not in the logs), and with 16
+run a few submissions take far longer than the mean (docs/results/steal-experiment.md; whether the client
+or the scheduler held them is not in the logs), and with 16
 slots one job's reservations landing a few ms later than in the model can change which queue a long task
 blocks, and with it every short job behind it (docs/paper/steal.md). The schedulers' placement logs time each
 job's reservations as they leave (experiment/placement.py: `RunPlacement.sent`), on the clock of the client's
 submission (JobRecord.submitted), so each job's delay from its submission to its reservations is known.
 
-The same holds for the hops after the send: a job's reservations and the GetTasks they make took 5-6 ms instead of
-the model's 1.4 ms in one run (session 11, seed 2 off: the model bound a task there 4.6 ms early, freeing a node
-monitor before another and moving a long task). Where a node monitor that was idle when the reservations left asked
+The same holds for the hops after the send: a job's reservations and the GetTasks they make can take several times
+the model's two hops, and a task bound a few ms early in the model frees a node monitor before another and moves a
+long task. Where a node monitor that was idle when the reservations left asked
 for the job (placement.py: `RunPlacement.reached`, no queue in between), `dispatch_times` takes that GetTask, less
 the model's two hops for it (`2 x network_delay`), as the job's send time, so that the model's first idle worker
 asks when the run's did; a job no idle node monitor asked for keeps the logged send.

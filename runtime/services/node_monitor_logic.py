@@ -183,8 +183,8 @@ GIVE_BACK_FACTOR = 3.0
 # just in time (docstring): steady while the longest recent run time is at most JIT_SPREAD x the shortest; a task asks
 # ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
 # shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
-DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks yet (docs/benchmarks.md, session 10)
-DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on by default since session 11 (docs/runtime.md, "Steady")
+DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks (docs/benchmarks.md, "Pipelining")
+DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on, as it gains on steady tasks (docs/runtime.md, "Steady")
 JIT_SPREAD = 1.5
 # steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
 STEADY_SPREAD = 3.0

@@ -7,7 +7,7 @@ of the CPU a no-op task costs the whole cluster, docs/runtime.md). `OutcomeBatch
 client's OutcomeToClients for at most `delay` seconds and sends them together. A job's last outcome
 (`OutcomeToClient.last`) and every other message to that client go at once, after the outcomes held
 before them: a job is never complete later for it, each client's messages keep their order, and no
-outcome is held longer than `delay`. A `JobAccepted` waits the same way (session 9): the client learns
+outcome is held longer than `delay`. A `JobAccepted` waits the same way: the client learns
 a job's id only for its records (it cancels by its own ref), and sent alone it woke the client while
 the job's first tasks ran, on a CPU their path needs; it goes with the job's first outcomes, ahead
 of them. `delay=0` sends everything at once.

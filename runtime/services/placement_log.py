@@ -1,5 +1,5 @@
 """The scheduler's placement log: which node monitors each job's reservations went to, for the simulator to
-replay (issue 18: `sparrow experiment steal` replays the runtime's own probes instead of drawing its own).
+replay (`sparrow experiment steal` replays the runtime's own probes instead of drawing its own).
 
 Off unless the environment names a folder, SPARROW_PLACEMENT_LOG=DIR (the experiment sets it for the local
 cluster it starts): each scheduler then writes DIR/<scheduler id>.jsonl, one JSON object a line, first

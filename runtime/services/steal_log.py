@@ -1,5 +1,5 @@
-"""A node monitor's steal log: each steal attempt it made, for the simulator to replay its victims (issue 18:
-`sparrow experiment steal` replays the runtime's own steal victims instead of drawing its own).
+"""A node monitor's steal log: each steal attempt it made, for the simulator to replay its victims
+(`sparrow experiment steal` replays the runtime's own steal victims instead of drawing its own).
 
 Off unless SPARROW_PLACEMENT_LOG=DIR names a folder (placement_log.py; the experiment sets it for the local
 cluster it starts): each stealing node monitor then writes DIR/steals/<node id>.jsonl, first {"node": its id,

@@ -1,7 +1,7 @@
 """The high-load comparison: where Sparrow is weak (short jobs queued behind long tasks at high
 load) and how each policy fares there, as response-time percentiles over omniscient's.
 
-The workloads are those of issue 18's table: 10,000 workers with 100-task jobs whose tasks share
+The workloads are those of the high-load table: 10,000 workers with 100-task jobs whose tasks share
 one exponential duration (`per_job`: short and long jobs mixed) at loads 0.8, 0.9 and 0.95;
 1,000 workers with 10-task jobs, bimodal durations (5% of tasks 20x longer) at 0.9 and 0.95;
 10,000 workers, 100-task jobs, exponential durations at 0.9. 1 slot per worker, seed 1, the
@@ -104,7 +104,7 @@ def run_high_load(
 
 
 def markdown(rows: Sequence[dict[str, float | str]]) -> str:
-    """The rows as issue 18's table: per workload and load, each policy's p50 and p99 over omniscient's."""
+    """The rows of the high-load table: per workload and load, each policy's p50 and p99 over omniscient's."""
     lines = [
         "| workload | load | policy | p50 (s) | p99 (s) | p50 / omniscient p50 | p99 / omniscient p99 |",
         "|---|---:|---|---:|---:|---:|---:|",

@@ -1,4 +1,4 @@
-"""`python -m bench.report`'s table: a verdict only where issue 2 set a target, naming what is missed."""
+"""`python -m bench.report`'s table: a verdict only where a target is set, naming what is missed."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def test_a_short_study_writes_a_row_per_mix_and_the_choice(tmp_path):
     rows = re.findall(r"^\| (\S+)[^|]* \| \d \| \d+% \| \d+ \| \d+% \|( [\d./%]+ \|){7}$", page, re.MULTILINE)
     assert [name for name, _ in rows] == [name.split()[0] for name, _ in CANDIDATES]
     assert "- Admissible (long tasks >= 25x the short" in page
-    assert "(network 1 ms, submission to an idle start 8 ms, result 3 ms, steal wait 1 ms: session 9's quiet" in page
+    assert "(network 1 ms, submission to an idle start 8 ms, result 3 ms, steal wait 1 ms: a quiet run's" in page
 
 
 def test_the_hops_are_the_ones_asked(tmp_path):

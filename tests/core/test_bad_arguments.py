@@ -240,7 +240,7 @@ def test_rejected_sampling_call_leaves_the_rng_untouched():
     assert r.next_u64() == sc.Rng(5).next_u64()
 
 
-# ---- regressions: defects this suite found, fixed in 75a9f96 ----
+# ---- regressions: defects this suite found ----
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The data plane (issue 20) against hostile peers: a holder that lies in its header, announces a huge
+"""The data plane against hostile peers: a holder that lies in its header, announces a huge
 chunk count, sends chunks out of order or stalls halfway; a client whose dependents carry bad
 references (a made-up key, a size over the limit, an address of nothing, a holder that lies, a
 malformed task). Each gets a clear error naming the value, alone: the fetcher's other links, the node

@@ -126,7 +126,7 @@ def test_a_frozen_scheduler_loses_no_outcome(processes, creds):
     outcomes = trio.run(_run_while, address, creds, partial(_pause, scheduler, 4.0))
     assert len(outcomes) == 300
     failed = [o.exception for o in outcomes if not o.ok]
-    assert failed == []  # the client relaunched what the freeze cost (at least once, issue 10)
+    assert failed == []  # the client relaunched what the freeze cost (at least once)
 
 
 async def _status(address: str, creds: Credentials):

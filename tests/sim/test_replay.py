@@ -25,8 +25,8 @@ def trace_file(tmp_path: Path, lines: list[str]) -> Path:
 # ---- the new parameters at zero change nothing ----
 
 # sha256 prefixes of the outputs (responses, waits, task waits, users, priorities, counters) of
-# the simulator before launch_overhead, submit_delay, result_delay and dependencies existed
-# (commit 022d811). The trace and every decision use only IEEE additions and integer draws (no
+# the simulator before launch_overhead, submit_delay, result_delay and dependencies existed.
+# The trace and every decision use only IEEE additions and integer draws (no
 # libm), so they are the same on any machine.
 BEFORE = {
     ("random", "fifo"): "4eb6d14ab23d70f5",
@@ -240,9 +240,9 @@ def test_binding_refuses_a_dependency_on_a_later_job() -> None:
 
 # sha256 prefixes (as `digest` above, every counter included) of every policy on a busy trace
 # (load about 0.9, heavy-tailed job durations), two users, two priorities and some constraints,
-# taken before the simulator's speed work of session 6 (commit e0dfa75): a faster event loop,
+# taken before the simulator's speed work: a faster event loop,
 # queue or message layout must decide exactly the same. No libm on the way (see BEFORE).
-# sparrow_steal and sparrow_steal_pipelined retaken in session 7 (branch predict), when the model took the
+# sparrow_steal and sparrow_steal_pipelined retaken when the model took the
 # runtime's steal protocol: stolen reservations pinned and not counted as stealable, a thief idle again
 # during its attempt trying once more (policy/steal.h).
 FAST_BEFORE = {

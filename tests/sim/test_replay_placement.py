@@ -1,4 +1,4 @@
-"""A trace's replayed placement (`probes=`, issue 18): the simulator puts each job's reservations on the
+"""A trace's replayed placement (`probes=`): the simulator puts each job's reservations on the
 workers the trace names instead of drawing them, exactly, and only when the trace says so."""
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ def test_each_reservation_lands_on_the_worker_the_trace_names(tmp_path: Path, po
 
 
 def test_batch_places_a_replayed_job_on_its_probed_workers(tmp_path: Path) -> None:
-    """The batch policy takes a replayed placement too (it crashed on one at 35c0636: the probes had no
-    task tags): probes=2,2 gives it two answers from worker 2, so both tasks queue there, one after the other."""
+    """The batch policy takes a replayed placement too (the probes carry task tags for it): probes=2,2 gives it
+    two answers from worker 2, so both tasks queue there, one after the other."""
     path = trace_file(tmp_path, ["0 2 1.0 probes=2,2"])
     result = simulate(SimConfig(policy="batch", n_workers=3, trace=path, network_delay=0.0))
     assert result.job_response.tolist() == [2.0]

@@ -10,7 +10,7 @@
 // append); pop takes from bucket 0, else first moves the first non-empty bucket (lowest level,
 // then lowest digit: found from two bit masks) down around its smallest key, in place: each
 // entry moves to a lower level each time, at most 16 times over its life, and is read once per
-// move (session 10: about 3 moves per entry at issue 18's point, against 7 with 1-bit digits).
+// move (about 3 moves per entry at bench_sim.py's steal point, against 7 with 1-bit digits).
 // Appends to a few vectors are cache friendly, unlike sifting through a binary heap of tens of
 // thousands of entries. Equal times pop in a fixed order (last pushed first: equal keys always
 // share a bucket, in push order), so runs are reproducible. Memory: buckets keep their

@@ -49,7 +49,7 @@ class PayloadFifo {
 
   // The oldest n words (n <= what was pushed and not yet handed out), valid until the next call
   // with n > 0. n == 0 (most messages) hands out nothing and keeps the view handed out last
-  // (session 11: about 11 instructions less per message).
+  // (about 11 instructions less per message).
   Words next(size_t n) {
     if (n == 0) return Words{};
     head_ += held_;

@@ -1,7 +1,7 @@
 // WorkerState: one record per simulated worker holding everything the event loop reads of a
 // worker in one place, so that a peer's look at it (a steal probe asks 8 of them) is one cache
-// line rather than one line in each of five per-worker arrays (session 8, issue 18: the loop
-// was bound by L1 misses, ~62 per task).
+// line rather than one line in each of five per-worker arrays (with separate arrays the loop
+// is bound by L1 misses, ~62 per task).
 //
 // The record is the cluster's (its free slots) plus the words the queueing policies keep per
 // worker next to their queue (worker_queues.h: how many entries are queued and when the slot was

@@ -207,7 +207,7 @@ def test_futures_nested_in_arguments_are_replaced_by_their_values(executor):
 
 
 def test_submits_made_while_the_client_is_busy_go_out_as_one_job(executor):
-    """Issue 21 item 3: the submits that reach the trio thread together (here: while it is held busy) are
+    """The submits that reach the trio thread together (here: while it is held busy) are
     one job, batch-sampled together, each future with its own value."""
     assert executor.submit(_add, 0).result(timeout=30) == 0
     released = threading.Event()

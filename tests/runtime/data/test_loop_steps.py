@@ -1,4 +1,4 @@
-"""A big value never blocks a node monitor's event loop (issue 20: a 256 MB result once made a node monitor
+"""A big value never blocks a node monitor's event loop (a 256 MB result once made a node monitor
 "lost" under load). In-process services with process executors, one trio loop for all: while a 256 MB
 result is made, kept, fetched peer to peer by a dependent on the other node monitor and fetched by the
 client, no step of the services' tasks on that loop costs as much CPU as a third of one copy of the value (a trio

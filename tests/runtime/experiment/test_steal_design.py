@@ -68,8 +68,8 @@ def test_the_study_simulates_each_seed_off_and_on():
 
 
 def test_the_candidates_keep_the_issue_s_mix_heavy_tailed():
-    """Every design compared keeps long tasks at least 25x the short ones; one is the experiment's (C, since session
-    12), and the first is sessions 7-11's (3% of the jobs long, of 2 s tasks)."""
+    """Every design compared keeps long tasks at least 25x the short ones; one is the experiment's (C), and the
+    first is A (3% of the jobs long, of 2 s tasks)."""
     assert [name for name, mix in CANDIDATES if mix == Mix()] == ["C (the experiment's)"]
     assert CANDIDATES[0][1] == Mix(long_ms=2000.0, long_fraction=0.03, width=2)
     assert all(mix.long_ms >= 25 * mix.short_ms for _, mix in CANDIDATES)

@@ -236,8 +236,8 @@ class SparrowPolicy {
   // steal_wait timers), pushing it now, at the Reply's arrival time, keeps every decision: the
   // completions are pushed in the same order (Replies arrive in send order), each one's time is
   // the same arithmetic, and none can pop before the Reply would have arrived. The Reply is then
-  // counted as delivered (messages, events) but costs no event (session 10, issue 18: a fifth of
-  // a task's events).
+  // counted as delivered (messages, events) but costs no event (it would be a fifth of a
+  // task's events).
   void launch(int64_t w, Job& job, int64_t t, double granted) {
     if (!fold_replies_) {
       c_.send(kReply, job.id, static_cast<int32_t>(w), t, granted);

@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .messages import Constraint
+
+class Constrained(Protocol):
+    """What the checks read of a messages.Constraint (messages.py imports this module: no import back)."""
+
+    @property
+    def node_monitors(self) -> Sequence[str]: ...
+    @property
+    def labels(self) -> Sequence[str]: ...
+
 
 # -- text ------------------------------------------------------------------------------------------
 MAX_NAME = 200  # characters of an id, a role, a user, a label
@@ -114,8 +121,8 @@ def job_problem(
     user: str,
     priority: int,
     probe_ratio: float | None,
-    constraint: Constraint | None,
-    task_constraints: Sequence[Constraint | None] | None,
+    constraint: Constrained | None,
+    task_constraints: Sequence[Constrained | None] | None,
     timeout: float | None = None,
     task_prefer: Sequence[Sequence[str]] | None = None,
     sampling: str = "batch",
@@ -192,7 +199,7 @@ def probe_problem(probe_ratio: float, n_tasks: int) -> str | None:
     return None
 
 
-def constraint_problem(constraint: Constraint, field: str) -> str | None:
+def constraint_problem(constraint: Constrained, field: str) -> str | None:
     if len(constraint.node_monitors) > MAX_CONSTRAINT_NODES:
         return f"{field}: names {len(constraint.node_monitors)} node monitors, over the limit of {MAX_CONSTRAINT_NODES}"
     if len(constraint.labels) > MAX_LABELS:

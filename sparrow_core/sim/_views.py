@@ -4,13 +4,13 @@ of points (Sweep). The classes' `_repr_html_` and `__repr__` are one line each, 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .._html import card, escape, number, plain, table
 
-if TYPE_CHECKING:
-    from ._result import SimResult
-    from .sweep import Sweep
+# a SimResult and a Sweep, read by their attributes (both import this module: no import back)
+ViewedResult = Any
+ViewedSweep = Any
 
 _SUMMARY = (
     ("mean", "mean response (s)"),
@@ -23,14 +23,14 @@ _SUMMARY = (
 )
 
 
-def _summary(result: SimResult) -> dict[str, float] | None:
+def _summary(result: ViewedResult) -> dict[str, float] | None:
     try:
         return result.summary()
     except ValueError:  # no job after the warm-up
         return None
 
 
-def sim_result_repr(result: SimResult) -> str:
+def sim_result_repr(result: ViewedResult) -> str:
     c = result.config
     fields = dict(policy=c.policy, load=c.load, workers=c.n_workers, jobs=len(result.job_response))
     summary = _summary(result)
@@ -39,7 +39,7 @@ def sim_result_repr(result: SimResult) -> str:
     return plain("SimResult", **fields)
 
 
-def sim_result_html(result: SimResult) -> str:
+def sim_result_html(result: ViewedResult) -> str:
     c = result.config
     facts = [
         ("policy", escape(c.policy)),
@@ -60,13 +60,13 @@ def sim_result_html(result: SimResult) -> str:
 _COLUMNS = ("policy", "load", "mean", "p50", "p99", "vs_omniscient", "no_queueing")
 
 
-def sweep_repr(sweep: Sweep) -> str:
+def sweep_repr(sweep: ViewedSweep) -> str:
     policies = sorted({str(row["policy"]) for row in sweep.rows})
     loads = sorted({float(row["load"]) for row in sweep.rows})
     return plain("Sweep", points=len(sweep.rows), policies=",".join(policies), loads=",".join(map(str, loads)))
 
 
-def sweep_html(sweep: Sweep) -> str:
+def sweep_html(sweep: ViewedSweep) -> str:
     def cell(value: object) -> str:
         if isinstance(value, float):
             return "" if math.isnan(value) else number(value)

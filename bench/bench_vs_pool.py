@@ -1,5 +1,5 @@
 """The runtime against a ProcessPoolExecutor(2) in the same run: what a
-`concurrent.futures` user compares Sparrow with, and the figures `python -m bench.gate` holds.
+`concurrent.futures` user compares Sparrow with, and the figures `python -m benchtools.gate` holds.
 
 A LocalCluster of 1 scheduler + 2 node monitors x 1 slot (process executors) on loopback, driven
 through the synchronous `SparrowExecutor`, beside `ProcessPoolExecutor(2)`, the two alternating in
@@ -182,7 +182,7 @@ def load_ratio() -> float:
 
 class RuntimeVsPool:
     """Sparrow's time over a ProcessPoolExecutor(2)'s (or the zero-overhead floor's), measured in the
-    same run: the runtime figures the regression gate holds (bench/gate.py)."""
+    same run: the runtime figures the regression gate holds (benchtools/gate.py)."""
 
     timeout = 300
 

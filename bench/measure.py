@@ -1,4 +1,4 @@
-"""Kernel-versus-baseline cases shared by the asv classes, `python -m bench.report` and the
+"""Kernel-versus-baseline cases shared by the asv classes, `python -m benchtools.report` and the
 pytest-benchmark tests: one unit of work, done by the kernel (one or more ways) and by a
 pure-Python baseline, timed in the same process so every figure is also a ratio."""
 
@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-try:  # the runtime's own (runtime/experiment/machine.py)
-    from sparrow_runtime.experiment.machine import cpu_counters as cpu_counters
-    from sparrow_runtime.experiment.machine import steal_percent as steal_percent
+try:  # the runtime's own (sparrow_experiments/machine.py)
+    from sparrow_experiments.machine import cpu_counters as cpu_counters
+    from sparrow_experiments.machine import steal_percent as steal_percent
 except ImportError:  # an older sparrow_runtime (asv history): no steal figure
 
     def cpu_counters() -> list[int] | None:
@@ -68,7 +68,7 @@ class KernelBenchmark(abc.ABC):
     `track_time_vs_python` is the time of the `compared` variant over the pure-Python baseline's,
     both measured in the same run. Lower is better, as asv assumes of every benchmark (its
     regression checks, `asv continuous`, the dashboard's regressions), and a ratio of one run
-    cancels most of a shared machine's noise: `python -m bench.gate` holds these to a factor.
+    cancels most of a shared machine's noise: `python -m benchtools.gate` holds these to a factor.
     asv skips this class itself (it is abstract)."""
 
     compared: ClassVar[str] = "batch"

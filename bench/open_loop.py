@@ -24,8 +24,8 @@ import numpy as np
 import trio
 
 try:
+    from sparrow_experiments.demo_report import DemoReport, build_report
     from sparrow_runtime import LocalCluster
-    from sparrow_runtime.demo.report import DemoReport, build_report
     from sparrow_runtime.demo.workload import Workload, make_workload, run_workload
 except ImportError:
     try:  # the older layout (the demo's modules at the top of the package), for asv's runs of older commits

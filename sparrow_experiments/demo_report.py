@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sparrow_runtime.demo.workload import JobRecord
+
 from .replay import Hops, ideal, measure_hops, model, replay_jobs
-from .workload import JobRecord
 
 PERCENTILES = (50, 95, 99)
 

@@ -230,7 +230,7 @@ def render(runs: Sequence[RunFigures], notes: Sequence[MachineNote], setup: Setu
         model_table(runs),
         "",
         "The delays the simulator was given, measured in each run from its own timestamps (every process of",
-        "the host reads one clock; how they map: `sparrow_runtime/demo/replay.py`):",
+        "the host reads one clock; how they map: `replay.py`):",
         "",
         hops_table(runs),
         "",

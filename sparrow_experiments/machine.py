@@ -8,7 +8,7 @@ import os
 import platform
 from dataclasses import dataclass
 
-from ..services.cpus import available_cpus
+from sparrow_runtime.services.cpus import available_cpus
 
 
 @dataclass(frozen=True)

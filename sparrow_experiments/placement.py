@@ -17,7 +17,7 @@ the run's own (docs/simulator.md, "Trace files", and docs/paper/steal.md have th
 
 The logs also time every GetTask answer, so the gap a slot spends between two tasks (the previous task's
 end in its worker, the node monitor's GetTask, the scheduler's answer, the next task's start in its worker:
-demo/replay.py's `chain_gap`) is measured on the pairs where it is that round trip and nothing else,
+replay.py's `chain_gap`) is measured on the pairs where it is that round trip and nothing else,
 instead of inferred from every gap under CHAIN_LIMIT (which leaves out the long ones a loaded host makes):
 on one node monitor, the task bound right after the previous one ended, for a reservation the scheduler
 had sent there before that end (it was waiting), with no NoTask answered there in between (an empty
@@ -33,7 +33,7 @@ the gap, for the model whose `network_delay` is now half the gap (an empty GetTa
 The logs also time when each job's reservations left its scheduler (`sent`), and when the first of its node
 monitors that was idle then asked for it (`reached`: nothing answered there in between, its last task ended:
 the reservation's hop and the GetTask's, with no queue), for the model to replay each job's own delays
-(experiment/submissions.py).
+(submissions.py).
 
 With stealing on, the folder also holds the node monitors' steal logs: `RunPlacement.steals` is every attempt
 (steal_replay.py), for the model's thieves to probe the run's victims.
@@ -54,9 +54,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..demo.replay import StealAttempt
-from ..demo.workload import JobRecord
-from ..services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
+from sparrow_runtime.demo.workload import JobRecord
+from sparrow_runtime.services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
+
+from .replay import StealAttempt
 from .run import QueryRecord
 from .steal_replay import run_steals
 

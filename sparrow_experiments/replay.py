@@ -37,9 +37,8 @@ from typing import TypedDict
 import numpy as np
 
 from sparrow_core.sim import REPLAY_POLICIES, SimConfig, SimResult, simulate
-
-from ..services.steal_logic import STEAL_VICTIMS
-from .workload import JobRecord
+from sparrow_runtime.demo.workload import JobRecord
+from sparrow_runtime.services.steal_logic import STEAL_VICTIMS
 
 CHAIN_LIMIT = 0.005  # seconds: a longer gap between two tasks of a worker is idle time
 RUNTIME_PROBE_RATIO = 2.0  # the scheduler's default (scheduler_logic.DEFAULT_PROBE_RATIO)
@@ -54,7 +53,7 @@ MODEL_SEEDS = 5  # the model is run with this many seeds and its jobs pooled: it
 class ReplayJob:
     """One job of a trace: its arrival (seconds from the run's start), its tasks' durations, the
     indexes of the earlier jobs it waits for (the stages before it in a query), and the workers its
-    reservations went to in the run (None: the model draws them; experiment/placement.py)."""
+    reservations went to in the run (None: the model draws them; placement.py)."""
 
     arrival: float
     durations: np.ndarray
@@ -65,7 +64,7 @@ class ReplayJob:
 @dataclass(frozen=True)
 class StealAttempt:
     """One steal attempt of a run to replay (SimConfig.steal_script): worker `thief` probed `victims` at `at`
-    (seconds on the trace's clock; experiment/steal_replay.py)."""
+    (seconds on the trace's clock; steal_replay.py)."""
 
     at: float
     thief: int
@@ -185,7 +184,7 @@ def replay(
 ) -> list[SimResult]:
     """Simulate `jobs` on `node_monitors` x `slots` under `policy`, once per seed; with `hops`, with
     the delays they give, else with none; sparrow_steal's thieves wait `steal_wait` before probing,
-    and with `steals` probe the victims of the run's attempts (experiment/steal_replay.py).
+    and with `steals` probe the victims of the run's attempts (steal_replay.py).
     Jobs' probes are replayed under a policy that batch-samples (REPLAY_POLICIES), else left out."""
     none: SimDelays = {"network_delay": 0.0, "submit_delay": 0.0, "result_delay": 0.0}
     delays = none if hops is None else hops.sim_delays()

@@ -6,7 +6,7 @@ Per run (`run_figures`):
   last outcome at the client; beside it the **ideal** (the simulator's omniscient policy replaying
   the run's queries: the same arrivals, the durations the tasks measured, each stage released when
   its parents end, no delay of any kind; the paper's comparison) and the **simulated** response
-  (the sparrow policy given the delays the run measured, demo/replay.py);
+  (the sparrow policy given the delays the run measured, replay.py);
 - per task, its queueing delay: from its stage's submission to its start in a worker, split in two.
   The part spent **waiting for a slot** lasts until the worker that ran it finished its previous
   task (none if that worker was already idle at the submission); the rest is the **network and late
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..demo.replay import Hops, ReplayJob, ideal, measure_hops, measured_durations, model
+from .replay import Hops, ReplayJob, ideal, measure_hops, measured_durations, model
 from .run import QueryRecord
 
 RESPONSE_PERCENTILES = (5, 25, 50, 75, 95)

@@ -20,11 +20,12 @@ from functools import partial
 
 import trio
 
-from ..client.core import Client, JobHandle, build_submit
-from ..demo.task import demo_task
-from ..demo.workload import WARMUP_TASKS_PER_SLOT, JobRecord, Progress
-from ..wire.messages import Outcome
-from ..wire.task_codec import pack_task
+from sparrow_runtime.client.core import Client, JobHandle, build_submit
+from sparrow_runtime.demo.task import demo_task
+from sparrow_runtime.demo.workload import WARMUP_TASKS_PER_SLOT, JobRecord, Progress
+from sparrow_runtime.wire.messages import Outcome
+from sparrow_runtime.wire.task_codec import pack_task
+
 from .queries import Query, QueryWorkload
 
 

@@ -11,7 +11,7 @@ other slots sit idle (Hawk, USENIX ATC 2015). Every job is a one-stage query, so
 most simulated seeds (docs/paper/steal-study.md).
 
 Per run (`steal_figures`): each job's response (submission to last outcome at its client), beside the
-simulator's replay of the same trace given the run's measured hops (demo/replay.py): the sparrow policy
+simulator's replay of the same trace given the run's measured hops (replay.py): the sparrow policy
 for a run with stealing off, sparrow_steal for one with it on; and the ideal (omniscient, no delay). A
 stealing run's node monitors time their steals (steal_timing.py), far slower on one host than the model's
 four hops, so the model's thieves wait the difference (`steal_wait`) before probing.
@@ -21,7 +21,7 @@ MODEL_SEEDS times, its jobs pooled; `model_range` is the spread of its seeds' sh
 - the probe placement (placement.py, the trace's `probes=`): on 16 slots, which queues the few long tasks
   block decides the short jobs' p50; the `drawn` figures, with the probes drawn, are kept beside;
 - with stealing on, the steal victims (steal_replay.py): at each of its thieves' attempts the model probes
-  the victims of that thief's attempt in the run within demo/replay.py's STEAL_TOLERANCE, and draws them
+  the victims of that thief's attempt in the run within replay.py's STEAL_TOLERANCE, and draws them
   only where there is none (`victims_drawn`, the model drawing them all, is kept beside);
 - each job's own submission delay (submissions.py), not one mean: a rare slow submission is enough to put a
   long task on another queue than in the run.
@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..demo.replay import STEAL_TOLERANCE, Hops, ReplayJob, StealAttempt, ideal, measure_hops, model
 from .placement import RunPlacement
 from .queries import LOGNORMAL_SIGMA, Query, QueryWorkload, Stage, check_workload
+from .replay import STEAL_TOLERANCE, Hops, ReplayJob, StealAttempt, ideal, measure_hops, model
 from .report import replay_trace
 from .run import QueryRecord
 from .steal_replay import on_model_clock
@@ -118,7 +118,7 @@ class StealRun:
     failed: int
     stolen: int  # GetTasks its schedulers answered for stolen reservations (-1: not known)
     simulated_stolen: float = math.nan  # reservations the model stole, the mean over its seeds
-    network: float = math.nan  # the model's one-way delay (demo/replay.py's Hops.network)
+    network: float = math.nan  # the model's one-way delay (replay.py's Hops.network)
     timing: StealTiming | None = None  # how long the run's steals took (None: not stealing, or not read)
     placed: bool = False  # `simulated` replays the run's own probe placement
     drawn: np.ndarray | None = None  # MODEL_SEEDS replays pooled with the placement drawn by the model
@@ -542,10 +542,10 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "for off and sparrow_steal for on. What the model is given: each job's arrival (its submission at the "
         "client), each task's run time as its worker measured it, each job's own delay from its submission to its "
         "reservations leaving the scheduler, or where a node monitor idle then asked for it to that GetTask less "
-        "the model's two hops for it (the schedulers' logs; experiment/submissions.py), the probed node "
+        "the model's two hops for it (the schedulers' logs; submissions.py), the probed node "
         "monitors and their order, the mean late-binding gap, the mean hop of a result back to the client, and with "
         "stealing on the steal timing below and each attempt's victims (the node monitors' logs: "
-        "experiment/steal_replay.py); what it predicts: when and on which of its probed node monitors each "
+        "steal_replay.py); what it predicts: when and on which of its probed node monitors each "
         "task runs (with stealing on, whether and which thief takes it), so each job's response. The model's seeds "
         "column: the spread of its seeds' own short p50 (the seed draws what the logs do not give: the victims of "
         "an attempt the run did not make near the model's, and ties; nothing with stealing off). Sim p50 at "
@@ -564,7 +564,7 @@ def render(runs: Sequence[StealRun], *, command: str, setup: str, notes: Sequenc
         "steal-study`).",
         "",
         "Late-binding gap per run (a task's end to the next task's start on its slot, the model's 2 x network "
-        "delay), measured from the schedulers' logs on the chained pairs (experiment/placement.py), beside the "
+        "delay), measured from the schedulers' logs on the chained pairs (placement.py), beside the "
         "one inferred from gaps under 5 ms, and the round trip alone (a NoTask to the node monitor's next GetTask "
         "for a reservation it held; the model charges it the whole gap):",
         "",

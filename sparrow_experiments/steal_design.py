@@ -6,7 +6,7 @@ two kinds: those whose probes found a free slot (hundreds of ms) and those queue
 share of the second kind is near one half, the median lies on the step between them, where 10% of the p50 is a
 point or two of the percentile (a few jobs out of ~1,900): a prediction within 10% then needs the model to count
 the blocked jobs within that point, which no model of a loaded host does every time. This module measures, per
-seed of a design's arrivals, what decides that, with the model the experiment uses (demo/replay.py: sparrow for
+seed of a design's arrivals, what decides that, with the model the experiment uses (replay.py: sparrow for
 stealing off, sparrow_steal for on) drawing its own probes, and fixed hops (`study_hops`: by default the order of
 a quiet run's; no run's own):
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..demo.replay import Hops, ReplayJob, model
+from .replay import Hops, ReplayJob, model
 from .steal import BLOCKED, MODEL_TARGET, TARGET_SPEEDUP, Mix, make_mixed
 
 # seconds, a quiet run's, about: the one-way network delay (half the late-binding gap), the submission before

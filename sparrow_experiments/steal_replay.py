@@ -8,7 +8,7 @@ worker i, as in placement.py), in time order. `on_model_clock` moves the attempt
 time of a job's reservations leaving its scheduler is, in the model, its arrival plus its submit_delay
 (submissions.py's `ReplayedSubmissions.origin`), and a model's thief sends its probes `steal_wait` after it became
 idle where the run's left `wake` after (steal_timing.py), so each attempt moves by the difference too. The model
-(demo/replay.py) then probes, at each of its thieves' attempts, the victims of that thief's first unused attempt
+(replay.py) then probes, at each of its thieves' attempts, the victims of that thief's first unused attempt
 within STEAL_TOLERANCE of it (SimConfig.steal_script), and draws where there is none.
 
 Error handling: ValueError for a log line that is not one, or a node monitor or steal address not in the cluster.
@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..demo.replay import StealAttempt
-from ..services.steal_log import read_steal_logs
+from sparrow_runtime.services.steal_log import read_steal_logs
+
+from .replay import StealAttempt
 
 
 def run_steals(folder: Path, node_ids: Sequence[str]) -> list[StealAttempt]:

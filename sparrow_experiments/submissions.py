@@ -1,11 +1,11 @@
 """Each job's own submission and dispatch delays, replayed by the simulator (the steal experiment).
 
-The model's jobs reach their scheduler one mean `submit_delay` after they arrive (demo/replay.py), but in a
+The model's jobs reach their scheduler one mean `submit_delay` after they arrive (replay.py), but in a
 run a few submissions take far longer than the mean (docs/results/steal-experiment.md; whether the client
 or the scheduler held them is not in the logs), and with 16
 slots one job's reservations landing a few ms later than in the model can change which queue a long task
 blocks, and with it every short job behind it (docs/paper/steal.md). The schedulers' placement logs time each
-job's reservations as they leave (experiment/placement.py: `RunPlacement.sent`), on the clock of the client's
+job's reservations as they leave (placement.py: `RunPlacement.sent`), on the clock of the client's
 submission (JobRecord.submitted), so each job's delay from its submission to its reservations is known.
 
 The same holds for the hops after the send: a job's reservations and the GetTasks they make can take several times
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..demo.replay import ReplayJob
+from .replay import ReplayJob
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,14 @@
-"""The import graph of sparrow_core and sparrow_runtime, read with `ast` from every module's source:
-every module is in a room of ROOMS, no module imports a room above its own, and no modules import
+"""The import graph of sparrow_core, sparrow_runtime and sparrow_experiments, read with `ast` from every
+module's source: every module is in a room of ROOMS, no module imports a room above its own, and no modules import
 each other in a cycle. Every import counts: at the top, inside a function, or under TYPE_CHECKING.
 
 ROOMS is the one place the rooms' order is written, lowest first. A room is a subpackage, or a module
 at the top of a package. A module may import its own room and the rooms before it in the list.
 A new room goes in the list, at the height its imports give it.
+
+The experiments are a package of their own: of sparrow_runtime, only the `sparrow` command's experiment and
+demo entry points (EXPERIMENT_ENTRY_POINTS) import them, and they import only the runtime pieces that
+sparrow_experiments' docstring names (RUNTIME_PIECES).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGES = ("sparrow_core", "sparrow_runtime")
+PACKAGES = ("sparrow_core", "sparrow_runtime", "sparrow_experiments")
 
 ROOMS = (
     "sparrow_core",  # the compiled kernels (_core) and the package that re-exports them
@@ -29,10 +33,32 @@ ROOMS = (
     "sparrow_runtime.dask",
     "sparrow_runtime.dashboard",
     "sparrow_runtime.demo",
-    "sparrow_runtime.experiment",
+    "sparrow_experiments",  # the experiments and the simulator's replay of a run (their own package)
     "sparrow_runtime.cli",  # the `sparrow` command reads everything below it
     "sparrow_runtime",  # the package's own __init__: the public names, re-exported
 )
+
+
+# the modules of sparrow_runtime that may import sparrow_experiments: the commands that run them
+EXPERIMENT_ENTRY_POINTS = {
+    "sparrow_runtime.cli.experiment",  # sparrow experiment cluster
+    "sparrow_runtime.cli.experiment_steal",  # sparrow experiment steal
+    "sparrow_runtime.cli.experiment_steal_study",  # sparrow experiment steal-study
+    "sparrow_runtime.cli.local",  # sparrow local --demo (its report against the replay)
+    "sparrow_runtime.cli.demo_view",  # the demo's and the experiments' terminal view of that report
+}
+# the modules of sparrow_runtime that sparrow_experiments imports (its docstring says why each)
+RUNTIME_PIECES = {
+    "sparrow_runtime.client.core",
+    "sparrow_runtime.demo.task",
+    "sparrow_runtime.demo.workload",
+    "sparrow_runtime.services.cpus",
+    "sparrow_runtime.services.placement_log",
+    "sparrow_runtime.services.steal_log",
+    "sparrow_runtime.services.steal_logic",
+    "sparrow_runtime.wire.messages",
+    "sparrow_runtime.wire.task_codec",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -183,3 +209,36 @@ def test_the_graph_resolves_relative_and_absolute_imports():
     assert "sparrow_runtime.wire.address" in graph["sparrow_runtime.services.ready_line"]
     assert "sparrow_core._core" in graph["sparrow_core.sim"]
     assert "sparrow_core" in graph["sparrow_runtime.services.node_monitor_logic"]
+
+
+def test_only_the_experiment_and_demo_commands_import_the_experiments():
+    """sparrow_runtime imports sparrow_experiments only from the `sparrow` commands that run them, so the
+    runtime package holds what a cluster runs."""
+    graph = _graph()
+    importers = {
+        module
+        for module, targets in graph.items()
+        if module.startswith("sparrow_runtime") and any(t.startswith("sparrow_experiments") for t in targets)
+    }
+    assert importers <= EXPERIMENT_ENTRY_POINTS, (
+        f"importers outside the entry points: {importers - EXPERIMENT_ENTRY_POINTS}"
+    )
+    assert "sparrow_runtime.cli.experiment" in importers  # the check sees the real arrows
+
+
+def test_the_experiments_import_only_the_runtime_pieces_they_name():
+    """Every sparrow_runtime module that sparrow_experiments imports is one its docstring names, so a new
+    dependency on the runtime's internals is a deliberate change."""
+    graph = _graph()
+    used = {
+        target
+        for module, targets in graph.items()
+        if module.startswith("sparrow_experiments")
+        for target in targets
+        if target.startswith("sparrow_runtime")
+    }
+    assert used - {"sparrow_runtime"} <= RUNTIME_PIECES, f"undeclared runtime pieces: {used - RUNTIME_PIECES}"
+    assert "sparrow_runtime.demo.workload" in used  # the check sees the real arrows
+    doc = importlib.import_module("sparrow_experiments").__doc__ or ""
+    for piece in RUNTIME_PIECES - {"sparrow_runtime.client.core"}:  # Client and JobHandle are its public names
+        assert piece.removeprefix("sparrow_runtime.").rpartition(".")[0] in doc or piece.split(".")[-1] in doc

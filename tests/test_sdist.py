@@ -17,7 +17,7 @@ import sparrow_core
 from sparrow_core._version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ("csrc", "sparrow_core", "runtime")
+TREES = ("csrc", "sparrow_core", "runtime", "sparrow_experiments")
 TOP = ("setup.py", "pyproject.toml", "README.md", "MANIFEST.in", "CHANGELOG.md", "CONTRIBUTING.md")
 WRITTEN_BY_SETUPTOOLS = ("PKG-INFO", "setup.cfg")
 

@@ -19,7 +19,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ..demo.report import PERCENTILES, DemoReport, percentiles
+from sparrow_experiments.demo_report import PERCENTILES, DemoReport, percentiles
+
 from ..demo.workload import Progress as WorkloadProgress
 
 PLAIN_INTERVAL = 2.0  # seconds between progress lines when not on a terminal

@@ -1,5 +1,5 @@
 """`sparrow experiment cluster`: the paper's cluster experiment on a local cluster, run several times,
-reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_runtime.experiment).
+reported against the ideal and the simulator in OUT/cluster.md with its figure (sparrow_experiments).
 `sparrow experiment steal` is experiment_steal.py."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
-from ..experiment.document import Setup, verdicts, write
-from ..experiment.machine import MachineWatch, this_machine
-from ..experiment.queries import make_queries
-from ..experiment.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
-from ..experiment.run import run_queries
+from sparrow_experiments.document import Setup, verdicts, write
+from sparrow_experiments.machine import MachineWatch, this_machine
+from sparrow_experiments.queries import make_queries
+from sparrow_experiments.report import RESPONSE_PERCENTILES, percentiles, run_figures, summarise
+from sparrow_experiments.run import run_queries
+
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .demo_view import DemoProgress

@@ -1,6 +1,6 @@
 """`sparrow experiment steal`: the stealing runtime experiment, short and long jobs mixed at high load on a
 local cluster, work stealing off and on over the same arrivals, against the simulator, in OUT/steal.md
-(sparrow_runtime.experiment.steal)."""
+(sparrow_experiments.steal)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from pathlib import Path
 import trio
 from rich.console import Console
 
+from sparrow_experiments import steal as steal_report
+from sparrow_experiments.machine import MachineWatch, this_machine
+from sparrow_experiments.placement import placement_logs, run_placement
+from sparrow_experiments.run import run_queries
+from sparrow_experiments.steal_timing import node_metrics, read_steal_timing
+
 from ..client.core import Client
-from ..experiment import steal as steal_report
-from ..experiment.machine import MachineWatch, this_machine
-from ..experiment.placement import placement_logs, run_placement
-from ..experiment.run import run_queries
-from ..experiment.steal_timing import node_metrics, read_steal_timing
 from ..services.logsetup import setup_logging
 from .common import CommandError
 from .config import number

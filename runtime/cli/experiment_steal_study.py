@@ -1,5 +1,5 @@
 """`sparrow experiment steal-study`: the stealing experiment's designs in the simulator alone, no cluster
-(sparrow_runtime.experiment.steal_design), in OUT/steal-study.md."""
+(sparrow_experiments.steal_design), in OUT/steal-study.md."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..experiment import steal_design
+from sparrow_experiments import steal_design
+
 from .common import CommandError
 from .config import number
 from .experiment_flags import POSITIVE_INT, POSITIVE_NUMBER, flag

@@ -18,8 +18,9 @@ from functools import partial
 import trio
 from rich.console import Console
 
+from sparrow_experiments.demo_report import build_report
+
 from ..client.local_state import LocalState, read_state, remove_state, state_dir, write_state
-from ..demo.report import build_report
 from ..demo.workload import make_workload, run_workload
 from ..services.cpus import format_cpu_list
 from ..services.local_cluster import LocalCluster

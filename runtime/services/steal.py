@@ -13,7 +13,7 @@ sends a Heartbeat every `heartbeat_interval`: the victim drops a link silent pas
 takes back what it lent on it (a stalled thief holds nothing for long). `serve_thief` is the victim's
 side of an incoming link.
 
-Timing (stats, microseconds summed, for the simulator's replay of a run: experiment/steal_timing.py):
+Timing (stats, microseconds summed, for the simulator's replay of a run: sparrow_experiments/steal_timing.py):
 `steal_wake_us` from the poke that woke the stealer to its attempt's start, `steal_probe_us` over
 `steal_probe_rounds` from the probes sent to the last answer, `steal_take_us` over `steal_take_rounds` the
 StealTake round trip.

@@ -46,7 +46,8 @@ from ..wire.messages import (
     StolenReservation,
 )
 
-STEAL_VICTIMS = 2  # peers asked per attempt (Hawk's two; the simulator's replay of a run asks as many: demo/replay.py)
+# peers asked per attempt (Hawk's two; the simulator's replay of a run asks as many: sparrow_experiments.replay)
+STEAL_VICTIMS = 2
 
 
 class _Borrowed:

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.report import build_report
+from sparrow_experiments.demo_report import build_report
 from sparrow_runtime.demo.workload import JobRecord, make_workload
 
 from .conftest import clean_env, run_sparrow

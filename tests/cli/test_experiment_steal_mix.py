@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from sparrow_experiments.steal import Mix
 from sparrow_runtime.cli import experiment_flags, experiment_steal
 from sparrow_runtime.cli.main import main
-from sparrow_runtime.experiment.steal import Mix
 
 
 class _ClusterStarted(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from sparrow_runtime.experiment.steal_design import CANDIDATES
+from sparrow_experiments.steal_design import CANDIDATES
 
 from .conftest import clean_env, run_sparrow
 

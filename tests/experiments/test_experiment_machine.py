@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-from sparrow_runtime.experiment.machine import Machine, this_machine
+from sparrow_experiments.machine import Machine, this_machine
 from sparrow_runtime.services.cpus import available_cpus
 
 X86_VM = """processor\t: 0

@@ -1,4 +1,4 @@
-"""The cluster experiment's workload generator (sparrow_runtime.experiment.queries): deterministic for
+"""The cluster experiment's workload generator (sparrow_experiments.queries): deterministic for
 a seed, offering the load asked for, with the query shapes it documents."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparrow_runtime.experiment.queries import TEMPLATES, make_queries, mean_work, stage_widths
+from sparrow_experiments.queries import TEMPLATES, make_queries, mean_work, stage_widths
 
 
 def _flat(workload) -> list:

@@ -1,4 +1,4 @@
-"""The cluster experiment's arithmetic (sparrow_runtime.experiment.report and document): the queueing
+"""The cluster experiment's arithmetic (sparrow_experiments.report and document): the queueing
 delay split, a run's figures against its replays, and the median and range over runs."""
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.replay import Hops
-from sparrow_runtime.demo.workload import JobRecord
-from sparrow_runtime.experiment.document import Setup, render, verdicts
-from sparrow_runtime.experiment.machine import Machine, MachineNote
-from sparrow_runtime.experiment.queries import Query, Stage
-from sparrow_runtime.experiment.report import (
+from sparrow_experiments.document import Setup, render, verdicts
+from sparrow_experiments.machine import Machine, MachineNote
+from sparrow_experiments.queries import Query, Stage
+from sparrow_experiments.replay import Hops
+from sparrow_experiments.report import (
     RunFigures,
     Spread,
     queueing_split,
@@ -21,7 +20,8 @@ from sparrow_runtime.experiment.report import (
     run_figures,
     summarise,
 )
-from sparrow_runtime.experiment.run import QueryRecord
+from sparrow_experiments.run import QueryRecord
+from sparrow_runtime.demo.workload import JobRecord
 
 
 def test_queueing_split_charges_the_wait_for_the_workers_previous_task_to_the_slot():

@@ -1,4 +1,4 @@
-"""The work-stealing experiment's workload and verdicts (experiment/steal.py): the mix is drawn from its seed
+"""The work-stealing experiment's workload and verdicts (sparrow_experiments.steal): the mix is drawn from its seed
 at the asked load, and the sentences are written from the numbers, whichever way they fall."""
 
 import math
@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sparrow_runtime.experiment.steal import (
+from sparrow_experiments.steal import (
     LONG_FRACTION,
     MODEL_SEEDS,
     WIDTH,

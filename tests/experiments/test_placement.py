@@ -1,4 +1,4 @@
-"""A run's own probe placement (experiment/placement.py): the schedulers of a real local cluster log it, it is
+"""A run's own probe placement (sparrow_experiments.placement): the schedulers of a real local cluster log it, it is
 read back per job in trace order as simulator workers, and the replay writes it as the trace's probes=."""
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import trio
 
-from sparrow_runtime.demo.replay import ReplayJob, ideal, replay, write_trace
-from sparrow_runtime.demo.workload import JobRecord
-from sparrow_runtime.experiment.placement import (
+from sparrow_experiments.placement import (
     chain_gaps,
     empty_round_trips,
     first_idle_answers,
     placement_logs,
     run_placement,
 )
-from sparrow_runtime.experiment.queries import Query, QueryWorkload, Stage
-from sparrow_runtime.experiment.run import QueryRecord, run_queries
+from sparrow_experiments.queries import Query, QueryWorkload, Stage
+from sparrow_experiments.replay import ReplayJob, ideal, replay, write_trace
+from sparrow_experiments.run import QueryRecord, run_queries
+from sparrow_runtime.demo.workload import JobRecord
 from sparrow_runtime.services.local_cluster import LocalCluster
 from sparrow_runtime.services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
 

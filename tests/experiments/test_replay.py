@@ -1,4 +1,4 @@
-"""Replaying a run on the simulator (sparrow_runtime.demo.replay): the hops measured from a run's own
+"""Replaying a run on the simulator (sparrow_experiments.replay): the hops measured from a run's own
 timestamps, how they become simulator delays, and the model reproducing them exactly where the
 schedule is forced (one slot, no queueing from other jobs)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.replay import CHAIN_LIMIT, Hops, ReplayJob, ideal, measure_hops, model, write_trace
+from sparrow_experiments.replay import CHAIN_LIMIT, Hops, ReplayJob, ideal, measure_hops, model, write_trace
 from sparrow_runtime.demo.workload import JobRecord
 
 

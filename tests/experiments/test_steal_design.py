@@ -1,11 +1,11 @@
-"""The steal experiment's designs in the simulator alone (experiment/steal_design.py): the figures that decide how
+"""The steal experiment's designs in the simulator alone (sparrow_experiments.steal_design): the figures that decide how
 well the short p50 is conditioned are counted right, a mix is drawn as designed, and the study runs the model."""
 
 import numpy as np
 import pytest
 
-from sparrow_runtime.experiment.steal import LONG_FRACTION, LONG_MS, SHORT_MS, WIDTH, Mix, make_mixed
-from sparrow_runtime.experiment.steal_design import (
+from sparrow_experiments.steal import LONG_FRACTION, LONG_MS, SHORT_MS, WIDTH, Mix, make_mixed
+from sparrow_experiments.steal_design import (
     CANDIDATES,
     SeedFigures,
     admissible,

@@ -1,4 +1,4 @@
-"""A run's own steal attempts replayed by the model (experiment/steal_replay.py, steal.py): the node monitors' logs
+"""A run's own steal attempts replayed by the model (steal_replay.py, steal.py): the node monitors' logs
 are read as simulator workers in time order, moved onto the model's clock, handed to sparrow_steal, and the report
 counts what was replayed beside the model drawing its victims."""
 
@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.replay import Hops, ReplayJob, StealAttempt, model
-from sparrow_runtime.experiment.placement import RunPlacement
-from sparrow_runtime.experiment.steal import MODEL_SEEDS, StealRun, _model_steals, verdicts
-from sparrow_runtime.experiment.steal_replay import on_model_clock, run_steals
-from sparrow_runtime.experiment.steal_timing import StealTiming
-from sparrow_runtime.experiment.submissions import ReplayedSubmissions
+from sparrow_experiments.placement import RunPlacement
+from sparrow_experiments.replay import Hops, ReplayJob, StealAttempt, model
+from sparrow_experiments.steal import MODEL_SEEDS, StealRun, _model_steals, verdicts
+from sparrow_experiments.steal_replay import on_model_clock, run_steals
+from sparrow_experiments.steal_timing import StealTiming
+from sparrow_experiments.submissions import ReplayedSubmissions
 
 NODES = ["nm-0", "nm-1", "nm-2"]
 

@@ -1,4 +1,4 @@
-"""Reading a run's steal timing from its node monitors' metrics pages (experiment/steal_timing.py): counters are
+"""Reading a run's steal timing from its node monitors' metrics pages (sparrow_experiments.steal_timing): counters are
 summed over the pages, a page that cannot be read is counted and left out, and the model's wait is what the
 runtime's steals took beyond the model's four hops."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparrow_runtime.experiment.steal_timing import StealTiming, node_metrics, parse_counters, read_steal_timing
+from sparrow_experiments.steal_timing import StealTiming, node_metrics, parse_counters, read_steal_timing
 
 PAGE = """# HELP sparrow_node_steal_attempts_total Work-stealing attempts started while idle (--steal)
 # TYPE sparrow_node_steal_attempts_total counter

@@ -1,4 +1,4 @@
-"""Each job's own submission delay replayed (experiment/submissions.py): a job's arrival moves by its delay's
+"""Each job's own submission delay replayed (sparrow_experiments.submissions): a job's arrival moves by its delay's
 excess over the mean, its response is put back on its own arrival, and a late submission changes which job
 waits behind a long task, in the model as in the run."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparrow_runtime.demo.replay import ReplayJob, replay
-from sparrow_runtime.experiment.submissions import dispatch_times, replay_submissions
+from sparrow_experiments.replay import ReplayJob, replay
+from sparrow_experiments.submissions import dispatch_times, replay_submissions
 
 
 def jobs(*arrivals: float, durations: tuple[float, ...] = ()) -> list[ReplayJob]:

@@ -94,7 +94,7 @@ def test_a_replayed_placement_makes_sparrow_independent_of_the_seed(tmp_path: Pa
 def test_a_tie_between_idle_probed_workers_goes_to_the_first_listed(tmp_path: Path, policy: str) -> None:
     """A job of two 1 s tasks probes four idle workers: its tasks run on the first two its line lists. The next
     job probes only workers 0 and 1 while those tasks run: it waits for them when the first job listed 0 and 1
-    first, and not when it listed them last (experiment/placement.py lists a run's probes in its answer order)."""
+    first, and not when it listed them last (sparrow_experiments.placement lists a run's probes in its answer order)."""
     for first, response in (("0,1,2,3", 1.005), ("2,3,0,1", 0.103)):
         path = trace_file(tmp_path, [f"0 2 1.0 1.0 probes={first}", "0.1 2 0.1 0.1 probes=0,1,0,1"])
         result = simulate(SimConfig(policy=policy, n_workers=4, trace=path, network_delay=0.001))

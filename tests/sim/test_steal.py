@@ -105,7 +105,7 @@ def test_bad_steal_settings_are_rejected_by_name(field: str, value: object, erro
 
 
 def test_a_thief_that_waits_before_probing_steals_less_and_later() -> None:
-    """steal_wait (a runtime's reaction time, experiment/steal_timing.py): waiting 50 ms before each attempt
+    """steal_wait (a runtime's reaction time, sparrow_experiments/steal_timing.py): waiting 50 ms before each attempt
     steals fewer reservations and leaves short jobs a higher p50 than not waiting; waiting past the run's end
     steals nothing and decides as plain sparrow."""
     runs = {w: simulate(replace(BIMODAL, policy="sparrow_steal", steal_wait=w)) for w in (0.0, 0.05, 1e6)}

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import trio
 
-from sparrow_runtime.experiment.placement import placement_logs
-from sparrow_runtime.experiment.queries import Query, QueryWorkload, Stage
-from sparrow_runtime.experiment.run import run_queries
+from sparrow_experiments.placement import placement_logs
+from sparrow_experiments.queries import Query, QueryWorkload, Stage
+from sparrow_experiments.run import run_queries
 from sparrow_runtime.services import steal_log
 from sparrow_runtime.services.local_cluster import LocalCluster
 from sparrow_runtime.services.placement_log import ENVIRONMENT

@@ -50,7 +50,7 @@ def test_reservations_queued_behind_a_long_task_are_stolen_and_every_task_ends_o
             assert short_done < 1.2, f"the short jobs took {short_done:.2f} s: they waited behind the long task"
             assert nodes[0].stats["lent"] >= 1 and scheduler.stats["get_task_stolen"] >= 1
             assert scheduler.stats["outcomes"] == 25 and not scheduler.jobs
-            # the thieves timed their steals (experiment/steal_timing.py reads these): every round trip took time
+            # the thieves timed their steals (sparrow_experiments.steal_timing reads these): every round trip took time
             thieves = [n.stats for n in nodes[1:] if n.stats["steal_take_rounds"]]
             assert thieves and all(s["steal_probe_rounds"] >= s["steal_take_rounds"] for s in thieves)
             assert all(s["steal_probe_us"] > 0 and s["steal_take_us"] > 0 for s in thieves)

@@ -1,4 +1,4 @@
-"""The simulator's speed, base against head: `python bench/sim_speed_ab.py BASE_PYTHON HEAD_PYTHON` runs
+"""The simulator's speed, base against head: `python benchtools/sim_speed_ab.py BASE_PYTHON HEAD_PYTHON` runs
 the steal speed point (bench_sim.py's sparrow_steal configuration: 10,000 workers x 1 slot, 100-task jobs,
 per_job durations, load 0.9) under the two interpreters alternately (base, head, head, base, base, ...: the
 order turns each pair), each run a fresh process, and prints simulated tasks per CPU-second of each run, each

@@ -1,5 +1,5 @@
 """Prints the kernel figures, each beside its pure-Python baseline measured in the same
-run, with a verdict wherever a target is set: `python -m bench.report [--repeat N]`.
+run, with a verdict wherever a target is set: `python -m benchtools.report [--repeat N]`.
 
 Every figure is the best of N runs (the machine may be shared): rate = work / best time.
 

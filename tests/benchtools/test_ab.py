@@ -1,8 +1,8 @@
-"""bench.ab's verdict: head over base per figure, rates and times each the right way round."""
+"""benchtools.ab's verdict: head over base per figure, rates and times each the right way round."""
 
 import pytest
 
-from bench import ab
+from benchtools import ab
 
 
 def _run(map_rate, submit_rate, p50, cpu):

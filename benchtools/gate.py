@@ -1,4 +1,4 @@
-"""The regression gate: `python -m bench.gate --base main` benchmarks the base commit and HEAD with
+"""The regression gate: `python -m benchtools.gate --base main` benchmarks the base commit and HEAD with
 asv (`asv continuous`, each commit built in its own virtualenv) and fails (exit status 1) when a
 gated benchmark of HEAD is worse than the base's by more than its group's factor, or fails where
 the base's ran.
@@ -14,7 +14,7 @@ shared, noisy machine: absolute times move with whatever else runs, a ratio much
   (bench_vs_pool.RuntimeVsPool). Factor 1.5 (--runtime-factor): identical builds measured minutes
   apart on this machine under load spread by up to 1.44x. The wall-clock ratios to the pool
   (`track_map_time_vs_pool`, ...) spread by 1.5-3.8x there: tracked in the history, not gated here.
-- runtime A/B (bench/ab.py, `--ab-factor`, 1.2; `--no-ab` skips it): both commits built into
+- runtime A/B (benchtools/ab.py, `--ab-factor`, 1.2; `--no-ab` skips it): both commits built into
   virtualenvs of their own and run alternately, Sparrow's own wall and CPU figures head over base; a
   slowdown that costs no CPU (a wait) shows here. This is the check that flags a 30% slowdown.
 docs/benchmarks.md has the measurements behind every factor.
@@ -26,8 +26,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import ab
-from bench.asv_project import REPOSITORY, asv, ensure_machine, git
+from benchtools import ab
+from benchtools.asv_project import REPOSITORY, asv, ensure_machine, git
 
 GATED_BENCHMARKS = r"\.track_time_vs_python\b"  # \b, not $: asv matches NAME(PARAMS) of parametrized ones
 FACTOR = 2.0
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         default=ab.FACTOR,
         help=f"the worsening of a figure of the runtime A/B that fails (default {ab.FACTOR:g})",
     )
-    parser.add_argument("--no-ab", action="store_true", help="skip the runtime A/B (bench/ab.py)")
+    parser.add_argument("--no-ab", action="store_true", help="skip the runtime A/B (benchtools/ab.py)")
     parser.add_argument("--project", type=Path, default=REPOSITORY, help="the asv project (default: this repository)")
     args = parser.parse_args(argv)
     for flag, factor in (
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
     if not args.no_ab:
         print(
-            f"gate (runtime A/B): bench.ab {args.base} {args.head}, failing past a factor of {args.ab_factor:g}",
+            f"gate (runtime A/B): benchtools.ab {args.base} {args.head}, failing past a factor of {args.ab_factor:g}",
             flush=True,
         )
         status = ab.main([base, head, "--factor", str(args.ab_factor), "--project", str(args.project)])

@@ -4,7 +4,7 @@ delay, the same Poisson arrivals of 10-task jobs of 10 ms at 80% load) against t
 task holding its slot `g` longer (a per-task gap between a task's end and the next one's start: a round trip,
 a worker hop), and with every job `c` later (a per-job constant: the submission hop, the outcome's way back).
 
-Script: `python bench/floor_gap.py [--seconds S] [--seed N] [--overshoot MS]` prints the ratio to the floor
+Script: `python -m benchtools.floor_gap [--seconds S] [--seed N] [--overshoot MS]` prints the ratio to the floor
 for each g and c. No cluster is started: this is the simulator only.
 """
 
@@ -14,13 +14,10 @@ import argparse
 
 import numpy as np
 
-try:
-    from bench.bench_peers import LOAD_JOB_SIZE, SLOTS, TASK_S, load_arrivals
-except ModuleNotFoundError:  # run as `python bench/floor_gap.py`: bench/ is on sys.path, its parent is not
-    from bench_peers import LOAD_JOB_SIZE, SLOTS, TASK_S, load_arrivals
+from bench.bench_peers import LOAD_JOB_SIZE, SLOTS, TASK_S, load_arrivals
 
 try:
-    from sparrow_runtime.demo.replay import ReplayJob, ideal
+    from sparrow_experiments.replay import ReplayJob, ideal
 except ImportError:  # the suite must import with any version of the package
     ideal = None
 

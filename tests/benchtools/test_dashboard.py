@@ -1,4 +1,4 @@
-"""bench/dashboard.py without asv: what counts as loading from another machine, and the direction
+"""benchtools/dashboard.py without asv: what counts as loading from another machine, and the direction
 each benchmark is marked with for the page."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.dashboard import mark_directions, off_machine_references
+from benchtools.dashboard import mark_directions, off_machine_references
 
 
 def test_asv_own_page_is_caught_loading_from_cdns(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""The soak command (bench/soak.py): its per-task outcome count catches a missing, a second, a failed
+"""The soak command (benchtools/soak.py): its per-task outcome count catches a missing, a second, a failed
 or a misrouted outcome, and a short run on a real LocalCluster passes and reports every service."""
 
 from __future__ import annotations
 
 import cloudpickle
 
-from bench.soak import Tally, main
+from benchtools.soak import Tally, main
 from sparrow_runtime.wire.messages import Outcome
 
 

@@ -1,9 +1,9 @@
-"""bench.scheduler_capacity end to end, briefly: a real scheduler process runs tasks for light node
+"""benchtools.scheduler_capacity end to end, briefly: a real scheduler process runs tasks for light node
 monitors that speak the protocol, and the report gives its CPU per task and the projection."""
 
 import re
 
-from bench import scheduler_capacity
+from benchtools import scheduler_capacity
 
 
 def test_short_capacity_run_measures_the_scheduler_and_projects_ten_and_a_hundred(capsys):

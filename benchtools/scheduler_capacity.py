@@ -1,4 +1,4 @@
-"""What one scheduler sustains: `python -m bench.scheduler_capacity` runs a real scheduler
+"""What one scheduler sustains: `python -m benchtools.scheduler_capacity` runs a real scheduler
 process (`sparrow scheduler`) and drives it with many light node monitors and a client from this
 process, then reports the scheduler's CPU time per task and so its task decisions per second per
 scheduler core, and projects 10 and 100 schedulers with the simulator.

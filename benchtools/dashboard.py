@@ -1,4 +1,4 @@
-"""The benchmark dashboard, offline: `python -m bench.dashboard` runs `asv publish` (every saved
+"""The benchmark dashboard, offline: `python -m benchtools.dashboard` runs `asv publish` (every saved
 result into asv's html_dir, .asv/html) and installs asv-tachyon's page over asv's own.
 
 asv 0.6's index.html loads jQuery, flot, bootstrap, stupidtable and md5 from CDNs, so on a machine
@@ -21,7 +21,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-from bench.asv_project import REPOSITORY, asv, html_dir
+from benchtools.asv_project import REPOSITORY, asv, html_dir
 
 # Attributes through which a page loads something, by tag.
 LOADING_ATTRIBUTES = {

@@ -1,8 +1,8 @@
-"""`python -m bench.report`'s table: a verdict only where a target is set, naming what is missed."""
+"""`python -m benchtools.report`'s table: a verdict only where a target is set, naming what is missed."""
 
 from __future__ import annotations
 
-from bench.report import FIGURES, Row, Target, format_table
+from benchtools.report import FIGURES, Row, Target, format_table
 
 
 def test_a_row_without_target_gets_no_verdict_and_the_note_says_why() -> None:

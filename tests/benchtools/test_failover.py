@@ -1,10 +1,10 @@
-"""bench.failover, run for one short round per fault: it measures, and it loses no task."""
+"""benchtools.failover, run for one short round per fault: it measures, and it loses no task."""
 
 from __future__ import annotations
 
 import trio
 
-from bench import failover
+from benchtools import failover
 
 
 def test_one_round_of_each_fault_loses_nothing_and_measures_each_phase(monkeypatch):

@@ -1,5 +1,5 @@
-"""Benchmark history: `python -m bench.history --commits 20` benchmarks the last N commits of the
-current branch (first parents) and publishes the offline dashboard (bench/dashboard.py).
+"""Benchmark history: `python -m benchtools.history --commits 20` benchmarks the last N commits of the
+current branch (first parents) and publishes the offline dashboard (benchtools/dashboard.py).
 
 asv builds each commit itself (asv.conf.json: environment_type virtualenv): one environment with
 the dependencies, then per commit a wheel built from a clean checkout and installed there, so the
@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.asv_project import REPOSITORY, asv, ensure_machine, git
-from bench.dashboard import publish
+from benchtools.asv_project import REPOSITORY, asv, ensure_machine, git
+from benchtools.dashboard import publish
 
 HISTORY_BENCHMARKS = (
     r"\.track_time_vs_python\b",  # \b, not $: asv matches NAME(PARAMS) of parametrized ones

@@ -6,13 +6,13 @@ gated and just in time (`pipeline_jit`, the runtime's --pipeline-jit: also one d
 predicted end while the worker's run times are steady), gated and steady (`pipeline_steady`, --pipeline-steady: the
 same opening, asked at the running task's start), against plain Sparrow and the omniscient scheduler
 on the same arrivals. Workloads: no-op-like tasks (constant 0.5 ms), exponential, per_job and bimodal (5%
-of tasks 20x) tasks of 10 ms mean, and constant 10 ms tasks (`constant`, as bench/pipelining_ten_ms.py). Prints a
+of tasks 20x) tasks of 10 ms mean, and constant 10 ms tasks (`constant`, as benchtools/pipelining_ten_ms.py). Prints a
 Markdown table: p50 and p99 (ms, the range over seeds) and each variant's p50 and p99 over Sparrow's and
 over omniscient's.
 
-    python -m bench.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
-    python -m bench.pipelining_depth --seeds 1 --jobs 500   # a quick look
-    python -m bench.pipelining_depth --workers 2 --tasks-per-job 10 --jobs 4000 --seeds 1,2,3 \
+    python -m benchtools.pipelining_depth                        # the table of docs/runtime.md (a few minutes)
+    python -m benchtools.pipelining_depth --seeds 1 --jobs 500   # a quick look
+    python -m benchtools.pipelining_depth --workers 2 --tasks-per-job 10 --jobs 4000 --seeds 1,2,3 \
         --workloads exponential,per_job,bimodal,constant --variants "depth 16,gated 16,jit 16"  # runtime.md's
 """
 

@@ -1,9 +1,9 @@
-"""bench.million scaled down: the map and the jobs submitted together return every result, and the
+"""benchtools.million scaled down: the map and the jobs submitted together return every result, and the
 report gives each rate beside the baseline's and RSS per queued task for every process."""
 
 import re
 
-from bench import million
+from benchtools import million
 
 
 def test_small_million_run_returns_every_result_and_reports_memory_per_task(capsys):

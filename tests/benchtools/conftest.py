@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.asv_project import REPOSITORY
+from benchtools.asv_project import REPOSITORY
 
 TOY_RATIOS = (0.020, 0.021, 0.050)  # per commit, oldest first: steady, then 2.4x worse
 TOY_RUNTIME_RATIOS = (1.00, 1.05, 1.70)  # the runtime gate's: steady, then 1.6x worse

@@ -1,4 +1,4 @@
-"""Client failover, measured: `python -m bench.failover [--rounds 5] [--scheduler-timeout 0.1]`.
+"""Client failover, measured: `python -m benchtools.failover [--rounds 5] [--scheduler-timeout 0.1]`.
 
 Each round starts a LocalCluster of 2 schedulers and 3 node monitors (separate processes), and a
 client listing both schedulers that submits jobs of 10 tasks of 10 ms continuously (one every
@@ -122,7 +122,7 @@ def _ms(values: list[float]) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.failover", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchtools.failover", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds per fault (default: 5)")
     parser.add_argument(
         "--scheduler-timeout", type=float, default=0.1, help="the client's and the node monitors' (default: 0.1 s)"

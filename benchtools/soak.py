@@ -1,4 +1,4 @@
-"""A soak run, not a benchmark: `python -m bench.soak --minutes 10`.
+"""A soak run, not a benchmark: `python -m benchtools.soak --minutes 10`.
 
 Runs a LocalCluster for that long at 80% load of 10 ms tasks (jobs of 10 tasks arriving at random,
 a Poisson process, from one client) and checks what must hold however long a cluster runs:
@@ -190,7 +190,9 @@ def report(args: argparse.Namespace, elapsed: float, tally: Tally, snapshots: di
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[1], allow_abbrev=False)
+    p = argparse.ArgumentParser(
+        prog="python -m benchtools.soak", description=__doc__.split("\n\n")[1], allow_abbrev=False
+    )
     p.add_argument("--minutes", type=float, default=10.0, help="how long jobs arrive (default: 10)")
     p.add_argument("--node-monitors", type=int, default=2, help="node monitors (default: 2)")
     p.add_argument("--slots", type=int, default=4, help="slots per node monitor (default: 4)")

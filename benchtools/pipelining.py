@@ -4,8 +4,8 @@ runtime's scheduler round trip (network_delay 0.15 ms one way: 0.3 ms, docs/runt
 several seeds. Prints a Markdown table: p50 and p99 per variant (the range over seeds) and each
 variant's p50 and p99 over plain Sparrow's on the same arrivals (the range over seeds).
 
-    python -m bench.pipelining                       # the table of docs/simulator.md (~10 min)
-    python -m bench.pipelining --seeds 1 --jobs 500  # a quick look
+    python -m benchtools.pipelining                       # the table of docs/simulator.md (~10 min)
+    python -m benchtools.pipelining --seeds 1 --jobs 500  # a quick look
 """
 
 from __future__ import annotations

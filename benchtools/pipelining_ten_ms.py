@@ -10,8 +10,8 @@ all alike. Prints one line per
 run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
 floor's (target <= 1.1x; the pool's own over the same floor beside it).
 
-    python bench/pipelining_ten_ms.py --rounds 3 --load-seconds 10
-    python bench/pipelining_ten_ms.py --rounds 4 --settings default,steady,always   # some of the settings
+    python -m benchtools.pipelining_ten_ms --rounds 3 --load-seconds 10
+    python -m benchtools.pipelining_ten_ms --rounds 4 --settings default,steady,always   # some of the settings
 """
 
 from __future__ import annotations
@@ -20,10 +20,7 @@ import argparse
 import os
 import time
 
-try:
-    from bench import bench_peers as peers
-except ModuleNotFoundError:  # run as `python bench/pipelining_ten_ms.py`: bench/ is on sys.path
-    import bench_peers as peers
+from bench import bench_peers as peers
 
 SETTINGS = {
     "default": {},

@@ -1,11 +1,11 @@
-"""bench/floor_gap.py: the floor's replay with a per-task gap grows with the gap, and is the floor at none."""
+"""benchtools/floor_gap.py: the floor's replay with a per-task gap grows with the gap, and is the floor at none."""
 
 from itertools import pairwise
 
 import pytest
 
 from bench.bench_peers import load_arrivals
-from bench.floor_gap import gap_ratios
+from benchtools.floor_gap import gap_ratios
 
 
 def test_a_longer_per_task_gap_costs_more_and_none_costs_nothing():

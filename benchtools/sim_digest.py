@@ -4,10 +4,10 @@ policies, constraints, stealing and pipelining settings, and traces (dependencie
 placement). Each run's outputs (per-job arrival, response, ideal, wait, user, priority, per-task
 waits, every counter, the end time) are hashed; the digest hashes those in order.
 
-    python bench/sim_digest.py             # every configuration (about 6 s here), then the digest
-    python bench/sim_digest.py --portable  # only the trace runs (seconds): no libm on the way, the
+    python benchtools/sim_digest.py             # every configuration (about 6 s here), then the digest
+    python benchtools/sim_digest.py --portable  # only the trace runs (seconds): no libm on the way, the
                                            # same digest on any machine (tests/sim/test_digest.py pins it)
-    python bench/sim_digest.py --each      # one line per run too, to find the run that differs
+    python benchtools/sim_digest.py --each      # one line per run too, to find the run that differs
 
 Run it with two installs (e.g. main's and a branch's) and compare the last line. The generated
 workloads draw exponentials through libm, so their digest may differ between machines (not

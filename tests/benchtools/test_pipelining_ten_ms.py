@@ -1,4 +1,4 @@
-"""bench/pipelining_ten_ms.py: its settings reach the node monitors (each variable it sets is a node-monitor
+"""benchtools/pipelining_ten_ms.py: its settings reach the node monitors (each variable it sets is a node-monitor
 setting that turns the rule on), and bad arguments are refused."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bench import pipelining_ten_ms
+from benchtools import pipelining_ten_ms
 from sparrow_runtime.cli.options import NODE_MONITOR_SETTINGS
 
 
@@ -22,7 +22,10 @@ def test_each_setting_it_measures_is_a_node_monitor_variable_turned_on_or_off() 
 def test_zero_rounds_are_refused() -> None:
     """--rounds 0 is a usage error naming the option."""
     run = subprocess.run(
-        [sys.executable, "bench/pipelining_ten_ms.py", "--rounds", "0"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "benchtools.pipelining_ten_ms", "--rounds", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 2 and "--rounds" in run.stderr
 
@@ -30,7 +33,7 @@ def test_zero_rounds_are_refused() -> None:
 def test_an_unknown_setting_is_refused_naming_it() -> None:
     """--settings with a name it does not measure is a usage error naming it (before any cluster starts)."""
     run = subprocess.run(
-        [sys.executable, "bench/pipelining_ten_ms.py", "--settings", "default,steadyy"],
+        [sys.executable, "-m", "benchtools.pipelining_ten_ms", "--settings", "default,steadyy"],
         capture_output=True,
         text=True,
         timeout=60,

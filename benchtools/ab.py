@@ -1,4 +1,4 @@
-"""The runtime A/B: `python -m bench.ab BASE HEAD` builds both commits, each into a virtualenv of its
+"""The runtime A/B: `python -m benchtools.ab BASE HEAD` builds both commits, each into a virtualenv of its
 own (kept under .asv/ab/<commit>/, so a second run reuses them), then runs bench_vs_pool.py's
 measurement under the two alternately (base, head, base, ...: `--repeat` fresh clusters each), and
 compares Sparrow's own figures head over base: the map's and the submit loop's time per task, the
@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.asv_project import REPOSITORY, git
+from benchtools.asv_project import REPOSITORY, git
 
 FACTOR = 1.2
 FIGURES = (  # bench_vs_pool.absolute's keys: (key, label, higher is better)
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     given = (args.base_python, args.head_python)
     pythons = [python or build(args.project, commit) for python, commit in zip(given, commits, strict=True)]
-    script = str(Path(__file__).with_name("bench_vs_pool.py"))
+    script = str(Path(__file__).parents[1] / "bench" / "bench_vs_pool.py")
     runs: list[list[dict]] = [[], []]
     for _ in range(args.repeat):
         for i, python in enumerate(pythons):

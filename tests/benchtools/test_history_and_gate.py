@@ -1,4 +1,4 @@
-"""`python -m bench.history` and `python -m bench.gate` on a toy project (conftest.py), end to end
+"""`python -m benchtools.history` and `python -m benchtools.gate` on a toy project (conftest.py), end to end
 with asv building each commit: on a machine asv has never seen, the history saves one result per
 commit and publishes an offline dashboard that a browser draws with every commit's point; the gate
 fails on the toy's 2.4x regression and passes on its steady commits. About 40 s, mostly asv."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.dashboard import off_machine_references
+from benchtools.dashboard import off_machine_references
 from tests.bench.cdp import Browser, find_chromium
 
 # Columns of the chart's canvas holding a coloured (series) pixel: a line through several points
@@ -40,8 +40,8 @@ class QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def history(toy):
-    """The toy's three commits benchmarked and published by bench.history."""
-    done = toy.run("bench.history", "--commits", "3", "--bench", "track_")
+    """The toy's three commits benchmarked and published by benchtools.history."""
+    done = toy.run("benchtools.history", "--commits", "3", "--bench", "track_")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -103,7 +103,7 @@ def test_dashboard_draws_every_commit_offline_in_chromium(toy, history, tmp_path
 def test_gate_fails_on_a_regression_past_the_factor(toy, history) -> None:
     """HEAD's kernel ratio is 2.4x its parent's and its runtime ratio 1.6x: past both groups' factors
     (2 and 1.5), both asv continuous runs fail and so does the gate."""
-    done = toy.run("bench.gate", "--base", "HEAD~1", "--no-ab")
+    done = toy.run("benchtools.gate", "--base", "HEAD~1", "--no-ab")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "bench_toy.Toy.track_time_vs_python" in done.stdout
     assert "bench_toy.RuntimeVsPool.track_submit_cpu_vs_pool" in done.stdout
@@ -113,31 +113,31 @@ def test_gate_fails_on_a_regression_past_the_factor(toy, history) -> None:
 def test_gate_holds_the_runtime_to_its_own_factor(toy, history) -> None:
     """With the kernels' factor widened past their 2.4x, the runtime's 1.6x still fails on its own factor
     (1.5), which a 1.6x kernel change would pass (2)."""
-    done = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "3", "--no-ab")
+    done = toy.run("benchtools.gate", "--base", "HEAD~1", "--factor", "3", "--no-ab")
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gate (kernels): passed" in done.stdout and "gate: FAILED (runtime)" in done.stdout
 
 
 def test_gate_passes_a_change_within_the_factor(toy, history) -> None:
     """1.05x between the two older commits (both ratios) is within the factors: the gate passes."""
-    done = toy.run("bench.gate", "--base", "HEAD~2", "--head", "HEAD~1", "--no-ab")
+    done = toy.run("benchtools.gate", "--base", "HEAD~2", "--head", "HEAD~1", "--no-ab")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "gate: passed" in done.stdout
 
 
 def test_gate_refuses_the_same_commit_and_a_factor_of_one(toy) -> None:
     """Comparing a commit with itself, or a factor that fails on noise, is a usage error (exit 2)."""
-    same = toy.run("bench.gate", "--base", "HEAD", "--head", "main")
+    same = toy.run("benchtools.gate", "--base", "HEAD", "--head", "main")
     assert same.returncode == 2 and "are the same commit" in same.stderr
-    one = toy.run("bench.gate", "--base", "HEAD~1", "--factor", "1")
+    one = toy.run("benchtools.gate", "--base", "HEAD~1", "--factor", "1")
     assert one.returncode == 2 and "--factor must be > 1" in one.stderr
-    runtime = toy.run("bench.gate", "--base", "HEAD~1", "--runtime-factor", "0.9")
+    runtime = toy.run("benchtools.gate", "--base", "HEAD~1", "--runtime-factor", "0.9")
     assert runtime.returncode == 2 and "--runtime-factor must be > 1" in runtime.stderr
 
 
 def test_history_refuses_fewer_than_one_commit(toy) -> None:
     """--commits 0 is a usage error (exit 2) before asv runs."""
-    done = toy.run("bench.history", "--commits", "0")
+    done = toy.run("benchtools.history", "--commits", "0")
     assert done.returncode == 2 and "--commits must be >= 1" in done.stderr
 
 
@@ -146,7 +146,8 @@ def test_runtime_gate_holds_the_cpu_and_load_ratios_and_not_the_wall_ratios() ->
     them module.Class.method) and leaves the wall ratios, whose spread here is too wide, to the history."""
     import re
 
-    from bench import bench_vs_pool, gate
+    from bench import bench_vs_pool
+    from benchtools import gate
 
     names = [f"bench_vs_pool.RuntimeVsPool.{m}" for m in dir(bench_vs_pool.RuntimeVsPool) if m.startswith("track_")]
     held = sorted(n.rsplit(".", 1)[1] for n in names if re.search(gate.RUNTIME_BENCHMARKS, n))

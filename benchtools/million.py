@@ -1,4 +1,4 @@
-"""A million tasks: `python -m bench.million` runs `ex.map(int, range(1_000_000))` through a
+"""A million tasks: `python -m benchtools.million` runs `ex.map(int, range(1_000_000))` through a
 SparrowExecutor and then ten `Client.submit_job` of 100,000 tasks (the per-job limit) submitted
 together, on a LocalCluster of 1 scheduler + 2 node monitors x 1 slot, and reports:
 

@@ -15,7 +15,7 @@ import pytest
 # follows in its usual order. tests/test_ci_order.py checks that each entry is a test file.
 SLOWEST_FILES = (
     "tests/hostile/test_hostile_peers.py",  # 216 s
-    "tests/bench/test_history_and_gate.py",  # 174
+    "tests/benchtools/test_history_and_gate.py",  # 174
     "tests/hostile/test_stalls.py",  # 121
     "tests/deploy/test_netns_tls.py",  # 89
     "tests/cli/test_simulate.py",  # 84
@@ -35,7 +35,7 @@ SLOWEST_FILES = (
     "tests/cli/test_experiment.py",  # 31
     "tests/cli/test_demo.py",  # 29
     "tests/runtime/services/test_steal_faults.py",  # 27
-    "tests/bench/test_failover.py",  # 25
+    "tests/benchtools/test_failover.py",  # 25
     "tests/runtime/data/test_loop_steps.py",  # 23
     "tests/runtime/services/test_local_cluster.py",  # 22
     "tests/runtime/data/test_big_values.py",  # 22

@@ -165,7 +165,7 @@ PIPELINE_JIT = Setting(
     "longest at most 1.5x the shortest, whatever their length), and a running task then asks for the next one only "
     "shortly before its predicted end (the shortest recent run time less the measured round trip and 0.25 ms), so "
     "it is bound as its slot frees: 10 ms tasks on 2 node monitors lose no round trip between tasks, while varied "
-    'tasks are not pipelined (docs/runtime.md, "Just in time": no gain measured on 10 ms tasks; --pipeline-steady, '
+    'tasks are not pipelined (docs/pipelining.md, "Just in time": no gain measured on 10 ms tasks; --pipeline-steady, '
     "on by default, asks at the task's start instead)",
 )
 PIPELINE_STEADY = Setting(
@@ -176,7 +176,7 @@ PIPELINE_STEADY = Setting(
     "longest at most 3x the shortest, whatever their length), and a running task then asks for the next one at its "
     "start (never once it has run past the longest), so its answer has the whole task to come (and a second ask "
     'after a "no task"): 10 ms tasks on a few node monitors lose no round trip between tasks; varied ones are not '
-    'pipelined; --pipeline-jit keeps its own, later timing (docs/runtime.md, "Steady"); --no-pipeline-steady: the '
+    'pipelined; --pipeline-jit keeps its own, later timing (docs/pipelining.md, "Steady"); --no-pipeline-steady: the '
     "gate alone",
 )
 GIVE_BACK = Setting(
@@ -186,7 +186,7 @@ GIVE_BACK = Setting(
     f"with --pipeline: a task bound ahead that waits behind running tasks which all overran (ran {GIVE_BACK_FACTOR:g}x "
     f"the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes back to its scheduler, "
     "which gives it to the next node monitor that asks; nothing is asked ahead behind such a task "
-    '(docs/runtime.md, "Give-back")',
+    '(docs/pipelining.md, "Give-back")',
 )
 BIND_IDLE = Setting(
     "bind_idle",

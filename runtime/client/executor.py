@@ -13,7 +13,7 @@ to the trio thread does not block (one `run_sync_soon` for what is handed over t
 dict values, as Dask's `Client.submit`): the task is sent once they are done, with their values, and
 the tasks that become ready in one pass of the trio loop (the dependents of a task that just finished)
 go as one job; if an input fails, the task does not run and fails with DependencyFailed; if an input
-is cancelled, so is the task (logic.py, docs/runtime.md "Dependencies and Dask").
+is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
 `Future.cancel()` returns True while the task has no outcome (the client is not told when a task
 starts): the scheduler then never launches it, or, if it is already running, discards its result.

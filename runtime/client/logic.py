@@ -8,7 +8,7 @@ returns the messages to send; the outcomes it decided are taken with `take_event
 as decided here). Placement: the tasks added or made ready in one pass (the shell flushes once after
 it) go as one SubmitJob per job, and jobs marked `coalesce` with the same settings share one.
 
-Rules (docs/runtime.md, "Limits and failure behaviour" and "Dependencies and Dask"):
+Rules (docs/runtime-limits.md, "Limits and failure behaviour" and "Dependencies and Dask"):
 - a system failure (SYSTEM) is retried, a task's own exception only with `retry_exceptions`; a task is
   launched at most `retries + 1` times, and a cancelled one is never retried;
 - the scheduler lost: every task without an outcome that has attempts left is relaunched on the next

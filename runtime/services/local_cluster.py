@@ -105,7 +105,7 @@ class LocalCluster:
     `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
     clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md). The node
     monitors' data listeners are Unix sockets either way (where the system has them): values in memory
-    files pass between them as the files themselves (docs/runtime.md, "Values stay where they were made").
+    files pass between them as the files themselves (docs/runtime-dask.md, "Values stay where they were made").
 
     `tls`: False (default) runs the services --insecure, with the shared `secret` (one trusted host:
     every process is this user's and listens on loopback only); True on TLS with a CA made for this

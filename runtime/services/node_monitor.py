@@ -618,7 +618,7 @@ async def serve_node_monitor(
     and the port it listens on, unique per process even where clones share a host name. With `tls`
     (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
 
-    Values (docs/runtime.md, "Values stay where they were made"): a result over `inline_limit` bytes
+    Values (docs/runtime-dask.md, "Values stay where they were made"): a result over `inline_limit` bytes
     stays in this node monitor's memory (at most `memory_limit` bytes, default a quarter of this host's;
     past it a new result fails with a reason naming the sizes) and its outcome carries a reference;
     clients and node monitors fetch it in chunks from the data listener on `data_host:data_port`

@@ -44,12 +44,12 @@ each of its last RECENT_TASKS tasks ran under SHORT_TASK (none finished yet: not
 it deep, not their median), and the half rule bounds every request asked ahead, one deep too. So a task bound
 ahead waits behind a task of a node whose tasks all ran short lately, never behind one of a node running 10
 ms-class tasks, and never for a job this node holds a single reservation of (batch sampling on a large
-cluster: late binding places it). In the simulator (docs/runtime.md, "The gate") no workload is slower than
+cluster: late binding places it). In the simulator (docs/pipelining.md, "The gate") no workload is slower than
 plain late binding by more than noise, where the median rule cost exponential 10 ms tasks 6-9% and per-job
 durations 2-4x at 10,000 workers. `pipeline_gate=False` is the rule without it (one deep whatever the tasks'
 length, deeper while their median is short).
 
-Just in time (`pipeline_jit`, with the gate; off by default: docs/runtime.md, "Just in time"): the gate also
+Just in time (`pipeline_jit`, with the gate; off by default: docs/pipelining.md, "Just in time"): the gate also
 opens, one deep, while the node's last RECENT_TASKS run times are steady (the longest at most JIT_SPREAD x the
 shortest, whatever their length), and a
 running task then asks ahead only shortly before its predicted end: once it has run the shortest recent run time less
@@ -60,7 +60,7 @@ prediction). So a task of 10 ms-class steady work is bound a margin before its s
 (the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
 
 Steady (`pipeline_steady`, with the gate; on by default in the node monitor and the CLI, DEFAULT_PIPELINE_STEADY:
-docs/runtime.md, "Steady"): the gate also opens, one
+docs/pipelining.md, "Steady"): the gate also opens, one
 deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10
 ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
 a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
@@ -168,23 +168,23 @@ from .steal_logic import WorkStealing
 
 MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
 # The services' defaults (`sparrow node-monitor`, `sparrow local`, LocalCluster; this class's own are off and 1):
-# pipelined, gated, 16 deep (docs/runtime.md, "The default: pipelined, gated, 16 deep").
+# pipelined, gated, 16 deep (docs/pipelining.md, "The default: pipelined, gated, 16 deep").
 DEFAULT_PIPELINE = True
 DEFAULT_PIPELINE_DEPTH = 16
-DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/runtime.md, "Give-back")
+DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/pipelining.md, "Give-back")
 # seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
 # here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
 SHORT_TASK = 0.005
 RECENT_TASKS = 8
 # give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the RECENT_TASKS last
-# run times here, and at least GIVE_BACK_MIN seconds (docs/runtime.md, "Give-back")
+# run times here, and at least GIVE_BACK_MIN seconds (docs/pipelining.md, "Give-back")
 GIVE_BACK_MIN = 0.02
 GIVE_BACK_FACTOR = 3.0
 # just in time (docstring): steady while the longest recent run time is at most JIT_SPREAD x the shortest; a task asks
 # ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
 # shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
 DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks (docs/benchmarks.md, "Pipelining")
-DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on, as it gains on steady tasks (docs/runtime.md, "Steady")
+DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on, as it gains on steady tasks (docs/pipelining.md, "Steady")
 JIT_SPREAD = 1.5
 # steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
 STEADY_SPREAD = 3.0

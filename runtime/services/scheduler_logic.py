@@ -885,8 +885,8 @@ class SchedulerLogic:
         starts with no GetTask round trip at all. A tiny job goes whole to the first such node that holds a
         reservation for each of its tasks: at most TINY_JOB_TASKS per free slot, which by the node's time per task
         in its last TINY_SPANS spans (`_Node.lately`) would take at most TINY_JOB_WORK in all (no-op tasks:
-        docs/runtime.md, "A tiny job on one node monitor"). Split, each node monitor and its worker would wake for
-        a few microseconds of work; on a machine of few cores the processes woken cost more than the tasks. The
+        docs/runtime-services.md, "A tiny job on one node monitor"). Split, each node monitor and its worker would
+        wake for a few microseconds of work; on a machine of few cores the processes woken cost more than the tasks. The
         last spans, not all 8 of `short`: a map's spans show its node's throughput under the whole map's load
         (400 us per no-op task on 2 cores), which would keep every job split for 8 jobs after it."""
         free = self._free_slots(node)

@@ -191,7 +191,7 @@ def test_pipelining_is_on_16_deep_gated_by_default_and_no_pipeline_turns_it_off(
 
 @pytest.mark.parametrize("command", ["node-monitor", "local"])
 def test_steady_pipelining_is_on_by_default_and_the_flag_or_environment_turns_it_off(command):
-    """--pipeline-steady (docs/runtime.md, "Steady") is on by default; --no-pipeline-steady and
+    """--pipeline-steady (docs/pipelining.md, "Steady") is on by default; --no-pipeline-steady and
     SPARROW_PIPELINE_STEADY=false turn it off, and LocalCluster passes it to its node monitors only when turned off
     (so the variable reaches them otherwise, as benchtools/pipelining_ten_ms.py sets it)."""
     assert settings(command, [])["pipeline_steady"] is True

@@ -19,7 +19,7 @@ import trio
 from sparrow_runtime import Client, LocalCluster, SparrowExecutor
 from sparrow_runtime.errors import TaskCancelled
 
-CLOSE_BOUND = 1.0  # seconds closing may take (docs/runtime.md, "Limits and failure behaviour")
+CLOSE_BOUND = 1.0  # seconds closing may take (docs/runtime-limits.md, "Limits and failure behaviour")
 SCHEDULER_TIMEOUT = 0.3
 
 

@@ -19,23 +19,18 @@ def test_each_setting_it_measures_is_a_node_monitor_variable_turned_on_or_off() 
     assert len({tuple(sorted(env.items())) for env in variables}) == len(variables)
 
 
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "benchtools.pipelining_ten_ms", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
 def test_zero_rounds_are_refused() -> None:
     """--rounds 0 is a usage error naming the option."""
-    run = subprocess.run(
-        [sys.executable, "-m", "benchtools.pipelining_ten_ms", "--rounds", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _script("--rounds", "0")
     assert run.returncode == 2 and "--rounds" in run.stderr
 
 
 def test_an_unknown_setting_is_refused_naming_it() -> None:
     """--settings with a name it does not measure is a usage error naming it (before any cluster starts)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "benchtools.pipelining_ten_ms", "--settings", "default,steadyy"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _script("--settings", "default,steadyy")
     assert run.returncode == 2 and "steadyy" in run.stderr

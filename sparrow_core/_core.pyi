@@ -159,6 +159,18 @@ class PipelineRule:
     @staticmethod
     def half_allows(ahead_of_job: int, queued_of_job: int) -> bool: ...
 
+MAX_RESOURCES: int
+"""Resource kinds one cluster may name (the length of every resource vector at most)."""
+
+def feasible_workers(capacities: npt.ArrayLike, request: ArrayLikeInt) -> Int64Array: ...
+def choose_launch(
+    free: ArrayLikeInt,
+    requests: npt.ArrayLike,
+    head_skips: int = 0,
+    window: int = 8,
+    max_skips: int = 8,
+) -> int | None: ...
+
 class TaskTable:
     def __init__(self) -> None: ...
     def add_job(

@@ -173,7 +173,7 @@ def test_invalid_arguments_are_refused_before_sending():
 
 
 def test_scheduler_can_dial_a_node_monitor_instead():
-    """A node monitor started without schedulers serves one that dials it (serve_scheduler(node_monitors=...))."""
+    """A node monitor started without schedulers serves one that dials it (SchedulerConfig(node_monitors=...))."""
 
     async def main():
         async with trio.open_nursery() as nursery:

@@ -27,12 +27,19 @@ def _make_payload(_: int) -> Payload:
     return Payload()
 
 
-def _wait_for(path: str, limit: float = 30.0) -> str:
-    """Hold a slot until `path` exists (or `limit` seconds pass)."""
+def _wait_for(path: str, limit: float = 30.0) -> bool:
+    """Whether `path` exists within `limit` seconds."""
     deadline = time.monotonic() + limit
     while not os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.01)
-    return path
+    return os.path.exists(path)
+
+
+def _hold_slot(started: str, release: str) -> str:
+    """Hold a slot, from touching `started`, until `release` exists."""
+    Path(started).touch()
+    _wait_for(release)
+    return release
 
 
 def _touch(path: str) -> str:
@@ -58,8 +65,9 @@ def executor(cluster) -> Iterator[SparrowExecutor]:
 @contextmanager
 def slot_held(executor: SparrowExecutor, tmp_path: Path) -> Iterator[concurrent.futures.Future]:
     """The cluster's slot busy until the block ends (the tasks submitted in it wait their turn)."""
-    release = tmp_path / "release"
-    blocker = executor.submit(_wait_for, str(release))
+    started, release = tmp_path / "started", tmp_path / "release"
+    blocker = executor.submit(_hold_slot, str(started), str(release))
+    assert _wait_for(str(started))
     try:
         yield blocker
     finally:

@@ -38,7 +38,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
@@ -49,7 +49,7 @@ from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED
+from ..wire.messages import CANCELLED, SubmitJob
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
@@ -136,8 +136,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     the credentials). `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
     `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
-    placement, "batch" (the default) or "per_task" (Client.submit_job). `connect_timeout` is the old
-    name of `handshake_timeout` (deprecated)."""
+    placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
+    takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
+    `submit_many` take their own. `connect_timeout` is the old name of `handshake_timeout` (deprecated)."""
 
     def __init__(
         self,
@@ -157,6 +158,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         max_frame: int = DEFAULT_MAX_FRAME,
         connect_timeout: float | None = None,
         sampling: str = "batch",
+        resources: str | Mapping[str, object] | None = None,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -176,13 +178,12 @@ class SparrowExecutor(concurrent.futures.Executor):
             scheduler_timeout=scheduler_timeout,
             max_frame=max_frame,
         )
-        # checked now, not at each submit: the settings of every job it sends
-        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout, sampling=sampling)
         self.user = user
         self.priority = priority
         self.sampling = sampling
         self.chunksize = chunksize
         self.timeout = timeout
+        self._settings = self._settings_with(resources)  # checked now, not at each submit
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
         self._failure: BaseException | None = None
@@ -235,18 +236,23 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over([job], partial(self._client.add_job, job))
         return job.owner[0]
 
-    def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
+    def submit_many(
+        self, calls: Iterable[tuple[Callable, tuple, dict]], *, resources: str | Mapping[str, object] | None = None
+    ) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
         so the scheduler batch-samples them together; a future per call. Their arguments are sent as
-        they are (futures as inputs: `submit`). Raises ValueError before anything is sent if one call is
-        over the frame limit."""
+        they are (futures as inputs: `submit`). `resources`: what each takes besides its slot (None: the
+        executor's). Raises ValueError before anything is sent if one call is over the frame limit, or
+        for a bad amount."""
+        settings = self._settings if resources is None else self._settings_with(resources)
         payloads = [pack_task(fn, args, kwargs) for fn, args, kwargs in calls]
         for payload in payloads:
             problem = oversize_problem(len(payload), self._client.max_frame)
             if problem is not None:
                 raise ValueError(problem)
         jobs = [
-            self._job(payloads[g.start : g.stop]) for g in split_jobs(list(map(len, payloads)), self._client.max_frame)
+            self._job(payloads[g.start : g.stop], settings=settings)
+            for g in split_jobs(list(map(len, payloads)), self._client.max_frame)
         ]
         self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
         return [future for job in jobs for future in job.owner]
@@ -293,11 +299,24 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over([job], partial(self._client.add_job, job, {0: (template, inputs)}))
         return job.owner[0]
 
-    def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
-        """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
+    def _settings_with(self, resources: str | Mapping[str, object] | None) -> SubmitJob:
+        """The settings of a job this executor sends, with `resources` (ValueError for a bad amount)."""
+        return build_submit(
+            [b""],
+            self.user,
+            self.priority,
+            None,
+            None,
+            timeout=self.timeout,
+            sampling=self.sampling,
+            resources=resources,
+        )
+
+    def _job(self, payloads: list[bytes], coalesce: bool = False, settings: SubmitJob | None = None) -> Job:
+        """A job of `payloads` with this executor's settings (or `settings`), and a future per task (its `owner`)."""
         client = self._client
         job = Job(
-            self._settings,
+            self._settings if settings is None else settings,
             payloads,
             retries=client.retries,
             retry_exceptions=client.retry_exceptions,
@@ -371,9 +390,12 @@ class SparrowExecutor(concurrent.futures.Executor):
         timeout: float | None = None,
         chunksize: int | None = None,
         buffersize: int | None = DEFAULT_BUFFERSIZE,
+        resources: str | Mapping[str, object] | None = None,
     ) -> Iterator:
         """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is
-        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once)."""
+        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once).
+        `resources`: what each task takes besides its slot (None: the executor's)."""
+        settings = self._settings if resources is None else self._settings_with(resources)
         size = self.chunksize if chunksize is None else chunksize
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {size!r}")
@@ -395,7 +417,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 for start in range(0, len(chunk), size):
                     payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
-                    jobs.append(self._job(payloads))
+                    jobs.append(self._job(payloads, settings=settings))
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 for job in jobs:
                     window.extend(job.owner)

@@ -8,12 +8,13 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
 from ..wire.messages import Constraint, SubmitJob
+from ..wire.resources import parse_resources
 from ..wire.task_codec import outcome_exception, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
@@ -129,10 +130,12 @@ def build_submit(
     timeout: float | None = None,
     prefer: Sequence[Sequence[str] | None] | None = None,
     sampling: str = "batch",
+    resources: str | Mapping[str, object] | None = None,
 ) -> SubmitJob:
     """Validate a job and build its SubmitJob (ref set when sent). `prefer`: None, or one entry per
     task, None or the ids of the node monitors it should be probed at first (SubmitJob.task_prefer).
-    `sampling`: "batch" or "per_task" (SubmitJob.sampling).
+    `sampling`: "batch" or "per_task" (SubmitJob.sampling). `resources`: what each task takes besides its
+    slot, {name: amount} or "name=amount,..." (wire/resources.py, docs/resources.md).
 
     Error handling: ValueError/TypeError naming the bad argument."""
     if not payloads:
@@ -158,6 +161,7 @@ def build_submit(
     task_prefer = None if prefer is None else _task_prefer(prefer, len(payloads))
     if not isinstance(sampling, str):
         raise TypeError(f"sampling must be a str, got {type(sampling).__name__}")
+    units = parse_resources(resources) or None
     problem = job_problem(
         len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout, task_prefer, sampling
     )
@@ -182,6 +186,7 @@ def build_submit(
         None if timeout is None else float(timeout),
         task_prefer,
         sampling,
+        units,
     )
 
 

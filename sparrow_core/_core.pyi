@@ -115,6 +115,50 @@ def choose_steal(
     min_blocked: float = 0.0,
 ) -> tuple[int, int] | None: ...
 
+PipelineMode = Literal["off", "gated", "steady", "jit", "always"]
+PIPELINE_MODES: tuple[PipelineMode, ...]
+"""The pipelining modes: "off", "gated", "steady", "jit" and "always" (csrc/sparrow/pipeline.h)."""
+PIPELINE_RECENT: int
+"""Run times a node keeps for its pipelining rule (8)."""
+PIPELINE_SHORT_TASK: float
+"""Seconds: a run time under it is short (the gate opens, and a deeper pipeline goes deep, on short tasks)."""
+PIPELINE_MAX_DEPTH: int
+"""The deepest pipeline: requests ahead or bound per slot held (64)."""
+PIPELINE_STEADY_SPREAD: float
+"""Steady mode: run times are steady while the longest is at most this times the shortest (3)."""
+PIPELINE_JIT_SPREAD: float
+"""Jit mode: run times are steady while the longest is at most this times the shortest (1.5)."""
+PIPELINE_JIT_MARGIN: float
+"""Jit mode: seconds a request is asked ahead before the round trip before the predicted end (0.25 ms)."""
+
+class PipelineRule:
+    mode: PipelineMode
+    keeps_recent: bool
+    def __init__(self, mode: str, depth: int) -> None: ...
+    @property
+    def depth(self) -> int: ...
+    def record(self, run_time: float, round_trip: float = 0.0) -> None: ...
+    def forget(self) -> None: ...
+    @property
+    def recent(self) -> list[float]: ...
+    @property
+    def longest(self) -> float: ...
+    @property
+    def short_recent(self) -> bool: ...
+    @property
+    def deep(self) -> bool: ...
+    @property
+    def steady(self) -> bool: ...
+    @property
+    def ask_after(self) -> float: ...
+    @property
+    def ask_until(self) -> float: ...
+    def gate_open(self, overrunning: bool) -> bool: ...
+    def ahead_limit(self, held_slots: int, may_ask: int) -> int: ...
+    def half_rule_applies(self) -> bool: ...
+    @staticmethod
+    def half_allows(ahead_of_job: int, queued_of_job: int) -> bool: ...
+
 MAX_RESOURCES: int
 """Resource kinds one cluster may name (the length of every resource vector at most)."""
 
@@ -170,3 +214,26 @@ def _simulate(
     trace: Mapping[str, npt.ArrayLike] | None = None,
     steals: Mapping[str, npt.ArrayLike] | None = None,
 ) -> _SimOutput: ...
+
+# The resource simulator's entry point (private: the typed public face is sparrow_core.sim.simulate_resources).
+RESOURCE_PLACEMENTS: tuple[str, ...]
+"""The resource simulator's placements: sparrow (probes where the request fits + the fit launcher), packer."""
+
+class _ResourceSimOutput(TypedDict):  # the dict _simulate_resources returns (a stub-only type)
+    job_arrival: npt.NDArray[np.float64]
+    job_response: npt.NDArray[np.float64]
+    job_wait: npt.NDArray[np.float64]
+    job_class: npt.NDArray[np.int32]
+    host_class: npt.NDArray[np.int32]
+    work: npt.NDArray[np.float64]
+    held: npt.NDArray[np.float64]
+    counters: dict[str, int]
+    end_time: float
+
+def _simulate_resources(
+    params: dict[str, object],
+    host_capacity: npt.ArrayLike,
+    host_share: npt.ArrayLike,
+    request: npt.ArrayLike,
+    request_share: npt.ArrayLike,
+) -> _ResourceSimOutput: ...

@@ -25,8 +25,9 @@ from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve, keep_connected
 from ..wire.tls import TLS
 from . import placement_log
 from .listen import listener_address, open_listeners, remove_unix_socket

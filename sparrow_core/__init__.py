@@ -1,6 +1,7 @@
 """sparrow_core: the compiled kernels of the Sparrow scheduler (probe selection, reservation
-queues, the late-binding task table, work stealing) and the simulator built on them (sparrow_core.sim)."""
+queues, the late-binding task table, work stealing, resource fit) and the simulator built on them (sparrow_core.sim)."""
 
+from ._core import MAX_RESOURCES as MAX_RESOURCES
 from ._core import PRIORITY_RANGE as PRIORITY_RANGE
 from ._core import QUEUE_POLICIES as QUEUE_POLICIES
 from ._core import InfeasibleTaskError as InfeasibleTaskError
@@ -9,8 +10,10 @@ from ._core import ReservationQueue as ReservationQueue
 from ._core import Rng as Rng
 from ._core import TaskTable as TaskTable
 from ._core import check_probe_ratio as check_probe_ratio
+from ._core import choose_launch as choose_launch
 from ._core import choose_steal as choose_steal
 from ._core import choose_victims as choose_victims
+from ._core import feasible_workers as feasible_workers
 from ._core import probe_count as probe_count
 from ._core import sample_batch as sample_batch
 from ._core import sample_batch_many as sample_batch_many
@@ -21,6 +24,7 @@ from ._core import sample_per_task as sample_per_task
 from ._version import __version__ as __version__
 
 __all__ = [
+    "MAX_RESOURCES",
     "PRIORITY_RANGE",
     "QUEUE_POLICIES",
     "InfeasibleTaskError",
@@ -29,8 +33,10 @@ __all__ = [
     "Rng",
     "TaskTable",
     "check_probe_ratio",
+    "choose_launch",
     "choose_steal",
     "choose_victims",
+    "feasible_workers",
     "probe_count",
     "sample_batch",
     "sample_batch_many",

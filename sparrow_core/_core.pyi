@@ -115,6 +115,18 @@ def choose_steal(
     min_blocked: float = 0.0,
 ) -> tuple[int, int] | None: ...
 
+MAX_RESOURCES: int
+"""Resource kinds one cluster may name (the length of every resource vector at most)."""
+
+def feasible_workers(capacities: npt.ArrayLike, request: ArrayLikeInt) -> Int64Array: ...
+def choose_launch(
+    free: ArrayLikeInt,
+    requests: npt.ArrayLike,
+    head_skips: int = 0,
+    window: int = 8,
+    max_skips: int = 8,
+) -> int | None: ...
+
 class TaskTable:
     def __init__(self) -> None: ...
     def add_job(

@@ -123,6 +123,21 @@ cdef extern from "sparrow/steal.h" namespace "sparrow" nogil:
     int64_t c_take_reservations "sparrow::take_reservations"(CReservationQueue& q, int64_t n, const int64_t* pinned,
                                 int64_t n_pinned, vector[CReservation]& out) except +
 
+cdef extern from "sparrow/resources.h" namespace "sparrow" nogil:
+    int64_t c_max_resources "sparrow::kMaxResources"
+    int64_t c_feasible_workers "sparrow::feasible_workers"(const int64_t* capacities, int64_t n_workers, int64_t r,
+                               const int64_t* request, vector[int64_t]& out) except +
+
+
+cdef extern from "sparrow/fit_launcher.h" namespace "sparrow" nogil:
+    cdef struct CFitRule "sparrow::FitRule":
+        int64_t window
+        int64_t max_skips
+
+    void c_check_fit_rule "sparrow::check_fit_rule"(const CFitRule& rule) except +
+    int64_t c_choose_launch "sparrow::choose_launch"(const int64_t* free, int64_t r, const int64_t* requests, int64_t n,
+                            int64_t head_skips, const CFitRule& rule) except +
+
 # ---- simulator (csrc/sparrow/sim) ----
 # Declarations of csrc/sparrow/sim/ (params.h, simulator.h), used by _sim.pxi.
 from libcpp cimport bool as cpp_bool
@@ -236,4 +251,5 @@ cdef extern from "sparrow/sim/params.h" namespace "sparrow::sim" nogil:
 
 cdef extern from "sparrow/sim/simulator.h" namespace "sparrow::sim" nogil:
     void c_simulate "sparrow::sim::simulate"(const CSimParams& params, CSimOutput& out) except +
+
 

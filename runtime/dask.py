@@ -55,12 +55,15 @@ DEFAULT_MAX_IN_FLIGHT = 10_000
 DEFAULT_SCATTER_OVER = limits.DEFAULT_INLINE_LIMIT
 """Bytes (pickled) over which a graph's data is scattered to node monitors (the node monitors' default inline limit)."""
 
+_CREDENTIALS = frozenset(("secret", "secret_file", "tls"))  # executor options that say how to get in
+
 
 class DaskScheduler:
     """A Dask scheduler function (`dask.compute(x, scheduler=DaskScheduler(...))`) on a Sparrow cluster.
 
-    `cluster`: a SparrowExecutor (used as it is), a LocalCluster, scheduler addresses, or None for the
-    `sparrow local` of this host; for the last three an executor is made with `executor_options`
+    `cluster`: a SparrowExecutor (used as it is), a LocalCluster (entered with its credentials: its TLS
+    client or its secret, unless others are given), scheduler addresses, or None for the `sparrow local`
+    of this host; for the last three an executor is made with `executor_options`
     (secret, user, priority, timeout, retries, sampling="per_task" for per-task sampling, ...) and
     closed by `close()` / the `with` block.
     `max_in_flight`: at most this many tasks of one graph are on the cluster at once (also
@@ -86,7 +89,8 @@ class DaskScheduler:
                 raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
             self.executor, self._owned = cluster, False
         elif isinstance(cluster, LocalCluster):
-            executor_options.setdefault("secret", cluster.secret)
+            if not executor_options.keys() & _CREDENTIALS:  # the cluster's own: its TLS client, or its secret
+                executor_options.update(cluster.credentials)
             self.executor, self._owned = SparrowExecutor(cluster.schedulers, **executor_options), True
         else:
             self.executor, self._owned = SparrowExecutor(cluster, **executor_options), True

@@ -1,10 +1,19 @@
 """sparrow_core: the compiled kernels of the Sparrow scheduler (probe selection, reservation
-queues, the late-binding task table, work stealing, resource fit) and the simulator built on them (sparrow_core.sim)."""
+queues, the late-binding task table, work stealing, the pipelining rule, resource fit) and the
+simulator built on them (sparrow_core.sim)."""
 
 from ._core import MAX_RESOURCES as MAX_RESOURCES
+from ._core import PIPELINE_JIT_MARGIN as PIPELINE_JIT_MARGIN
+from ._core import PIPELINE_JIT_SPREAD as PIPELINE_JIT_SPREAD
+from ._core import PIPELINE_MAX_DEPTH as PIPELINE_MAX_DEPTH
+from ._core import PIPELINE_MODES as PIPELINE_MODES
+from ._core import PIPELINE_RECENT as PIPELINE_RECENT
+from ._core import PIPELINE_SHORT_TASK as PIPELINE_SHORT_TASK
+from ._core import PIPELINE_STEADY_SPREAD as PIPELINE_STEADY_SPREAD
 from ._core import PRIORITY_RANGE as PRIORITY_RANGE
 from ._core import QUEUE_POLICIES as QUEUE_POLICIES
 from ._core import InfeasibleTaskError as InfeasibleTaskError
+from ._core import PipelineRule as PipelineRule
 from ._core import Reservation as Reservation
 from ._core import ReservationQueue as ReservationQueue
 from ._core import Rng as Rng
@@ -25,9 +34,17 @@ from ._version import __version__ as __version__
 
 __all__ = [
     "MAX_RESOURCES",
+    "PIPELINE_JIT_MARGIN",
+    "PIPELINE_JIT_SPREAD",
+    "PIPELINE_MAX_DEPTH",
+    "PIPELINE_MODES",
+    "PIPELINE_RECENT",
+    "PIPELINE_SHORT_TASK",
+    "PIPELINE_STEADY_SPREAD",
     "PRIORITY_RANGE",
     "QUEUE_POLICIES",
     "InfeasibleTaskError",
+    "PipelineRule",
     "Reservation",
     "ReservationQueue",
     "Rng",

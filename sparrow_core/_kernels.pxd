@@ -123,6 +123,38 @@ cdef extern from "sparrow/steal.h" namespace "sparrow" nogil:
     int64_t c_take_reservations "sparrow::take_reservations"(CReservationQueue& q, int64_t n, const int64_t* pinned,
                                 int64_t n_pinned, vector[CReservation]& out) except +
 
+cdef extern from "sparrow/pipeline.h" namespace "sparrow" nogil:
+    cdef enum class CPipelineMode "sparrow::PipelineMode":
+        Off "sparrow::PipelineMode::Off"
+        Gated "sparrow::PipelineMode::Gated"
+        Steady "sparrow::PipelineMode::Steady"
+        Jit "sparrow::PipelineMode::Jit"
+        Always "sparrow::PipelineMode::Always"
+
+    cdef struct CPipelineView "sparrow::PipelineView":
+        cbool short_recent
+        cbool deep
+        cbool steady
+        double ask_after
+        double ask_until
+
+    const int32_t kPipelineModes "sparrow::kPipelineModes"
+    const int32_t kPipelineRecent "sparrow::kPipelineRecent"
+    const double kPipelineShortTask "sparrow::kPipelineShortTask"
+    const int32_t kPipelineMaxDepth "sparrow::kPipelineMaxDepth"
+    const double kPipelineSteadySpread "sparrow::kPipelineSteadySpread"
+    const double kPipelineJitSpread "sparrow::kPipelineJitSpread"
+    const double kPipelineJitMargin "sparrow::kPipelineJitMargin"
+
+    void c_check_pipeline "sparrow::check_pipeline"(int32_t mode, int32_t depth) except +
+    cbool c_pipeline_keeps_recent "sparrow::pipeline_keeps_recent"(CPipelineMode mode, int32_t depth)
+    CPipelineView c_read_recent "sparrow::read_recent"(CPipelineMode mode, int32_t depth, const double* recent,
+                                int32_t n, double round_trip) except +
+    cbool c_gate_open "sparrow::gate_open"(CPipelineMode mode, const CPipelineView& view, cbool overrunning)
+    int64_t c_ahead_limit "sparrow::ahead_limit"(int32_t depth, const CPipelineView& view, int64_t held_slots,
+                          int64_t may_ask)
+    cbool c_half_rule_applies "sparrow::half_rule_applies"(CPipelineMode mode, const CPipelineView& view)
+    cbool c_half_allows "sparrow::half_allows"(int64_t ahead_of_job, int64_t queued_of_job)
 cdef extern from "sparrow/resources.h" namespace "sparrow" nogil:
     int64_t c_max_resources "sparrow::kMaxResources"
     int64_t c_feasible_workers "sparrow::feasible_workers"(const int64_t* capacities, int64_t n_workers, int64_t r,

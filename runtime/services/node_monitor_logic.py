@@ -166,29 +166,23 @@ from ..wire.messages import RegistrationRefused as Refusal
 from .arguments import check_counts, check_flags
 from .steal_logic import WorkStealing
 
-MAX_PIPELINE_DEPTH = 64  # requests asked ahead per running task, at most
+MAX_PIPELINE_DEPTH = sparrow_core.PIPELINE_MAX_DEPTH  # requests asked ahead per running task, at most
 # The services' defaults (`sparrow node-monitor`, `sparrow local`, LocalCluster; this class's own are off and 1):
 # pipelined, gated, 16 deep (docs/pipelining.md, "The default: pipelined, gated, 16 deep").
 DEFAULT_PIPELINE = True
 DEFAULT_PIPELINE_DEPTH = 16
 DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/pipelining.md, "Give-back")
-# seconds: deeper than 1 only while the median of the RECENT_TASKS last run times is under it. A run time
-# here counts the worker's round trip, which a loaded 2-core machine stretches to a few ms for a no-op task.
-SHORT_TASK = 0.005
-RECENT_TASKS = 8
+# The pipelining rule's constants are the kernel's (csrc/sparrow/pipeline.h), shared with the simulator.
+SHORT_TASK = sparrow_core.PIPELINE_SHORT_TASK
+RECENT_TASKS = sparrow_core.PIPELINE_RECENT
 # give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the RECENT_TASKS last
 # run times here, and at least GIVE_BACK_MIN seconds (docs/pipelining.md, "Give-back")
 GIVE_BACK_MIN = 0.02
 GIVE_BACK_FACTOR = 3.0
-# just in time (docstring): steady while the longest recent run time is at most JIT_SPREAD x the shortest; a task asks
-# ahead JIT_MARGIN seconds plus the round trip of a request asked ahead (JIT_ROUND_TRIP until measured) before the
-# shortest recent run time is up (the simulator's policy/pipeline.h: kSpread, kJitMargin)
+# just in time (docstring): a task asks ahead the kernel's margin plus the round trip of a request asked ahead
+# (JIT_ROUND_TRIP until measured) before the shortest recent run time is up
 DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks (docs/benchmarks.md, "Pipelining")
 DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on, as it gains on steady tasks (docs/pipelining.md, "Steady")
-JIT_SPREAD = 1.5
-# steady (docstring): steady while the longest recent run time is at most STEADY_SPREAD x the shortest (kSteadySpread)
-STEADY_SPREAD = 3.0
-JIT_MARGIN = 0.00025
 JIT_ROUND_TRIP = 0.001
 
 
@@ -289,13 +283,13 @@ class NodeMonitorLogic(WorkStealing):
         # give-back: a task bound ahead behind tasks that all overran goes back to its scheduler (GiveBack)
         self.give_back = pipeline and give_back
         # the recent run times are kept for a deep, a gated or a giving-back pipeline
-        self._keeps_recent = pipeline and (pipeline_depth > 1 or pipeline_gate or give_back)
-        self._recent: deque[float] = deque(maxlen=RECENT_TASKS)  # the last tasks' run times
-        self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
-        self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
         self.pipeline_jit = pipeline and pipeline_gate and pipeline_jit  # just in time (docstring)
         self.pipeline_steady = pipeline and pipeline_gate and pipeline_steady and not pipeline_jit  # steady (docstring)
-        self._watches_steadiness = self.pipeline_jit or self.pipeline_steady
+        # the kernel's rule over the last run times (csrc/sparrow/pipeline.h)
+        self._rule = sparrow_core.PipelineRule(self._mode(pipeline, pipeline_gate), self.pipeline_depth)
+        self._keeps_recent = pipeline and (self._rule.keeps_recent or give_back)
+        self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
+        self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
         self.steady = False  # just in time or steady: the recent run times are steady, and not all short
         self._jit_after = 0.0  # ... a running task asks ahead once it has run this long
         self._jit_until = 0.0  # ... and until it has run this long (the longest recent run time)
@@ -324,6 +318,14 @@ class NodeMonitorLogic(WorkStealing):
         self._next_key = 0
         self.granted_at = clock()  # when a task last started here (work stealing: how long a slot has been held)
         self._init_stealing(steal, seed)
+
+    def _mode(self, pipeline: bool, gate: bool) -> str:
+        """The kernel's pipelining mode for the switches."""
+        if not pipeline:
+            return "off"
+        if not gate:
+            return "always"
+        return "jit" if self.pipeline_jit else "steady" if self.pipeline_steady else "gated"
 
     # -- schedulers -------------------------------------------------------------------------------
 
@@ -471,14 +473,17 @@ class NodeMonitorLogic(WorkStealing):
         if self._started:
             since = self._started.pop((scheduler, job_id, task), None)
             if since is not None:
-                recent = self._recent
-                recent.append(self.clock() - since)
-                self._short = (max(recent) if self.pipeline_gate else sorted(recent)[len(recent) // 2]) < SHORT_TASK
-                if self._watches_steadiness:
-                    if self._short:  # the deep rule's (no-op tasks: nothing more to do per task)
-                        self.steady = False
-                    else:
-                        self._steadiness()
+                rule = self._rule
+                if self.pipeline_jit:
+                    trips = self._round_trips
+                    rule.record(self.clock() - since, sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP)
+                else:
+                    rule.record(self.clock() - since)
+                self._short = rule.short_recent
+                self.steady = steady = rule.steady
+                if steady:
+                    self._jit_after = rule.ask_after
+                    self._jit_until = rule.ask_until
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -654,21 +659,6 @@ class NodeMonitorLogic(WorkStealing):
 
     # -- just in time -----------------------------------------------------------------------------
 
-    def _steadiness(self) -> None:
-        """Whether the recent run times (not all short: that is the deep rule's) are steady, and when a running
-        task asks ahead then (module docstring)."""
-        recent = self._recent
-        shortest, longest = min(recent), max(recent)
-        spread = STEADY_SPREAD if self.pipeline_steady else JIT_SPREAD
-        self.steady = len(recent) == RECENT_TASKS and longest <= spread * shortest
-        if self.pipeline_steady:  # at a task's start
-            self._jit_after = 0.0
-        else:
-            trips = self._round_trips
-            trip = sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP
-            self._jit_after = max(0.0, shortest - trip - JIT_MARGIN)
-        self._jit_until = longest
-
     def _due(self) -> int:
         """Just in time: the running tasks that may ask ahead now (they have run `_jit_after` and not past
         `_jit_until`)."""
@@ -709,8 +699,7 @@ class NodeMonitorLogic(WorkStealing):
     def overrun_after(self) -> float:
         """Seconds after which a running task overruns (give-back): GIVE_BACK_FACTOR times the longest of the
         recent run times, at least GIVE_BACK_MIN."""
-        recent = self._recent
-        return max(GIVE_BACK_MIN, GIVE_BACK_FACTOR * max(recent)) if recent else GIVE_BACK_MIN
+        return max(GIVE_BACK_MIN, GIVE_BACK_FACTOR * self._rule.longest)
 
     def _fresh(self) -> int:
         """Running tasks that have not overrun (give-back): those a bound task may wait behind."""
@@ -843,23 +832,22 @@ class NodeMonitorLogic(WorkStealing):
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
-        if self.pipeline and (not self.pipeline_gate or (self._short and not self._overrunning()) or self.steady):
-            gate = self.pipeline_gate
-            # depth > 1 and short tasks: a slot waiting for its task asks ahead too (docstring)
-            deep = self._short and self.pipeline_depth > 1
-            limit = (self.slots - self.free) * self.pipeline_depth if deep else self.running
+        rule = self._rule
+        if self.pipeline and rule.gate_open(self._short and self._overrunning()):
+            # deep (depth > 1 and short tasks): a slot waiting for its task asks ahead too; just in time or
+            # steady: one per running task due (docstring)
             steady = self.steady
-            if steady:  # just in time or steady: one per running task due (docstring)
-                limit = min(limit, self._due())
+            limit = rule.ahead_limit(self.slots - self.free, self._due() if steady else self.running)
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
                 limit = min(limit, self._fresh() * self.pipeline_depth)
+            halves = rule.half_rule_applies()
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 # at most half of what it holds of the job (deep or gated: module docstring)
-                if deep or gate:
+                if halves:
                     head = queue.peek()
                     assert head is not None  # the queue is not empty
                     held = self._by_key[head.job_id]
-                    if 2 * (held.ahead + 1) > held.queued + held.ahead:
+                    if not rule.half_allows(held.ahead, held.queued):
                         break
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty

@@ -124,9 +124,12 @@ from ..wire.messages import (
 )
 from .arguments import check_counts, check_flags
 from .give_back import take_back
-from .node_monitor_logic import RECENT_TASKS as RECENT_SPANS
-from .node_monitor_logic import SHORT_TASK
 from .placement_log import PlacementLog
+
+# The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
+# short while each of its last RECENT_SPANS busy spans took under SHORT_TASK per task.
+RECENT_SPANS = sparrow_core.PIPELINE_RECENT
+SHORT_TASK = sparrow_core.PIPELINE_SHORT_TASK
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
-from .. import QUEUE_POLICIES, check_probe_ratio
+from .. import PIPELINE_MAX_DEPTH, QUEUE_POLICIES, check_probe_ratio
 from .._core import DURATIONS, PLACEMENT_POLICIES
 
 STEAL_POLICIES = ("sparrow_steal", "sparrow_steal_pipelined")  # the policies that steal (steal_script replays it)
-MAX_PIPELINE_DEPTH = 64  # as the runtime's (services/node_monitor_logic.py) and policy/pipeline.h's kMaxDepth
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,7 @@ class SimConfig:
                 + ", ".join(STEAL_POLICIES)
             )
         _number("pipeline_after", self.pipeline_after, low=0.0)
-        _int("pipeline_depth", self.pipeline_depth, 1, MAX_PIPELINE_DEPTH)
+        _int("pipeline_depth", self.pipeline_depth, 1, PIPELINE_MAX_DEPTH)
         for name in ("cancellation", "keep_task_waits", "pipeline_gate", "pipeline_jit", "pipeline_steady"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")

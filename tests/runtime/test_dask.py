@@ -242,3 +242,15 @@ def test_graph_data_under_scatter_over_or_with_scatter_off_travels_with_its_task
         assert sparrow.executor.client.traffic["bytes_sent"] - traffic["bytes_sent"] > frame.memory_usage().sum()
     with pytest.raises(ValueError, match="scatter_over must be an int of bytes or None, got 'big'"):
         DaskScheduler(cluster, scatter_over="big")
+
+
+def test_a_tls_local_cluster_is_entered_with_its_client_credentials():
+    """DaskScheduler(LocalCluster(tls=True)) connects with the cluster's TLS client (its `credentials`),
+    not its shared secret, which a TLS cluster does not take."""
+    from sparrow_runtime import LocalCluster
+
+    with (
+        LocalCluster(node_monitors=1, slots=1, executor="thread", dashboard=False, tls=True) as cluster,
+        DaskScheduler(cluster) as sparrow,
+    ):
+        assert dask.compute(dask.delayed(_inc)(1), scheduler=sparrow) == (2,)

@@ -1,5 +1,5 @@
 """Pipelining depth N in the simulator (policy/pipeline.h, `pipeline_depth`), against a small Python
-reference model of the runtime's rule (services/node_monitor_logic.py, "Pipelined late binding"): one
+reference model of the kernel's rule (csrc/sparrow/pipeline.h, which the runtime's node monitor uses too): one
 worker of S slots, one scheduler, every message taking D, FIFO queue. Deeper than 1 only while the
 median of the worker's last 8 run times is under 5 ms; then up to N asked ahead or bound per slot held,
 a slot that takes a reservation asks ahead with it, and at most half of what the worker holds of the
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sparrow_core import PIPELINE_RECENT as RECENT
+from sparrow_core import PIPELINE_SHORT_TASK as SHORT_TASK
 from sparrow_core.sim import SimConfig, simulate
 
 D = 0.0003  # one-way delay
-SHORT_TASK = 0.005  # the runtime's SHORT_TASK
-RECENT = 8  # the runtime's RECENT_TASKS
 
 
 def reference(

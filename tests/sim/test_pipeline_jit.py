@@ -1,6 +1,7 @@
-"""Just-in-time pipelining in the simulator (`pipeline_jit` with `pipeline_gate`, policy/pipeline.h, the runtime's
-default rule): while a worker's last 8 run times are steady, a busy slot asks for its next task shortly before the
-running task's predicted end, so a bound task waits a margin, not a whole task; varied run times ask nothing ahead."""
+"""Just-in-time pipelining in the simulator (`pipeline_jit` with `pipeline_gate`, policy/pipeline.h over the
+kernel's rule, sparrow/pipeline.h): while a worker's last 8 run times are steady, a busy slot asks for its next
+task shortly before the running task's predicted end, so a bound task waits a margin, not a whole task; varied
+run times ask nothing ahead."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import pytest
 from sparrow_core.sim import SimConfig, simulate
 
 from .one_worker import D, assert_asks_nothing_and_decides_as_plain, one_worker, trace
-
-MARGIN = 0.00025  # policy/pipeline.h's kJitMargin
 
 
 def test_steady_tasks_ask_just_before_the_predicted_end_and_save_a_round_trip_each(tmp_path: Path) -> None:

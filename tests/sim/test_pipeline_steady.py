@@ -43,8 +43,8 @@ def test_varied_run_times_ask_nothing_ahead(tmp_path: Path, durations: list[floa
 
 
 def test_a_spread_within_3x_is_steady_where_just_in_time_is_not(tmp_path: Path) -> None:
-    """Run times 1 and 2 s alternating (a loaded host's stretch): steady asks ahead (kSteadySpread 3), just in time
-    (kSpread 1.5) asks nothing and decides as plain late binding."""
+    """Run times 1 and 2 s alternating (a loaded host's stretch): steady asks ahead (PIPELINE_STEADY_SPREAD 3), just in
+    time (PIPELINE_JIT_SPREAD 1.5) asks nothing and decides as plain late binding."""
     config = one_worker(tmp_path, [1.0, 2.0] * 10)
     assert simulate(replace(config, pipeline_steady=True)).counters["asked_ahead"] > 0
     assert simulate(replace(config, pipeline_jit=True)).counters["asked_ahead"] == 0

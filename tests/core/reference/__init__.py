@@ -8,6 +8,7 @@ They favour plain code over speed: O(n) cancels and scans are fine here.
 from .fit_launcher import MAX_RESOURCES as MAX_RESOURCES
 from .fit_launcher import choose_launch as choose_launch
 from .fit_launcher import feasible_workers as feasible_workers
+from .pipeline import PipelineRule as PipelineRule
 from .reservation_queue import Reservation as Reservation
 from .reservation_queue import ReservationQueue as ReservationQueue
 from .rng import Rng as Rng

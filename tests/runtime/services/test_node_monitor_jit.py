@@ -17,14 +17,11 @@ from functools import partial
 import pytest
 import trio
 
+from sparrow_core import PIPELINE_JIT_MARGIN as JIT_MARGIN
+from sparrow_core import PIPELINE_JIT_SPREAD as JIT_SPREAD
+from sparrow_core import PIPELINE_RECENT as RECENT_TASKS
 from sparrow_runtime import Client, LocalCluster
-from sparrow_runtime.services.node_monitor_logic import (
-    JIT_MARGIN,
-    JIT_ROUND_TRIP,
-    JIT_SPREAD,
-    RECENT_TASKS,
-    NodeMonitorLogic,
-)
+from sparrow_runtime.services.node_monitor_logic import JIT_ROUND_TRIP, NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,

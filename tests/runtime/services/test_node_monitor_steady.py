@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from sparrow_runtime.services.node_monitor_logic import (
-    JIT_MARGIN,
-    JIT_ROUND_TRIP,
-    JIT_SPREAD,
-    RECENT_TASKS,
-    STEADY_SPREAD,
-    NodeMonitorLogic,
-)
+from sparrow_core import PIPELINE_JIT_MARGIN as JIT_MARGIN
+from sparrow_core import PIPELINE_JIT_SPREAD as JIT_SPREAD
+from sparrow_core import PIPELINE_RECENT as RECENT_TASKS
+from sparrow_core import PIPELINE_STEADY_SPREAD as STEADY_SPREAD
+from sparrow_runtime.services.node_monitor_logic import JIT_ROUND_TRIP, NodeMonitorLogic
 from sparrow_runtime.wire.messages import EnqueueReservations, GetTask, GiveBack, NoTask, TaskToNode
 
 from ..manual_clock import ManualClock

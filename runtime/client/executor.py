@@ -39,6 +39,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
@@ -99,9 +100,28 @@ class SparrowFuture(concurrent.futures.Future):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self.set_running_or_notify_cancel()  # so concurrent.futures.wait and as_completed see it done
-        self._executor._cancel_remote(self)
+        if self._notify_cancelled():
+            self._executor._cancel_remote(self)
         return True
+
+    def _notify_cancelled(self) -> bool:
+        """(Cancelled.) Tell the waiters of concurrent.futures.wait and as_completed, once: whether this
+        call did (a future is cancelled twice, or by its user and its client at once, without error)."""
+        with self._condition:
+            if self._state != FUTURE_CANCELLED:
+                return False
+            self.set_running_or_notify_cancel()
+            return True
+
+    def _take_result(self, timeout: float | None) -> Any:
+        """`result(timeout)` for a future nobody else sees (map's): its value is then forgotten here, so
+        the caller's dropping it frees it; the task is cancelled if it has no outcome by then."""
+        try:
+            value = self.result(timeout)
+        finally:
+            self.cancel()  # nothing once it is done: a wait that timed out or was interrupted cancels the task
+        self._result = None
+        return value
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
@@ -330,7 +350,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             return
         if job.outcomes[task].failure == CANCELLED:
             if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
-                future.set_running_or_notify_cancel()
+                future._notify_cancelled()
             return
         outcome = job.outcomes[task]
         try:
@@ -424,12 +444,20 @@ class SparrowExecutor(concurrent.futures.Executor):
 
 
 def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:
+    """Map's results in order. No local holds a result or a future across `yield` (a result the caller
+    drops is freed), and a future is out of the window while it is waited for, so a wait that times out
+    cancels its task along with those left in the window."""
     try:
         while window:
-            future = window.popleft()
-            result = future.result() if deadline is None else future.result(deadline - time.monotonic())
-            top_up()
-            yield result
+            yield _next_result(window, top_up, deadline)
     finally:
         for future in window:
             future.cancel()
+
+
+def _next_result(window: deque, top_up: Callable[[], None], deadline: float | None) -> Any:
+    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it."""
+    future = window.popleft()
+    value = future._take_result(None if deadline is None else deadline - time.monotonic())
+    top_up()
+    return value

@@ -373,7 +373,7 @@ class NodeMonitorService:
                 return
             if is_remote(msg.payload):
                 return
-            ticket = self.executor.hand_ahead(msg.payload, key)
+            ticket = self.executor.hand_ahead(msg.payload, key, self._user_of(key))
             if ticket is None:
                 return
             self._ahead[key] = ticket
@@ -415,10 +415,15 @@ class NodeMonitorService:
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
+        ticket = self._launch(payload, done, inputs, self._user_of(key))
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
             ticket.tag = key
+
+    def _user_of(self, key: tuple) -> str:
+        """The user of the task `key` (its job's): the executor runs it only in a worker of that user's."""
+        owner = self.logic.owners.get(key)
+        return "" if owner is None else owner[0]
 
     async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
         """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""

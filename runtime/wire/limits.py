@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+from .resources import units_problem
+
 
 class Constrained(Protocol):
     """What the checks read of a messages.Constraint (messages.py imports this module: no import back)."""
@@ -127,6 +129,7 @@ def job_problem(
     timeout: float | None = None,
     task_prefer: Sequence[Sequence[str]] | None = None,
     sampling: str = "batch",
+    resources: object = None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -159,6 +162,10 @@ def job_problem(
                 return problem
     if sampling not in SAMPLINGS:
         return f"sampling: {clip(sampling)!r} is not one of {', '.join(SAMPLINGS)}"
+    if resources is not None:
+        problem = units_problem(resources)
+        if problem is not None:
+            return problem
     if task_prefer is not None:
         return prefer_problem(task_prefer, n_tasks)
     return None

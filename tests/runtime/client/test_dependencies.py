@@ -13,7 +13,15 @@ import pytest
 import trio
 import trio.lowlevel
 
-from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    DependencyFailed,
+    LinkConfig,
+    SchedulerConfig,
+    SparrowExecutor,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
 from sparrow_runtime.client.job import oversize_problem, split_jobs
 from sparrow_runtime.client.task_inputs import find_inputs, pack_template
@@ -321,7 +329,9 @@ def test_inputs_over_the_inline_limit_travel_as_references_whatever_the_frame_li
 
 async def _with_services(test):
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=SchedulerLogic(seed=3)))
+        address = await nursery.start(
+            partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=SchedulerLogic(seed=3))
+        )
         for i in range(2):
             await nursery.start(
                 partial(

@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import ssl
-from functools import partial
 
 import pytest
 import trio
@@ -19,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from sparrow_runtime import serve_scheduler
+from sparrow_runtime import LinkConfig, SchedulerConfig, serve_scheduler
 from sparrow_runtime.wire import certs
 from sparrow_runtime.wire.tls import TLS, AmbiguousSubject, TLSConfigError, identity_of_subject
 
@@ -97,7 +96,7 @@ def test_a_peer_with_an_ambiguous_certificate_is_refused_with_one_line(ca, kind,
     async def main():
         tls = TLS(str(ca / "ca.pem"), str(ca / "sched.pem"), str(ca / "sched-key.pem"))
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, tls=tls))
+            address = await nursery.start(serve_scheduler, SchedulerConfig(link=LinkConfig(tls=tls)))
             assert await trio.to_thread.run_sync(dial, address) == b""  # closed, no Challenge
             nursery.cancel_scope.cancel()
 

@@ -133,10 +133,10 @@ async def node_with_task_user(certs_dir: str, task_user: str | None, slots: int 
     the certificates in `certs_dir`; yields the scheduler's address, and stops both after."""
     import trio
 
-    from sparrow_runtime import serve_node_monitor, serve_scheduler
+    from sparrow_runtime import LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_scheduler, tls=tls(certs_dir, "sched")))
+        address = await nursery.start(serve_scheduler, SchedulerConfig(link=LinkConfig(tls=tls(certs_dir, "sched"))))
         node = partial(
             serve_node_monitor,
             [address],

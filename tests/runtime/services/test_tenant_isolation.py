@@ -12,7 +12,7 @@ from functools import partial
 
 import trio
 
-from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 
 
 def _take_over(loot: str) -> int:
@@ -37,7 +37,8 @@ def _secret_and_pid(secret: str, i: int) -> tuple[int, int]:
 
 async def _scenario(certs, loot: str, pipeline: bool):
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_scheduler, tls=certs.tls("sched")))
+        scheduler = SchedulerConfig(link=LinkConfig(tls=certs.tls("sched")))
+        address = await nursery.start(serve_scheduler, scheduler)
         node = partial(
             serve_node_monitor,
             [address],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
+from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.node_monitor_logic import (
@@ -19,7 +20,6 @@ from ..services.node_monitor_logic import (
     MAX_PIPELINE_DEPTH,
 )
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
-from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
     DEFAULT_BIND_IDLE,
     DEFAULT_CLIENT_GRACE,

@@ -42,8 +42,9 @@ from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve, keep_connected
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import (
@@ -372,7 +373,7 @@ class NodeMonitorService:
                 return
             if is_remote(msg.payload):
                 return
-            ticket = self.executor.hand_ahead(msg.payload, key)
+            ticket = self.executor.hand_ahead(msg.payload, key, self._user_of(key))
             if ticket is None:
                 return
             self._ahead[key] = ticket
@@ -414,10 +415,15 @@ class NodeMonitorService:
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
+        ticket = self._launch(payload, done, inputs, self._user_of(key))
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
             ticket.tag = key
+
+    def _user_of(self, key: tuple) -> str:
+        """The user of the task `key` (its job's): the executor runs it only in a worker of that user's."""
+        owner = self.logic.owners.get(key)
+        return "" if owner is None else owner[0]
 
     async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
         """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""

@@ -47,7 +47,7 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
   and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
   any more (its reservations were dropped and re-probed): NoTask.
-- tasks bound with their reservations (`bind_idle`, off by default): a probed node monitor that this
+- tasks bound with their reservations (`bind_idle`, on by default): a probed node monitor that this
   scheduler believes idle (`_free_slots`: no task of ours there whose outcome it has not reported, no live
   job of ours probed it, and its last heartbeat sent while it held nothing of ours showed no other work)
   gets up to its slots of the job's tasks at once (TaskToNode.bound), each consuming one of the job's
@@ -144,7 +144,7 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
-DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
+DEFAULT_BIND_IDLE = True  # a job's first tasks go with its reservations to node monitors believed idle
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 # bind_idle: a job of at most TINY_JOB_TASKS tasks per free slot that one idle node monitor would run in at most
 # TINY_JOB_WORK seconds (by the time per task of its last TINY_SPANS busy spans) goes there whole (_bound_share)
@@ -304,7 +304,7 @@ class SchedulerLogic:
         max_frame: int = DEFAULT_MAX_FRAME,
         client_grace: float = DEFAULT_CLIENT_GRACE,
         clock: Callable[[], float] = time.monotonic,
-        bind_idle: bool = False,
+        bind_idle: bool = DEFAULT_BIND_IDLE,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")

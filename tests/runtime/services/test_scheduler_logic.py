@@ -31,8 +31,10 @@ from sparrow_runtime.wire.messages import (
 )
 
 
-def cluster(n_nodes, labels=None, **kw):
-    logic = SchedulerLogic(seed=7, **kw)
+def cluster(n_nodes, labels=None, bind_idle=False, **kw):
+    """Node monitors nm0, nm1, ... of one slot each (labels[i] each), under plain late binding unless
+    `bind_idle` (its own tests: test_scheduler_bind_idle.py)."""
+    logic = SchedulerLogic(seed=7, bind_idle=bind_idle, **kw)
     for i in range(n_nodes):
         reg = RegisterNodeMonitor(f"nm{i}", 1, tuple(labels[i]) if labels else (), instance=f"process-{i}")
         out = logic.on_node_messages(f"nm{i}", [reg])
@@ -336,7 +338,7 @@ KIB = 1024
 def cluster_with_limits(limits, **kw):
     """Node monitors nm0, nm1, ... whose links take frames of `limits[i]` bytes (set, as the shell does,
     before each registers), on a fake clock."""
-    logic = SchedulerLogic(seed=7, clock=lambda: 0.0, **kw)
+    logic = SchedulerLogic(seed=7, clock=lambda: 0.0, bind_idle=False, **kw)
     for i, limit in enumerate(limits):
         logic.frame_limits[f"nm{i}"] = limit
         logic.on_node_messages(f"nm{i}", [RegisterNodeMonitor(f"nm{i}", 1, (), instance=f"process-{i}")])

@@ -13,7 +13,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 
 TASK_USER = "sparrow-task-test"
 
@@ -134,7 +134,9 @@ def _tls(folder: str, name: str):
 
 async def _run_on_node(certs_dir: str, tasks, task_user):
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_scheduler, tls=_tls(certs_dir, "sched")))
+        address = await nursery.start(
+            partial(serve_scheduler, SchedulerConfig(link=LinkConfig(tls=_tls(certs_dir, "sched"))))
+        )
         node = partial(
             serve_node_monitor,
             [address],

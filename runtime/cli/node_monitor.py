@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from functools import partial
 
@@ -14,6 +15,13 @@ from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.worker_pool import task_user_options
 from .common import CommandError, add_command, prepare_service, settings
 from .service import metrics_tls, node_monitor_drain, run_service, service_logic
+
+logger = logging.getLogger(__name__)
+SHARED_USER_WARNING = (
+    "on TLS without --task-user: tasks run as this node monitor's user, so a task can read its key %s and "
+    "connect as a node monitor, then take other users' tasks and fetch their kept values; set --task-user "
+    "(docs/deploy.md, Network and security notes)"
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")
+    if credentials.get("tls") is not None and s["task_user"] is None:
+        logger.warning(SHARED_USER_WARNING, credentials["tls"].key)
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(

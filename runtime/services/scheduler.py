@@ -23,8 +23,9 @@ import trio
 
 from ..wire.address import Address, format_address
 from ..wire.connection import Connection
+from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
-from ..wire.handshake import HandshakeGate, accept_and_serve, keep_connected
+from ..wire.handshake import accept_and_serve, keep_connected
 from . import placement_log
 from .config import SchedulerConfig
 from .listen import listener_address, open_listeners, remove_unix_socket

@@ -162,7 +162,7 @@ def test_without_dask_callbacks_each_submission_still_goes_out():
     from sparrow_runtime.dask import _Wave
 
     recorder = _Recorder()
-    wave = _Wave(recorder, in_flight=100)
+    wave = _Wave(recorder, in_flight=100, options={})
     wave.submit(_inc, [])  # no pretask announced it
     assert recorder.sent == [1]
     wave._deliver([(concurrent.futures.Future(), None, _done(1))])  # an outcome handed over, never followed by posttask

@@ -12,7 +12,7 @@ import trio
 from ..services.metrics import MeteredNodeMonitorLogic
 from ..services.node_monitor import serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
-from ..services.worker_pool import task_user_options
+from ..services.task_users import task_users
 from .common import CommandError, add_command, prepare_service, settings
 from .service import metrics_tls, node_monitor_drain, run_service, service_logic
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         if s["executor"] != "process":
             raise CommandError("--task-user needs process executors (--executor process)")
         try:
-            task_user_options(s["task_user"])
+            task_users(s["task_user"])
         except ValueError as exc:
             raise CommandError(f"--task-user: {exc}") from None
     options = {

@@ -322,7 +322,8 @@ NODE_MONITOR_SETTINGS = (
         "task_user",
         TEXT,
         help="run tasks as this OS user (process executors), so they cannot read this "
-        "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
+        "service's key, certificate or secret; a pattern like 'sparrow-{user}' gives each cluster user an "
+        "OS user of its own; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
         metavar="USER",
         unset="this service's user",
     ),

@@ -37,12 +37,12 @@ from .framing import DEFAULT_MAX_FRAME
 from .gate import HandshakeGate
 from .guard import contained
 from .limits import clip
+from .link_config import DEFAULT_HANDSHAKE_TIMEOUT
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Message, Welcome
 from .tls import TLS, Identity, TLSFailure, peer_identity, start_tls
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 # seconds a peer may send nothing at all (a TLS client's first flight, or the answer to our Challenge): an idle
 # connection does not hold its place in the gate for the whole handshake
 FIRST_BYTE_TIMEOUT = 1.0

@@ -43,17 +43,18 @@ from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
+import msgspec
 import trio
 
 from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED, StatusReply, SubmitJob
+from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
-from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
@@ -139,7 +140,8 @@ class SparrowExecutor(concurrent.futures.Executor):
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
     placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
-    `submit_many` take their own. `connect_timeout` is the old name of `handshake_timeout` (deprecated)."""
+    `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
+    (deprecated)."""
 
     def __init__(
         self,
@@ -179,12 +181,16 @@ class SparrowExecutor(concurrent.futures.Executor):
             scheduler_timeout=scheduler_timeout,
             max_frame=max_frame,
         )
+        # checked now, not at each submit: the settings of every job it sends
+        self.resources = resources  # as given: each job's settings put it in units (build_submit)
+        self._settings = build_submit(
+            [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
+        )
         self.user = user
         self.priority = priority
         self.sampling = sampling
         self.chunksize = chunksize
         self.timeout = timeout
-        self._settings = self._settings_with(resources)  # checked now, not at each submit
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
         self._failure: BaseException | None = None
@@ -246,15 +252,14 @@ class SparrowExecutor(concurrent.futures.Executor):
         return job.owner[0]
 
     def submit_many(
-        self, calls: Iterable[tuple[Callable, tuple, dict]], *, resources: str | Mapping[str, object] | None = None
+        self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
     ) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
         so the scheduler batch-samples them together; a future per call. A call may take futures of this
         executor as inputs, as with `submit`: it waits for them, and goes with the job's other calls when
-        they are done already (values kept at node monitors: references). `resources`: what each takes
-        besides its slot (None: the executor's). Raises ValueError before anything is sent if one call is
-        over the frame limit, or for a bad amount."""
-        settings = self._settings if resources is None else self._settings_with(resources)
+        they are done already (values kept at node monitors: references). `options`: the job's priority,
+        node monitors, preference and retries where they differ from the executor's (JobOptions). Raises
+        ValueError before anything is sent if one call is over the frame limit or an option is invalid."""
         max_frame = self._client.max_frame
         payloads: list[bytes] = []
         sizes: list[int] = []
@@ -273,7 +278,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 sizes.append(len(held[task][0]))
             payloads.append(payload)
         groups = split_jobs(sizes, max_frame)
-        jobs = [self._job(payloads[g.start : g.stop], settings=settings) for g in groups]
+        jobs = [self._job(payloads[g.start : g.stop], options=options) for g in groups]
         adds = [
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
@@ -330,27 +335,31 @@ class SparrowExecutor(concurrent.futures.Executor):
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
         return template, inputs
 
-    def _settings_with(self, resources: str | Mapping[str, object] | None) -> SubmitJob:
-        """The settings of a job this executor sends, with `resources` (ValueError for a bad amount)."""
-        return build_submit(
-            [b""],
-            self.user,
-            self.priority,
-            None,
-            None,
-            timeout=self.timeout,
-            sampling=self.sampling,
-            resources=resources,
-        )
-
-    def _job(self, payloads: list[bytes], coalesce: bool = False, settings: SubmitJob | None = None) -> Job:
-        """A job of `payloads` with this executor's settings (or `settings`), and a future per task (its `owner`)."""
+    def _job(self, payloads: list[bytes], coalesce: bool = False, options: JobOptions | None = None) -> Job:
+        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`)."""
         client = self._client
+        settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
+        if options is not None:
+            settings = build_submit(
+                payloads,
+                self.user,
+                self.priority if options.priority is None else options.priority,
+                None,
+                Constraint(options.node_monitors) if options.node_monitors else None,
+                client.max_frame,
+                self.timeout,
+                [options.prefer] * len(payloads) if options.prefer else None,
+                self.sampling,
+                self.resources if options.resources is None else options.request(),
+            )
+            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            retries = retries if options.retries is None else check_retries(options.retries)
+            retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
-            self._settings if settings is None else settings,
+            settings,
             payloads,
-            retries=client.retries,
-            retry_exceptions=client.retry_exceptions,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
@@ -426,7 +435,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is
         one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once).
         `resources`: what each task takes besides its slot (None: the executor's)."""
-        settings = self._settings if resources is None else self._settings_with(resources)
+        options = None if resources is None else JobOptions(resources=resources)  # checked now
         size = self.chunksize if chunksize is None else chunksize
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {size!r}")
@@ -448,7 +457,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 for start in range(0, len(chunk), size):
                     payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
-                    jobs.append(self._job(payloads, settings=settings))
+                    jobs.append(self._job(payloads, options=options))
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 for job in jobs:
                     window.extend(job.owner)

@@ -9,6 +9,7 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..wire.framing import DEFAULT_MAX_FRAME
@@ -112,6 +113,32 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.job_id}: {self.n_done} of {self.n_tasks} tasks done>"
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What one job sets apart from its executor's defaults (None, empty: the executor's): its `priority`
+    (lower first), the node monitors it may run on (`node_monitors`: a constraint) or is probed at first
+    (`prefer`: a preference), its `retries`, whether a task's own exception is retried too
+    (`retry_exceptions`), and what each task takes besides its slot (`resources`: {name: amount} or
+    "name=amount,...", docs/resources.md; a mapping is kept as its sorted (name, amount) pairs, and a bad
+    amount is a ValueError here). Hashable: calls with equal options may share a job."""
+
+    priority: int | None = None
+    node_monitors: tuple[str, ...] = ()
+    prefer: tuple[str, ...] = ()
+    retries: int | None = None
+    retry_exceptions: bool | None = None
+    resources: Any = None
+
+    def __post_init__(self) -> None:
+        parse_resources(self.request())  # checked now
+        if isinstance(self.resources, Mapping):
+            object.__setattr__(self, "resources", tuple(sorted(self.resources.items())))
+
+    def request(self) -> str | dict[str, object] | None:
+        """`resources` as build_submit takes it (None: the executor's)."""
+        return dict(self.resources) if isinstance(self.resources, tuple) else self.resources
 
 
 def check_retries(retries: int) -> int:

@@ -1,5 +1,5 @@
 """SparrowExecutor and Client with resources: every job carries its request (the executor's, or map's
-and submit_many's own), tasks run on node monitors
+and submit_many's JobOptions), tasks run on node monitors
 that hold them (detected CPUs and memory), a request no node monitor holds fails saying so, and a bad
 amount is a ValueError before anything is sent."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sparrow_runtime import SparrowExecutor
-from sparrow_runtime.client.job import build_submit
+from sparrow_runtime.client.job import JobOptions, build_submit
 from sparrow_runtime.wire.messages import SubmitJob
 
 
@@ -40,14 +40,14 @@ def test_requests_travel_with_their_jobs_and_the_tasks_run(cluster):
         seen = record_resources(ex)
         assert ex.submit(_square, 3).result(timeout=30) == 9
         assert list(ex.map(_square, range(5), resources="cpus=1,memory=1MiB")) == [0, 1, 4, 9, 16]
-        futures = ex.submit_many([(_square, (i,), {}) for i in range(3)], resources={"memory": "1MiB"})
+        futures = ex.submit_many([(_square, (i,), {}) for i in range(3)], JobOptions(resources={"memory": "1MiB"}))
         assert [f.result(timeout=30) for f in futures] == [0, 1, 4]
     assert seen == [({"cpus": 500}, 1), ({"cpus": 1000, "memory": 2**20}, 5), ({"memory": 2**20}, 3)]
 
 
 def test_a_request_nothing_holds_fails_naming_the_largest_capacity(cluster):
     with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
-        (future,) = ex.submit_many([(_square, (2,), {})], resources={"gpu": 64})
+        (future,) = ex.submit_many([(_square, (2,), {})], JobOptions(resources={"gpu": 64}))
         with pytest.raises(Exception, match="no live node monitor has the resources gpu=64"):
             future.result(timeout=60)
 
@@ -61,7 +61,7 @@ def test_bad_amounts_are_refused_before_anything_is_sent(cluster, bad):
         with pytest.raises(ValueError):
             ex.map(_square, range(3), resources=bad)
         with pytest.raises(ValueError):
-            ex.submit_many([(_square, (1,), {})], resources=bad)
+            ex.submit_many([(_square, (1,), {})], JobOptions(resources=bad))
         assert seen == []
 
 

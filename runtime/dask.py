@@ -43,9 +43,12 @@ from dask._task_spec import DataNode, convert_legacy_graph
 from dask.callbacks import Callback, local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
+from .client.attach import executor_for
 from .client.executor import SparrowExecutor, SparrowFuture
+from .client.job import JobOptions
 from .client.scatter import Pickled, pickle_value
 from .client.tick_batch import TickBatch
+from .dask_annotations import graph_annotations, task_options
 from .services.local_cluster import LocalCluster
 from .wire import limits
 
@@ -54,8 +57,6 @@ DEFAULT_MAX_IN_FLIGHT = 10_000
 
 DEFAULT_SCATTER_OVER = limits.DEFAULT_INLINE_LIMIT
 """Bytes (pickled) over which a graph's data is scattered to node monitors (the node monitors' default inline limit)."""
-
-_CREDENTIALS = frozenset(("secret", "secret_file", "tls"))  # executor options that say how to get in
 
 
 class DaskScheduler:
@@ -84,16 +85,7 @@ class DaskScheduler:
         if scatter_over is not None and (isinstance(scatter_over, bool) or not isinstance(scatter_over, int)):
             raise ValueError(f"scatter_over must be an int of bytes or None, got {scatter_over!r}")
         self.scatter_over = scatter_over
-        if isinstance(cluster, SparrowExecutor):
-            if executor_options:
-                raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
-            self.executor, self._owned = cluster, False
-        elif isinstance(cluster, LocalCluster):
-            if not executor_options.keys() & _CREDENTIALS:  # the cluster's own: its TLS client, or its secret
-                executor_options.update(cluster.credentials)
-            self.executor, self._owned = SparrowExecutor(cluster.schedulers, **executor_options), True
-        else:
-            self.executor, self._owned = SparrowExecutor(cluster, **executor_options), True
+        self.executor, self._owned = executor_for(cluster, executor_options)
         self.max_in_flight = max_in_flight
         self.waves = 0
         self.tasks = 0
@@ -111,9 +103,10 @@ class DaskScheduler:
     ) -> Any:
         """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
         in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
+        options = task_options(graph_annotations(dsk), self.executor.priority)
         if self.scatter_over is not None:
             dsk = self._scatter_data(dsk, self.scatter_over)
-        wave = _Wave(self, in_flight)
+        wave = _Wave(self, in_flight, options)
         with local_callbacks(callbacks) as active:  # Dask's global callbacks (a ProgressBar), as its own schedulers
             ours = (None, None, wave.announce, wave.processed, None)
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
@@ -185,8 +178,9 @@ class _Wave:
     outcome is left in its queue, or at the last outcome's `posttask` if that one fires nothing.
     """
 
-    def __init__(self, scheduler: DaskScheduler, in_flight: int) -> None:
+    def __init__(self, scheduler: DaskScheduler, in_flight: int, options: Mapping[Hashable, JobOptions]) -> None:
         self._scheduler = scheduler
+        self._options = options  # the job options of the annotated keys
         self._in_flight = in_flight  # get_async's num_workers: it fires nothing while this many run
         self._owed = 0  # tasks announced (pretask) and not submitted yet
         self._calls: list[tuple] = []
@@ -208,9 +202,9 @@ class _Wave:
         if fn is batch_execute_tasks and len(args[0]) == 1 and not kwargs:
             key, task_info, dumps, loads, _, _ = args[0][0]
             task, data = loads(task_info)
-            self._calls.append((_run_task, (task, data), {}, (key, dumps)))
+            self._calls.append((_run_task, (task, data), {}, (key, dumps), self._options.get(key)))
         else:
-            self._calls.append((fn, args, kwargs, None))
+            self._calls.append((fn, args, kwargs, None, None))
         self._futures.append(future)
         self._owed -= len(args[0]) if fn is batch_execute_tasks else 1
         if self._owed <= 0:
@@ -230,14 +224,19 @@ class _Wave:
     def _send(self) -> None:
         calls, futures = self._calls, self._futures
         self._calls, self._futures = [], []
+        # one job per set of options (one without annotations); a task whose inputs are kept at node monitors
+        # goes with their references (no fetch)
         executor = self._scheduler.executor
-        plain = [i for i, call in enumerate(calls) if not _takes_kept(call)]
-        sent: list = [None] * len(calls)
-        for i, theirs in zip(plain, executor.submit_many([calls[i][:3] for i in plain]), strict=True):
-            sent[i] = theirs
-        for i, (fn, args, kwargs, _) in enumerate(calls):
-            if sent[i] is None:  # takes values kept at node monitors: a dependent (references, no fetch)
-                sent[i] = executor.submit(fn, *args, **kwargs)
+        if not self._options:
+            sent = executor.submit_many([call[:3] for call in calls])
+        else:
+            groups: dict[JobOptions | None, list[int]] = {}
+            for i, call in enumerate(calls):
+                groups.setdefault(call[4], []).append(i)
+            by_call: dict[int, SparrowFuture] = {}
+            for options, members in groups.items():
+                by_call.update(zip(members, executor.submit_many([calls[i][:3] for i in members], options)))
+            sent = [by_call[i] for i in range(len(calls))]
         self._scheduler._count(len(sent))
         for mine, theirs, call in zip(futures, sent, calls, strict=True):
             self._running.add(theirs)
@@ -288,11 +287,6 @@ def _sized(value: object) -> tuple[int, object]:
 def _run_task(task: Callable[[dict], Any], data: dict) -> Any:
     """A task of the graph, run on the cluster on its inputs' values."""
     return task(data)
-
-
-def _takes_kept(call: tuple) -> bool:
-    """Whether a graph task's inputs include a value kept at a node monitor (a SparrowFuture)."""
-    return call[3] is not None and any(isinstance(v, SparrowFuture) for v in call[1][1].values())
 
 
 def _fetched(result: Any) -> Any:

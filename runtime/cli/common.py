@@ -18,8 +18,9 @@ from ..services.logsetup import setup_logging
 from ..services.processes import SECRET_VARIABLES
 from ..wire.auth import SECRET_ENV, load_secret
 from ..wire.tls import TLS, TLSConfigError, load_tls
-from .config import CONFIG, Resolved, resolve
-from .options import COMMANDS
+from .config import CONFIG, RESEARCH, Resolved, resolve
+from .help_all import hide_until_help_all
+from .options import COMMANDS, EVERY_RETIRED, RETIRED
 
 logger = logging.getLogger(__name__)
 INSECURE_WARNING = (
@@ -44,14 +45,23 @@ def add_command(
     returns the exit code. Returns the parser for command-specific arguments."""
     parser = subparsers.add_parser(command, help=help, description=description)
     CONFIG.add_to(parser)
+    research = parser.add_argument_group("research switches (the experiments' settings)")
+    hidden = []
     for setting in COMMANDS[command]:
-        setting.add_to(parser)
+        if setting.group == RESEARCH:
+            hidden += setting.add_to(research)
+        else:
+            setting.add_to(parser)
+    if hidden:
+        hide_until_help_all(parser, hidden)
+    for old in RETIRED.get(command, ()):
+        old.add_to(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def settings(command: str, args: argparse.Namespace) -> Resolved:
-    return resolve(command, COMMANDS[command], args, os.environ, COMMANDS)
+    return resolve(command, COMMANDS[command], args, os.environ, COMMANDS, EVERY_RETIRED)
 
 
 def read_secret_file(path: str) -> bytes:

@@ -36,10 +36,12 @@ from .config import (
     BOOLEAN,
     CPU_LIST,
     LISTEN_ADDRESS,
+    RESEARCH,
     TEXT,
     TEXTS,
     WEIGHTS,
     Kind,
+    Retired,
     Setting,
     choice,
     integer,
@@ -139,6 +141,7 @@ PIPELINE = Setting(
     "tasks ran under 5 ms, ask for the next tasks ahead, so the scheduler round trip overlaps the running task; "
     "a task bound ahead waits out the running one, so tasks of 5 ms or more are not pipelined (the simulator: no "
     "workload slower than without; docs/runtime.md); --no-pipeline: plain late binding",
+    group=RESEARCH,
 )
 PIPELINE_DEPTH = Setting(
     "pipeline_depth",
@@ -148,6 +151,7 @@ PIPELINE_DEPTH = Setting(
     "bound ahead waits out the ones bound before it); beyond one per running task, at most half of what the node "
     "holds of a job (docs/runtime.md)",
     "N",
+    group=RESEARCH,
 )
 PIPELINE_ALWAYS = Setting(
     "pipeline_always",
@@ -156,6 +160,7 @@ PIPELINE_ALWAYS = Setting(
     "with --pipeline: the gate off, so one request per running task goes ahead whatever the tasks' length (deeper "
     "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
     "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
+    group=RESEARCH,
 )
 PIPELINE_JIT = Setting(
     "pipeline_jit",
@@ -167,6 +172,7 @@ PIPELINE_JIT = Setting(
     "it is bound as its slot frees: 10 ms tasks on 2 node monitors lose no round trip between tasks, while varied "
     'tasks are not pipelined (docs/pipelining.md, "Just in time": no gain measured on 10 ms tasks; --pipeline-steady, '
     "on by default, asks at the task's start instead)",
+    group=RESEARCH,
 )
 PIPELINE_STEADY = Setting(
     "pipeline_steady",
@@ -178,6 +184,7 @@ PIPELINE_STEADY = Setting(
     'after a "no task"): 10 ms tasks on a few node monitors lose no round trip between tasks; varied ones are not '
     'pipelined; --pipeline-jit keeps its own, later timing (docs/pipelining.md, "Steady"); --no-pipeline-steady: the '
     "gate alone",
+    group=RESEARCH,
 )
 GIVE_BACK = Setting(
     "give_back",
@@ -187,6 +194,7 @@ GIVE_BACK = Setting(
     f"the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes back to its scheduler, "
     "which gives it to the next node monitor that asks; nothing is asked ahead behind such a task "
     '(docs/pipelining.md, "Give-back")',
+    group=RESEARCH,
 )
 BIND_IDLE = Setting(
     "bind_idle",
@@ -197,6 +205,7 @@ BIND_IDLE = Setting(
     "their recent tasks ran under 5 ms half of the job's other reservations there too, as their pipelining would ask "
     "(a 10-task job of short tasks on 2 idle node monitors goes whole); one that is busy after all runs such a task "
     "in its next free slot, ahead of its queue; --no-bind-idle: late binding for every task (docs/runtime.md)",
+    group=RESEARCH,
 )
 
 STEAL = Setting(
@@ -207,6 +216,7 @@ STEAL = Setting(
     "them) and takes reservations of unconstrained jobs from the one queued behind the longest-running task "
     "(Hawk); off by default: it pays at high load with short and long jobs mixed, and its messages cost CPU where "
     "the hosts have none to spare (docs/runtime.md, Work stealing)",
+    group=RESEARCH,
 )
 
 
@@ -218,7 +228,9 @@ def _probe_ratio(value: str | float) -> float:
 
 
 PROBE_RATIO_KIND = Kind("a finite number >= 1", _probe_ratio, _probe_ratio)  # sparrow_core's own check
-PROBE_RATIO = Setting("probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D")
+PROBE_RATIO = Setting(
+    "probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D", group=RESEARCH
+)
 
 
 def _cpus(what: str) -> Setting:
@@ -271,13 +283,14 @@ SCHEDULER_SETTINGS = (
         "unfinished tasks one client may have here; a job past it is rejected",
         "N",
     ),
-    Setting("seed", integer(0), help="seed of the probe sampling", unset="random"),
+    Setting("seed", integer(0), help="seed of the probe sampling", unset="random", group=RESEARCH),
     Setting(
         "result_delay",
         number(0.0),
         DEFAULT_RESULT_DELAY,
         "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)",
         "S",
+        group=RESEARCH,
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
@@ -322,7 +335,8 @@ NODE_MONITOR_SETTINGS = (
         "task_user",
         TEXT,
         help="run tasks as this OS user (process executors), so they cannot read this "
-        "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
+        "service's key, certificate or secret; a pattern like 'sparrow-{user}' gives each cluster user an "
+        "OS user of its own; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
         metavar="USER",
         unset="this service's user",
     ),
@@ -398,6 +412,7 @@ LOCAL_SETTINGS = (
         BOOLEAN,
         False,
         "let every service use every CPU, instead of giving each node monitor its own share",
+        group=RESEARCH,
     ),
     Setting(
         "insecure",
@@ -490,3 +505,7 @@ COMMANDS = {
     "status": STATUS_SETTINGS,
     "certs": CERTS_SETTINGS,
 }
+
+# Settings that are gone, per command: their flag, variable and TOML key say what to do instead.
+RETIRED: dict[str, tuple[Retired, ...]] = {}
+EVERY_RETIRED = tuple(old for group in RETIRED.values() for old in group)

@@ -43,17 +43,19 @@ from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
+import msgspec
 import trio
 
 from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED
+from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
-from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
+from .logic import Held
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -203,6 +205,14 @@ class SparrowExecutor(concurrent.futures.Executor):
         """The Client behind this executor (its `failovers`, `connected_to`)."""
         return self._client
 
+    def status(self) -> StatusReply:
+        """What the scheduler knows (Client.status: its node monitors with their slots, its jobs), asked from
+        the caller's thread. Raises as Client.status; RuntimeError from the executor's own callbacks."""
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError("status waits for the scheduler's answer: call it outside the executor's callbacks")
+        assert self._token is not None
+        return trio.from_thread.run(self._client.status, trio_token=self._token)
+
     def __repr__(self) -> str:
         return views.executor_repr(self)
 
@@ -224,7 +234,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             self._ready.set()
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
-        inputs = find_inputs(args, kwargs, lambda obj: isinstance(obj, SparrowFuture))
+        inputs = find_inputs(args, kwargs, _is_future)
         if inputs is not None:
             return self._submit_dependent(fn, inputs)
         payload = pack_task(fn, args, kwargs)
@@ -235,20 +245,39 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over([job], partial(self._client.add_job, job))
         return job.owner[0]
 
-    def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
+    def submit_many(
+        self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
+    ) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
-        so the scheduler batch-samples them together; a future per call. Their arguments are sent as
-        they are (futures as inputs: `submit`). Raises ValueError before anything is sent if one call is
-        over the frame limit."""
-        payloads = [pack_task(fn, args, kwargs) for fn, args, kwargs in calls]
-        for payload in payloads:
-            problem = oversize_problem(len(payload), self._client.max_frame)
-            if problem is not None:
-                raise ValueError(problem)
-        jobs = [
-            self._job(payloads[g.start : g.stop]) for g in split_jobs(list(map(len, payloads)), self._client.max_frame)
+        so the scheduler batch-samples them together; a future per call. A call may take futures of this
+        executor as inputs, as with `submit`: it waits for them, and goes with the job's other calls when
+        they are done already (values kept at node monitors: references). `options`: the job's priority,
+        node monitors, preference and retries where they differ from the executor's (JobOptions). Raises
+        ValueError before anything is sent if one call is over the frame limit or an option is invalid."""
+        max_frame = self._client.max_frame
+        payloads: list[bytes] = []
+        sizes: list[int] = []
+        held: Held = {}
+        for task, (fn, args, kwargs) in enumerate(calls):
+            inputs = find_inputs(args, kwargs, _is_future)
+            if inputs is None:
+                payload = pack_task(fn, args, kwargs)
+                problem = oversize_problem(len(payload), max_frame)
+                if problem is not None:
+                    raise ValueError(problem)
+                sizes.append(len(payload))
+            else:
+                held[task] = self._dependent_call(fn, inputs)
+                payload = b""  # made when its inputs are done (the client logic's)
+                sizes.append(len(held[task][0]))
+            payloads.append(payload)
+        groups = split_jobs(sizes, max_frame)
+        jobs = [self._job(payloads[g.start : g.stop], options=options) for g in groups]
+        adds = [
+            partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
+            for job, g in zip(jobs, groups)
         ]
-        self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
+        self._hand_over(jobs, *adds)
         return [future for job in jobs for future in job.owner]
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
@@ -277,6 +306,15 @@ class SparrowExecutor(concurrent.futures.Executor):
 
     def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""
+        call = self._dependent_call(fn, inputs)
+        job = self._job([b""], coalesce=True)
+        self._hand_over([job], partial(self._client.add_job, job, {0: call}))
+        return job.owner[0]
+
+    def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
+        """The call of a task that takes futures' results as the client logic holds it: its template, and its
+        inputs as (job, task) keys. ValueError for a future of another executor, or for a call over the frame
+        limit with the inputs' values known now."""
         known = 0  # the size of the inputs' values known now
         for future in inputs.keys:
             if future._executor is not self:
@@ -289,18 +327,32 @@ class SparrowExecutor(concurrent.futures.Executor):
         if problem is not None:
             raise ValueError(problem)
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
-        job = self._job([b""], coalesce=True)
-        self._hand_over([job], partial(self._client.add_job, job, {0: (template, inputs)}))
-        return job.owner[0]
+        return template, inputs
 
-    def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
-        """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
+    def _job(self, payloads: list[bytes], coalesce: bool = False, options: JobOptions | None = None) -> Job:
+        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`)."""
         client = self._client
+        settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
+        if options is not None:
+            settings = build_submit(
+                payloads,
+                self.user,
+                self.priority if options.priority is None else options.priority,
+                None,
+                Constraint(options.node_monitors) if options.node_monitors else None,
+                client.max_frame,
+                self.timeout,
+                [options.prefer] * len(payloads) if options.prefer else None,
+                self.sampling,
+            )
+            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            retries = retries if options.retries is None else check_retries(options.retries)
+            retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
-            self._settings,
+            settings,
             payloads,
-            retries=client.retries,
-            retry_exceptions=client.retry_exceptions,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
@@ -441,6 +493,10 @@ class SparrowExecutor(concurrent.futures.Executor):
                     self._queue_calls((self._stop.set,))
         if wait:
             self._thread.join()
+
+
+def _is_future(obj: object) -> bool:
+    return isinstance(obj, SparrowFuture)
 
 
 def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:

@@ -75,7 +75,10 @@ anything before RegisterNodeMonitor) is answered with Error, which closes that c
 messages of its batch before it keep their effects and their outputs. An invalid job, or one over
 a limit (limits.py), is answered with JobRejected and changes nothing. A node monitor registering
 under an id that is live on another link from another process is refused (RegistrationRefused),
-one that redialed (same `instance`) replaces its old link. Messages about jobs or tasks that are
+one that redialed (same `instance`) replaces its old link. A link counts as live only if it was heard
+from since this scheduler last woke from a pause of its own (`on_paused`): a node monitor restarted
+while this process was frozen is not refused for the dead link it left (which the shell forgets,
+once it ends, before any checkpoint). Messages about jobs or tasks that are
 already finished are normal races and are ignored.
 """
 
@@ -314,6 +317,7 @@ class SchedulerLogic:
         check_flags(bind_idle=bind_idle)
         self.scheduler_id = scheduler_id
         self.clock = clock
+        self._resumed_at = -math.inf  # when this scheduler last woke from a pause of its own (on_paused)
         self.bind_idle = bind_idle  # tasks go with their reservations to node monitors believed idle
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
@@ -389,6 +393,11 @@ class SchedulerLogic:
         self.stats["protocol_errors"] += 1
         out.append((peer, Error(clip(str(exc), MAX_REASON))))
 
+    def on_paused(self) -> None:
+        """This scheduler was paused (the shell saw a timer wake up late): a node monitor's link not heard
+        from since is not taken for live when another registers under its id (module docstring)."""
+        self._resumed_at = self.clock()
+
     def on_node_lost(self, peer: Hashable) -> list:
         """The node monitor behind `peer` disconnected or went silent."""
         out: list = []
@@ -422,7 +431,9 @@ class SchedulerLogic:
         if reserved:
             raise ProtocolError(f"label {clip(reserved[0])!r}: labels starting {RESERVED_LABEL_PREFIX!r} are reserved")
         stale = [(p, n) for p, n in self.nodes.items() if n.node_id == msg.node_id]
-        clones = [n for _, n in stale if n.instance != msg.instance or not msg.instance]
+        clones = [
+            n for _, n in stale if (n.instance != msg.instance or not msg.instance) and n.heard >= self._resumed_at
+        ]
         if clones:
             self.stats["registrations_refused"] += 1
             reason = (
@@ -440,7 +451,7 @@ class SchedulerLogic:
         self._stealers += bool(node.steal_address)
         self.stats["node_monitors_registered"] += 1
         out.append((peer, Registered(self.scheduler_id)))
-        for other_peer, other in stale:  # the same process redialed: its old link is stale
+        for other_peer, other in stale:  # the same process redialed, or a link silent since our pause: stale
             del self.nodes[other_peer]
             self._forget_node(other, out)
         self._place_waiting(out)

@@ -61,6 +61,7 @@ from ..wire.task_codec import run_task
 from .burst import Burst
 from .idle_workers import IdleWorkers
 from .processes import child_env, describe_exit
+from .task_users import task_users
 
 logger = logging.getLogger(__name__)
 
@@ -338,14 +339,17 @@ class _ToWorkers:
 
 
 class ProcessExecutor(_Pool):
-    """One worker process per slot; a dead worker fails its task and is replaced; a task is stopped
-    by killing its worker. With `task_user` (a user name of this host) the workers run as that user,
-    its group and no other group, with its home as HOME: a task cannot read what only the service's
-    user may (its key, certificate, secret: mode 0600). That needs a node monitor that may switch
-    users (root, or CAP_SETUID, CAP_SETGID and CAP_KILL).
+    """Worker processes, each serving one user (module docstring); a dead worker fails its task and is
+    replaced; a task is stopped by killing its worker. With `task_user` (an OS user's name, or a pattern
+    with {user}: task_users.py) the workers run as that OS user (per cluster user, for a pattern), its group
+    and no other group, with its home as HOME: a task cannot read what only the service's user may (its
+    key, certificate, secret: mode 0600). That needs a node monitor that may switch users (root, or
+    CAP_SETUID, CAP_SETGID and CAP_KILL).
 
-    Error handling: an unknown `task_user` raises ValueError at construction; a node monitor that may
-    not switch to it raises PermissionError (one line) when it starts its workers."""
+    Error handling: an unknown, root or the service's own `task_user`, or a malformed pattern, raises
+    ValueError at construction; a node monitor that may not switch to it raises PermissionError (one line)
+    when it starts its workers. A task whose worker cannot start (its cluster user has no OS user under
+    the pattern, or the switch is refused) fails with the reason; the node monitor goes on."""
 
     can_stop = True
 
@@ -356,7 +360,7 @@ class ProcessExecutor(_Pool):
         self.max_frame = max_frame
         # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
         self.share_over = share_over if shared.AVAILABLE else 0
-        self._as_user = task_user_options(task_user) if task_user is not None else {}
+        self._task_users = task_users(task_user)  # which OS user each worker runs as (task_users.py)
         self.max_workers = slots + SPARE_WORKERS
         self._alive = 0  # workers started or starting, not retired nor ended
         self._starting: Counter[str | None] = Counter()  # workers starting (not ready yet), by the user they are for
@@ -376,6 +380,9 @@ class ProcessExecutor(_Pool):
         """Start the worker processes (concurrently), keep `nursery` for their readers and restarts, and return
         once every slot's worker said it is ready."""
         self._nursery = nursery
+        if self._task_users.per_user:  # each worker starts for its user's first task: none is fresh
+            self._all_ready.set()
+            return
         async with trio.open_nursery() as spawning:
             for _ in range(self.slots):
                 self._count_starting(None)
@@ -519,8 +526,9 @@ class ProcessExecutor(_Pool):
         await self._kill(worker)
         if not self._closed and not worker.retired:
             self.restarts += 1
-            self._count_starting(None)
-            await self._spawn(None)
+            if not self._task_users.per_user:  # else the next task of its user starts one
+                self._count_starting(None)
+                await self._spawn(None)
 
     def _count_starting(self, user: str | None) -> None:
         """A worker for `user` (None: fresh) is about to be started (`_spawn`)."""
@@ -548,8 +556,9 @@ class ProcessExecutor(_Pool):
                     if oldest is None:
                         return
                     self._retire(oldest)
-                self._count_starting(None)
-                self._nursery.start_soon(self._spawn_for_waiting, None)
+                for_user = user if self._task_users.per_user else None
+                self._count_starting(for_user)
+                self._nursery.start_soon(self._spawn_for_waiting, for_user)
 
     def _retire(self, worker: _Worker) -> None:
         """Kill an idle worker to make room for another (its reader reaps it; nothing replaces it)."""
@@ -562,7 +571,7 @@ class ProcessExecutor(_Pool):
         """`_spawn` for a task that waits; if the worker cannot start, that task fails (it would wait forever)."""
         try:
             await self._spawn(user)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: its user has no task user (task_users.py)
             reason = f"no worker could be started for the task: {exc}"
             logger.warning("%s", reason)
             for ticket in self._waiting:
@@ -582,12 +591,16 @@ class ProcessExecutor(_Pool):
 
     async def _spawn(self, user: str | None) -> None:
         """Start a worker process for `user` (None: fresh, for any user), its reader task, and put it to work
-        (counted by `_count_starting` before)."""
+        (counted by `_count_starting` before). Raises ValueError if `user` has no task user (task_users.py)."""
+        try:
+            as_user = self._task_users.options(user)
+        except ValueError:
+            self._not_started(user)
+            raise
         parent, child = socket.socketpair()
         side, child_side = socket.socketpair() if self.share_over else (None, None)
         if side is not None:
             side.setblocking(False)  # a worker that sends no memory file never blocks the loop
-        as_user = self._as_user
         argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
         if child_side is not None:
             argv += [str(child_side.fileno()), str(self.share_over)]
@@ -714,17 +727,3 @@ def _kill_group(process: trio.Process) -> None:
     # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
     with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left of it
         os.killpg(process.pid, signal.SIGKILL)
-
-
-def task_user_options(name: str) -> dict:
-    """What starts a worker process as the user `name`: Popen's user, group and extra_groups (none),
-    and the HOME, USER and LOGNAME of its environment."""
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        raise ValueError(f"task user {name!r}: no such user on this host") from None
-    env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
-    popen = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-    return {"name": entry.pw_name, "env": env, "popen": popen}

@@ -69,7 +69,8 @@ MAX_INPUTS = 100_000  # inputs of one task that travel as references
 
 # -- connections -----------------------------------------------------------------------------------
 HANDSHAKE_MAX_FRAME = 8192  # bytes of a frame before the handshake completes
-MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished the handshake
+MAX_PENDING_HANDSHAKES = 64  # connections of one listener that have not finished the handshake (gate.py)
+MAX_PENDING_PER_SOURCE = 16  # of those, from one source address
 MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for one peer, at the least (the memory bound)
 STALL_TIMEOUT = 10.0  # seconds a peer may accept no byte while bytes wait for it: then it does not read
 LINK_FULL = 1024 * 1024  # unsent bytes past which a link is full: senders that can wait, wait (send_later)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from sparrow_runtime import LocalCluster
-from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
+from sparrow_runtime.cli.config import CONFIG, RESEARCH, ConfigError, Retired, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS
 from sparrow_runtime.services.logsetup import OneLineFormatter
@@ -154,9 +154,11 @@ def test_the_deploy_tls_file_gives_each_service_its_own_files(tmp_path):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_shows_every_flags_default_and_environment_variable(command, capsys):
-    """`sparrow COMMAND --help`, as docs/cli.md promises: each flag's line ends with both."""
+    """`sparrow COMMAND --help-all` (`--help` where it has no research switch), as docs/cli.md promises: each
+    flag's line ends with both."""
+    research = any(setting.group == RESEARCH for setting in COMMANDS[command])
     with pytest.raises(SystemExit):
-        build_parser(command).parse_args([command, "--help"])
+        build_parser(command).parse_args([command, "--help-all" if research else "--help"])
     text = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
     for setting in (CONFIG, *COMMANDS[command]):
         found = re.search(
@@ -201,3 +203,30 @@ def test_steady_pipelining_is_on_by_default_and_the_flag_or_environment_turns_it
     if command == "local":
         assert not {"--pipeline-steady", "--no-pipeline-steady"} & set(LocalCluster()._node_monitor_args(0))
         assert "--no-pipeline-steady" in LocalCluster(pipeline_steady=False)._node_monitor_args(0)
+
+
+@pytest.mark.parametrize("argv", [["--pipeline-gamma"], ["--no-pipeline-gamma"], ["--pipeline-gamma", "3"]])
+def test_a_retired_flag_is_a_usage_error_saying_what_to_do_instead(argv, capsys):
+    parser = argparse.ArgumentParser(prog="sparrow node-monitor")
+    Retired("pipeline_gamma", "use --pipeline MODE").add_to(parser)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(argv)
+    assert stop.value.code == 2
+    assert f"{argv[0]} is retired: use --pipeline MODE" in capsys.readouterr().err
+
+
+def test_a_retired_variable_or_toml_key_is_refused_saying_what_to_do_instead(tmp_path):
+    old = Retired("pipeline_gamma", "use --pipeline MODE")
+    args = parse("node-monitor", [])
+
+    def resolved(env):
+        return resolve("node-monitor", COMMANDS["node-monitor"], args, env, COMMANDS, [old])
+
+    with pytest.raises(ConfigError, match=r"^SPARROW_PIPELINE_GAMMA is retired: use --pipeline MODE$"):
+        resolved({"SPARROW_PIPELINE_GAMMA": "true"})
+    config = tmp_path / "sparrow.toml"
+    for text in ("pipeline_gamma = true\n", "[node-monitor]\npipeline_gamma = true\n"):
+        config.write_text(text)
+        with pytest.raises(ConfigError, match=r"sparrow.toml: pipeline_gamma is retired: use --pipeline MODE$"):
+            resolved({"SPARROW_CONFIG": str(config)})
+    assert resolved({})["slots"] is None  # the rest reads as before

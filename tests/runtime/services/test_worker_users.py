@@ -3,11 +3,14 @@ task of one user never runs another's, tasks handed ahead included; past its spa
 longest is retired, and no task is lost on the way."""
 
 import os
+import sys
 import time
 
+import pytest
 import trio
 
 from sparrow_runtime.services.worker_pool import ProcessExecutor, ThreadExecutor, wait_for_outcome
+from sparrow_runtime.wire.messages import SYSTEM
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
 from .test_worker_pool import _with_executor
@@ -96,3 +99,35 @@ def test_thread_executor_takes_every_users_tasks():
         assert await _pid_of(executor, "alice") == await _pid_of(executor, "bob") == os.getpid()
 
     trio.run(_with, ThreadExecutor(1), body)
+
+
+def _dumpable() -> int:
+    import ctypes
+
+    return ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_workers_are_not_dumpable():
+    """A worker's memory cannot be read or traced by another process of its OS user (PR_SET_DUMPABLE 0)."""
+
+    async def body(executor):
+        assert unpack_outcome(await executor.run(pack_task(_dumpable))) == 0
+
+    trio.run(_with, ProcessExecutor(1), body)
+
+
+def test_a_task_whose_user_has_no_os_user_fails_with_the_reason_and_the_executor_goes_on():
+    """Per-tenant task users: no worker starts before a task comes; a cluster user with no OS user under the
+    pattern gets a failed outcome naming why, once, and the next task is served the same way."""
+
+    async def body(executor):
+        assert not executor._workers  # none fresh: each worker starts for its user
+        for user, why in (("alice", "'sparrow-no-such-alice': no such user on this host"), ("a/b", "cannot be an OS")):
+            launch = lambda payload, done, user=user: executor.launch(payload, done, None, user)  # noqa: E731
+            outcome = await wait_for_outcome(launch, pack_task(os.getpid))
+            assert not outcome.ok and outcome.failure == SYSTEM
+            assert "no worker could be started for the task" in outcome.error and why in outcome.error
+        assert not executor._waiting and executor._alive == 0
+
+    trio.run(_with, ProcessExecutor(1, task_user="sparrow-no-such-{user}"), body)

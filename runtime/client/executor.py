@@ -43,17 +43,18 @@ from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
+import msgspec
 import trio
 
 from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED, StatusReply
+from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
-from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
@@ -244,12 +245,15 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over([job], partial(self._client.add_job, job))
         return job.owner[0]
 
-    def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
+    def submit_many(
+        self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
+    ) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
         so the scheduler batch-samples them together; a future per call. A call may take futures of this
         executor as inputs, as with `submit`: it waits for them, and goes with the job's other calls when
-        they are done already (values kept at node monitors: references). Raises ValueError before
-        anything is sent if one call is over the frame limit."""
+        they are done already (values kept at node monitors: references). `options`: the job's priority,
+        node monitors, preference and retries where they differ from the executor's (JobOptions). Raises
+        ValueError before anything is sent if one call is over the frame limit or an option is invalid."""
         max_frame = self._client.max_frame
         payloads: list[bytes] = []
         sizes: list[int] = []
@@ -268,7 +272,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 sizes.append(len(held[task][0]))
             payloads.append(payload)
         groups = split_jobs(sizes, max_frame)
-        jobs = [self._job(payloads[g.start : g.stop]) for g in groups]
+        jobs = [self._job(payloads[g.start : g.stop], options=options) for g in groups]
         adds = [
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
@@ -325,14 +329,30 @@ class SparrowExecutor(concurrent.futures.Executor):
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
         return template, inputs
 
-    def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
-        """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
+    def _job(self, payloads: list[bytes], coalesce: bool = False, options: JobOptions | None = None) -> Job:
+        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`)."""
         client = self._client
+        settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
+        if options is not None:
+            settings = build_submit(
+                payloads,
+                self.user,
+                self.priority if options.priority is None else options.priority,
+                None,
+                Constraint(options.node_monitors) if options.node_monitors else None,
+                client.max_frame,
+                self.timeout,
+                [options.prefer] * len(payloads) if options.prefer else None,
+                self.sampling,
+            )
+            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            retries = retries if options.retries is None else check_retries(options.retries)
+            retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
-            self._settings,
+            settings,
             payloads,
-            retries=client.retries,
-            retry_exceptions=client.retry_exceptions,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
             coalesce=coalesce,
             listener=self._on_outcomes,
         )

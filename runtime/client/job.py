@@ -9,6 +9,7 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..wire.framing import DEFAULT_MAX_FRAME
@@ -111,6 +112,20 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.job_id}: {self.n_done} of {self.n_tasks} tasks done>"
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What one job sets apart from its executor's defaults (None, empty: the executor's): its `priority`
+    (lower first), the node monitors it may run on (`node_monitors`: a constraint) or is probed at first
+    (`prefer`: a preference), its `retries`, and whether a task's own exception is retried too
+    (`retry_exceptions`). Hashable: calls with equal options may share a job."""
+
+    priority: int | None = None
+    node_monitors: tuple[str, ...] = ()
+    prefer: tuple[str, ...] = ()
+    retries: int | None = None
+    retry_exceptions: bool | None = None
 
 
 def check_retries(retries: int) -> int:

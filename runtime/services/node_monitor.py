@@ -14,8 +14,10 @@ count, wire/liveness.py) is dropped and redialed. Either
 way its queued reservations are dropped and the slots waiting on its answers are freed. An
 exception raised while serving one link ends only that link (guard.py). A task's failure,
 including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
-that refuses the registration (this id is live from another node monitor) stops the node monitor:
-`serve_node_monitor` raises RegistrationRefused with the scheduler's reason.
+that refuses the registration (this id is live from another node monitor) is tried again, backing
+off, for REFUSED_PATIENCE seconds (the live link may be this node monitor's previous process, dead,
+at a scheduler that was paused); then it stops the node monitor: `serve_node_monitor` raises
+RegistrationRefused with the scheduler's reason.
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
+# A refused registration (this id is live on another link there) is tried again, backing off from the first delay
+# to the last, for REFUSED_PATIENCE seconds before the node monitor stops: the link it collides with may be a
+# dead one of this node monitor's previous process that the scheduler has not seen end yet (it was paused).
+REFUSED_DELAYS = (0.25, 2.0)
+REFUSED_PATIENCE = 5.0
 TIMER_INTERVAL = 0.1  # seconds between checks of the running tasks' timeouts
 # Pipelining: how long an outcome (and the GetTask of the slot it freed) may wait to share a write to its
 # scheduler while a task bound ahead runs next (outcome_batching.py; a bound task's slot needs no answer).
@@ -141,6 +148,7 @@ class NodeMonitorService:
         self.link_config = link
         self._nursery = nursery
         self._gate = HandshakeGate()
+        self._refused_since: dict[str, float] = {}  # scheduler -> when its first refusal in a row came (keep_linked)
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
         self.max_value = max_value
         self.links = DataLinks(
@@ -189,6 +197,7 @@ class NodeMonitorService:
         except RegistrationRefused:
             await conn.aclose()
             raise
+        self._refused_since.pop(conn.peer_name, None)
         logger.info("registered with %s", conn)
         send_grouped(welcome)
         if registered is not None:
@@ -204,21 +213,37 @@ class NodeMonitorService:
                     reason = await conn.serve(on_messages, idle_timeout=self.scheduler_timeout)
                     logger.info("link to %s ended: %s", conn, reason)
                     nursery.cancel_scope.cancel()
-        finally:
-            await conn.aclose()
+        finally:  # forgotten before any checkpoint
             self.outgoing.forget(conn)
             self._route(self.logic.on_scheduler_lost(conn))
+            await conn.aclose()
 
     async def keep_linked(self, target: Address, registered: trio.Event) -> None:
-        """Dial the scheduler at `target` and link; redial whenever the link ends."""
-        await keep_connected(
-            target,
-            partial(self.link, registered=registered),
-            link=self.link_config,
-            role="node-monitor",
-            peer_id=self.node_id,
-            redial_delay=REDIAL_DELAY,
-        )
+        """Dial the scheduler at `target` and link; redial whenever the link ends. A refused registration
+        is tried again, backing off, for REFUSED_PATIENCE seconds from the first refusal in a row; then
+        RegistrationRefused stops the node monitor."""
+        name = format_address(target)
+        delay = REFUSED_DELAYS[0]
+        while True:
+            try:
+                await keep_connected(
+                    target,
+                    partial(self.link, registered=registered),
+                    link=self.link_config,
+                    role="node-monitor",
+                    peer_id=self.node_id,
+                    redial_delay=REDIAL_DELAY,
+                )
+            except RegistrationRefused as exc:
+                now = trio.current_time()
+                since = self._refused_since.setdefault(name, now)
+                if now - since >= REFUSED_PATIENCE:
+                    raise
+                if now == since:
+                    delay = REFUSED_DELAYS[0]
+                logger.warning("%s; trying again in %.2f s (for up to %.0f s)", exc, delay, REFUSED_PATIENCE)
+                await trio.sleep(delay)
+                delay = min(2 * delay, REFUSED_DELAYS[1])
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor, or (stealing) a peer's steal link."""

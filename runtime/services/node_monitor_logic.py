@@ -467,7 +467,7 @@ class NodeMonitorLogic(WorkStealing):
                     self._peers_told(scheduler, msg.peers)
                 elif kind is ReleaseSession:
                     if self.store is not None:
-                        self.stats["values_released"] += self.store.release_session(msg.session)
+                        self.stats["values_released"] += self.store.release_session(msg.session, msg.user)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
                     if self.bound and self._unbind(scheduler, msg, out):

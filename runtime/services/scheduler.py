@@ -26,6 +26,7 @@ from ..wire.connection import Connection
 from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
 from ..wire.handshake import accept_and_serve, keep_connected
+from ..wire.liveness import HEARTBEATS_PER_TIMEOUT
 from . import placement_log
 from .config import SchedulerConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
@@ -81,20 +82,35 @@ class SchedulerService:
         def on_messages(msgs: list) -> None:
             send(handle(conn, msgs))
 
-        with contained(logger, f"serving {conn}"):
-            try:
-                reason = await conn.serve(on_messages, idle_timeout=idle)
-                logger.info("%s disconnected: %s", conn, reason)
-            finally:
-                await conn.aclose()
+        forgotten = False
+
+        def forget() -> None:
+            """Forget the peer once its link ended, before any checkpoint (the link's closing waits for
+            its sender): a node monitor that registers again meanwhile must not find the dead link live."""
+            nonlocal forgotten
+            if not forgotten:
+                forgotten = True
                 self.outcomes.forget(conn)
                 send(lost(conn))
 
+        with contained(logger, f"serving {conn}"):
+            try:
+                reason = await conn.serve(on_messages, idle_timeout=idle, on_ended=forget)
+                logger.info("%s disconnected: %s", conn, reason)
+            finally:
+                forget()
+                await conn.aclose()
+
     async def run_timers(self) -> None:
         """Every TIMER_INTERVAL: let the logic fail the jobs that waited too long and stop the tasks of
-        lost clients (until cancelled)."""
+        lost clients (until cancelled). A tick that wakes up later than a node monitor's heartbeat interval
+        means this process was paused (liveness.py's rule): the logic is told (SchedulerLogic.on_paused)."""
+        paused = self.config.node_timeout / HEARTBEATS_PER_TIMEOUT
         while True:
+            asked = trio.current_time() + TIMER_INTERVAL
             await trio.sleep(TIMER_INTERVAL)
+            if trio.current_time() - asked > paused:
+                self.logic.on_paused()
             if self.logic.timers_due:
                 with contained(logger, "failing the jobs that waited too long, stopping lost clients' tasks"):
                     self.outcomes.send(self.logic.on_timer())

@@ -8,12 +8,7 @@ goes after handshake.FIRST_BYTE_TIMEOUT."""
 from __future__ import annotations
 
 import collections
-import contextlib
-import os
-import select
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -23,9 +18,10 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, LocalCluster
-from sparrow_runtime.services.processes import child_env
 from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.certs import local_certs
+
+from ..node_monitor_process import kill, start_node_monitor, stop
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="floods from 127.0.0.2: Linux loopback")
 
@@ -108,63 +104,30 @@ async def _one_job(scheduler: str, tls) -> float:
     return time.monotonic() - start
 
 
-def _restart_node_monitor(cluster: LocalCluster, files: dict, index: int) -> tuple[subprocess.Popen, float]:
-    """Start node monitor `index` again, under its id, as LocalCluster started it (thread executor): the
-    process and the seconds until its ready line (printed once it registered with the scheduler)."""
-    ca, cert, key = files["node-monitor"]
-    args = ["node-monitor", "--id", cluster.node_ids[index], "--scheduler", cluster.schedulers[0]]
-    args += ["--executor", "thread", "--slots", "1", "--listen", "127.0.0.1:0", "--log-level", "warning"]
-    args += ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key, "--exit-with-parent"]
-    start = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sparrow_runtime.cli.main", *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=child_env(),
-        start_new_session=True,
-    )
-    ready, _, _ = select.select([process.stdout], [], [], 60)
-    line = os.read(process.stdout.fileno(), 4096) if ready else b""
-    assert b"listening on" in line, f"the restarted node monitor printed {line!r} (exit {process.poll()})"
-    return process, time.monotonic() - start
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    _kill(process.pid)
-    process.wait()
-    for pipe in (process.stdin, process.stdout):
-        if pipe is not None:
-            pipe.close()
-
-
 @pytest.mark.slow
 def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
     with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", tls=tmp_path / "tls") as cluster:
         files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
+        restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])
         targets = [parse_address(cluster.schedulers[0]), parse_address(cluster.node_monitors[0])]
         trio.run(_one_job, cluster.schedulers[0], cluster.client_tls)  # warm: imports, the first job
         # a node monitor restarted without a flood: the time it takes to start and register
-        _kill(cluster.node_monitor_pids[0])
+        kill(cluster.node_monitor_pids[0])
         time.sleep(1.0)  # the scheduler saw the link end
-        quiet, quiet_seconds = _restart_node_monitor(cluster, files, 0)
+        quiet, quiet_seconds = restart()
         try:
             with Flood(targets) as flood:
                 time.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here on
                 seconds = [trio.run(_one_job, cluster.schedulers[0], cluster.client_tls) for _ in range(5)]
-                _stop(quiet)
+                stop(quiet)
                 time.sleep(1.0)
-                flooded, flooded_seconds = _restart_node_monitor(cluster, files, 0)
+                flooded, flooded_seconds = restart()
                 try:
                     seconds.append(trio.run(_one_job, cluster.schedulers[0], cluster.client_tls))
                 finally:
-                    _stop(flooded)
+                    stop(flooded)
                 assert flood.opened >= RATE * 3
         finally:
-            _stop(quiet)
+            stop(quiet)
     assert max(seconds) < 1.0, seconds
     assert flooded_seconds < quiet_seconds + 1.0, (flooded_seconds, quiet_seconds)

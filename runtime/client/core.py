@@ -34,7 +34,7 @@ import random
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -644,6 +644,7 @@ class Client:
         retry_exceptions: bool | None = None,
         prefer: Sequence[Sequence[str] | None] | None = None,
         sampling: str = "batch",
+        resources: str | Mapping[str, object] | None = None,
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
@@ -656,7 +657,11 @@ class Client:
         node monitors to probe first for it, a soft preference (it may still run elsewhere: a busy
         node monitor does not hold it up). `sampling`: "batch" (Sparrow's batch sampling, the default)
         or "per_task" (each task gets ceil(probe_ratio) probes of its own and runs only at one of
-        them: the paper's baseline, docs/runtime.md). Waits while `max_pending_tasks` are unfinished.
+        them: the paper's baseline, docs/runtime.md). `resources`: what each task takes besides its slot,
+        like {"cpus": 2, "memory": "4GiB", "gpu": 1} (docs/resources.md): it runs only on a node monitor
+        that holds it, when it fits there; a bad amount is a ValueError here, a request no node monitor
+        can hold fails its tasks after the scheduler's placement timeout. Waits while `max_pending_tasks`
+        are unfinished.
         A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
         and Dask"): it is placed once its inputs are done, with their values.
         """
@@ -676,7 +681,7 @@ class Client:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
         msg = build_submit(
-            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling
+            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling, resources
         )
         while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():

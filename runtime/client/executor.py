@@ -38,7 +38,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
@@ -138,8 +138,10 @@ class SparrowExecutor(concurrent.futures.Executor):
     the credentials). `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
     `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
-    placement, "batch" (the default) or "per_task" (Client.submit_job). `connect_timeout` is the old
-    name of `handshake_timeout` (deprecated)."""
+    placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
+    takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
+    `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
+    (deprecated)."""
 
     def __init__(
         self,
@@ -159,6 +161,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         max_frame: int = DEFAULT_MAX_FRAME,
         connect_timeout: float | None = None,
         sampling: str = "batch",
+        resources: str | Mapping[str, object] | None = None,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -179,7 +182,10 @@ class SparrowExecutor(concurrent.futures.Executor):
             max_frame=max_frame,
         )
         # checked now, not at each submit: the settings of every job it sends
-        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout, sampling=sampling)
+        self.resources = resources  # as given: each job's settings put it in units (build_submit)
+        self._settings = build_submit(
+            [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
+        )
         self.user = user
         self.priority = priority
         self.sampling = sampling
@@ -344,6 +350,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self.timeout,
                 [options.prefer] * len(payloads) if options.prefer else None,
                 self.sampling,
+                self.resources if options.resources is None else options.request(),
             )
             settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
             retries = retries if options.retries is None else check_retries(options.retries)
@@ -423,9 +430,12 @@ class SparrowExecutor(concurrent.futures.Executor):
         timeout: float | None = None,
         chunksize: int | None = None,
         buffersize: int | None = DEFAULT_BUFFERSIZE,
+        resources: str | Mapping[str, object] | None = None,
     ) -> Iterator:
         """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is
-        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once)."""
+        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once).
+        `resources`: what each task takes besides its slot (None: the executor's)."""
+        options = None if resources is None else JobOptions(resources=resources)  # checked now
         size = self.chunksize if chunksize is None else chunksize
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {size!r}")
@@ -447,7 +457,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 for start in range(0, len(chunk), size):
                     payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
-                    jobs.append(self._job(payloads))
+                    jobs.append(self._job(payloads, options=options))
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 for job in jobs:
                     window.extend(job.owner)

@@ -26,7 +26,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -64,6 +64,7 @@ from ..wire.messages import (
 from ..wire.tls import TLS
 from . import steal_log
 from .burst import Burst
+from .capacity import allowed_cpus, host_capacity
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import (
     DEFAULT_GIVE_BACK,
@@ -76,6 +77,7 @@ from .node_monitor_logic import (
     Withdraw,
 )
 from .outcome_batching import OutcomeBatcher
+from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
@@ -415,6 +417,11 @@ class NodeMonitorService:
 
     def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
+        fit = self.logic.fit
+        if fit is not None and fit.active_tasks:
+            place = fit.place(key)
+            if place is not None:  # a task with resources is told its place (placed.py)
+                payload = placed_payload(payload, self.node_id, *place)
         if self._ahead:
             ahead = self._ahead.pop(key, None)
             if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
@@ -545,6 +552,12 @@ def make_executor(
     return kind
 
 
+def node_resources(declared: Mapping[str, int] | None) -> dict[str, Any]:
+    """NodeMonitorLogic's resources, gpu_ids and cpu_ids for `declared` (None: detected, capacity.py)."""
+    capacity, gpu_ids = host_capacity(declared)
+    return {"resources": capacity, "gpu_ids": gpu_ids, "cpu_ids": allowed_cpus()}
+
+
 def check_value_settings(inline_limit: int, max_value: int) -> None:
     for name, value in (("inline_limit", inline_limit), ("max_value", max_value)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -606,6 +619,7 @@ async def serve_node_monitor(
     max_value: int = DEFAULT_MAX_VALUE,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
+    resources: Mapping[str, int] | None = None,
     task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
@@ -620,6 +634,9 @@ async def serve_node_monitor(
     steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
+    `resources` ({name: units}, wire/resources.py) is what it offers besides its slots (None: its CPUs and
+    memory detected, and its GPUs where the host shows them: capacity.py; {}: nothing); a task asking for
+    resources launches here only when they fit (fit.py).
 
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
@@ -661,6 +678,7 @@ async def serve_node_monitor(
             pipeline_steady=pipeline_steady,
             give_back=give_back,
             steal=steal,
+            **node_resources(resources),
         )
     check_value_settings(inline_limit, max_value)
     if logic.store is None:

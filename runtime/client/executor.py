@@ -51,7 +51,7 @@ import trio
 from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
+from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS

@@ -469,7 +469,7 @@ class NodeMonitorService:
         values: list = list(call.inputs)
         lost: dict[int, tuple[bytes, str]] = {}
 
-        user = self._user_of(key) if self._tls is not None else None  # under TLS: only the task's user's values
+        user = self._user_of(key) if self.link_config.tls is not None else None  # TLS: only the task's user's values
 
         async def fetch(i: int, ref: ValueRef) -> None:
             try:

@@ -14,6 +14,7 @@ from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.shared import AVAILABLE
 from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.errors import ValueLost
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import ValueRef
 
 SIZE = 100_000
@@ -22,14 +23,13 @@ SIZE = 100_000
 async def _fetches(certs) -> dict:
     store = ValueStore(1 << 30)
     key = store.put(b"a" * SIZE, "alice", "alice's session")
-    server = DataServer(store, node_id="nm0", secret=None, tls=certs.tls("nm0"))
+    server = DataServer(store, node_id="nm0", link=LinkConfig(tls=certs.tls("nm0")))
     seen: dict = {}
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, server.handle_stream, 0, host="127.0.0.1"))
         ref = ValueRef("nm0", f"127.0.0.1:{listeners[0].socket.getsockname()[1]}", key, SIZE)
-        links = DataLinks(
-            secret=None, tls=certs.tls("nm1"), role="node-monitor", peer_id="nm1", shared_over=1000, copies=1 << 20
-        )
+        link = LinkConfig(tls=certs.tls("nm1"))
+        links = DataLinks(link=link, role="node-monitor", peer_id="nm1", shared_over=1000, copies=1 << 20)
         with trio.fail_after(20):
             for user in ("alice", "bob", "alice", "bob"):  # alice's second from her copy; bob's never
                 try:

@@ -172,5 +172,5 @@ def test_without_a_cluster_the_backend_runs_on_the_sparrow_local_of_this_host(th
         executor = config["backend"].executor
     del config
     gc.collect()
-    executor._thread.join(timeout=10)
-    assert not executor._thread.is_alive()
+    executor._loop.thread.join(timeout=10)
+    assert not executor._loop.thread.is_alive()

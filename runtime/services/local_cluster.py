@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from sparrow_core import QUEUE_POLICIES
@@ -55,6 +55,7 @@ from sparrow_core import QUEUE_POLICIES
 from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
+from ..wire.resources import format_resources, parse_resources
 from ..wire.tls import TLS
 from .arguments import check_counts, check_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
@@ -89,7 +90,9 @@ class LocalCluster:
     task's start while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
+    `labels` (optional) gives each node monitor its labels, by position; `resources` (optional) what each offers
+    its tasks besides their slots (one {name: amount} or "name=amount,..." for all, or one per node monitor, None:
+    detected; docs/resources.md); `probe_ratio`, `bind_idle` (a job's first
     tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
     `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
@@ -131,6 +134,7 @@ class LocalCluster:
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
+        resources: str | Mapping[str, object] | Sequence[str | Mapping[str, object] | None] | None = None,
         probe_ratio: float | None = None,
         bind_idle: bool = DEFAULT_BIND_IDLE,
         result_delay: float | None = None,
@@ -184,6 +188,11 @@ class LocalCluster:
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
+        given = [resources] * node_monitors if resources is None or isinstance(resources, (str, Mapping)) else resources
+        if len(given) != node_monitors:
+            raise ValueError(f"resources must have one entry per node monitor ({node_monitors}), got {len(given)}")
+        # each node monitor's capacity in units (None: detected); a bad amount is a ValueError now
+        self.resources = [None if r is None else parse_resources(r) for r in given]
         self.probe_ratio = probe_ratio
         self.bind_idle = bind_idle
         self.result_delay = result_delay
@@ -348,6 +357,9 @@ class LocalCluster:
             args += ["--scheduler", address]
         for label in self.labels[i]:
             args += ["--label", label]
+        offered = self.resources[i]
+        if offered is not None:
+            args += ["--resources", format_resources(offered) if offered else ""]
         for user, weight in self.weights.items():
             args += ["--weight", f"{user}={weight}"]
         return args

@@ -7,12 +7,12 @@ A graph's annotations come per key (`__dask_annotations__()` of the collection D
   executor's minus p (it orders tasks at node monitors whose policy is `priority`);
 - `workers=[ids]`: the node monitors the task may run on (a constraint), or, with
   `allow_other_workers=True`, where it is probed at first (a preference);
-- `resources` is refused with NotImplementedError: SparrowExecutor's jobs cannot ask for resources yet, and
-  a task that needs a GPU must not run where there is none;
+- `resources={"GPU": 1, "memory": "4GiB"}`: what the task takes besides its slot (docs/resources.md); names
+  are lower-cased (Dask's "GPU" is Sparrow's "gpu"), so it runs only on a node monitor that holds it;
 - any other annotation is ignored, with one debug line per graph naming them (as Dask's schedulers do).
 
-A bad value (a retries that is not an int >= 0, a priority that is not an int, workers that are not ids)
-raises ValueError naming the annotation and the key.
+A bad value (a retries that is not an int >= 0, a priority that is not an int, workers that are not ids, a
+bad amount of a resource) raises ValueError naming the annotation and the key.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from .wire.limits import PRIORITY_MAX, PRIORITY_MIN
 
 logger = logging.getLogger(__name__)
 
-HONOURED = frozenset(("retries", "priority", "workers", "allow_other_workers"))
-REFUSED = {"resources": "SparrowExecutor's jobs cannot ask for resources yet"}
+HONOURED = frozenset(("retries", "priority", "workers", "allow_other_workers", "resources"))
+REFUSED: dict[str, str] = {}  # annotations refused with NotImplementedError: name -> why
 
 
 def graph_annotations(dsk: Any) -> Mapping[str, Mapping[Hashable, object]]:
@@ -69,10 +69,17 @@ def _options(key: Hashable, values: dict[str, Any], priority: int) -> JobOptions
         if not ids or not all(isinstance(w, str) for w in ids):
             raise ValueError(f"Dask annotation workers={workers!r} of {key!r}: must be node monitor ids")
     soft = bool(values.get("allow_other_workers", False))
-    return JobOptions(
-        priority=level,
-        node_monitors=() if soft else ids,
-        prefer=ids if soft else (),
-        retries=retries,
-        retry_exceptions=True if retries is not None else None,
-    )
+    asked = values.get("resources")
+    if asked is not None and not isinstance(asked, Mapping):
+        raise ValueError(f"Dask annotation resources={asked!r} of {key!r}: must be a mapping of names to amounts")
+    try:
+        return JobOptions(
+            priority=level,
+            node_monitors=() if soft else ids,
+            prefer=ids if soft else (),
+            retries=retries,
+            retry_exceptions=True if retries is not None else None,
+            resources=None if asked is None else {str(name).lower(): amount for name, amount in asked.items()},
+        )
+    except ValueError as exc:
+        raise ValueError(f"Dask annotation resources={asked!r} of {key!r}: {exc}") from None

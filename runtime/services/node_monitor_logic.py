@@ -269,6 +269,7 @@ class NodeMonitorLogic(WorkStealing):
         seed: int | None = None,
         resources: Mapping[str, int] | None = None,
         gpu_ids: Sequence[str] | None = None,
+        cpu_ids: Sequence[int] = (),
         fit_window: int = DEFAULT_FIT_WINDOW,
         fit_max_skips: int = DEFAULT_FIT_MAX_SKIPS,
     ) -> None:
@@ -331,7 +332,7 @@ class NodeMonitorLogic(WorkStealing):
         self.fit = (
             None
             if resources is None
-            else FitLauncher(resources, gpu_ids=gpu_ids, window=fit_window, max_skips=fit_max_skips)
+            else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
         )
 
     def _mode(self, pipeline: bool, gate: bool) -> str:

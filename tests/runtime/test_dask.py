@@ -319,11 +319,24 @@ def test_workers_with_allow_other_workers_is_a_preference(cluster, sparrow, subm
     assert [(m.constraint, m.task_prefer) for m in submitted] == [(None, [(cluster.node_ids[0],)])]
 
 
-def test_resources_are_refused_unknown_annotations_ignored_and_bad_values_named(sparrow, caplog):
-    with dask.annotate(resources={"GPU": 1}):
+def test_a_resources_annotation_is_the_tasks_request(sparrow, submitted):
+    """Dask's names are lower-cased; the task runs where its request fits (the node monitors' detected
+    CPUs); one nothing can hold fails naming the largest capacity seen; a bad amount is named."""
+    with dask.annotate(resources={"CPUS": 0.5, "memory": "1MiB"}):
+        small = dask.delayed(_inc)(1)
+    assert dask.compute(small, scheduler=sparrow) == (2,)
+    assert [m.resources for m in submitted] == [{"cpus": 500, "memory": 2**20}]
+    with dask.annotate(resources={"GPU": 64}):
         gpu = dask.delayed(_inc)(1)
-    with pytest.raises(NotImplementedError, match="annotation 'resources' is not supported"):
+    with pytest.raises(Exception, match="no live node monitor has the resources gpu=64"):
         dask.compute(gpu, scheduler=sparrow)
+    with dask.annotate(resources={"GPU": -1}):
+        bad = dask.delayed(_inc)(1)
+    with pytest.raises(ValueError, match=r"resources=.* of .*: gpu=-1: the amount must be >= 0"):
+        dask.compute(bad, scheduler=sparrow)
+
+
+def test_unknown_annotations_are_ignored_and_bad_values_named(sparrow, caplog):
     with dask.annotate(color="blue"), caplog.at_level("DEBUG", logger="sparrow_runtime.dask_annotations"):
         blue = dask.delayed(_inc)(1)
         assert dask.compute(blue, scheduler=sparrow) == (2,)

@@ -31,11 +31,11 @@ import trio
 from ..errors import ConnectionLost, HandshakeError, ProtocolError, ValueLost
 from ..wire.address import parse_address
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, describe_invalid
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.framing import HEADER_SIZE, describe_invalid
+from ..wire.handshake import connect
 from ..wire.limits import CHUNK_SIZE, DEFAULT_MAX_VALUE, MAX_RELEASE_KEYS, STALL_TIMEOUT, clip
+from ..wire.link_config import LinkConfig
 from ..wire.messages import Error, FetchFile, FetchValue, Message, ReleaseValues, ValueFile, ValueRef
-from ..wire.tls import TLS
 from .copies import Copies
 from .shared import SharedValue, adopt
 from .transfer import Assembler, TransferError, chunk_prefix
@@ -71,30 +71,21 @@ def describe(ref: ValueRef) -> str:
 
 
 class DataLinks:
-    """The data links of one client or node monitor (`role`, `peer_id`) to the holders of values."""
+    """The data links of one client or node monitor (`role`, `peer_id`) to the holders of values, made
+    under `link` (its credentials, handshake deadline and frame limit)."""
 
     def __init__(
         self,
         *,
-        secret: bytes | None,
-        tls: TLS | None = None,
+        link: LinkConfig,
         role: str,
         peer_id: str,
-        max_frame: int = DEFAULT_MAX_FRAME,
         max_value: int = DEFAULT_MAX_VALUE,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         shared_over: int = 0,
         copies: int = 0,
     ) -> None:
-        self._connect: dict[str, Any] = {
-            "secret": secret,
-            "tls": tls,
-            "role": role,
-            "peer_id": peer_id,
-            "max_frame": max_frame,
-            "timeout": handshake_timeout,
-        }
+        self._connect: dict[str, Any] = {"link": link, "role": role, "peer_id": peer_id}
         self.max_value = max_value
         self.stall_timeout = stall_timeout
         self.shared_over = shared_over  # a value over this many bytes comes into a memory file (0: none do)

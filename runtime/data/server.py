@@ -30,12 +30,12 @@ import trio
 
 from ..errors import ConnectionLost, ProtocolError
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE
+from ..wire.framing import HEADER_SIZE
 from ..wire.gate import HandshakeGate
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve
+from ..wire.handshake import accept_and_serve
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_REASON, STALL_TIMEOUT, clip
+from ..wire.link_config import LinkConfig
 from ..wire.messages import Error, FetchFile, FetchValue, PutValue, ReleaseValues, ValueFile, ValueKept, ValueMissing
-from ..wire.tls import TLS
 from .links import raw_stream, unix_socket
 from .shared import SharedValue
 from .store import Value, ValueStore
@@ -50,18 +50,16 @@ _encoder = msgspec.msgpack.Encoder()
 
 
 class DataServer:
-    """Serves `store` on the data links of the node monitor `node_id` (`stats` counts what it did)."""
+    """Serves `store` on the data links of the node monitor `node_id`, accepted under `link` (`stats`
+    counts what it did)."""
 
     def __init__(
         self,
         store: ValueStore,
         *,
         node_id: str,
-        secret: bytes | None,
-        tls: TLS | None = None,
-        max_frame: int = DEFAULT_MAX_FRAME,
+        link: LinkConfig,
         max_value: int = DEFAULT_MAX_VALUE,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         idle_timeout: float = DATA_IDLE_TIMEOUT,
         shared_over: int = 0,
@@ -74,10 +72,7 @@ class DataServer:
         self.idle_timeout = idle_timeout
         self.stats: Counter[str] = Counter()
         self._accept = {
-            "secret": secret,
-            "tls": tls,
-            "max_frame": max_frame,
-            "timeout": handshake_timeout,
+            "link": link,
             "role": "node-monitor",
             "node_id": node_id,
             "allowed_roles": ROLES,

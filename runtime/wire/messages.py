@@ -63,8 +63,9 @@ from .resources import ResourceUnits
 # 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
 # reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile);
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
-# per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources)
-PROTOCOL_VERSION = 10
+# per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
+# user in ReleaseSession (a node monitor that ignored it would drop another user's values)
+PROTOCOL_VERSION = 11
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -360,9 +361,12 @@ class GiveBack(_Msg, tag=37):
 
 class ReleaseSession(_Msg, tag=33):
     """Scheduler -> node monitor: the client `session` is gone (not back within the scheduler's client
-    grace): drop the values its tasks left here."""
+    grace): drop the values its tasks left here that belong to `user`, the session's certificate user (None:
+    all of them; a client without one: an admin, or the insecure mode). Another user's client that claimed
+    the same id at another scheduler thus drops only its own values."""
 
     session: Name
+    user: Name | None = None
 
 
 class StealPeers(_Msg, tag=34):

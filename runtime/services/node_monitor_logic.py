@@ -332,7 +332,14 @@ class NodeMonitorLogic(WorkStealing):
         self.fit = (
             None
             if resources is None
-            else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
+            else FitLauncher(
+                resources,
+                gpu_ids=gpu_ids,
+                cpu_ids=cpu_ids,
+                window=fit_window,
+                max_skips=fit_max_skips,
+                by_priority=policy == "priority",
+            )
         )
 
     def _mode(self, pipeline: bool, gate: bool) -> str:

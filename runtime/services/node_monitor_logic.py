@@ -907,9 +907,10 @@ class NodeMonitorLogic(WorkStealing):
                 self.free -= 1
         queue = self.queue
         fit = self.fit
-        if fit is not None and fit.active:  # reservations with resources wait: the launch rule decides (fit.py)
+        fitting = fit is not None and fit.active  # reservations with resources wait: the launch rule decides (fit.py)
+        if fit is not None and fitting:
             self._fill_fitting(fit, out)
-        while self.free > 0 and queue and not self.draining and (fit is None or not fit.active):
+        while self.free > 0 and queue and not self.draining and not fitting:
             reservation = queue.pop()
             assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
@@ -922,7 +923,7 @@ class NodeMonitorLogic(WorkStealing):
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
         rule = self._rule
-        if self.pipeline and (fit is None or not fit.active) and rule.gate_open(self._short and self._overrunning()):
+        if self.pipeline and not fitting and rule.gate_open(self._short and self._overrunning()):
             # deep (depth > 1 and short tasks): a slot waiting for its task asks ahead too; just in time or
             # steady: one per running task due (docstring)
             steady = self.steady

@@ -469,9 +469,11 @@ class NodeMonitorService:
         values: list = list(call.inputs)
         lost: dict[int, tuple[bytes, str]] = {}
 
+        user = self._user_of(key) if self.link_config.tls is not None else None  # TLS: only the task's user's values
+
         async def fetch(i: int, ref: ValueRef) -> None:
             try:
-                values[i] = await self._value(ref)
+                values[i] = await self._value(ref, user)
             except ValueLost as exc:
                 lost[i] = (ref.key, f"input {i}: {exc}")
 
@@ -498,15 +500,16 @@ class NodeMonitorService:
         reported.append(None)  # launched: the executor reports it from now on
         self._launch_task(key, call_payload, inputs)
 
-    async def _value(self, ref: ValueRef) -> bytes | bytearray | SharedValue:
-        """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""
+    async def _value(self, ref: ValueRef, user: str | None) -> bytes | bytearray | SharedValue:
+        """An input's value for a task of `user` (None: any user's): from this node monitor's store, or fetched
+        from its holder (ValueLost; another user's value is as good as lost)."""
         if ref.node_id == self.node_id:
             store = self.logic.store
-            kept = None if store is None else store.get(ref.key)
+            kept = None if store is None else store.get(ref.key, user)
             if kept is None:
-                raise ValueLost(f"{describe(ref)} is lost: this node monitor no longer holds it")
+                raise ValueLost(f"{describe(ref)} is lost: this node monitor holds no such value of the task's user")
             return kept.value
-        return await self.links.fetch(ref)
+        return await self.links.fetch(ref, user)
 
     async def _run(self, payload: bytes, done: Callable[[Outcome], None]) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""

@@ -91,7 +91,7 @@ def test_a_batch_that_cannot_be_sent_ends_the_call_with_its_error(backend):
 
     args = [1] * 12 + [threading.Lock()] + [1] * 3
     start = time.monotonic()
-    with pytest.raises(TypeError, match="cannot pickle '_thread.lock' object"):
+    with pytest.raises(TypeError, match=r"cannot pickle '_thread\.lock' object"):
         Parallel(n_jobs=2, batch_size=1, timeout=60)(delayed(_square)(a) for a in args)
     assert time.monotonic() - start < 30
     assert Parallel(n_jobs=2)(delayed(_square)(i) for i in range(3)) == [0, 1, 4]

@@ -19,7 +19,7 @@ from ..services.processes import SECRET_VARIABLES
 from ..wire.auth import SECRET_ENV, load_secret
 from ..wire.tls import TLS, TLSConfigError, load_tls
 from .config import CONFIG, Resolved, resolve
-from .options import COMMANDS
+from .options import COMMANDS, EVERY_RETIRED, RETIRED
 
 logger = logging.getLogger(__name__)
 INSECURE_WARNING = (
@@ -46,12 +46,14 @@ def add_command(
     CONFIG.add_to(parser)
     for setting in COMMANDS[command]:
         setting.add_to(parser)
+    for retired in RETIRED.get(command, ()):
+        retired.add_to(parser)
     parser.set_defaults(func=run)
     return parser
 
 
 def settings(command: str, args: argparse.Namespace) -> Resolved:
-    return resolve(command, COMMANDS[command], args, os.environ, COMMANDS)
+    return resolve(command, COMMANDS[command], args, os.environ, COMMANDS, EVERY_RETIRED)
 
 
 def read_secret_file(path: str) -> bytes:

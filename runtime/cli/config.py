@@ -6,10 +6,13 @@ its default and its help. Its flag is `--slots` (repeatable for list kinds), its
 variable `SPARROW_SLOTS`, its TOML key `slots`, either at the top level of the file (for every
 command that has the setting) or in the command's own table (`[node-monitor]`), which wins.
 
+A `Retired` setting no longer exists: its flags are usage errors, and its variable and TOML key
+ConfigErrors, each naming what to use instead.
+
 Error handling: every bad value raises ConfigError naming the setting and where it came from
 ("--slots: ...", "SPARROW_SLOTS: ...", "config.toml: [node-monitor] slots: ..."); so does an
 unknown key in the file, an unknown SPARROW_* variable (except those in ENV_OWNED_ELSEWHERE), a
-file that is missing or not valid TOML.
+retired one, a file that is missing or not valid TOML.
 """
 
 from __future__ import annotations
@@ -246,6 +249,34 @@ class Setting:
             parser.add_argument(self.flag, dest=self.name, default=None, metavar=self.metavar, help=text)
 
 
+@dataclass(frozen=True)
+class Retired:
+    """Flags (and, with `name`, the environment variable and TOML key of that setting) that no longer exist:
+    each is refused, naming `instead`."""
+
+    flags: tuple[str, ...]
+    instead: str
+    name: str = ""  # "": only flags are retired (of a setting that stays, such as --no-pipeline)
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper() if self.name else ""
+
+    def refusal(self, what: str) -> str:
+        return f"{what} was retired: use {self.instead}"
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Hidden flags that stop the command with a usage error naming `instead`."""
+        retired = self
+
+        class Refuse(argparse.Action):
+            def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+                parser.error(retired.refusal(self.option_strings[0]))
+
+        for flag in self.flags:
+            parser.add_argument(flag, action=Refuse, nargs=0, help=argparse.SUPPRESS)
+
+
 def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -281,18 +312,23 @@ def resolve(
     args: argparse.Namespace,
     env: Mapping[str, str],
     every_command: Mapping[str, Sequence[Setting]],
+    retired: Sequence[Retired] = (),
 ) -> Resolved:
     """Resolve `settings` of `command` from the parsed flags `args`, then `env`, then the TOML file
     named by --config / SPARROW_CONFIG (its `[command]` table, then its top level), then defaults.
 
-    `every_command` (each command's settings) decides which variables and keys are unknown.
+    `every_command` (each command's settings) decides which variables and keys are unknown; `retired`
+    variables and keys are refused naming what to use instead.
     """
     known_env = {s.env for group in every_command.values() for s in group} | {CONFIG.env}
+    for gone in retired:
+        if gone.env in env:
+            raise ConfigError(gone.refusal(gone.env))
     for name in sorted(env):
         if name.startswith(ENV_PREFIX) and name not in known_env and name not in ENV_OWNED_ELSEWHERE:
             raise ConfigError(f"unknown setting in the environment: {name}")
     config_file = getattr(args, CONFIG.name, None) or env.get(CONFIG.env) or None
-    table = _load_file(config_file, every_command) if config_file else {"": {}}
+    table = _load_file(config_file, every_command, retired) if config_file else {"": {}}
     mine = table.get(command, {})
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -332,9 +368,11 @@ def _read(where: str, raw: Any, convert: Callable[[Any], Any]) -> Any:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _load_file(path: str, every_command: Mapping[str, Sequence[Setting]]) -> dict[str, dict[str, Any]]:
+def _load_file(
+    path: str, every_command: Mapping[str, Sequence[Setting]], retired: Sequence[Retired]
+) -> dict[str, dict[str, Any]]:
     """The file as {"": its top-level settings, command: its table}. Every key must be a setting:
-    of some command at the top level, of that command in its table."""
+    of some command at the top level, of that command in its table (a `retired` one is refused)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:
@@ -349,6 +387,11 @@ def _load_file(path: str, every_command: Mapping[str, Sequence[Setting]]) -> dic
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    gone = {r.name: r for r in retired if r.name}
+    for key, value in data.items():
+        for name in value if isinstance(value, dict) and key in every_command else (key,):
+            if name in gone:
+                raise ConfigError(f"config file {path}: " + gone[name].refusal(f"the setting {name!r}"))
     names = {cmd: {s.name for s in group} for cmd, group in every_command.items()}
     anywhere = set().union(*names.values())
     out: dict[str, dict[str, Any]] = {"": {}}

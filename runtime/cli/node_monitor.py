@@ -46,9 +46,6 @@ def run(args: argparse.Namespace) -> int:
         "weights": s["weight"],
         "pipeline": s["pipeline"],
         "pipeline_depth": s["pipeline_depth"],
-        "pipeline_gate": not s["pipeline_always"],
-        "pipeline_jit": s["pipeline_jit"],
-        "pipeline_steady": s["pipeline_steady"],
         "give_back": s["give_back"],
         "steal": s["steal"],
     }

@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, wait
 from functools import partial
 
@@ -56,29 +57,40 @@ ROUNDS = 10
 FIGURES = ("map", "submit", "job_p50", "map_cpu", "submit_cpu", "job_cpu")
 
 
-def tree_cpu_seconds() -> float:
-    """CPU seconds of this process and every live descendant, all their threads (Linux: schedstat in
-    ns, else the clock ticks of stat; 0.0 without /proc)."""
+def tree_cpu_seconds(roots: Iterable[int] | None = None) -> float:
+    """CPU seconds of the processes `roots` (default: this one) and every live descendant of theirs, all their
+    threads (Linux: schedstat in ns, else the clock ticks of stat; 0.0 without /proc)."""
+    parents = _children_by_parent()
+    total, todo = 0.0, [os.getpid()] if roots is None else list(roots)
+    while todo:
+        pid = todo.pop()
+        total += process_cpu_seconds(pid)
+        todo.extend(parents.get(pid, ()))
+    return total
+
+
+def child_pids() -> set[int]:
+    """The live children of this process."""
+    return set(_children_by_parent().get(os.getpid(), ()))
+
+
+def _children_by_parent() -> dict[int, list[int]]:
     parents: dict[int, list[int]] = {}
     try:
         entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
     except OSError:
-        return 0.0
+        return parents
     for pid in entries:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 parents.setdefault(int(f.read().rpartition(")")[2].split()[1]), []).append(pid)
         except OSError:
             continue  # ended meanwhile
-    total, todo = 0.0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += _process_cpu(pid)
-        todo.extend(parents.get(pid, ()))
-    return total
+    return parents
 
 
-def _process_cpu(pid: int) -> float:
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds of process `pid`, all its threads (0.0 if it is gone)."""
     try:
         threads = os.listdir(f"/proc/{pid}/task")
         ns = 0

@@ -11,7 +11,9 @@ shared, noisy machine: absolute times move with whatever else runs, a ratio much
   an O(n) step, a debug build), the noise of this 2-core machine up to 1.8x.
 - runtime: the CPU per task of the map, the submit loop and 10-task jobs over a
   ProcessPoolExecutor(2)'s, and the 80%-load p50 over the zero-overhead floor's
-  (bench_vs_pool.RuntimeVsPool). Factor 1.5 (--runtime-factor): identical builds measured minutes
+  (bench_vs_pool.RuntimeVsPool), and at the user's door (bench_users.UsersDoor: functions from the
+  script's __main__) the CPU per task of the map, the submit loop and the callbacks over the pool's and
+  the 80%- and 70%-load p50 over the floor's. Factor 1.5 (--runtime-factor): identical builds measured minutes
   apart on this machine under load spread by up to 1.44x. The wall-clock ratios to the pool
   (`track_map_time_vs_pool`, ...) spread by 1.5-3.8x there: tracked in the history, not gated here.
 - runtime A/B (benchtools/ab.py, `--ab-factor`, 1.2; `--no-ab` skips it): both commits built into
@@ -31,7 +33,10 @@ from benchtools.asv_project import REPOSITORY, asv, ensure_machine, git
 
 GATED_BENCHMARKS = r"\.track_time_vs_python\b"  # \b, not $: asv matches NAME(PARAMS) of parametrized ones
 FACTOR = 2.0
-RUNTIME_BENCHMARKS = r"\bRuntimeVsPool\.track_(\w+_cpu_vs_pool|load_overhead_vs_floor)\b"
+RUNTIME_BENCHMARKS = (
+    r"\b(RuntimeVsPool\.track_(\w+_cpu_vs_pool|load_overhead_vs_floor)"
+    r"|UsersDoor\.track_(\w+_cpu_vs_pool|load\d+_vs_floor))\b"
+)
 RUNTIME_FACTOR = 1.5
 
 

@@ -29,6 +29,7 @@ HISTORY_BENCHMARKS = (
     r"^bench_runtime\.RuntimeNoOpTasks\.track_",
     r"^bench_runtime\.RuntimeAtLoad\.track_",
     r"^bench_vs_pool\.RuntimeVsPool\.track_",
+    r"^bench_users\.UsersDoor\.track_",
     r"^bench_sim\.SimulatorThroughput\.track_",
 )
 

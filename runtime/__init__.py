@@ -28,6 +28,8 @@ _EXPORTS = {
     "UploadFailed": "errors",
     "ValueLost": "errors",
     "LocalCluster": "services.local_cluster",
+    "LinkConfig": "wire.link_config",
+    "SchedulerConfig": "services.config",
     "Constraint": "wire.messages",
     "serve_node_monitor": "services.node_monitor",
     "serve_scheduler": "services.scheduler",
@@ -55,9 +57,11 @@ if TYPE_CHECKING:
     from .errors import TaskTimeout as TaskTimeout
     from .errors import UploadFailed as UploadFailed
     from .errors import ValueLost as ValueLost
+    from .services.config import SchedulerConfig as SchedulerConfig
     from .services.local_cluster import LocalCluster as LocalCluster
     from .services.node_monitor import serve_node_monitor as serve_node_monitor
     from .services.scheduler import serve_scheduler as serve_scheduler
+    from .wire.link_config import LinkConfig as LinkConfig
     from .wire.messages import Constraint as Constraint
     from .wire.tls import TLS as TLS
 

@@ -43,6 +43,7 @@ from dask._task_spec import DataNode, convert_legacy_graph
 from dask.callbacks import Callback, local_callbacks, normalize_callback
 from dask.local import batch_execute_tasks, get_async
 
+from .client.attach import executor_for
 from .client.executor import SparrowExecutor, SparrowFuture
 from .client.scatter import Pickled, pickle_value
 from .client.tick_batch import TickBatch
@@ -54,8 +55,6 @@ DEFAULT_MAX_IN_FLIGHT = 10_000
 
 DEFAULT_SCATTER_OVER = limits.DEFAULT_INLINE_LIMIT
 """Bytes (pickled) over which a graph's data is scattered to node monitors (the node monitors' default inline limit)."""
-
-_CREDENTIALS = frozenset(("secret", "secret_file", "tls"))  # executor options that say how to get in
 
 
 class DaskScheduler:
@@ -84,16 +83,7 @@ class DaskScheduler:
         if scatter_over is not None and (isinstance(scatter_over, bool) or not isinstance(scatter_over, int)):
             raise ValueError(f"scatter_over must be an int of bytes or None, got {scatter_over!r}")
         self.scatter_over = scatter_over
-        if isinstance(cluster, SparrowExecutor):
-            if executor_options:
-                raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
-            self.executor, self._owned = cluster, False
-        elif isinstance(cluster, LocalCluster):
-            if not executor_options.keys() & _CREDENTIALS:  # the cluster's own: its TLS client, or its secret
-                executor_options.update(cluster.credentials)
-            self.executor, self._owned = SparrowExecutor(cluster.schedulers, **executor_options), True
-        else:
-            self.executor, self._owned = SparrowExecutor(cluster, **executor_options), True
+        self.executor, self._owned = executor_for(cluster, executor_options)
         self.max_in_flight = max_in_flight
         self.waves = 0
         self.tasks = 0
@@ -230,14 +220,8 @@ class _Wave:
     def _send(self) -> None:
         calls, futures = self._calls, self._futures
         self._calls, self._futures = [], []
-        executor = self._scheduler.executor
-        plain = [i for i, call in enumerate(calls) if not _takes_kept(call)]
-        sent: list = [None] * len(calls)
-        for i, theirs in zip(plain, executor.submit_many([calls[i][:3] for i in plain]), strict=True):
-            sent[i] = theirs
-        for i, (fn, args, kwargs, _) in enumerate(calls):
-            if sent[i] is None:  # takes values kept at node monitors: a dependent (references, no fetch)
-                sent[i] = executor.submit(fn, *args, **kwargs)
+        # one job; a task whose inputs are kept at node monitors goes with their references (no fetch)
+        sent = self._scheduler.executor.submit_many([call[:3] for call in calls])
         self._scheduler._count(len(sent))
         for mine, theirs, call in zip(futures, sent, calls, strict=True):
             self._running.add(theirs)
@@ -288,11 +272,6 @@ def _sized(value: object) -> tuple[int, object]:
 def _run_task(task: Callable[[dict], Any], data: dict) -> Any:
     """A task of the graph, run on the cluster on its inputs' values."""
     return task(data)
-
-
-def _takes_kept(call: tuple) -> bool:
-    """Whether a graph task's inputs include a value kept at a node monitor (a SparrowFuture)."""
-    return call[3] is not None and any(isinstance(v, SparrowFuture) for v in call[1][1].values())
 
 
 def _fetched(result: Any) -> Any:

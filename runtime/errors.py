@@ -22,6 +22,10 @@ class HandshakeError(ProtocolError):
     """The connection handshake failed: wrong secret, other protocol version, wrong role, or too slow."""
 
 
+class SilentPeer(HandshakeError):
+    """A peer sent nothing within the handshake's first-byte deadline (an idle connection)."""
+
+
 class ServiceStop(SparrowError):
     """Raised on purpose to stop a whole service (not just one connection): guard.py lets it through."""
 

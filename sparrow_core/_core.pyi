@@ -214,3 +214,26 @@ def _simulate(
     trace: Mapping[str, npt.ArrayLike] | None = None,
     steals: Mapping[str, npt.ArrayLike] | None = None,
 ) -> _SimOutput: ...
+
+# The resource simulator's entry point (private: the typed public face is sparrow_core.sim.simulate_resources).
+RESOURCE_PLACEMENTS: tuple[str, ...]
+"""The resource simulator's placements: sparrow (probes where the request fits + the fit launcher), packer."""
+
+class _ResourceSimOutput(TypedDict):  # the dict _simulate_resources returns (a stub-only type)
+    job_arrival: npt.NDArray[np.float64]
+    job_response: npt.NDArray[np.float64]
+    job_wait: npt.NDArray[np.float64]
+    job_class: npt.NDArray[np.int32]
+    host_class: npt.NDArray[np.int32]
+    work: npt.NDArray[np.float64]
+    held: npt.NDArray[np.float64]
+    counters: dict[str, int]
+    end_time: float
+
+def _simulate_resources(
+    params: dict[str, object],
+    host_capacity: npt.ArrayLike,
+    host_share: npt.ArrayLike,
+    request: npt.ArrayLike,
+    request_share: npt.ArrayLike,
+) -> _ResourceSimOutput: ...

@@ -285,3 +285,58 @@ cdef extern from "sparrow/sim/simulator.h" namespace "sparrow::sim" nogil:
     void c_simulate "sparrow::sim::simulate"(const CSimParams& params, CSimOutput& out) except +
 
 
+
+cdef extern from "sparrow/sim/resource/params.h" namespace "sparrow::sim" nogil:
+    cdef enum class CResourcePlacement "sparrow::sim::ResourcePlacement":
+        Sparrow "sparrow::sim::ResourcePlacement::Sparrow"
+        Packer "sparrow::sim::ResourcePlacement::Packer"
+
+    cdef cppclass CResourceSimParams "sparrow::sim::ResourceSimParams":
+        CResourceSimParams()
+        CResourcePlacement policy
+        int64_t n_workers
+        int64_t n_kinds
+        int64_t n_host_classes
+        const int64_t* host_capacity
+        const double* host_share
+        int64_t n_request_classes
+        const int64_t* request
+        const double* request_share
+        int64_t n_jobs
+        int64_t tasks_per_job
+        double arrival_rate
+        double mean_duration
+        double probe_ratio
+        double network_delay
+        int64_t fit_window
+        int64_t fit_max_skips
+        uint64_t seed
+        int (*should_stop)(void*) noexcept nogil
+        void* should_stop_arg
+
+    cdef cppclass CResourceCounters "sparrow::sim::ResourceCounters":
+        int64_t probes
+        int64_t get_task
+        int64_t get_task_empty
+        int64_t cancelled
+        int64_t skips
+        int64_t owed
+        int64_t events
+        double end_time
+        bint interrupted
+
+    cdef cppclass CResourceSimOutput "sparrow::sim::ResourceSimOutput":
+        CResourceSimOutput()
+        double* job_arrival
+        double* job_response
+        double* job_wait
+        int32_t* job_class
+        int32_t* host_class
+        double* work
+        double* held
+        CResourceCounters counters
+
+
+cdef extern from "sparrow/sim/resource/simulator.h" namespace "sparrow::sim" nogil:
+    void c_simulate_resources "sparrow::sim::simulate_resources"(const CResourceSimParams& params,
+                              CResourceSimOutput& out) except +

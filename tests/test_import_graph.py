@@ -31,6 +31,7 @@ ROOMS = (
     "sparrow_runtime.services",  # scheduler, node monitor, executors, metrics, ready line, LocalCluster
     "sparrow_runtime.client",  # Client, SparrowExecutor, dependencies
     "sparrow_runtime.dask",
+    "sparrow_runtime.joblib",
     "sparrow_runtime.dashboard",
     "sparrow_runtime.demo",
     "sparrow_experiments",  # the experiments and the simulator's replay of a run (their own package)

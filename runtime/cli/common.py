@@ -18,7 +18,8 @@ from ..services.logsetup import setup_logging
 from ..services.processes import SECRET_VARIABLES
 from ..wire.auth import SECRET_ENV, load_secret
 from ..wire.tls import TLS, TLSConfigError, load_tls
-from .config import CONFIG, Resolved, resolve
+from .config import CONFIG, RESEARCH, Resolved, resolve
+from .help_all import hide_until_help_all
 from .options import COMMANDS, EVERY_RETIRED, RETIRED
 
 logger = logging.getLogger(__name__)
@@ -44,10 +45,17 @@ def add_command(
     returns the exit code. Returns the parser for command-specific arguments."""
     parser = subparsers.add_parser(command, help=help, description=description)
     CONFIG.add_to(parser)
+    research = parser.add_argument_group("research switches (the experiments' settings)")
+    hidden = []
     for setting in COMMANDS[command]:
-        setting.add_to(parser)
-    for retired in RETIRED.get(command, ()):
-        retired.add_to(parser)
+        if setting.group == RESEARCH:
+            hidden += setting.add_to(research)
+        else:
+            setting.add_to(parser)
+    if hidden:
+        hide_until_help_all(parser, hidden)
+    for old in RETIRED.get(command, ()):
+        old.add_to(parser)
     parser.set_defaults(func=run)
     return parser
 

@@ -6,13 +6,14 @@ its default and its help. Its flag is `--slots` (repeatable for list kinds), its
 variable `SPARROW_SLOTS`, its TOML key `slots`, either at the top level of the file (for every
 command that has the setting) or in the command's own table (`[node-monitor]`), which wins.
 
-A `Retired` setting no longer exists: its flags are usage errors, and its variable and TOML key
-ConfigErrors, each naming what to use instead.
-
 Error handling: every bad value raises ConfigError naming the setting and where it came from
 ("--slots: ...", "SPARROW_SLOTS: ...", "config.toml: [node-monitor] slots: ..."); so does an
 unknown key in the file, an unknown SPARROW_* variable (except those in ENV_OWNED_ELSEWHERE), a
-retired one, a file that is missing or not valid TOML.
+file that is missing or not valid TOML. A retired setting (`Retired`) is refused in every source with
+what to do instead.
+
+Two audiences: a setting is an operator's (`--help` shows it) or a research switch (`group=RESEARCH`:
+the experiments' knobs, shown by `--help-all`, and read like any other).
 """
 
 from __future__ import annotations
@@ -210,18 +211,14 @@ WEIGHTS = Kind(
 
 # -- settings --------------------------------------------------------------------------------------
 
+OPERATOR = "operator"  # what an operator sets: shown by --help
+RESEARCH = "research"  # an experiment's switch: shown by --help-all only
 
-@dataclass(frozen=True)
-class Setting:
-    """One setting of a command. `default` None means "not set" (the command decides); `unset` then
-    says in `--help` what that means ("the CPU count")."""
+
+class _Named:
+    """The flag and the environment variable of a named setting (`slots`: `--slots`, `SPARROW_SLOTS`)."""
 
     name: str
-    kind: Kind
-    default: Any = None
-    help: str = ""
-    metavar: str | None = None
-    unset: str = "none"
 
     @property
     def flag(self) -> str:
@@ -231,50 +228,81 @@ class Setting:
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
+
+@dataclass(frozen=True)
+class Setting(_Named):
+    """One setting of a command. `default` None means "not set" (the command decides); `unset` then
+    says in `--help` what that means ("the CPU count"). `group`: OPERATOR or RESEARCH (its help only
+    under --help-all)."""
+
+    name: str
+    kind: Kind
+    default: Any = None
+    help: str = ""
+    metavar: str | None = None
+    unset: str = "none"
+    group: str = OPERATOR
+
+    def add_to(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> list[argparse.Action]:
         """Add this setting's flag, its help ending with its default and environment variable; its value
-        stays None unless given (so lower sources can fill it)."""
+        stays None unless given (so lower sources can fill it). Returns the actions added (the flag, and
+        its --no- form for a boolean on by default)."""
         shown = self.unset if self.default is None else _show(self.default)
         text = f"{self.help} (default: {shown}; env {self.env})".replace("%", "%%")
         if self.kind is BOOLEAN:
-            parser.add_argument(self.flag, dest=self.name, action="store_const", const="true", default=None, help=text)
+            added = [
+                parser.add_argument(
+                    self.flag, dest=self.name, action="store_const", const="true", default=None, help=text
+                )
+            ]
             if self.default is True:  # on by default: a flag to turn it off
                 no = "--no-" + self.flag[2:]
-                parser.add_argument(no, dest=self.name, action="store_const", const="false", help=f"{self.flag} off")
-        elif self.kind.is_list:
-            parser.add_argument(
-                self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text
-            )
-        else:
-            parser.add_argument(self.flag, dest=self.name, default=None, metavar=self.metavar, help=text)
+                added.append(
+                    parser.add_argument(
+                        no, dest=self.name, action="store_const", const="false", help=f"{self.flag} off"
+                    )
+                )
+            return added
+        if self.kind.is_list:
+            return [
+                parser.add_argument(
+                    self.flag, dest=self.name, action="append", default=None, metavar=self.metavar, help=text
+                )
+            ]
+        return [parser.add_argument(self.flag, dest=self.name, default=None, metavar=self.metavar, help=text)]
 
 
 @dataclass(frozen=True)
-class Retired:
-    """Flags (and, with `name`, the environment variable and TOML key of that setting) that no longer exist:
-    each is refused, naming `instead`."""
+class Retired(_Named):
+    """A setting that is gone. Its flag (and its --no- form), its SPARROW_* variable and its TOML key are
+    refused, each with `instead`: what to do now (and why it went)."""
 
-    flags: tuple[str, ...]
+    name: str
     instead: str
-    name: str = ""  # "": only flags are retired (of a setting that stays, such as --no-pipeline)
 
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper() if self.name else ""
-
-    def refusal(self, what: str) -> str:
-        return f"{what} was retired: use {self.instead}"
+    def problem(self, where: str) -> str:
+        return f"{where} is retired: {self.instead}"
 
     def add_to(self, parser: argparse.ArgumentParser) -> None:
-        """Hidden flags that stop the command with a usage error naming `instead`."""
-        retired = self
+        """Its flags, hidden from --help: given, they stop the parse with a usage error (exit status 2)."""
+        parser.add_argument(
+            self.flag, "--no-" + self.flag[2:], nargs="?", action=_RetiredFlag, retired=self, help=argparse.SUPPRESS
+        )
 
-        class Refuse(argparse.Action):
-            def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-                parser.error(retired.refusal(self.option_strings[0]))
 
-        for flag in self.flags:
-            parser.add_argument(flag, action=Refuse, nargs=0, help=argparse.SUPPRESS)
+class _RetiredFlag(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, *, retired: Retired, **kwargs: Any) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
+        self.retired = retired
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(self.retired.problem(option_string or self.retired.flag))
 
 
 def _show(value: Any) -> str:
@@ -317,18 +345,19 @@ def resolve(
     """Resolve `settings` of `command` from the parsed flags `args`, then `env`, then the TOML file
     named by --config / SPARROW_CONFIG (its `[command]` table, then its top level), then defaults.
 
-    `every_command` (each command's settings) decides which variables and keys are unknown; `retired`
-    variables and keys are refused naming what to use instead.
+    `every_command` (each command's settings) decides which variables and keys are unknown; a
+    variable or key of `retired` is refused with what to do instead.
     """
     known_env = {s.env for group in every_command.values() for s in group} | {CONFIG.env}
-    for gone in retired:
-        if gone.env in env:
-            raise ConfigError(gone.refusal(gone.env))
+    gone = {r.name: r for r in retired}
     for name in sorted(env):
+        old = gone.get(name.removeprefix(ENV_PREFIX).lower()) if name.startswith(ENV_PREFIX) else None
+        if old is not None:
+            raise ConfigError(old.problem(name))
         if name.startswith(ENV_PREFIX) and name not in known_env and name not in ENV_OWNED_ELSEWHERE:
             raise ConfigError(f"unknown setting in the environment: {name}")
     config_file = getattr(args, CONFIG.name, None) or env.get(CONFIG.env) or None
-    table = _load_file(config_file, every_command, retired) if config_file else {"": {}}
+    table = _load_file(config_file, every_command, gone) if config_file else {"": {}}
     mine = table.get(command, {})
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -369,10 +398,10 @@ def _read(where: str, raw: Any, convert: Callable[[Any], Any]) -> Any:
 
 
 def _load_file(
-    path: str, every_command: Mapping[str, Sequence[Setting]], retired: Sequence[Retired]
+    path: str, every_command: Mapping[str, Sequence[Setting]], retired: Mapping[str, Retired]
 ) -> dict[str, dict[str, Any]]:
     """The file as {"": its top-level settings, command: its table}. Every key must be a setting:
-    of some command at the top level, of that command in its table (a `retired` one is refused)."""
+    of some command at the top level, of that command in its table; a retired one says what instead."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:
@@ -387,15 +416,13 @@ def _load_file(
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    gone = {r.name: r for r in retired if r.name}
-    for key, value in data.items():
-        for name in value if isinstance(value, dict) and key in every_command else (key,):
-            if name in gone:
-                raise ConfigError(f"config file {path}: " + gone[name].refusal(f"the setting {name!r}"))
     names = {cmd: {s.name for s in group} for cmd, group in every_command.items()}
     anywhere = set().union(*names.values())
     out: dict[str, dict[str, Any]] = {"": {}}
     for key, value in data.items():
+        for old in (key, *(value if key in names and isinstance(value, dict) else ())):
+            if old in retired:
+                raise ConfigError(retired[old].problem(f"config file {path}: {old}"))
         if key in names and isinstance(value, dict):
             unknown = sorted(set(value) - names[key])
             if unknown:

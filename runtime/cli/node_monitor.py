@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from functools import partial
 
@@ -11,9 +12,16 @@ import trio
 from ..services.metrics import MeteredNodeMonitorLogic
 from ..services.node_monitor import serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
-from ..services.worker_pool import task_user_options
+from ..services.task_users import task_users
 from .common import CommandError, add_command, prepare_service, settings
 from .service import metrics_tls, node_monitor_drain, run_service, service_logic
+
+logger = logging.getLogger(__name__)
+SHARED_USER_WARNING = (
+    "on TLS without --task-user: tasks run as this node monitor's user, so a task can read its key %s and "
+    "connect as a node monitor, then take other users' tasks and fetch their kept values; set --task-user "
+    "(docs/deploy.md, Network and security notes)"
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         if s["executor"] != "process":
             raise CommandError("--task-user needs process executors (--executor process)")
         try:
-            task_user_options(s["task_user"])
+            task_users(s["task_user"])
         except ValueError as exc:
             raise CommandError(f"--task-user: {exc}") from None
     options = {
@@ -51,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")
+    if credentials.get("tls") is not None and s["task_user"] is None:
+        logger.warning(SHARED_USER_WARNING, credentials["tls"].key)
     host, port = s["listen"]
     draining = trio.Event()
     service = partial(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
+from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
 from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES
-from ..services.scheduler import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.scheduler_logic import (
     DEFAULT_BIND_IDLE,
     DEFAULT_CLIENT_GRACE,
@@ -28,6 +28,7 @@ from .config import (
     BOOLEAN,
     CPU_LIST,
     LISTEN_ADDRESS,
+    RESEARCH,
     TEXT,
     TEXTS,
     WEIGHTS,
@@ -134,6 +135,7 @@ PIPELINE = Setting(
     "gated, and one deep just before a task's predicted end while they are within 1.5x; always: one deep whatever "
     "the tasks (docs/pipelining.md)",
     "MODE",
+    group=RESEARCH,
 )
 PIPELINE_DEPTH = Setting(
     "pipeline_depth",
@@ -143,17 +145,15 @@ PIPELINE_DEPTH = Setting(
     "out the ones bound before it); beyond one per running task, at most half of what the node holds of a job "
     "(docs/pipelining.md)",
     "N",
+    group=RESEARCH,
 )
-# The pipelining switches that --pipeline MODE replaced.
+# The pipelining switches that --pipeline MODE replaced ("no_pipeline" retires --no-pipeline, the off switch of the
+# boolean that --pipeline was).
 PIPELINE_RETIRED = (
-    Retired(("--no-pipeline",), "--pipeline off"),
-    Retired(("--pipeline-always", "--no-pipeline-always"), "--pipeline always", "pipeline_always"),
-    Retired(("--pipeline-jit", "--no-pipeline-jit"), "--pipeline jit", "pipeline_jit"),
-    Retired(
-        ("--pipeline-steady", "--no-pipeline-steady"),
-        "--pipeline steady (the default), or --pipeline gated for the gate alone",
-        "pipeline_steady",
-    ),
+    Retired("no_pipeline", "use --pipeline off"),
+    Retired("pipeline_always", "use --pipeline always"),
+    Retired("pipeline_jit", "use --pipeline jit"),
+    Retired("pipeline_steady", "use --pipeline steady (the default), or --pipeline gated for the gate alone"),
 )
 GIVE_BACK = Setting(
     "give_back",
@@ -163,6 +163,7 @@ GIVE_BACK = Setting(
     f"{GIVE_BACK_FACTOR:g}x the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes "
     "back to its scheduler, which gives it to the next node monitor that asks; nothing is asked ahead behind such a "
     'task (docs/pipelining.md, "Give-back")',
+    group=RESEARCH,
 )
 BIND_IDLE = Setting(
     "bind_idle",
@@ -173,6 +174,7 @@ BIND_IDLE = Setting(
     "their recent tasks ran under 5 ms half of the job's other reservations there too, as their pipelining would ask "
     "(a 10-task job of short tasks on 2 idle node monitors goes whole); one that is busy after all runs such a task "
     "in its next free slot, ahead of its queue; --no-bind-idle: late binding for every task (docs/runtime.md)",
+    group=RESEARCH,
 )
 
 STEAL = Setting(
@@ -183,6 +185,7 @@ STEAL = Setting(
     "them) and takes reservations of unconstrained jobs from the one queued behind the longest-running task "
     "(Hawk); off by default: it pays at high load with short and long jobs mixed, and its messages cost CPU where "
     "the hosts have none to spare (docs/runtime.md, Work stealing)",
+    group=RESEARCH,
 )
 
 
@@ -194,7 +197,9 @@ def _probe_ratio(value: str | float) -> float:
 
 
 PROBE_RATIO_KIND = Kind("a finite number >= 1", _probe_ratio, _probe_ratio)  # sparrow_core's own check
-PROBE_RATIO = Setting("probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D")
+PROBE_RATIO = Setting(
+    "probe_ratio", PROBE_RATIO_KIND, DEFAULT_PROBE_RATIO, "probes per task (batch sampling)", "D", group=RESEARCH
+)
 
 
 def _cpus(what: str) -> Setting:
@@ -247,13 +252,14 @@ SCHEDULER_SETTINGS = (
         "unfinished tasks one client may have here; a job past it is rejected",
         "N",
     ),
-    Setting("seed", integer(0), help="seed of the probe sampling", unset="random"),
+    Setting("seed", integer(0), help="seed of the probe sampling", unset="random", group=RESEARCH),
     Setting(
         "result_delay",
         number(0.0),
         DEFAULT_RESULT_DELAY,
         "seconds a task's outcome may wait to share a write to its client (a job's last never waits; 0: off)",
         "S",
+        group=RESEARCH,
     ),
     _cpus("the scheduler"),
     MAX_FRAME,
@@ -295,7 +301,8 @@ NODE_MONITOR_SETTINGS = (
         "task_user",
         TEXT,
         help="run tasks as this OS user (process executors), so they cannot read this "
-        "service's key, certificate or secret; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
+        "service's key, certificate or secret; a pattern like 'sparrow-{user}' gives each cluster user an "
+        "OS user of its own; needs root or CAP_SETUID, CAP_SETGID, CAP_KILL",
         metavar="USER",
         unset="this service's user",
     ),
@@ -368,6 +375,7 @@ LOCAL_SETTINGS = (
         BOOLEAN,
         False,
         "let every service use every CPU, instead of giving each node monitor its own share",
+        group=RESEARCH,
     ),
     Setting(
         "insecure",
@@ -452,9 +460,6 @@ CERTS_SETTINGS = (
     Setting("force", BOOLEAN, False, "replace files that exist"),
 )
 
-# Per command, the flags that no longer exist (config.Retired); every retired variable and key is refused anywhere.
-RETIRED = {"node-monitor": PIPELINE_RETIRED, "local": PIPELINE_RETIRED}
-EVERY_RETIRED = PIPELINE_RETIRED
 
 COMMANDS = {
     "scheduler": SCHEDULER_SETTINGS,
@@ -464,3 +469,7 @@ COMMANDS = {
     "status": STATUS_SETTINGS,
     "certs": CERTS_SETTINGS,
 }
+
+# Settings that are gone, per command: their flag, variable and TOML key say what to do instead.
+RETIRED: dict[str, tuple[Retired, ...]] = {"node-monitor": PIPELINE_RETIRED, "local": PIPELINE_RETIRED}
+EVERY_RETIRED = tuple(old for group in RETIRED.values() for old in group)

@@ -13,6 +13,7 @@ from ..services.scheduler import serve_scheduler
 from ..services.scheduler_logic import SchedulerLogic
 from .common import add_command, prepare_service, settings
 from .service import metrics_address, metrics_tls, run_service
+from .service_config import scheduler_config
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,36 +35,16 @@ def default_id(port: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     s = settings("scheduler", args)
-    host, port = s["listen"]
-    options = {
-        "scheduler_id": s["id"] or default_id(port),
-        "probe_ratio": s["probe_ratio"],
-        "bind_idle": s["bind_idle"],
-        "seed": s["seed"],
-        "placement_timeout": s["placement_timeout"],
-        "max_client_tasks": s["max_client_tasks"],
-        "client_grace": s["client_grace"],
-        "max_frame": s["max_frame"],
-    }
     where = metrics_address(s)
+    credentials = prepare_service(s, "scheduler")
+    config = scheduler_config(s, credentials)
+    options = config.logic_options(config.scheduler_id or default_id(config.port))
     if where is None:
         logic, sampler, metrics = SchedulerLogic(**options), None, None
     else:  # the metrics port also serves the dashboard, which works without prometheus-client
         logic, sampler, dashboard = scheduler_with_dashboard(**options)
         metrics = (logic.registry, *where, dashboard)
-    credentials = prepare_service(s, "scheduler")
-    service: Callable[..., Awaitable[None]] = partial(
-        serve_scheduler,
-        host,
-        port,
-        **credentials,
-        node_monitors=s["node_monitor"],
-        node_timeout=s["node_timeout"],
-        client_timeout=s["client_timeout"],
-        max_frame=s["max_frame"],
-        result_delay=s["result_delay"],
-        logic=logic,
-    )
+    service: Callable[..., Awaitable[None]] = partial(serve_scheduler, config, logic=logic)
     if sampler is not None:
         service = sampler.alongside(service)
     return run_service(

@@ -39,6 +39,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
@@ -48,11 +49,12 @@ from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED
+from ..wire.messages import CANCELLED, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .logic import Held
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -99,9 +101,28 @@ class SparrowFuture(concurrent.futures.Future):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self.set_running_or_notify_cancel()  # so concurrent.futures.wait and as_completed see it done
-        self._executor._cancel_remote(self)
+        if self._notify_cancelled():
+            self._executor._cancel_remote(self)
         return True
+
+    def _notify_cancelled(self) -> bool:
+        """(Cancelled.) Tell the waiters of concurrent.futures.wait and as_completed, once: whether this
+        call did (a future is cancelled twice, or by its user and its client at once, without error)."""
+        with self._condition:
+            if self._state != FUTURE_CANCELLED:
+                return False
+            self.set_running_or_notify_cancel()
+            return True
+
+    def _take_result(self, timeout: float | None) -> Any:
+        """`result(timeout)` for a future nobody else sees (map's): its value is then forgotten here, so
+        the caller's dropping it frees it; the task is cancelled if it has no outcome by then."""
+        try:
+            value = self.result(timeout)
+        finally:
+            self.cancel()  # nothing once it is done: a wait that timed out or was interrupted cancels the task
+        self._result = None
+        return value
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
@@ -183,6 +204,14 @@ class SparrowExecutor(concurrent.futures.Executor):
         """The Client behind this executor (its `failovers`, `connected_to`)."""
         return self._client
 
+    def status(self) -> StatusReply:
+        """What the scheduler knows (Client.status: its node monitors with their slots, its jobs), asked from
+        the caller's thread. Raises as Client.status; RuntimeError from the executor's own callbacks."""
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError("status waits for the scheduler's answer: call it outside the executor's callbacks")
+        assert self._token is not None
+        return trio.from_thread.run(self._client.status, trio_token=self._token)
+
     def __repr__(self) -> str:
         return views.executor_repr(self)
 
@@ -204,7 +233,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             self._ready.set()
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
-        inputs = find_inputs(args, kwargs, lambda obj: isinstance(obj, SparrowFuture))
+        inputs = find_inputs(args, kwargs, _is_future)
         if inputs is not None:
             return self._submit_dependent(fn, inputs)
         payload = pack_task(fn, args, kwargs)
@@ -217,18 +246,34 @@ class SparrowExecutor(concurrent.futures.Executor):
 
     def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
-        so the scheduler batch-samples them together; a future per call. Their arguments are sent as
-        they are (futures as inputs: `submit`). Raises ValueError before anything is sent if one call is
-        over the frame limit."""
-        payloads = [pack_task(fn, args, kwargs) for fn, args, kwargs in calls]
-        for payload in payloads:
-            problem = oversize_problem(len(payload), self._client.max_frame)
-            if problem is not None:
-                raise ValueError(problem)
-        jobs = [
-            self._job(payloads[g.start : g.stop]) for g in split_jobs(list(map(len, payloads)), self._client.max_frame)
+        so the scheduler batch-samples them together; a future per call. A call may take futures of this
+        executor as inputs, as with `submit`: it waits for them, and goes with the job's other calls when
+        they are done already (values kept at node monitors: references). Raises ValueError before
+        anything is sent if one call is over the frame limit."""
+        max_frame = self._client.max_frame
+        payloads: list[bytes] = []
+        sizes: list[int] = []
+        held: Held = {}
+        for task, (fn, args, kwargs) in enumerate(calls):
+            inputs = find_inputs(args, kwargs, _is_future)
+            if inputs is None:
+                payload = pack_task(fn, args, kwargs)
+                problem = oversize_problem(len(payload), max_frame)
+                if problem is not None:
+                    raise ValueError(problem)
+                sizes.append(len(payload))
+            else:
+                held[task] = self._dependent_call(fn, inputs)
+                payload = b""  # made when its inputs are done (the client logic's)
+                sizes.append(len(held[task][0]))
+            payloads.append(payload)
+        groups = split_jobs(sizes, max_frame)
+        jobs = [self._job(payloads[g.start : g.stop]) for g in groups]
+        adds = [
+            partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
+            for job, g in zip(jobs, groups)
         ]
-        self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
+        self._hand_over(jobs, *adds)
         return [future for job in jobs for future in job.owner]
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
@@ -257,6 +302,15 @@ class SparrowExecutor(concurrent.futures.Executor):
 
     def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""
+        call = self._dependent_call(fn, inputs)
+        job = self._job([b""], coalesce=True)
+        self._hand_over([job], partial(self._client.add_job, job, {0: call}))
+        return job.owner[0]
+
+    def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
+        """The call of a task that takes futures' results as the client logic holds it: its template, and its
+        inputs as (job, task) keys. ValueError for a future of another executor, or for a call over the frame
+        limit with the inputs' values known now."""
         known = 0  # the size of the inputs' values known now
         for future in inputs.keys:
             if future._executor is not self:
@@ -269,9 +323,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         if problem is not None:
             raise ValueError(problem)
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
-        job = self._job([b""], coalesce=True)
-        self._hand_over([job], partial(self._client.add_job, job, {0: (template, inputs)}))
-        return job.owner[0]
+        return template, inputs
 
     def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
         """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
@@ -330,7 +382,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             return
         if job.outcomes[task].failure == CANCELLED:
             if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
-                future.set_running_or_notify_cancel()
+                future._notify_cancelled()
             return
         outcome = job.outcomes[task]
         try:
@@ -423,13 +475,25 @@ class SparrowExecutor(concurrent.futures.Executor):
             self._thread.join()
 
 
+def _is_future(obj: object) -> bool:
+    return isinstance(obj, SparrowFuture)
+
+
 def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:
+    """Map's results in order. No local holds a result or a future across `yield` (a result the caller
+    drops is freed), and a future is out of the window while it is waited for, so a wait that times out
+    cancels its task along with those left in the window."""
     try:
         while window:
-            future = window.popleft()
-            result = future.result() if deadline is None else future.result(deadline - time.monotonic())
-            top_up()
-            yield result
+            yield _next_result(window, top_up, deadline)
     finally:
         for future in window:
             future.cancel()
+
+
+def _next_result(window: deque, top_up: Callable[[], None], deadline: float | None) -> Any:
+    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it."""
+    future = window.popleft()
+    value = future._take_result(None if deadline is None else deadline - time.monotonic())
+    top_up()
+    return value

@@ -81,6 +81,7 @@ def write_state(
     the client's (CA, certificate, key) when it runs on TLS."""
     directory = state_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)  # also when an older version (or certs.py, making tls/ in it) made it 0755
     secret_path = directory / SECRET_NAME
     _write_private(secret_path, secret + "\n")
     state = LocalState(os.getpid(), schedulers, node_monitors, str(secret_path), directory / STATE_NAME, tls_files)

@@ -55,6 +55,22 @@ def pickle_value(value: object) -> bytes:
     return cloudpickle.dumps(value, protocol=5)  # small: its buffers in band, copied out when it is read
 
 
+def known_size(value: object) -> int | None:
+    """The bytes `value` holds when that is known without pickling it: a bytes-like or str (its length), a numpy
+    array (its buffer), a pandas Series or DataFrame (its columns' buffers, not the objects of an object
+    column); None for anything else."""
+    if isinstance(value, (bytes, bytearray, memoryview, str)):
+        return len(value)
+    module = type(value).__module__
+    if module.startswith("numpy"):
+        nbytes = getattr(value, "nbytes", None)
+        return nbytes if type(nbytes) is int else None
+    if module.startswith("pandas") and callable(getattr(value, "memory_usage", None)):
+        usage = value.memory_usage(deep=False)  # type: ignore[attr-defined]
+        return int(usage.sum() if hasattr(usage, "sum") else usage)
+    return None
+
+
 def prepare(values: Iterable, make_job: Callable[[list[bytes]], Job], keep: bool) -> tuple[list[Job], list[bytes]]:
     """The upload jobs of one task (made by `make_job(payloads)`) and the pickled values to upload for them (a
     `Pickled` value as it is); with `keep`, each job's payload is its value's bytes (its lineage), else it has none."""

@@ -31,7 +31,8 @@ import trio
 from ..errors import ConnectionLost, ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve
+from ..wire.gate import HandshakeGate
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_REASON, STALL_TIMEOUT, clip
 from ..wire.messages import Error, FetchFile, FetchValue, PutValue, ReleaseValues, ValueFile, ValueKept, ValueMissing
 from ..wire.tls import TLS

@@ -23,7 +23,7 @@ import wsgiref.simple_server
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..wire.tls import TLS, describe_failure, identity_of_subject
+from ..wire.tls import TLS, AmbiguousSubject, describe_failure, identity_of_subject
 from .metrics import INSTALL_HINT, require_prometheus
 
 if TYPE_CHECKING:
@@ -112,7 +112,10 @@ class _HTTPSHandler(_QuietHandler):
     def get_environ(self) -> dict:
         environ = super().get_environ()
         cert = self.request.getpeercert() or {}
-        environ[IDENTITY] = identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
+        try:
+            environ[IDENTITY] = identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
+        except AmbiguousSubject:  # read as no role: refused (403)
+            environ[IDENTITY] = None
         environ["wsgi.url_scheme"] = "https"
         return environ
 

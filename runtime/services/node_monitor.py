@@ -14,8 +14,10 @@ count, wire/liveness.py) is dropped and redialed. Either
 way its queued reservations are dropped and the slots waiting on its answers are freed. An
 exception raised while serving one link ends only that link (guard.py). A task's failure,
 including its worker process dying, is a normal outcome reported to its scheduler. A scheduler
-that refuses the registration (this id is live from another node monitor) stops the node monitor:
-`serve_node_monitor` raises RegistrationRefused with the scheduler's reason.
+that refuses the registration (this id is live from another node monitor) is tried again, backing
+off, for REFUSED_PATIENCE seconds (the live link may be this node monitor's previous process, dead,
+at a scheduler that was paused); then it stops the node monitor: `serve_node_monitor` raises
+RegistrationRefused with the scheduler's reason.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
 from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, HandshakeGate, accept_and_serve, keep_connected
+from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve, keep_connected
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import (
@@ -71,6 +74,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
+# A refused registration (this id is live on another link there) is tried again, backing off from the first delay
+# to the last, for REFUSED_PATIENCE seconds before the node monitor stops: the link it collides with may be a
+# dead one of this node monitor's previous process that the scheduler has not seen end yet (it was paused).
+REFUSED_DELAYS = (0.25, 2.0)
+REFUSED_PATIENCE = 5.0
 TIMER_INTERVAL = 0.1  # seconds between checks of the running tasks' timeouts
 # Pipelining: how long an outcome (and the GetTask of the slot it freed) may wait to share a write to its
 # scheduler while a task bound ahead runs next (outcome_batching.py; a bound task's slot needs no answer).
@@ -137,6 +145,7 @@ class NodeMonitorService:
         self._tls = tls
         self._nursery = nursery
         self._gate = HandshakeGate()
+        self._refused_since: dict[str, float] = {}  # scheduler -> when its first refusal in a row came (keep_linked)
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
         self.max_value = max_value
         self.links = DataLinks(
@@ -191,6 +200,7 @@ class NodeMonitorService:
         except RegistrationRefused:
             await conn.aclose()
             raise
+        self._refused_since.pop(conn.peer_name, None)
         logger.info("registered with %s", conn)
         send_grouped(welcome)
         if registered is not None:
@@ -206,24 +216,40 @@ class NodeMonitorService:
                     reason = await conn.serve(on_messages, idle_timeout=self.scheduler_timeout)
                     logger.info("link to %s ended: %s", conn, reason)
                     nursery.cancel_scope.cancel()
-        finally:
-            await conn.aclose()
+        finally:  # forgotten before any checkpoint
             self.outgoing.forget(conn)
             self._route(self.logic.on_scheduler_lost(conn))
+            await conn.aclose()
 
     async def keep_linked(self, target: Address, registered: trio.Event) -> None:
-        """Dial the scheduler at `target` and link; redial whenever the link ends."""
-        await keep_connected(
-            target,
-            partial(self.link, registered=registered),
-            secret=self._secret,
-            role="node-monitor",
-            peer_id=self.node_id,
-            timeout=self.handshake_timeout,
-            max_frame=self.max_frame,
-            redial_delay=REDIAL_DELAY,
-            tls=self._tls,
-        )
+        """Dial the scheduler at `target` and link; redial whenever the link ends. A refused registration
+        is tried again, backing off, for REFUSED_PATIENCE seconds from the first refusal in a row; then
+        RegistrationRefused stops the node monitor."""
+        name = format_address(target)
+        delay = REFUSED_DELAYS[0]
+        while True:
+            try:
+                await keep_connected(
+                    target,
+                    partial(self.link, registered=registered),
+                    secret=self._secret,
+                    role="node-monitor",
+                    peer_id=self.node_id,
+                    timeout=self.handshake_timeout,
+                    max_frame=self.max_frame,
+                    redial_delay=REDIAL_DELAY,
+                    tls=self._tls,
+                )
+            except RegistrationRefused as exc:
+                now = trio.current_time()
+                since = self._refused_since.setdefault(name, now)
+                if now - since >= REFUSED_PATIENCE:
+                    raise
+                if now == since:
+                    delay = REFUSED_DELAYS[0]
+                logger.warning("%s; trying again in %.2f s (for up to %.0f s)", exc, delay, REFUSED_PATIENCE)
+                await trio.sleep(delay)
+                delay = min(2 * delay, REFUSED_DELAYS[1])
 
     async def handle_stream(self, stream: trio.abc.Stream) -> None:
         """Serve a scheduler that dialed this node monitor, or (stealing) a peer's steal link."""
@@ -364,7 +390,7 @@ class NodeMonitorService:
                 return
             if is_remote(msg.payload):
                 return
-            ticket = self.executor.hand_ahead(msg.payload, key)
+            ticket = self.executor.hand_ahead(msg.payload, key, self._user_of(key))
             if ticket is None:
                 return
             self._ahead[key] = ticket
@@ -406,10 +432,15 @@ class NodeMonitorService:
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(payload, done) if inputs is None else self._launch(payload, done, inputs)
+        ticket = self._launch(payload, done, inputs, self._user_of(key))
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
             ticket.tag = key
+
+    def _user_of(self, key: tuple) -> str:
+        """The user of the task `key` (its job's): the executor runs it only in a worker of that user's."""
+        owner = self.logic.owners.get(key)
+        return "" if owner is None else owner[0]
 
     async def _fetch_then_launch(self, key: tuple, payload: bytes) -> None:
         """`_fetch_inputs`, contained: a bug in it fails that task (once) and the node monitor goes on."""

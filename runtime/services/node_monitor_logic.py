@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -126,7 +126,9 @@ from ..wire.messages import (
     ValueRef,
 )
 from ..wire.messages import RegistrationRefused as Refusal
+from ..wire.resources import ResourceError
 from .arguments import check_counts, check_flags
+from .fit import DEFAULT_FIT_MAX_SKIPS, DEFAULT_FIT_WINDOW, FitLauncher, check_fit_rule
 from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, make_pipeline
 from .steal_logic import WorkStealing
 
@@ -166,6 +168,7 @@ class _Reserved:
         "key",
         "order",
         "queued",
+        "request",
         "scheduler",
         "session",
         "stealable",
@@ -184,6 +187,7 @@ class _Reserved:
         self.stealable = False  # its own reservations may move to a peer (EnqueueReservations.stealable)
         self.borrowed: list | None = None  # work stealing: its reservations stolen from peers (steal_logic._Borrowed)
         self.order: deque | None = None  # with borrowed ones: whose each GetTask in flight is, in order (None: own)
+        self.request: tuple[int, ...] | None = None  # what each task takes, over the kinds of fit.py (None: a slot)
 
 
 class NodeMonitorLogic(WorkStealing):
@@ -204,8 +208,13 @@ class NodeMonitorLogic(WorkStealing):
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         seed: int | None = None,
+        resources: Mapping[str, int] | None = None,
+        gpu_ids: Sequence[str] | None = None,
+        fit_window: int = DEFAULT_FIT_WINDOW,
+        fit_max_skips: int = DEFAULT_FIT_MAX_SKIPS,
     ) -> None:
         check_counts(slots=slots)
+        check_fit_rule(fit_window, fit_max_skips)
         if policy not in sparrow_core.QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
         check_flags(give_back=give_back)
@@ -243,6 +252,12 @@ class NodeMonitorLogic(WorkStealing):
         self._next_key = 0
         self.granted_at = clock()  # when a task last started here (work stealing: how long a slot has been held)
         self._init_stealing(steal, seed)
+        # resources per task (fit.py): its capacity besides its slots; None: it offers none
+        self.fit = (
+            None
+            if resources is None
+            else FitLauncher(resources, gpu_ids=gpu_ids, window=fit_window, max_skips=fit_max_skips)
+        )
 
     # -- schedulers -------------------------------------------------------------------------------
 
@@ -265,6 +280,7 @@ class NodeMonitorLogic(WorkStealing):
             can_stop,
             steal_address if self.steal else "",
             self.holder[1],  # its data listener, for clients' uploads (Client.scatter)
+            {} if self.fit is None else self.fit.capacity,
         )
 
     def on_registration_reply(
@@ -300,7 +316,12 @@ class NodeMonitorLogic(WorkStealing):
             self._started = {key: when for key, when in self._started.items() if key[0] != scheduler}
         self.pipeline.forget_requests()
         for entry in self._schedulers.pop(scheduler, {}).values():
-            self.queue.cancel(entry.key)
+            cancelled = self.queue.cancel(entry.key)
+            if self.fit is not None:
+                self.fit.unstage(entry, cancelled)
+                if entry.request is not None:
+                    for _ in range(entry.asking):
+                        self.fit.give(entry.request)
             self.free += entry.asking
             self.ahead -= entry.ahead
             self._ahead.pop(entry.key, None)
@@ -333,6 +354,8 @@ class NodeMonitorLogic(WorkStealing):
                     if self.store is not None:
                         self.owners[(scheduler, msg.job_id, msg.task)] = (entry.user, entry.session)
                     if held_slot:
+                        if entry.request is not None and self.fit is not None:
+                            self.fit.started((scheduler, msg.job_id, msg.task), entry.request)
                         self._launch(scheduler, msg, out)
                     else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
@@ -343,6 +366,8 @@ class NodeMonitorLogic(WorkStealing):
                     self.stats["no_task"] += 1
                     if held_slot:
                         self.free += 1
+                        if entry.request is not None and self.fit is not None:
+                            self.fit.give(entry.request)
                     else:
                         self.pipeline.answered_ahead(self.clock, self.ahead)
                     self.queue.refund(entry.user)
@@ -384,6 +409,8 @@ class NodeMonitorLogic(WorkStealing):
         self.free += 1
         self.running -= 1
         self.stats["finished"] += 1
+        if self.fit is not None:
+            self.fit.ended((scheduler, job_id, task))
         if self.deadlines:
             self.deadlines.pop((scheduler, job_id, task), None)
         if self._started:
@@ -459,7 +486,8 @@ class NodeMonitorLogic(WorkStealing):
 
     def heartbeat(self) -> Heartbeat:
         """The Heartbeat to send a scheduler now."""
-        return Heartbeat(len(self.queue), self.slots - self.free, self.draining)  # busy slots, at most `slots`
+        queued = len(self.queue) + (len(self.fit.staged) if self.fit is not None else 0)
+        return Heartbeat(queued, self.slots - self.free, self.draining)  # busy slots, at most `slots`
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -478,9 +506,27 @@ class NodeMonitorLogic(WorkStealing):
         elif entry.user != msg.user:
             raise ProtocolError(f"job {msg.job_id} was reserved for user {clip(entry.user)!r}, now {clip(msg.user)!r}")
         entry.stealable = msg.stealable
+        if msg.resources:
+            self._sized(entry, msg)
+        elif entry.request is not None:
+            raise ProtocolError(f"job {msg.job_id}'s reservations ask for different resources")
         self.queue.push(entry.key, entry.user, msg.priority, count=msg.count)
         entry.queued += msg.count
         self.stats["reservations"] += msg.count
+
+    def _sized(self, entry: _Reserved, msg: EnqueueReservations) -> None:
+        """Reservations of a job with resources: their request over this node monitor's kinds (fit.py)."""
+        if self.fit is None:
+            raise ProtocolError(f"job {msg.job_id} asks for resources, and this node monitor offers none")
+        try:
+            request = self.fit.request(msg.resources or {})
+        except ResourceError as exc:
+            raise ProtocolError(f"job {msg.job_id}: {exc}") from None
+        if (entry.request is not None and entry.request != request) or (entry.request is None and entry.queued):
+            raise ProtocolError(f"job {msg.job_id}'s reservations ask for different resources")
+        entry.request = request
+        entry.stealable = False  # a peer may not have room for it
+        self.fit.sized += msg.count
 
     def _new_entry(
         self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str
@@ -495,6 +541,8 @@ class NodeMonitorLogic(WorkStealing):
         """Remove the job's queued reservations; returns how many there were. Borrowed ones are released to
         their lenders: `used` (the job's reservations were cancelled) or given back (draining)."""
         removed = self.queue.cancel(entry.key)
+        if self.fit is not None:
+            removed += self.fit.unstage(entry, removed)
         if entry.borrowed is not None:
             removed += self._drop_borrowed(entry, out, used)
         entry.queued -= removed
@@ -562,6 +610,36 @@ class NodeMonitorLogic(WorkStealing):
         if key in self._started:
             self._started[key] = self.clock()
         return []
+
+    def _fill_fitting(self, fit: FitLauncher, out: list) -> None:
+        """While a slot is free: the reservation the launch rule picks from the window asks its scheduler for a
+        task, holding its request's units (a borrowed one at the head of the queue, with the window empty,
+        asks by its slot alone)."""
+        queue = self.queue
+        while self.free > 0 and not self.draining:
+            fit.stage(queue, self._borrowed, self._by_key)
+            if fit.staged:
+                index = fit.choose(self.free)
+                if index is None:
+                    self.stats["fit_waits"] += 1
+                    return
+                key, entry = fit.launched(index)
+            elif queue:
+                reservation = queue.pop()
+                assert reservation is not None  # the queue is not empty
+                key = reservation.job_id
+                entry = self._by_key[key]
+            else:
+                return
+            entry.queued -= 1
+            entry.asking += 1
+            self.free -= 1
+            self.stats["get_task"] += 1
+            out.append((entry.scheduler, GetTask(entry.job_id) if entry.order is None else self._ask_for(entry, key)))
+
+    def steal_wanted(self) -> bool:
+        """As WorkStealing's, and never while reservations wait in the launch rule's window (fit.py)."""
+        return super().steal_wanted() and (self.fit is None or not self.fit.staged)
 
     # -- just in time -----------------------------------------------------------------------------
 
@@ -704,7 +782,10 @@ class NodeMonitorLogic(WorkStealing):
                     del self._ahead[entry.key]
                 self.free -= 1
         queue = self.queue
-        while self.free > 0 and queue and not self.draining:
+        fit = self.fit
+        if fit is not None and fit.active:  # reservations with resources wait: the launch rule decides (fit.py)
+            self._fill_fitting(fit, out)
+        while self.free > 0 and queue and not self.draining and (fit is None or not fit.active):
             reservation = queue.pop()
             assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
@@ -717,7 +798,11 @@ class NodeMonitorLogic(WorkStealing):
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
         pipeline = self.pipeline
-        limit = pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+        # a fit launcher holding reservations back asks nothing ahead (fit.py)
+        active = fit is not None and fit.active
+        limit = (
+            0 if active else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+        )
         if limit:
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
                 limit = min(limit, self._fresh() * self.pipeline_depth)

@@ -22,9 +22,14 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   may have side effects).
 - frame limits: a job's reservations go only to node monitors whose link takes its largest task
   (frame_limits); a task too large for every one of them fails alone (TOO_LARGE).
-- a job that no live node monitor can take (none, or none satisfying its constraint) waits up to
-  `placement_timeout` for one to register (`on_timer` gives up); a task whose own constraint and
-  the job's leave it no node monitor fails at once.
+- a job that no live node monitor can take (none, or none satisfying its constraint, or none whose
+  capacity holds its resources) waits up to `placement_timeout` for one to register (`on_timer` gives
+  up, a job asking for more than any capacity naming the largest seen); a task whose own constraint
+  and the job's leave it no node monitor fails at once.
+- resources (`SubmitJob.resources`, docs/resources.md): a job's request is a constraint derived from it,
+  the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
+  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
+  is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
   client of the same id connecting) within `client_grace`, so their slots go back to work. Where a
@@ -42,7 +47,7 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
   and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
   any more (its reservations were dropped and re-probed): NoTask.
-- tasks bound with their reservations (`bind_idle`, off by default): a probed node monitor that this
+- tasks bound with their reservations (`bind_idle`, on by default): a probed node monitor that this
   scheduler believes idle (`_free_slots`: no task of ours there whose outcome it has not reported, no live
   job of ours probed it, and its last heartbeat sent while it held nothing of ours showed no other work)
   gets up to its slots of the job's tasks at once (TaskToNode.bound), each consuming one of the job's
@@ -70,7 +75,10 @@ anything before RegisterNodeMonitor) is answered with Error, which closes that c
 messages of its batch before it keep their effects and their outputs. An invalid job, or one over
 a limit (limits.py), is answered with JobRejected and changes nothing. A node monitor registering
 under an id that is live on another link from another process is refused (RegistrationRefused),
-one that redialed (same `instance`) replaces its old link. Messages about jobs or tasks that are
+one that redialed (same `instance`) replaces its old link. A link counts as live only if it was heard
+from since this scheduler last woke from a pause of its own (`on_paused`): a node monitor restarted
+while this process was frozen is not refused for the dead link it left (which the shell forgets,
+once it ends, before any checkpoint). Messages about jobs or tasks that are
 already finished are normal races and are ignored.
 """
 
@@ -122,6 +130,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from ..wire.resources import format_resources, largest
 from .arguments import check_counts, check_flags
 from .give_back import take_back
 from .placement_log import PlacementLog
@@ -138,7 +147,7 @@ DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before
 STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
 RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
-DEFAULT_BIND_IDLE = True  # the services' default (sparrow scheduler / local, LocalCluster); the class's own: off
+DEFAULT_BIND_IDLE = True  # a job's first tasks go with its reservations to node monitors believed idle
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
 # bind_idle: a job of at most TINY_JOB_TASKS tasks per free slot that one idle node monitor would run in at most
 # TINY_JOB_WORK seconds (by the time per task of its last TINY_SPANS busy spans) goes there whole (_bound_share)
@@ -163,6 +172,7 @@ class _Node:
         "peer",
         "queued",
         "recent_spans",
+        "resources",
         "running",
         "short",
         "slots",
@@ -198,6 +208,7 @@ class _Node:
         self.draining = False  # it takes no more reservations: not probed any more
         self.steal_address = reg.steal_address  # "": it does not steal
         self.data_address = reg.data_address  # "": not told (clients upload elsewhere)
+        self.resources = reg.resources  # its capacity besides its slots, in units (wire/resources.py)
 
     def satisfies(self, constraint: Constraint) -> bool:
         if constraint.node_monitors and self.node_id not in constraint.node_monitors:
@@ -223,6 +234,7 @@ class _Job:
         "probe_ratio",
         "probed",
         "ref",
+        "resources",
         "running",
         "session",
         "stealable",
@@ -245,6 +257,10 @@ class _Job:
         self.probe_ratio = probe_ratio
         self.timeout = msg.timeout or 0.0
         self.per_task = msg.sampling == "per_task"  # each task probes for itself
+        # what each task takes besides its slot (None: nothing): its probes go only where it fits
+        self.resources = {name: units for name, units in msg.resources.items() if units} if msg.resources else None
+        if not self.resources:
+            self.resources = None
         self.constraint = msg.constraint
         if self.timeout:  # only where a running task can be stopped
             c = msg.constraint or Constraint()
@@ -291,7 +307,7 @@ class SchedulerLogic:
         max_frame: int = DEFAULT_MAX_FRAME,
         client_grace: float = DEFAULT_CLIENT_GRACE,
         clock: Callable[[], float] = time.monotonic,
-        bind_idle: bool = False,
+        bind_idle: bool = DEFAULT_BIND_IDLE,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
@@ -301,6 +317,7 @@ class SchedulerLogic:
         check_flags(bind_idle=bind_idle)
         self.scheduler_id = scheduler_id
         self.clock = clock
+        self._resumed_at = -math.inf  # when this scheduler last woke from a pause of its own (on_paused)
         self.bind_idle = bind_idle  # tasks go with their reservations to node monitors believed idle
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
@@ -324,6 +341,7 @@ class SchedulerLogic:
         self._next_worker = 0
         self._next_job = 1
         self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
+        self._held_by: dict[tuple, np.ndarray] = {}  # cache of _holding
         self._floor: int | None = None  # cache of _link_floor
         self._live_ids: dict[str, int] | None = None  # cache: node monitor id -> worker, the live ones
         self._ids: dict[str, _Node] | None = None  # cache: node monitor id -> node, every registered one
@@ -375,6 +393,11 @@ class SchedulerLogic:
         self.stats["protocol_errors"] += 1
         out.append((peer, Error(clip(str(exc), MAX_REASON))))
 
+    def on_paused(self) -> None:
+        """This scheduler was paused (the shell saw a timer wake up late): a node monitor's link not heard
+        from since is not taken for live when another registers under its id (module docstring)."""
+        self._resumed_at = self.clock()
+
     def on_node_lost(self, peer: Hashable) -> list:
         """The node monitor behind `peer` disconnected or went silent."""
         out: list = []
@@ -408,7 +431,9 @@ class SchedulerLogic:
         if reserved:
             raise ProtocolError(f"label {clip(reserved[0])!r}: labels starting {RESERVED_LABEL_PREFIX!r} are reserved")
         stale = [(p, n) for p, n in self.nodes.items() if n.node_id == msg.node_id]
-        clones = [n for _, n in stale if n.instance != msg.instance or not msg.instance]
+        clones = [
+            n for _, n in stale if (n.instance != msg.instance or not msg.instance) and n.heard >= self._resumed_at
+        ]
         if clones:
             self.stats["registrations_refused"] += 1
             reason = (
@@ -426,7 +451,7 @@ class SchedulerLogic:
         self._stealers += bool(node.steal_address)
         self.stats["node_monitors_registered"] += 1
         out.append((peer, Registered(self.scheduler_id)))
-        for other_peer, other in stale:  # the same process redialed: its old link is stale
+        for other_peer, other in stale:  # the same process redialed, or a link silent since our pause: stale
             del self.nodes[other_peer]
             self._forget_node(other, out)
         self._place_waiting(out)
@@ -466,6 +491,7 @@ class SchedulerLogic:
 
     def _invalidate_live(self) -> None:
         self._eligible.clear()
+        self._held_by.clear()
         self._floor = None
         self._live_ids = None
         self._ids = None
@@ -538,6 +564,29 @@ class SchedulerLogic:
             )
             self._eligible[constraint] = found
         return found
+
+    def _holding(self, candidates: np.ndarray, request: dict[str, int]) -> np.ndarray:
+        """The `candidates` (worker ids) whose capacity holds `request`: the kernel's feasible_workers over
+        their capacities of the kinds the request names. Cached until a node monitor comes, goes or drains."""
+        key = (candidates.tobytes(), tuple(sorted(request.items())))
+        found = self._held_by.get(key)
+        if found is None:
+            kinds = sorted(request)
+            capacities = np.array(
+                [[self._by_worker[w].resources.get(kind, 0) for kind in kinds] for w in candidates.tolist()],
+                dtype=np.int64,
+            ).reshape(len(candidates), len(kinds))
+            found = candidates[sparrow_core.feasible_workers(capacities, [request[kind] for kind in kinds])]
+            self._held_by[key] = found
+        return found
+
+    def _too_big(self, request: dict[str, int]) -> str:
+        """Why no live node monitor takes a job asking for `request`: it and the largest capacity seen."""
+        live = [n.resources for n in self.nodes.values() if not n.draining]
+        return (
+            f"no live node monitor has the resources {format_resources(request)} (the largest capacity seen: "
+            f"{format_resources(largest(live, request))})"
+        )
 
     # -- clients ----------------------------------------------------------------------------------
 
@@ -682,6 +731,7 @@ class SchedulerLogic:
             msg.timeout,
             msg.task_prefer,
             msg.sampling,
+            msg.resources,
         )
         user, refusal = _job_user(client, msg.user)
         if reason is None:
@@ -713,6 +763,7 @@ class SchedulerLogic:
             and msg.task_prefer is None
             and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
             and self._link_floor() >= self.max_frame
+            and job.resources is None
         )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
@@ -753,6 +804,11 @@ class SchedulerLogic:
             what = "" if job.constraint is None else " satisfies the job's constraint"
             self._unplaceable(job, "no live node monitor" + what, out)
             return
+        if job.resources is not None:
+            candidates = self._holding(candidates, job.resources)
+            if len(candidates) == 0:
+                self._unplaceable(job, self._too_big(job.resources), out)
+                return
         need = 0
         if self._link_floor() < self.max_frame:  # some link takes less than others: place by size
             fitting = self._fitting(job, tasks, candidates, out)
@@ -785,7 +841,7 @@ class SchedulerLogic:
             self.placements.record(job_id, [self._by_worker[w].node_id for w in workers.tolist()])
         by_worker = self._by_worker
         placed = [(by_worker[worker], count) for worker, count in _per_worker(workers)]
-        if self.bind_idle:
+        if self.bind_idle and job.resources is None:  # a task with resources launches where they fit, when they do
             placed = self._bind_to_idle(job, placed, len(job.payloads) if tasks is None else len(tasks), out)
             if job_id not in self.table:  # every task went with a reservation (or failed): none is left to ask
                 return
@@ -794,7 +850,12 @@ class SchedulerLogic:
             job.probed.add(node.worker)
             if count:
                 out.append(
-                    (node.peer, EnqueueReservations(job_id, job.user, job.priority, count, job.session, job.stealable))
+                    (
+                        node.peer,
+                        EnqueueReservations(
+                            job_id, job.user, job.priority, count, job.session, job.stealable, job.resources
+                        ),
+                    )
                 )
         if self.bind_idle:  # a reservation consumed where the kernel had no task for it leaves none to ask
             self._reprobe_if_starved(job, out)

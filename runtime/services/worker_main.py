@@ -10,6 +10,10 @@ With SIDE (the end of a second socket pair) big values skip the frames: the inpu
 (data/shared.py), so neither side copies it through the socket, nor decodes it from a frame.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
 
+It makes itself non-dumpable first (`stay_private`, Linux): another process of its OS user, such as a
+sibling worker running another user's tasks, can then neither read its memory (/proc/PID/mem) nor trace
+it; only a holder of CAP_SYS_PTRACE (root) can. A program its task runs (exec) is dumpable again.
+
 It dies with its node monitor, whatever kills it: a watcher thread waits for the node monitor's end
 of the socket to close (the kernel closes it when the node monitor dies, even by SIGKILL) and then
 kills this worker's process group, the processes its task started included (at once, unless the
@@ -19,6 +23,7 @@ programs a task runs, so none of them can keep the line open.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
@@ -39,6 +44,7 @@ from ..wire.task_codec import run_task
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
 HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+PR_SET_DUMPABLE = 4  # linux/prctl.h
 
 
 def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None, share_over: int = 0) -> None:
@@ -191,10 +197,23 @@ def die_with_node_monitor(fd: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def stay_private() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): no process without CAP_SYS_PTRACE reads this one's memory or traces it,
+    not even one of its own OS user (the kernel's ptrace access check). Nothing to do off Linux. Raises
+    OSError if the kernel refuses (the worker then exits: it must not run tasks readable by its siblings)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_DUMPABLE, 0): {os.strerror(errno)}")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 4):
         print("usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]", file=sys.stderr)
         return 2
+    stay_private()
     fd = int(argv[0])
     os.set_inheritable(fd, False)  # the programs a task runs must not hold the node monitor's line open
     side = None

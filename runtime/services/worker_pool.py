@@ -1,7 +1,7 @@
 """The node monitor's executors: the pools of worker processes or threads that run the tasks it launched.
 
-Both have the same small interface: `await start(nursery)`; `launch(payload, done, inputs=None) ->
-Ticket`, which starts a task (`inputs`: the pickled values of a dependent's inputs, given to its call
+Both have the same small interface: `await start(nursery)`; `launch(payload, done, inputs=None, user="") ->
+Ticket`, which starts a task of `user` (`inputs`: the pickled values of a dependent's inputs, given to its call
 last, so that the node monitor does not pickle big values into its payload again) and later calls
 `done(outcome)` (an `Outcome`, messages.py) from the trio thread (never for a task's failure raising:
 every failure is an outcome); `stop(ticket, failure, reason)`,
@@ -13,24 +13,32 @@ launch while none is free waits for one.
 `launch` exists so a node monitor starts a task without a trio task, channel or thread hop of its
 own per task: at a few hundred microseconds of CPU per task, each wake-up counts (docs/runtime.md).
 
-- ProcessExecutor (default): one worker process per slot (worker_main.py), each in a session of its
-  own, over a private Unix socket pair with one long-lived reader task. The node monitor learns of a
-  worker's death from the process itself (not from the socket, which a process the task forked may
-  hold open): the task it ran fails with the reason (exit status or signal) at once, its process
-  group is killed (what the task started), and a fresh worker replaces it; the slot is never lost.
+- ProcessExecutor (default): worker processes (worker_main.py), each in a session of its own, over a
+  private Unix socket pair with one long-lived reader task. A worker serves one user: it belongs to the
+  user of its first task and never runs another user's (idle_workers.py), so a task that changes its
+  interpreter (a module's globals, builtins) or reads its own memory finds only its user's tasks. It
+  starts with one fresh worker per slot; a task whose user has no idle worker takes a fresh one, else a
+  worker is started for it (at most `slots` + SPARE_WORKERS alive: past that the one idle longest is
+  retired), so one user's tasks never wait for a process to start once its workers are warm.
+  The node monitor learns of a worker's death from the process itself (not from the socket, which a
+  process the task forked may hold open): the task it ran fails with the reason (exit status or
+  signal) at once, its process group is killed (what the task started), and a fresh worker replaces
+  it; the slot is never lost.
   A worker takes tasks once it says WorkerReady (it has imported), so a task launched while it starts
   waits here, and its timeout counts from when a worker takes it (`started`), not the worker's start.
   Workers die with the node monitor however it dies (worker_main.py watches its line). A task is
   stopped by killing its worker (and its process group); the worker is replaced the same way.
 - ThreadExecutor: tasks run in `slots` persistent worker threads of the node monitor's process (tests
-  and benchmarks), each woken by a byte over a socket pair of its own, and waking the trio loop the
-  same way when the outcome is ready: cheap, but a task that crashes the interpreter takes the node
-  monitor with it, and a running task cannot be stopped (`can_stop` is False).
+  and benchmarks; every user's tasks share them: no isolation), each woken by a byte over a socket pair
+  of its own, and waking the trio loop the same way when the outcome is ready: cheap, but a task that
+  crashes the interpreter takes the node monitor with it, and a running task cannot be stopped
+  (`can_stop` is False).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
@@ -38,7 +46,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -51,11 +59,16 @@ from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady, failed
 from ..wire.task_codec import run_task
 from .burst import Burst
+from .idle_workers import IdleWorkers
 from .processes import child_env, describe_exit
+from .task_users import task_users
 
 logger = logging.getLogger(__name__)
 
 REAP_TIMEOUT = 2.0  # how long a dead or killed worker may take to be reaped
+# idle workers a process executor keeps beyond one per slot, for users whose tasks come and go: past
+# `slots` + this many alive, the one idle longest is retired to start one for a user with none idle
+SPARE_WORKERS = 8
 
 Done = Callable[[Outcome], None]
 
@@ -67,11 +80,12 @@ class Ticket:
     (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
     caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended."""
 
-    __slots__ = ("done", "inputs", "payload", "seq", "successor", "tag", "waited", "withdrawn", "worker")
+    __slots__ = ("done", "inputs", "payload", "seq", "successor", "tag", "user", "waited", "withdrawn", "worker")
 
-    def __init__(self, payload: bytes, done: Done | None, inputs: list | None = None) -> None:
+    def __init__(self, payload: bytes, done: Done | None, inputs: list | None = None, user: str = "") -> None:
         self.payload = payload
         self.inputs = inputs
+        self.user = user  # whose task: only a worker of this user (or a fresh one) runs it
         self.done: Done | None = done  # None once called
         self.worker: _Thread | _Worker | None = None
         self.tag: Any = None
@@ -99,22 +113,24 @@ async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: byt
 
 
 class _Pool:
-    """What both executors share: tasks wait for an idle worker (one per slot) and each outcome frees
-    its worker for the next. A subclass starts workers, hands a task over (`_hand`), calls
-    `_finished` with each outcome and, if it can stop a running task, implements `_stop_running`."""
+    """What both executors share: tasks wait for an idle worker that may take their user's tasks
+    (idle_workers.py) and each outcome frees its worker for the next. A subclass starts workers, hands a
+    task over (`_hand`, which may claim the worker for the task's user), starts workers when tasks wait
+    that no idle worker may take (`_short_of_workers`), calls `_finished` with each outcome and, if it can
+    stop a running task, implements `_stop_running`."""
 
     can_stop = False
     takes_inputs = True  # launch(payload, done, inputs)
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
-        self._idle: deque = deque()
+        self._idle = IdleWorkers()
         self._waiting: deque[Ticket] = deque()  # launched while no worker was idle
         # called with a ticket that waited for a worker as one takes it (its task's timeout starts then)
         self.started: Callable[[Ticket], None] | None = None
 
-    def launch(self, payload: bytes, done: Done, inputs: list | None = None) -> Ticket:
-        ticket = Ticket(payload, done, inputs)
+    def launch(self, payload: bytes, done: Done, inputs: list | None = None, user: str = "") -> Ticket:
+        ticket = Ticket(payload, done, inputs, user)
         self._waiting.append(ticket)
         self._dispatch()
         ticket.waited = ticket.worker is None
@@ -136,21 +152,33 @@ class _Pool:
         return self.can_stop and self._stop_running(ticket, failure, reason)
 
     def _dispatch(self) -> None:
-        while self._waiting and self._idle:
-            worker = self._idle.popleft()
-            if self._usable(worker):
-                ticket = self._waiting.popleft()
-                ticket.worker, worker.ticket = worker, ticket
-                self._hand(worker, ticket.payload, ticket.inputs)
-                ticket.inputs = None  # handed over: the values go with the worker, not the ticket
-                if ticket.waited and self.started is not None:
-                    self.started(ticket)
+        """Hand each waiting task, in order, to an idle worker that may take it; the others keep their order."""
+        waiting = self._waiting
+        if not waiting:
+            return
+        unserved = 0
+        for _ in range(len(waiting)):
+            ticket = waiting.popleft()
+            worker = self._idle.take(ticket.user)
+            while worker is not None and not self._usable(worker):  # died while idle: its reader replaces it
+                worker = self._idle.take(ticket.user)
+            if worker is None:
+                waiting.append(ticket)
+                unserved += 1
+                continue
+            ticket.worker, worker.ticket = worker, ticket
+            self._hand(worker, ticket)
+            ticket.inputs = None  # handed over: the values go with the worker, not the ticket
+            if ticket.waited and self.started is not None:
+                self.started(ticket)
+        if unserved:
+            self._short_of_workers()
 
     def _finished(self, worker: Any, outcome: Outcome, successor: Ticket | None = None) -> None:
         """`worker`'s task ended with `outcome`; `successor`, a task handed ahead to it, runs on it now."""
         ticket, worker.ticket = worker.ticket, successor
         if successor is None:
-            self._idle.append(worker)
+            self._idle.put(worker)
         elif not successor.withdrawn:
             ticket.successor = successor
         done, ticket.done = ticket.done, None
@@ -160,8 +188,11 @@ class _Pool:
     def _usable(self, worker: Any) -> bool:
         return True
 
-    def _hand(self, worker: Any, payload: bytes, inputs: list | None) -> None:
+    def _hand(self, worker: Any, ticket: Ticket) -> None:
         raise NotImplementedError
+
+    def _short_of_workers(self) -> None:
+        """Tasks wait that no idle worker may take (ThreadExecutor: none do; its threads take any task)."""
 
     def _stop_running(self, ticket: Ticket, failure: int, reason: str) -> bool:
         raise NotImplementedError
@@ -169,6 +200,8 @@ class _Pool:
 
 class _Thread:
     __slots__ = ("inputs", "outcome", "payload", "sock", "ticket")
+
+    user = None  # a thread takes any user's task: threads of one process cannot be kept apart
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock  # the trio side of its socket pair
@@ -198,7 +231,7 @@ class ThreadExecutor(_Pool):
             threading.Thread(target=_run_tasks, args=(theirs, worker), name=f"sparrow-task-{i}", daemon=True).start()
             self._threads.append(worker)
             nursery.start_soon(self._serve, worker)
-            self._idle.append(worker)
+            self._idle.put(worker)
 
     async def aclose(self) -> None:
         """Let the threads end once their current task is done (they are daemons: a stuck task does
@@ -208,9 +241,9 @@ class ThreadExecutor(_Pool):
             worker.sock.close()  # and the thread's next read ends
         self._threads.clear()
 
-    def _hand(self, worker: _Thread, payload: bytes, inputs: list | None) -> None:
-        worker.payload = payload
-        worker.inputs = inputs
+    def _hand(self, worker: _Thread, ticket: Ticket) -> None:
+        worker.payload = ticket.payload
+        worker.inputs = ticket.inputs
         worker.sock.send(b"\0")
 
     async def _serve(self, worker: _Thread) -> None:
@@ -242,10 +275,26 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
 
 
 class _Worker:
-    __slots__ = ("conn", "overran", "process", "queued", "ready", "sent", "side", "stopped", "ticket")
+    __slots__ = (
+        "conn",
+        "overran",
+        "process",
+        "queued",
+        "ready",
+        "retired",
+        "sent",
+        "side",
+        "stopped",
+        "ticket",
+        "user",
+    )
 
-    def __init__(self, process: trio.Process, conn: Connection, side: socket.socket | None = None) -> None:
+    def __init__(
+        self, process: trio.Process, conn: Connection, side: socket.socket | None = None, user: str | None = None
+    ) -> None:
         self.process = process
+        self.user = user  # the user whose tasks it runs (None: fresh, it has run none; the first one's user takes it)
+        self.retired = False  # killed idle to make room for another user's worker: not replaced
         self.conn = conn
         self.side = side  # the side socket that memory files cross (shared.py), if any
         self.ticket: Ticket | None = None  # the task it runs, if any
@@ -290,14 +339,17 @@ class _ToWorkers:
 
 
 class ProcessExecutor(_Pool):
-    """One worker process per slot; a dead worker fails its task and is replaced; a task is stopped
-    by killing its worker. With `task_user` (a user name of this host) the workers run as that user,
-    its group and no other group, with its home as HOME: a task cannot read what only the service's
-    user may (its key, certificate, secret: mode 0600). That needs a node monitor that may switch
-    users (root, or CAP_SETUID, CAP_SETGID and CAP_KILL).
+    """Worker processes, each serving one user (module docstring); a dead worker fails its task and is
+    replaced; a task is stopped by killing its worker. With `task_user` (an OS user's name, or a pattern
+    with {user}: task_users.py) the workers run as that OS user (per cluster user, for a pattern), its group
+    and no other group, with its home as HOME: a task cannot read what only the service's user may (its
+    key, certificate, secret: mode 0600). That needs a node monitor that may switch users (root, or
+    CAP_SETUID, CAP_SETGID and CAP_KILL).
 
-    Error handling: an unknown `task_user` raises ValueError at construction; a node monitor that may
-    not switch to it raises PermissionError (one line) when it starts its workers."""
+    Error handling: an unknown, root or the service's own `task_user`, or a malformed pattern, raises
+    ValueError at construction; a node monitor that may not switch to it raises PermissionError (one line)
+    when it starts its workers. A task whose worker cannot start (its cluster user has no OS user under
+    the pattern, or the switch is refused) fails with the reason; the node monitor goes on."""
 
     can_stop = True
 
@@ -308,7 +360,10 @@ class ProcessExecutor(_Pool):
         self.max_frame = max_frame
         # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
         self.share_over = share_over if shared.AVAILABLE else 0
-        self._as_user = task_user_options(task_user) if task_user is not None else {}
+        self._task_users = task_users(task_user)  # which OS user each worker runs as (task_users.py)
+        self.max_workers = slots + SPARE_WORKERS
+        self._alive = 0  # workers started or starting, not retired nor ended
+        self._starting: Counter[str | None] = Counter()  # workers starting (not ready yet), by the user they are for
         self.restarts = 0
         # called with the tasks handed ahead to a worker that died before they started (hand_ahead)
         self.returned: Callable[[list[Ticket]], None] | None = None
@@ -325,9 +380,13 @@ class ProcessExecutor(_Pool):
         """Start the worker processes (concurrently), keep `nursery` for their readers and restarts, and return
         once every slot's worker said it is ready."""
         self._nursery = nursery
+        if self._task_users.per_user:  # each worker starts for its user's first task: none is fresh
+            self._all_ready.set()
+            return
         async with trio.open_nursery() as spawning:
             for _ in range(self.slots):
-                spawning.start_soon(self._spawn)
+                self._count_starting(None)
+                spawning.start_soon(self._spawn, None)
         await self._all_ready.wait()
 
     async def aclose(self) -> None:
@@ -340,9 +399,12 @@ class ProcessExecutor(_Pool):
     def _usable(self, worker: _Worker) -> bool:
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
 
-    def _hand(self, worker: _Worker, payload: bytes, inputs: list | None) -> None:
-        """Send the task; its inputs over `share_over` bytes cross as memory files on the side socket (one
-        task at a time per worker: the worker takes them in the order of the frames)."""
+    def _hand(self, worker: _Worker, ticket: Ticket) -> None:
+        """Send the task (the worker is its user's from now on); its inputs over `share_over` bytes cross as
+        memory files on the side socket (one task at a time per worker: the worker takes them in the order of
+        the frames)."""
+        worker.user = ticket.user
+        payload, inputs = ticket.payload, ticket.inputs
         if inputs is None or worker.side is None:
             worker.send_task(TaskToWorker(payload, inputs), self._out)
             return
@@ -396,7 +458,8 @@ class ProcessExecutor(_Pool):
             for msg in msgs:
                 if type(msg) is WorkerReady and not worker.ready:  # its first message: it takes tasks now
                     worker.ready = True
-                    self._idle.append(worker)
+                    self._starting[worker.user] -= 1
+                    self._idle.put(worker)
                     if sum(w.ready for w in self._workers) >= self.slots:
                         self._all_ready.set()
                     continue
@@ -421,8 +484,11 @@ class ProcessExecutor(_Pool):
             reason = await worker.conn.serve(on_messages)
             watching.cancel_scope.cancel()
         self._workers.discard(worker)
-        if worker in self._idle:
-            self._idle.remove(worker)
+        self._idle.remove(worker)
+        if not worker.ready:
+            self._starting[worker.user] -= 1
+        if not worker.retired:
+            self._alive -= 1
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
         ticket, worker.ticket = worker.ticket, None
@@ -458,9 +524,60 @@ class ProcessExecutor(_Pool):
             if done is not None:  # else given up (withdrawn): nobody waits for it
                 done(failed(why, failure))
         await self._kill(worker)
-        if not self._closed:
+        if not self._closed and not worker.retired:
             self.restarts += 1
-            await self._spawn()
+            if not self._task_users.per_user:  # else the next task of its user starts one
+                self._count_starting(None)
+                await self._spawn(None)
+
+    def _count_starting(self, user: str | None) -> None:
+        """A worker for `user` (None: fresh) is about to be started (`_spawn`)."""
+        self._alive += 1
+        self._starting[user] += 1
+
+    def _short_of_workers(self) -> None:
+        """Start a worker for each waiting task that a free slot could run but no idle worker may take and no
+        starting one will; at `max_workers` alive, retire the one idle longest first (none idle: the tasks wait
+        for one). Tasks past the free slots wait for a running one to end, as with a single user."""
+        if self._closed or self._nursery is None:
+            return
+        free = self.slots - sum(worker.ticket is not None for worker in self._workers)
+        if free <= 0:
+            return
+        fresh = self._starting[None]  # will take any user's task
+        due = Counter(ticket.user for ticket in itertools.islice(self._waiting, free))
+        for user, count in due.items():
+            count -= self._starting[user]
+            covered = min(max(count, 0), fresh)
+            fresh -= covered
+            for _ in range(count - covered):
+                if self._alive >= self.max_workers:
+                    oldest = self._idle.oldest()
+                    if oldest is None:
+                        return
+                    self._retire(oldest)
+                for_user = user if self._task_users.per_user else None
+                self._count_starting(for_user)
+                self._nursery.start_soon(self._spawn_for_waiting, for_user)
+
+    def _retire(self, worker: _Worker) -> None:
+        """Kill an idle worker to make room for another (its reader reaps it; nothing replaces it)."""
+        self._idle.remove(worker)
+        worker.retired = True
+        self._alive -= 1
+        _kill_group(worker.process)
+
+    async def _spawn_for_waiting(self, user: str | None) -> None:
+        """`_spawn` for a task that waits; if the worker cannot start, that task fails (it would wait forever)."""
+        try:
+            await self._spawn(user)
+        except (OSError, ValueError) as exc:  # ValueError: its user has no task user (task_users.py)
+            reason = f"no worker could be started for the task: {exc}"
+            logger.warning("%s", reason)
+            for ticket in self._waiting:
+                if user is None or ticket.user == user:
+                    self.stop(ticket, SYSTEM, reason)
+                    return
 
     @staticmethod
     async def _end_reads_at_exit(worker: _Worker) -> None:
@@ -472,13 +589,18 @@ class ProcessExecutor(_Pool):
         with contextlib.suppress(OSError):  # already closed
             stream.socket.shutdown(socket.SHUT_RD)
 
-    async def _spawn(self) -> None:
-        """Start a worker process, its reader task, and put it to work."""
+    async def _spawn(self, user: str | None) -> None:
+        """Start a worker process for `user` (None: fresh, for any user), its reader task, and put it to work
+        (counted by `_count_starting` before). Raises ValueError if `user` has no task user (task_users.py)."""
+        try:
+            as_user = self._task_users.options(user)
+        except ValueError:
+            self._not_started(user)
+            raise
         parent, child = socket.socketpair()
         side, child_side = socket.socketpair() if self.share_over else (None, None)
         if side is not None:
             side.setblocking(False)  # a worker that sends no memory file never blocks the loop
-        user = self._as_user
         argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
         if child_side is not None:
             argv += [str(child_side.fileno()), str(self.share_over)]
@@ -488,27 +610,30 @@ class ProcessExecutor(_Pool):
                 pass_fds=(child.fileno(),) if child_side is None else (child.fileno(), child_side.fileno()),
                 stdin=subprocess.DEVNULL,
                 stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
-                env=child_env(user.get("env")),
+                env=child_env(as_user.get("env")),
                 start_new_session=True,  # its own process group: killed whole, and no terminal signals
-                **user.get("popen", {}),
+                **as_user.get("popen", {}),
             )
         except PermissionError as exc:
             parent.close()
             _close(side)
-            if not user:
+            self._not_started(user)
+            if not as_user:
                 raise
             raise PermissionError(
-                f"cannot start an executor as task user {user['name']}: {exc.strerror or exc} (a node monitor "
+                f"cannot start an executor as task user {as_user['name']}: {exc.strerror or exc} (a node monitor "
                 f"needs to run as root, or with CAP_SETUID, CAP_SETGID and CAP_KILL, to run tasks as another user)"
             ) from None
         except BaseException:
             parent.close()
             _close(side)
+            self._not_started(user)
             raise
         finally:
             child.close()
             _close(child_side)
         if self._closed:  # aclose ran while the process started (a replacement): it must not outlive the pool
+            self._not_started(user)
             parent.close()
             _close(side)
             _kill_group(process)
@@ -517,23 +642,28 @@ class ProcessExecutor(_Pool):
             return
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(parent))
         conn = Connection(stream, max_frame=self.max_frame, peer_name=f"executor {process.pid}", handshake=False)
-        worker = _Worker(process, conn, side)
+        worker = _Worker(process, conn, side, user)
         self._workers.add(worker)
         assert self._nursery is not None, "start() first"
         self._nursery.start_soon(self._serve, worker)  # idle once it says WorkerReady (it has imported by then)
 
-    def hand_ahead(self, payload: bytes, tag: Hashable) -> Ticket | None:
-        """Queue a task in a busy worker (the one with the fewest queued), to start as the ones before it end
-        with no hop through the node monitor between them; None (nothing sent) if a worker is idle or none
-        runs a task. Its ticket has no callback until `adopt`: when the task before it ends, that one's
-        ticket names it as its `successor` (it runs now). If the worker dies first, it never started:
-        `returned` gets it back."""
-        if self._idle or self._waiting:
+    def _not_started(self, user: str | None) -> None:
+        self._alive -= 1
+        self._starting[user] -= 1
+
+    def hand_ahead(self, payload: bytes, tag: Hashable, user: str = "") -> Ticket | None:
+        """Queue a task of `user` in a busy worker of that user (the one with the fewest queued), to start as
+        the ones before it end with no hop through the node monitor between them; None (nothing sent) if a
+        worker that may take it is idle, or none of that user's runs a task. Its ticket has no callback until
+        `adopt`: when the task before it ends, that one's ticket names it as its `successor` (it runs now). If
+        the worker dies first, it never started: `returned` gets it back."""
+        if self._waiting or self._idle.can_serve(user):
             return None
         best: _Worker | None = None
         for worker in self._workers:
             if (
-                worker.ticket is not None
+                worker.user == user
+                and worker.ticket is not None
                 and worker.stopped is None
                 and not worker.ticket.withdrawn
                 and (best is None or len(worker.queued) < len(best.queued))
@@ -541,7 +671,7 @@ class ProcessExecutor(_Pool):
                 best = worker
         if best is None:
             return None
-        ticket = Ticket(payload, None)
+        ticket = Ticket(payload, None, None, user)
         ticket.tag, ticket.worker = tag, best
         ticket.seq = best.send_task(TaskToWorker(payload), self._out)
         best.queued.append(ticket)
@@ -597,17 +727,3 @@ def _kill_group(process: trio.Process) -> None:
     # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
     with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left of it
         os.killpg(process.pid, signal.SIGKILL)
-
-
-def task_user_options(name: str) -> dict:
-    """What starts a worker process as the user `name`: Popen's user, group and extra_groups (none),
-    and the HOME, USER and LOGNAME of its environment."""
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        raise ValueError(f"task user {name!r}: no such user on this host") from None
-    env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
-    popen = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-    return {"name": entry.pw_name, "env": env, "popen": popen}

@@ -203,9 +203,13 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
 
 
 def _folder(directory: str | os.PathLike) -> Path:
+    """`directory`, made if missing: mode 0700, and so is each missing folder above it that it makes (a
+    folder made to hold keys is no one else's to list)."""
     folder = Path(directory)
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for missing in reversed([folder, *folder.parents]):
+            if not missing.exists():
+                missing.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
         raise CertError(f"cannot make the directory {folder}: {exc.strerror or exc}") from None
     return folder

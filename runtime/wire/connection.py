@@ -408,13 +408,21 @@ class Connection:
         msg, self._pending = batch[0], batch[1:]
         return msg
 
-    async def serve(self, on_messages: Callable[[list], None], *, idle_timeout: float | None = None) -> str:
+    async def serve(
+        self,
+        on_messages: Callable[[list], None],
+        *,
+        idle_timeout: float | None = None,
+        on_ended: Callable[[], None] | None = None,
+    ) -> str:
         """Run the sender and deliver received batches to `on_messages` until the connection ends.
 
         Returns why it ended (peer closed, the peer's Error, protocol error, silent past
         `idle_timeout` by the rule of liveness.py, dropped, closed locally). The messages of a batch
         before an Error from the peer are delivered; the Error ends the connection (it is the peer's
-        goodbye, not a fault).
+        goodbye, not a fault). `on_ended` (optional) is called once nothing more will be delivered,
+        before the wait for the sender to flush and close (up to CLOSE_TIMEOUT): a service forgets
+        the peer there, so nothing handled meanwhile takes the ended link for live.
         """
         reason = "closed locally"
         async with trio.open_nursery() as nursery:
@@ -448,6 +456,8 @@ class Connection:
                 self._closing = True
                 self._wake.set()
                 nursery.cancel_scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+                if on_ended is not None:
+                    on_ended()
         if self._dropped is not None:
             logger.warning("dropped connection to %s: %s", self, self._dropped)
             await self.aclose()

@@ -23,26 +23,29 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import trio
 
-from ..errors import ConnectionLost, HandshakeError, ProtocolError
+from ..errors import ConnectionLost, HandshakeError, ProtocolError, SilentPeer
 from . import auth, limits
 from .address import Address, format_address, unix_path
 from .connection import CLOSE_TIMEOUT, Connection
 from .framing import DEFAULT_MAX_FRAME
+from .gate import HandshakeGate
 from .guard import contained
 from .limits import clip
+from .link_config import DEFAULT_HANDSHAKE_TIMEOUT
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Message, Welcome
 from .tls import TLS, Identity, TLSFailure, peer_identity, start_tls
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+# seconds a peer may send nothing at all (a TLS client's first flight, or the answer to our Challenge): an idle
+# connection does not hold its place in the gate for the whole handshake
+FIRST_BYTE_TIMEOUT = 1.0
 
 
 async def accept(
@@ -53,24 +56,27 @@ async def accept(
     node_id: str,
     allowed_roles: Iterable[str],
     timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    first_byte_timeout: float = FIRST_BYTE_TIMEOUT,
     max_frame: int = DEFAULT_MAX_FRAME,
     peer_name: str = "peer",
     gate: HandshakeGate | None = None,
     tls: TLS | None = None,
 ) -> Connection:
     """Server side of the handshake. Returns the authenticated connection. Until it is done, frames
-    over HANDSHAKE_MAX_FRAME are refused at their length prefix; `gate` (optional, one per service)
-    bounds the connections in this state: one over it is closed at once.
+    over HANDSHAKE_MAX_FRAME are refused at their length prefix; `gate` (optional, one per listener)
+    bounds the connections in this state (gate.py: the oldest goes to make room) and how often the
+    refusals of one source are logged. A peer that sends nothing within `first_byte_timeout` seconds
+    is closed (SilentPeer, counted by the gate, not logged one by one).
 
     Error handling: a peer that sends garbage, another version, a role not in `allowed_roles`, a
     wrong MAC, or does not finish within `timeout` seconds gets Error(reason), is closed, and
     HandshakeError(reason) is raised. The reason is logged, with what the peer sent cut short; the
     secret and MACs never are.
     """
-    args = (stream, secret, role, node_id, allowed_roles, timeout, max_frame, peer_name, tls)
+    args = (stream, secret, role, node_id, allowed_roles, timeout, first_byte_timeout, max_frame, peer_name, tls, gate)
     if gate is None:
         return await _accept(*args)
-    with gate.admit(stream, peer_name):
+    with gate.admit(stream):
         return await _accept(*args)
 
 
@@ -94,47 +100,6 @@ async def accept_and_serve(
         await serve(conn)
 
 
-class HandshakeGate:
-    """Bounds a service's connections that have not finished the handshake (`limit`); one more is
-    closed at once, and that is logged at most once per `LOG_EVERY` seconds."""
-
-    LOG_EVERY = 10.0
-
-    def __init__(self, limit: int = limits.MAX_PENDING_HANDSHAKES) -> None:
-        self.limit = limit
-        self.pending = 0
-        self.refused = 0
-        self._logged_at = -math.inf
-
-    @contextlib.contextmanager
-    def admit(self, stream: trio.abc.Stream, peer_name: str) -> Iterator[None]:
-        if self.pending >= self.limit:
-            self.refused += 1
-            now = trio.current_time()
-            if now - self._logged_at >= self.LOG_EVERY:
-                self._logged_at = now
-                logger.warning(
-                    "refused connection from %s: %d connections are in the handshake already (%d refused so far)",
-                    peer_name,
-                    self.limit,
-                    self.refused,
-                )
-            _close_now(stream)
-            raise HandshakeError(f"{self.limit} connections are in the handshake already")
-        self.pending += 1
-        try:
-            yield
-        finally:
-            self.pending -= 1
-
-
-def _close_now(stream: trio.abc.Stream) -> None:
-    """Close `stream` without waiting (a socket stream's socket; others are left to the caller)."""
-    sock = getattr(stream, "socket", None)
-    if sock is not None:
-        sock.close()
-
-
 async def _accept(
     stream: trio.abc.Stream,
     secret: bytes | None,
@@ -142,9 +107,11 @@ async def _accept(
     node_id: str,
     allowed_roles: Iterable[str],
     timeout: float,
+    first_byte_timeout: float,
     max_frame: int,
     peer_name: str,
     tls: TLS | None,
+    gate: HandshakeGate | None,
 ) -> Connection:
     reason = f"handshake not completed within {timeout} s"  # unless told otherwise below
     conn = None
@@ -152,6 +119,7 @@ async def _accept(
         try:
             identity = channel = None
             if tls is not None:
+                await _first_byte(stream, first_byte_timeout)
                 channel = await start_tls(stream, tls, server_side=True)
                 identity = peer_identity(channel)
                 if identity is None:
@@ -159,6 +127,8 @@ async def _accept(
             conn = Connection(stream, max_frame=max_frame, peer_name=peer_name, tls=channel)
             nonce = auth.new_nonce()
             await conn.send_now([Challenge(PROTOCOL_VERSION, role, node_id, nonce, max_frame)])
+            if tls is None:
+                await _first_byte(stream, first_byte_timeout)
             msg = await conn.receive_one()
             refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity, max_frame)
             if refused is not None:
@@ -175,9 +145,14 @@ async def _accept(
                 await conn.send_now([Welcome(mac)])
                 conn.handshake_done(msg.max_frame)
                 return conn
+        except SilentPeer:  # not logged one by one: the gate counts them (a flood of idle connections)
+            await trio.aclose_forcefully(stream)
+            raise
         except (TLSFailure, ProtocolError, ConnectionLost) as exc:
             reason = str(exc)
-    logger.warning("refused connection from %s: %s", peer_name, reason)
+    unlogged = "" if gate is None else gate.refusal_note(stream)  # None: one from there was logged just now
+    if unlogged is not None:
+        logger.warning("refused connection from %s: %s%s", peer_name, reason, unlogged)
     if conn is None:  # no framed channel to say why on (the TLS handshake failed: its alert said it)
         await trio.aclose_forcefully(stream)
         raise HandshakeError(reason)
@@ -186,6 +161,18 @@ async def _accept(
             await conn.send_now([Error(limits.clip(f"refused: {reason}", limits.MAX_REASON))])
     await conn.aclose()
     raise HandshakeError(reason)
+
+
+async def _first_byte(stream: trio.abc.Stream, timeout: float) -> None:
+    """Return once the peer of `stream` has sent something (or closed); SilentPeer after `timeout`
+    seconds of nothing. A stream that is not a socket's returns at once."""
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return
+    with trio.move_on_after(timeout):
+        await trio.lowlevel.wait_readable(sock)
+        return
+    raise SilentPeer(f"sent nothing within {timeout} s")
 
 
 def _check_authenticate(
@@ -277,10 +264,10 @@ async def connect_stream(
         if tls is not None:
             try:
                 channel = await start_tls(stream, tls, server_side=False)
+                identity = peer_identity(channel)
             except TLSFailure as exc:
                 await trio.aclose_forcefully(stream)
                 raise HandshakeError(f"{peer_name}: {exc}") from None
-            identity = peer_identity(channel)
             if identity is None:
                 await trio.aclose_forcefully(stream)
                 raise HandshakeError(f"{peer_name}: TLS: the server's certificate names no sparrow role")

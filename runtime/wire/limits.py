@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
+from .resources import units_problem
+
 
 class Constrained(Protocol):
     """What the checks read of a messages.Constraint (messages.py imports this module: no import back)."""
@@ -67,7 +69,8 @@ MAX_INPUTS = 100_000  # inputs of one task that travel as references
 
 # -- connections -----------------------------------------------------------------------------------
 HANDSHAKE_MAX_FRAME = 8192  # bytes of a frame before the handshake completes
-MAX_PENDING_HANDSHAKES = 64  # connections of one service that have not finished the handshake
+MAX_PENDING_HANDSHAKES = 64  # connections of one listener that have not finished the handshake (gate.py)
+MAX_PENDING_PER_SOURCE = 16  # of those, from one source address
 MIN_UNSENT_LIMIT = 16 * 1024 * 1024  # bytes queued for one peer, at the least (the memory bound)
 STALL_TIMEOUT = 10.0  # seconds a peer may accept no byte while bytes wait for it: then it does not read
 LINK_FULL = 1024 * 1024  # unsent bytes past which a link is full: senders that can wait, wait (send_later)
@@ -126,6 +129,7 @@ def job_problem(
     timeout: float | None = None,
     task_prefer: Sequence[Sequence[str]] | None = None,
     sampling: str = "batch",
+    resources: object = None,
 ) -> str | None:
     """Why a job with these fields is over a limit or malformed, naming the field and the limit; or
     None. `probe_ratio` None means the scheduler's default (checked when it is set)."""
@@ -158,6 +162,10 @@ def job_problem(
                 return problem
     if sampling not in SAMPLINGS:
         return f"sampling: {clip(sampling)!r} is not one of {', '.join(SAMPLINGS)}"
+    if resources is not None:
+        problem = units_problem(resources)
+        if problem is not None:
+            return problem
     if task_prefer is not None:
         return prefer_problem(task_prefer, n_tasks)
     return None

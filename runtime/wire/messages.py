@@ -57,12 +57,14 @@ from .limits import (
     PRIORITY_MAX,
     PRIORITY_MIN,
 )
+from .resources import ResourceUnits
 
 # 2: last, draining; 3: limits, instance, failures, ...; 4: Outcome, hop names; 5: the data plane; 6: work stealing;
 # 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
 # reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile);
-# 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler)
-PROTOCOL_VERSION = 9
+# 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
+# per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources)
+PROTOCOL_VERSION = 10
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -179,6 +181,7 @@ class SubmitJob(_Msg, tag=10):
     timeout: float | None = None
     task_prefer: list[tuple[str, ...]] | None = None
     sampling: str = "batch"
+    resources: dict[str, int] | None = None  # what each task takes besides its slot, in units (wire/resources.py)
 
 
 class CancelJob(_Msg, tag=16):
@@ -261,6 +264,7 @@ class RegisterNodeMonitor(_Msg, tag=20):
     can_stop: bool = False  # its executor can stop a running task (timeouts, forced cancels)
     steal_address: AddressText = ""  # where it takes steal links from its peers; "": it does not steal
     data_address: AddressText = ""  # its data listener (runtime/data/): fetches and clients' uploads; "": none
+    resources: ResourceUnits = msgspec.field(default_factory=dict)  # its capacity besides its slots, in units
 
 
 class Registered(_Msg, tag=21):
@@ -295,6 +299,7 @@ class EnqueueReservations(_Msg, tag=23):
     count: Annotated[int, msgspec.Meta(ge=1, le=MAX_PROBES_PER_JOB)]
     session: Name = ""
     stealable: bool = False
+    resources: ResourceUnits | None = None  # what each of the job's tasks takes besides its slot (None: nothing)
 
 
 class CancelReservations(_Msg, tag=24):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated
 
 import msgspec
@@ -133,6 +133,32 @@ def parse_resources(spec: str | Mapping[str, object] | None) -> dict[str, int]:
             raise ResourceError(f"resource {name!r} named twice")
         units[name] = parse_amount(name, amount)
     return {name: amount for name, amount in units.items() if amount}
+
+
+def units_problem(units: object, field: str = "resources") -> str | None:
+    """Why `units` ({name: units} from a peer, as SubmitJob.resources) cannot be used, naming `field`; or None."""
+    if not isinstance(units, dict):
+        return f"{field}: must be a mapping of resource names to units, got {type(units).__name__}"
+    if len(units) > MAX_RESOURCE_KINDS:
+        return f"{field}: {len(units)} resources named, over the limit of {MAX_RESOURCE_KINDS}"
+    for name, amount in units.items():
+        try:
+            check_name(name)
+        except ResourceError as exc:
+            return f"{field}: {exc}"
+        if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount <= MAX_UNITS:
+            return f"{field}: {name}={amount!r} units: must be an integer in [0, {MAX_UNITS}]"
+    return None
+
+
+def largest(capacities: Iterable[Mapping[str, int]], request: Mapping[str, int]) -> dict[str, int]:
+    """The largest capacity seen of each kind `request` names (0 where none offers it), for the error of a
+    request that nothing can hold."""
+    seen = dict.fromkeys(request, 0)
+    for capacity in capacities:
+        for name in request:
+            seen[name] = max(seen[name], capacity.get(name, 0))
+    return seen
 
 
 def format_amount(name: str, units: int) -> str:

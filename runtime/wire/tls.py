@@ -13,9 +13,10 @@ certificate of the cluster CA with the right role may serve that role (the CA is
 
 Error handling: `TLS(...)` checks the three files at once and raises TLSConfigError with one line
 (a missing or unreadable file, a key that group or others may read (as ssh refuses one), a key that
-does not match its certificate, a certificate that is
-expired, not yet valid, not signed by the CA, or has no role). A failed TLS handshake becomes one
-line from `describe_failure` (another CA, an expired certificate, a peer that does not speak TLS).
+does not match its certificate, a certificate that is expired, not yet valid, not signed by the CA, has
+no role, or names its holder, role or user twice). A failed TLS handshake becomes one line from
+`describe_failure` (another CA, an expired certificate, a peer that does not speak TLS); a peer whose
+certificate names its holder, role or user twice is refused with one line too (identity_of_subject).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import trio
 
 from ..errors import SparrowError
 from .auth import too_open
+from .gate import PENDING_REFUSAL, REFUSAL_BYTES
+from .limits import clip
 from .tls_channel import TLSChannel
 
 TLS_CA_ENV = "SPARROW_TLS_CA"
@@ -176,7 +179,10 @@ def check_files(ca: str, cert: str, key: str) -> Identity:
         own.verify_directly_issued_by(ca_cert)
     except (ValueError, TypeError, InvalidSignature):
         raise TLSConfigError(f"TLS certificate {cert} is not signed by the CA {ca}") from None
-    identity = identity_of_subject([(a.oid.dotted_string, str(a.value)) for a in own.subject])
+    try:
+        identity = identity_of_subject([(a.oid.dotted_string, str(a.value)) for a in own.subject])
+    except AmbiguousSubject as exc:
+        raise TLSConfigError(f"TLS certificate {cert} cannot be used: {exc}") from None
     if identity is None:
         raise TLSConfigError(f"TLS certificate {cert} names no sparrow role (make one with: sparrow certs issue)")
     return identity
@@ -195,43 +201,69 @@ def _read(path: str, what: str) -> bytes:
 
 _CN, _OU, _UID = "2.5.4.3", "2.5.4.11", "0.9.2342.19200300.100.1.1"
 _NAMES = {"commonName": _CN, "organizationalUnitName": _OU, "userId": _UID}
+_IDENTITY_ATTRIBUTES = {_CN: "CN", _OU: "OU", _UID: "UID"}  # each at most once in a subject
 
 
 def identity_of_subject(attributes: list[tuple[str, str]]) -> Identity | None:
     """The identity in a subject given as (dotted OID or ssl's long name, value) pairs; None if it has
-    no known role."""
-    found = {_NAMES.get(k, k): v for k, v in attributes}
+    no known role.
+
+    Error handling: raises AmbiguousSubject for a subject that names its holder, role or user more
+    than once (two OUs, say "client" then "admin": which one would it be?) or a user with control
+    characters. `sparrow certs` never makes one, an organisation's own CA may: it is refused, not read
+    one way or the other."""
+    found: dict[str, str] = {}
+    for key, value in attributes:
+        oid = _NAMES.get(key, key)
+        if oid in _IDENTITY_ATTRIBUTES and oid in found:
+            raise AmbiguousSubject(
+                f"its subject has more than one {_IDENTITY_ATTRIBUTES[oid]} ({clip(found[oid])!r}, {clip(value)!r}): "
+                f"an identity must mean one thing"
+            )
+        found[oid] = value
     role = found.get(_OU)
+    user = found.get(_UID, "")
+    if not user.isprintable():
+        raise AmbiguousSubject(f"its subject's UID {clip(user)!r} has control characters")
     if role not in ROLES:
         return None
-    return Identity(found.get(_CN, ""), role, found.get(_UID, "") if role in ("client", "admin") else "")
+    return Identity(found.get(_CN, ""), role, user if role in ("client", "admin") else "")
 
 
 def peer_identity(channel: TLSChannel) -> Identity | None:
-    """What the peer's certificate (verified by the TLS handshake) says it is; None if it names no role."""
+    """What the peer's certificate (verified by the TLS handshake) says it is; None if it names no role.
+    Raises TLSFailure (one line) for an ambiguous subject (identity_of_subject)."""
     cert = channel.getpeercert()
     if not cert:
         return None
-    return identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
+    try:
+        return identity_of_subject([pair for rdn in cert.get("subject", ()) for pair in rdn])
+    except AmbiguousSubject as exc:
+        raise TLSFailure(f"TLS: the peer's certificate is refused: {exc}") from None
 
 
 async def start_tls(stream: trio.abc.Stream, tls: TLS, *, server_side: bool) -> TLSChannel:
     """The TLS session of `stream`, its handshake done (the caller bounds it in time); the Connection
     over `stream` encrypts and decrypts with it.
 
-    Error handling: raises TLSFailure(one line, see describe_failure) when the handshake fails."""
+    Error handling: raises TLSFailure(one line, see describe_failure) when the handshake fails; its
+    message is PENDING_REFUSAL when the service said so in plain text instead (gate.py)."""
     channel = TLSChannel(tls.server_context() if server_side else tls.client_context(), server_side=server_side)
     try:
         await channel.handshake(stream)
-    except ssl.SSLError as exc:
-        raise TLSFailure(describe_failure(exc, server_side)) from None
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+    except (ssl.SSLError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        if channel.handshake_tail.endswith(REFUSAL_BYTES):  # the service's gate evicted us (gate.py)
+            raise TLSFailure(PENDING_REFUSAL) from None
         raise TLSFailure(describe_failure(exc, server_side)) from None
     return channel
 
 
 class TLSFailure(SparrowError):
     """A TLS handshake failed; the message is one line saying why."""
+
+
+class AmbiguousSubject(SparrowError, ValueError):
+    """A certificate's subject could mean two identities (identity_of_subject); the message says why."""
 
 
 def describe_failure(exc: BaseException, server_side: bool) -> str:

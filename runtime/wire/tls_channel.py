@@ -32,6 +32,7 @@ import trio
 from .framing import RECEIVE_SIZE
 
 RECORD = 16 * 1024  # the largest plaintext of one TLS record: one read gives at most this much
+HANDSHAKE_TAIL = 256  # bytes of the handshake's input kept to read a plain-text refusal in (tls.start_tls)
 
 
 class TLSChannel:
@@ -41,6 +42,7 @@ class TLSChannel:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._ssl = context.wrap_bio(self._incoming, self._outgoing, server_side=server_side)
+        self.handshake_tail = b""  # the last bytes the handshake received (a refusal in plain text ends them)
 
     async def handshake(self, stream: trio.abc.Stream) -> None:
         """Run the TLS handshake over `stream` (the caller bounds it in time); what arrives after it
@@ -55,6 +57,7 @@ class TLSChannel:
                 data = await stream.receive_some(RECEIVE_SIZE)
                 if data:
                     self._incoming.write(data)
+                    self.handshake_tail = (self.handshake_tail + data)[-HANDSHAKE_TAIL:]
                 else:
                     self._incoming.write_eof()  # the next step raises SSLEOFError
                 continue

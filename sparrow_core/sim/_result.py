@@ -13,6 +13,17 @@ from ._config import SimConfig
 FloatArray = npt.NDArray[np.float64]
 
 
+def after_warmup(n_jobs: int, warmup: float) -> int:
+    """The index of the first job a summary counts: the first `warmup` fraction is left out (the
+    cluster starts empty, so the first jobs see less queueing than in steady state)."""
+    if not 0.0 <= warmup < 1.0:
+        raise ValueError(f"warmup must be in [0, 1), got {warmup}")
+    first = int(n_jobs * warmup)
+    if first >= n_jobs:
+        raise ValueError("summary: no job left after the warm-up (n_jobs is 0)")
+    return first
+
+
 @dataclass(frozen=True)
 class SimResult:
     """Per job, in arrival order: arrival time, response time (end of its last task minus
@@ -56,12 +67,8 @@ class SimResult:
         of whose tasks waited in a queue), mean_task_wait (nan when task waits were not
         kept), the counters, and tasks_per_second (simulated tasks per wall-clock second).
         """
-        if not 0.0 <= warmup < 1.0:
-            raise ValueError(f"warmup must be in [0, 1), got {warmup}")
-        first = int(len(self.job_response) * warmup)
+        first = after_warmup(len(self.job_response), warmup)
         response = self.job_response[first:]
-        if response.size == 0:
-            raise ValueError("summary: no job left after the warm-up (n_jobs is 0)")
         ideal = self.job_ideal[first:]
         p50, p95, p99 = np.percentile(response, [50, 95, 99])
         out: dict[str, float] = {

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from sparrow_runtime import LocalCluster
-from sparrow_runtime.cli.config import CONFIG, ConfigError, resolve
+from sparrow_runtime.cli.config import CONFIG, RESEARCH, ConfigError, Retired, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS, EVERY_RETIRED
 from sparrow_runtime.services.logsetup import OneLineFormatter
@@ -154,9 +154,11 @@ def test_the_deploy_tls_file_gives_each_service_its_own_files(tmp_path):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_shows_every_flags_default_and_environment_variable(command, capsys):
-    """`sparrow COMMAND --help`, as docs/cli.md promises: each flag's line ends with both."""
+    """`sparrow COMMAND --help-all` (`--help` where it has no research switch), as docs/cli.md promises: each
+    flag's line ends with both."""
+    research = any(setting.group == RESEARCH for setting in COMMANDS[command])
     with pytest.raises(SystemExit):
-        build_parser(command).parse_args([command, "--help"])
+        build_parser(command).parse_args([command, "--help-all" if research else "--help"])
     text = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
     for setting in (CONFIG, *COMMANDS[command]):
         found = re.search(
@@ -210,17 +212,17 @@ def test_a_retired_pipelining_flag_is_a_usage_error_naming_its_mode(command, fla
         build_parser(command).parse_args([command, flag])
     assert stop.value.code == 2
     error = capsys.readouterr().err
-    assert f"{flag} was retired: use " in error and instead in error
+    assert f"{flag} is retired: use " in error and instead in error
 
 
 @pytest.mark.parametrize("name", ["pipeline_always", "pipeline_jit", "pipeline_steady"])
 def test_a_retired_pipelining_variable_or_key_is_refused_naming_the_mode_setting(name, tmp_path):
     """Their SPARROW_* variables and TOML keys are refused too (not silently ignored), naming --pipeline."""
-    with pytest.raises(ConfigError, match=f"SPARROW_{name.upper()} was retired: use --pipeline"):
+    with pytest.raises(ConfigError, match=f"SPARROW_{name.upper()} is retired: use --pipeline"):
         settings("node-monitor", [], {f"SPARROW_{name.upper()}": "true"})
     config = tmp_path / "sparrow.toml"
     config.write_text(f"[node-monitor]\n{name} = true\n")
-    with pytest.raises(ConfigError, match=f"the setting '{name}' was retired: use --pipeline"):
+    with pytest.raises(ConfigError, match=f"{name} is retired: use --pipeline"):
         settings("node-monitor", ["--config", str(config)])
 
 
@@ -232,3 +234,30 @@ def test_local_cluster_passes_a_pipelining_mode_only_when_given():
     assert args[args.index("--pipeline") + 1] == "jit" and args[args.index("--pipeline-depth") + 1] == "4"
     with pytest.raises(ValueError, match="pipeline must be one of off, gated, steady, jit, always, got True"):
         LocalCluster(pipeline=True)
+
+
+@pytest.mark.parametrize("argv", [["--pipeline-gamma"], ["--no-pipeline-gamma"], ["--pipeline-gamma", "3"]])
+def test_a_retired_flag_is_a_usage_error_saying_what_to_do_instead(argv, capsys):
+    parser = argparse.ArgumentParser(prog="sparrow node-monitor")
+    Retired("pipeline_gamma", "use --pipeline MODE").add_to(parser)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(argv)
+    assert stop.value.code == 2
+    assert f"{argv[0]} is retired: use --pipeline MODE" in capsys.readouterr().err
+
+
+def test_a_retired_variable_or_toml_key_is_refused_saying_what_to_do_instead(tmp_path):
+    old = Retired("pipeline_gamma", "use --pipeline MODE")
+    args = parse("node-monitor", [])
+
+    def resolved(env):
+        return resolve("node-monitor", COMMANDS["node-monitor"], args, env, COMMANDS, [old])
+
+    with pytest.raises(ConfigError, match=r"^SPARROW_PIPELINE_GAMMA is retired: use --pipeline MODE$"):
+        resolved({"SPARROW_PIPELINE_GAMMA": "true"})
+    config = tmp_path / "sparrow.toml"
+    for text in ("pipeline_gamma = true\n", "[node-monitor]\npipeline_gamma = true\n"):
+        config.write_text(text)
+        with pytest.raises(ConfigError, match=r"sparrow.toml: pipeline_gamma is retired: use --pipeline MODE$"):
+            resolved({"SPARROW_CONFIG": str(config)})
+    assert resolved({})["slots"] is None  # the rest reads as before

@@ -47,6 +47,7 @@ def test_local_prints_how_to_connect_and_keeps_its_keys_private(local):
     assert f"TLS client:    {state['tls']['cert']}" in cluster.output
     tls_dir = Path(state["tls"]["ca"]).parent
     assert stat.S_IMODE(tls_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(state_path.parent.stat().st_mode) == 0o700  # the state folder, made before tls/ in it
     keys = sorted(tls_dir.glob("*-key.pem"))
     assert len(keys) == 4  # the CA's, the scheduler's, the node monitor's, the client's
     for path in (state_path, Path(state["secret_file"]), *keys):

@@ -315,3 +315,28 @@ def test_a_tls_scheduler_serves_metrics_over_https_to_a_monitor_and_plain_http_o
     plain = running(["scheduler", *tls, "--metrics-insecure"], env)
     url = plain.wait_for(LISTENING).group(2)
     assert url.startswith("http://127.0.0.1:") and "sparrow_jobs_submitted_total" in scrape(url)
+
+
+def test_a_tls_node_monitor_without_a_task_user_says_once_what_a_task_can_then_do(running, tmp_path):
+    """On TLS without --task-user, tasks run as the node monitor's user and can read its key: the node
+    monitor says so in one warning line at start, naming the key; the scheduler has nothing to say."""
+    from sparrow_runtime.wire import certs
+
+    folder = tmp_path / "ca"
+    certs.init_ca(folder)
+    certs.issue(folder, "sched", "scheduler")
+    certs.issue(folder, "nm", "node-monitor")
+    env = clean_env(tmp_path)
+
+    def tls(name: str) -> list[str]:
+        return ["--tls-ca", str(folder / "ca.pem"), "--tls-cert", str(folder / f"{name}.pem"),
+                "--tls-key", str(folder / f"{name}-key.pem"), "--listen", "127.0.0.1:0"]  # fmt: skip
+
+    scheduler = running(["scheduler", *tls("sched")], env)
+    address = scheduler.wait_for(r"listening on ([^\s,]+)").group(1)
+    node = running(["node-monitor", "--scheduler", address, "--executor", "thread", *tls("nm")], env)
+    node.wait_for(r"listening on ([^\s,]+)")
+    warnings = [line for line in node.stderr().splitlines() if "without --task-user" in line]
+    assert len(warnings) == 1 and str(folder / "nm-key.pem") in warnings[0]
+    assert "take other users' tasks" in warnings[0]
+    assert "without --task-user" not in scheduler.stderr()

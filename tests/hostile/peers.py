@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 import trio
 
-from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, SchedulerConfig, TaskFailed, serve_node_monitor, serve_scheduler
 from sparrow_runtime.wire import auth, certs
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
@@ -176,7 +176,10 @@ class LiveCluster:
         common = dict(handshake_timeout=HANDSHAKE_TIMEOUT)
         async with trio.open_nursery() as nursery:
             self.scheduler = await nursery.start(
-                partial(serve_scheduler, **common, **self.credentials("scheduler"), node_timeout=5.0)
+                partial(
+                    serve_scheduler,
+                    SchedulerConfig(link=LinkConfig(**common, **self.credentials("scheduler")), node_timeout=5.0),
+                )
             )
             for i in range(2):
                 node = partial(serve_node_monitor, [self.scheduler], **common, **self.credentials(f"nm{i}"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 
 import msgspec
@@ -24,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparrow_runtime.wire.messages import Error, Registered, RegisterNodeMonitor
+from sparrow_runtime.wire.messages import Challenge, Error, Registered, RegisterNodeMonitor
 
 from .peers import MODES, LiveCluster, RawPeer
 
@@ -263,25 +262,27 @@ def test_raw_bytes_after_the_handshake(cluster):
     _attack(cluster, attack, junk=raw_bytes)
 
 
-def test_connections_stuck_in_the_handshake_are_bounded(cluster):
-    """64 connections that never authenticate are held (until the handshake deadline); the 65th is
-    closed at once, unanswered; once they are gone, the service accepts again."""
-    from sparrow_runtime.wire.limits import MAX_PENDING_HANDSHAKES
+def test_connections_stuck_in_the_handshake_are_bounded_per_source_and_the_oldest_goes(cluster):
+    """MAX_PENDING_PER_SOURCE connections from one address that never authenticate (each past its first
+    byte: one byte of a frame header) are held; one more from that address is let in, and the oldest goes
+    instead, told why where it can read it (plain text: an Error; inside TLS it cannot, and is closed).
+    The service answers at once meanwhile."""
+    from sparrow_runtime.wire.gate import PENDING_REFUSAL
+    from sparrow_runtime.wire.limits import MAX_PENDING_PER_SOURCE
 
-    idle = [cluster.peer(cluster.scheduler) for _ in range(MAX_PENDING_HANDSHAKES)]
+    idle = [cluster.peer(cluster.scheduler) for _ in range(MAX_PENDING_PER_SOURCE)]
     try:
         for peer in idle:
-            peer.receive_one()  # each got its Challenge: it is in the handshake now
-        with RawPeer(cluster.scheduler, timeout=5) as extra:  # (plain TCP in either mode: it is refused first)
-            assert extra.receive_one() is None  # closed without a Challenge
+            assert isinstance(peer.receive_one(), Challenge)  # it is in the handshake now
+            peer.send_raw(b"\0")
+        with cluster.peer(cluster.scheduler) as newcomer:
+            assert isinstance(newcomer.receive_one(), Challenge)
+            evicted = idle[0].receive_one()
+            if cluster.mode == "insecure":
+                assert isinstance(evicted, Error) and evicted.reason == PENDING_REFUSAL
+            else:
+                assert evicted is None
+        assert cluster.scheduler_answers()
     finally:
         for peer in idle:
             peer.sock.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if cluster.scheduler_answers():
-                break
-        except (OSError, AssertionError):
-            time.sleep(0.05)
-    assert cluster.scheduler_answers()

@@ -20,7 +20,7 @@ import trio
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup  # trio's dependency on Python 3.10
 
-from sparrow_runtime import Client, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -197,8 +197,10 @@ def test_a_batch_ending_in_the_peers_goodbye_keeps_its_outcomes(creds):
 
     async def main():
         async with trio.open_nursery() as nursery:
-            logic = SchedulerLogic(seed=1)
-            address = await nursery.start(partial(serve_scheduler, **creds.of("scheduler"), logic=logic))
+            logic = SchedulerLogic(seed=1, bind_idle=False)  # the fake asks for its task
+            address = await nursery.start(
+                partial(serve_scheduler, SchedulerConfig(link=LinkConfig(**creds.of("scheduler"))), logic=logic)
+            )
             async with Client([address], **creds.of("steady")) as client:
                 with await trio.to_thread.run_sync(creds.peer, address, "node-monitor") as fake:  # (TLS blocks)
                     await trio.to_thread.run_sync(fake.handshake, "node-monitor", "fake")
@@ -229,7 +231,11 @@ def test_a_client_that_does_not_read_is_dropped_and_others_are_served(creds, cap
     async def main():
         async with trio.open_nursery() as nursery:
             logic = SchedulerLogic(seed=1)
-            scheduler = partial(serve_scheduler, **creds.of("scheduler"), logic=logic, max_frame=2 << 20)
+            scheduler = partial(
+                serve_scheduler,
+                SchedulerConfig(link=LinkConfig(**creds.of("scheduler"), max_frame=2 << 20)),
+                logic=logic,
+            )
             address = await nursery.start(scheduler)
             node = partial(serve_node_monitor, [address], **creds.of("nm0"), slots=2, executor="thread")
             await nursery.start(partial(node, inline_limit=2 << 20))  # 1 MB results travel with their outcomes
@@ -258,7 +264,9 @@ def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason(creds):
 
     async def main():
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, **creds.of("scheduler")))
+            address = await nursery.start(
+                partial(serve_scheduler, SchedulerConfig(link=LinkConfig(**creds.of("scheduler"))))
+            )
             node = partial(serve_node_monitor, [address], node_id="box", executor="thread")
             await nursery.start(partial(node, **creds.of("nm0")))
             with pytest.raises(BaseException) as raised:

@@ -81,17 +81,21 @@ def cluster_certs(tmp_path_factory) -> ClusterCerts:
 
 
 @asynccontextmanager
-async def tls_services(certs: ClusterCerts, n_nodes: int = 2, slots: int = 1, **scheduler_options):
+async def tls_services(certs: ClusterCerts, n_nodes: int = 2, slots: int = 1, **link_options):
     """A scheduler and `n_nodes` thread-executor node monitors on loopback, every link on TLS with
     `certs`; yields (address, scheduler logic, node logics)."""
-    from sparrow_runtime import serve_node_monitor, serve_scheduler
+    from sparrow_runtime import LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
     from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
     from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerLogic(seed=3)
         address = await nursery.start(
-            partial(serve_scheduler, tls=certs.tls("sched"), logic=scheduler, **scheduler_options)
+            partial(
+                serve_scheduler,
+                SchedulerConfig(link=LinkConfig(tls=certs.tls("sched"), **link_options)),
+                logic=scheduler,
+            )
         )
         nodes = []
         for i in range(n_nodes):

@@ -13,7 +13,15 @@ import pytest
 import trio
 import trio.lowlevel
 
-from sparrow_runtime import Client, DependencyFailed, SparrowExecutor, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    DependencyFailed,
+    LinkConfig,
+    SchedulerConfig,
+    SparrowExecutor,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.client.dependencies import Dependencies, Settler, dependency_failed
 from sparrow_runtime.client.job import oversize_problem, split_jobs
 from sparrow_runtime.client.task_inputs import find_inputs, pack_template
@@ -226,6 +234,21 @@ def test_the_dependents_of_one_task_go_out_as_one_job(executor):
     assert executor.jobs == [1, 100, 1]
 
 
+def test_submit_many_with_inputs_done_already_sends_one_job_and_waits_for_those_that_are_not(executor):
+    """submit_many's calls that take futures: with their inputs done, the calls are one job with the plain
+    ones; a call whose input is still running waits for it and is sent when it is done."""
+    done = executor.submit(_add, 5)
+    assert done.result(timeout=30) == 5
+    sent = len(executor.jobs)
+    futures = executor.submit_many([(_add, (done, i), {}) for i in range(10)] + [(_add, (7,), {})])
+    assert [f.result(timeout=30) for f in futures] == [5 + i for i in range(10)] + [7]
+    assert executor.jobs[sent:] == [11]
+    running = executor.submit(_sleep, 0.5)
+    later = executor.submit_many([(_add, (running, 1), {}), (_add, (2,), {})])
+    assert [f.result(timeout=30) for f in later] == [1.5, 2]
+    assert executor.jobs[sent + 1 :] == [1, 1, 1]  # the sleep; the plain call; the dependent once its input is done
+
+
 def test_a_deep_chain_of_dependent_tasks_runs_to_the_end(executor):
     future = executor.submit(_add, 0)
     for _ in range(300):
@@ -321,7 +344,9 @@ def test_inputs_over_the_inline_limit_travel_as_references_whatever_the_frame_li
 
 async def _with_services(test):
     async with trio.open_nursery() as nursery:
-        address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=SchedulerLogic(seed=3)))
+        address = await nursery.start(
+            partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=SchedulerLogic(seed=3))
+        )
         for i in range(2):
             await nursery.start(
                 partial(

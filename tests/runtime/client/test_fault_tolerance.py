@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, SparrowExecutor, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    LinkConfig,
+    LocalCluster,
+    SchedulerConfig,
+    SparrowExecutor,
+    TaskFailed,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.errors import TaskCancelled, TaskTimeout
 
 SECRET = "fault-tolerance-secret"
@@ -170,7 +179,9 @@ def test_a_client_with_no_scheduler_left_fails_what_is_pending_and_recovers_when
 
             async def scheduler(port=0, task_status=trio.TASK_STATUS_IGNORED):
                 with scope:
-                    await serve_scheduler(port=port, secret=SECRET, task_status=task_status)
+                    await serve_scheduler(
+                        SchedulerConfig(link=LinkConfig(secret=SECRET), port=port), task_status=task_status
+                    )
 
             address = await nursery.start(scheduler)
             await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread"))

@@ -38,7 +38,7 @@ class Peer:
 
 
 def cluster(clock: ManualClock, nodes: int = 2) -> tuple[MeteredSchedulerLogic, Sampler, list[Peer]]:
-    logic = MeteredSchedulerLogic(None, scheduler_id="sched-1", seed=1, clock=clock)
+    logic = MeteredSchedulerLogic(None, scheduler_id="sched-1", seed=1, clock=clock, bind_idle=False)
     sampler = Sampler(logic, seed=1)
     peers = [Peer(f"10.0.0.{i}:5000") for i in range(nodes)]
     for i, peer in enumerate(peers):
@@ -144,7 +144,7 @@ def test_a_lost_node_monitor_that_registers_again_is_up():
 
 def test_history_is_bounded_and_the_sampler_runs_once_an_interval(autojump_clock):
     async def main():
-        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time)
+        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time, bind_idle=False)
         sampler = Sampler(logic, interval=1.0, history=5)
         with trio.move_on_after(12.5):
             await sampler.run()
@@ -160,7 +160,7 @@ def test_sampler_alongside_a_service_reports_its_address_and_samples_beside_it(a
         await trio.sleep(3.5)
 
     async def main():
-        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time)
+        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time, bind_idle=False)
         sampler = Sampler(logic)
         async with trio.open_nursery() as nursery:
             assert await nursery.start(sampler.alongside(service)) == ("127.0.0.1", 7077)
@@ -171,7 +171,7 @@ def test_sampler_alongside_a_service_reports_its_address_and_samples_beside_it(a
 
 
 def test_bad_sampler_settings_are_refused():
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, bind_idle=False)
     with pytest.raises(ValueError, match="interval"):
         Sampler(logic, interval=0)
     with pytest.raises(ValueError, match="history"):
@@ -181,7 +181,7 @@ def test_bad_sampler_settings_are_refused():
 def test_page_escapes_what_peers_chose():
     """Node ids, labels and the scheduler id come from peers: they are shown as text, never as markup."""
     clock = ManualClock(1000.0)
-    logic = MeteredSchedulerLogic(None, scheduler_id="<b>s</b>", seed=1, clock=clock)
+    logic = MeteredSchedulerLogic(None, scheduler_id="<b>s</b>", seed=1, clock=clock, bind_idle=False)
     sampler = Sampler(logic)
     logic.on_node_messages(Peer("x"), [RegisterNodeMonitor("<script>alert(1)</script>", 1, ('"><img src=x>',))])
     html = render_page(sampler.sample())
@@ -277,7 +277,7 @@ def test_a_failing_sample_is_logged_and_skipped_and_the_sampler_goes_on(autojump
     """A bug in the dashboard never stops the scheduler: 30 failing samples, one log line a minute."""
 
     async def main():
-        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time)
+        logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=trio.current_time, bind_idle=False)
         sampler = Sampler(logic)
         calls = []
 

@@ -69,7 +69,7 @@ def test_release_session_drops_that_clients_values_only():
 
 def test_the_scheduler_tags_each_reservation_with_the_jobs_client_id():
     """A job's EnqueueReservations carry the id its client connected with: the session of its values."""
-    logic = SchedulerLogic(seed=1)
+    logic = SchedulerLogic(seed=1, bind_idle=False)
     logic.on_node_messages("n", [RegisterNodeMonitor("nm-1", 2)])
     logic.on_client_connected("c", "client-abc")
     out = logic.on_client_messages("c", [SubmitJob(1, [b"t"])])

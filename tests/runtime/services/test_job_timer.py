@@ -34,7 +34,7 @@ class Recorder(SchedulerObserver):
 def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
     """Launch 0.5 s and 1.5 s after arrival, last outcome at 4 s: those are the delays and response."""
     clock = ManualClock()
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=clock)
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, clock=clock, bind_idle=False)
     seen = Recorder()
     logic.timer.observers.append(seen)
     logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
@@ -54,7 +54,7 @@ def test_job_timer_measures_delays_and_responses_on_the_logic_clock():
 
 
 def test_job_timer_forgets_the_jobs_of_a_lost_client():
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, bind_idle=False)
     logic.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])
     logic.on_client_messages("c", [SubmitJob(1, [b"x"]), SubmitJob(2, [b"y"])])
     logic.on_client_lost("c")
@@ -62,7 +62,7 @@ def test_job_timer_forgets_the_jobs_of_a_lost_client():
 
 
 def test_a_node_monitor_is_lost_once_and_not_when_a_newer_link_replaced_it():
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, bind_idle=False)
     seen = Recorder()
     logic.timer.observers.append(seen)
     logic.on_node_messages("old", [RegisterNodeMonitor("a", 1)])
@@ -82,7 +82,7 @@ class Broken(SchedulerObserver):
 def test_an_observer_that_raises_is_removed_and_logged_and_the_scheduler_goes_on(caplog):
     """As trio's instruments: the broken observer is dropped with an ERROR naming it, the next one
     still sees the same batch, and the logic's messages are unaffected (no connection is ended)."""
-    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1)
+    logic = MeteredSchedulerLogic(None, scheduler_id="s", seed=1, bind_idle=False)
     broken, seen = Broken(), Recorder()
     logic.timer.observers.extend([broken, seen])
     logic.on_node_messages("nm", [RegisterNodeMonitor("a", 1)])

@@ -9,7 +9,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import ListenError, serve_node_monitor, serve_scheduler
+from sparrow_runtime import LinkConfig, ListenError, SchedulerConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.listen import open_listeners
 from sparrow_runtime.wire.address import format_address, parse_address, unix_path
 from sparrow_runtime.wire.handshake import connect
@@ -23,10 +23,17 @@ def test_port_in_use_and_foreign_address_are_one_line_errors(taken_port):
     assert isinstance(ListenError("x"), OSError)  # callers that catch OSError still catch it
 
 
-@pytest.mark.parametrize("serve", [serve_scheduler, serve_node_monitor])
+@pytest.mark.parametrize(
+    "serve",
+    [
+        lambda port: serve_scheduler(SchedulerConfig(link=LinkConfig(secret="s"), host="127.0.0.1", port=port)),
+        lambda port: serve_node_monitor(host="127.0.0.1", port=port, secret="s"),
+    ],
+    ids=["scheduler", "node-monitor"],
+)
 def test_services_raise_it_before_starting(taken_port, serve):
     with pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{taken_port}: Address already in use"):
-        trio.run(partial(serve, host="127.0.0.1", port=taken_port, secret="s"))
+        trio.run(serve, taken_port)
 
 
 def test_unix_address_is_parsed_formatted_and_checked():
@@ -50,7 +57,9 @@ def test_scheduler_on_a_unix_socket_serves_direct_writes_and_removes_its_socket(
 
     async def main():
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, host="unix:" + path, port=0, secret="s"))
+            address = await nursery.start(
+                partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"), host="unix:" + path))
+            )
             assert address == ("unix:" + path, 0)
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
             conn = await connect(address, secret=b"s", role="client", peer_id="t")

@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, SchedulerConfig, TaskFailed, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import SubmitJob
@@ -48,7 +48,9 @@ async def through_proxy(certs, mode, link, attack=None, **proxy_options):
 
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerLogic(seed=1)
-        address = await nursery.start(partial(serve_scheduler, logic=scheduler, **credentials("sched")))
+        address = await nursery.start(
+            partial(serve_scheduler, SchedulerConfig(link=LinkConfig(**credentials("sched"))), logic=scheduler)
+        )
         proxy = Proxy(address, attack, **proxy_options)
         proxied = await nursery.start(proxy.serve)
         node = partial(serve_node_monitor, [proxied if link == "node" else address], node_id="nm0", executor="thread")

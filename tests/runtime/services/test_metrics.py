@@ -39,7 +39,7 @@ def kinds(out):
 def test_scheduler_metrics_count_the_protocol_traffic():
     """One job of two tasks, one extra GetTask, one failure: every metric says so."""
     registry = prometheus_client.CollectorRegistry()
-    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3, bind_idle=False)
     value = registry.get_sample_value
     logic.on_node_messages("nm", [RegisterNodeMonitor("a", 2)])
     logic.on_client_messages("c", [SubmitJob(1, [b"x", b"y"])])
@@ -94,7 +94,7 @@ def test_tasks_bound_with_reservations_are_counted_on_both_sides():
 def test_scheduler_counters_are_the_logic_stats_themselves():
     """The counters are read from SchedulerLogic.stats at scrape time: one source, not a recount."""
     registry = prometheus_client.CollectorRegistry()
-    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3, bind_idle=False)
     table = {
         "probes": "sparrow_probes_sent_total",
         "launched": "sparrow_tasks_launched_total",
@@ -112,7 +112,7 @@ def test_scheduler_counters_are_the_logic_stats_themselves():
 
 def test_a_rejected_job_counts_as_submitted_and_rejected_and_its_tasks_do_not():
     registry = prometheus_client.CollectorRegistry()
-    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3)
+    logic = MeteredSchedulerLogic(registry, scheduler_id="s", seed=3, bind_idle=False)
     out = logic.on_client_messages("c", [SubmitJob(1, [])])
     assert kinds(out) == ["JobRejected"]
     value = registry.get_sample_value

@@ -15,7 +15,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    Constraint,
+    LinkConfig,
+    LocalCluster,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -447,7 +455,7 @@ def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: i
     async def main() -> None:
         logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=depth)
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, secret="s"))
+            address = await nursery.start(partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"))))
             await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
             async with Client([address], secret="s") as client:
                 with trio.fail_after(60):

@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, LocalCluster, SchedulerConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.outcome_batching import OutcomeBatcher
 from sparrow_runtime.wire.messages import (
     EnqueueReservations,
@@ -153,7 +153,7 @@ def test_bad_delay_is_refused_before_anything_starts(delay):
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
         LocalCluster(result_delay=delay)
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
-        trio.run(partial(serve_scheduler, secret="s", result_delay=delay))
+        SchedulerConfig(link=LinkConfig(secret="s"), result_delay=delay)
 
 
 def test_a_job_completes_at_once_even_with_a_long_delay_over_loopback():
@@ -161,7 +161,9 @@ def test_a_job_completes_at_once_even_with_a_long_delay_over_loopback():
 
     async def main():
         async with trio.open_nursery() as nursery:
-            address = await nursery.start(partial(serve_scheduler, secret="s", result_delay=30.0))
+            address = await nursery.start(
+                partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"), result_delay=30.0))
+            )
             await nursery.start(partial(serve_node_monitor, [address], secret="s", slots=1, executor="thread"))
             async with Client([address], secret="s") as client:
                 with trio.fail_after(10):

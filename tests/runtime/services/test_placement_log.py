@@ -22,7 +22,7 @@ from sparrow_runtime.wire.messages import EnqueueReservations, GetTask, Register
 
 
 def logic_with_nodes(n: int, log: PlacementLog | None) -> SchedulerLogic:
-    logic = SchedulerLogic(seed=3)
+    logic = SchedulerLogic(seed=3, bind_idle=False)  # every task through a reservation
     logic.placements = log
     for i in range(n):
         logic.on_node_messages(f"peer{i}", [RegisterNodeMonitor(f"nm-{i}", 1)])
@@ -144,7 +144,7 @@ def test_a_stolen_reservation_s_answer_names_the_node_monitor_it_was_taken_from(
     reservation has none."""
     path = tmp_path / "s.jsonl"
     log = PlacementLog(path, "s")
-    logic = SchedulerLogic(seed=3)
+    logic = SchedulerLogic(seed=3, bind_idle=False)  # every task through a reservation
     logic.placements = log
     for i in range(6):  # stealing node monitors (a steal address each)
         logic.on_node_messages(f"peer{i}", [RegisterNodeMonitor(f"nm-{i}", 1, (), f"p{i}", steal_address=f"a{i}")])

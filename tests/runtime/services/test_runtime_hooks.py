@@ -35,7 +35,7 @@ def kinds(out):
 
 def test_status_reply_shows_nodes_with_their_heartbeat_and_jobs_in_flight():
     clock = Clock()
-    logic = SchedulerLogic(scheduler_id="s1", seed=1, clock=clock)
+    logic = SchedulerLogic(scheduler_id="s1", seed=1, clock=clock, bind_idle=False)
     logic.on_node_messages("nm", [RegisterNodeMonitor("host-a", 4, ("ssd", "gpu"))])
     logic.on_node_messages("nm", [Heartbeat(queued=3, busy=2)])
     clock.now += 2.5
@@ -71,7 +71,7 @@ def test_drained_node_monitor_finishes_what_it_started_and_takes_nothing_new():
 
 
 def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_held():
-    logic = SchedulerLogic(scheduler_id="s1", seed=2)
+    logic = SchedulerLogic(scheduler_id="s1", seed=2, bind_idle=False)
     for peer in ("a", "b"):
         logic.on_node_messages(peer, [RegisterNodeMonitor(peer, 1)])
     out = logic.on_client_messages("client", [SubmitJob(1, [b"t0", b"t1", b"t2"], probe_ratio=1.0)])
@@ -102,7 +102,7 @@ def test_scheduler_stops_probing_a_draining_node_monitor_and_reprobes_what_it_he
 
 
 def test_when_the_only_node_monitor_drains_its_queued_tasks_fail_once_placement_gives_up():
-    logic = SchedulerLogic(seed=2, placement_timeout=0)
+    logic = SchedulerLogic(seed=2, placement_timeout=0, bind_idle=False)
     logic.on_node_messages("a", [RegisterNodeMonitor("a", 1)])
     logic.on_client_messages("client", [SubmitJob(1, [b"t0", b"t1"])])
     job_id = next(iter(logic.jobs))

@@ -168,8 +168,8 @@ def test_a_forced_cancel_racing_a_bound_task_gives_one_cancelled_outcome() -> No
 
 
 def test_without_the_setting_no_task_goes_unasked() -> None:
-    """SchedulerLogic's default: plain late binding, reservations only."""
-    logic = SchedulerLogic(seed=3)
+    """bind_idle=False: plain late binding, reservations only."""
+    logic = SchedulerLogic(seed=3, bind_idle=False)
     logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p")])
     out = logic.on_client_messages("c", [SubmitJob(1, [b"t"])])
     assert not _of(out, TaskToNode) and _of(out, EnqueueReservations)

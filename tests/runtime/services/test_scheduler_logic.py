@@ -31,8 +31,10 @@ from sparrow_runtime.wire.messages import (
 )
 
 
-def cluster(n_nodes, labels=None, **kw):
-    logic = SchedulerLogic(seed=7, **kw)
+def cluster(n_nodes, labels=None, bind_idle=False, **kw):
+    """Node monitors nm0, nm1, ... of one slot each (labels[i] each), under plain late binding unless
+    `bind_idle` (its own tests: test_scheduler_bind_idle.py)."""
+    logic = SchedulerLogic(seed=7, bind_idle=bind_idle, **kw)
     for i in range(n_nodes):
         reg = RegisterNodeMonitor(f"nm{i}", 1, tuple(labels[i]) if labels else (), instance=f"process-{i}")
         out = logic.on_node_messages(f"nm{i}", [reg])
@@ -336,7 +338,7 @@ KIB = 1024
 def cluster_with_limits(limits, **kw):
     """Node monitors nm0, nm1, ... whose links take frames of `limits[i]` bytes (set, as the shell does,
     before each registers), on a fake clock."""
-    logic = SchedulerLogic(seed=7, clock=lambda: 0.0, **kw)
+    logic = SchedulerLogic(seed=7, clock=lambda: 0.0, bind_idle=False, **kw)
     for i, limit in enumerate(limits):
         logic.frame_limits[f"nm{i}"] = limit
         logic.on_node_messages(f"nm{i}", [RegisterNodeMonitor(f"nm{i}", 1, (), instance=f"process-{i}")])
@@ -447,3 +449,21 @@ def test_an_outcome_over_its_clients_frame_limit_fails_alone_once():
     assert not big.ok and big.failure == TOO_LARGE and big.payload == b""
     assert "outcome of 5000 bytes is over the frame limit of 4096 bytes of the link to its client" in big.error
     assert small.ok and small.payload == b"ok"
+
+
+def test_a_link_silent_since_the_schedulers_own_pause_is_not_taken_for_live():
+    """The scheduler was frozen while nm0's process died and a new one started under its id: a link not
+    heard from since the scheduler woke (on_paused) is stale, so the newcomer replaces it (its running task
+    is failed as lost, once) instead of being refused; a link heard from since still refuses a clone."""
+    now = [0.0]
+    logic = SchedulerLogic(seed=7, clock=lambda: now[0])
+    logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="process-0")])
+    now[0] = 5.0
+    logic.on_paused()
+    out = logic.on_node_messages("nm0-new", [RegisterNodeMonitor("nm0", 1, (), instance="process-1")])
+    assert [(peer, type(msg)) for peer, msg in out] == [("nm0-new", Registered)]
+    assert list(logic.nodes) == ["nm0-new"]
+    now[0] = 6.0  # heard from after the pause: live
+    out = logic.on_node_messages("clone", [RegisterNodeMonitor("nm0", 1, (), instance="process-2")])
+    assert [(peer, type(msg)) for peer, msg in out] == [("clone", RegistrationRefused)]
+    assert list(logic.nodes) == ["nm0-new"]

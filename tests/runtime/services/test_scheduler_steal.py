@@ -31,7 +31,7 @@ from .test_scheduler_logic import of_type, reservations
 
 def stealing_cluster(n, *, steal=True, clock=None):
     """n node monitors nm0.. with one slot each, stealing (steal addresses "addr-i") unless steal=False."""
-    logic = SchedulerLogic(seed=7, clock=clock or ManualClock())
+    logic = SchedulerLogic(seed=7, clock=clock or ManualClock(), bind_idle=False)
     for i in range(n):
         reg = RegisterNodeMonitor(f"nm{i}", 1, (), f"process-{i}", steal_address=f"addr-{i}" if steal else "")
         logic.on_node_messages(f"nm{i}", [reg])

@@ -1,5 +1,6 @@
 """Scheduler, node monitors and clients as trio services in one nursery, over real loopback TCP."""
 
+import dataclasses
 import time
 from contextlib import asynccontextmanager
 from functools import partial
@@ -7,11 +8,20 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    Constraint,
+    LinkConfig,
+    SchedulerConfig,
+    TaskFailed,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 SECRET = "test-secret"
+SCHEDULER = SchedulerConfig(link=LinkConfig(secret=SECRET))
 
 
 @asynccontextmanager
@@ -20,7 +30,7 @@ async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grac
     serve_node_monitor's); yields (address, scheduler logic, node logics)."""
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerLogic(seed=3, probe_ratio=probe_ratio, client_grace=client_grace)
-        address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
+        address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
         nodes = []
         for i in range(n_nodes):
             logic = NodeMonitorLogic(slots=slots)
@@ -163,14 +173,14 @@ def test_invalid_arguments_are_refused_before_sending():
 
 
 def test_scheduler_can_dial_a_node_monitor_instead():
-    """A node monitor started without schedulers serves one that dials it (serve_scheduler(node_monitors=...))."""
+    """A node monitor started without schedulers serves one that dials it (SchedulerConfig(node_monitors=...))."""
 
     async def main():
         async with trio.open_nursery() as nursery:
             node = await nursery.start(partial(serve_node_monitor, [], secret=SECRET, executor="thread", slots=1))
             scheduler = SchedulerLogic(seed=1)
             address = await nursery.start(
-                partial(serve_scheduler, secret=SECRET, node_monitors=[node], logic=scheduler)
+                partial(serve_scheduler, dataclasses.replace(SCHEDULER, node_monitors=[node]), logic=scheduler)
             )
             with trio.fail_after(10):
                 while not scheduler.nodes:
@@ -189,7 +199,7 @@ def test_a_client_whose_only_scheduler_is_gone_fails_its_unfinished_tasks_saying
 
             async def scheduler(task_status=trio.TASK_STATUS_IGNORED):
                 with scheduler_scope:
-                    await serve_scheduler(secret=SECRET, task_status=task_status)
+                    await serve_scheduler(SCHEDULER, task_status=task_status)
 
             address = await nursery.start(scheduler)
             await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread", slots=1))
@@ -209,7 +219,7 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
     async def main():
         async with trio.open_nursery() as nursery:
             scheduler = SchedulerLogic(seed=5)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
+            address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
             leaving, drain = NodeMonitorLogic(slots=1), trio.Event()
             await nursery.start(
                 partial(

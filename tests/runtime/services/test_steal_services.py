@@ -8,7 +8,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    Constraint,
+    LinkConfig,
+    LocalCluster,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.handshake import HandshakeGate, accept
@@ -19,7 +27,9 @@ SECRET = "test-secret"
 
 async def start_cluster(nursery, n_nodes, **node_options):
     scheduler = SchedulerLogic(seed=5, probe_ratio=1.0)
-    address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
+    address = await nursery.start(
+        partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=scheduler)
+    )
     nodes = []
     for i in range(n_nodes):
         logic = NodeMonitorLogic(slots=1, steal=True, seed=i)
@@ -82,7 +92,9 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
             listeners = await nursery.start(partial(trio.serve_tcp, silent_peer, 0, host="127.0.0.1"))
             silent = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
             scheduler = SchedulerLogic(seed=5)
-            address = await nursery.start(partial(serve_scheduler, secret=SECRET, logic=scheduler))
+            address = await nursery.start(
+                partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=scheduler)
+            )
             thief = NodeMonitorLogic(slots=1, steal=True, seed=1)
             await nursery.start(
                 partial(

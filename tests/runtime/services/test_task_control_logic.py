@@ -38,9 +38,9 @@ class Clock:
 
 
 def logic_with(*nodes: tuple[str, bool], **kw) -> tuple[SchedulerLogic, Clock]:
-    """A scheduler with node monitors (id, can_stop) and a fake clock."""
+    """A scheduler with node monitors (id, can_stop) and a fake clock, under plain late binding."""
     clock = Clock()
-    logic = SchedulerLogic(seed=3, clock=clock, **kw)
+    logic = SchedulerLogic(seed=3, clock=clock, bind_idle=False, **kw)
     for node_id, can_stop in nodes:
         logic.on_node_messages(node_id, [RegisterNodeMonitor(node_id, 1, instance=node_id, can_stop=can_stop)])
     return logic, clock

@@ -9,11 +9,13 @@ import trio
 import trio.testing
 
 from sparrow_runtime.client.core import build_submit
+from sparrow_runtime.services.config import SchedulerConfig
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler import SchedulerService
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.handshake import accept, connect_stream
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import Heartbeat, OutcomeToClient, Registered, RegisterNodeMonitor
 from sparrow_runtime.wire.task_codec import pack_task, run_task
 
@@ -46,7 +48,8 @@ class VirtualExecutor:
 
 
 async def _scheduler(nursery, node_timeout=2.0):
-    scheduler = SchedulerService(SchedulerLogic(seed=5, probe_ratio=1.0), secret=SECRET, node_timeout=node_timeout)
+    config = SchedulerConfig(link=LinkConfig(secret=SECRET), node_timeout=node_timeout)
+    scheduler = SchedulerService(SchedulerLogic(seed=5, probe_ratio=1.0), config)
     nursery.start_soon(scheduler.outcomes.run)
 
     async def dial(role, name):

@@ -231,3 +231,14 @@ def test_a_monitor_certificate_connects_to_no_service_port(cluster_certs):
     naming its role."""
     reason = _client_refusal(cluster_certs.tls("prom"), secret=None, server_tls=cluster_certs.tls("sched"))
     assert "the monitor certificate 'prom' may not connect as a client" in reason and "\n" not in reason
+
+
+def test_a_ca_made_in_a_new_folder_makes_each_missing_folder_private(tmp_path):
+    """`sparrow local` makes its state folder as the parent of tls/: every folder certs.py makes is 0700."""
+    import stat
+
+    from sparrow_runtime.wire import certs
+
+    certs.init_ca(tmp_path / "state" / "sparrow" / "tls")
+    for folder in (tmp_path / "state", tmp_path / "state" / "sparrow", tmp_path / "state" / "sparrow" / "tls"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder

@@ -1,0 +1,100 @@
+"""The settings of each service as one frozen object, passed whole: `serve_scheduler(SchedulerConfig(...))`.
+
+Each config holds the one set of defaults of its service: `sparrow scheduler` (its Setting table,
+cli/options.py), LocalCluster and `serve_scheduler` start from the same values, and so does the
+logic class (SchedulerLogic's own defaults are these). Its link (credentials, handshake deadline,
+frame limit) is a LinkConfig of its own.
+
+Error handling: a bad value raises ValueError at construction, naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparrow_core import check_probe_ratio
+
+from ..wire.address import Address, parse_address
+from ..wire.link_config import LinkConfig
+from .arguments import check_counts, check_flags
+from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
+from .scheduler_logic import (
+    DEFAULT_BIND_IDLE,
+    DEFAULT_CLIENT_GRACE,
+    DEFAULT_MAX_CLIENT_TASKS,
+    DEFAULT_PLACEMENT_TIMEOUT,
+    DEFAULT_PROBE_RATIO,
+)
+
+DEFAULT_NODE_TIMEOUT = 2.0  # a node monitor silent this long is dropped (they heartbeat every 0.5 s)
+DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client/core.py)
+
+
+def check_seconds(name: str, value: float, *, zero: bool = True) -> None:
+    """`value` is a finite number of seconds, >= 0 (or > 0 unless `zero`)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and value < math.inf
+    if not ok or value < 0 or (value == 0 and not zero):
+        raise ValueError(f"{name} must be a number of seconds {'>=' if zero else '>'} 0, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """A scheduler's settings (docs/configuration.md names each as a flag, variable and TOML key).
+
+    It listens on `host:port` (port 0: any free port; "unix:PATH" as `host`: a Unix socket), under
+    the id `scheduler_id` (default "scheduler@HOST:PORT"), and dials the node monitors in
+    `node_monitors` ("host:port", "unix:PATH" or (host, port): others dial it). A job is probed on
+    `probe_ratio` node monitors per task; `bind_idle` sends its first tasks with its reservations to
+    node monitors believed idle. `seed` seeds the probe sampling (None: random). A job waits at most
+    `placement_timeout` seconds for a node monitor that can take it; a client may have
+    `max_client_tasks` unfinished tasks; a lost client's running tasks are stopped once it is not
+    back within `client_grace` seconds. A node monitor silent for `node_timeout` seconds, or a client
+    silent for `client_timeout`, is dropped. A task's outcome may wait up to `result_delay` seconds
+    to share a write to its client."""
+
+    link: LinkConfig = field(default_factory=LinkConfig)
+    host: str = "127.0.0.1"
+    port: int = 0
+    scheduler_id: str | None = None
+    node_monitors: tuple[Address, ...] = ()
+    probe_ratio: float = DEFAULT_PROBE_RATIO
+    bind_idle: bool = DEFAULT_BIND_IDLE
+    seed: int | None = None
+    placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT
+    max_client_tasks: int = DEFAULT_MAX_CLIENT_TASKS
+    client_grace: float = DEFAULT_CLIENT_GRACE
+    node_timeout: float = DEFAULT_NODE_TIMEOUT
+    client_timeout: float = DEFAULT_CLIENT_TIMEOUT
+    result_delay: float = DEFAULT_RESULT_DELAY
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.link, LinkConfig):
+            raise ValueError(f"link must be a LinkConfig, got {type(self.link).__name__}")
+        if isinstance(self.node_monitors, str):
+            raise ValueError("node_monitors must be a sequence of addresses, got one string")
+        object.__setattr__(self, "node_monitors", tuple(parse_address(a) for a in self.node_monitors))
+        check_probe_ratio(self.probe_ratio)
+        check_flags(bind_idle=self.bind_idle)
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+            raise ValueError(f"seed must be an int >= 0 or None, got {self.seed!r}")
+        check_counts(max_client_tasks=self.max_client_tasks)
+        check_seconds("placement_timeout", self.placement_timeout)
+        check_seconds("client_grace", self.client_grace)
+        check_seconds("node_timeout", self.node_timeout, zero=False)
+        check_seconds("client_timeout", self.client_timeout, zero=False)
+        check_result_delay(self.result_delay)
+
+    def logic_options(self, scheduler_id: str) -> dict[str, Any]:
+        """The keyword arguments of the SchedulerLogic this config runs, under `scheduler_id`."""
+        return {
+            "scheduler_id": scheduler_id,
+            "probe_ratio": self.probe_ratio,
+            "bind_idle": self.bind_idle,
+            "seed": self.seed,
+            "placement_timeout": self.placement_timeout,
+            "max_client_tasks": self.max_client_tasks,
+            "client_grace": self.client_grace,
+            "max_frame": self.link.max_frame,
+        }

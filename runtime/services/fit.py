@@ -1,0 +1,156 @@
+"""The node monitor's resources: its capacity, what is free, and which waiting reservation launches.
+
+A node monitor with a capacity (`NodeMonitorLogic(resources=...)`) holds each launched request's units
+from the moment it asks its scheduler for a task until the task ends (or NoTask gives them back), and
+gives each GPU task device ids of its own. The decision of which reservation launches is the kernel's
+fit launcher (csrc/sparrow/fit_launcher.h, `sparrow_core.choose_launch`: bounded skip-ahead with aging,
+docs/resources.md), over a window of reservations taken from the head of the reservation queue in
+service order (`staged`: out of the kernel queue, so that the window can be looked at).
+
+The window is used only while reservations with a request wait here (`active`); otherwise the node
+monitor launches, pipelines and steals as it always has. While it is active, plain reservations go
+through it too, as requests of one slot: a plain task may pass a large head, within the rule's bound.
+Borrowed reservations (work stealing) are never staged: they launch by a slot as always.
+
+Error handling: a request naming a kind this node monitor does not offer, or more than its capacity,
+is a ResourceError (the logic answers its scheduler with Error: the scheduler's view of this node
+monitor's capacity and the request disagree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sparrow_core
+
+from ..wire.resources import GPU, SLOTS, ResourceError, format_resources, to_units
+
+DEFAULT_FIT_WINDOW = 8  # reservations the launch rule looks at, the head included
+DEFAULT_FIT_MAX_SKIPS = 8  # launches that may pass the head before the host is owed to it (docs/resources.md)
+
+
+class FitLauncher:
+    """Capacity, free units and the window of one node monitor (module docstring)."""
+
+    def __init__(
+        self,
+        capacity: Mapping[str, int],
+        *,
+        gpu_ids: Sequence[str] | None = None,
+        window: int = DEFAULT_FIT_WINDOW,
+        max_skips: int = DEFAULT_FIT_MAX_SKIPS,
+    ) -> None:
+        self.kinds = (SLOTS, *sorted(name for name, units in capacity.items() if units))
+        self.capacity = {name: capacity[name] for name in self.kinds[1:]}
+        self.free = [self.capacity[name] for name in self.kinds[1:]]  # units free per kind besides slots
+        count = self.capacity.get(GPU, 0)
+        ids = list(gpu_ids) if gpu_ids is not None else [str(i) for i in range(count)]
+        if len(ids) != count:
+            raise ValueError(f"{count} GPUs declared but {len(ids)} device ids given")
+        self.gpus_free = ids  # device ids no running task holds
+        self._gpu_at = self.kinds.index(GPU) if GPU in self.capacity else -1
+        self.window = window
+        self.max_skips = max_skips
+        self.plain = (1,) + (0,) * (len(self.kinds) - 1)  # a reservation that names nothing: one slot
+        self.staged: list[tuple[int, Any]] = []  # (queue key, entry) taken from the queue, service order
+        self.sized = 0  # reservations with a request still in the kernel queue
+        self.head: tuple[int, Any] | None = None  # the staged head the skips count for
+        self.head_skips = 0
+        self.skips = 0  # launches that passed a head, in all
+        self.devices: dict[tuple, list[str]] = {}  # (scheduler, job, task) running -> its GPU ids
+        self._held: dict[tuple, tuple[int, ...]] = {}  # (scheduler, job, task) running -> its request
+
+    @property
+    def active(self) -> bool:
+        """Reservations with a request wait here (in the window or the queue)."""
+        return self.sized > 0 or bool(self.staged)
+
+    def request(self, resources: Mapping[str, int]) -> tuple[int, ...]:
+        """The request as a vector over this node monitor's kinds; ResourceError if it could never fit here."""
+        vector = tuple(to_units(resources, self.kinds))
+        over = {name: resources[name] for name in resources if resources[name] > self.capacity[name]}
+        if over:
+            raise ResourceError(
+                f"resources {format_resources(over)} are over this node monitor's capacity "
+                f"{format_resources({name: self.capacity[name] for name in over})}"
+            )
+        return vector
+
+    def take(self, request: tuple[int, ...]) -> None:
+        """Hold `request`'s units (a GetTask is sent for it)."""
+        for k in range(1, len(request)):
+            self.free[k - 1] -= request[k]
+
+    def give(self, request: tuple[int, ...]) -> None:
+        """Give back `request`'s units."""
+        for k in range(1, len(request)):
+            self.free[k - 1] += request[k]
+
+    def started(self, key: tuple, request: tuple[int, ...]) -> list[str]:
+        """Task `key` starts with the units held for its request: it holds them (and its GPU ids) until it ends."""
+        self._held[key] = request
+        if self._gpu_at < 0 or not request[self._gpu_at]:
+            return []
+        ids = self.gpus_free[: request[self._gpu_at]]
+        del self.gpus_free[: len(ids)]
+        self.devices[key] = ids
+        return ids
+
+    def ended(self, key: tuple) -> None:
+        """Task `key` ended: its units and GPU ids are free again (nothing if it held none)."""
+        request = self._held.pop(key, None)
+        if request is not None:
+            self.give(request)
+            self.gpus_free.extend(self.devices.pop(key, ()))
+
+    def unstage(self, entry: Any, from_queue: int) -> int:
+        """The entry's reservations are dropped: `from_queue` left the kernel queue; those in the window
+        leave it too. Returns how many left the window."""
+        if entry.request is not None:
+            self.sized -= from_queue
+        kept = [s for s in self.staged if s[1] is not entry]
+        dropped = len(self.staged) - len(kept)
+        self.staged = kept
+        return dropped
+
+    def choose(self, slots_free: int) -> int | None:
+        """Which staged reservation launches now with `slots_free` slots, by the kernel's rule; None: none.
+        Counts the head's skips."""
+        staged = self.staged
+        if staged[0] is not self.head:
+            self.head, self.head_skips = staged[0], 0
+        requests = [self.plain if entry.request is None else entry.request for _, entry in staged]
+        index = sparrow_core.choose_launch(
+            [slots_free, *self.free], requests, self.head_skips, self.window, self.max_skips
+        )
+        if index:
+            self.head_skips += 1
+            self.skips += 1
+        return index
+
+    def stage(self, queue: Any, borrowed: Mapping[int, Any], by_key: Mapping[int, Any]) -> None:
+        """Fill the window from the head of `queue` in service order; borrowed reservations stay queued."""
+        while len(self.staged) < self.window and queue:
+            head = queue.peek()
+            if head.job_id in borrowed:
+                break
+            queue.pop()
+            entry = by_key[head.job_id]
+            if entry.request is not None:
+                self.sized -= 1
+            self.staged.append((head.job_id, entry))
+
+    def launched(self, index: int) -> tuple[int, Any]:
+        """Take the staged reservation `index` out of the window and hold its units."""
+        key, entry = self.staged.pop(index)
+        if entry.request is not None:
+            self.take(entry.request)
+        return key, entry
+
+
+def check_fit_rule(window: int, max_skips: int) -> None:
+    """ValueError naming the argument unless the rule's window >= 1 and max_skips >= 0 are ints."""
+    for name, value, low in (("fit_window", window, 1), ("fit_max_skips", max_skips, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")

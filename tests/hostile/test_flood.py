@@ -1,0 +1,133 @@
+"""A stranger without a certificate floods a real cluster (processes, TLS) with idle and slow (byte-by-byte)
+connections from one address: a client with a valid certificate still connects and runs a job within 1 s of
+trying, each time, and a node monitor restarted under its id registers again as fast as without the flood
+(within 1 s more). Each listener has its own gate (gate.py): a source holds at most MAX_PENDING_PER_SOURCE
+places, the oldest pending connection goes when a newcomer needs room, and a connection that sends nothing
+goes after handshake.FIRST_BYTE_TIMEOUT."""
+
+from __future__ import annotations
+
+import collections
+import socket
+import sys
+import threading
+import time
+from functools import partial
+
+import pytest
+import trio
+
+from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime.wire.address import parse_address
+from sparrow_runtime.wire.certs import local_certs
+
+from ..node_monitor_process import kill, start_node_monitor, stop
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="floods from 127.0.0.2: Linux loopback")
+
+STRANGER = "127.0.0.2"  # the flood's source: another address of the loopback network
+RATE = 40.0  # new connections per second, half idle, half sending one byte every SLOW_EVERY seconds
+SLOW_EVERY = 0.25
+HELD = 2000  # connections the flood keeps open at most (the oldest closed first)
+
+
+class Flood:
+    """Opens RATE connections a second to each of `targets` from STRANGER on a thread, until `stop()`: every
+    other one idle, the others sending a byte of a TLS record header now and then (a slow handshake)."""
+
+    def __init__(self, targets: list[tuple[str, int]]) -> None:
+        self.targets = targets
+        self.opened = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="flood", daemon=True)
+
+    def __enter__(self) -> Flood:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        held: collections.deque[socket.socket] = collections.deque()
+        slow: list[socket.socket] = []
+        next_open = next_drip = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if now >= next_open:
+                    next_open += 1 / RATE
+                    for target in self.targets:
+                        sock = self._open(target)
+                        if sock is not None:
+                            held.append(sock)
+                            if self.opened % 2:
+                                slow.append(sock)
+                    while len(held) > HELD:
+                        held.popleft().close()
+                if now >= next_drip:
+                    next_drip += SLOW_EVERY
+                    for sock in list(slow):
+                        try:
+                            sock.send(b"\x16")
+                        except OSError:
+                            slow.remove(sock)
+                time.sleep(max(0.0, min(next_open, next_drip) - time.monotonic()))
+        finally:
+            for sock in held:
+                sock.close()
+
+    def _open(self, target: tuple[str, int]) -> socket.socket | None:
+        sock = socket.socket()
+        sock.settimeout(0.2)
+        try:
+            sock.bind((STRANGER, 0))
+            sock.connect(target)
+        except OSError:
+            sock.close()
+            return None
+        self.opened += 1
+        return sock
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+async def _one_job(scheduler: str, tls) -> float:
+    """Seconds from trying to connect to a job's outcomes, for a new client."""
+    start = time.monotonic()
+    async with Client([scheduler], tls=tls) as client:
+        job = await client.submit_job([partial(_double, i) for i in range(4)])
+        assert [o.value for o in await job.outcomes()] == [0, 2, 4, 6]
+    return time.monotonic() - start
+
+
+@pytest.mark.slow
+def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
+    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", tls=tmp_path / "tls") as cluster:
+        files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
+        restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])
+        targets = [parse_address(cluster.schedulers[0]), parse_address(cluster.node_monitors[0])]
+        trio.run(_one_job, cluster.schedulers[0], cluster.client_tls)  # warm: imports, the first job
+        # a node monitor restarted without a flood: the time it takes to start and register
+        kill(cluster.node_monitor_pids[0])
+        time.sleep(1.0)  # the scheduler saw the link end
+        quiet, quiet_seconds = restart()
+        try:
+            with Flood(targets) as flood:
+                time.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here on
+                seconds = [trio.run(_one_job, cluster.schedulers[0], cluster.client_tls) for _ in range(5)]
+                stop(quiet)
+                time.sleep(1.0)
+                flooded, flooded_seconds = restart()
+                try:
+                    seconds.append(trio.run(_one_job, cluster.schedulers[0], cluster.client_tls))
+                finally:
+                    stop(flooded)
+                assert flood.opened >= RATE * 3
+        finally:
+            stop(quiet)
+    assert max(seconds) < 1.0, seconds
+    assert flooded_seconds < quiet_seconds + 1.0, (flooded_seconds, quiet_seconds)

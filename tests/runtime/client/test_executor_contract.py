@@ -1,0 +1,136 @@
+"""SparrowExecutor keeps the `concurrent.futures` contract where the standard executors do: cancelling
+twice, map's timeout and its references, shutdown with and without waiting (the standard library's own
+tests of it run in tests/conformance/)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import gc
+import logging
+import os
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from sparrow_runtime import LocalCluster, SparrowExecutor
+
+
+class Payload:
+    """A result big enough to matter, whose freeing a weak reference sees."""
+
+
+def _make_payload(_: int) -> Payload:
+    return Payload()
+
+
+def _wait_for(path: str, limit: float = 30.0) -> bool:
+    """Whether `path` exists within `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.path.exists(path)
+
+
+def _hold_slot(started: str, release: str) -> str:
+    """Hold a slot, from touching `started`, until `release` exists."""
+    Path(started).touch()
+    _wait_for(release)
+    return release
+
+
+def _touch(path: str) -> str:
+    Path(path).touch()
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    """One slot, and no pipelining: a task not started is not launched either (a task a node monitor
+    took ahead counts as running, and cancelling it only drops its result), so a cancelled one never runs."""
+    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline="off", dashboard=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def executor(cluster) -> Iterator[SparrowExecutor]:
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    yield ex
+    ex.shutdown(wait=True)
+
+
+@contextmanager
+def slot_held(executor: SparrowExecutor, tmp_path: Path) -> Iterator[concurrent.futures.Future]:
+    """The cluster's slot busy until the block ends (the tasks submitted in it wait their turn)."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    blocker = executor.submit(_hold_slot, str(started), str(release))
+    assert _wait_for(str(started))
+    try:
+        yield blocker
+    finally:
+        release.touch()
+
+
+def test_cancelling_a_future_twice_returns_true_both_times_without_a_critical_log(executor, tmp_path, caplog):
+    """The standard: cancel() of a cancelled future is True; it used to raise 'Future in unexpected
+    state' and log CRITICAL."""
+    with slot_held(executor, tmp_path):
+        waiting = executor.submit(_touch, str(tmp_path / "never"))
+        with caplog.at_level(logging.CRITICAL):
+            assert waiting.cancel() is True
+            assert waiting.cancel() is True
+        assert waiting.cancelled()
+        assert not [r for r in caplog.records if r.levelno >= logging.CRITICAL]
+
+
+def test_shutdown_with_cancel_futures_after_a_user_cancel_returns_and_stops_the_thread(cluster, tmp_path):
+    """A future the user cancelled, then shutdown(cancel_futures=True): no RuntimeError, and the
+    executor's thread ends (the stop is queued whatever happens before it)."""
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    with slot_held(ex, tmp_path):
+        waiting = [ex.submit(_touch, str(tmp_path / f"never-{i}")) for i in range(3)]
+        assert waiting[0].cancel()
+        ex.shutdown(wait=False, cancel_futures=True)
+        assert all(f.cancelled() for f in waiting)
+    ex.shutdown(wait=True)
+    assert not ex._thread.is_alive()
+    assert not list(tmp_path.glob("never-*"))
+
+
+def test_closing_a_map_whose_tasks_were_cancelled_by_shutdown_raises_nothing(cluster, tmp_path):
+    """map's cleanup cancels what its window holds, also futures already cancelled by shutdown: the
+    caller sees the first one's CancelledError, not a RuntimeError of the cleanup."""
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    with slot_held(ex, tmp_path):
+        results = ex.map(_touch, [str(tmp_path / f"never-{i}") for i in range(4)])
+        ex.shutdown(wait=False, cancel_futures=True)
+        with pytest.raises(concurrent.futures.CancelledError):
+            next(results)
+    ex.shutdown(wait=True)
+    assert not list(tmp_path.glob("never-*"))
+
+
+def test_a_map_that_times_out_cancels_the_task_it_timed_out_on(executor, tmp_path):
+    """The task map was waiting for when its timeout passed never runs (CPython gh-95166), nor does the
+    one after it once the iterator is closed."""
+    with slot_held(executor, tmp_path) as blocker:
+        results = executor.map(_touch, [str(tmp_path / f"never-{i}") for i in range(2)], timeout=0.3)
+        with pytest.raises(concurrent.futures.TimeoutError):
+            next(results)
+        results.close()
+    blocker.result(timeout=30)
+    assert executor.submit(abs, -1).result(timeout=30) == 1  # the slot ran what came after them
+    assert not list(tmp_path.glob("never-*"))
+
+
+def test_a_result_of_map_is_freed_when_the_caller_drops_it(executor):
+    """map's iterator keeps no reference to a result it yielded (CPython bpo-14406), even while the
+    other tasks of its job are still to be yielded."""
+    for payload in executor.map(_make_payload, range(10)):
+        ref = weakref.ref(payload)
+        del payload
+        gc.collect()
+        assert ref() is None

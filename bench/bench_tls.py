@@ -31,6 +31,8 @@ except ModuleNotFoundError:  # run as `python bench/bench_tls.py`
 
 import trio
 
+from sparrow_runtime.wire.link_config import LinkConfig
+
 try:
     from sparrow_runtime import LocalCluster
     from sparrow_runtime.wire.address import parse_address
@@ -65,7 +67,9 @@ async def connections_per_second(address: str, credentials: dict, seconds: float
     secret = secret.encode() if isinstance(secret, str) else secret
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        conn = await connect(target, secret=secret, role="client", peer_id="bench", tls=credentials.get("tls"))
+        conn = await connect(
+            target, link=LinkConfig(secret=secret, tls=credentials.get("tls")), role="client", peer_id="bench"
+        )
         await conn.aclose()
         n += 1
     return n / (time.perf_counter() - start)

@@ -19,6 +19,7 @@ import json
 import statistics
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from benchtools.asv_project import REPOSITORY, git
@@ -44,15 +45,29 @@ def build(project: Path, commit: str) -> str:
     tree = folder / "tree"
     if not tree.exists():
         git(project, "worktree", "add", "--detach", str(tree), commit)
-    steps = [
-        [sys.executable, "-m", "venv", "--system-site-packages", str(folder / "venv")],  # this one's dependencies
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(tree)],
-    ]
-    for step in steps:
-        print("ab:", " ".join(step[-3:]), flush=True)
-        subprocess.run(step, check=True, cwd=tree)
+    venv = [sys.executable, "-m", "venv", str(folder / "venv")]
+    install = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(tree)]
+    print("ab:", " ".join(venv[-2:]), flush=True)
+    subprocess.run(venv, check=True, cwd=tree)
+    _inherit_dependencies(python)
+    print("ab:", " ".join(install[-3:]), flush=True)
+    subprocess.run(install, check=True, cwd=tree)
     (folder / "ready").write_text(commit + "\n")
     return str(python)
+
+
+def _inherit_dependencies(python: Path) -> None:
+    """Give the virtualenv of `python` this interpreter's packages, after its own: `--system-site-packages`
+    would give the base interpreter's, which lack the dependencies when this one is itself a virtualenv. A path
+    in a .pth file is searched, its own .pth files are not run, so this one's editable install stays out."""
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    theirs = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (Path(own) / "_ab_dependencies.pth").write_text("".join(f"{path}\n" for path in theirs))
 
 
 def compare(base: list[dict], head: list[dict]) -> list[tuple[str, float, float, float, list[float]]]:

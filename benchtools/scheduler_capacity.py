@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from sparrow_runtime.wire.link_config import LinkConfig
+
 NODE_MONITORS = 8
 SLOTS = 16  # per node monitor: the paper's hosts had 16 cores
 JOB_SIZE = 100
@@ -92,7 +94,7 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
 
     logic = NodeMonitorLogic(slots=slots, pipeline="off")  # one GetTask per task: the scheduler's load as measured
     none = Outcome(True, b"\x80\x05N.")  # pickle.dumps(None, 5): what a no-op task returns
-    conn = await connect(parse_address(address), secret=secret, role="node-monitor", peer_id=node_id)
+    conn = await connect(parse_address(address), link=LinkConfig(secret=secret), role="node-monitor", peer_id=node_id)
     await conn.send_now([RegisterNodeMonitor(node_id, slots)])
     reply = await conn.receive_one()
     if not isinstance(reply, Registered):

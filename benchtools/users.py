@@ -12,6 +12,9 @@ Figures (per system; the ratio Sparrow/pool beside each):
 - *_cpu: CPU microseconds per task of those four (this process and the system's own processes);
 - job_p50, job_p50_builtin: one `list(ex.map(f, range(10)))` at a time, p50 ms;
 - ms_busy: `map` of 1 ms sleeps over 2 slots, the share of the nominal 2,000 tasks/s reached;
+- dask, dask_p50: `dask.compute` of N `dask.delayed(f)(i)` (tasks/s) and of 10 of them (p50 ms), `f` from
+  `__main__`: on Sparrow through `DaskScheduler`, elsewhere Dask's own "processes" scheduler over the same pool
+  (`scheduler="processes", pool=...`, what a Dask user on one host picks); left out without dask;
 - load80, load70: 10-task jobs of 10 ms at Poisson arrivals (user_load.py), p50 of (response - 10 ms) over the
   floor's (nominal durations, no overhead, the same for every system); on Sparrow also through its async Client.
 
@@ -43,6 +46,13 @@ try:
 except ImportError:  # joblib is optional (pip install -e '.[peers]'): the runs then leave loky out
     get_reusable_executor = None
 
+try:
+    import dask
+
+    from sparrow_runtime.dask import DaskScheduler
+except ImportError:  # dask is optional (pip install -e '.[dask]'): the runs then leave its figures out
+    dask = None
+
 SLOTS = 2
 JOB_SIZE = 10
 MS_TASK_S = 0.001
@@ -67,10 +77,23 @@ class Sizes:
     callback_tasks: int = 2_000
     latency_jobs: int = 50
     ms_tasks: int = 4_000
+    dask_tasks: int = 2_000
     load_seconds: float = 10.0
 
 
-FIGURES = ("map", "map_builtin", "submit", "callbacks", "job_p50", "job_p50_builtin", "ms_busy", "load80", "load70")
+FIGURES = (
+    "map",
+    "map_builtin",
+    "submit",
+    "callbacks",
+    "job_p50",
+    "job_p50_builtin",
+    "ms_busy",
+    "dask",
+    "dask_p50",
+    "load80",
+    "load70",
+)
 LOADS = {"load80": 0.8, "load70": 0.7}
 SYSTEMS = ("sparrow", "pool", "loky")
 
@@ -82,6 +105,7 @@ class System:
     executor: Executor
     pids: set[int]
     cluster: LocalCluster | None = None
+    dask_options: dict | None = None  # dask.compute's keywords that run a graph on this system
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(os.getpid()) + tree_cpu_seconds(self.pids)
@@ -107,7 +131,12 @@ def started(names: list[str]) -> Iterator[dict[str, System]]:
                 executor = get_reusable_executor(max_workers=SLOTS)
                 stack.callback(executor.shutdown)
             list(executor.map(square, range(100)))  # every worker started
-            systems[name] = System(executor, child_pids() - before, cluster)
+            system = System(executor, child_pids() - before, cluster)
+            if dask is not None and cluster is not None:
+                system.dask_options = {"scheduler": stack.enter_context(DaskScheduler(cluster))}
+            elif dask is not None:
+                system.dask_options = {"scheduler": "processes", "pool": executor}
+            systems[name] = system
         yield {name: systems[name] for name in names}
 
 
@@ -152,6 +181,13 @@ def _job_p50_ms(ex: Executor, fn: Callable, jobs: int) -> float:
     return 1e3 * statistics.median(latencies)
 
 
+def _dask_graph(system: System, tasks: int) -> None:
+    """`dask.compute` of `tasks` independent calls of `square` on `system`."""
+    assert system.dask_options is not None
+    out = dask.compute(*[dask.delayed(square, pure=False)(i) for i in range(tasks)], **system.dask_options)
+    assert list(out) == [i * i for i in range(tasks)]
+
+
 def measure(figure: str, system: System, sizes: Sizes, seed: int) -> dict[str, float]:
     """One figure on one system: its value (and, for throughputs, `<figure>_cpu` in us per task)."""
     ex = system.executor
@@ -162,6 +198,19 @@ def measure(figure: str, system: System, sizes: Sizes, seed: int) -> dict[str, f
         return {figure: tasks / seconds, f"{figure}_cpu": 1e6 * (system.cpu_seconds() - cpu) / tasks}
     if figure in ("job_p50", "job_p50_builtin"):
         return {figure: _job_p50_ms(ex, square if figure == "job_p50" else int, sizes.latency_jobs)}
+    if figure in ("dask", "dask_p50"):
+        if system.dask_options is None:
+            return {}
+        if figure == "dask":
+            start = time.perf_counter()
+            _dask_graph(system, sizes.dask_tasks)
+            return {figure: sizes.dask_tasks / (time.perf_counter() - start)}
+        latencies = []
+        for _ in range(sizes.latency_jobs):
+            start = time.perf_counter()
+            _dask_graph(system, JOB_SIZE)
+            latencies.append(time.perf_counter() - start)
+        return {figure: 1e3 * statistics.median(latencies)}
     if figure == "ms_busy":
         start = time.perf_counter()
         list(ex.map(nap, [MS_TASK_S] * sizes.ms_tasks))
@@ -190,7 +239,7 @@ def run(names: list[str], figures: list[str], sizes: Sizes, rounds: int) -> list
     return out
 
 
-HIGHER_IS_BETTER = {"map", "map_builtin", "submit", "callbacks", "ms_busy"}
+HIGHER_IS_BETTER = {"map", "map_builtin", "submit", "callbacks", "ms_busy", "dask"}
 
 
 def summary(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
@@ -230,7 +279,7 @@ def _format(key: str, value: float) -> str:
         return f"{100 * value:.0f}%"
     if key.endswith("_cpu"):
         return f"{value:.0f} us"
-    if key.startswith("job_p50"):
+    if key.startswith("job_p50") or key == "dask_p50":
         return f"{value:.2f} ms"
     return f"{value:.2f}x floor"
 

@@ -45,8 +45,10 @@ from dask.local import batch_execute_tasks, get_async
 
 from .client.attach import executor_for
 from .client.executor import SparrowExecutor, SparrowFuture
+from .client.job import JobOptions
 from .client.scatter import Pickled, pickle_value
 from .client.tick_batch import TickBatch
+from .dask_annotations import graph_annotations, task_options
 from .services.local_cluster import LocalCluster
 from .wire import limits
 
@@ -101,9 +103,10 @@ class DaskScheduler:
     ) -> Any:
         """Compute `keys` of the graph `dsk` (Dask calls this). Other keyword arguments go to get_async."""
         in_flight = self.max_in_flight if num_workers is None else check_max_in_flight(num_workers, "num_workers")
+        options = task_options(graph_annotations(dsk), self.executor.priority)
         if self.scatter_over is not None:
             dsk = self._scatter_data(dsk, self.scatter_over)
-        wave = _Wave(self, in_flight)
+        wave = _Wave(self, in_flight, options)
         with local_callbacks(callbacks) as active:  # Dask's global callbacks (a ProgressBar), as its own schedulers
             ours = (None, None, wave.announce, wave.processed, None)
             kwargs.pop("chunksize", None)  # one call per task: a wave is counted in tasks
@@ -175,8 +178,9 @@ class _Wave:
     outcome is left in its queue, or at the last outcome's `posttask` if that one fires nothing.
     """
 
-    def __init__(self, scheduler: DaskScheduler, in_flight: int) -> None:
+    def __init__(self, scheduler: DaskScheduler, in_flight: int, options: Mapping[Hashable, JobOptions]) -> None:
         self._scheduler = scheduler
+        self._options = options  # the job options of the annotated keys
         self._in_flight = in_flight  # get_async's num_workers: it fires nothing while this many run
         self._owed = 0  # tasks announced (pretask) and not submitted yet
         self._calls: list[tuple] = []
@@ -198,9 +202,9 @@ class _Wave:
         if fn is batch_execute_tasks and len(args[0]) == 1 and not kwargs:
             key, task_info, dumps, loads, _, _ = args[0][0]
             task, data = loads(task_info)
-            self._calls.append((_run_task, (task, data), {}, (key, dumps)))
+            self._calls.append((_run_task, (task, data), {}, (key, dumps), self._options.get(key)))
         else:
-            self._calls.append((fn, args, kwargs, None))
+            self._calls.append((fn, args, kwargs, None, None))
         self._futures.append(future)
         self._owed -= len(args[0]) if fn is batch_execute_tasks else 1
         if self._owed <= 0:
@@ -220,8 +224,19 @@ class _Wave:
     def _send(self) -> None:
         calls, futures = self._calls, self._futures
         self._calls, self._futures = [], []
-        # one job; a task whose inputs are kept at node monitors goes with their references (no fetch)
-        sent = self._scheduler.executor.submit_many([call[:3] for call in calls])
+        # one job per set of options (one without annotations); a task whose inputs are kept at node monitors
+        # goes with their references (no fetch)
+        executor = self._scheduler.executor
+        if not self._options:
+            sent = executor.submit_many([call[:3] for call in calls])
+        else:
+            groups: dict[JobOptions | None, list[int]] = {}
+            for i, call in enumerate(calls):
+                groups.setdefault(call[4], []).append(i)
+            by_call: dict[int, SparrowFuture] = {}
+            for options, members in groups.items():
+                by_call.update(zip(members, executor.submit_many([calls[i][:3] for i in members], options)))
+            sent = [by_call[i] for i in range(len(calls))]
         self._scheduler._count(len(sent))
         for mine, theirs, call in zip(futures, sent, calls, strict=True):
             self._running.add(theirs)

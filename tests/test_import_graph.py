@@ -30,6 +30,7 @@ ROOMS = (
     "sparrow_runtime.views",  # notebook views of the user objects (their public attributes only)
     "sparrow_runtime.services",  # scheduler, node monitor, executors, metrics, ready line, LocalCluster
     "sparrow_runtime.client",  # Client, SparrowExecutor, dependencies
+    "sparrow_runtime.dask_annotations",
     "sparrow_runtime.dask",
     "sparrow_runtime.joblib",
     "sparrow_runtime.dashboard",

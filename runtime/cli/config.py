@@ -28,6 +28,7 @@ from typing import Any
 from ..services.cpus import MAX_CPU, parse_cpu_list
 from ..services.weights import check_weights, parse_weight
 from ..wire.address import format_address, parse_address
+from ..wire.resources import parse_resources
 
 ENV_PREFIX = "SPARROW_"
 # SPARROW_* variables that are not settings of a command: the secret (read by auth.py), the index
@@ -201,6 +202,7 @@ BOOLEAN = Kind("true or false", _boolean_text, _boolean_toml)
 LISTEN_ADDRESS = Kind("an address host:port (port 0: any free port)", _listen_address, _listen_address)
 ADDRESSES = _list_of(_address, "addresses host:port")
 TEXTS = _list_of(_text, "a list of strings")
+RESOURCES = Kind("amounts like cpus=16,memory=64G,gpu=2", parse_resources, parse_resources)
 WEIGHTS = Kind(
     "USER=WEIGHT pairs",
     lambda s: dict(parse_weight(p.strip()) for p in s.split(",") if p.strip()),

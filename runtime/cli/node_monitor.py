@@ -10,7 +10,7 @@ from functools import partial
 import trio
 
 from ..services.metrics import MeteredNodeMonitorLogic
-from ..services.node_monitor import serve_node_monitor
+from ..services.node_monitor import node_resources, serve_node_monitor
 from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.task_users import task_users
 from .common import CommandError, add_command, prepare_service, settings
@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         "pipeline_depth": s["pipeline_depth"],
         "give_back": s["give_back"],
         "steal": s["steal"],
+        **node_resources(s["resources"]),
     }
     logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     credentials = prepare_service(s, "node-monitor")

@@ -29,6 +29,7 @@ from .config import (
     CPU_LIST,
     LISTEN_ADDRESS,
     RESEARCH,
+    RESOURCES,
     TEXT,
     TEXTS,
     WEIGHTS,
@@ -289,6 +290,14 @@ NODE_MONITOR_SETTINGS = (
         unset="HOST:PORT, this host's name and the port or socket path it listens on",
     ),
     Setting("slots", integer(1), help="tasks run at once", metavar="N", unset="the CPU count"),
+    Setting(
+        "resources",
+        RESOURCES,
+        help="what this host offers its tasks besides their slots (docs/resources.md), like "
+        "cpus=16,memory=64G,gpu=2,license=3",
+        metavar="NAME=AMOUNT,...",
+        unset="its CPUs and memory, and its GPUs where the host shows them",
+    ),
     Setting("label", TEXTS, [], "a label constraints can require (repeatable)", "LABEL"),
     POLICY,
     WEIGHT,
@@ -414,6 +423,13 @@ SUBMIT_SETTINGS = (
         "how the job's probes are drawn: batch (Sparrow's) or per_task (each task for itself, the paper's baseline)",
     ),
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
+    Setting(
+        "resources",
+        RESOURCES,
+        help="what each task takes besides its slot (docs/resources.md), like gpu=1,cpus=2,memory=4GiB",
+        metavar="NAME=AMOUNT,...",
+        unset="a slot alone",
+    ),
     Setting(
         "task_timeout",
         number(0.0, open_low=True),

@@ -1,7 +1,7 @@
 """A service's config object (services/config.py) built once from its command's resolved settings:
 `sparrow scheduler` runs `serve_scheduler(scheduler_config(s, credentials))`.
 
-SCHEDULER_FIELDS names the setting each config field is read from; tests/runtime/cli/test_service_config.py
+SCHEDULER_FIELDS names the setting each config field is read from; tests/cli/test_service_config.py
 checks that every field's default is its setting's, so the command and the library start alike.
 """
 

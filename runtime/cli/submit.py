@@ -141,6 +141,7 @@ async def _submit(
             probe_ratio=s["probe_ratio"],
             timeout=s["task_timeout"],
             sampling=s["sampling"],
+            resources=s["resources"],
         )
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:

@@ -34,7 +34,7 @@ import random
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -51,9 +51,10 @@ from ..errors import ConnectionLost, HandshakeError, ValueLost
 from ..wire.address import Address, format_address, parse_address
 from ..wire.auth import load_secret
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, connect
+from ..wire.framing import DEFAULT_MAX_FRAME
+from ..wire.handshake import connect
 from ..wire.limits import DEFAULT_MAX_VALUE
+from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT, LinkConfig
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
 from ..wire.messages import Constraint, Heartbeat, Outcome, StatusReply, SubmitJob
 from ..wire.task_codec import pack_task
@@ -312,32 +313,26 @@ class Client:
             raise ValueError(f"scheduler_timeout must be a number of seconds > 0, got {scheduler_timeout!r}")
         if not isinstance(max_pending_tasks, int) or max_pending_tasks < 1:
             raise ValueError(f"max_pending_tasks must be an int >= 1, got {max_pending_tasks!r}")
-        if not isinstance(handshake_timeout, (int, float)) or not 0 < handshake_timeout < float("inf"):
-            raise ValueError(f"handshake_timeout must be a number of seconds > 0, got {handshake_timeout!r}")
         if tls is None and secret is None and secret_file is None:
             tls = load_tls()
-        self._tls = tls
-        self._secret = None if tls is not None else load_secret(secret, secret_file)
+        self._link = LinkConfig(  # checks the timeout and the frame limit
+            secret=None if tls is not None else load_secret(secret, secret_file),
+            tls=tls,
+            handshake_timeout=handshake_timeout,
+            max_frame=max_frame,
+        )
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:12]}"
         self.scheduler_timeout = float(scheduler_timeout)
         self.retries = retries
         self.retry_exceptions = retry_exceptions
         self.max_pending_tasks = max_pending_tasks
         self.handshake_timeout = float(handshake_timeout)
-        self.max_frame = check_max_frame(max_frame)
+        self.max_frame = max_frame
         if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 0:
             raise ValueError(f"max_value must be an int of bytes >= 0, got {max_value!r}")
         self.max_value = max_value
         self._logic = ClientLogic(max_frame=self.max_frame)
-        self._links = DataLinks(
-            secret=self._secret,
-            tls=tls,
-            role="client",
-            peer_id=self.client_id,
-            max_frame=self.max_frame,
-            max_value=max_value,
-            handshake_timeout=self.handshake_timeout,
-        )
+        self._links = DataLinks(link=self._link, role="client", peer_id=self.client_id, max_value=max_value)
         self._uploader = Uploader(self._data_link)  # Client.scatter's (scatter.py)
         self._scatter = Scatter(self)
         self._dropped: deque[tuple[Job, int | None]] = deque()  # owners gone (any thread), for the trio thread
@@ -438,15 +433,7 @@ class Client:
         order.sort(key=lambda address: format_address(address) == last)
         for address in order:
             try:
-                conn = await connect(
-                    address,
-                    secret=self._secret,
-                    role="client",
-                    peer_id=self.client_id,
-                    timeout=self.handshake_timeout,
-                    max_frame=self.max_frame,
-                    tls=self._tls,
-                )
+                conn = await connect(address, link=self._link, role="client", peer_id=self.client_id)
                 return conn, errors
             except (OSError, HandshakeError) as exc:
                 errors.append(f"{format_address(address)}: {exc}")
@@ -606,15 +593,7 @@ class Client:
 
     async def _data_link(self, address: str) -> Connection:
         """A new data link to the node monitor whose data listener is at `address` (uploads)."""
-        return await connect(
-            parse_address(address),
-            secret=self._secret,
-            tls=self._tls,
-            role="client",
-            peer_id=self.client_id,
-            max_frame=self.max_frame,
-            timeout=self.handshake_timeout,
-        )
+        return await connect(parse_address(address), link=self._link, role="client", peer_id=self.client_id)
 
     async def scatter(self, value: object, *, keep: bool = True) -> TaskRef:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler), as if a task had
@@ -665,6 +644,7 @@ class Client:
         retry_exceptions: bool | None = None,
         prefer: Sequence[Sequence[str] | None] | None = None,
         sampling: str = "batch",
+        resources: str | Mapping[str, object] | None = None,
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
@@ -677,7 +657,11 @@ class Client:
         node monitors to probe first for it, a soft preference (it may still run elsewhere: a busy
         node monitor does not hold it up). `sampling`: "batch" (Sparrow's batch sampling, the default)
         or "per_task" (each task gets ceil(probe_ratio) probes of its own and runs only at one of
-        them: the paper's baseline, docs/runtime.md). Waits while `max_pending_tasks` are unfinished.
+        them: the paper's baseline, docs/runtime.md). `resources`: what each task takes besides its slot,
+        like {"cpus": 2, "memory": "4GiB", "gpu": 1} (docs/resources.md): it runs only on a node monitor
+        that holds it, when it fits there; a bad amount is a ValueError here, a request no node monitor
+        can hold fails its tasks after the scheduler's placement timeout. Waits while `max_pending_tasks`
+        are unfinished.
         A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
         and Dask"): it is placed once its inputs are done, with their values.
         """
@@ -697,7 +681,7 @@ class Client:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
         msg = build_submit(
-            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling
+            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling, resources
         )
         while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():

@@ -1,13 +1,14 @@
 """SparrowExecutor: a `concurrent.futures.Executor` backed by a Sparrow cluster.
 
 A background thread runs trio with one Client (failover, heartbeats, retries and dependencies are
-the client logic's: logic.py, core.py). `submit` makes a job of one task, and the `submit`s that
-reach the trio thread together (those made while it was busy: one hand-over) go to the scheduler as
-one job, batch-sampled together in one frame; `map` sends jobs of up to `chunksize` tasks (one per
-item), so the scheduler batch-samples probes for each chunk, and consumes its iterables lazily with
-at most `buffersize` tasks submitted and not yet yielded (as Python 3.14's `Executor.map`), so a map
-over millions of items runs in flat memory. Tasks are pickled in the caller's thread; the hand-over
-to the trio thread does not block (one `run_sync_soon` for what is handed over together).
+the client logic's: logic.py, core.py; the thread and what is handed over to it: executor_loop.py).
+`submit` makes a job of one task, and the `submit`s that reach the trio thread together (those made
+while it was busy: one hand-over) go to the scheduler as one job, batch-sampled together in one
+frame; `map` sends jobs of up to `chunksize` tasks (one per item), so the scheduler batch-samples
+probes for each chunk, and consumes its iterables lazily with at most `buffersize` tasks submitted
+and not yet yielded (as Python 3.14's `Executor.map`), so a map over millions of items runs in flat
+memory. Tasks are pickled in the caller's thread; the hand-over to the trio thread does not block
+(one `run_sync_soon` for what is handed over together).
 
 `submit` takes futures of this executor anywhere in its arguments (nested in lists, tuples, sets and
 dict values, as Dask's `Client.submit`): the task is sent once they are done, with their values, and
@@ -17,9 +18,11 @@ is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and D
 
 `Future.cancel()` returns True while the task has no outcome (the client is not told when a task
 starts): the scheduler then never launches it, or, if it is already running, discards its result.
-`shutdown(cancel_futures=True)` cancels that way every future not done. Closing, the executor ends
-every task still without an outcome as cancelled, within a second whatever its client is doing
-(reconnecting included).
+`shutdown(cancel_futures=True)` cancels that way every future not done. As with the standard
+executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
+for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
+hook raises RuntimeError); then the executor disconnects, which ends every task still without an
+outcome as cancelled, within a second whatever its client is doing (reconnecting included).
 
 Error handling: the constructor raises ConnectionLost if no scheduler accepts the connection (or,
 without addresses, if no `sparrow local` runs here). An exception raised by a task is raised by
@@ -31,29 +34,30 @@ raises RuntimeError, like the standard executors.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import itertools
 import logging
-import threading
 import time
 import warnings
+import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from functools import partial
 from typing import Any, NoReturn
 
+import msgspec
 import trio
 
 from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED, StatusReply
+from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
+from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
-from .job import DEFAULT_RETRIES, Job, build_submit, oversize_problem, split_jobs
+from .executor_loop import ExecutorLoop
+from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
@@ -137,8 +141,10 @@ class SparrowExecutor(concurrent.futures.Executor):
     the credentials). `retries`, `retry_exceptions`, `scheduler_timeout`, `handshake_timeout` and
     `max_frame` (the largest frame, so the largest task with its inputs, and result) are the Client's;
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
-    placement, "batch" (the default) or "per_task" (Client.submit_job). `connect_timeout` is the old
-    name of `handshake_timeout` (deprecated)."""
+    placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
+    takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
+    `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
+    (deprecated)."""
 
     def __init__(
         self,
@@ -158,6 +164,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         max_frame: int = DEFAULT_MAX_FRAME,
         connect_timeout: float | None = None,
         sampling: str = "batch",
+        resources: str | Mapping[str, object] | None = None,
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -178,26 +185,19 @@ class SparrowExecutor(concurrent.futures.Executor):
             max_frame=max_frame,
         )
         # checked now, not at each submit: the settings of every job it sends
-        self._settings = build_submit([b""], user, priority, None, None, timeout=timeout, sampling=sampling)
+        self.resources = resources  # as given: each job's settings put it in units (build_submit)
+        self._settings = build_submit(
+            [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
+        )
         self.user = user
         self.priority = priority
         self.sampling = sampling
         self.chunksize = chunksize
         self.timeout = timeout
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
-        self._failure: BaseException | None = None
-        self._ready = threading.Event()
-        self._lock = threading.Lock()
-        self._shutdown = False
-        self._pending: set[concurrent.futures.Future] = set()
-        self._incoming: list[Callable[[], None]] = []  # calls for the trio thread, in order (under _lock)
-        self._thread = threading.Thread(target=trio.run, args=(self._main,), name="sparrow-executor", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._failure is not None:
-            self._thread.join()
-            raise self._failure
+        self._loop = ExecutorLoop(self._client)
+        self._loop.start()
+        # dropped without shutdown(): the loop (which holds nothing of the executor) ends once its tasks have
+        weakref.finalize(self, self._loop.close)
 
     @property
     def client(self) -> Client:
@@ -209,28 +209,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         the caller's thread. Raises as Client.status; RuntimeError from the executor's own callbacks."""
         if trio.lowlevel.in_trio_run():
             raise RuntimeError("status waits for the scheduler's answer: call it outside the executor's callbacks")
-        assert self._token is not None
-        return trio.from_thread.run(self._client.status, trio_token=self._token)
+        return trio.from_thread.run(self._client.status, trio_token=self._loop.token)
 
     def __repr__(self) -> str:
         return views.executor_repr(self)
 
     def _repr_html_(self) -> str:
         return views.executor_html(self)
-
-    async def _main(self) -> None:
-        try:
-            async with self._client:
-                self._token = trio.lowlevel.current_trio_token()
-                self._stop = trio.Event()
-                self._ready.set()
-                await self._stop.wait()
-        except Exception as exc:
-            if self._ready.is_set():
-                raise
-            self._failure = exc  # could not connect: re-raised by __init__
-        finally:
-            self._ready.set()
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         inputs = find_inputs(args, kwargs, _is_future)
@@ -244,12 +229,15 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._hand_over([job], partial(self._client.add_job, job))
         return job.owner[0]
 
-    def submit_many(self, calls: Iterable[tuple[Callable, tuple, dict]]) -> list[SparrowFuture]:
+    def submit_many(
+        self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
+    ) -> list[SparrowFuture]:
         """Submit calls `(fn, args, kwargs)` together as one job (as few jobs as the frame limit allows),
         so the scheduler batch-samples them together; a future per call. A call may take futures of this
         executor as inputs, as with `submit`: it waits for them, and goes with the job's other calls when
-        they are done already (values kept at node monitors: references). Raises ValueError before
-        anything is sent if one call is over the frame limit."""
+        they are done already (values kept at node monitors: references). `options`: the job's priority,
+        node monitors, preference and retries where they differ from the executor's (JobOptions). Raises
+        ValueError before anything is sent if one call is over the frame limit or an option is invalid."""
         max_frame = self._client.max_frame
         payloads: list[bytes] = []
         sizes: list[int] = []
@@ -268,7 +256,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 sizes.append(len(held[task][0]))
             payloads.append(payload)
         groups = split_jobs(sizes, max_frame)
-        jobs = [self._job(payloads[g.start : g.stop]) for g in groups]
+        jobs = [self._job(payloads[g.start : g.stop], options=options) for g in groups]
         adds = [
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
@@ -288,11 +276,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         if trio.lowlevel.in_trio_run():
             raise RuntimeError("scatter blocks until the values are kept: call it outside the executor's callbacks")
         jobs, data = prepare(values, self._job, keep)
-        with self._lock:
-            if self._shutdown:
+        with self._loop.lock:
+            if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        assert self._token is not None
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._token)
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
         for future in futures:
             error = future.exception()  # done: settled by the upload
@@ -325,14 +312,31 @@ class SparrowExecutor(concurrent.futures.Executor):
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
         return template, inputs
 
-    def _job(self, payloads: list[bytes], coalesce: bool = False) -> Job:
-        """A job of `payloads` with this executor's settings, and a future per task (its `owner`)."""
+    def _job(self, payloads: list[bytes], coalesce: bool = False, options: JobOptions | None = None) -> Job:
+        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`)."""
         client = self._client
+        settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
+        if options is not None:
+            settings = build_submit(
+                payloads,
+                self.user,
+                self.priority if options.priority is None else options.priority,
+                None,
+                Constraint(options.node_monitors) if options.node_monitors else None,
+                client.max_frame,
+                self.timeout,
+                [options.prefer] * len(payloads) if options.prefer else None,
+                self.sampling,
+                self.resources if options.resources is None else options.request(),
+            )
+            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            retries = retries if options.retries is None else check_retries(options.retries)
+            retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
-            self._settings,
+            settings,
             payloads,
-            retries=client.retries,
-            retry_exceptions=client.retry_exceptions,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
@@ -340,38 +344,14 @@ class SparrowExecutor(concurrent.futures.Executor):
         return job
 
     def _hand_over(self, jobs: list[Job], *calls: Callable[[], None]) -> None:
-        """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures:
-        one wake-up of the trio thread for everything handed over until it runs."""
-        with self._lock:
-            if self._shutdown:
-                raise RuntimeError("cannot submit after shutdown")
-            for job in jobs:
-                self._pending.update(job.owner)
-            self._queue_calls(calls)
-
-    def _queue_calls(self, calls: Iterable[Callable[[], None]]) -> None:
-        """(Holding _lock.) Queue `calls` for the trio thread."""
-        wake = not self._incoming
-        self._incoming.extend(calls)
-        if wake:
-            assert self._token is not None  # set by the trio thread before __init__ returns
-            self._token.run_sync_soon(self._run_incoming)
-
-    def _run_incoming(self) -> None:
-        """In the trio thread: what was handed over, in order."""
-        with self._lock:
-            calls, self._incoming = self._incoming, []
-        for call in calls:
-            try:
-                call()
-            except Exception:  # a bug: the trio loop of the client must go on
-                logger.exception("a call handed over to the executor's trio thread failed")
+        """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures: one
+        wake-up of the trio thread for everything handed over until it runs. RuntimeError after shutdown."""
+        self._loop.hand_over([future for job in jobs for future in job.owner], calls)
 
     def _on_outcomes(self, events: list[tuple[Job, int]]) -> None:
         """In the trio thread: these tasks have their outcomes; settle their futures."""
         futures = [job.owner[task] for job, task in events]
-        with self._lock:
-            self._pending.difference_update(futures)
+        self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
 
@@ -403,9 +383,12 @@ class SparrowExecutor(concurrent.futures.Executor):
         timeout: float | None = None,
         chunksize: int | None = None,
         buffersize: int | None = DEFAULT_BUFFERSIZE,
+        resources: str | Mapping[str, object] | None = None,
     ) -> Iterator:
         """Like Executor.map, but each chunk of up to `chunksize` items (default: the executor's) is
-        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once)."""
+        one job, and at most `buffersize` tasks are submitted and not yet yielded (None: all at once).
+        `resources`: what each task takes besides its slot (None: the executor's)."""
+        options = None if resources is None else JobOptions(resources=resources)  # checked now
         size = self.chunksize if chunksize is None else chunksize
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {size!r}")
@@ -427,7 +410,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                 for start in range(0, len(chunk), size):
                     payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
-                    jobs.append(self._job(payloads))
+                    jobs.append(self._job(payloads, options=options))
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 for job in jobs:
                     window.extend(job.owner)
@@ -441,38 +424,31 @@ class SparrowExecutor(concurrent.futures.Executor):
             raise RuntimeError(
                 "the result of this future is kept at its node monitor: call result() outside the executor's callbacks"
             )
-        assert self._token is not None
-        return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._token)
+        return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._loop.token)
 
     def _cancel_remote(self, future: SparrowFuture) -> None:
-        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and
-        the tasks waiting for it."""
-        with self._lock, contextlib.suppress(trio.RunFinishedError):
-            self._queue_calls((partial(self._client.cancel_job, future._job, [future._task]),))
+        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and the
+        tasks waiting for it; a closed executor stops once nothing else is pending."""
+        loop = self._loop
+        loop.call_soon(partial(self._client.cancel_job, future._job, [future._task]), partial(loop.settled, (future,)))
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop accepting work; with `wait`, wait for submitted tasks' outcomes, then disconnect.
+        """Stop accepting work; the tasks submitted still run to their outcomes, then the executor
+        disconnects; with `wait`, return after that.
 
-        `cancel_futures` cancels the tasks still pending, here and on the cluster. Disconnecting ends
+        `cancel_futures` cancels the futures still pending, here and on the cluster. Disconnecting ends
         every task still without an outcome as cancelled and takes at most a second, whatever the
         client is doing.
         """
-        with self._lock:
-            already = self._shutdown
-            self._shutdown = True
-            pending = list(self._pending)
+        loop = self._loop
         if cancel_futures:
+            with loop.lock:
+                pending = list(loop.pending)
             for future in pending:
                 future.cancel()
-        if not already:
-            if wait:
-                concurrent.futures.wait(pending)
-            with self._lock:
-                assert self._stop is not None  # set by the trio thread before __init__ returns
-                with contextlib.suppress(trio.RunFinishedError):
-                    self._queue_calls((self._stop.set,))
+        loop.close()
         if wait:
-            self._thread.join()
+            loop.join()
 
 
 def _is_future(obj: object) -> bool:

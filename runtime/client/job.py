@@ -8,12 +8,14 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
 from ..wire.messages import Constraint, SubmitJob
+from ..wire.resources import parse_resources
 from ..wire.task_codec import outcome_exception, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
@@ -113,6 +115,32 @@ class Job:
         return f"<Job {self.job_id}: {self.n_done} of {self.n_tasks} tasks done>"
 
 
+@dataclass(frozen=True)
+class JobOptions:
+    """What one job sets apart from its executor's defaults (None, empty: the executor's): its `priority`
+    (lower first), the node monitors it may run on (`node_monitors`: a constraint) or is probed at first
+    (`prefer`: a preference), its `retries`, whether a task's own exception is retried too
+    (`retry_exceptions`), and what each task takes besides its slot (`resources`: {name: amount} or
+    "name=amount,...", docs/resources.md; a mapping is kept as its sorted (name, amount) pairs, and a bad
+    amount is a ValueError here). Hashable: calls with equal options may share a job."""
+
+    priority: int | None = None
+    node_monitors: tuple[str, ...] = ()
+    prefer: tuple[str, ...] = ()
+    retries: int | None = None
+    retry_exceptions: bool | None = None
+    resources: Any = None
+
+    def __post_init__(self) -> None:
+        parse_resources(self.request())  # checked now
+        if isinstance(self.resources, Mapping):
+            object.__setattr__(self, "resources", tuple(sorted(self.resources.items())))
+
+    def request(self) -> str | dict[str, object] | None:
+        """`resources` as build_submit takes it (None: the executor's)."""
+        return dict(self.resources) if isinstance(self.resources, tuple) else self.resources
+
+
 def check_retries(retries: int) -> int:
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an int >= 0, got {retries!r}")
@@ -129,10 +157,12 @@ def build_submit(
     timeout: float | None = None,
     prefer: Sequence[Sequence[str] | None] | None = None,
     sampling: str = "batch",
+    resources: str | Mapping[str, object] | None = None,
 ) -> SubmitJob:
     """Validate a job and build its SubmitJob (ref set when sent). `prefer`: None, or one entry per
     task, None or the ids of the node monitors it should be probed at first (SubmitJob.task_prefer).
-    `sampling`: "batch" or "per_task" (SubmitJob.sampling).
+    `sampling`: "batch" or "per_task" (SubmitJob.sampling). `resources`: what each task takes besides its
+    slot, {name: amount} or "name=amount,..." (wire/resources.py, docs/resources.md).
 
     Error handling: ValueError/TypeError naming the bad argument."""
     if not payloads:
@@ -158,6 +188,7 @@ def build_submit(
     task_prefer = None if prefer is None else _task_prefer(prefer, len(payloads))
     if not isinstance(sampling, str):
         raise TypeError(f"sampling must be a str, got {type(sampling).__name__}")
+    units = parse_resources(resources) or None
     problem = job_problem(
         len(payloads), user, priority, probe_ratio, job_constraint, task_constraints, timeout, task_prefer, sampling
     )
@@ -182,6 +213,7 @@ def build_submit(
         None if timeout is None else float(timeout),
         task_prefer,
         sampling,
+        units,
     )
 
 

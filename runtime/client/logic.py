@@ -380,7 +380,11 @@ class ClientLogic:
 
     def _enqueue(self, job: Job, tasks: list[int]) -> None:
         s = job.settings
-        key = (s.user, s.priority, s.probe_ratio, s.constraint, s.timeout, s.sampling) if job.coalesce else job
+        if job.coalesce:
+            asked = None if s.resources is None else tuple(sorted(s.resources.items()))
+            key: object = (s.user, s.priority, s.probe_ratio, s.constraint, s.timeout, s.sampling, asked)
+        else:
+            key = job
         entries = self._queue.get(key)
         if entries is None:
             self._queue[key] = [(job, tasks)]
@@ -414,6 +418,7 @@ class ClientLogic:
             s.timeout,
             _placement_prefer(jobs, tasks, members),
             s.sampling,
+            s.resources,
         )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:

@@ -7,8 +7,9 @@ stays), on a plain Unix socket FetchFile (a value in a memory file is answered b
 file's descriptor itself, SCM_RIGHTS: sealed, so its receiver can only read it; another as FetchValue)
 and, a client only, ReleaseValues and PutValue (an upload, upload.py). Under TLS a client is served
 and may release only the values of its certificate's user (an admin: any), and its uploads are that
-user's; a node monitor fetches any value, for the tasks it runs. In the insecure mode the key, random
-and unguessable, is the capability.
+user's; a node monitor fetches a value for a task it runs, and gets it only if the task's user, which it
+names (FetchValue.user), is the value's. In the insecure mode the key, random and unguessable, is the
+capability.
 
 Error handling: a message not allowed here gets Error and the link is closed; a peer that takes no
 chunk for `stall_timeout` seconds is dropped, and so is a client that sends none for as long halfway
@@ -30,12 +31,12 @@ import trio
 
 from ..errors import ConnectionLost, ProtocolError
 from ..wire.connection import Connection
-from ..wire.framing import DEFAULT_MAX_FRAME, HEADER_SIZE
+from ..wire.framing import HEADER_SIZE
 from ..wire.gate import HandshakeGate
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve
+from ..wire.handshake import accept_and_serve
 from ..wire.limits import DEFAULT_MAX_VALUE, MAX_REASON, STALL_TIMEOUT, clip
+from ..wire.link_config import LinkConfig
 from ..wire.messages import Error, FetchFile, FetchValue, PutValue, ReleaseValues, ValueFile, ValueKept, ValueMissing
-from ..wire.tls import TLS
 from .links import raw_stream, unix_socket
 from .shared import SharedValue
 from .store import Value, ValueStore
@@ -50,18 +51,16 @@ _encoder = msgspec.msgpack.Encoder()
 
 
 class DataServer:
-    """Serves `store` on the data links of the node monitor `node_id` (`stats` counts what it did)."""
+    """Serves `store` on the data links of the node monitor `node_id`, accepted under `link` (`stats`
+    counts what it did)."""
 
     def __init__(
         self,
         store: ValueStore,
         *,
         node_id: str,
-        secret: bytes | None,
-        tls: TLS | None = None,
-        max_frame: int = DEFAULT_MAX_FRAME,
+        link: LinkConfig,
         max_value: int = DEFAULT_MAX_VALUE,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         stall_timeout: float = STALL_TIMEOUT,
         idle_timeout: float = DATA_IDLE_TIMEOUT,
         shared_over: int = 0,
@@ -74,10 +73,7 @@ class DataServer:
         self.idle_timeout = idle_timeout
         self.stats: Counter[str] = Counter()
         self._accept = {
-            "secret": secret,
-            "tls": tls,
-            "max_frame": max_frame,
-            "timeout": handshake_timeout,
+            "link": link,
             "role": "node-monitor",
             "node_id": node_id,
             "allowed_roles": ROLES,
@@ -166,6 +162,8 @@ class DataServer:
     async def _answer(self, conn: Connection, msg: Any, client: bool, user: str | None) -> None:
         kind = type(msg)
         if kind is FetchValue or kind is FetchFile:
+            if not client and conn.identity is not None:  # a node monitor, for a task of `msg.user` (TLS)
+                user = msg.user
             kept = self.store.get(msg.key, user)
             if kept is None:
                 self.stats["missing"] += 1

@@ -7,7 +7,9 @@ task's outcome then fails with that reason; nothing is spilled to disk. A client
 size first (`reserve`: refused the same way), so uploads under way cannot together pass the limit; the
 value then goes in under that reservation (`put(..., reserved=True)`) or gives it back (`unreserve`).
 Values leave by `release`
-(a client's ReleaseValues, for its own user only) or `release_session` (its client is gone).
+(a client's ReleaseValues, for its own user only) or `release_session` (its client is gone: the values of
+that session that belong to the session's user only, so a client that claims another user's id drops
+none of that user's).
 """
 
 from __future__ import annotations
@@ -99,8 +101,11 @@ class ValueStore:
                 dropped += 1
         return dropped
 
-    def release_session(self, session: str) -> int:
-        """Drop every value of the client session `session`; how many were dropped."""
+    def release_session(self, session: str, user: str | None = None) -> int:
+        """Drop the values of the client session `session` that belong to `user` (None: all of them); how many
+        were dropped."""
+        if user is not None:
+            return self.release(list(self._sessions.get(session, ())), user)
         keys = self._sessions.pop(session, ())
         for key in keys:
             kept = self._values.get(key)

@@ -24,7 +24,7 @@ from typing import Any
 
 import sparrow_core
 
-from ..wire.resources import GPU, SLOTS, ResourceError, format_resources, to_units
+from ..wire.resources import CPUS, GPU, MILLI, SLOTS, ResourceError, format_resources, to_units
 
 DEFAULT_FIT_WINDOW = 8  # reservations the launch rule looks at, the head included
 DEFAULT_FIT_MAX_SKIPS = 8  # launches that may pass the head before the host is owed to it (docs/resources.md)
@@ -38,6 +38,7 @@ class FitLauncher:
         capacity: Mapping[str, int],
         *,
         gpu_ids: Sequence[str] | None = None,
+        cpu_ids: Sequence[int] = (),
         window: int = DEFAULT_FIT_WINDOW,
         max_skips: int = DEFAULT_FIT_MAX_SKIPS,
     ) -> None:
@@ -50,6 +51,8 @@ class FitLauncher:
             raise ValueError(f"{count} GPUs declared but {len(ids)} device ids given")
         self.gpus_free = ids  # device ids no running task holds
         self._gpu_at = self.kinds.index(GPU) if GPU in self.capacity else -1
+        self.cpus_free = sorted(cpu_ids)  # CPUs a task may be pinned to that no running task is
+        self._cpu_at = self.kinds.index(CPUS) if CPUS in self.capacity else -1
         self.window = window
         self.max_skips = max_skips
         self.plain = (1,) + (0,) * (len(self.kinds) - 1)  # a reservation that names nothing: one slot
@@ -59,7 +62,13 @@ class FitLauncher:
         self.head_skips = 0
         self.skips = 0  # launches that passed a head, in all
         self.devices: dict[tuple, list[str]] = {}  # (scheduler, job, task) running -> its GPU ids
+        self.pinned: dict[tuple, list[int]] = {}  # (scheduler, job, task) running -> the CPUs it is pinned to
         self._held: dict[tuple, tuple[int, ...]] = {}  # (scheduler, job, task) running -> its request
+
+    @property
+    def active_tasks(self) -> bool:
+        """Tasks with resources run here (the shell then tells each its place: placed.py)."""
+        return bool(self._held)
 
     @property
     def active(self) -> bool:
@@ -87,15 +96,18 @@ class FitLauncher:
         for k in range(1, len(request)):
             self.free[k - 1] += request[k]
 
-    def started(self, key: tuple, request: tuple[int, ...]) -> list[str]:
-        """Task `key` starts with the units held for its request: it holds them (and its GPU ids) until it ends."""
+    def started(self, key: tuple, request: tuple[int, ...]) -> None:
+        """Task `key` starts with the units held for its request: it holds them until it ends, with GPU ids of
+        its own (`devices`) and, for whole CPUs where that many are free of pinned tasks, CPUs (`pinned`)."""
         self._held[key] = request
-        if self._gpu_at < 0 or not request[self._gpu_at]:
-            return []
-        ids = self.gpus_free[: request[self._gpu_at]]
-        del self.gpus_free[: len(ids)]
-        self.devices[key] = ids
-        return ids
+        if self._gpu_at >= 0 and request[self._gpu_at]:
+            ids = self.gpus_free[: request[self._gpu_at]]
+            del self.gpus_free[: len(ids)]
+            self.devices[key] = ids
+        whole = request[self._cpu_at] // MILLI if self._cpu_at >= 0 else 0
+        if whole and len(self.cpus_free) >= whole:
+            self.pinned[key] = self.cpus_free[:whole]
+            del self.cpus_free[:whole]
 
     def ended(self, key: tuple) -> None:
         """Task `key` ended: its units and GPU ids are free again (nothing if it held none)."""
@@ -103,6 +115,13 @@ class FitLauncher:
         if request is not None:
             self.give(request)
             self.gpus_free.extend(self.devices.pop(key, ()))
+            self.cpus_free.extend(self.pinned.pop(key, ()))
+
+    def place(self, key: tuple) -> tuple[list[str], list[int]] | None:
+        """The GPU ids and CPUs of running task `key` if it asked for resources (None: it did not)."""
+        if key not in self._held:
+            return None
+        return self.devices.get(key, []), self.pinned.get(key, [])
 
     def unstage(self, entry: Any, from_queue: int) -> int:
         """The entry's reservations are dropped: `from_queue` left the kernel queue; those in the window

@@ -26,7 +26,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -43,11 +43,12 @@ from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLo
 from ..wire.address import Address, format_address, parse_address, unix_path
 from ..wire.auth import load_secret
 from ..wire.connection import Connection, send_grouped
-from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
+from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
-from ..wire.handshake import DEFAULT_HANDSHAKE_TIMEOUT, accept_and_serve, keep_connected
+from ..wire.handshake import accept_and_serve, keep_connected
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
+from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT, LinkConfig
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from ..wire.messages import (
     LOST_INPUT,
@@ -63,10 +64,12 @@ from ..wire.messages import (
 from ..wire.tls import TLS
 from . import steal_log
 from .burst import Burst
+from .capacity import allowed_cpus, host_capacity
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import DEFAULT_GIVE_BACK, NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE
+from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
@@ -94,14 +97,11 @@ class NodeMonitorService:
         executor: Any,  # make_executor's
         nursery: trio.Nursery,
         *,
-        secret: bytes | None,
-        tls: TLS | None = None,
+        link: LinkConfig,
         node_id: str,
         labels: Sequence[str] = (),
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
         scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-        max_frame: int = DEFAULT_MAX_FRAME,
         max_value: int = DEFAULT_MAX_VALUE,
         steal_address: str = "",
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
@@ -139,23 +139,17 @@ class NodeMonitorService:
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
         self.scheduler_timeout = scheduler_timeout
-        self.handshake_timeout = handshake_timeout
-        self.max_frame = check_max_frame(max_frame)
-        self._secret = secret
-        self._tls = tls
+        self.link_config = link
         self._nursery = nursery
         self._gate = HandshakeGate()
         self._refused_since: dict[str, float] = {}  # scheduler -> when its first refusal in a row came (keep_linked)
         self.instance = secrets.token_hex(8)  # tells this process's re-registrations from a clone's
         self.max_value = max_value
         self.links = DataLinks(
-            secret=secret,
-            tls=tls,
+            link=link,
             role="node-monitor",
             peer_id=node_id,
-            max_frame=self.max_frame,
             max_value=max_value,
-            handshake_timeout=handshake_timeout,
             # inputs come straight into memory files where the executor takes them so (data/shared.py)
             shared_over=self._takes_inputs and getattr(executor, "share_over", 0),
             # and stay a while as copies, for the next tasks that take them (data/copies.py)
@@ -173,12 +167,9 @@ class NodeMonitorService:
                 link_timeout=scheduler_timeout,
                 steal_timeout=steal_timeout,
                 log=steal_log.from_environment(node_id, steal_address),
-                secret=secret,
-                tls=tls,
+                link=link,
                 role="node-monitor",
                 peer_id=node_id,
-                max_frame=self.max_frame,
-                timeout=handshake_timeout,
             )
 
     # -- links to schedulers ------------------------------------------------------------------------
@@ -186,7 +177,7 @@ class NodeMonitorService:
     async def link(self, conn: Connection, registered: trio.Event | None = None) -> None:
         """Register over `conn` (a scheduler, handshake done) and serve it until the link ends."""
         try:
-            with trio.fail_after(self.handshake_timeout):
+            with trio.fail_after(self.link_config.handshake_timeout):
                 registration = self.logic.registration(
                     self.node_id, self.labels, self.instance, self.can_stop, self.steal_address
                 )
@@ -232,13 +223,10 @@ class NodeMonitorService:
                 await keep_connected(
                     target,
                     partial(self.link, registered=registered),
-                    secret=self._secret,
+                    link=self.link_config,
                     role="node-monitor",
                     peer_id=self.node_id,
-                    timeout=self.handshake_timeout,
-                    max_frame=self.max_frame,
                     redial_delay=REDIAL_DELAY,
-                    tls=self._tls,
                 )
             except RegistrationRefused as exc:
                 now = trio.current_time()
@@ -258,13 +246,10 @@ class NodeMonitorService:
             self._serve_incoming,
             log=logger,
             gate=self._gate,
-            secret=self._secret,
+            link=self.link_config,
             role="node-monitor",
             node_id=self.node_id,
             allowed_roles=("scheduler",) if self.stealer is None else ("scheduler", "node-monitor"),
-            timeout=self.handshake_timeout,
-            max_frame=self.max_frame,
-            tls=self._tls,
         )
 
     async def _serve_incoming(self, conn: Connection) -> None:
@@ -424,6 +409,11 @@ class NodeMonitorService:
 
     def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
+        fit = self.logic.fit
+        if fit is not None and fit.active_tasks:
+            place = fit.place(key)
+            if place is not None:  # a task with resources is told its place (placed.py)
+                payload = placed_payload(payload, self.node_id, *place)
         if self._ahead:
             ahead = self._ahead.pop(key, None)
             if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
@@ -471,9 +461,11 @@ class NodeMonitorService:
         values: list = list(call.inputs)
         lost: dict[int, tuple[bytes, str]] = {}
 
+        user = self._user_of(key) if self.link_config.tls is not None else None  # TLS: only the task's user's values
+
         async def fetch(i: int, ref: ValueRef) -> None:
             try:
-                values[i] = await self._value(ref)
+                values[i] = await self._value(ref, user)
             except ValueLost as exc:
                 lost[i] = (ref.key, f"input {i}: {exc}")
 
@@ -500,15 +492,16 @@ class NodeMonitorService:
         reported.append(None)  # launched: the executor reports it from now on
         self._launch_task(key, call_payload, inputs)
 
-    async def _value(self, ref: ValueRef) -> bytes | bytearray | SharedValue:
-        """An input's value: from this node monitor's store, or fetched from its holder (ValueLost)."""
+    async def _value(self, ref: ValueRef, user: str | None) -> bytes | bytearray | SharedValue:
+        """An input's value for a task of `user` (None: any user's): from this node monitor's store, or fetched
+        from its holder (ValueLost; another user's value is as good as lost)."""
         if ref.node_id == self.node_id:
             store = self.logic.store
-            kept = None if store is None else store.get(ref.key)
+            kept = None if store is None else store.get(ref.key, user)
             if kept is None:
-                raise ValueLost(f"{describe(ref)} is lost: this node monitor no longer holds it")
+                raise ValueLost(f"{describe(ref)} is lost: this node monitor holds no such value of the task's user")
             return kept.value
-        return await self.links.fetch(ref)
+        return await self.links.fetch(ref, user)
 
     async def _run(self, payload: bytes, done: Callable[[Outcome], None]) -> None:
         """Run a task on an executor that only offers `await run(payload)`."""
@@ -552,6 +545,12 @@ def make_executor(
     if isinstance(kind, str):
         raise ValueError(f"executor must be 'process' or 'thread', got {kind!r}")
     return kind
+
+
+def node_resources(declared: Mapping[str, int] | None) -> dict[str, Any]:
+    """NodeMonitorLogic's resources, gpu_ids and cpu_ids for `declared` (None: detected, capacity.py)."""
+    capacity, gpu_ids = host_capacity(declared)
+    return {"resources": capacity, "gpu_ids": gpu_ids, "cpu_ids": allowed_cpus()}
 
 
 def check_value_settings(inline_limit: int, max_value: int) -> None:
@@ -612,6 +611,7 @@ async def serve_node_monitor(
     max_value: int = DEFAULT_MAX_VALUE,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
+    resources: Mapping[str, int] | None = None,
     task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
@@ -623,6 +623,9 @@ async def serve_node_monitor(
     steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
     OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
+    `resources` ({name: units}, wire/resources.py) is what it offers besides its slots (None: its CPUs and
+    memory detected, and its GPUs where the host shows them: capacity.py; {}: nothing); a task asking for
+    resources launches here only when they fit (fit.py).
 
     It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
     dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
@@ -644,7 +647,12 @@ async def serve_node_monitor(
 
     Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
     """
-    key = None if tls is not None else load_secret(secret, secret_file)
+    link = LinkConfig(
+        secret=None if tls is not None else load_secret(secret, secret_file),
+        tls=tls,
+        handshake_timeout=handshake_timeout,
+        max_frame=max_frame,
+    )
     targets = [parse_address(a) for a in schedulers]
     if logic is None:
         logic = NodeMonitorLogic(
@@ -656,6 +664,7 @@ async def serve_node_monitor(
             pipeline_depth=pipeline_depth,
             give_back=give_back,
             steal=steal,
+            **node_resources(resources),
         )
     check_value_settings(inline_limit, max_value)
     if logic.store is None:
@@ -685,14 +694,11 @@ async def serve_node_monitor(
                 logic,
                 runner,
                 nursery,
-                secret=key,
-                tls=tls,
+                link=link,
                 node_id=node_id or default_node_id(address),
                 labels=labels,
                 heartbeat_interval=heartbeat_interval,
                 scheduler_timeout=scheduler_timeout,
-                handshake_timeout=handshake_timeout,
-                max_frame=max_frame,
                 max_value=max_value,
                 steal_address=format_address(advertised(address)),
                 steal_timeout=steal_timeout,
@@ -702,11 +708,8 @@ async def serve_node_monitor(
                 logic.store,
                 shared_over=service.links.shared_over,  # uploads its workers take as memory files come into one
                 node_id=service.node_id,
-                secret=key,
-                tls=tls,
-                max_frame=max_frame,
+                link=link,
                 max_value=max_value,
-                handshake_timeout=handshake_timeout,
             )
             await nursery.start(trio.serve_listeners, data_server.handle_stream, data_listeners)
             await nursery.start(trio.serve_listeners, service.handle_stream, listeners)

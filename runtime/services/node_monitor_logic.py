@@ -210,6 +210,7 @@ class NodeMonitorLogic(WorkStealing):
         seed: int | None = None,
         resources: Mapping[str, int] | None = None,
         gpu_ids: Sequence[str] | None = None,
+        cpu_ids: Sequence[int] = (),
         fit_window: int = DEFAULT_FIT_WINDOW,
         fit_max_skips: int = DEFAULT_FIT_MAX_SKIPS,
     ) -> None:
@@ -256,7 +257,7 @@ class NodeMonitorLogic(WorkStealing):
         self.fit = (
             None
             if resources is None
-            else FitLauncher(resources, gpu_ids=gpu_ids, window=fit_window, max_skips=fit_max_skips)
+            else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
         )
 
     # -- schedulers -------------------------------------------------------------------------------
@@ -383,7 +384,7 @@ class NodeMonitorLogic(WorkStealing):
                     self._peers_told(scheduler, msg.peers)
                 elif kind is ReleaseSession:
                     if self.store is not None:
-                        self.stats["values_released"] += self.store.release_session(msg.session)
+                        self.stats["values_released"] += self.store.release_session(msg.session, msg.user)
                 elif kind is StopTask:
                     self.stats["stop_requests"] += 1
                     if self.bound and self._unbind(scheduler, msg, out):

@@ -60,13 +60,10 @@ class SchedulerService:
             self.serve_peer,
             log=logger,
             gate=self._gate,
-            secret=self.link.secret,
+            link=self.link,
             role="scheduler",
             node_id=self.name,
             allowed_roles=("client", "node-monitor"),
-            timeout=self.link.handshake_timeout,
-            max_frame=self.link.max_frame,
-            tls=self.link.tls,
         )
 
     async def serve_peer(self, conn: Connection) -> None:
@@ -123,13 +120,10 @@ class SchedulerService:
         await keep_connected(
             target,
             self.serve_peer,
-            secret=self.link.secret,
+            link=self.link,
             role="scheduler",
             peer_id=self.name,
-            timeout=self.link.handshake_timeout,
-            max_frame=self.link.max_frame,
             redial_delay=REDIAL_DELAY,
-            tls=self.link.tls,
         )
 
 

@@ -32,10 +32,13 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
-  client of the same id connecting) within `client_grace`, so their slots go back to work. Where a
-  node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped. Then,
+  client of the same id and user connecting) within `client_grace`, so their slots go back to work. Where
+  a node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped. Then,
   too, every node monitor is told to drop the values its tasks left there (ReleaseSession: a job's
-  reservations carry its client's id as the session those values are tagged with).
+  reservations carry its client's id as the session those values are tagged with). A session belongs to
+  its client's certificate user: another user's client claiming the same id (here or at another
+  scheduler) is another session, and its ReleaseSession names its own user, so node monitors drop only
+  that user's values of it (an admin's, or any without TLS, names none: all of the session's).
 - traffic: `stats` counts the bytes of task payloads and outcomes (payload and error text) it took
   from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
   bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
@@ -324,9 +327,10 @@ class SchedulerLogic:
         self.max_frame = max_frame
         self.frame_limits: dict[Hashable, int] = {}  # peer -> the largest frame its link takes
         self.client_grace = client_grace
-        self.client_ids: dict[Hashable, str] = {}  # connected client peer -> its id
+        # connected client peer -> its session: its id, and the user it belongs to (None: any; on_client_connected)
+        self.client_ids: dict[Hashable, tuple[str, str | None]] = {}
         # running tasks of lost clients: (when to stop them, the client's id, [(worker, job id, task)])
-        self.orphans: list[tuple[float, str | None, list[tuple[int, int, int]]]] = []
+        self.orphans: list[tuple[float, tuple[str, str | None] | None, list[tuple[int, int, int]]]] = []
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
@@ -634,20 +638,22 @@ class SchedulerLogic:
         return StatusReply(self.scheduler_id, nodes, jobs, dict(self.stats))
 
     def on_client_connected(self, peer: Hashable, client_id: str) -> None:
-        """The client `client_id` is connected behind `peer` (a lost one with this id is back)."""
-        self.client_ids[peer] = client_id
+        """The client `client_id` is connected behind `peer` (a lost one with this id and user is back)."""
+        # the session's user: its certificate's; None (any) for an admin, whose jobs may run as any user, or
+        # without a certificate (the insecure mode, where users are not authenticated): as whose jobs it sees
+        self.client_ids[peer] = (client_id, _viewer(peer))
 
     def on_client_lost(self, peer: Hashable) -> list:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: list = []
         self.frame_limits.pop(peer, None)
-        client_id = self.client_ids.pop(peer, None)
+        session = self.client_ids.pop(peer, None)
         running = []
         for job_id in self.clients.get(peer, ()):
             running += [(worker, job_id, task) for task, worker in self.jobs[job_id].running.items()]
-        if running or client_id:  # its values are released then, too (ReleaseSession)
-            self.orphans.append((self.clock() + self.client_grace, client_id, running))
+        if running or (session and session[0]):  # its values are released then, too (ReleaseSession)
+            self.orphans.append((self.clock() + self.client_grace, session, running))
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
             self._refs.pop((peer, job.ref), None)
@@ -681,12 +687,12 @@ class SchedulerLogic:
         now = self.clock()
         back = set(self.client_ids.values())
         while self.orphans and self.orphans[0][0] <= now:  # in order of loss: deadlines ascend
-            _, client_id, running = self.orphans.pop(0)
-            if client_id is not None and client_id in back:
+            _, session, running = self.orphans.pop(0)
+            if session is not None and session in back:
                 continue  # it came back: its tasks' outcomes are dropped as they come
-            if client_id:  # the values its tasks left at node monitors
+            if session and session[0]:  # the values its tasks left at node monitors (only its user's)
                 self.stats["sessions_released"] += 1
-                out.extend((node.peer, ReleaseSession(client_id)) for node in self.nodes.values())
+                out.extend((node.peer, ReleaseSession(*session)) for node in self.nodes.values())
             for worker, job_id, task in running:
                 node = self._by_worker.get(worker)
                 if node is None:
@@ -752,7 +758,8 @@ class SchedulerLogic:
             return
         job_id = self._next_job
         self._next_job += 1
-        job = _Job(job_id, client, msg, probe_ratio, user, self.client_ids.get(client, ""))
+        session = self.client_ids.get(client)
+        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0])
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id

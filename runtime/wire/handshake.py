@@ -5,11 +5,12 @@ Authenticate and Welcome and return a `Connection` (connection.py) whose `peer_r
 are proven, and whose `send_limit` is the smaller of both sides' max_frame (each tells its own);
 `keep_connected` dials an address again whenever its link ends.
 
-With `tls` (tls.TLS), the stream is wrapped in TLS first (mutual authentication with the cluster
-CA) and the peer's certificate, not the secret, proves who it is: the role it claims must be the one
-its certificate allows (tls.CLAIMS), and the connection's `identity` is that certificate's (its user
-for a client). Without it, both sides prove they know the cluster secret (auth.py): the insecure
-mode, for a single trusted host, since the frames after the handshake are neither encrypted nor
+Each takes the side's `link` (link_config.LinkConfig: its secret or TLS, the handshake's deadline,
+its max_frame). With TLS (`link.tls`, a tls.TLS), the stream is wrapped in TLS first (mutual
+authentication with the cluster CA) and the peer's certificate, not the secret, proves who it is: the
+role it claims must be the one its certificate allows (tls.CLAIMS), and the connection's `identity` is
+that certificate's (its user for a client). Without it, both sides prove they know the cluster secret
+(auth.py): the insecure mode, for a single trusted host, since the frames after the handshake are neither encrypted nor
 authenticated.
 
 Error handling: a peer that sends garbage, speaks another version, claims a role that may not
@@ -33,13 +34,12 @@ from ..errors import ConnectionLost, HandshakeError, ProtocolError, SilentPeer
 from . import auth, limits
 from .address import Address, format_address, unix_path
 from .connection import CLOSE_TIMEOUT, Connection
-from .framing import DEFAULT_MAX_FRAME
 from .gate import HandshakeGate
 from .guard import contained
 from .limits import clip
-from .link_config import DEFAULT_HANDSHAKE_TIMEOUT
+from .link_config import LinkConfig
 from .messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, Message, Welcome
-from .tls import TLS, Identity, TLSFailure, peer_identity, start_tls
+from .tls import Identity, TLSFailure, peer_identity, start_tls
 
 logger = logging.getLogger(__name__)
 
@@ -51,29 +51,27 @@ FIRST_BYTE_TIMEOUT = 1.0
 async def accept(
     stream: trio.abc.Stream,
     *,
-    secret: bytes | None,
+    link: LinkConfig,
     role: str,
     node_id: str,
     allowed_roles: Iterable[str],
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     first_byte_timeout: float = FIRST_BYTE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
     peer_name: str = "peer",
     gate: HandshakeGate | None = None,
-    tls: TLS | None = None,
 ) -> Connection:
-    """Server side of the handshake. Returns the authenticated connection. Until it is done, frames
+    """Server side of the handshake, under `link` (its secret or TLS, deadline and frame limit). Returns
+    the authenticated connection. Until it is done, frames
     over HANDSHAKE_MAX_FRAME are refused at their length prefix; `gate` (optional, one per listener)
     bounds the connections in this state (gate.py: the oldest goes to make room) and how often the
     refusals of one source are logged. A peer that sends nothing within `first_byte_timeout` seconds
     is closed (SilentPeer, counted by the gate, not logged one by one).
 
     Error handling: a peer that sends garbage, another version, a role not in `allowed_roles`, a
-    wrong MAC, or does not finish within `timeout` seconds gets Error(reason), is closed, and
-    HandshakeError(reason) is raised. The reason is logged, with what the peer sent cut short; the
+    wrong MAC, or does not finish within `link.handshake_timeout` seconds gets Error(reason), is closed,
+    and HandshakeError(reason) is raised. The reason is logged, with what the peer sent cut short; the
     secret and MACs never are.
     """
-    args = (stream, secret, role, node_id, allowed_roles, timeout, first_byte_timeout, max_frame, peer_name, tls, gate)
+    args = (stream, link, role, node_id, allowed_roles, first_byte_timeout, peer_name, gate)
     if gate is None:
         return await _accept(*args)
     with gate.admit(stream):
@@ -102,20 +100,18 @@ async def accept_and_serve(
 
 async def _accept(
     stream: trio.abc.Stream,
-    secret: bytes | None,
+    link: LinkConfig,
     role: str,
     node_id: str,
     allowed_roles: Iterable[str],
-    timeout: float,
     first_byte_timeout: float,
-    max_frame: int,
     peer_name: str,
-    tls: TLS | None,
     gate: HandshakeGate | None,
 ) -> Connection:
-    reason = f"handshake not completed within {timeout} s"  # unless told otherwise below
+    secret, tls, max_frame = link.secret, link.tls, link.max_frame
+    reason = f"handshake not completed within {link.handshake_timeout} s"  # unless told otherwise below
     conn = None
-    with trio.move_on_after(timeout):
+    with trio.move_on_after(link.handshake_timeout):
         try:
             identity = channel = None
             if tls is not None:
@@ -130,7 +126,7 @@ async def _accept(
             if tls is None:
                 await _first_byte(stream, first_byte_timeout)
             msg = await conn.receive_one()
-            refused = _check_authenticate(msg, secret, nonce, role, node_id, set(allowed_roles), identity, max_frame)
+            refused = _check_authenticate(msg, link, nonce, role, node_id, set(allowed_roles), identity)
             if refused is not None:
                 reason = refused
             else:  # a timeout while welcoming it leaves the timeout as the reason
@@ -177,16 +173,15 @@ async def _first_byte(stream: trio.abc.Stream, timeout: float) -> None:
 
 def _check_authenticate(
     msg: Message,
-    secret: bytes | None,
+    link: LinkConfig,
     nonce: bytes,
     role: str,
     node_id: str,
     allowed_roles: set[str],
     identity: Identity | None,
-    max_frame: int,
 ) -> str | None:
-    """None if `msg` is a valid Authenticate for this server (from the holder of `identity`, under TLS)
-    telling a max_frame this side accepts, else the reason to refuse."""
+    """None if `msg` is a valid Authenticate for this server of `link` (from the holder of `identity`,
+    under TLS) telling a max_frame this side accepts, else the reason to refuse."""
     if isinstance(msg, Error):
         return f"the peer refused the connection: {clip(msg.reason)}"
     if not isinstance(msg, Authenticate):
@@ -199,67 +194,42 @@ def _check_authenticate(
         if not identity.may_claim(msg.role):
             return f"the {identity.role} certificate {clip(identity.name)!r} may not connect as a {clip(msg.role)}"
     else:
-        assert secret is not None  # no TLS identity: the cluster secret authenticates (accept's rule)
-        expected = auth.proof(secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
+        assert link.secret is not None  # no TLS identity: the cluster secret authenticates (accept's rule)
+        expected = auth.proof(link.secret, "client", nonce, PROTOCOL_VERSION, msg.role, msg.peer_id, role, node_id)
         if not auth.verify(expected, msg.mac):
             return f"authentication failed for {msg.role} {clip(msg.peer_id)!r}: it does not know the cluster secret"
         if len(msg.nonce) != auth.NONCE_SIZE:
             return f"client nonce must be {auth.NONCE_SIZE} bytes, got {len(msg.nonce)}"
-    frame_problem = limits.peer_frame_problem(msg.max_frame, max_frame)
+    frame_problem = limits.peer_frame_problem(msg.max_frame, link.max_frame)
     if frame_problem is not None:
         return f"{msg.role} {clip(msg.peer_id)!r}: {frame_problem}"
     return None
 
 
-async def connect(
-    address: Address,
-    *,
-    secret: bytes | None,
-    role: str,
-    peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    tls: TLS | None = None,
-) -> Connection:
+async def connect(address: Address, *, link: LinkConfig, role: str, peer_id: str) -> Connection:
     """Open a TCP connection (a Unix socket's, for "unix:PATH") to `address` and run the client side of
-    the handshake (over TLS with `tls`).
+    the handshake under `link` (over TLS with `link.tls`).
 
     Error handling: OSError if nothing listens there; HandshakeError if the server refuses us (its
     reason is in the message), speaks another version, cannot prove it knows the secret (or has no
     certificate of the cluster CA for the role it claims), or the whole exchange takes longer than
-    `timeout` seconds.
+    `link.handshake_timeout` seconds.
     """
     name = format_address(address)
-    with trio.move_on_after(timeout) as scope:
+    with trio.move_on_after(link.handshake_timeout) as scope:
         path = unix_path(address)
         stream = await trio.open_tcp_stream(*address) if path is None else await trio.open_unix_socket(path)
     if scope.cancelled_caught:
-        raise HandshakeError(f"could not connect to {name} within {timeout} s")
-    return await connect_stream(
-        stream,
-        secret=secret,
-        role=role,
-        peer_id=peer_id,
-        timeout=timeout,
-        max_frame=max_frame,
-        peer_name=name,
-        tls=tls,
-    )
+        raise HandshakeError(f"could not connect to {name} within {link.handshake_timeout} s")
+    return await connect_stream(stream, link=link, role=role, peer_id=peer_id, peer_name=name)
 
 
 async def connect_stream(
-    stream: trio.abc.Stream,
-    *,
-    secret: bytes | None,
-    role: str,
-    peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    peer_name: str = "peer",
-    tls: TLS | None = None,
+    stream: trio.abc.Stream, *, link: LinkConfig, role: str, peer_id: str, peer_name: str = "peer"
 ) -> Connection:
     """The client side of the handshake over an open `stream` (see `connect`); closes it on failure."""
-    with trio.move_on_after(timeout):
+    secret, tls = link.secret, link.tls
+    with trio.move_on_after(link.handshake_timeout):
         identity = channel = None
         if tls is not None:
             try:
@@ -271,7 +241,7 @@ async def connect_stream(
             if identity is None:
                 await trio.aclose_forcefully(stream)
                 raise HandshakeError(f"{peer_name}: TLS: the server's certificate names no sparrow role")
-        conn = Connection(stream, max_frame=max_frame, peer_name=peer_name, tls=channel)
+        conn = Connection(stream, max_frame=link.max_frame, peer_name=peer_name, tls=channel)
         try:
             await _client_handshake(conn, secret, role, peer_id, peer_name, identity)
         except BaseException:
@@ -280,7 +250,7 @@ async def connect_stream(
         return conn
     await trio.aclose_forcefully(stream)
     hint = "" if tls is not None else " (a TLS service? connect with its CA, certificate and key)"
-    raise HandshakeError(f"handshake with {peer_name} not completed within {timeout} s{hint}")
+    raise HandshakeError(f"handshake with {peer_name} not completed within {link.handshake_timeout} s{hint}")
 
 
 async def _client_handshake(
@@ -333,21 +303,16 @@ async def keep_connected(
     address: Address,
     serve: Callable[[Connection], Awaitable[None]],
     *,
-    secret: bytes | None,
+    link: LinkConfig,
     role: str,
     peer_id: str,
-    timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
     redial_delay: float = 0.5,
-    tls: TLS | None = None,
 ) -> None:
-    """Connect to `address` and `await serve(conn)`; whenever the connection fails or ends, wait
-    `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
+    """Connect to `address` under `link` and `await serve(conn)`; whenever the connection fails or ends,
+    wait `redial_delay` seconds and do it again, until cancelled. Failures to connect are logged."""
     while True:
         try:
-            conn = await connect(
-                address, secret=secret, role=role, peer_id=peer_id, timeout=timeout, max_frame=max_frame, tls=tls
-            )
+            conn = await connect(address, link=link, role=role, peer_id=peer_id)
         except (OSError, HandshakeError) as exc:
             logger.warning("cannot reach %s: %s", format_address(address), exc)
         else:

@@ -63,8 +63,10 @@ from .resources import ResourceUnits
 # 7: uploads (PutValue, ValueKept), node monitors' data addresses at registration; 8: tasks bound with their
 # reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile);
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
-# per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources)
-PROTOCOL_VERSION = 10
+# per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
+# user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
+# FetchFile (the user of the task a node monitor fetches for)
+PROTOCOL_VERSION = 11
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -360,9 +362,12 @@ class GiveBack(_Msg, tag=37):
 
 class ReleaseSession(_Msg, tag=33):
     """Scheduler -> node monitor: the client `session` is gone (not back within the scheduler's client
-    grace): drop the values its tasks left here."""
+    grace): drop the values its tasks left here that belong to `user`, the session's certificate user (None:
+    all of them; a client without one: an admin, or the insecure mode). Another user's client that claimed
+    the same id at another scheduler thus drops only its own values."""
 
     session: Name
+    user: Name | None = None
 
 
 class StealPeers(_Msg, tag=34):
@@ -434,9 +439,12 @@ class StealRelease(_Msg, tag=54):
 
 
 class FetchValue(_Msg, tag=40):
-    """Send the value `key`: answered by ValueHeader and its chunks, or ValueMissing (the link stays)."""
+    """Send the value `key`: answered by ValueHeader and its chunks, or ValueMissing (the link stays). `user`: a
+    node monitor's, under TLS: the user of the task the value is for; only a value kept for that user is sent
+    (a client's fetch is checked against its certificate's user instead)."""
 
     key: Key
+    user: Name | None = None
 
 
 class ValueHeader(_Msg, tag=41):
@@ -484,6 +492,7 @@ class FetchFile(_Msg, tag=47):
     with the file's descriptor; a value not in a memory file is answered as FetchValue is (data/links.py)."""
 
     key: Key
+    user: Name | None = None
 
 
 class ValueFile(_Msg, tag=48):

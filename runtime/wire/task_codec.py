@@ -1,6 +1,7 @@
 """How tasks and their outcomes travel: cloudpickled callables in, pickled results or exceptions out.
 
-A task payload is `cloudpickle.dumps((fn, args, kwargs))`. Running it yields an `Outcome`
+A task payload is `cloudpickle.dumps((fn, args, kwargs))`, a function pickled by value in it once for many tasks
+(shipped.py). Running it yields an `Outcome`
 (messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
 cannot be pickled) and the formatted remote traceback in `error`. A failure that is not the task's
 own exception (its process died, its node monitor was lost) has an empty payload, the reason in
@@ -20,6 +21,7 @@ import cloudpickle
 
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
 from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
+from .shipped import shipped
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -29,15 +31,21 @@ _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 def pack_task(fn: Callable[..., object], args: tuple = (), kwargs: dict | None = None) -> bytes:
     """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled.
 
-    A callable that cloudpickle would pickle by reference (importable by its module and name, in no
-    module registered to be pickled by value) called with plain arguments is pickled by the C pickler:
-    the same bytes, at about 60% of the cost (the caller's thread pays it once per task)."""
+    A function that cloudpickle pickles by value (from `__main__`, a lambda, a nested function) is pickled once
+    and its bytes reused while what it reads is unchanged, and the worker unpickles it once (shipped.py). A
+    callable that cloudpickle would pickle by reference (importable by its module and name, in no module
+    registered to be pickled by value) called with plain arguments is pickled by the C pickler: the same bytes,
+    at about 60% of the cost (the caller's thread pays it once per task)."""
     if not callable(fn):
         raise TypeError(f"a task must be callable, got {type(fn).__name__}")
-    call = (fn, args, kwargs or {})
-    if _plain(args) and _plain(call[2]) and _by_reference(fn):
-        return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL)
+    plain = _plain(args) and _plain(kwargs or {})
     try:
+        if type(fn) is types.FunctionType and not _by_reference(fn):
+            call: tuple = (shipped(fn), args, kwargs or {})  # pickled by value once (shipped.py)
+            return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL) if plain else cloudpickle.dumps(call)
+        call = (fn, args, kwargs or {})
+        if plain and _by_reference(fn):
+            return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL)
         return cloudpickle.dumps(call)
     except Exception as exc:
         raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc

@@ -18,7 +18,7 @@ from benchtools import gate, user_load, users
 from benchtools.asv_project import REPOSITORY
 
 TINY = ["--map-tasks", "40", "--submit-tasks", "20", "--callback-tasks", "20", "--latency-jobs", "3"]
-TINY += ["--ms-tasks", "20", "--load-seconds", "0.5"]
+TINY += ["--ms-tasks", "20", "--dask-tasks", "20", "--load-seconds", "0.5"]
 
 
 def test_the_floor_runs_a_job_on_both_slots_without_overhead() -> None:
@@ -99,6 +99,9 @@ def test_the_asv_rows_read_a_run_with_the_scripts_own_functions(monkeypatch: pyt
     for name in bench_users.ROWS:
         value = getattr(rows, f"track_{name}")(figures)
         assert math.isfinite(value) and value > 0, name
+    del figures["dask"]  # a run without dask installed: its rows are n/a (NotImplementedError), not errors
+    with pytest.raises(NotImplementedError, match="dask"):
+        rows.track_dask_time_vs_pool(figures)
 
 
 @pytest.mark.slow

@@ -64,7 +64,6 @@ EXCLUDED = {
 # Failing today, each a contract defect to fix (docs/futures.md): expected to fail, so a fix shows as an
 # unexpected success until its entry goes.
 KNOWN_FAILURES = {
-    "ExecutorShutdownTest.test_submit_after_interpreter_shutdown": "submit() from an atexit hook is accepted",
     "ExecutorDeadlockTest.test_error_at_task_pickle": "submit() raises the PicklingError instead of its future",
     "ExecutorDeadlockTest.test_error_during_result_pickle_on_worker": "TaskFailed instead of the PicklingError",
     "ExecutorDeadlockTest.test_exit_during_result_pickle_on_worker": "SystemExit while pickling kills the worker",

@@ -21,6 +21,7 @@ from sparrow_runtime.data import shared
 from sparrow_runtime.data.links import DataLinks
 from sparrow_runtime.errors import ValueLost
 from sparrow_runtime.services.listen import open_listeners
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import FetchFile, FetchValue, ValueFile, ValueRef
 
 from ..runtime.data.test_files import SECRET, _serving
@@ -83,7 +84,11 @@ async def _refused(answer, match: str, stall_timeout: float = 5.0, liars_own: in
             liar = await _lying_holder(answer, nursery, folder)
             good = await _lying_holder(_honest, nursery, folder)
             links = DataLinks(
-                secret=KEY, role="node-monitor", peer_id="victim", shared_over=1000, stall_timeout=stall_timeout
+                link=LinkConfig(secret=KEY),
+                role="node-monitor",
+                peer_id="victim",
+                shared_over=1000,
+                stall_timeout=stall_timeout,
             )
             with trio.fail_after(stall_timeout + 5):
                 with pytest.raises(ValueLost, match=match):
@@ -177,7 +182,7 @@ def test_a_value_file_where_chunks_were_due_is_refused():
         with tempfile.TemporaryDirectory() as folder:
             async with trio.open_nursery() as nursery:
                 liar = await _lying_holder(answer, nursery, folder)
-                links = DataLinks(secret=KEY, role="node-monitor", peer_id="victim")  # values as bytes
+                links = DataLinks(link=LinkConfig(secret=KEY), role="node-monitor", peer_id="victim")  # values as bytes
                 with trio.fail_after(10), pytest.raises(ValueLost, match="ValueFile is not allowed here"):
                     await links.fetch(ValueRef("liar", liar, os.urandom(16), SIZE))
                 await links.aclose()
@@ -201,7 +206,7 @@ def test_descriptors_a_client_sends_to_the_data_listener_are_dropped_and_it_goes
 
     async def test(server, store, address):
         key = store.put(shared.share(b"s" * SIZE))
-        links = DataLinks(secret=SECRET, role="node-monitor", peer_id="sender", shared_over=1000)
+        links = DataLinks(link=LinkConfig(secret=SECRET), role="node-monitor", peer_id="sender", shared_over=1000)
         conn, _ = await links._link(ValueRef("nm", address, key, SIZE))
         fd = _memfd(SIZE, "pushed")
         await _send(conn, FetchFile(key), [fd])

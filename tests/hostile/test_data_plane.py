@@ -21,6 +21,7 @@ from sparrow_runtime.data.server import ROLES
 from sparrow_runtime.errors import SparrowError, ValueLost
 from sparrow_runtime.wire.handshake import HandshakeGate, accept_and_serve
 from sparrow_runtime.wire.limits import MAX_CHUNKS
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import FetchValue, ValueChunk, ValueHeader, ValueRef
 from sparrow_runtime.wire.task_codec import pack_task
 
@@ -49,14 +50,12 @@ def lying_handler(answer, asks: tuple = (FetchValue,)):
         await accept_and_serve(
             stream,
             serve,
+            link=LinkConfig(secret=KEY, max_frame=64 << 20, handshake_timeout=5.0),
             log=logging.getLogger(__name__),
-            secret=KEY,
             role="node-monitor",
             node_id="liar",
             allowed_roles=ROLES,
             gate=gate,
-            max_frame=64 << 20,
-            timeout=5.0,
         )
 
     return handle
@@ -82,7 +81,9 @@ async def _fetch_refused(answer, size: int, match: str, stall_timeout: float = 5
             await conn.send_now([ValueHeader(4, 4), ValueChunk(0, b"good")])
 
         good = await _lying_holder(honest, nursery)
-        links = DataLinks(secret=KEY, role="node-monitor", peer_id="victim", stall_timeout=stall_timeout)
+        links = DataLinks(
+            link=LinkConfig(secret=KEY), role="node-monitor", peer_id="victim", stall_timeout=stall_timeout
+        )
         with trio.fail_after(stall_timeout + 5):
             with pytest.raises(ValueLost, match=match):
                 await links.fetch(_ref(liar, size))

@@ -16,13 +16,14 @@ from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.data.upload import put_value
 from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.limits import MAX_VALUE_SIZE
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import Error, PutValue, ValueChunk, ValueHeader, ValueKept, ValueRef
 
 from ..runtime.data.test_data_server import SECRET, _serving
 
 
 async def _link(address, role: str = "client", peer_id: str = "c1"):
-    return await connect(address, secret=SECRET, role=role, peer_id=peer_id)
+    return await connect(address, link=LinkConfig(secret=SECRET), role=role, peer_id=peer_id)
 
 
 async def _honest_upload_works(address, store: ValueStore) -> None:
@@ -31,7 +32,7 @@ async def _honest_upload_works(address, store: ValueStore) -> None:
     value = bytes(range(256)) * 12_000
     key = await put_value(conn, value, name="nm")
     await conn.aclose()
-    links = DataLinks(secret=SECRET, role="client", peer_id="good")
+    links = DataLinks(link=LinkConfig(secret=SECRET), role="client", peer_id="good")
     ref = ValueRef("nm", f"{address[0]}:{address[1]}", key, len(value))
     assert await links.fetch(ref) == value
     await links.aclose()

@@ -162,7 +162,7 @@ def test_without_dask_callbacks_each_submission_still_goes_out():
     from sparrow_runtime.dask import _Wave
 
     recorder = _Recorder()
-    wave = _Wave(recorder, in_flight=100)
+    wave = _Wave(recorder, in_flight=100, options={})
     wave.submit(_inc, [])  # no pretask announced it
     assert recorder.sent == [1]
     wave._deliver([(concurrent.futures.Future(), None, _done(1))])  # an outcome handed over, never followed by posttask
@@ -254,3 +254,94 @@ def test_a_tls_local_cluster_is_entered_with_its_client_credentials():
         DaskScheduler(cluster) as sparrow,
     ):
         assert dask.compute(dask.delayed(_inc)(1), scheduler=sparrow) == (2,)
+
+
+# -- annotations ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def submitted(sparrow):
+    """The SubmitJob messages the scheduler's client sends, in a list that grows as it sends."""
+    from sparrow_runtime.wire.messages import SubmitJob
+
+    client = sparrow.executor.client
+    msgs, send = [], client._send
+
+    def recorded(batch):
+        msgs.extend(m for m in batch if type(m) is SubmitJob)
+        return send(batch)
+
+    client._send = recorded
+    return msgs
+
+
+def _fail_the_first_time(marker):
+    if not marker.exists():
+        marker.touch()
+        raise Unlucky("first try")
+    return "second try"
+
+
+def test_a_retries_annotation_runs_a_failed_task_again_and_others_are_not_retried(sparrow, tmp_path):
+    with dask.annotate(retries=1):
+        retried = dask.delayed(_fail_the_first_time)(tmp_path / "retried")
+    assert dask.compute(retried, scheduler=sparrow) == ("second try",)
+    with pytest.raises(Unlucky, match="first try"):
+        dask.compute(dask.delayed(_fail_the_first_time)(tmp_path / "plain"), scheduler=sparrow)
+
+
+def test_a_priority_annotation_is_the_jobs_priority_higher_first_as_in_dask(sparrow, submitted):
+    with dask.annotate(priority=5):
+        urgent = dask.delayed(_inc)(1, dask_key_name="urgent")
+    plain = dask.delayed(_inc)(2, dask_key_name="plain")
+    assert dask.compute(urgent, plain, scheduler=sparrow) == (2, 3)
+    assert sorted(m.priority for m in submitted) == [-5, 0]  # one job each: Sparrow runs lower first
+
+
+def _pid(_):
+    import os
+
+    return os.getpid()
+
+
+def test_a_workers_annotation_runs_the_tasks_on_those_node_monitors_only(cluster, sparrow, submitted):
+    chosen = cluster.node_ids[1]
+    with dask.annotate(workers=[chosen]):
+        pids = [dask.delayed(_pid)(i) for i in range(8)]
+    assert set(dask.compute(*pids, scheduler=sparrow)) == {cluster.node_monitor_pids[1]}
+    assert {m.constraint.node_monitors for m in submitted} == {(chosen,)}
+
+
+def test_workers_with_allow_other_workers_is_a_preference(cluster, sparrow, submitted):
+    with dask.annotate(workers=cluster.node_ids[0], allow_other_workers=True):
+        out = dask.delayed(_inc)(1)
+    assert dask.compute(out, scheduler=sparrow) == (2,)
+    assert [(m.constraint, m.task_prefer) for m in submitted] == [(None, [(cluster.node_ids[0],)])]
+
+
+def test_a_resources_annotation_is_the_tasks_request(sparrow, submitted):
+    """Dask's names are lower-cased; the task runs where its request fits (the node monitors' detected
+    CPUs); one nothing can hold fails naming the largest capacity seen; a bad amount is named."""
+    with dask.annotate(resources={"CPUS": 0.5, "memory": "1MiB"}):
+        small = dask.delayed(_inc)(1)
+    assert dask.compute(small, scheduler=sparrow) == (2,)
+    assert [m.resources for m in submitted] == [{"cpus": 500, "memory": 2**20}]
+    with dask.annotate(resources={"GPU": 64}):
+        gpu = dask.delayed(_inc)(1)
+    with pytest.raises(Exception, match="no live node monitor has the resources gpu=64"):
+        dask.compute(gpu, scheduler=sparrow)
+    with dask.annotate(resources={"GPU": -1}):
+        bad = dask.delayed(_inc)(1)
+    with pytest.raises(ValueError, match=r"resources=.* of .*: gpu=-1: the amount must be >= 0"):
+        dask.compute(bad, scheduler=sparrow)
+
+
+def test_unknown_annotations_are_ignored_and_bad_values_named(sparrow, caplog):
+    with dask.annotate(color="blue"), caplog.at_level("DEBUG", logger="sparrow_runtime.dask_annotations"):
+        blue = dask.delayed(_inc)(1)
+        assert dask.compute(blue, scheduler=sparrow) == (2,)
+    assert "ignored (not for Sparrow): color" in caplog.text
+    with dask.annotate(retries=-1):
+        bad = dask.delayed(_inc)(1)
+    with pytest.raises(ValueError, match=r"retries=-1 of .*: must be an int >= 0"):
+        dask.compute(bad, scheduler=sparrow)

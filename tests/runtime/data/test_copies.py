@@ -18,6 +18,7 @@ from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.errors import ValueLost
 from sparrow_runtime.wire.limits import CHUNK_SIZE
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import ValueRef
 from tests.runtime.until import until
 
@@ -85,7 +86,7 @@ def test_negative_limits_are_refused():
 
 async def _serving(test) -> None:
     store = ValueStore(1 << 30)
-    server = DataServer(store, node_id="nm", secret=SECRET)
+    server = DataServer(store, link=LinkConfig(secret=SECRET), node_id="nm")
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, server.handle_stream, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
@@ -95,7 +96,9 @@ async def _serving(test) -> None:
 
 
 def _links(**options) -> DataLinks:
-    return DataLinks(secret=SECRET, role="node-monitor", peer_id="fetcher", shared_over=1000, **options)
+    return DataLinks(
+        link=LinkConfig(secret=SECRET), role="node-monitor", peer_id="fetcher", shared_over=1000, **options
+    )
 
 
 @needs_memfd
@@ -185,11 +188,11 @@ def test_a_fetch_waiting_for_a_cancelled_transfer_fetches_the_value_itself():
         transfers = []
         real = links._fetch
 
-        async def transfer(ref):  # the first transfer never ends by itself
+        async def transfer(ref, user=None):  # the first transfer never ends by itself
             transfers.append(ref)
             if len(transfers) == 1:
                 await trio.sleep_forever()
-            return await real(ref)
+            return await real(ref, user)
 
         links._fetch = transfer  # type: ignore[method-assign]
         got: list = []

@@ -11,6 +11,7 @@ from sparrow_runtime.data.links import DataLinks
 from sparrow_runtime.data.server import DataServer
 from sparrow_runtime.data.store import ValueStore
 from sparrow_runtime.wire.handshake import connect
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import Error, FetchValue, GetTask, ValueMissing, ValueRef
 
 SECRET = b"d" * 32
@@ -18,7 +19,7 @@ SECRET = b"d" * 32
 
 async def _serving(test, **options) -> DataServer:
     store = ValueStore(1 << 30)
-    server = DataServer(store, node_id="nm", secret=SECRET, **options)
+    server = DataServer(store, link=LinkConfig(secret=SECRET), node_id="nm", **options)
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, server.handle_stream, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
@@ -38,14 +39,14 @@ def test_a_message_not_allowed_on_a_data_link_gets_error_and_only_that_link_clos
 
     async def test(server, store, address):
         key = store.put(b"v" * 1000)
-        bad = await connect(address, secret=SECRET, role="client", peer_id="bad")
+        bad = await connect(address, link=LinkConfig(secret=SECRET), role="client", peer_id="bad")
         await bad.send_now([FetchValue(b"\0" * 16)])
         assert type(await bad.receive_one()) is ValueMissing
         await bad.send_now([GetTask(1)])
         reply = await bad.receive_one()
         assert type(reply) is Error and "GetTask is not allowed on a data link" in reply.reason
         await bad.aclose()
-        links = DataLinks(secret=SECRET, role="client", peer_id="good")
+        links = DataLinks(link=LinkConfig(secret=SECRET), role="client", peer_id="good")
         assert await links.fetch(_ref(address, key, 1000)) == b"v" * 1000
         await links.aclose()
         assert server.stats["protocol_errors"] == 1 and server.stats["missing"] == 1
@@ -61,9 +62,9 @@ def test_a_fetcher_that_stops_reading_halfway_is_dropped_and_others_are_served_m
     async def test(server, store, address):
         size = 64 * 1024 * 1024
         key = store.put(bytes(size))
-        stalled = await connect(address, secret=SECRET, role="client", peer_id="stalled")
+        stalled = await connect(address, link=LinkConfig(secret=SECRET), role="client", peer_id="stalled")
         await stalled.send_now([FetchValue(key)])
-        links = DataLinks(secret=SECRET, role="client", peer_id="good")
+        links = DataLinks(link=LinkConfig(secret=SECRET), role="client", peer_id="good")
         assert len(await links.fetch(_ref(address, key, size))) == size
         await links.aclose()
         while not server.stats["stalled"]:

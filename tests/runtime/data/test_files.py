@@ -19,6 +19,7 @@ from sparrow_runtime.data.upload import put_value
 from sparrow_runtime.services.listen import open_listeners
 from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.handshake import connect
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import FetchFile, ValueMissing, ValueRef
 
 SECRET = b"f" * 32
@@ -28,7 +29,7 @@ needs_memfd = pytest.mark.skipif(not shared.AVAILABLE, reason="memory files are 
 async def _serving(test, unix: bool = True, **options) -> DataServer:
     """Run `test(server, store, address)` against a DataServer on a Unix socket (or loopback TCP)."""
     store = ValueStore(1 << 30)
-    server = DataServer(store, node_id="nm", secret=SECRET, **options)
+    server = DataServer(store, link=LinkConfig(secret=SECRET), node_id="nm", **options)
     with tempfile.TemporaryDirectory() as folder:
         host, port = ("unix:" + os.path.join(folder, "nm.data"), 0) if unix else ("127.0.0.1", 0)
         listeners = await open_listeners(host, port)
@@ -43,7 +44,9 @@ async def _serving(test, unix: bool = True, **options) -> DataServer:
 
 
 def _links(**options) -> DataLinks:
-    return DataLinks(secret=SECRET, role="node-monitor", peer_id="fetcher", shared_over=1000, **options)
+    return DataLinks(
+        link=LinkConfig(secret=SECRET), role="node-monitor", peer_id="fetcher", shared_over=1000, **options
+    )
 
 
 @needs_memfd
@@ -102,7 +105,9 @@ def test_fetch_file_for_an_unknown_or_released_key_gets_value_missing_and_the_li
         key = store.put(shared.share(b"r" * 2_000_000))
         gone = store.put(shared.share(b"g" * 2_000_000))
         store.release([gone])
-        conn = await connect(parse_address(address), secret=SECRET, role="node-monitor", peer_id="asker")
+        conn = await connect(
+            parse_address(address), link=LinkConfig(secret=SECRET), role="node-monitor", peer_id="asker"
+        )
         for asked in (b"\0" * 16, gone):
             await conn.send_now([FetchFile(asked)])
             assert type(await conn.receive_one()) is ValueMissing
@@ -137,7 +142,7 @@ def test_an_upload_over_the_share_limit_is_kept_in_a_memory_file_that_a_peer_the
     node monitor's fetch on a Unix link gets that file; a 500 kB upload stays bytes."""
 
     async def test(server, store, address):
-        conn = await connect(parse_address(address), secret=SECRET, role="client", peer_id="uploader")
+        conn = await connect(parse_address(address), link=LinkConfig(secret=SECRET), role="client", peer_id="uploader")
         big, small = os.urandom(2_000_000), os.urandom(500_000)
         keys = [await put_value(conn, value, name="nm") for value in (big, small)]
         await conn.aclose()

@@ -67,6 +67,16 @@ def test_release_session_drops_that_clients_values_only():
     assert logic.store.get(theirs.key) is not None and logic.stats["values_released"] == 2
 
 
+def test_release_session_of_a_user_keeps_another_users_values_of_that_session():
+    """ReleaseSession("c1", "bob"): bob's client claimed alice's id c1 elsewhere; only bob's values go."""
+    logic = _node()
+    alices = _run(logic, 1, Outcome(True, b"a" * 200), user="alice", session="c1").ref
+    bobs = _run(logic, 2, Outcome(True, b"b" * 200), user="bob", session="c1").ref
+    logic.on_scheduler_messages("s", [ReleaseSession("c1", "bob")])
+    assert logic.store.get(bobs.key) is None and logic.store.get(alices.key) is not None
+    assert logic.stats["values_released"] == 1
+
+
 def test_the_scheduler_tags_each_reservation_with_the_jobs_client_id():
     """A job's EnqueueReservations carry the id its client connected with: the session of its values."""
     logic = SchedulerLogic(seed=1, bind_idle=False)

@@ -11,6 +11,7 @@ import trio
 
 from sparrow_runtime import Client, ValueLost
 from sparrow_runtime.data.links import DataLinks
+from sparrow_runtime.wire.link_config import LinkConfig
 
 from ..conftest import tls_services
 
@@ -33,7 +34,7 @@ def test_a_scattered_value_is_not_given_to_another_user_nor_released_by_one(clus
                 kept = ref.handle._job.outcomes[0].ref
                 holder = nodes[int(kept.node_id[-1])]
                 assert holder.store.get(kept.key).user == "alice"
-                bob = DataLinks(secret=None, tls=cluster_certs.tls("bob"), role="client", peer_id="bob")
+                bob = DataLinks(link=LinkConfig(tls=cluster_certs.tls("bob")), role="client", peer_id="bob")
                 with pytest.raises(ValueLost, match=r"holds no such value .*another user's"):
                     await bob.fetch(kept)
                 await bob.release([kept])

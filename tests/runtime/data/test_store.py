@@ -48,6 +48,21 @@ def test_a_sessions_values_go_together_and_others_stay():
     assert store.held == 10 and store.release_session("gone") == 0
 
 
+def test_a_sessions_release_by_its_user_leaves_another_users_values_of_the_same_session():
+    """release_session(session, user) drops that user's values of the session only: bob's client that
+    claimed alice's client id releases none of hers; None (an admin's session) drops all."""
+    store = ValueStore(1000)
+    alices = [store.put(b"a" * 10, "alice", "id-1") for _ in range(2)]
+    bobs = store.put(b"b" * 10, "bob", "id-1")
+    assert store.release_session("id-1", "bob") == 1
+    assert store.get(bobs) is None and all(store.get(k) is not None for k in alices)
+    assert store.release_session("id-1", "bob") == 0 and store.held == 20
+    assert store.release_session("id-1", "alice") == 2 and store.held == 0 and len(store) == 0
+    store.put(b"c" * 10, "carol", "id-2")
+    store.put(b"d" * 10, "dave", "id-2")
+    assert store.release_session("id-2", None) == 2 and len(store) == 0
+
+
 @pytest.mark.parametrize("limit", [-1, 1.5, True])
 def test_a_bad_limit_is_refused(limit):
     """The limit must be an int of bytes >= 0."""

@@ -10,6 +10,7 @@ import trio
 
 from sparrow_runtime import Client, ValueLost
 from sparrow_runtime.data.links import DataLinks
+from sparrow_runtime.wire.link_config import LinkConfig
 
 from ..conftest import tls_services
 
@@ -42,7 +43,7 @@ def test_a_dependent_runs_on_values_fetched_over_tls_and_another_user_gets_none_
                 holder = nodes[int(ref.node_id[-1])]
 
                 def links(name: str) -> DataLinks:
-                    return DataLinks(secret=None, tls=cluster_certs.tls(name), role="client", peer_id=name)
+                    return DataLinks(link=LinkConfig(tls=cluster_certs.tls(name)), role="client", peer_id=name)
 
                 bob = links("bob")
                 with pytest.raises(ValueLost, match=r"holds no such value .*another user's"):

@@ -62,7 +62,7 @@ def test_scheduler_on_a_unix_socket_serves_direct_writes_and_removes_its_socket(
             )
             assert address == ("unix:" + path, 0)
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-            conn = await connect(address, secret=b"s", role="client", peer_id="t")
+            conn = await connect(address, link=LinkConfig(secret=b"s"), role="client", peer_id="t")
             assert conn._fd is not None  # the fast path: bursts written straight to the socket
             await conn.aclose()
             nursery.cancel_scope.cancel()

@@ -11,6 +11,7 @@ import trio
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.worker_pool import ProcessExecutor
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import OutcomeToScheduler, TaskToNode
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 
@@ -47,7 +48,7 @@ def test_a_job_bound_whole_costs_one_write_to_the_worker_and_one_back_to_the_sch
         executor = ProcessExecutor(1)
         async with trio.open_nursery() as nursery:
             await executor.start(nursery)
-            service = NodeMonitorService(logic, executor, nursery, secret=b"s", node_id="nm")
+            service = NodeMonitorService(logic, executor, nursery, link=LinkConfig(secret=b"s"), node_id="nm")
             nursery.start_soon(service.outgoing.run)
             to_worker = _spy_writes(executor)
             tasks = [TaskToNode(1, i, pack_task(abs, (-i,)), bound=True, user="u") for i in range(5)]

@@ -433,7 +433,7 @@ def test_a_pipelined_node_monitor_holds_outcomes_and_get_tasks_only_while_a_task
     async def main() -> None:
         logic = node(depth=2)
         async with trio.open_nursery() as nursery:
-            service = NodeMonitorService(logic, ThreadExecutor(1), nursery, secret=b"s", node_id="nm")
+            service = NodeMonitorService(logic, ThreadExecutor(1), nursery, link=LinkConfig(secret=b"s"), node_id="nm")
             done = OutcomeToScheduler(1, 0, OK)
             big = OutcomeToScheduler(1, 0, Outcome(True, b"x" * (LINK_FULL + 1), ""))
             assert not service._may_wait(done) and not service._may_wait(GetTask(1))

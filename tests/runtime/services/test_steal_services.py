@@ -80,7 +80,7 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
             async def silent_peer(stream):
                 conn = await accept(
                     stream,
-                    secret=SECRET.encode(),
+                    link=LinkConfig(secret=SECRET.encode()),
                     role="node-monitor",
                     node_id="silent",
                     allowed_roles=("node-monitor",),

@@ -223,6 +223,37 @@ def test_a_lost_client_that_comes_back_within_the_grace_keeps_its_tasks_running(
     assert logic.on_timer() == [] and not logic.timers_due
 
 
+class _Certified:
+    """A client peer authenticated by certificate (what the shell's Connection gives the logic)."""
+
+    def __init__(self, user: str, role: str = "client") -> None:
+        from sparrow_runtime.wire.tls import Identity
+
+        self.identity = Identity(user, role, user)
+
+
+def test_a_session_belongs_to_its_certificates_user():
+    """Bob's client claims alice's client id: while alice is away it does not count as her coming back
+    (her tasks are stopped after the grace), and when bob's client goes its ReleaseSession names bob, so
+    node monitors drop only his values of that session; alice's names her; an admin's names nobody (all)."""
+    logic, clock = logic_with(("procs", True), client_grace=2.0)
+    alice, bob, root = _Certified("alice"), _Certified("bob"), _Certified("root", "admin")
+    logic.on_client_connected(alice, "client-1")
+    _running(logic, alice, 1)
+    logic.on_client_lost(alice)
+    logic.on_client_connected(bob, "client-1")
+    clock.now += 2.5
+    out = logic.on_timer()
+    assert [type(m).__name__ for _, m in out] == ["ReleaseSession", "StopTask"]
+    assert (out[0][1].session, out[0][1].user) == ("client-1", "alice")
+    logic.on_client_lost(bob)
+    logic.on_client_connected(root, "client-1")
+    logic.on_client_lost(root)
+    clock.now += 2.5
+    released = [(m.session, m.user) for _, m in logic.on_timer() if type(m) is ReleaseSession]
+    assert released == [("client-1", "bob"), ("client-1", None)]
+
+
 def test_client_grace_must_be_a_number_of_seconds():
     with pytest.raises(ValueError, match="client_grace must be a number of seconds >= 0"):
         SchedulerLogic(client_grace=-1)

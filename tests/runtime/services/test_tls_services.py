@@ -11,6 +11,7 @@ import trio
 from sparrow_runtime import Client, serve_node_monitor
 from sparrow_runtime.errors import HandshakeError
 from sparrow_runtime.wire.handshake import connect
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import (
     CancelJob,
     JobAccepted,
@@ -35,7 +36,7 @@ def _square(x):
 
 
 async def _raw(address, tls, role="client"):
-    return await connect(address, secret=None, role=role, peer_id=f"raw-{role}", tls=tls, timeout=3)
+    return await connect(address, link=LinkConfig(tls=tls, handshake_timeout=3), role=role, peer_id=f"raw-{role}")
 
 
 async def _ask(conn, msg):
@@ -152,10 +153,12 @@ def test_a_stranger_gets_one_line_and_the_cluster_keeps_serving(cluster_certs, w
             if who == "other-ca":
                 tls = cluster_certs.tls("alice", other_ca=True)
                 with pytest.raises(HandshakeError, match=match) as caught:
-                    await connect(address, secret=None, role="client", peer_id="x", tls=tls, timeout=2)
+                    await connect(address, link=LinkConfig(tls=tls, handshake_timeout=2), role="client", peer_id="x")
             else:
                 with pytest.raises(HandshakeError, match=match) as caught:
-                    await connect(address, secret=b"guess", role="client", peer_id="x", timeout=0.5)
+                    await connect(
+                        address, link=LinkConfig(secret=b"guess", handshake_timeout=0.5), role="client", peer_id="x"
+                    )
             assert "\n" not in str(caught.value)
             second = await (await alice.submit_job([partial(_square, 4)])).outcomes()
             assert [o.value for o in first + second] == [9, 16]

@@ -55,14 +55,14 @@ async def _scheduler(nursery, node_timeout=2.0):
     async def dial(role, name):
         ours, theirs = trio.testing.memory_stream_pair()
         nursery.start_soon(scheduler.handle_stream, theirs)
-        return await connect_stream(ours, secret=SECRET, role=role, peer_id=name)
+        return await connect_stream(ours, link=LinkConfig(secret=SECRET), role=role, peer_id=name)
 
     return scheduler, dial
 
 
 async def _node_monitor(nursery, dial, executor, **logic_kw):
     logic = NodeMonitorLogic(slots=1, **logic_kw)
-    service = NodeMonitorService(logic, executor, nursery, secret=SECRET, node_id="nm0")
+    service = NodeMonitorService(logic, executor, nursery, link=LinkConfig(secret=SECRET), node_id="nm0")
     registered = trio.Event()
     nursery.start_soon(service.link, await dial("node-monitor", "nm0"), registered)
     await registered.wait()
@@ -161,7 +161,7 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
                 logic,
                 VirtualExecutor(),
                 nursery,
-                secret=SECRET,
+                link=LinkConfig(secret=SECRET),
                 node_id="nm0",
                 heartbeat_interval=0.5,
                 scheduler_timeout=2.0,
@@ -169,14 +169,18 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
 
             async def fake_scheduler():
                 conn = await accept(
-                    theirs, secret=SECRET, role="scheduler", node_id="s", allowed_roles=("node-monitor",)
+                    theirs,
+                    link=LinkConfig(secret=SECRET),
+                    role="scheduler",
+                    node_id="s",
+                    allowed_roles=("node-monitor",),
                 )
                 assert isinstance(await conn.receive_one(), RegisterNodeMonitor)
                 await conn.send_now([Registered("s"), Heartbeat()])
                 await trio.sleep_forever()  # never answers again
 
             nursery.start_soon(fake_scheduler)
-            link_conn = await connect_stream(ours, secret=SECRET, role="node-monitor", peer_id="nm0")
+            link_conn = await connect_stream(ours, link=LinkConfig(secret=SECRET), role="node-monitor", peer_id="nm0")
             start = trio.current_time()
             await service.link(link_conn)
             assert 2.0 <= trio.current_time() - start <= 2.5

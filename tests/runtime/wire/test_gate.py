@@ -13,6 +13,7 @@ import trio
 from sparrow_runtime.errors import HandshakeError, SilentPeer
 from sparrow_runtime.wire.gate import PENDING_REFUSAL, REFUSAL_BYTES, UNIX_SOURCE, HandshakeGate, peer_source
 from sparrow_runtime.wire.handshake import connect
+from sparrow_runtime.wire.link_config import LinkConfig
 
 
 class _Door:
@@ -185,11 +186,11 @@ def test_a_client_the_gate_refuses_is_told_so_not_blamed_on_tls(mode, cluster_ce
 
         listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
         address = listener.socket.getsockname()[:2]
-        credentials = {"tls": cluster_certs.tls("alice"), "secret": None} if mode == "tls" else {"secret": b"s"}
+        credentials = {"tls": cluster_certs.tls("alice")} if mode == "tls" else {"secret": b"s"}
         async with trio.open_nursery() as nursery:
             nursery.start_soon(trio.serve_listeners, refuse, [listener])
             with pytest.raises(HandshakeError, match=PENDING_REFUSAL):
-                await connect(address, role="client", peer_id="c", timeout=3, **credentials)
+                await connect(address, link=LinkConfig(handshake_timeout=3, **credentials), role="client", peer_id="c")
             nursery.cancel_scope.cancel()
 
     trio.run(main)

@@ -10,14 +10,16 @@ from sparrow_runtime.errors import HandshakeError
 from sparrow_runtime.wire import auth
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.handshake import accept, connect_stream
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error, GetTask, Heartbeat
 
 SECRET = b"cluster-secret"
 
 
-async def _accept(stream, **kw):
-    kw.setdefault("secret", SECRET)
-    return await accept(stream, role="scheduler", node_id="s", allowed_roles=("client",), **kw)
+async def _accept(stream, **link):
+    """The server side under a link of the cluster secret (and `link`'s other fields)."""
+    link = LinkConfig(**{"secret": SECRET, **link})
+    return await accept(stream, link=link, role="scheduler", node_id="s", allowed_roles=("client",))
 
 
 async def _handshake(client_secret=SECRET, role="client", **accept_kw):
@@ -33,7 +35,11 @@ async def _handshake(client_secret=SECRET, role="client", **accept_kw):
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(side, "server", lambda: _accept(left, **accept_kw))
-        nursery.start_soon(side, "client", lambda: connect_stream(right, secret=client_secret, role=role, peer_id="c1"))
+        nursery.start_soon(
+            side,
+            "client",
+            lambda: connect_stream(right, link=LinkConfig(secret=client_secret), role=role, peer_id="c1"),
+        )
     return results["server"], results["client"]
 
 
@@ -59,7 +65,9 @@ def test_each_side_tells_its_max_frame_and_both_send_within_the_smaller():
                 got["server"] = await _accept(left, max_frame=1024 * 1024)
 
             nursery.start_soon(server)
-            client = await connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=64 * 1024)
+            client = await connect_stream(
+                right, link=LinkConfig(secret=SECRET, max_frame=64 * 1024), role="client", peer_id="c1"
+            )
         server = got["server"]
         assert (server.send_limit, client.send_limit) == (64 * 1024, 64 * 1024)
         assert (server.max_frame, client.max_frame) == (1024 * 1024, 64 * 1024)
@@ -98,7 +106,7 @@ def test_a_server_telling_a_tiny_max_frame_is_refused_and_told_why():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server)
             with pytest.raises(HandshakeError, match="max_frame of 1024 bytes is under the floor of 65536"):
-                await connect_stream(right, secret=SECRET, role="client", peer_id="c1")
+                await connect_stream(right, link=LinkConfig(secret=SECRET), role="client", peer_id="c1")
         assert "the peer refused the connection: refused: its max_frame of 1024" in got["server"]
 
     trio.run(main)
@@ -111,7 +119,9 @@ def test_a_side_configured_under_the_floor_accepts_peers_as_small_as_itself():
         left, right = trio.testing.memory_stream_pair()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                partial(connect_stream, right, secret=SECRET, role="client", peer_id="c", max_frame=1024)
+                partial(
+                    connect_stream, right, link=LinkConfig(secret=SECRET, max_frame=1024), role="client", peer_id="c"
+                )
             )
             server = await _accept(left, max_frame=1024)
         assert server.send_limit == 1024
@@ -190,7 +200,7 @@ def test_silent_peer_is_refused_after_the_handshake_deadline(autojump_clock):
         left, right = trio.testing.memory_stream_pair()
         start = trio.current_time()
         with pytest.raises(HandshakeError, match="not completed within 5"):
-            await _accept(left, timeout=5)
+            await _accept(left, handshake_timeout=5)
         assert trio.current_time() - start == pytest.approx(5)
         del right
 
@@ -204,7 +214,9 @@ def test_protocol_error_after_handshake_sends_error_and_closes():
         left, right = trio.testing.memory_stream_pair()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                lambda: connect_stream(right, secret=SECRET, role="client", peer_id="c1", max_frame=1024)
+                lambda: connect_stream(
+                    right, link=LinkConfig(secret=SECRET, max_frame=1024), role="client", peer_id="c1"
+                )
             )
             server = await _accept(left, max_frame=1024)
         got = []

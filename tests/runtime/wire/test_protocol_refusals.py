@@ -26,7 +26,7 @@ async def _read_until_closed(stream, decoder=None) -> list:
 
 async def _wrong_secret(address):
     with pytest.raises(HandshakeError, match="authentication failed"):
-        await connect(address, secret=b"not-the-secret", role="client", peer_id="intruder")
+        await connect(address, link=LinkConfig(secret=b"not-the-secret"), role="client", peer_id="intruder")
     return "authentication failed"
 
 
@@ -40,7 +40,7 @@ async def _wrong_version(address):
 
 
 async def _after_handshake(address, data):
-    conn = await connect(address, secret=SECRET.encode(), role="client", peer_id="rude")
+    conn = await connect(address, link=LinkConfig(secret=SECRET.encode()), role="client", peer_id="rude")
     await conn.stream.send_all(data)
     return (await _read_until_closed(conn.stream))[-1]
 

@@ -93,7 +93,7 @@ def test_a_function_of_a_module_registered_by_value_is_pickled_by_value():
         cloudpickle.register_pickle_by_value(package)
         try:
             by_value = pack_task(module.triple, (2,))
-            assert by_value == cloudpickle.dumps((module.triple, (2,), {}))
+            assert cloudpickle.dumps(module.triple) in by_value  # the function by value (once: wire/shipped.py)
         finally:
             cloudpickle.unregister_pickle_by_value(package)
         assert by_value != by_reference

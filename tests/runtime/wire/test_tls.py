@@ -14,6 +14,7 @@ import trio
 from sparrow_runtime.errors import HandshakeError
 from sparrow_runtime.wire import certs
 from sparrow_runtime.wire.handshake import HandshakeGate, accept_and_serve, connect
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.tls import TLS, TLSConfigError, load_tls
 
 
@@ -146,12 +147,10 @@ async def _serve(certs_, task_status=trio.TASK_STATUS_IGNORED):
         serve=serve,
         log=logging.getLogger("test"),
         gate=HandshakeGate(),
-        secret=None,
+        link=LinkConfig(tls=certs_.tls("sched"), handshake_timeout=2.0),
         role="scheduler",
         node_id="s",
         allowed_roles=("client", "node-monitor"),
-        timeout=2.0,
-        tls=certs_.tls("sched"),
     )
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     async with trio.open_nursery() as nursery:
@@ -172,7 +171,7 @@ def test_an_expired_client_certificate_is_refused_in_one_line_and_others_are_ser
                 await stream.do_handshake()
                 await stream.receive_some(1)  # TLS 1.3: the refusal comes after the client's Finished
             await trio.aclose_forcefully(stream)
-            good = await connect(address, secret=None, role="client", peer_id="c", tls=cluster_certs.tls("alice"))
+            good = await connect(address, link=LinkConfig(tls=cluster_certs.tls("alice")), role="client", peer_id="c")
             assert good.peer_role == "scheduler"
             await good.aclose()
             nursery.cancel_scope.cancel()
@@ -195,19 +194,17 @@ def _client_refusal(client_tls: TLS, *, secret: bytes | None, server_tls: TLS | 
             serve=serve,
             log=logging.getLogger("test"),
             gate=HandshakeGate(),
-            secret=secret,
+            link=LinkConfig(secret=secret, tls=server_tls, handshake_timeout=2.0),
             role="scheduler",
             node_id="s",
             allowed_roles=("client",),
-            timeout=2.0,
-            tls=server_tls,
         )
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, handler, listeners)
             address = listeners[0].socket.getsockname()[:2]
             with pytest.raises(HandshakeError) as caught:
-                await connect(address, secret=None, role="client", peer_id="c", tls=client_tls)
+                await connect(address, link=LinkConfig(tls=client_tls), role="client", peer_id="c")
             nursery.cancel_scope.cancel()
         return str(caught.value)
 

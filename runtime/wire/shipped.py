@@ -1,0 +1,127 @@
+"""Functions shipped by value, pickled once and unpickled once: what a task of a function from the user's own script
+(`__main__`, a lambda, a nested function) costs after its first call.
+
+cloudpickle pickles such a function by value (its code, the globals it reads, its defaults and closure), which costs
+tens of microseconds per task at both ends, where a process pool's children import it by name. Here:
+
+- The sender (the user's own process) keeps the pickled function per function object (`shipped`), at most
+  SENDER_FUNCTIONS of them, least recently used out; a task's payload then carries those bytes as they are. An entry
+  is used only while the function's code, defaults, keyword defaults, closure cells and the globals its code names are
+  the very objects it was pickled with: a rebound global (`x = 6`) or a redefined function pickles afresh. A global
+  changed in place (a list appended to) is not seen, as a process pool's children do not see it either.
+- The receiver (a worker process, which serves one user: services/idle_workers.py) keeps the function unpickled from
+  each content (`load_shipped`, keyed by the bytes themselves, so by content: a task gets the function of its own
+  bytes, whoever sent them), at most RECEIVER_FUNCTIONS of them and RECEIVER_BYTES in all, least recently used out.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+SENDER_FUNCTIONS = 128
+SENDER_BYTES = 64 * 2**20  # a function pickled larger than this (a closure over big data) is not kept
+RECEIVER_FUNCTIONS = 256
+RECEIVER_BYTES = 64 * 2**20
+_MISSING = object()
+
+
+class Shipped:
+    """A function pickled by value: pickles as a call of `load_shipped` with its bytes (the C pickler copies them)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __reduce__(self) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
+        return load_shipped, (self.data,)
+
+
+_sent: OrderedDict[types.FunctionType, tuple[tuple, Shipped]] = OrderedDict()  # fn -> (what it read, its pickle)
+_sent_lock = threading.Lock()  # a user's threads submit at once
+
+
+def shipped(fn: types.FunctionType) -> Shipped:
+    """`fn` pickled by value, from the sender's cache while what it reads is unchanged; raises what cloudpickle
+    raises."""
+    reads = _reads(fn)
+    with _sent_lock:
+        entry = _sent.get(fn)
+        if entry is not None and _same(entry[0], reads):
+            _sent.move_to_end(fn)
+            return entry[1]
+    found = Shipped(cloudpickle.dumps(fn))
+    if len(found.data) <= SENDER_BYTES:
+        with _sent_lock:
+            _sent[fn] = (reads, found)
+            _sent.move_to_end(fn)
+            if len(_sent) > SENDER_FUNCTIONS:
+                _sent.popitem(last=False)
+    return found
+
+
+def _reads(fn: types.FunctionType) -> tuple:
+    """The objects `fn`'s pickle depends on besides its code's constants, flat: its code, defaults and keyword
+    defaults, its closure cells' contents and the globals its code names (as many as its code says: missing ones as
+    the name's absence), then its attributes' names and values."""
+    module_globals = fn.__globals__
+    cells = () if fn.__closure__ is None else tuple(map(_cell_contents, fn.__closure__))
+    named = tuple(module_globals.get(name, _MISSING) for name in _global_names(fn.__code__))
+    attributes = tuple(item for pair in fn.__dict__.items() for item in pair) if fn.__dict__ else ()
+    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__, *cells, *named, *attributes)
+
+
+def _cell_contents(cell: types.CellType) -> object:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell (a name the function's scope has not bound yet)
+        return _MISSING
+
+
+@functools.lru_cache(maxsize=4 * SENDER_FUNCTIONS)
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """Every name `code` and the code nested in it (comprehensions, inner functions) look up (a superset of the
+    globals they read: attribute names too)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(_global_names(const))
+    return tuple(sorted(names))
+
+
+def _same(kept: tuple, now: tuple) -> bool:
+    """Whether two `_reads` are of the very same objects (identity: an equal but new object may pickle differently)."""
+    return len(kept) == len(now) and all(map(operator.is_, kept, now))
+
+
+_loaded: OrderedDict[bytes, Any] = OrderedDict()  # a function's pickle -> the function
+_loaded_bytes = 0
+_loaded_lock = threading.Lock()  # a thread executor runs tasks at once
+
+
+def load_shipped(data: bytes) -> Any:
+    """The function pickled as `data`, unpickled once per content while it stays among the recently used."""
+    global _loaded_bytes
+    with _loaded_lock:
+        fn = _loaded.get(data, _MISSING)
+        if fn is not _MISSING:
+            _loaded.move_to_end(data)
+            return fn
+    fn = cloudpickle.loads(data)
+    if len(data) <= RECEIVER_BYTES:
+        with _loaded_lock:
+            if data not in _loaded:
+                _loaded_bytes += len(data)
+            _loaded[data] = fn
+            while len(_loaded) > RECEIVER_FUNCTIONS or _loaded_bytes > RECEIVER_BYTES:
+                gone, _ = _loaded.popitem(last=False)
+                _loaded_bytes -= len(gone)
+    return fn

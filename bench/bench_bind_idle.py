@@ -66,7 +66,7 @@ def p50_ms(ex, size: int, jobs: int, task_us: float = 0.0) -> tuple[float, float
 
 def run(rounds: int, jobs: int, depth: int, load_seconds: float, task_us: float = 0.0) -> dict[str, list[float]]:
     """Per figure and side ("off", "on", "pool"), its value in each round; `task_us`: the tasks spin so long."""
-    options: dict = {"pipeline": True, "pipeline_depth": depth} if depth else {}
+    options: dict = {"pipeline_depth": depth} if depth else {}
     figures: dict[str, list[float]] = {}
     spec = open_loop.LoadSpec(seconds=load_seconds) if load_seconds else None
     arrivals = spec.workload().arrivals if spec is not None else None

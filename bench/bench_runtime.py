@@ -147,11 +147,11 @@ class RuntimeAtLoad:
 
 
 def pipelining(depth: int | None) -> dict:
-    """LocalCluster's options for pipelining `depth` deep: None the build's default (on, gated, 16 deep),
-    0 off (plain late binding), N > 0 pipelined N deep (gated, as the build rules)."""
+    """LocalCluster's options for pipelining `depth` deep: None the build's default (steady, 16 deep),
+    0 off (plain late binding), N > 0 pipelined N deep (in the default mode)."""
     if depth is None:
         return {}
-    return {"pipeline": False} if depth == 0 else {"pipeline": True, "pipeline_depth": int(depth)}
+    return {"pipeline": "off"} if depth == 0 else {"pipeline_depth": int(depth)}
 
 
 def binding(bind_idle: bool | None) -> dict:

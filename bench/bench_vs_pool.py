@@ -335,8 +335,8 @@ def main() -> None:
         "--pipeline-depth",
         type=int,
         metavar="N",
-        help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
-        "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep)",
+        help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline_depth=N)); "
+        "0: off (LocalCluster(pipeline='off')); default: the build's (steady, 16 deep)",
     )
     parser.add_argument(
         "--bind-idle",

@@ -273,11 +273,16 @@ class _Batch:
 
 
 def _when_done(batch: _Batch, outcomes: _OutcomeThread) -> Callable[[concurrent.futures.Future], None]:
-    """A part's done callback (run in the executor's trio thread): the batch goes to `outcomes` at its last part."""
+    """A part's done callback (run in the executor's trio thread): the batch goes to `outcomes` at its last part.
+    Fired, it lets go of both: a done future keeps its callbacks, and the client may keep a done task's future
+    while the backend, its Parallel and their executor are long gone."""
+    held: list = [batch, outcomes]
 
     def done(_: concurrent.futures.Future) -> None:
-        if batch.part_done():
-            outcomes.put(batch)
+        mine, thread = held
+        held.clear()
+        if mine.part_done():
+            thread.put(mine)
 
     return done
 

@@ -1,13 +1,14 @@
 """SparrowExecutor: a `concurrent.futures.Executor` backed by a Sparrow cluster.
 
 A background thread runs trio with one Client (failover, heartbeats, retries and dependencies are
-the client logic's: logic.py, core.py). `submit` makes a job of one task, and the `submit`s that
-reach the trio thread together (those made while it was busy: one hand-over) go to the scheduler as
-one job, batch-sampled together in one frame; `map` sends jobs of up to `chunksize` tasks (one per
-item), so the scheduler batch-samples probes for each chunk, and consumes its iterables lazily with
-at most `buffersize` tasks submitted and not yet yielded (as Python 3.14's `Executor.map`), so a map
-over millions of items runs in flat memory. Tasks are pickled in the caller's thread; the hand-over
-to the trio thread does not block (one `run_sync_soon` for what is handed over together).
+the client logic's: logic.py, core.py; the thread and what is handed over to it: executor_loop.py).
+`submit` makes a job of one task, and the `submit`s that reach the trio thread together (those made
+while it was busy: one hand-over) go to the scheduler as one job, batch-sampled together in one
+frame; `map` sends jobs of up to `chunksize` tasks (one per item), so the scheduler batch-samples
+probes for each chunk, and consumes its iterables lazily with at most `buffersize` tasks submitted
+and not yet yielded (as Python 3.14's `Executor.map`), so a map over millions of items runs in flat
+memory. Tasks are pickled in the caller's thread; the hand-over to the trio thread does not block
+(one `run_sync_soon` for what is handed over together).
 
 `submit` takes futures of this executor anywhere in its arguments (nested in lists, tuples, sets and
 dict values, as Dask's `Client.submit`): the task is sent once they are done, with their values, and
@@ -17,9 +18,11 @@ is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and D
 
 `Future.cancel()` returns True while the task has no outcome (the client is not told when a task
 starts): the scheduler then never launches it, or, if it is already running, discards its result.
-`shutdown(cancel_futures=True)` cancels that way every future not done. Closing, the executor ends
-every task still without an outcome as cancelled, within a second whatever its client is doing
-(reconnecting included).
+`shutdown(cancel_futures=True)` cancels that way every future not done. As with the standard
+executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
+for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
+hook raises RuntimeError); then the executor disconnects, which ends every task still without an
+outcome as cancelled, within a second whatever its client is doing (reconnecting included).
 
 Error handling: the constructor raises ConnectionLost if no scheduler accepts the connection (or,
 without addresses, if no `sparrow local` runs here). An exception raised by a task is raised by
@@ -31,12 +34,11 @@ raises RuntimeError, like the standard executors.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import itertools
 import logging
-import threading
 import time
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
@@ -54,6 +56,7 @@ from ..wire.messages import CANCELLED, Constraint, StatusReply
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
+from .executor_loop import ExecutorLoop
 from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
 from .scatter import prepare
@@ -191,20 +194,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         self.sampling = sampling
         self.chunksize = chunksize
         self.timeout = timeout
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
-        self._failure: BaseException | None = None
-        self._ready = threading.Event()
-        self._lock = threading.Lock()
-        self._shutdown = False
-        self._pending: set[concurrent.futures.Future] = set()
-        self._incoming: list[Callable[[], None]] = []  # calls for the trio thread, in order (under _lock)
-        self._thread = threading.Thread(target=trio.run, args=(self._main,), name="sparrow-executor", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._failure is not None:
-            self._thread.join()
-            raise self._failure
+        self._loop = ExecutorLoop(self._client)
+        self._loop.start()
+        # dropped without shutdown(): the loop (which holds nothing of the executor) ends once its tasks have
+        weakref.finalize(self, self._loop.close)
 
     @property
     def client(self) -> Client:
@@ -216,28 +209,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         the caller's thread. Raises as Client.status; RuntimeError from the executor's own callbacks."""
         if trio.lowlevel.in_trio_run():
             raise RuntimeError("status waits for the scheduler's answer: call it outside the executor's callbacks")
-        assert self._token is not None
-        return trio.from_thread.run(self._client.status, trio_token=self._token)
+        return trio.from_thread.run(self._client.status, trio_token=self._loop.token)
 
     def __repr__(self) -> str:
         return views.executor_repr(self)
 
     def _repr_html_(self) -> str:
         return views.executor_html(self)
-
-    async def _main(self) -> None:
-        try:
-            async with self._client:
-                self._token = trio.lowlevel.current_trio_token()
-                self._stop = trio.Event()
-                self._ready.set()
-                await self._stop.wait()
-        except Exception as exc:
-            if self._ready.is_set():
-                raise
-            self._failure = exc  # could not connect: re-raised by __init__
-        finally:
-            self._ready.set()
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         inputs = find_inputs(args, kwargs, _is_future)
@@ -298,11 +276,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         if trio.lowlevel.in_trio_run():
             raise RuntimeError("scatter blocks until the values are kept: call it outside the executor's callbacks")
         jobs, data = prepare(values, self._job, keep)
-        with self._lock:
-            if self._shutdown:
+        with self._loop.lock:
+            if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        assert self._token is not None
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._token)
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
         for future in futures:
             error = future.exception()  # done: settled by the upload
@@ -367,38 +344,14 @@ class SparrowExecutor(concurrent.futures.Executor):
         return job
 
     def _hand_over(self, jobs: list[Job], *calls: Callable[[], None]) -> None:
-        """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures:
-        one wake-up of the trio thread for everything handed over until it runs."""
-        with self._lock:
-            if self._shutdown:
-                raise RuntimeError("cannot submit after shutdown")
-            for job in jobs:
-                self._pending.update(job.owner)
-            self._queue_calls(calls)
-
-    def _queue_calls(self, calls: Iterable[Callable[[], None]]) -> None:
-        """(Holding _lock.) Queue `calls` for the trio thread."""
-        wake = not self._incoming
-        self._incoming.extend(calls)
-        if wake:
-            assert self._token is not None  # set by the trio thread before __init__ returns
-            self._token.run_sync_soon(self._run_incoming)
-
-    def _run_incoming(self) -> None:
-        """In the trio thread: what was handed over, in order."""
-        with self._lock:
-            calls, self._incoming = self._incoming, []
-        for call in calls:
-            try:
-                call()
-            except Exception:  # a bug: the trio loop of the client must go on
-                logger.exception("a call handed over to the executor's trio thread failed")
+        """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures: one
+        wake-up of the trio thread for everything handed over until it runs. RuntimeError after shutdown."""
+        self._loop.hand_over([future for job in jobs for future in job.owner], calls)
 
     def _on_outcomes(self, events: list[tuple[Job, int]]) -> None:
         """In the trio thread: these tasks have their outcomes; settle their futures."""
         futures = [job.owner[task] for job, task in events]
-        with self._lock:
-            self._pending.difference_update(futures)
+        self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
 
@@ -471,38 +424,31 @@ class SparrowExecutor(concurrent.futures.Executor):
             raise RuntimeError(
                 "the result of this future is kept at its node monitor: call result() outside the executor's callbacks"
             )
-        assert self._token is not None
-        return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._token)
+        return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._loop.token)
 
     def _cancel_remote(self, future: SparrowFuture) -> None:
-        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and
-        the tasks waiting for it."""
-        with self._lock, contextlib.suppress(trio.RunFinishedError):
-            self._queue_calls((partial(self._client.cancel_job, future._job, [future._task]),))
+        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and the
+        tasks waiting for it; a closed executor stops once nothing else is pending."""
+        loop = self._loop
+        loop.call_soon(partial(self._client.cancel_job, future._job, [future._task]), partial(loop.settled, (future,)))
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop accepting work; with `wait`, wait for submitted tasks' outcomes, then disconnect.
+        """Stop accepting work; the tasks submitted still run to their outcomes, then the executor
+        disconnects; with `wait`, return after that.
 
-        `cancel_futures` cancels the tasks still pending, here and on the cluster. Disconnecting ends
+        `cancel_futures` cancels the futures still pending, here and on the cluster. Disconnecting ends
         every task still without an outcome as cancelled and takes at most a second, whatever the
         client is doing.
         """
-        with self._lock:
-            already = self._shutdown
-            self._shutdown = True
-            pending = list(self._pending)
+        loop = self._loop
         if cancel_futures:
+            with loop.lock:
+                pending = list(loop.pending)
             for future in pending:
                 future.cancel()
-        if not already:
-            if wait:
-                concurrent.futures.wait(pending)
-            with self._lock:
-                assert self._stop is not None  # set by the trio thread before __init__ returns
-                with contextlib.suppress(trio.RunFinishedError):
-                    self._queue_calls((self._stop.set,))
+        loop.close()
         if wait:
-            self._thread.join()
+            loop.join()
 
 
 def _is_future(obj: object) -> bool:

@@ -5,7 +5,9 @@ each read every input moves every input n times instead of once per node monitor
 
 Only a `SharedValue` is kept (a sealed, read-only memory file: no task can change it, a worker maps it copy on
 write), under its holder's address and key: a value never changes under its random key, so a copy is never
-stale. At most `limit` bytes of copies are held, the least recently used dropped first to make room, and
+stale. A copy fetched for a task of one user (under TLS its holder sends a value to a node monitor for its
+user's tasks only) is kept under that user too, and given to that user's tasks only. At most `limit` bytes
+of copies are held, the least recently used dropped first to make room, and
 none that went unused for `idle` seconds (`expire`). A copy is only ever given to this node monitor's own
 tasks, never served to its peers.
 """
@@ -27,7 +29,7 @@ def copy_limit(memory_limit: int) -> int:
 
 
 class Copies:
-    """Fetched values by (holder address, key), at most `limit` bytes of them (`held`)."""
+    """Fetched values by (holder address, key, the user fetched for), at most `limit` bytes of them (`held`)."""
 
     def __init__(self, limit: int, idle: float = COPY_IDLE) -> None:
         if limit < 0 or idle < 0:
@@ -36,30 +38,35 @@ class Copies:
         self.idle = idle
         self.held = 0
         self.hits = 0  # tasks' inputs taken from a copy instead of fetched
-        self._copies: OrderedDict[tuple[str, bytes], tuple[SharedValue, float]] = OrderedDict()
+        self._copies: OrderedDict[tuple[str, bytes, str | None], tuple[SharedValue, float]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._copies)
 
-    def get(self, address: str, key: bytes, size: int, now: float) -> SharedValue | None:
-        """The copy of the value `key` at `address`, if one of `size` bytes is kept (it is then used at `now`)."""
-        entry = self._copies.get((address, key))
+    def get(self, address: str, key: bytes, size: int, now: float, user: str | None = None) -> SharedValue | None:
+        """The copy of the value `key` at `address` fetched for `user`'s tasks, if one of `size` bytes is kept (it
+        is then used at `now`)."""
+        name = (address, key, user)
+        entry = self._copies.get(name)
         if entry is None or len(entry[0]) != size:
             return None
-        self._copies[address, key] = (entry[0], now)
-        self._copies.move_to_end((address, key))
+        self._copies[name] = (entry[0], now)
+        self._copies.move_to_end(name)
         self.hits += 1
         return entry[0]
 
-    def put(self, address: str, key: bytes, value: bytes | bytearray | SharedValue, now: float) -> bool:
-        """Keep `value` (fetched at `now`) if it is a SharedValue that fits under the limit, dropping the least
-        recently used copies to make room; whether it is kept."""
+    def put(
+        self, address: str, key: bytes, value: bytes | bytearray | SharedValue, now: float, user: str | None = None
+    ) -> bool:
+        """Keep `value` (fetched at `now` for `user`'s tasks) if it is a SharedValue that fits under the limit,
+        dropping the least recently used copies to make room; whether it is kept."""
         size = len(value)
-        if type(value) is not SharedValue or size > self.limit or (address, key) in self._copies:
+        name = (address, key, user)
+        if type(value) is not SharedValue or size > self.limit or name in self._copies:
             return False
         while self.held + size > self.limit:
             self._drop_oldest()
-        self._copies[address, key] = (value, now)
+        self._copies[name] = (value, now)
         self.held += size
         return True
 

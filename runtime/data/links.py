@@ -97,18 +97,19 @@ class DataLinks:
         self._closed = False
         # copies of fetched values kept for later tasks (a node monitor's; 0 bytes: none), and transfers under way
         self.copies = Copies(copies) if copies > 0 else None
-        self._pending: dict[tuple[str, bytes], _Pending] = {}
+        self._pending: dict[tuple[str, bytes, str | None], _Pending] = {}
         self._scratch: list[bytearray] = []  # spare buffers: a fresh one per chunk costs its page faults
 
-    async def fetch(self, ref: ValueRef) -> bytearray | SharedValue:
+    async def fetch(self, ref: ValueRef, user: str | None = None) -> bytearray | SharedValue:
         """The value `ref` names: a copy kept here, the answer of a transfer of it under way, or from its
-        holder. Raises ValueLost (module docstring)."""
+        holder. `user`: a node monitor's, under TLS: the user of the task it is for, whose value it must be
+        (FetchValue.user). Raises ValueLost (module docstring)."""
         copies = self.copies
         if copies is None:
-            return await self._fetch(ref)
-        name = (ref.address, ref.key)
+            return await self._fetch(ref, user)
+        name = (ref.address, ref.key, user)
         while True:
-            copy = copies.get(ref.address, ref.key, ref.size, trio.current_time())
+            copy = copies.get(ref.address, ref.key, ref.size, trio.current_time(), user)
             if copy is not None:
                 return copy
             pending = self._pending.get(name)
@@ -122,14 +123,14 @@ class DataLinks:
             # its fetcher was cancelled (or its value may not be shared): fetch it here
         pending = self._pending[name] = _Pending()
         try:
-            value = pending.value = await self._fetch(ref)
+            value = pending.value = await self._fetch(ref, user)
         except ValueLost as exc:
             pending.lost = str(exc)
             raise
         finally:
             del self._pending[name]
             pending.done.set()
-        copies.put(ref.address, ref.key, value, trio.current_time())
+        copies.put(ref.address, ref.key, value, trio.current_time(), user)
         return value
 
     def expire_copies(self) -> None:
@@ -137,8 +138,8 @@ class DataLinks:
         if self.copies is not None:
             self.copies.expire(trio.current_time())
 
-    async def _fetch(self, ref: ValueRef) -> bytearray | SharedValue:
-        """The value `ref` names, from its holder."""
+    async def _fetch(self, ref: ValueRef, user: str | None = None) -> bytearray | SharedValue:
+        """The value `ref` names, from its holder (for `user`'s tasks: see `fetch`)."""
         limit = self._limits.get(ref.address)
         if limit is None:
             limit = self._limits[ref.address] = trio.Semaphore(LINKS_PER_HOLDER)
@@ -146,7 +147,7 @@ class DataLinks:
             for attempt in (0, 1):
                 conn, reused = await self._link(ref)
                 try:
-                    value = await self._ask(conn, ref)
+                    value = await self._ask(conn, ref, user)
                 except ConnectionLost as exc:
                     await conn.aclose()
                     if reused and attempt == 0:
@@ -204,7 +205,7 @@ class DataLinks:
         except (OSError, ValueError, HandshakeError) as exc:
             raise ValueLost(f"{describe(ref)} is lost: cannot reach its node monitor: {exc}") from None
 
-    async def _ask(self, conn: Connection, ref: ValueRef) -> bytearray | SharedValue:
+    async def _ask(self, conn: Connection, ref: ValueRef, user: str | None) -> bytearray | SharedValue:
         """Fetch `ref` over `conn`; ValueLost for a missing value, a stall or a broken transfer (the
         link is closed), ConnectionLost if the link ends."""
         try:
@@ -220,7 +221,7 @@ class DataLinks:
         unix = unix_socket(conn) if assembler.shared else None
         try:
             with trio.fail_after(self.stall_timeout):
-                await conn.send_now([FetchFile(ref.key) if unix is not None else FetchValue(ref.key)])
+                await conn.send_now([FetchFile(ref.key, user) if unix is not None else FetchValue(ref.key, user)])
             if unix is not None:
                 first = await self._receive_file_answer(unix, conn, ref)
                 if type(first) is SharedValue:

@@ -7,8 +7,9 @@ stays), on a plain Unix socket FetchFile (a value in a memory file is answered b
 file's descriptor itself, SCM_RIGHTS: sealed, so its receiver can only read it; another as FetchValue)
 and, a client only, ReleaseValues and PutValue (an upload, upload.py). Under TLS a client is served
 and may release only the values of its certificate's user (an admin: any), and its uploads are that
-user's; a node monitor fetches any value, for the tasks it runs. In the insecure mode the key, random
-and unguessable, is the capability.
+user's; a node monitor fetches a value for a task it runs, and gets it only if the task's user, which it
+names (FetchValue.user), is the value's. In the insecure mode the key, random and unguessable, is the
+capability.
 
 Error handling: a message not allowed here gets Error and the link is closed; a peer that takes no
 chunk for `stall_timeout` seconds is dropped, and so is a client that sends none for as long halfway
@@ -161,6 +162,8 @@ class DataServer:
     async def _answer(self, conn: Connection, msg: Any, client: bool, user: str | None) -> None:
         kind = type(msg)
         if kind is FetchValue or kind is FetchFile:
+            if not client and conn.identity is not None:  # a node monitor, for a task of `msg.user` (TLS)
+                user = msg.user
             kept = self.store.get(msg.key, user)
             if kept is None:
                 self.stats["missing"] += 1

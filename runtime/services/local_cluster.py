@@ -60,14 +60,8 @@ from .arguments import check_counts, check_flags
 from .config import SCHEDULER_SETTINGS, SchedulerConfig, setting_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import (
-    DEFAULT_GIVE_BACK,
-    DEFAULT_PIPELINE,
-    DEFAULT_PIPELINE_DEPTH,
-    DEFAULT_PIPELINE_JIT,
-    DEFAULT_PIPELINE_STEADY,
-    check_pipeline_depth,
-)
+from .node_monitor_logic import DEFAULT_GIVE_BACK
+from .pipeline import check_pipeline_depth, check_pipeline_mode
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
 from .weights import check_weights
@@ -84,12 +78,10 @@ CLUSTER_SCHEDULER_SETTINGS = {
 class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
-    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
-    `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
-    one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
-    predicted end while the recent run times are steady), `pipeline_steady` (on by default: one deep from a running
-    task's start while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
+    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (the pipelining mode: off, gated,
+    steady, jit or always, services/pipeline/), `pipeline_depth` (its requests asked ahead per running task; None,
+    the default of both: the node monitors' own setting, steady and 16 deep unless SPARROW_PIPELINE or
+    SPARROW_PIPELINE_DEPTH says otherwise), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
     `labels` (optional) gives each node monitor its labels, by position; `scheduler` (a config.SchedulerConfig:
@@ -128,11 +120,8 @@ class LocalCluster:
         executor: str = "process",
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
-        pipeline: bool = DEFAULT_PIPELINE,
-        pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-        pipeline_always: bool = False,
-        pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
-        pipeline_steady: bool = DEFAULT_PIPELINE_STEADY,
+        pipeline: str | None = None,
+        pipeline_depth: int | None = None,
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
@@ -153,10 +142,6 @@ class LocalCluster:
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         check_flags(
-            pipeline=pipeline,
-            pipeline_always=pipeline_always,
-            pipeline_jit=pipeline_jit,
-            pipeline_steady=pipeline_steady,
             give_back=give_back,
             steal=steal,
         )
@@ -177,11 +162,8 @@ class LocalCluster:
         self.slots = slots
         self.executor = executor
         self.policy = policy
-        self.pipeline = pipeline
-        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
-        self.pipeline_always = pipeline_always
-        self.pipeline_jit = pipeline_jit
-        self.pipeline_steady = pipeline_steady
+        self.pipeline = None if pipeline is None else check_pipeline_mode(pipeline)
+        self.pipeline_depth = None if pipeline_depth is None else check_pipeline_depth(pipeline_depth)
         self.give_back = give_back
         self.steal = steal
         self.weights = dict(weights or {})
@@ -329,13 +311,10 @@ class LocalCluster:
         args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
         args += self._cpus_args(self.node_monitor_cpus[i])
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
-        args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
-        if self.pipeline_always:
-            args.append("--pipeline-always")
-        if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
-            args.append("--pipeline-jit")
-        if not self.pipeline_steady:  # on by default (or off by SPARROW_PIPELINE_STEADY=false)
-            args.append("--no-pipeline-steady")
+        if self.pipeline is not None:
+            args += ["--pipeline", self.pipeline]
+        if self.pipeline_depth is not None:
+            args += ["--pipeline-depth", str(self.pipeline_depth)]
         if self.give_back:
             args.append("--give-back")
         if self.steal:

@@ -64,7 +64,8 @@ from .resources import ResourceUnits
 # reservations (TaskToNode.bound, user, session), memory files passed on Unix data links (FetchFile, ValueFile);
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
-# user in ReleaseSession (a node monitor that ignored it would drop another user's values)
+# user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
+# FetchFile (the user of the task a node monitor fetches for)
 PROTOCOL_VERSION = 11
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
@@ -438,9 +439,12 @@ class StealRelease(_Msg, tag=54):
 
 
 class FetchValue(_Msg, tag=40):
-    """Send the value `key`: answered by ValueHeader and its chunks, or ValueMissing (the link stays)."""
+    """Send the value `key`: answered by ValueHeader and its chunks, or ValueMissing (the link stays). `user`: a
+    node monitor's, under TLS: the user of the task the value is for; only a value kept for that user is sent
+    (a client's fetch is checked against its certificate's user instead)."""
 
     key: Key
+    user: Name | None = None
 
 
 class ValueHeader(_Msg, tag=41):
@@ -488,6 +492,7 @@ class FetchFile(_Msg, tag=47):
     with the file's descriptor; a value not in a memory file is answered as FetchValue is (data/links.py)."""
 
     key: Key
+    user: Name | None = None
 
 
 class ValueFile(_Msg, tag=48):

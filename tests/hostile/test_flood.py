@@ -3,11 +3,13 @@ connections from one address: a client with a valid certificate still connects a
 trying, each time, and a node monitor restarted under its id registers again as fast as without the flood
 (within 1 s more). Each listener has its own gate (gate.py): a source holds at most MAX_PENDING_PER_SOURCE
 places, the oldest pending connection goes when a newcomer needs room, and a connection that sends nothing
-goes after handshake.FIRST_BYTE_TIMEOUT."""
+goes after handshake.FIRST_BYTE_TIMEOUT. The same flood against the node monitors' data listeners delays no
+fetch of a kept value."""
 
 from __future__ import annotations
 
 import collections
+import logging
 import socket
 import sys
 import threading
@@ -22,21 +24,26 @@ from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.certs import local_certs
 
 from ..node_monitor_process import kill, start_node_monitor, stop
+from ..runtime.services.test_services import SECRET, services
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="floods from 127.0.0.2: Linux loopback")
 
-STRANGER = "127.0.0.2"  # the flood's source: another address of the loopback network
+STRANGER = "127.0.0.2"  # the flood's source: another address of the loopback network (the peers' is 127.0.0.1)
 RATE = 40.0  # new connections per second, half idle, half sending one byte every SLOW_EVERY seconds
 SLOW_EVERY = 0.25
+DATA_RATE = 150.0  # against the data listeners: a fetch redials at once, so the flood must take every freed place
 HELD = 2000  # connections the flood keeps open at most (the oldest closed first)
+BIG = 200_000  # bytes: over the node monitors' default inline limit
 
 
 class Flood:
-    """Opens RATE connections a second to each of `targets` from STRANGER on a thread, until `stop()`: every
+    """Opens `rate` connections a second to each of `targets` from `source` on a thread, until `stop()`: every
     other one idle, the others sending a byte of a TLS record header now and then (a slow handshake)."""
 
-    def __init__(self, targets: list[tuple[str, int]]) -> None:
+    def __init__(self, targets: list[tuple[str, int]], source: str = STRANGER, rate: float = RATE) -> None:
         self.targets = targets
+        self.source = source
+        self.rate = rate
         self.opened = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="flood", daemon=True)
@@ -57,7 +64,7 @@ class Flood:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now >= next_open:
-                    next_open += 1 / RATE
+                    next_open += 1 / self.rate
                     for target in self.targets:
                         sock = self._open(target)
                         if sock is not None:
@@ -82,7 +89,7 @@ class Flood:
         sock = socket.socket()
         sock.settimeout(0.2)
         try:
-            sock.bind((STRANGER, 0))
+            sock.bind((self.source, 0))
             sock.connect(target)
         except OSError:
             sock.close()
@@ -95,6 +102,11 @@ def _double(x: int) -> int:
     return 2 * x
 
 
+def _blob(extra: int) -> bytes:
+    """A value over the node monitors' inline limit: kept where it was made, fetched from its data listener."""
+    return b"v" * (BIG + extra)
+
+
 async def _one_job(scheduler: str, tls) -> float:
     """Seconds from trying to connect to a job's outcomes, for a new client."""
     start = time.monotonic()
@@ -105,7 +117,10 @@ async def _one_job(scheduler: str, tls) -> float:
 
 
 @pytest.mark.slow
-def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
+@pytest.mark.parametrize("source", [STRANGER, "127.0.0.1"], ids=["another-address", "the-peers-address"])
+def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path, source):
+    """From another address the flood only ever evicts its own connections; from the peers' own address a
+    newcomer is let in and has the time MAX_PENDING_PER_SOURCE newer arrivals take to finish its handshake."""
     with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", tls=tmp_path / "tls") as cluster:
         files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
         restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])
@@ -116,7 +131,7 @@ def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
         time.sleep(1.0)  # the scheduler saw the link end
         quiet, quiet_seconds = restart()
         try:
-            with Flood(targets) as flood:
+            with Flood(targets, source) as flood:
                 time.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here on
                 seconds = [trio.run(_one_job, cluster.schedulers[0], cluster.client_tls) for _ in range(5)]
                 stop(quiet)
@@ -131,3 +146,30 @@ def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
             stop(quiet)
     assert max(seconds) < 1.0, seconds
     assert flooded_seconds < quiet_seconds + 1.0, (flooded_seconds, quiet_seconds)
+
+
+def test_a_flood_against_the_data_listeners_delays_no_fetch(caplog):
+    """The same flood against both node monitors' data listeners (in-process services, loopback TCP): a new
+    client still fetches a value kept where it was made (its data links new too) within 1 s, each time, and
+    never takes it for lost (a refused fetch would: the value made again by its task)."""
+
+    async def fetch(address: str, i: int) -> float:
+        start = trio.current_time()
+        async with Client([address], secret=SECRET) as client:
+            job = await client.submit_job([partial(_blob, 10 * i + k) for k in range(2)])
+            assert [len(v) for v in await job.results()] == [BIG + 10 * i + k for k in range(2)]
+        return trio.current_time() - start
+
+    async def main():
+        async with services(n_nodes=2) as (address, _, nodes):
+            await fetch(address, 0)  # warm: imports, the first job
+            targets = [parse_address(node.holder[1]) for node in nodes]
+            with Flood(targets, rate=DATA_RATE) as flood:
+                await trio.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here
+                seconds = [await fetch(address, i) for i in range(1, 6)]
+                assert flood.opened >= DATA_RATE * 3
+        assert max(seconds) < 1.0, seconds
+
+    with caplog.at_level(logging.WARNING, "sparrow_runtime"):
+        trio.run(main)
+    assert not [r.getMessage() for r in caplog.records if "is lost" in r.getMessage()]

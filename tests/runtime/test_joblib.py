@@ -2,6 +2,7 @@
 backends give, each batch is one job, large arguments are scattered once, errors reach the caller and abort
 the rest, and a Parallel inside a task runs in its worker."""
 
+import gc
 import time
 
 import numpy as np
@@ -157,3 +158,19 @@ def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
     for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
         np.testing.assert_array_equal(ours.cv_results_[key], alone.cv_results_[key])
     assert backend.scattered >= 1  # the digits (X: 1797 x 64 floats, 920 kB) left the client once per call
+
+
+def test_without_a_cluster_the_backend_runs_on_the_sparrow_local_of_this_host(thread_cluster, tmp_path, monkeypatch):
+    """parallel_config(backend="sparrow") alone finds the `sparrow local` recorded on this host, as
+    SparrowExecutor() does, with its credentials; the executor it made is shut down with the backend."""
+    from sparrow_runtime.client.local_state import write_state
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    write_state(thread_cluster.schedulers, [], thread_cluster.secret)
+    with parallel_config(backend="sparrow") as config:
+        assert Parallel(n_jobs=-1)(delayed(_square)(i) for i in range(10)) == [i * i for i in range(10)]
+        executor = config["backend"].executor
+    del config
+    gc.collect()
+    executor._loop.thread.join(timeout=10)
+    assert not executor._loop.thread.is_alive()

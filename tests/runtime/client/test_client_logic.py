@@ -461,3 +461,21 @@ def test_the_held_tasks_of_a_job_wait_while_its_other_tasks_go_and_are_placed_to
     assert free.tasks == [b"t2"]
     [ready] = logic.on_messages([ok(msg.ref, 0, "a"), ok(msg.ref, 1, "b", last=True)])
     assert [_run(ready, i) for i in range(2)] == ["a", "b"] and mixed.attempts == [1, 1, 1]
+
+
+def test_a_retried_or_failed_over_task_keeps_its_jobs_request():
+    """Resources per task: a retry after a system failure and the relaunch on the next scheduler after a
+    failover ask for what the job asked for; coalesced jobs of different requests never share a placement."""
+    logic, clock = connected_logic()
+    job = job_of(2, retries=2, resources={"gpu": 1, "cpus": 2})
+    [first] = add_and_flush(logic, job)
+    assert first.resources == {"gpu": 1, "cpus": 2000}
+    [again] = logic.on_messages([failed(first.ref, 0)])
+    assert again.resources == first.resources
+    logic.lost("silent for more than 1 s", clock())
+    relaunch = logic.connected("s2", clock())
+    assert [m.resources for m in relaunch] == [first.resources]
+    plain, gpu = job_of(1, coalesce=True), job_of(1, coalesce=True, resources="gpu=1")
+    logic.add(plain)
+    logic.add(gpu)
+    assert sorted(str(m.resources) for m in logic.flush()) == ["None", "{'gpu': 1}"]

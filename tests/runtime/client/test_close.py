@@ -92,6 +92,8 @@ def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
 
 @pytest.mark.slow
 def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending_tasks_cancelled():
+    """shutdown(wait=False, cancel_futures=True): the pending future is cancelled at once, and the
+    thread ends within the bound (without cancel_futures the task would wait for the scheduler)."""
     with one_scheduler() as (cluster, freeze):
         executor = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
         future = executor.submit(time.sleep, 5)
@@ -100,7 +102,7 @@ def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending
         deadline = time.monotonic() + 10
         while not reconnecting(executor.client) and time.monotonic() < deadline:
             time.sleep(0.01)
-        executor.shutdown(wait=False)
+        executor.shutdown(wait=False, cancel_futures=True)
         done, _ = concurrent.futures.wait([future], timeout=CLOSE_BOUND)
         assert done and future.cancelled()
         started = time.monotonic()

@@ -219,7 +219,7 @@ def test_submits_made_while_the_client_is_busy_go_out_as_one_job(executor):
     one job, batch-sampled together, each future with its own value."""
     assert executor.submit(_add, 0).result(timeout=30) == 0
     released = threading.Event()
-    executor._token.run_sync_soon(released.wait, 30)  # the trio thread is busy until all 100 are submitted
+    executor._loop.token.run_sync_soon(released.wait, 30)  # the trio thread is busy until all 100 are submitted
     futures = [executor.submit(_add, i, 1) for i in range(100)]
     released.set()
     assert [f.result(timeout=30) for f in futures] == [i + 1 for i in range(100)]

@@ -8,6 +8,8 @@ import concurrent.futures
 import gc
 import logging
 import os
+import subprocess
+import sys
 import time
 import weakref
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from sparrow_runtime import LocalCluster, SparrowExecutor
+from sparrow_runtime.wire.auth import SECRET_ENV
 
 
 class Payload:
@@ -51,7 +54,7 @@ def _touch(path: str) -> str:
 def cluster() -> Iterator[LocalCluster]:
     """One slot, and no pipelining: a task not started is not launched either (a task a node monitor
     took ahead counts as running, and cancelling it only drops its result), so a cancelled one never runs."""
-    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline=False, dashboard=False) as cluster:
+    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline="off", dashboard=False) as cluster:
         yield cluster
 
 
@@ -96,7 +99,7 @@ def test_shutdown_with_cancel_futures_after_a_user_cancel_returns_and_stops_the_
         ex.shutdown(wait=False, cancel_futures=True)
         assert all(f.cancelled() for f in waiting)
     ex.shutdown(wait=True)
-    assert not ex._thread.is_alive()
+    assert not ex._loop.thread.is_alive()
     assert not list(tmp_path.glob("never-*"))
 
 
@@ -134,3 +137,59 @@ def test_a_result_of_map_is_freed_when_the_caller_drops_it(executor):
         del payload
         gc.collect()
         assert ref() is None
+
+
+def test_shutdown_without_waiting_lets_the_submitted_tasks_run(cluster, tmp_path):
+    """The standard: shutdown(wait=False) returns at once and the pending tasks still run (they were
+    cancelled); then the executor's thread ends by itself."""
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    with slot_held(ex, tmp_path):
+        waiting = [ex.submit(_touch, str(tmp_path / f"ran-{i}")) for i in range(3)]
+        ex.shutdown(wait=False)
+        with pytest.raises(RuntimeError, match="cannot schedule new futures after shutdown"):
+            ex.submit(abs, -1)
+    assert [f.result(timeout=30) for f in waiting] == [str(tmp_path / f"ran-{i}") for i in range(3)]
+    ex._loop.thread.join(timeout=30)
+    assert not ex._loop.thread.is_alive()
+
+
+def test_an_executor_dropped_without_shutdown_ends_its_thread(cluster):
+    """Nothing but the user holds an executor: dropped, it closes its connection and thread once its
+    tasks are done, as a dropped ThreadPoolExecutor does."""
+    ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
+    assert ex.submit(abs, -3).result(timeout=30) == 3
+    thread = ex._loop.thread
+    del ex
+    gc.collect()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+def _run_python(code: str, cluster: LocalCluster) -> subprocess.CompletedProcess:
+    env = {**os.environ, SECRET_ENV: cluster.secret}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_at_the_interpreter_exit_the_submitted_tasks_run_and_an_atexit_submit_is_refused(cluster, tmp_path):
+    """A script that submits and exits without shutdown(): its tasks still run, before the process ends
+    (the standard's threading._register_atexit); a submit from an atexit hook raises RuntimeError."""
+    marker = tmp_path / "ran"
+    code = f"""if 1:
+        import atexit, os, time
+        from sparrow_runtime import SparrowExecutor
+
+        @atexit.register
+        def late():
+            try:
+                ex.submit(abs, -1)
+            except RuntimeError as exc:
+                print("refused:", exc)
+
+        ex = SparrowExecutor({cluster.schedulers!r})
+        ex.submit(time.sleep, 0.5)
+        ex.submit(os.mkdir, {str(marker)!r})
+    """
+    done = _run_python(code, cluster)
+    assert done.returncode == 0, done.stderr
+    assert marker.is_dir()
+    assert "refused: cannot schedule new futures after interpreter shutdown" in done.stdout

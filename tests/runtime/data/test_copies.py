@@ -188,11 +188,11 @@ def test_a_fetch_waiting_for_a_cancelled_transfer_fetches_the_value_itself():
         transfers = []
         real = links._fetch
 
-        async def transfer(ref):  # the first transfer never ends by itself
+        async def transfer(ref, user=None):  # the first transfer never ends by itself
             transfers.append(ref)
             if len(transfers) == 1:
                 await trio.sleep_forever()
-            return await real(ref)
+            return await real(ref, user)
 
         links._fetch = transfer  # type: ignore[method-assign]
         got: list = []

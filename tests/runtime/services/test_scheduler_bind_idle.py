@@ -465,7 +465,7 @@ def test_small_jobs_on_a_real_cluster_binding_idle_node_monitors_run_each_task_e
     file per task); tasks went bound."""
     rng = random.Random(4)
     sizes = [rng.randint(1, 4) for _ in range(60)]
-    options = {"pipeline": True, "pipeline_depth": depth} if depth else {}
+    options = {"pipeline_depth": depth} if depth else {"pipeline": "off"}
 
     async def main() -> dict:
         with LocalCluster(

@@ -26,9 +26,11 @@ from functools import partial
 
 try:
     from bench import open_loop
+    from bench.bench_runtime import binding
     from bench.bench_vs_pool import tree_cpu_seconds
 except ModuleNotFoundError:  # run as `python bench/bench_bind_idle.py`: bench/ is on sys.path, its parent is not
     import open_loop
+    from bench_runtime import binding
     from bench_vs_pool import tree_cpu_seconds
 
 try:
@@ -70,10 +72,10 @@ def run(rounds: int, jobs: int, depth: int, load_seconds: float, task_us: float 
     arrivals = spec.workload().arrivals if spec is not None else None
     with (
         LocalCluster(
-            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, bind_idle=False, **options
+            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, **binding(False), **options
         ) as off,
         LocalCluster(
-            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, bind_idle=True, **options
+            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, **binding(True), **options
         ) as on,
         SparrowExecutor(off.schedulers, secret=off.secret) as ex_off,
         SparrowExecutor(on.schedulers, secret=on.secret) as ex_on,

@@ -13,6 +13,7 @@ Targets (2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import time
 
@@ -151,6 +152,15 @@ def pipelining(depth: int | None) -> dict:
     if depth is None:
         return {}
     return {"pipeline": "off"} if depth == 0 else {"pipeline_depth": int(depth)}
+
+
+def binding(bind_idle: bool | None) -> dict:
+    """LocalCluster's options for its schedulers' `bind_idle` (None: the build's default): the schedulers'
+    SchedulerConfig where the build has one, else the keyword of older builds."""
+    if bind_idle is None:
+        return {}
+    config = getattr(importlib.import_module("sparrow_runtime"), "SchedulerConfig", None)
+    return {"bind_idle": bind_idle} if config is None else {"scheduler": config(bind_idle=bind_idle)}
 
 
 def run_once(

@@ -57,19 +57,22 @@ from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .arguments import check_counts, check_flags
+from .config import SCHEDULER_SETTINGS, SchedulerConfig, setting_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
 from .node_monitor_logic import DEFAULT_GIVE_BACK
-from .outcome_batching import check_result_delay
 from .pipeline import check_pipeline_depth, check_pipeline_mode
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
-from .scheduler_logic import DEFAULT_BIND_IDLE
 from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
 TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
+# the scheduler settings a cluster passes on (its ids and its links to node monitors are its own)
+CLUSTER_SCHEDULER_SETTINGS = {
+    field: setting for field, setting in SCHEDULER_SETTINGS.items() if field not in ("scheduler_id", "node_monitors")
+}
 
 
 class LocalCluster:
@@ -81,9 +84,11 @@ class LocalCluster:
     SPARROW_PIPELINE_DEPTH says otherwise), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
-    tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
-    `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
+    `labels` (optional) gives each node monitor its labels, by position; `scheduler` (a config.SchedulerConfig:
+    its probe ratio, bind_idle, timeouts, result delay, ...) is every scheduler's settings, passed to each as the
+    flags of the fields that differ from their defaults (config.setting_flags: the others come from the
+    services' own sources, SPARROW_* variables and SPARROW_CONFIG); its id, address, link and `node_monitors`
+    are the cluster's own. The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
@@ -120,9 +125,7 @@ class LocalCluster:
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
-        probe_ratio: float | None = None,
-        bind_idle: bool = DEFAULT_BIND_IDLE,
-        result_delay: float | None = None,
+        scheduler: SchedulerConfig | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
         dashboard: bool = True,
@@ -141,10 +144,9 @@ class LocalCluster:
         check_flags(
             give_back=give_back,
             steal=steal,
-            bind_idle=bind_idle,
         )
-        if result_delay is not None:
-            check_result_delay(result_delay)
+        if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
+            raise ValueError(f"scheduler must be a SchedulerConfig, got {type(scheduler).__name__}")
         if not isinstance(tls, (bool, str, os.PathLike)):
             raise ValueError(f"tls must be True, False or a folder path, got {tls!r}")
         if log_level.lower() not in LOG_LEVELS:
@@ -166,9 +168,7 @@ class LocalCluster:
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
-        self.probe_ratio = probe_ratio
-        self.bind_idle = bind_idle
-        self.result_delay = result_delay
+        self.scheduler = scheduler or SchedulerConfig()
         self.log_level = log_level.lower()
         cpus = available_cpus()
         self.share_cpus = share_cpus or not can_pin()
@@ -302,11 +302,7 @@ class LocalCluster:
 
     def _scheduler_args(self, i: int) -> list[str]:
         args = ["scheduler", "--id", self.scheduler_ids[i], *self._cpus_args(self.scheduler_cpus[i])]
-        if self.probe_ratio is not None:
-            args += ["--probe-ratio", str(self.probe_ratio)]
-        args.append("--bind-idle" if self.bind_idle else "--no-bind-idle")
-        if self.result_delay is not None:
-            args += ["--result-delay", str(self.result_delay)]
+        args += setting_flags(self.scheduler, CLUSTER_SCHEDULER_SETTINGS)
         if self.dashboard:  # its HTTP port on loopback, given in its ready line
             args += ["--metrics-port", "0"]
         return args

@@ -84,6 +84,19 @@ def test_a_calls_exception_reaches_parallel_as_its_type_with_the_remote_tracebac
     assert Parallel(n_jobs=2)(delayed(_square)(i) for i in range(3)) == [0, 1, 4]  # the backend goes on
 
 
+def test_a_batch_that_cannot_be_sent_ends_the_call_with_its_error(backend):
+    """A call whose argument does not pickle, in a batch joblib dispatches from an earlier batch's callback
+    (batch_size=1, past the first 2 * n_jobs): Parallel raises its TypeError at once, not at its timeout."""
+    import threading
+
+    args = [1] * 12 + [threading.Lock()] + [1] * 3
+    start = time.monotonic()
+    with pytest.raises(TypeError, match=r"cannot pickle '_thread\.lock' object"):
+        Parallel(n_jobs=2, batch_size=1, timeout=60)(delayed(_square)(a) for a in args)
+    assert time.monotonic() - start < 30
+    assert Parallel(n_jobs=2)(delayed(_square)(i) for i in range(3)) == [0, 1, 4]
+
+
 def _sleep_then_mark(i, folder):
     if i == 0:
         raise Unlucky("first")

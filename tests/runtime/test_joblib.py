@@ -154,9 +154,10 @@ def test_bad_arguments_are_refused(executor):
         SparrowBackend(executor, user="alice")
 
 
-def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
+@pytest.mark.slow
+def test_a_grid_search_gives_the_results_of_n_jobs_1_and_of_loky(backend):
     """GridSearchCV on scikit-learn's bundled digits: the same best_params_ and the same scores in
-    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1)."""
+    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1) and on loky (n_jobs=2)."""
     datasets = pytest.importorskip("sklearn.datasets")
     from sklearn.model_selection import GridSearchCV
     from sklearn.tree import DecisionTreeClassifier
@@ -166,10 +167,13 @@ def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
     tree = DecisionTreeClassifier(random_state=0)
     with parallel_config(backend="sequential"):
         alone = GridSearchCV(tree, grid, cv=3, n_jobs=1).fit(X, y)
+    with parallel_config(backend="loky"):
+        loky = GridSearchCV(tree, grid, cv=3, n_jobs=2).fit(X, y)
     ours = GridSearchCV(tree, grid, cv=3, n_jobs=-1).fit(X, y)
-    assert ours.best_params_ == alone.best_params_
-    for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
-        np.testing.assert_array_equal(ours.cv_results_[key], alone.cv_results_[key])
+    for other in (alone, loky):
+        assert ours.best_params_ == other.best_params_
+        for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
+            np.testing.assert_array_equal(ours.cv_results_[key], other.cv_results_[key])
     assert backend.scattered >= 1  # the digits (X: 1797 x 64 floats, 920 kB) left the client once per call
 
 

@@ -55,6 +55,7 @@ setup(
         "sparrow_runtime.dashboard",
         "sparrow_runtime.demo",
         "sparrow_runtime.services",
+        "sparrow_runtime.services.pipeline",
         "sparrow_runtime.wire",
     ],
     package_dir={"sparrow_runtime": "runtime"},

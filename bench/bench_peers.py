@@ -352,7 +352,7 @@ def main() -> None:
         type=int,
         metavar="N",
         help="Sparrow's node monitors pipeline late binding N deep (sparrow local --pipeline-depth N); 0: off "
-        "(--no-pipeline); default: the build's (on, gated, 16 deep)",
+        "(--pipeline off); default: the build's (steady, 16 deep)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each with a fresh cluster or pool per system")
     parser.add_argument("--tasks", type=int, default=sparrow.THROUGHPUT_TASKS)

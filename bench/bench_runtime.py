@@ -13,6 +13,7 @@ Targets (2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import time
 
@@ -146,11 +147,20 @@ class RuntimeAtLoad:
 
 
 def pipelining(depth: int | None) -> dict:
-    """LocalCluster's options for pipelining `depth` deep: None the build's default (on, gated, 16 deep),
-    0 off (plain late binding), N > 0 pipelined N deep (gated, as the build rules)."""
+    """LocalCluster's options for pipelining `depth` deep: None the build's default (steady, 16 deep),
+    0 off (plain late binding), N > 0 pipelined N deep (in the default mode)."""
     if depth is None:
         return {}
-    return {"pipeline": False} if depth == 0 else {"pipeline": True, "pipeline_depth": int(depth)}
+    return {"pipeline": "off"} if depth == 0 else {"pipeline_depth": int(depth)}
+
+
+def binding(bind_idle: bool | None) -> dict:
+    """LocalCluster's options for its schedulers' `bind_idle` (None: the build's default): the schedulers'
+    SchedulerConfig where the build has one, else the keyword of older builds."""
+    if bind_idle is None:
+        return {}
+    config = getattr(importlib.import_module("sparrow_runtime"), "SchedulerConfig", None)
+    return {"bind_idle": bind_idle} if config is None else {"scheduler": config(bind_idle=bind_idle)}
 
 
 def run_once(

@@ -34,10 +34,10 @@ from functools import partial
 
 try:
     from bench import open_loop
-    from bench.bench_runtime import pipelining
+    from bench.bench_runtime import binding, pipelining
 except ModuleNotFoundError:  # run as `python bench/bench_vs_pool.py`: bench/ is on sys.path, its parent is not
     import open_loop
-    from bench_runtime import pipelining
+    from bench_runtime import binding, pipelining
 
 try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
@@ -173,8 +173,7 @@ def run_rounds(
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
     options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
     options.update(pipelining(pipeline_depth))
-    if bind_idle is not None:  # older builds: no such option
-        options["bind_idle"] = bind_idle
+    options.update(binding(bind_idle))
     with (
         LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
@@ -336,14 +335,14 @@ def main() -> None:
         "--pipeline-depth",
         type=int,
         metavar="N",
-        help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline=True, pipeline_depth=N)); "
-        "0: off (LocalCluster(pipeline=False)); default: the build's (on, gated, 16 deep)",
+        help="pipelined late binding N deep on the node monitors (LocalCluster(pipeline_depth=N)); "
+        "0: off (LocalCluster(pipeline='off')); default: the build's (steady, 16 deep)",
     )
     parser.add_argument(
         "--bind-idle",
         action=argparse.BooleanOptionalAction,
         help="the scheduler binds a small job's tasks to idle node monitors with its reservations "
-        "(LocalCluster(bind_idle=...)); default: the build's",
+        "(its SchedulerConfig, or LocalCluster(bind_idle=...) on older builds); default: the build's",
     )
     parser.add_argument("--json", action="store_true", help="print the rounds of one run as one JSON line")
     parser.add_argument(

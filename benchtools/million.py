@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> list[str]:
     from sparrow_runtime import Client, LocalCluster, SparrowExecutor
 
     lines = []
-    pipelined = {"pipeline": True, "pipeline_depth": args.pipeline_depth} if args.pipeline_depth else {}
+    pipelined = {"pipeline_depth": args.pipeline_depth} if args.pipeline_depth else {}
     with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=args.executor, **pipelined) as cluster:
         pids = {"client": [os.getpid()], "scheduler": cluster.pids[:1], "node monitor": cluster.node_monitor_pids}
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
@@ -157,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-tasks", type=int, default=BASELINE_TASKS)
     parser.add_argument("--executor", choices=("process", "thread"), default="process")
     parser.add_argument(
-        "--pipeline-depth", type=int, default=0, metavar="N", help="pipelined late binding N deep (default 0: off)"
+        "--pipeline-depth",
+        type=int,
+        default=0,
+        metavar="N",
+        help="pipelined late binding N deep (default 0: the node monitors' own depth)",
     )
     args = parser.parse_args(argv)
     if min(args.map_tasks, args.jobs, args.job_tasks, args.baseline_tasks) < 1:
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in run(args):
         print(line, flush=True)
     print(
-        f"executor={args.executor}, pipeline depth {args.pipeline_depth or 'off'}; "
+        f"executor={args.executor}, pipeline depth {args.pipeline_depth or 'default'}; "
         f"{time.perf_counter() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}"
     )
     return 0

@@ -2,12 +2,10 @@
 
 bench_peers.py's 10 ms load case (its `sparrow_load` and `pool_load`: 2 node monitors x 1 slot against a
 ProcessPoolExecutor(2), saturated tasks/s, then Poisson arrivals of 10-task jobs at 80% load): per round the
-pool once, then Sparrow with the default (gated, and steady run times ask ahead at a task's start), `gated`
-(`--no-pipeline-steady`), `--pipeline-jit` (just in time), `--pipeline-steady` (the
-default's own flag), `--pipeline-always`, and
-`--pipeline-always --give-back` (set through the node monitors' SPARROW_* variables), so the machine's noise hits
-all alike. Prints one line per
-run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
+pool once, then Sparrow with the default (steady: gated, and steady run times ask ahead at a task's start), and
+each `--pipeline` mode that asks ahead (gated, jit, steady, always) and always with `--give-back` (set through the
+node monitors' SPARROW_PIPELINE and SPARROW_GIVE_BACK variables), so the machine's noise hits all alike. Prints
+one line per run: the saturated rate over the pool's (target >= 0.99x) and the 80%-load p50 beyond the task over the
 floor's (target <= 1.1x; the pool's own over the same floor beside it).
 
     python -m benchtools.pipelining_ten_ms --rounds 3 --load-seconds 10
@@ -24,11 +22,11 @@ from bench import bench_peers as peers
 
 SETTINGS = {
     "default": {},
-    "gated": {"SPARROW_PIPELINE_STEADY": "false"},
-    "jit": {"SPARROW_PIPELINE_JIT": "true"},
-    "steady": {"SPARROW_PIPELINE_STEADY": "true"},
-    "always": {"SPARROW_PIPELINE_ALWAYS": "true"},
-    "always+give-back": {"SPARROW_PIPELINE_ALWAYS": "true", "SPARROW_GIVE_BACK": "true"},
+    "gated": {"SPARROW_PIPELINE": "gated"},
+    "jit": {"SPARROW_PIPELINE": "jit"},
+    "steady": {"SPARROW_PIPELINE": "steady"},
+    "always": {"SPARROW_PIPELINE": "always"},
+    "always+give-back": {"SPARROW_PIPELINE": "always", "SPARROW_GIVE_BACK": "true"},
 }
 
 

@@ -92,7 +92,7 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
     from sparrow_runtime.wire.handshake import connect
     from sparrow_runtime.wire.messages import Outcome, Registered, RegisterNodeMonitor, TaskToNode
 
-    logic = NodeMonitorLogic(slots=slots)
+    logic = NodeMonitorLogic(slots=slots, pipeline="off")  # one GetTask per task: the scheduler's load as measured
     none = Outcome(True, b"\x80\x05N.")  # pickle.dumps(None, 5): what a no-op task returns
     conn = await connect(parse_address(address), link=LinkConfig(secret=secret), role="node-monitor", peer_id=node_id)
     await conn.send_now([RegisterNodeMonitor(node_id, slots)])

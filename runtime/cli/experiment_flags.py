@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ..services.config import SchedulerConfig
 from ..services.local_cluster import LocalCluster
 from .config import Kind, integer, number
 
@@ -74,6 +75,6 @@ def experiment_cluster(args: argparse.Namespace, **settings: Any) -> LocalCluste
         args.slots,
         executor=args.executor,
         log_level=args.log_level,
-        bind_idle=False,
+        scheduler=SchedulerConfig(bind_idle=False),
         **settings,
     )

@@ -22,6 +22,7 @@ from sparrow_experiments.demo_report import build_report
 
 from ..client.local_state import LocalState, read_state, remove_state, state_dir, write_state
 from ..demo.workload import make_workload, run_workload
+from ..services.config import SchedulerConfig
 from ..services.cpus import format_cpu_list
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
@@ -59,13 +60,9 @@ def _cluster(s: Resolved) -> LocalCluster:
         weights=s["weight"],
         pipeline=s["pipeline"],
         pipeline_depth=s["pipeline_depth"],
-        pipeline_always=s["pipeline_always"],
-        pipeline_jit=s["pipeline_jit"],
-        pipeline_steady=s["pipeline_steady"],
         give_back=s["give_back"],
         steal=s["steal"],
-        probe_ratio=s["probe_ratio"],
-        bind_idle=s["bind_idle"],
+        scheduler=SchedulerConfig(probe_ratio=s["probe_ratio"], bind_idle=s["bind_idle"]),
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],
         tls=False if s["insecure"] else state_dir() / "tls",

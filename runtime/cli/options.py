@@ -9,17 +9,9 @@ from ..client.core import DEFAULT_RETRIES
 from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_NODE_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor import DEFAULT_HEARTBEAT_INTERVAL
-from ..services.node_monitor_logic import (
-    DEFAULT_GIVE_BACK,
-    DEFAULT_PIPELINE,
-    DEFAULT_PIPELINE_DEPTH,
-    DEFAULT_PIPELINE_JIT,
-    DEFAULT_PIPELINE_STEADY,
-    GIVE_BACK_FACTOR,
-    GIVE_BACK_MIN,
-    MAX_PIPELINE_DEPTH,
-)
+from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
+from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES
 from ..services.scheduler_logic import (
     DEFAULT_BIND_IDLE,
     DEFAULT_CLIENT_GRACE,
@@ -136,65 +128,42 @@ WEIGHT = Setting("weight", WEIGHTS, {}, "a user's share under --policy fair (rep
 EXECUTOR = Setting("executor", choice("process", "thread"), "process", "run tasks in worker processes or threads")
 PIPELINE = Setting(
     "pipeline",
-    BOOLEAN,
-    DEFAULT_PIPELINE,
-    "pipelined late binding, gated: while every slot is busy, reservations wait and each of the node's last 8 "
-    "tasks ran under 5 ms, ask for the next tasks ahead, so the scheduler round trip overlaps the running task; "
-    "a task bound ahead waits out the running one, so tasks of 5 ms or more are not pipelined (the simulator: no "
-    "workload slower than without; docs/runtime.md); --no-pipeline: plain late binding",
+    choice(*PIPELINE_MODES),
+    DEFAULT_PIPELINE_MODE,
+    "pipelined late binding: while every slot is busy, ask for the next tasks ahead so the scheduler round trip "
+    "overlaps the running task; off: plain late binding; gated: only while each of the node's last 8 tasks ran "
+    "under 5 ms; steady: gated, and one deep from a task's start while the last 8 run times are within 3x; jit: "
+    "gated, and one deep just before a task's predicted end while they are within 1.5x; always: one deep whatever "
+    "the tasks (docs/pipelining.md)",
+    "MODE",
     group=RESEARCH,
 )
 PIPELINE_DEPTH = Setting(
     "pipeline_depth",
     integer(1, MAX_PIPELINE_DEPTH),
     DEFAULT_PIPELINE_DEPTH,
-    "with --pipeline: requests asked ahead per slot held while the recent tasks ran short (no-op tasks: each task "
-    "bound ahead waits out the ones bound before it); beyond one per running task, at most half of what the node "
-    "holds of a job (docs/runtime.md)",
+    "requests asked ahead per slot held while the recent tasks ran short (no-op tasks: each task bound ahead waits "
+    "out the ones bound before it); beyond one per running task, at most half of what the node holds of a job "
+    "(docs/pipelining.md)",
     "N",
     group=RESEARCH,
 )
-PIPELINE_ALWAYS = Setting(
-    "pipeline_always",
-    BOOLEAN,
-    False,
-    "with --pipeline: the gate off, so one request per running task goes ahead whatever the tasks' length (deeper "
-    "while their median is under 5 ms): pays for equal-length tasks of ~10 ms at high load on a few node "
-    "monitors, costs varied tasks of 10 ms 1.1-6x at p50 in the simulator (docs/runtime.md)",
-    group=RESEARCH,
-)
-PIPELINE_JIT = Setting(
-    "pipeline_jit",
-    BOOLEAN,
-    DEFAULT_PIPELINE_JIT,
-    "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
-    "longest at most 1.5x the shortest, whatever their length), and a running task then asks for the next one only "
-    "shortly before its predicted end (the shortest recent run time less the measured round trip and 0.25 ms), so "
-    "it is bound as its slot frees: 10 ms tasks on 2 node monitors lose no round trip between tasks, while varied "
-    'tasks are not pipelined (docs/pipelining.md, "Just in time": no gain measured on 10 ms tasks; --pipeline-steady, '
-    "on by default, asks at the task's start instead)",
-    group=RESEARCH,
-)
-PIPELINE_STEADY = Setting(
-    "pipeline_steady",
-    BOOLEAN,
-    DEFAULT_PIPELINE_STEADY,
-    "with --pipeline (gated): the gate also opens, one deep, while the node's last 8 run times are steady (the "
-    "longest at most 3x the shortest, whatever their length), and a running task then asks for the next one at its "
-    "start (never once it has run past the longest), so its answer has the whole task to come (and a second ask "
-    'after a "no task"): 10 ms tasks on a few node monitors lose no round trip between tasks; varied ones are not '
-    'pipelined; --pipeline-jit keeps its own, later timing (docs/pipelining.md, "Steady"); --no-pipeline-steady: the '
-    "gate alone",
-    group=RESEARCH,
+# The pipelining switches that --pipeline MODE replaced ("no_pipeline" retires --no-pipeline, the off switch of the
+# boolean that --pipeline was).
+PIPELINE_RETIRED = (
+    Retired("no_pipeline", "use --pipeline off"),
+    Retired("pipeline_always", "use --pipeline always"),
+    Retired("pipeline_jit", "use --pipeline jit"),
+    Retired("pipeline_steady", "use --pipeline steady (the default), or --pipeline gated for the gate alone"),
 )
 GIVE_BACK = Setting(
     "give_back",
     BOOLEAN,
     DEFAULT_GIVE_BACK,
-    f"with --pipeline: a task bound ahead that waits behind running tasks which all overran (ran {GIVE_BACK_FACTOR:g}x "
-    f"the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes back to its scheduler, "
-    "which gives it to the next node monitor that asks; nothing is asked ahead behind such a task "
-    '(docs/pipelining.md, "Give-back")',
+    "with --pipeline other than off: a task bound ahead that waits behind running tasks which all overran (ran "
+    f"{GIVE_BACK_FACTOR:g}x the longest of the node's last 8 tasks, and at least {GIVE_BACK_MIN * 1000:g} ms) goes "
+    "back to its scheduler, which gives it to the next node monitor that asks; nothing is asked ahead behind such a "
+    'task (docs/pipelining.md, "Give-back")',
     group=RESEARCH,
 )
 BIND_IDLE = Setting(
@@ -335,9 +304,6 @@ NODE_MONITOR_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
-    PIPELINE_ALWAYS,
-    PIPELINE_JIT,
-    PIPELINE_STEADY,
     GIVE_BACK,
     STEAL,
     Setting(
@@ -409,9 +375,6 @@ LOCAL_SETTINGS = (
     EXECUTOR,
     PIPELINE,
     PIPELINE_DEPTH,
-    PIPELINE_ALWAYS,
-    PIPELINE_JIT,
-    PIPELINE_STEADY,
     GIVE_BACK,
     STEAL,
     PROBE_RATIO,
@@ -513,6 +476,7 @@ CERTS_SETTINGS = (
     Setting("force", BOOLEAN, False, "replace files that exist"),
 )
 
+
 COMMANDS = {
     "scheduler": SCHEDULER_SETTINGS,
     "node-monitor": NODE_MONITOR_SETTINGS,
@@ -523,5 +487,5 @@ COMMANDS = {
 }
 
 # Settings that are gone, per command: their flag, variable and TOML key say what to do instead.
-RETIRED: dict[str, tuple[Retired, ...]] = {}
+RETIRED: dict[str, tuple[Retired, ...]] = {"node-monitor": PIPELINE_RETIRED, "local": PIPELINE_RETIRED}
 EVERY_RETIRED = tuple(old for group in RETIRED.values() for old in group)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sparrow_core import check_probe_ratio
 
-from ..wire.address import Address, parse_address
+from ..wire.address import Address, format_address, parse_address
 from ..wire.link_config import LinkConfig
 from .arguments import check_counts, check_flags
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
@@ -27,6 +27,22 @@ from .scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
+
+# field -> the setting it is read from (`sparrow scheduler`'s flag, SPARROW_* variable and TOML key; the
+# address is its `listen`, the link its credentials and `max_frame`)
+SCHEDULER_SETTINGS = {
+    "scheduler_id": "id",
+    "node_monitors": "node_monitor",
+    "probe_ratio": "probe_ratio",
+    "bind_idle": "bind_idle",
+    "seed": "seed",
+    "placement_timeout": "placement_timeout",
+    "max_client_tasks": "max_client_tasks",
+    "client_grace": "client_grace",
+    "node_timeout": "node_timeout",
+    "client_timeout": "client_timeout",
+    "result_delay": "result_delay",
+}
 
 DEFAULT_NODE_TIMEOUT = 2.0  # a node monitor silent this long is dropped (they heartbeat every 0.5 s)
 DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client/core.py)
@@ -98,3 +114,30 @@ class SchedulerConfig:
             "client_grace": self.client_grace,
             "max_frame": self.link.max_frame,
         }
+
+
+def setting_flags(config: Any, settings: dict[str, str]) -> list[str]:
+    """The command-line flags that give a service the fields of `config` named in `settings` (field ->
+    setting) that differ from their defaults: `--probe-ratio 1.5`, `--no-bind-idle`, a repeated flag per
+    item of a list and per entry of a table. Fields left at their defaults give none, so the service's own
+    sources (SPARROW_* variables, its config file) still apply to them."""
+    defaults = type(config)()
+    flags: list[str] = []
+    for name, setting in settings.items():
+        value = getattr(config, name)
+        if value == getattr(defaults, name):
+            continue
+        flag = "--" + setting.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, dict):
+            flags += [part for key, item in value.items() for part in (flag, f"{key}={item}")]
+        elif isinstance(value, (list, tuple)):
+            flags += [part for item in value for part in (flag, _text(item))]
+        elif value is not None:
+            flags += [flag, str(value)]
+    return flags
+
+
+def _text(item: Any) -> str:
+    return format_address(item) if isinstance(item, tuple) else str(item)

@@ -57,41 +57,38 @@ from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.tls import TLS
 from .arguments import check_counts, check_flags
+from .config import SCHEDULER_SETTINGS, SchedulerConfig, setting_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import (
-    DEFAULT_GIVE_BACK,
-    DEFAULT_PIPELINE,
-    DEFAULT_PIPELINE_DEPTH,
-    DEFAULT_PIPELINE_JIT,
-    DEFAULT_PIPELINE_STEADY,
-    check_pipeline_depth,
-)
-from .outcome_batching import check_result_delay
+from .node_monitor_logic import DEFAULT_GIVE_BACK
+from .pipeline import check_pipeline_depth, check_pipeline_mode
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
-from .scheduler_logic import DEFAULT_BIND_IDLE
 from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
 TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
+# the scheduler settings a cluster passes on (its ids and its links to node monitors are its own)
+CLUSTER_SCHEDULER_SETTINGS = {
+    field: setting for field, setting in SCHEDULER_SETTINGS.items() if field not in ("scheduler_id", "node_monitors")
+}
 
 
 class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
-    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (pipelined late binding,
-    services/node_monitor_logic.py; on by default, gated: only while a node's recent tasks ran under 5 ms),
-    `pipeline_depth` (its requests asked ahead per running task, default 16), `pipeline_always` (the gate off:
-    one deep whatever the tasks' length), `pipeline_jit` (off by default: one deep just before a running task's
-    predicted end while the recent run times are steady), `pipeline_steady` (on by default: one deep from a running
-    task's start while the recent run times are steady), `give_back` (a task bound ahead behind tasks that overran
+    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (the pipelining mode: off, gated,
+    steady, jit or always, services/pipeline/), `pipeline_depth` (its requests asked ahead per running task; None,
+    the default of both: the node monitors' own setting, steady and 16 deep unless SPARROW_PIPELINE or
+    SPARROW_PIPELINE_DEPTH says otherwise), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `probe_ratio`, `bind_idle` (a job's first
-    tasks sent with its reservations to node monitors believed idle, on by default: scheduler_logic.py) and
-    `result_delay` (optional) are the schedulers' (see serve_scheduler). The services log at
+    `labels` (optional) gives each node monitor its labels, by position; `scheduler` (a config.SchedulerConfig:
+    its probe ratio, bind_idle, timeouts, result delay, ...) is every scheduler's settings, passed to each as the
+    flags of the fields that differ from their defaults (config.setting_flags: the others come from the
+    services' own sources, SPARROW_* variables and SPARROW_CONFIG); its id, address, link and `node_monitors`
+    are the cluster's own. The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
@@ -123,17 +120,12 @@ class LocalCluster:
         executor: str = "process",
         policy: str = "fifo",
         weights: dict[str, float] | None = None,
-        pipeline: bool = DEFAULT_PIPELINE,
-        pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-        pipeline_always: bool = False,
-        pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
-        pipeline_steady: bool = DEFAULT_PIPELINE_STEADY,
+        pipeline: str | None = None,
+        pipeline_depth: int | None = None,
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
-        probe_ratio: float | None = None,
-        bind_idle: bool = DEFAULT_BIND_IDLE,
-        result_delay: float | None = None,
+        scheduler: SchedulerConfig | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
         dashboard: bool = True,
@@ -150,16 +142,11 @@ class LocalCluster:
         if policy not in QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
         check_flags(
-            pipeline=pipeline,
-            pipeline_always=pipeline_always,
-            pipeline_jit=pipeline_jit,
-            pipeline_steady=pipeline_steady,
             give_back=give_back,
             steal=steal,
-            bind_idle=bind_idle,
         )
-        if result_delay is not None:
-            check_result_delay(result_delay)
+        if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
+            raise ValueError(f"scheduler must be a SchedulerConfig, got {type(scheduler).__name__}")
         if not isinstance(tls, (bool, str, os.PathLike)):
             raise ValueError(f"tls must be True, False or a folder path, got {tls!r}")
         if log_level.lower() not in LOG_LEVELS:
@@ -175,18 +162,13 @@ class LocalCluster:
         self.slots = slots
         self.executor = executor
         self.policy = policy
-        self.pipeline = pipeline
-        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
-        self.pipeline_always = pipeline_always
-        self.pipeline_jit = pipeline_jit
-        self.pipeline_steady = pipeline_steady
+        self.pipeline = None if pipeline is None else check_pipeline_mode(pipeline)
+        self.pipeline_depth = None if pipeline_depth is None else check_pipeline_depth(pipeline_depth)
         self.give_back = give_back
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
-        self.probe_ratio = probe_ratio
-        self.bind_idle = bind_idle
-        self.result_delay = result_delay
+        self.scheduler = scheduler or SchedulerConfig()
         self.log_level = log_level.lower()
         cpus = available_cpus()
         self.share_cpus = share_cpus or not can_pin()
@@ -320,11 +302,7 @@ class LocalCluster:
 
     def _scheduler_args(self, i: int) -> list[str]:
         args = ["scheduler", "--id", self.scheduler_ids[i], *self._cpus_args(self.scheduler_cpus[i])]
-        if self.probe_ratio is not None:
-            args += ["--probe-ratio", str(self.probe_ratio)]
-        args.append("--bind-idle" if self.bind_idle else "--no-bind-idle")
-        if self.result_delay is not None:
-            args += ["--result-delay", str(self.result_delay)]
+        args += setting_flags(self.scheduler, CLUSTER_SCHEDULER_SETTINGS)
         if self.dashboard:  # its HTTP port on loopback, given in its ready line
             args += ["--metrics-port", "0"]
         return args
@@ -333,13 +311,10 @@ class LocalCluster:
         args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
         args += self._cpus_args(self.node_monitor_cpus[i])
         args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
-        args += ["--pipeline" if self.pipeline else "--no-pipeline", "--pipeline-depth", str(self.pipeline_depth)]
-        if self.pipeline_always:
-            args.append("--pipeline-always")
-        if self.pipeline_jit:  # off by default (or on by SPARROW_PIPELINE_JIT)
-            args.append("--pipeline-jit")
-        if not self.pipeline_steady:  # on by default (or off by SPARROW_PIPELINE_STEADY=false)
-            args.append("--no-pipeline-steady")
+        if self.pipeline is not None:
+            args += ["--pipeline", self.pipeline]
+        if self.pipeline_depth is not None:
+            args += ["--pipeline-depth", str(self.pipeline_depth)]
         if self.give_back:
             args.append("--give-back")
         if self.steal:

@@ -66,17 +66,9 @@ from . import steal_log
 from .burst import Burst
 from .capacity import allowed_cpus, host_capacity
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import (
-    DEFAULT_GIVE_BACK,
-    DEFAULT_PIPELINE,
-    DEFAULT_PIPELINE_DEPTH,
-    DEFAULT_PIPELINE_JIT,
-    DEFAULT_PIPELINE_STEADY,
-    NodeMonitorLogic,
-    Stop,
-    Withdraw,
-)
+from .node_monitor_logic import DEFAULT_GIVE_BACK, NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
+from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -121,7 +113,7 @@ class NodeMonitorService:
             )
         self.logic = logic
         # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
-        self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline else 0, self._may_wait)
+        self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline.asks_ahead else 0, self._may_wait)
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
@@ -135,7 +127,7 @@ class NodeMonitorService:
         self._tickets: dict[tuple, object] = {}  # (scheduler, job id, task) -> its executor's ticket
         # pipelining: bound tasks handed to a busy worker ahead (executor.hand_ahead), not started yet
         self._ahead: dict[tuple, Ticket] = {}
-        self._hands_ahead = logic.pipeline and self._launch is not None and hasattr(executor, "hand_ahead")
+        self._hands_ahead = logic.pipeline.asks_ahead and self._launch is not None and hasattr(executor, "hand_ahead")
         if self._hands_ahead:
             executor.returned = self._returned
         self._bound_changed = trio.Event()  # give-back: set when a task is bound here that the executor does not hold
@@ -298,8 +290,8 @@ class NodeMonitorService:
                 self._route(logic.on_give_back_timer())
 
     async def run_ask_ahead(self) -> None:
-        """Just in time (logic.pipeline_jit): whenever a running task becomes due to ask ahead while reservations
-        wait (`ask_ahead_at`), let the logic ask; sleep until reservations wait otherwise."""
+        """Just in time (logic.pipeline.times_requests): whenever a running task becomes due to ask ahead while
+        reservations wait (`ask_ahead_at`), let the logic ask; sleep until reservations wait otherwise."""
         logic = self.logic
         while True:
             at = logic.ask_ahead_at()
@@ -364,7 +356,7 @@ class NodeMonitorService:
             self._hand_ahead()
         if logic.give_back and len(logic.bound) > len(logic.pinned):
             self._bound_changed.set()
-        if logic.steady and logic.queue:  # just in time: a running task may become due to ask ahead
+        if logic.pipeline.steady and logic.queue:  # just in time: a running task may become due to ask ahead
             self._queue_filled.set()
         if self.stealer is not None:
             self.stealer.poke()
@@ -600,11 +592,8 @@ async def serve_node_monitor(
     slots: int | None = None,
     labels: Sequence[str] = (),
     policy: str = "fifo",
-    pipeline: bool = DEFAULT_PIPELINE,
+    pipeline: str = DEFAULT_PIPELINE_MODE,
     pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-    pipeline_gate: bool = True,
-    pipeline_jit: bool = DEFAULT_PIPELINE_JIT,
-    pipeline_steady: bool = DEFAULT_PIPELINE_STEADY,
     give_back: bool = DEFAULT_GIVE_BACK,
     steal: bool = False,
     steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
@@ -627,12 +616,9 @@ async def serve_node_monitor(
 ) -> None:
     """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
     queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    with `pipeline` (`pipeline_depth` requests asked ahead per running task, only while the recent tasks ran
-    under 5 ms unless `pipeline_gate` is False, and with `pipeline_jit` also one deep just before a running task's
-    predicted end while the recent run times are steady (off by default), with `pipeline_steady` one deep from a
-    running task's start while they are steady (on by default); on, 16 deep, gated by default;
-    node_monitor_logic.py; `give_back`:
-    a task bound ahead behind tasks that overran goes back to its scheduler), work
+    in mode `pipeline` (off, gated, steady, jit or always; default steady: services/pipeline/) up to
+    `pipeline_depth` deep (default 16); `give_back`:
+    a task bound ahead behind tasks that overran goes back to its scheduler, work
     stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
     steal.py), tasks on `executor`
     ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
@@ -676,9 +662,6 @@ async def serve_node_monitor(
             max_frame=max_frame,
             pipeline=pipeline,
             pipeline_depth=pipeline_depth,
-            pipeline_gate=pipeline_gate,
-            pipeline_jit=pipeline_jit,
-            pipeline_steady=pipeline_steady,
             give_back=give_back,
             steal=steal,
             **node_resources(resources),
@@ -733,7 +716,7 @@ async def serve_node_monitor(
             nursery.start_soon(service.run_timers)
             if logic.give_back:
                 nursery.start_soon(service.run_give_back)
-            if logic.pipeline_jit:
+            if logic.pipeline.times_requests:
                 nursery.start_soon(service.run_ask_ahead)
             nursery.start_soon(service.outgoing.run)
             if service.stealer is not None:

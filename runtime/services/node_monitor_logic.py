@@ -16,61 +16,24 @@ to `on_registration_reply`, which takes the scheduler on (Registered), stops the
 (RegistrationRefused: a configuration error, so it raises instead of retrying), or raises
 ProtocolError (anything else: the shell closes that link and redials).
 
-Pipelined late binding (`pipeline=True`): while every slot is busy and the queue holds reservations,
-the node monitor also asks ahead: it pops a reservation and sends its GetTask without a slot, at most
-`pipeline_depth` (default 1) per running task (asked ahead in flight + tasks bound and waiting <=
-`pipeline_depth` x running tasks; deeper than 1, per slot held: below). A TaskToNode answering such a
-request waits, bound, until a slot frees, and then starts at once: the scheduler round trip between two
-tasks of a slot overlaps the running task. A slot that frees with no bound task takes over a request
-asked ahead that is still in flight (it waits for that answer) before it pops a new reservation. NoTask
-to a request asked ahead frees no slot. A bound task is launched as far as its scheduler knows: a
-forced cancel (StopTask) of it reports its CANCELLED outcome at once, and if this node monitor dies
-with it bound its scheduler fails it as SYSTEM like any running task. Its timeout starts when it
-starts. The trade-off (docs/simulator.md): a task bound ahead waits out the running task even when a
-slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. A depth above 1 is for
-tasks far shorter than a scheduler round trip (no-op tasks: docs/runtime.md): it trades their late
-binding for no scheduler round trip on a slot's path between two tasks, so it applies only while the
-median run time of this node's last RECENT_TASKS tasks is under SHORT_TASK (5 ms; until then, and
-whenever they run longer, the node monitor pipelines one deep). Deeper than 1, a slot that
-asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip,
-not two), so up to `pipeline_depth` x the slots held (running or asking) go ahead; and a node monitor
-asks ahead for at most half of what it holds of the head job (its requests asked ahead and its queued
-reservations): under the default probe ratio of 2 that is about its share of the job, and the rest
-waits for whichever of the job's probed workers frees first (without this, the first of them to ask
-took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers).
-
-The gate (`pipeline_gate`, on by default): the node monitor asks ahead at all, even one deep, only while
-each of its last RECENT_TASKS tasks ran under SHORT_TASK (none finished yet: not; that is then also what makes
-it deep, not their median), and the half rule bounds every request asked ahead, one deep too. So a task bound
-ahead waits behind a task of a node whose tasks all ran short lately, never behind one of a node running 10
-ms-class tasks, and never for a job this node holds a single reservation of (batch sampling on a large
-cluster: late binding places it). In the simulator (docs/pipelining.md, "The gate") no workload is slower than
-plain late binding by more than noise, where the median rule cost exponential 10 ms tasks 6-9% and per-job
-durations 2-4x at 10,000 workers. `pipeline_gate=False` is the rule without it (one deep whatever the tasks'
-length, deeper while their median is short).
-
-Just in time (`pipeline_jit`, with the gate; off by default: docs/pipelining.md, "Just in time"): the gate also
-opens, one deep, while the node's last RECENT_TASKS run times are steady (the longest at most JIT_SPREAD x the
-shortest, whatever their length), and a
-running task then asks ahead only shortly before its predicted end: once it has run the shortest recent run time less
-the measured round trip of a request asked ahead (the median of the last RECENT_TASKS; JIT_ROUND_TRIP until one is
-measured) and JIT_MARGIN, so that the answer comes as the slot frees (`ask_ahead_at`: the shell calls
-`on_ask_ahead_timer` then). Never behind a task that has run past the longest recent run time (it overran its
-prediction). So a task of 10 ms-class steady work is bound a margin before its slot frees, not a whole task before
-(the gate off), and a node whose run times vary asks nothing ahead (policy/pipeline.h has the same rule).
-
-Steady (`pipeline_steady`, with the gate; on by default in the node monitor and the CLI, DEFAULT_PIPELINE_STEADY:
-docs/pipelining.md, "Steady"): the gate also opens, one
-deep, while the node's last RECENT_TASKS run times are steady within STEADY_SPREAD (3: a loaded host stretches a 10
-ms task to 11-20 ms and more here, which JIT_SPREAD does not pass; 8 exponential draws pass 3 0.3% of the time), and
-a running task then asks ahead at once, at its start, as the gate off does (with `pipeline_jit` too, jit's rule
-wins). Steady work is where binding a task behind the running one costs least (its end is predictable), and a
-request asked at the start has the whole running task for its answer (and for a second ask after a NoTask), where
-one asked a round trip before the predicted end often comes back after the slot freed on a loaded host (then it
-only saves the part of the round trip that overlapped). Nothing is asked behind a task that has run past the
-longest recent run time, and the half rule bounds these requests as every gated one (a node holding one reservation
-of a job asks none of it ahead). The risk is jit's: a task that runs far longer than the steady ones before it holds
-the task bound behind it (give-back hands it back).
+Pipelined late binding (`pipeline`, a mode of PIPELINE_MODES: off, gated, steady (the default), jit, always;
+each a policy in pipeline/, over the kernel's rule): while every slot is busy and the queue holds reservations, the
+node monitor also asks ahead: it pops a reservation and sends its GetTask without a slot, as many as the policy's
+`limit` allows (one per running task, or `pipeline_depth` per slot held while the recent tasks ran short: requests
+asked ahead in flight + tasks bound and waiting count against it). A TaskToNode answering such a request waits,
+bound, until a slot frees, and then starts at once: the scheduler round trip between two tasks of a slot overlaps
+the running task. A slot that frees with no bound task takes over a request asked ahead that is still in flight
+(it waits for that answer) before it pops a new reservation. NoTask to a request asked ahead frees no slot. A bound
+task is launched as far as its scheduler knows: a forced cancel (StopTask) of it reports its CANCELLED outcome at
+once, and if this node monitor dies with it bound its scheduler fails it as SYSTEM like any running task. Its
+timeout starts when it starts. The trade-off (docs/pipelining.md): a task bound ahead waits out the running task
+even when a slot elsewhere frees first; with `pipeline_depth` d, out the d tasks before it. While deep, a slot that
+asked for its task asks ahead with it (in the same write: a job's first tasks here cost one round trip, not two).
+The half rule (gated modes, and any deep pipeline): at most half of what the node holds of the head job (its
+requests asked ahead and its queued reservations) is asked ahead: under the default probe ratio of 2 that is about
+its share of the job, and the rest waits for whichever of the job's probed workers frees first (without it, the
+first of them to ask took all of a small job's tasks ahead: 9 of a 10-task job on 2 workers). Jit times its
+requests: `ask_ahead_at` says when the shell should call `on_ask_ahead_timer`.
 
 Handed ahead (`on_handed_ahead`, while `may_pin`: one slot, or short recent tasks): the shell may hand a bound
 task to its executor at once, queued in a busy worker behind the running task, so that it starts there as that one ends
@@ -81,8 +44,8 @@ started: `on_given_back` makes it an ordinary bound task again (no attempt count
 CANCELLED at once as for any bound task, and a `Withdraw` tells the executor to drop it (or, if it had just
 started, to stop it); so does its scheduler's loss.
 
-Give-back (`give_back=True`, with `pipeline`): a running task overruns once it has run `overrun_after()`
-(GIVE_BACK_FACTOR x the longest of the last RECENT_TASKS run times, at least GIVE_BACK_MIN). At most
+Give-back (`give_back=True`, with a pipeline that asks ahead): a running task overruns once it has run
+`overrun_after()` (GIVE_BACK_FACTOR x the longest of the recent run times, at least GIVE_BACK_MIN). At most
 `pipeline_depth` bound tasks per running task that has not overrun may wait here; `on_give_back_timer` (the
 shell calls it at `give_back_at()`) hands the others, latest first, back to their schedulers (GiveBack) and
 forgets them: they never run here, and the scheduler gives each to the job's next GetTask (give_back.py). Nothing
@@ -166,33 +129,14 @@ from ..wire.messages import RegistrationRefused as Refusal
 from ..wire.resources import ResourceError
 from .arguments import check_counts, check_flags
 from .fit import DEFAULT_FIT_MAX_SKIPS, DEFAULT_FIT_WINDOW, FitLauncher, check_fit_rule
+from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, make_pipeline
 from .steal_logic import WorkStealing
 
-MAX_PIPELINE_DEPTH = sparrow_core.PIPELINE_MAX_DEPTH  # requests asked ahead per running task, at most
-# The services' defaults (`sparrow node-monitor`, `sparrow local`, LocalCluster; this class's own are off and 1):
-# pipelined, gated, 16 deep (docs/pipelining.md, "The default: pipelined, gated, 16 deep").
-DEFAULT_PIPELINE = True
-DEFAULT_PIPELINE_DEPTH = 16
 DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/pipelining.md, "Give-back")
-# The pipelining rule's constants are the kernel's (csrc/sparrow/pipeline.h), shared with the simulator.
-SHORT_TASK = sparrow_core.PIPELINE_SHORT_TASK
-RECENT_TASKS = sparrow_core.PIPELINE_RECENT
-# give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the RECENT_TASKS last
-# run times here, and at least GIVE_BACK_MIN seconds (docs/pipelining.md, "Give-back")
+# give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the node's recent run
+# times, and at least GIVE_BACK_MIN seconds (docs/pipelining.md, "Give-back")
 GIVE_BACK_MIN = 0.02
 GIVE_BACK_FACTOR = 3.0
-# just in time (docstring): a task asks ahead the kernel's margin plus the round trip of a request asked ahead
-# (JIT_ROUND_TRIP until measured) before the shortest recent run time is up
-DEFAULT_PIPELINE_JIT = False  # measured: no gain on 10 ms tasks (docs/benchmarks.md, "Pipelining")
-DEFAULT_PIPELINE_STEADY = True  # steady (docstring): on, as it gains on steady tasks (docs/pipelining.md, "Steady")
-JIT_ROUND_TRIP = 0.001
-
-
-def check_pipeline_depth(depth: int) -> int:
-    """`depth` if it is an int in [1, MAX_PIPELINE_DEPTH], else ValueError naming it."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_PIPELINE_DEPTH:
-        raise ValueError(f"pipeline_depth must be an int in [1, {MAX_PIPELINE_DEPTH}], got {depth!r}")
-    return depth
 
 
 class Stop(msgspec.Struct, frozen=True, gc=False):
@@ -259,12 +203,9 @@ class NodeMonitorLogic(WorkStealing):
         store: ValueStore | None = None,
         inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
-        pipeline: bool = False,
-        pipeline_depth: int = 1,
-        pipeline_gate: bool = True,
-        pipeline_jit: bool = False,
-        pipeline_steady: bool = False,
-        give_back: bool = False,
+        pipeline: str = DEFAULT_PIPELINE_MODE,
+        pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
+        give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         seed: int | None = None,
         resources: Mapping[str, int] | None = None,
@@ -277,34 +218,18 @@ class NodeMonitorLogic(WorkStealing):
         check_fit_rule(fit_window, fit_max_skips)
         if policy not in sparrow_core.QUEUE_POLICIES:
             raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
-        check_flags(
-            pipeline=pipeline,
-            pipeline_gate=pipeline_gate,
-            pipeline_jit=pipeline_jit,
-            pipeline_steady=pipeline_steady,
-            give_back=give_back,
-        )
+        check_flags(give_back=give_back)
         self.slots = slots
         self.free = slots
-        self.pipeline = pipeline
-        # pipelining: requests asked ahead or bound, per running task
-        self.pipeline_depth = check_pipeline_depth(pipeline_depth)
-        self.pipeline_gate = pipeline_gate  # pipelining at all only while each recent task ran short (docstring)
+        # pipelining: the mode's policy (pipeline/, over the kernel's rule), `pipeline_depth` asked ahead or bound
+        # per running task (per slot held while deep)
+        self.pipeline = make_pipeline(pipeline, pipeline_depth)
+        self.pipeline_depth = pipeline_depth
         # give-back: a task bound ahead behind tasks that all overran goes back to its scheduler (GiveBack)
-        self.give_back = pipeline and give_back
-        # the recent run times are kept for a deep, a gated or a giving-back pipeline
-        self.pipeline_jit = pipeline and pipeline_gate and pipeline_jit  # just in time (docstring)
-        self.pipeline_steady = pipeline and pipeline_gate and pipeline_steady and not pipeline_jit  # steady (docstring)
-        # the kernel's rule over the last run times (csrc/sparrow/pipeline.h)
-        self._rule = sparrow_core.PipelineRule(self._mode(pipeline, pipeline_gate), self.pipeline_depth)
-        self._keeps_recent = pipeline and (self._rule.keeps_recent or give_back)
+        self.give_back = self.pipeline.asks_ahead and give_back
+        # the running tasks are timed for the policy's rule, or for give-back
+        self._keeps_recent = self.pipeline.asks_ahead and (self.pipeline.keeps_recent or give_back)
         self._started: dict[tuple, float] = {}  # (scheduler, job, task) running -> when it started
-        self._short = False  # the recent tasks ran shorter than SHORT_TASK (gated: each of them; none yet: not)
-        self.steady = False  # just in time or steady: the recent run times are steady, and not all short
-        self._jit_after = 0.0  # ... a running task asks ahead once it has run this long
-        self._jit_until = 0.0  # ... and until it has run this long (the longest recent run time)
-        self._asked_at: deque[float] = deque()  # ... when each request asked ahead in flight went (while steady)
-        self._round_trips: deque[float] = deque(maxlen=RECENT_TASKS)  # ... the last ones' round trips
         self.ahead = 0  # pipelining: requests asked ahead awaiting an answer
         self.running = 0  # tasks handed to the executor and not finished
         self.bound: deque[tuple[Hashable, TaskToNode]] = deque()  # pipelining: answered ahead, waiting for a slot
@@ -334,14 +259,6 @@ class NodeMonitorLogic(WorkStealing):
             if resources is None
             else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
         )
-
-    def _mode(self, pipeline: bool, gate: bool) -> str:
-        """The kernel's pipelining mode for the switches."""
-        if not pipeline:
-            return "off"
-        if not gate:
-            return "always"
-        return "jit" if self.pipeline_jit else "steady" if self.pipeline_steady else "gated"
 
     # -- schedulers -------------------------------------------------------------------------------
 
@@ -398,7 +315,7 @@ class NodeMonitorLogic(WorkStealing):
         self.frame_limits.pop(scheduler, None)
         if self._started:  # their outcomes will never be reported here
             self._started = {key: when for key, when in self._started.items() if key[0] != scheduler}
-        self._asked_at.clear()  # which of the requests in flight were its is not kept: measure afresh
+        self.pipeline.forget_requests()
         for entry in self._schedulers.pop(scheduler, {}).values():
             cancelled = self.queue.cancel(entry.key)
             if self.fit is not None:
@@ -444,8 +361,7 @@ class NodeMonitorLogic(WorkStealing):
                     else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
                         self.bound.append((scheduler, msg))
-                        if self._asked_at:
-                            self._answered_ahead()
+                        self.pipeline.answered_ahead(self.clock, self.ahead)
                 elif kind is NoTask:
                     entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
@@ -453,8 +369,8 @@ class NodeMonitorLogic(WorkStealing):
                         self.free += 1
                         if entry.request is not None and self.fit is not None:
                             self.fit.give(entry.request)
-                    elif self._asked_at:
-                        self._answered_ahead()
+                    else:
+                        self.pipeline.answered_ahead(self.clock, self.ahead)
                     self.queue.refund(entry.user)
                     if self.steal:
                         self.steal_due = True
@@ -501,17 +417,7 @@ class NodeMonitorLogic(WorkStealing):
         if self._started:
             since = self._started.pop((scheduler, job_id, task), None)
             if since is not None:
-                rule = self._rule
-                if self.pipeline_jit:
-                    trips = self._round_trips
-                    rule.record(self.clock() - since, sorted(trips)[len(trips) // 2] if trips else JIT_ROUND_TRIP)
-                else:
-                    rule.record(self.clock() - since)
-                self._short = rule.short_recent
-                self.steady = steady = rule.steady
-                if steady:
-                    self._jit_after = rule.ask_after
-                    self._jit_until = rule.ask_until
+                self.pipeline.ran(self.clock() - since)
         if self.store is not None:
             owner = self.owners.pop((scheduler, job_id, task), ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
@@ -738,29 +644,13 @@ class NodeMonitorLogic(WorkStealing):
 
     # -- just in time -----------------------------------------------------------------------------
 
-    def _due(self) -> int:
-        """Just in time: the running tasks that may ask ahead now (they have run `_jit_after` and not past
-        `_jit_until`)."""
-        now = self.clock()
-        low, high = now - self._jit_until, now - self._jit_after
-        return sum(1 for when in self._started.values() if low <= when <= high)
-
-    def _answered_ahead(self) -> None:
-        """A request asked ahead while steady was answered: its round trip (the oldest in flight's; answers of
-        different schedulers may cross, so this is an estimate, which the median of the recent ones keeps sane)."""
-        self._round_trips.append(self.clock() - self._asked_at.popleft())
-        if not self.ahead:  # none in flight: none of the times kept is owed an answer
-            self._asked_at.clear()
-
     def ask_ahead_at(self) -> float | None:
         """Just in time: when (`clock` time) a running task next becomes due to ask ahead while reservations wait
         (the shell then calls `on_ask_ahead_timer`); None: none will (a change of the queue or the tasks comes
         through the logic's other calls, which ask ahead themselves)."""
-        if not self.steady or not self.queue or self.draining:
+        if not self.queue or self.draining:
             return None
-        now, after = self.clock(), self._jit_after
-        later = [when + after for when in self._started.values() if when + after > now]
-        return min(later) if later else None
+        return self.pipeline.ask_ahead_at(self._started.values(), self.clock())
 
     def on_ask_ahead_timer(self) -> list:
         """Just in time: ask ahead for the running tasks due now (`ask_ahead_at`)."""
@@ -768,17 +658,12 @@ class NodeMonitorLogic(WorkStealing):
         self._fill(out)
         return out
 
-    def _overrunning(self) -> bool:
-        """A running task has already run SHORT_TASK or longer (gated: nothing is asked ahead behind it, so a
-        long task after short ones, or a cancelled thread task running on, holds no bound task behind it)."""
-        return bool(self._started) and min(self._started.values()) <= self.clock() - SHORT_TASK
-
     # -- give-back --------------------------------------------------------------------------------
 
     def overrun_after(self) -> float:
         """Seconds after which a running task overruns (give-back): GIVE_BACK_FACTOR times the longest of the
         recent run times, at least GIVE_BACK_MIN."""
-        return max(GIVE_BACK_MIN, GIVE_BACK_FACTOR * self._rule.longest)
+        return max(GIVE_BACK_MIN, GIVE_BACK_FACTOR * self.pipeline.rule.longest)
 
     def _fresh(self) -> int:
         """Running tasks that have not overrun (give-back): those a bound task may wait behind."""
@@ -830,12 +715,12 @@ class NodeMonitorLogic(WorkStealing):
     def may_pin(self) -> bool:
         """Whether to hand bound tasks to the executor ahead (`on_handed_ahead`): with one slot (its one worker is the
         only place a bound task can start anyway), or with several while the recent tasks ran short (a deep
-        pipeline's SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
+        pipeline's PIPELINE_SHORT_TASK rule: the hop saved is then most of a task's cost, and a pinned task waits
         at most a short task for its worker). Otherwise a bound task takes whichever slot frees first.
         With give-back, only while the recent tasks ran short: a task handed ahead can never be given back (its
         worker may start it at any moment, and a recall would be answered only when the running task ends), so
         the bound tasks of longer ones stay here, where they can be."""
-        return self._short or (self.slots == 1 and not self.give_back)
+        return self.pipeline.short or (self.slots == 1 and not self.give_back)
 
     def on_handed_ahead(self, key: tuple) -> list:
         """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a
@@ -893,8 +778,7 @@ class NodeMonitorLogic(WorkStealing):
                 entry.ahead -= 1
                 entry.asking += 1
                 self.ahead -= 1
-                if self._asked_at:  # its answer will hold a slot: no round trip of a request asked ahead
-                    self._asked_at.popleft()
+                self.pipeline.ahead_took_slot()
                 if not entry.ahead:
                     del self._ahead[entry.key]
                 self.free -= 1
@@ -914,22 +798,23 @@ class NodeMonitorLogic(WorkStealing):
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
-        rule = self._rule
-        if self.pipeline and (fit is None or not fit.active) and rule.gate_open(self._short and self._overrunning()):
-            # deep (depth > 1 and short tasks): a slot waiting for its task asks ahead too; just in time or
-            # steady: one per running task due (docstring)
-            steady = self.steady
-            limit = rule.ahead_limit(self.slots - self.free, self._due() if steady else self.running)
+        pipeline = self.pipeline
+        # a fit launcher holding reservations back asks nothing ahead (fit.py)
+        active = fit is not None and fit.active
+        limit = (
+            0 if active else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+        )
+        if limit:
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
                 limit = min(limit, self._fresh() * self.pipeline_depth)
-            halves = rule.half_rule_applies()
+            halves = pipeline.half_rule_applies()
             while queue and not self.draining and self.ahead + len(self.bound) < limit:
                 # at most half of what it holds of the job (deep or gated: module docstring)
                 if halves:
                     head = queue.peek()
                     assert head is not None  # the queue is not empty
                     held = self._by_key[head.job_id]
-                    if not rule.half_allows(held.ahead, held.queued):
+                    if not pipeline.rule.half_allows(held.ahead, held.queued):
                         break
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty
@@ -940,8 +825,7 @@ class NodeMonitorLogic(WorkStealing):
                 self._ahead.setdefault(entry.key, entry)
                 self.stats["get_task"] += 1
                 self.stats["asked_ahead"] += 1
-                if steady and self.pipeline_jit:  # its round trip is measured
-                    self._asked_at.append(self.clock())
+                pipeline.asked_ahead(self.clock)
                 if entry.order is None:
                     out.append((entry.scheduler, GetTask(entry.job_id)))
                 else:

@@ -92,20 +92,26 @@ def run_task(payload: bytes, inputs: list | None = None, keep: Callable[[Any], O
         fn, args, kwargs = cloudpickle.loads(payload)
         result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)
     except BaseException as exc:
-        tb = "".join(traceback.format_exception(exc))
-        try:
-            data = cloudpickle.dumps(exc)
-        except Exception:
-            data = b""
-        return Outcome(False, data, tb)
+        return _raised(exc)
     try:
         if type(result) in _PLAIN_TYPES:
             return Outcome(True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL))
         if keep is not None:
             return keep(result)
         return Outcome(True, cloudpickle.dumps(result))
-    except Exception as exc:
-        return Outcome(False, b"", f"the task's result {type(result).__name__} could not be pickled: {exc!r}")
+    except BaseException as exc:  # SystemExit too: the outcome, as the process pool gives it (no dead worker)
+        return _raised(exc, f"the task's result {type(result).__name__} could not be pickled:\n")
+
+
+def _raised(exc: BaseException, context: str = "") -> Outcome:
+    """The outcome of a task that raised `exc` (its traceback the error text, after `context`): its caller
+    gets `exc` itself, or TaskFailed with that text if `exc` cannot be pickled."""
+    tb = context + "".join(traceback.format_exception(exc))
+    try:
+        data = cloudpickle.dumps(exc)
+    except Exception:
+        data = b""
+    return Outcome(False, data, tb)
 
 
 def unpack_outcome(outcome: Outcome) -> Any:

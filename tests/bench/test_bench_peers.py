@@ -55,13 +55,13 @@ def test_the_submit_loops_give_positive_rates_and_the_table_their_ratio():
 
 def test_the_pipelined_runs_take_the_node_monitors_pipeline_option():
     """bench_peers --pipeline-depth N (0: off): Sparrow's clusters are made with LocalCluster's pipelining options
-    (None: the build's default, 0: pipeline=False, N: pipelined N deep), and they run."""
+    (None: the build's default, 0: pipeline="off", N: pipelined N deep), and they run."""
     from bench.bench_runtime import pipelining
 
     assert (pipelining(None), pipelining(0), pipelining(16)) == (
         {},
-        {"pipeline": False},
-        {"pipeline": True, "pipeline_depth": 16},
+        {"pipeline": "off"},
+        {"pipeline_depth": 16},
     )
     from bench.bench_runtime import run_once
     from bench.submit_loop import sparrow_submit_loop

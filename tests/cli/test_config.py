@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from sparrow_runtime import LocalCluster
+from sparrow_runtime import LocalCluster, SchedulerConfig
 from sparrow_runtime.cli.config import CONFIG, RESEARCH, ConfigError, Retired, resolve
 from sparrow_runtime.cli.main import build_parser
-from sparrow_runtime.cli.options import COMMANDS
+from sparrow_runtime.cli.options import COMMANDS, EVERY_RETIRED
 from sparrow_runtime.services.logsetup import OneLineFormatter
 
 
@@ -25,7 +25,7 @@ def parse(command: str, argv: list[str]) -> argparse.Namespace:
 
 
 def settings(command: str, argv: list[str], env: dict[str, str] | None = None):
-    return resolve(command, COMMANDS[command], parse(command, argv), env or {}, COMMANDS)
+    return resolve(command, COMMANDS[command], parse(command, argv), env or {}, COMMANDS, EVERY_RETIRED)
 
 
 def test_flag_beats_environment_beats_command_table_beats_top_level_beats_default(tmp_path):
@@ -175,34 +175,65 @@ def test_bind_idle_is_on_by_default_and_no_bind_idle_turns_it_off(command):
     assert settings(command, ["--no-bind-idle"])["bind_idle"] is False
     assert settings(command, [], {"SPARROW_BIND_IDLE": "false"})["bind_idle"] is False
     if command == "local":
-        assert "--bind-idle" in LocalCluster()._scheduler_args(0)
-        assert "--no-bind-idle" in LocalCluster(bind_idle=False)._scheduler_args(0)
+        assert "--bind-idle" not in LocalCluster()._scheduler_args(0)  # the default: SPARROW_BIND_IDLE may say
+        assert "--no-bind-idle" in LocalCluster(scheduler=SchedulerConfig(bind_idle=False))._scheduler_args(0)
 
 
 @pytest.mark.parametrize("command", ["node-monitor", "local"])
-def test_pipelining_is_on_16_deep_gated_by_default_and_no_pipeline_turns_it_off(command):
-    """A setting on by default (pipeline) has a --no- flag; the flag, the environment and the file all turn it
-    off, and --pipeline-always (the gate off) is off by default."""
+def test_pipelining_is_steady_16_deep_by_default_and_one_setting_names_the_mode(command, tmp_path):
+    """--pipeline MODE (its variable, its TOML key) chooses the mode, steady by default; a mode it does not know is
+    an error naming the modes."""
     s = settings(command, [])
-    assert (s["pipeline"], s["pipeline_depth"], s["pipeline_always"]) == (True, 16, False)
-    assert settings(command, ["--no-pipeline"])["pipeline"] is False
-    assert settings(command, ["--no-pipeline", "--pipeline"])["pipeline"] is True  # the last flag given wins
-    assert settings(command, [], {"SPARROW_PIPELINE": "false"})["pipeline"] is False
-    assert settings(command, ["--pipeline-always"])["pipeline_always"] is True
+    assert (s["pipeline"], s["pipeline_depth"]) == ("steady", 16)
+    assert settings(command, ["--pipeline", "off"])["pipeline"] == "off"
+    assert settings(command, ["--pipeline", "always", "--pipeline", "jit"])["pipeline"] == "jit"  # the last wins
+    assert settings(command, [], {"SPARROW_PIPELINE": "gated"})["pipeline"] == "gated"
+    config = tmp_path / "sparrow.toml"
+    config.write_text('pipeline = "always"\n')
+    assert settings(command, ["--config", str(config)])["pipeline"] == "always"
+    with pytest.raises(ConfigError, match="SPARROW_PIPELINE: expected one of off, gated, steady, jit, always"):
+        settings(command, [], {"SPARROW_PIPELINE": "true"})
 
 
 @pytest.mark.parametrize("command", ["node-monitor", "local"])
-def test_steady_pipelining_is_on_by_default_and_the_flag_or_environment_turns_it_off(command):
-    """--pipeline-steady (docs/pipelining.md, "Steady") is on by default; --no-pipeline-steady and
-    SPARROW_PIPELINE_STEADY=false turn it off, and LocalCluster passes it to its node monitors only when turned off
-    (so the variable reaches them otherwise, as benchtools/pipelining_ten_ms.py sets it)."""
-    assert settings(command, [])["pipeline_steady"] is True
-    assert settings(command, ["--no-pipeline-steady"])["pipeline_steady"] is False
-    assert settings(command, ["--no-pipeline-steady", "--pipeline-steady"])["pipeline_steady"] is True
-    assert settings(command, [], {"SPARROW_PIPELINE_STEADY": "false"})["pipeline_steady"] is False
-    if command == "local":
-        assert not {"--pipeline-steady", "--no-pipeline-steady"} & set(LocalCluster()._node_monitor_args(0))
-        assert "--no-pipeline-steady" in LocalCluster(pipeline_steady=False)._node_monitor_args(0)
+@pytest.mark.parametrize(
+    ("flag", "instead"),
+    [
+        ("--no-pipeline", "--pipeline off"),
+        ("--pipeline-always", "--pipeline always"),
+        ("--pipeline-jit", "--pipeline jit"),
+        ("--pipeline-steady", "--pipeline steady"),
+        ("--no-pipeline-steady", "--pipeline gated"),
+    ],
+)
+def test_a_retired_pipelining_flag_is_a_usage_error_naming_its_mode(command, flag, instead, capsys):
+    """The switches --pipeline MODE replaced are refused with exit status 2, naming what to write instead."""
+    with pytest.raises(SystemExit) as stop:
+        build_parser(command).parse_args([command, flag])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert f"{flag} is retired: use " in error and instead in error
+
+
+@pytest.mark.parametrize("name", ["pipeline_always", "pipeline_jit", "pipeline_steady"])
+def test_a_retired_pipelining_variable_or_key_is_refused_naming_the_mode_setting(name, tmp_path):
+    """Their SPARROW_* variables and TOML keys are refused too (not silently ignored), naming --pipeline."""
+    with pytest.raises(ConfigError, match=f"SPARROW_{name.upper()} is retired: use --pipeline"):
+        settings("node-monitor", [], {f"SPARROW_{name.upper()}": "true"})
+    config = tmp_path / "sparrow.toml"
+    config.write_text(f"[node-monitor]\n{name} = true\n")
+    with pytest.raises(ConfigError, match=f"{name} is retired: use --pipeline"):
+        settings("node-monitor", ["--config", str(config)])
+
+
+def test_local_cluster_passes_a_pipelining_mode_only_when_given():
+    """LocalCluster passes --pipeline and --pipeline-depth to its node monitors only when given, so their own
+    defaults and SPARROW_PIPELINE reach them otherwise (benchtools/pipelining_ten_ms.py sets it)."""
+    assert not {"--pipeline", "--pipeline-depth"} & set(LocalCluster()._node_monitor_args(0))
+    args = LocalCluster(pipeline="jit", pipeline_depth=4)._node_monitor_args(0)
+    assert args[args.index("--pipeline") + 1] == "jit" and args[args.index("--pipeline-depth") + 1] == "4"
+    with pytest.raises(ValueError, match="pipeline must be one of off, gated, steady, jit, always, got True"):
+        LocalCluster(pipeline=True)
 
 
 @pytest.mark.parametrize("argv", [["--pipeline-gamma"], ["--no-pipeline-gamma"], ["--pipeline-gamma", "3"]])

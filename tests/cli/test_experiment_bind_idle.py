@@ -21,8 +21,8 @@ class _ClusterStarted(Exception):
     ],
 )
 def test_an_experiment_starts_its_cluster_with_bind_idle_off(argv, monkeypatch, tmp_path):
-    """The command's LocalCluster (experiment_flags.experiment_cluster's) gets bind_idle=False, whatever the
-    services' default, and the cluster the flags describe."""
+    """The command's LocalCluster (experiment_flags.experiment_cluster's) gets a scheduler config of
+    bind_idle=False, whatever the services' default, and the cluster the flags describe."""
     seen: list[tuple[tuple, dict]] = []
 
     def stand_in(*args, **kwargs):
@@ -33,4 +33,4 @@ def test_an_experiment_starts_its_cluster_with_bind_idle_off(argv, monkeypatch, 
     with pytest.raises(_ClusterStarted):
         main([*argv, "--out", str(tmp_path / "out"), "--node-monitors", "3", "--executor", "thread"])
     args, kwargs = seen[0]
-    assert kwargs["bind_idle"] is False and kwargs["executor"] == "thread" and args[1] == 3
+    assert kwargs["scheduler"].bind_idle is False and kwargs["executor"] == "thread" and args[1] == 3

@@ -10,7 +10,8 @@ import pytest
 
 from sparrow_runtime import LinkConfig, SchedulerConfig
 from sparrow_runtime.cli.options import COMMANDS
-from sparrow_runtime.cli.service_config import LINK_FIELDS, SCHEDULER_FIELDS, scheduler_config
+from sparrow_runtime.cli.service_config import LINK_FIELDS, scheduler_config
+from sparrow_runtime.services.config import SCHEDULER_SETTINGS, setting_flags
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 from .test_config import settings
@@ -22,7 +23,7 @@ def _defaults(config_class: type) -> dict[str, object]:
 
 @pytest.mark.parametrize(
     ("command", "config_class", "fields"),
-    [("scheduler", SchedulerConfig, SCHEDULER_FIELDS), ("scheduler", LinkConfig, LINK_FIELDS)],
+    [("scheduler", SchedulerConfig, SCHEDULER_SETTINGS), ("scheduler", LinkConfig, LINK_FIELDS)],
 )
 def test_every_config_default_is_its_settings_default(command, config_class, fields):
     """The command, the library and LocalCluster start from the same values: a field read from a setting has
@@ -91,3 +92,22 @@ def test_every_scheduler_setting_reaches_its_config_field():
         result_delay=0.0,
     )
     assert config.node_monitors == (("h", 1),)
+
+
+def test_a_config_passed_as_flags_reads_back_as_the_same_config():
+    """LocalCluster gives its schedulers their config as flags (config.setting_flags): what `sparrow scheduler`
+    reads from them is that config; a field at its default gives no flag (the service's own sources decide)."""
+    config = SchedulerConfig(
+        probe_ratio=1.5,
+        bind_idle=False,
+        seed=4,
+        placement_timeout=0.0,
+        max_client_tasks=9,
+        node_timeout=3.0,
+        result_delay=0.0,
+        node_monitors=("h:1", "unix:/run/nm.sock"),
+    )
+    flags = setting_flags(config, SCHEDULER_SETTINGS)
+    assert "--no-bind-idle" in flags and "--client-timeout" not in flags
+    assert setting_flags(SchedulerConfig(), SCHEDULER_SETTINGS) == []
+    assert scheduler_config(settings("scheduler", [*flags, "--listen", "127.0.0.1:0"]), {}) == config

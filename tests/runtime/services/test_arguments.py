@@ -31,9 +31,7 @@ def test_check_counts_accepts_ints_from_one() -> None:
             check_counts(a=1, b=bad)
 
 
-@pytest.mark.parametrize(
-    "flag", ["pipeline", "pipeline_always", "pipeline_jit", "pipeline_steady", "give_back", "steal", "bind_idle"]
-)
+@pytest.mark.parametrize("flag", ["give_back", "steal", "bind_idle"])
 def test_local_cluster_refuses_a_flag_that_is_not_a_bool(flag: str) -> None:
     with pytest.raises(ValueError, match=rf"^{flag} must be a bool, got 'yes'$"):
         LocalCluster(**{flag: "yes"})
@@ -45,7 +43,7 @@ def test_local_cluster_refuses_a_count_below_one(count: str) -> None:
         LocalCluster(**{count: 0})
 
 
-@pytest.mark.parametrize("flag", ["pipeline", "pipeline_gate", "pipeline_jit", "pipeline_steady", "give_back"])
+@pytest.mark.parametrize("flag", ["give_back"])
 def test_node_monitor_logic_refuses_a_flag_that_is_not_a_bool(flag: str) -> None:
     with pytest.raises(ValueError, match=rf"^{flag} must be a bool, got 1$"):
         NodeMonitorLogic(slots=1, **{flag: 1})

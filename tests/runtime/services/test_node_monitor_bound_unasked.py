@@ -24,10 +24,10 @@ from ..manual_clock import ManualClock
 OK = Outcome(True, b"", "")
 
 
-def _node(slots: int = 1, pipeline: bool = False, store: ValueStore | None = None) -> NodeMonitorLogic:
-    # ungated (pipelining's mechanics from the first task; the gate waits for tasks that ran short here)
+def _node(slots: int = 1, pipeline: str = "off", store: ValueStore | None = None) -> NodeMonitorLogic:
+    # off, or always (pipelining's mechanics from the first task; the gate waits for tasks that ran short here)
     logic = NodeMonitorLogic(
-        slots=slots, pipeline=pipeline, clock=ManualClock(0.0), store=store, inline_limit=4, pipeline_gate=False
+        slots=slots, pipeline=pipeline, pipeline_depth=1, clock=ManualClock(0.0), store=store, inline_limit=4
     )
     logic.on_scheduler_registered("s")
     return logic
@@ -41,14 +41,14 @@ def _of(out: list, kind: type) -> list:
     return [msg for _, msg in out if type(msg) is kind]
 
 
-@pytest.mark.parametrize("pipeline", [False, True])
-def test_a_task_sent_unasked_to_a_free_slot_starts_at_once_without_a_get_task(pipeline: bool) -> None:
+@pytest.mark.parametrize("pipeline", ["off", "always"])
+def test_a_task_sent_unasked_to_a_free_slot_starts_at_once_without_a_get_task(pipeline: str) -> None:
     """1 slot, idle: the bound task and one more reservation of its job arrive together: the task goes to
     the executor at once and the reservation waits (no GetTask while the slot is busy, pipelining off)."""
     logic = _node(pipeline=pipeline)
     out = logic.on_scheduler_messages("s", [_bound(1, 0), EnqueueReservations(1, "u", 0, 1)])
     assert _of(out, TaskToNode) == [_bound(1, 0)] and logic.running == 1 and logic.free == 0
-    assert _of(out, GetTask) == ([GetTask(1)] if pipeline else [])  # pipelined: asks ahead for the next one
+    assert _of(out, GetTask) == ([GetTask(1)] if pipeline != "off" else [])  # pipelined: asks ahead for the next one
     assert logic.stats["bound_unasked"] == 1
 
 

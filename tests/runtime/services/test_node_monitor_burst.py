@@ -42,7 +42,7 @@ def test_a_job_bound_whole_costs_one_write_to_the_worker_and_one_back_to_the_sch
     no task was bound)."""
 
     async def main() -> None:
-        logic = NodeMonitorLogic(slots=1, pipeline=True)
+        logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=1)
         scheduler = _Scheduler()
         logic.on_scheduler_registered(scheduler)
         executor = ProcessExecutor(1)

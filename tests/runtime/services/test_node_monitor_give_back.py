@@ -45,10 +45,9 @@ def node(slots: int = 1, depth: int = 1, give_back: bool = True, clock: ManualCl
     """An ungated giving-back node monitor registered with scheduler "s", warmed with 8 tasks of RUN seconds."""
     logic = NodeMonitorLogic(
         slots=slots,
-        pipeline=True,
+        pipeline="always",
         clock=clock or ManualClock(0.0),
         pipeline_depth=depth,
-        pipeline_gate=False,
         give_back=give_back,
     )
     logic.on_scheduler_registered("s")
@@ -95,7 +94,7 @@ def test_a_task_bound_behind_a_task_that_overran_goes_back_and_nothing_more_is_a
 
 def test_with_no_recent_task_a_running_task_overruns_after_the_fixed_bound() -> None:
     """Before any task ended here, the overrun bound is GIVE_BACK_MIN alone."""
-    logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_gate=False, give_back=True, clock=ManualClock(0.0))
+    logic = NodeMonitorLogic(slots=1, pipeline="always", pipeline_depth=1, give_back=True, clock=ManualClock(0.0))
     assert logic.overrun_after() == GIVE_BACK_MIN
 
 
@@ -124,7 +123,7 @@ def test_with_give_back_only_short_recent_tasks_hand_tasks_to_the_worker_ahead()
     """may_pin with give-back: one slot of 10 ms tasks keeps its bound tasks (they can be given back), one of
     short tasks hands them ahead (the gate's regime); without give-back one slot always does."""
     assert not node().may_pin and node(give_back=False).may_pin
-    short = NodeMonitorLogic(slots=1, pipeline=True, pipeline_gate=False, give_back=True, clock=ManualClock(0.0))
+    short = NodeMonitorLogic(slots=1, pipeline="always", pipeline_depth=1, give_back=True, clock=ManualClock(0.0))
     short.on_scheduler_registered("s")
     short.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
     short.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -163,7 +162,7 @@ def test_a_lost_scheduler_takes_its_bound_tasks_and_nothing_is_given_back_to_it(
 def test_give_back_must_be_a_bool(value) -> None:
     """A give_back that is not a bool is refused, naming it."""
     with pytest.raises(ValueError, match="give_back must be a bool"):
-        NodeMonitorLogic(slots=1, pipeline=True, give_back=value)
+        NodeMonitorLogic(slots=1, give_back=value)
 
 
 # -- with the scheduler's logic --------------------------------------------------------------------------------
@@ -384,7 +383,7 @@ def test_a_flood_of_give_backs_changes_nothing_it_should_not() -> None:
 def _cluster() -> LocalCluster:
     """2 node monitors x 1 slot, process executors, pipelined ungated with give-back."""
     return LocalCluster(
-        node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_always=True, give_back=True
+        node_monitors=2, slots=1, executor="process", dashboard=False, pipeline="always", give_back=True
     )
 
 
@@ -415,7 +414,7 @@ async def _long_then_short(client: Client, tmp_path: Path, n: int):
 def test_a_task_given_back_on_a_real_cluster_runs_exactly_once_elsewhere_before_the_long_task_ends(
     tmp_path: Path,
 ) -> None:
-    """Real processes, LocalCluster(pipeline_always=True, give_back=True), 2 node monitors x 1 slot, process
+    """Real processes, LocalCluster(pipeline="always", give_back=True), 2 node monitors x 1 slot, process
     executors: nm-0 binds a short task behind its 6 s task and gives it back once that one has run 1.5 s; every
     short task ends ok on its first attempt, ran exactly once (a marker file per task), and all of them ended while
     the long task still ran. About 10 s."""

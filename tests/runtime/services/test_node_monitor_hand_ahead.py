@@ -31,10 +31,8 @@ OK = Outcome(True, b"", "")
 
 
 def _node(slots: int, depth: int = 1) -> NodeMonitorLogic:
-    """Ungated (the hand-ahead mechanics from the first task)."""
-    logic = NodeMonitorLogic(
-        slots=slots, pipeline=True, clock=ManualClock(0.0), pipeline_depth=depth, pipeline_gate=False
-    )
+    """Mode always (the hand-ahead mechanics from the first task)."""
+    logic = NodeMonitorLogic(slots=slots, pipeline="always", clock=ManualClock(0.0), pipeline_depth=depth)
     logic.on_scheduler_registered("s")
     return logic
 
@@ -124,7 +122,7 @@ def _count_then_die_once(path: str, value: int) -> int:
 
 @pytest.mark.slow
 def test_a_worker_killed_with_tasks_handed_ahead_loses_none_and_runs_none_twice(tmp_path: Path) -> None:
-    """Real processes, LocalCluster(pipeline=True, pipeline_depth=16), 2 node monitors x 1 slot, process
+    """Real processes, LocalCluster(pipeline_depth=16), 2 node monitors x 1 slot, process
     executors: 400 short tasks, of which task 150 kills its worker the first time it runs (tasks are queued
     behind it in that worker). Every task ends once and ok; task 150 on a second attempt, every other task
     ran exactly once (its file has one mark): those queued behind the dead worker's task were given back
@@ -136,9 +134,7 @@ def test_a_worker_killed_with_tasks_handed_ahead_loses_none_and_runs_none_twice(
         return partial(_count_then_die_once, path, i) if i == killer else partial(_count_then, path, i, 0.001)
 
     async def main() -> None:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="process", dashboard=False, pipeline=True, pipeline_depth=16
-        ) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_depth=16) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([task(i) for i in range(n)])
                 with trio.fail_after(120):
@@ -160,9 +156,7 @@ def test_a_task_past_its_timeout_with_tasks_behind_it_ends_timed_out_and_they_ru
     killed worker was given back unstarted)."""
 
     async def main() -> None:
-        with LocalCluster(
-            node_monitors=1, slots=1, executor="process", dashboard=False, pipeline=True, pipeline_always=True
-        ) as cluster:
+        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False, pipeline="always") as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 slow = await client.submit_job(
                     [partial(_count_then, str(tmp_path / "t0"), 0, 60)], timeout=2.0, retries=0

@@ -1,4 +1,4 @@
-"""Just-in-time pipelining (NodeMonitorLogic(pipeline_jit=True), `--pipeline-jit`), sans-I/O with a fake clock:
+"""Just-in-time pipelining (NodeMonitorLogic(pipeline="jit"), `--pipeline jit`), sans-I/O with a fake clock:
 while the node's last 8 run times are steady, a busy slot asks for its next task only shortly before the running
 task's predicted end (the shortest recent run time less the measured round trip and a margin), never behind a task
 that overran its prediction, and never while the run times vary; with the scheduler's logic every task still ends
@@ -21,7 +21,8 @@ from sparrow_core import PIPELINE_JIT_MARGIN as JIT_MARGIN
 from sparrow_core import PIPELINE_JIT_SPREAD as JIT_SPREAD
 from sparrow_core import PIPELINE_RECENT as RECENT_TASKS
 from sparrow_runtime import Client, LocalCluster
-from sparrow_runtime.services.node_monitor_logic import JIT_ROUND_TRIP, NodeMonitorLogic
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.pipeline import JIT_ROUND_TRIP
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -46,11 +47,10 @@ RUN = 0.010  # the warmed node's recent tasks: 10 ms each
 
 
 def node(run_times: list[float] | None = None, slots: int = 1, mode: str = "jit", **settings) -> NodeMonitorLogic:
-    """A gated, 16-deep node monitor (the services' defaults), `mode` "jit" (just in time), "steady"
-    (test_node_monitor_steady.py) or "gate" (neither), registered with scheduler "s", after tasks of `run_times`
-    (default: 8 of RUN); `settings`: more of NodeMonitorLogic's."""
-    timing = {"pipeline_jit": mode == "jit", "pipeline_steady": mode == "steady"}
-    logic = NodeMonitorLogic(slots=slots, pipeline=True, pipeline_depth=16, clock=ManualClock(0.0), **timing | settings)
+    """A 16-deep node monitor in pipelining mode `mode` ("jit", "steady": test_node_monitor_steady.py, or
+    "gated"), registered with scheduler "s", after tasks of `run_times` (default: 8 of RUN); `settings`: more of
+    NodeMonitorLogic's."""
+    logic = NodeMonitorLogic(slots=slots, pipeline=mode, pipeline_depth=16, clock=ManualClock(0.0), **settings)
     logic.on_scheduler_registered("s")
     for task, run_time in enumerate([RUN] * RECENT_TASKS if run_times is None else run_times):
         logic.on_scheduler_messages("s", [EnqueueReservations(999, "u", 0, 1)])
@@ -74,7 +74,7 @@ def test_steady_10_ms_tasks_ask_ahead_just_before_the_predicted_end_and_the_next
     answer waits bound and starts the moment the running task ends."""
     logic = node()
     start = running_with_reservations(logic)
-    assert logic.stats["asked_ahead"] == 0 and logic.steady
+    assert logic.stats["asked_ahead"] == 0 and logic.pipeline.steady
     due = start + RUN - JIT_ROUND_TRIP - JIT_MARGIN
     assert logic.ask_ahead_at() == pytest.approx(due)
     logic.clock.now = due - 0.0001
@@ -89,8 +89,8 @@ def test_steady_10_ms_tasks_ask_ahead_just_before_the_predicted_end_and_the_next
 
 
 def test_the_gate_alone_asks_nothing_ahead_for_steady_10_ms_tasks() -> None:
-    """pipeline_jit=False (--no-pipeline-jit): the same node never asks ahead, however long its task runs."""
-    logic = node(mode="gate")
+    """Mode gated (the gate alone): the same node never asks ahead, however long its task runs."""
+    logic = node(mode="gated")
     running_with_reservations(logic)
     assert logic.ask_ahead_at() is None
     for _ in range(12):
@@ -109,7 +109,7 @@ def test_the_gate_alone_asks_nothing_ahead_for_steady_10_ms_tasks() -> None:
 )
 def test_varied_or_too_few_run_times_ask_nothing_ahead(run_times: list[float]) -> None:
     logic = node(run_times)
-    assert not logic.steady
+    assert not logic.pipeline.steady
     running_with_reservations(logic)
     for _ in range(60):
         logic.clock.now += 0.001
@@ -119,7 +119,7 @@ def test_varied_or_too_few_run_times_ask_nothing_ahead(run_times: list[float]) -
 
 def test_a_spread_within_the_limit_is_steady() -> None:
     logic = node([RUN] * (RECENT_TASKS - 1) + [RUN * JIT_SPREAD * 0.99])
-    assert logic.steady
+    assert logic.pipeline.steady
 
 
 def test_nothing_is_asked_ahead_behind_a_task_that_overran_its_prediction() -> None:
@@ -285,18 +285,16 @@ def _nap(x: int) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("setting", ["pipeline_jit", "pipeline_steady"])
-def test_a_node_monitor_sigkilled_with_tasks_bound_ahead_loses_none_and_runs_none_twice(setting: str) -> None:
-    """Real processes, LocalCluster(pipeline_jit=True or pipeline_steady=True), 2 node monitors x 1 slot (thread
+@pytest.mark.parametrize("mode", ["jit", "steady"])
+def test_a_node_monitor_sigkilled_with_tasks_bound_ahead_loses_none_and_runs_none_twice(mode: str) -> None:
+    """Real processes, LocalCluster(pipeline="jit" or "steady"), 2 node monitors x 1 slot (thread
     executors): 10 ms tasks keep the node's run times steady, so each slot asks its next task just before the
     running one ends (or, steady, at its start); node
     monitor 0 is SIGKILLed once some of the job has run. Every task ends exactly once and ok (those lost with it on a
     second attempt), and the scheduler's outcomes equal its tasks. About 5 s."""
 
     async def main() -> None:
-        options = {setting: True}
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, **options) as cluster:
-            assert getattr(cluster, setting)
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=mode) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_nap, x) for x in range(300)])
                 with trio.fail_after(30):

@@ -30,7 +30,7 @@ from sparrow_runtime.wire.messages import RegistrationRefused as RegistrationRef
 
 
 def node(slots, policy="fifo", weights=None, schedulers=("s",)):
-    logic = NodeMonitorLogic(slots=slots, policy=policy, weights=weights)
+    logic = NodeMonitorLogic(slots=slots, policy=policy, weights=weights, pipeline="off")  # the queues alone
     for s in schedulers:
         logic.on_scheduler_registered(s)
     return logic

@@ -1,5 +1,5 @@
-"""Pipelined late binding in NodeMonitorLogic (`pipeline=True`), sans-I/O with a fake clock: a busy
-slot asks ahead while reservations wait, a task answered ahead waits bound and starts when the slot
+"""Pipelined late binding in NodeMonitorLogic (the `pipeline` modes always and gated), sans-I/O with a fake
+clock: a busy slot asks ahead while reservations wait, a task answered ahead waits bound and starts when the slot
 frees, and with the scheduler's logic every task still ends with exactly one outcome, including
 when the node monitor dies with a task bound."""
 
@@ -53,14 +53,10 @@ from .logic_link import link
 OK = Outcome(True, b"", "")
 
 
-def node(
-    slots: int = 1, pipeline: bool = True, clock: ManualClock | None = None, depth: int = 1, gate: bool = False
-) -> NodeMonitorLogic:
-    """A node monitor registered with scheduler "s"; ungated by default (the rule's mechanics from the first task:
-    the gate's own tests pass gate=True)."""
-    logic = NodeMonitorLogic(
-        slots=slots, pipeline=pipeline, clock=clock or ManualClock(0.0), pipeline_depth=depth, pipeline_gate=gate
-    )
+def node(slots: int = 1, mode: str = "always", clock: ManualClock | None = None, depth: int = 1) -> NodeMonitorLogic:
+    """A node monitor registered with scheduler "s"; mode always by default (the rule's mechanics from the first
+    task: the gate's own tests pass mode="gated")."""
+    logic = NodeMonitorLogic(slots=slots, pipeline=mode, clock=clock or ManualClock(0.0), pipeline_depth=depth)
     logic.on_scheduler_registered("s")
     return logic
 
@@ -112,7 +108,7 @@ def test_a_busy_slot_asks_ahead_and_its_task_starts_the_moment_the_slot_frees() 
 
 def _asks_ahead_after(run_times: list[float], depth: int) -> bool:
     """A gated 1-slot node monitor that ran tasks of `run_times` (oldest first): does a busy slot ask ahead?"""
-    logic = node(depth=depth, gate=True)
+    logic = node(depth=depth, mode="gated")
     for task, run_time in enumerate(run_times):
         logic.on_scheduler_messages("s", [EnqueueReservations(100 + task, "u", 0, 1)])
         logic.on_scheduler_messages("s", [TaskToNode(100 + task, 0, b"")])
@@ -140,7 +136,7 @@ def test_the_gate_asks_nothing_ahead_behind_a_task_already_running_5_ms(depth: i
     """Gated after short tasks, 1 slot: reservations that arrive while the running task has run 5 ms or more
     (a long task after short ones) are not asked ahead, since a task bound then would wait it out; they are
     once a short task runs again."""
-    logic = warmed(node(depth=depth, gate=True), run_time=0.001, tasks=8)
+    logic = warmed(node(depth=depth, mode="gated"), run_time=0.001, tasks=8)
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # it runs, long
     logic.clock.now += 0.005
@@ -152,8 +148,8 @@ def test_the_gate_asks_nothing_ahead_behind_a_task_already_running_5_ms(depth: i
 
 
 def test_without_the_gate_a_busy_slot_asks_ahead_behind_long_tasks() -> None:
-    """pipeline_gate=False (--pipeline-always): after 10 ms tasks a busy slot still asks one ahead."""
-    logic = node(gate=False)
+    """Mode always (--pipeline always): after 10 ms tasks a busy slot still asks one ahead."""
+    logic = node(mode="always")
     warmed(logic, run_time=0.010, tasks=8)
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 8)])
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -165,16 +161,16 @@ def test_the_gate_asks_nothing_ahead_for_a_job_held_once(depth: int) -> None:
     """Gated after short tasks, 1 slot, 1 and 16 deep: a job of which this node holds one reservation (batch
     sampling on a large cluster) is not asked ahead (the half rule, one deep too: late binding places it);
     with two of it held, one is; ungated one deep, the single one is asked ahead."""
-    for gate, held, asked in ((True, 1, 0), (True, 2, 1), (False, 1, 1)):
-        logic = warmed(node(depth=depth if gate else 1, gate=gate), run_time=0.001, tasks=8)
+    for mode, held, asked in (("gated", 1, 0), ("gated", 2, 1), ("always", 1, 1)):
+        logic = warmed(node(depth=depth if mode == "gated" else 1, mode=mode), run_time=0.001, tasks=8)
         logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1), EnqueueReservations(2, "u", 0, held)])
         logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])  # job 1 runs; job 2's reservations wait
-        assert logic.stats["asked_ahead"] == asked, (gate, held)
+        assert logic.stats["asked_ahead"] == asked, (mode, held)
 
 
 def test_without_the_setting_a_busy_slot_never_asks_ahead() -> None:
-    """pipeline=False (plain late binding): reservations wait until the slot frees."""
-    logic = node(pipeline=False)
+    """Mode off (plain late binding): reservations wait until the slot frees."""
+    logic = node(mode="off")
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 3)])
     assert of(logic.on_scheduler_messages("s", [TaskToNode(1, 0, b"")]), GetTask) == []
     assert logic.stats["asked_ahead"] == 0 and len(logic.queue) == 2
@@ -284,9 +280,9 @@ def test_a_10_task_job_on_two_deep_pipelined_node_monitors_splits_evenly(depth: 
 def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
     """pipeline_depth is an int in [1, 64]: anything else is a ValueError that names it."""
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
-        NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+        NodeMonitorLogic(slots=1, pipeline_depth=depth)
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
-        LocalCluster(pipeline=True, pipeline_depth=depth)
+        LocalCluster(pipeline_depth=depth)
 
 
 def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
@@ -340,7 +336,7 @@ def test_a_forced_cancel_of_a_bound_task_reports_it_cancelled_and_it_never_start
 def test_a_lost_scheduler_takes_its_bound_tasks_and_asks_ahead_with_it() -> None:
     """Its bound task never starts and its asks ahead are forgotten; the other scheduler's
     reservation is asked for ahead (task 0 still runs), and the slot task 0 frees waits for that."""
-    logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_gate=False)
+    logic = NodeMonitorLogic(slots=1, pipeline="always")
     logic.on_scheduler_registered("s1")
     logic.on_scheduler_registered("s2")
     logic.on_scheduler_messages("s1", [EnqueueReservations(1, "u", 0, 3)])
@@ -457,7 +453,7 @@ def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: i
     300 no-op tasks give every value once, in order, and with depth 8 the node monitor asked ahead."""
 
     async def main() -> None:
-        logic = NodeMonitorLogic(slots=1, pipeline=True, pipeline_depth=depth)
+        logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=depth)
         async with trio.open_nursery() as nursery:
             address = await nursery.start(partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"))))
             await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
@@ -479,15 +475,13 @@ def _square(x: int) -> int:
 
 @pytest.mark.slow
 def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_monitors() -> None:
-    """Real processes, LocalCluster(pipeline_always=True: the gate off), 2 node monitors x 1 slot (thread
+    """Real processes, LocalCluster(pipeline="always": the gate off), 2 node monitors x 1 slot (thread
     executors): 100 no-op tasks give every value once, in order; then 4 half-second tasks (each node monitor runs one
     and holds the next bound) and node monitor 0 SIGKILLed: every task ends once, ok, the lost ones on
     a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
 
     async def main() -> None:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True, pipeline_always=True
-        ) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline="always") as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_square, x) for x in range(100)])
                 with trio.fail_after(60):
@@ -510,15 +504,13 @@ def _short_nap(x: int) -> int:
 
 @pytest.mark.slow
 def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_none_twice() -> None:
-    """Real processes, LocalCluster(pipeline=True, pipeline_depth=16), 2 node monitors x 1 slot (thread
+    """Real processes, LocalCluster(pipeline_depth=16), 2 node monitors x 1 slot (thread
     executors): 2 ms tasks keep the node's median under the 5 ms rule, so each slot holds many tasks bound
     ahead; node monitor 0 is SIGKILLed once some of the job has run. Every task ends exactly once and ok
     (those bound at the dead node monitor on a second attempt), and the scheduler's outcomes equal its tasks."""
 
     async def main() -> None:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=True, pipeline_depth=16
-        ) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline_depth=16) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_short_nap, x) for x in range(1500)])
                 with trio.fail_after(30):
@@ -538,14 +530,14 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_n
 
 @pytest.mark.slow
 def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> None:
-    """Real processes, LocalCluster's defaults (pipelined, gated, 16 deep), 2 node monitors x 1 slot, process
+    """Real processes, LocalCluster's defaults (the node monitors': steady, 16 deep), 2 node monitors x 1 slot, process
     executors: after 20 ms tasks, nm-0 runs an 8 s task; four 1-task jobs reserved on both node monitors each end
     while it still runs (nm-1 takes them: the gate keeps nm-0 from binding one behind its long task, which the
     ungated rule does for about half of them). About 12 s."""
 
     async def main() -> None:
         with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
-            assert (cluster.pipeline, cluster.pipeline_depth, cluster.pipeline_always) == (True, 16, False)
+            assert (cluster.pipeline, cluster.pipeline_depth) == (None, None)  # the node monitors' own defaults
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 warm = await client.submit_job([partial(time.sleep, 0.02)] * 16)
                 with trio.fail_after(60):

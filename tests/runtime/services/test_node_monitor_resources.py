@@ -20,8 +20,8 @@ from sparrow_runtime.wire.messages import (
 GIB = 1024**3
 
 
-def node(slots=8, resources=None, **kw):
-    logic = NodeMonitorLogic(slots=slots, resources=resources, **kw)
+def node(slots=8, resources=None, pipeline="off", **kw):
+    logic = NodeMonitorLogic(slots=slots, resources=resources, pipeline=pipeline, **kw)
     logic.on_scheduler_registered("s")
     return logic
 
@@ -127,7 +127,7 @@ def test_without_waiting_requests_the_node_pipelines_as_before():
     same messages as a node monitor without resources."""
     outs = []
     for resources in (None, {"cpus": 1000}):
-        logic = node(slots=1, resources=resources, pipeline=True, pipeline_gate=False)
+        logic = node(slots=1, resources=resources, pipeline="always", pipeline_depth=1)
         out = enqueue(logic, 1, 3)
         out += run(logic, 1, 0)
         outs.append(out)

@@ -1,22 +1,20 @@
-"""Steady pipelining (NodeMonitorLogic(pipeline_steady=True), `--pipeline-steady`), sans-I/O with a fake clock: while
-the node's last 8 run times are steady (just in time's rule), a busy slot asks for its next task at the running
-task's start, so an empty answer leaves the whole task to ask again; never behind a task that overran its prediction,
-never for a job held once, never while the run times vary. The faults (one outcome per task on a forced cancel, the
-scheduler's loss, the node monitor's loss) and the random-books test run for both timings in
+"""Steady pipelining (NodeMonitorLogic(pipeline="steady"), `--pipeline steady`, the default), sans-I/O with a fake
+clock: while the node's last 8 run times are steady (just in time's rule), a busy slot asks for its next task at the
+running task's start, so an empty answer leaves the whole task to ask again; never behind a task that overran its
+prediction, never for a job held once, never while the run times vary. The faults (one outcome per task on a forced
+cancel, the scheduler's loss, the node monitor's loss) and the random-books test run for both timings in
 test_node_monitor_jit.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from sparrow_core import PIPELINE_JIT_MARGIN as JIT_MARGIN
 from sparrow_core import PIPELINE_JIT_SPREAD as JIT_SPREAD
 from sparrow_core import PIPELINE_RECENT as RECENT_TASKS
 from sparrow_core import PIPELINE_STEADY_SPREAD as STEADY_SPREAD
-from sparrow_runtime.services.node_monitor_logic import JIT_ROUND_TRIP, NodeMonitorLogic
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.wire.messages import EnqueueReservations, GetTask, GiveBack, NoTask, TaskToNode
 
-from ..manual_clock import ManualClock
 from .test_node_monitor_jit import OK, RUN, node
 from .test_node_monitor_pipelining import of
 
@@ -32,7 +30,7 @@ def test_steady_10_ms_tasks_ask_ahead_at_the_running_tasks_start_and_the_next_st
     would: test_node_monitor_jit.py), no timer is left to fire, and the answer waits bound and starts the moment the
     running task ends, which asks for the next at once again."""
     logic = node(mode="steady")
-    assert logic.steady and logic.pipeline_steady and not logic.pipeline_jit
+    assert logic.pipeline.steady and logic.pipeline.mode == "steady"
     assert of(running_with_reservations(logic), GetTask) == [GetTask(1)]
     assert logic.stats["asked_ahead"] == 1 and logic.ask_ahead_at() is None
     logic.clock.now += 0.0005
@@ -68,7 +66,7 @@ def test_an_empty_answer_to_a_request_asked_at_the_start_is_asked_again_at_once(
 )
 def test_varied_or_too_few_run_times_ask_nothing_ahead(run_times: list[float]) -> None:
     logic = node(run_times, mode="steady")
-    assert not logic.steady
+    assert not logic.pipeline.steady
     running_with_reservations(logic)
     for _ in range(30):
         logic.clock.now += 0.001
@@ -80,9 +78,9 @@ def test_run_times_stretched_by_a_loaded_host_are_steady_within_its_wider_spread
     """10 ms tasks measured 11-20 ms at the node (a loaded 2-core host): steady within STEADY_SPREAD (3x), where
     just in time's 1.5x is not, so the slot still asks ahead at the task's start."""
     stretched = [0.011, 0.020, 0.013, 0.018, 0.011, 0.016, 0.012, 0.019]
-    assert max(stretched) > JIT_SPREAD * min(stretched) and not node(stretched, mode="jit").steady
+    assert max(stretched) > JIT_SPREAD * min(stretched) and not node(stretched, mode="jit").pipeline.steady
     logic = node(stretched, mode="steady")
-    assert logic.steady
+    assert logic.pipeline.steady
     assert of(running_with_reservations(logic), GetTask) == [GetTask(1)] and logic.stats["asked_ahead"] == 1
 
 
@@ -121,25 +119,3 @@ def test_a_long_task_after_steady_ones_gives_back_the_task_bound_behind_it_with_
     assert logic.give_back_at() == pytest.approx(logic.clock.now)
     assert of(logic.on_give_back_timer(), GiveBack) == [GiveBack(1, 1)]
     assert not logic.bound and of(logic.on_scheduler_messages("s", [EnqueueReservations(2, "u", 0, 8)]), GetTask) == []
-
-
-def test_with_just_in_time_too_its_later_timing_wins() -> None:
-    """pipeline_jit and pipeline_steady both: just in time (asked a round trip and the margin before the end)."""
-    logic = node(mode="jit", pipeline_steady=True)
-    assert logic.pipeline_jit and not logic.pipeline_steady
-    running_with_reservations(logic)
-    assert logic.stats["asked_ahead"] == 0
-    assert logic.ask_ahead_at() == pytest.approx(logic.clock.now + RUN - JIT_ROUND_TRIP - JIT_MARGIN)
-
-
-def test_steady_applies_only_with_the_gate_and_a_pipeline() -> None:
-    """Without the gate every running task asks at once already; without pipelining nothing is asked ahead."""
-    for settings in ({"pipeline": True, "pipeline_gate": False}, {"pipeline": False}):
-        logic = NodeMonitorLogic(slots=1, pipeline_steady=True, clock=ManualClock(0.0), **settings)
-        assert not logic.pipeline_steady, settings
-
-
-@pytest.mark.parametrize("value", [1, "true", None])
-def test_a_steady_setting_that_is_not_a_bool_is_refused_naming_it(value) -> None:
-    with pytest.raises(ValueError, match="pipeline_steady"):
-        NodeMonitorLogic(slots=1, pipeline=True, pipeline_steady=value)

@@ -151,7 +151,7 @@ def test_bad_delay_is_refused_before_anything_starts(delay):
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
         OutcomeBatcher(delay)
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
-        LocalCluster(result_delay=delay)
+        LocalCluster(scheduler=SchedulerConfig(result_delay=delay))
     with pytest.raises(ValueError, match="result_delay must be a number of seconds >= 0"):
         SchedulerConfig(link=LinkConfig(secret="s"), result_delay=delay)
 

@@ -459,13 +459,13 @@ def _mark_then(path: str, value: int, nap: float) -> int:
 def test_small_jobs_on_a_real_cluster_binding_idle_node_monitors_run_each_task_exactly_once(
     tmp_path: Path, depth: int
 ) -> None:
-    """Real processes, LocalCluster(bind_idle=True), 2 node monitors x 1 slot, process executors, pipelining
+    """Real processes, LocalCluster (bind_idle on by default), 2 node monitors x 1 slot, process executors, pipelining
     off and 16 deep: 60 jobs of 1-4 tasks, one at a time (bound to idle node monitors) and in bursts of 5 (later
     ones find them busy); every task ends once and ok, on its first attempt, and ran exactly once (a marker
     file per task); tasks went bound."""
     rng = random.Random(4)
     sizes = [rng.randint(1, 4) for _ in range(60)]
-    options = {"pipeline": True, "pipeline_depth": depth} if depth else {}
+    options = {"pipeline_depth": depth} if depth else {"pipeline": "off"}
 
     async def main() -> dict:
         with LocalCluster(
@@ -535,7 +535,7 @@ def test_a_node_monitor_killed_with_its_bound_task_fails_it_once_and_the_retry_r
     a second attempt (the client retries a SYSTEM failure), run on nm-1; the other ran once."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, bind_idle=True) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 tasks = [partial(_mark_then, str(tmp_path / f"t{t}"), t, 3.0) for t in range(2)]
                 job = await client.submit_job(tasks, probe_ratio=1.0)

@@ -112,3 +112,24 @@ def test_something_not_callable_is_refused_naming_its_type():
     """The check before either pickler."""
     with pytest.raises(TypeError, match="a task must be callable, got int"):
         pack_task(5)
+
+
+class _ExitAtPickle:
+    def __reduce__(self):
+        raise SystemExit(3)
+
+
+class _ErrorAtPickle:
+    def __reduce__(self):
+        raise pickle.PicklingError("no pickling this")
+
+
+@pytest.mark.parametrize(("result", "error"), [(_ExitAtPickle, SystemExit), (_ErrorAtPickle, pickle.PicklingError)])
+def test_a_result_that_raises_while_pickled_gives_that_exception_to_the_caller(result, error):
+    """As the process pool: the exception raised while pickling the result (SystemExit too, which used
+    to escape run_task and kill the worker) is the task's outcome, with the result's type named."""
+    outcome = run_task(pack_task(result))
+    assert not outcome.ok and outcome.failure == 0
+    assert f"the task's result {result.__name__} could not be pickled" in outcome.error
+    with pytest.raises(error):
+        unpack_outcome(outcome)

@@ -519,6 +519,11 @@ class Client:
         if self._logic.uploads and self._nursery is not None and not self._closing:
             jobs = self._logic.take_uploads()
             self._nursery.start_soon(self._scatter.send, jobs, [job.payloads[0] for job in jobs])
+        if self._logic.started:
+            started, self._logic.started = self._logic.started, []
+            for job, task in started:
+                if job.on_started is not None:
+                    job.on_started(job, task)
         events = self._logic.take_events()
         if not events:
             return
@@ -747,6 +752,11 @@ class Client:
     def cancel_job(self, job: Job, tasks: list[int] | None = None, force: bool = False) -> None:
         """Cancel `tasks` (None: all) of `job` (JobHandle.cancel); synchronous, in the trio thread."""
         self._send(self._logic.cancel(job, tasks, force))
+        self._dispatch()
+
+    def cancel_pending(self, job: Job, tasks: list[int]) -> None:
+        """Cancel those of `tasks` of `job` that have not started (ClientLogic.cancel_pending), in the trio thread."""
+        self._send(self._logic.cancel_pending(job, tasks))
         self._dispatch()
 
     async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:

@@ -16,9 +16,11 @@ the tasks that become ready in one pass of the trio loop (the dependents of a ta
 go as one job; if an input fails, the task does not run and fails with DependencyFailed; if an input
 is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
-`Future.cancel()` returns True while the task has no outcome (the client is not told when a task
-starts): the scheduler then never launches it, or, if it is already running, discards its result.
-`shutdown(cancel_futures=True)` cancels that way every future not done. As with the standard
+A future is running once the scheduler has handed its task out (every job asks to be told:
+SubmitJob.report_started, TaskStarted); `Future.cancel()` is then False, as the standard's. Before,
+it is True and the scheduler never launches the task (or, if the news of its start was still on its
+way, discards its result). `shutdown(cancel_futures=True)` has the scheduler cancel every task it has
+not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
 executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
 for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
 hook raises RuntimeError); then the executor disconnects, which ends every task still without an
@@ -42,6 +44,8 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
+from concurrent.futures._base import PENDING as FUTURE_PENDING
+from concurrent.futures._base import RUNNING as FUTURE_RUNNING
 from functools import partial
 from typing import Any, NoReturn
 
@@ -102,11 +106,17 @@ class SparrowFuture(concurrent.futures.Future):
         if outcome is None or outcome.ref is not None:
             self._executor._client.dropped(self._job, self._task)
 
-    def cancel(self) -> bool:
+    def cancel(self, force: bool = False) -> bool:
+        """The standard's cancel (False once the task runs); `force` also stops a running task (its worker
+        is killed where the node monitor can, else its result is dropped) and cancels its future."""
+        if force:
+            with self._condition:
+                if self._state == FUTURE_RUNNING:
+                    self._state = FUTURE_PENDING  # so the standard's cancel takes it
         if not super().cancel():
             return False
         if self._notify_cancelled():
-            self._executor._cancel_remote(self)
+            self._executor._cancel_remote(self, force)
         return True
 
     def _notify_cancelled(self) -> bool:
@@ -147,9 +157,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
-    `mp_context` or `initializer` (the cluster's node monitors decide); `running()` is never True and
-    `cancel()` is True until the task has an outcome (the client is not told when a task starts: a task
-    not handed out never runs, one handed out runs and its result is dropped); an argument that cannot
+    `mp_context` or `initializer` (the cluster's node monitors decide); a task is running from when the
+    scheduler hands it out (TaskStarted), which the executor hears a round trip later (a `cancel()` in
+    between is True, and the task's result is dropped); an argument that cannot
     be pickled raises TypeError from `submit` (tasks are pickled in the caller's thread, so the frame
     limit is checked before anything is sent); a worker that dies fails its task alone (TaskFailed,
     after `retries`), never a BrokenProcessPool that fails every task."""
@@ -197,6 +207,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._settings = build_submit(
             [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
         )
+        self._settings = msgspec.structs.replace(self._settings, report_started=True)  # running(), cancel()
         self.user = user
         self.priority = priority
         self.sampling = sampling
@@ -337,7 +348,8 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self.sampling,
                 self.resources if options.resources is None else options.request(),
             )
-            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            # checked with its tasks (they are the job's); told when each starts, as every job of the executor
+            settings = msgspec.structs.replace(settings, tasks=[], report_started=True)
             retries = retries if options.retries is None else check_retries(options.retries)
             retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
@@ -348,13 +360,14 @@ class SparrowExecutor(concurrent.futures.Executor):
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
+        job.on_started = _started
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
     def _hand_over(self, jobs: list[Job], *calls: Callable[[], None]) -> None:
         """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures: one
         wake-up of the trio thread for everything handed over until it runs. RuntimeError after shutdown."""
-        self._loop.hand_over([future for job in jobs for future in job.owner], calls)
+        self._loop.hand_over(jobs, calls)
 
     def _on_outcomes(self, events: list[tuple[Job, int]]) -> None:
         """In the trio thread: these tasks have their outcomes; settle their futures."""
@@ -368,9 +381,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         """Give `future` task `task`'s outcome: its value, its exception, or cancelled."""
         if future.cancelled():
             return
-        if job.outcomes[task].failure == CANCELLED:
-            if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
-                future._notify_cancelled()
+        # not SparrowFuture.cancel: the logic knows. A running future cannot be cancelled: it raises TaskCancelled
+        if job.outcomes[task].failure == CANCELLED and concurrent.futures.Future.cancel(future):
+            future._notify_cancelled()
             return
         outcome = job.outcomes[task]
         try:
@@ -434,11 +447,23 @@ class SparrowExecutor(concurrent.futures.Executor):
             )
         return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._loop.token)
 
-    def _cancel_remote(self, future: SparrowFuture) -> None:
-        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and the
-        tasks waiting for it; a closed executor stops once nothing else is pending."""
+    def _cancel_remote(self, future: SparrowFuture, force: bool = False) -> None:
+        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept; `force`: stop
+        it if it runs), and the tasks waiting for it; a closed executor stops once nothing else is pending."""
         loop = self._loop
-        loop.call_soon(partial(self._client.cancel_job, future._job, [future._task]), partial(loop.settled, (future,)))
+        cancel = partial(self._client.cancel_job, future._job, [future._task], force)
+        loop.call_soon(cancel, partial(loop.settled, (future,)))
+
+    def _cancel_not_started(self) -> None:
+        """In the trio thread (after what was handed over): cancel the pending tasks that have not started;
+        the scheduler, which hands them out, decides which (Client.cancel_pending)."""
+        with self._loop.lock:
+            pending = [f for f in self._loop.pending if isinstance(f, SparrowFuture) and not f.running()]
+        by_job: dict[Job, list[int]] = {}
+        for future in pending:
+            by_job.setdefault(future._job, []).append(future._task)
+        for job, tasks in by_job.items():
+            self._client.cancel_pending(job, tasks)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; the tasks submitted still run to their outcomes, then the executor
@@ -450,13 +475,19 @@ class SparrowExecutor(concurrent.futures.Executor):
         """
         loop = self._loop
         if cancel_futures:
-            with loop.lock:
-                pending = list(loop.pending)
-            for future in pending:
-                future.cancel()
+            loop.call_soon(self._cancel_not_started)
         loop.close()
         if wait:
             loop.join()
+
+
+def _started(job: Job, task: int) -> None:
+    """In the trio thread: the task was handed out to run; its future is running (cancel() is False from now
+    on), unless it was cancelled here meanwhile."""
+    future = job.owner[task]
+    with future._condition:
+        if future._state == FUTURE_PENDING:
+            future.set_running_or_notify_cancel()
 
 
 def _is_future(obj: object) -> bool:

@@ -54,6 +54,7 @@ from ..wire.messages import (
     StatusReply,
     StatusRequest,
     SubmitJob,
+    TaskStarted,
     ValueRef,
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
@@ -111,6 +112,7 @@ class ClientLogic:
         self._next_ref = 1
         self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
         self._events: list[tuple[Job, int]] = []
+        self.started: list[tuple[Job, int]] = []  # tasks handed out to run (TaskStarted), taken by the shell
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._status_requests = 0
@@ -239,6 +241,13 @@ class ClientLogic:
                     self._enqueue(job, [task])
                     continue
                 self._end(job, task, outcome)
+            elif kind is TaskStarted:
+                placement = placements.get(msg.ref)
+                if placement is not None and msg.task < len(placement.tasks):
+                    job = placement.jobs[msg.task]
+                    task = placement.tasks[msg.task]
+                    if job.outcomes[task] is None:
+                        self.started.append((job, task))
             elif kind is JobAccepted:
                 placement = placements.get(msg.ref)
                 if placement is not None:
@@ -285,6 +294,22 @@ class ClientLogic:
             CancelJob(ref, force, None if len(local) == len(self._placements[ref].tasks) else sorted(local))
             for ref, local in by_ref.items()
         ]
+
+    def cancel_pending(self, job: Job, tasks: list[int]) -> list[CancelJob]:
+        """Cancel those of `tasks` of `job` that have not started: the ones no scheduler holds end cancelled
+        now, the scheduler cancels the others it has not handed out (CancelJob.pending_only, returned) and
+        lets the rest run to their outcomes."""
+        by_ref: dict[int, list[int]] = {}
+        for task in tasks:
+            if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
+                continue
+            ref = job.ref[task]
+            if ref in self._placements:
+                by_ref.setdefault(ref, []).append(job.at[task])
+            else:
+                job.cancelled_tasks.add(task)
+                self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
+        return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
 
     def status_request(self) -> StatusRequest:
         """A StatusRequest to send (its reply comes to `status_replies`)."""
@@ -419,6 +444,7 @@ class ClientLogic:
             _placement_prefer(jobs, tasks, members),
             s.sampling,
             s.resources,
+            s.report_started,
         )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:

@@ -130,6 +130,7 @@ from ..wire.messages import (
     StealPeers,
     StopTask,
     SubmitJob,
+    TaskStarted,
     TaskToNode,
     failed,
 )
@@ -237,6 +238,7 @@ class _Job:
         "probe_ratio",
         "probed",
         "ref",
+        "report_started",
         "resources",
         "running",
         "session",
@@ -254,6 +256,7 @@ class _Job:
         self.client = client
         self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
         self.ref = msg.ref
+        self.report_started = msg.report_started  # its client hears of each task handed out (TaskStarted)
         self.payloads: list[bytes | None] = list(msg.tasks)
         self.user = user
         self.priority = msg.priority
@@ -712,7 +715,7 @@ class SchedulerLogic:
         self.stats["cancels"] += 1
         tasks = range(len(job.done)) if msg.tasks is None else [t for t in msg.tasks if t < len(job.done)]
         for task in tasks:
-            if job.done[task]:
+            if job.done[task] or (msg.pending_only and task in job.running):
                 continue
             worker = job.running.pop(task, None)
             if worker is not None and msg.force:
@@ -721,7 +724,7 @@ class SchedulerLogic:
                     out.append((node.peer, StopTask(job.job_id, task)))
             job.payloads[task] = None
             self._deliver(job, task, failed("cancelled by its client", CANCELLED), out)
-        if job.job_id in self.jobs and msg.tasks is None:
+        if job.job_id in self.jobs and msg.tasks is None and not msg.pending_only:
             self.waiting.pop(job.job_id, None)
             self._cancel_everywhere(job, out)
 
@@ -1040,6 +1043,8 @@ class SchedulerLogic:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
         else:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        if job.report_started:
+            out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:

@@ -90,14 +90,16 @@ def test_cancelling_a_future_twice_returns_true_both_times_without_a_critical_lo
 
 
 def test_shutdown_with_cancel_futures_after_a_user_cancel_returns_and_stops_the_thread(cluster, tmp_path):
-    """A future the user cancelled, then shutdown(cancel_futures=True): no RuntimeError, and the
-    executor's thread ends (the stop is queued whatever happens before it)."""
+    """A future the user cancelled, then shutdown(cancel_futures=True): no RuntimeError, the tasks not
+    started are cancelled, the started one runs to its result, and the executor's thread ends."""
     ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
-    with slot_held(ex, tmp_path):
+    with slot_held(ex, tmp_path) as blocker:
         waiting = [ex.submit(_touch, str(tmp_path / f"never-{i}")) for i in range(3)]
         assert waiting[0].cancel()
-        ex.shutdown(wait=False, cancel_futures=True)
+        ex.shutdown(wait=False, cancel_futures=True)  # the scheduler cancels those it has not handed out
+        concurrent.futures.wait(waiting, timeout=10)
         assert all(f.cancelled() for f in waiting)
+    assert blocker.result(timeout=30) == str(tmp_path / "release")
     ex.shutdown(wait=True)
     assert not ex._loop.thread.is_alive()
     assert not list(tmp_path.glob("never-*"))
@@ -193,3 +195,22 @@ def test_at_the_interpreter_exit_the_submitted_tasks_run_and_an_atexit_submit_is
     assert done.returncode == 0, done.stderr
     assert marker.is_dir()
     assert "refused: cannot schedule new futures after interpreter shutdown" in done.stdout
+
+
+def test_a_started_task_is_running_and_cannot_be_cancelled_a_waiting_one_can(executor, tmp_path):
+    """The standard: running() once the task started, and cancel() is then False (the task goes on to its
+    result); a task still waiting is not running and cancel() is True. The client hears of a start from
+    its scheduler (TaskStarted), so running() turns True shortly after the task starts."""
+    with slot_held(executor, tmp_path) as blocker:
+        waiting = executor.submit(_touch, str(tmp_path / "never"))
+        deadline = time.monotonic() + 10
+        while not blocker.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert blocker.running()
+        assert blocker.cancel() is False and not blocker.cancelled()
+        assert not waiting.running()
+        assert waiting.cancel() is True
+    assert blocker.result(timeout=30) == str(tmp_path / "release")
+    assert not blocker.running()
+    assert executor.submit(abs, -1).result(timeout=30) == 1
+    assert not (tmp_path / "never").exists()

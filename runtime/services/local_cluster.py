@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from sparrow_core import QUEUE_POLICIES
@@ -55,6 +55,7 @@ from sparrow_core import QUEUE_POLICIES
 from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
+from ..wire.resources import format_resources, parse_resources
 from ..wire.tls import TLS
 from .arguments import check_counts, check_flags
 from .config import SCHEDULER_SETTINGS, SchedulerConfig, setting_flags
@@ -84,7 +85,9 @@ class LocalCluster:
     SPARROW_PIPELINE_DEPTH says otherwise), `give_back` (a task bound ahead behind tasks that overran
     goes back to its scheduler: node_monitor_logic.py) and `steal`
     (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `scheduler` (a config.SchedulerConfig:
+    `labels` (optional) gives each node monitor its labels, by position; `resources` (optional) what each offers
+    its tasks besides their slots (one {name: amount} or "name=amount,..." for all, or one per node monitor, None:
+    detected; docs/resources.md); `scheduler` (a config.SchedulerConfig:
     its probe ratio, bind_idle, timeouts, result delay, ...) is every scheduler's settings, passed to each as the
     flags of the fields that differ from their defaults (config.setting_flags: the others come from the
     services' own sources, SPARROW_* variables and SPARROW_CONFIG); its id, address, link and `node_monitors`
@@ -125,6 +128,7 @@ class LocalCluster:
         give_back: bool = DEFAULT_GIVE_BACK,
         steal: bool = False,
         labels: Sequence[Sequence[str]] | None = None,
+        resources: str | Mapping[str, object] | Sequence[str | Mapping[str, object] | None] | None = None,
         scheduler: SchedulerConfig | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
@@ -168,6 +172,11 @@ class LocalCluster:
         self.steal = steal
         self.weights = dict(weights or {})
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
+        given = [resources] * node_monitors if resources is None or isinstance(resources, (str, Mapping)) else resources
+        if len(given) != node_monitors:
+            raise ValueError(f"resources must have one entry per node monitor ({node_monitors}), got {len(given)}")
+        # each node monitor's capacity in units (None: detected); a bad amount is a ValueError now
+        self.resources = [None if r is None else parse_resources(r) for r in given]
         self.scheduler = scheduler or SchedulerConfig()
         self.log_level = log_level.lower()
         cpus = available_cpus()
@@ -323,6 +332,9 @@ class LocalCluster:
             args += ["--scheduler", address]
         for label in self.labels[i]:
             args += ["--label", label]
+        offered = self.resources[i]
+        if offered is not None:
+            args += ["--resources", format_resources(offered) if offered else ""]
         for user, weight in self.weights.items():
             args += ["--weight", f"{user}={weight}"]
         return args

@@ -147,6 +147,13 @@ def test_a_large_argument_is_scattered_once_and_tasks_carry_its_reference(backen
     assert backend.scattered == 1
 
 
+def test_schedulers_and_credentials_name_the_cluster_as_for_sparrow_executor(thread_cluster):
+    with parallel_config(backend="sparrow", schedulers=thread_cluster.schedulers, secret=thread_cluster.secret):
+        assert Parallel(n_jobs=-1)(delayed(_square)(i) for i in range(5)) == [0, 1, 4, 9, 16]
+    with pytest.raises(TypeError, match="not both"):
+        SparrowBackend(thread_cluster, schedulers=thread_cluster.schedulers)
+
+
 def test_bad_arguments_are_refused(executor):
     with pytest.raises(ValueError, match="scatter_over must be an int of bytes or None, got 'big'"):
         SparrowBackend(executor, scatter_over="big")
@@ -154,9 +161,10 @@ def test_bad_arguments_are_refused(executor):
         SparrowBackend(executor, user="alice")
 
 
-def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
+@pytest.mark.slow
+def test_a_grid_search_gives_the_results_of_n_jobs_1_and_of_loky(backend):
     """GridSearchCV on scikit-learn's bundled digits: the same best_params_ and the same scores in
-    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1)."""
+    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1) and on loky (n_jobs=2)."""
     datasets = pytest.importorskip("sklearn.datasets")
     from sklearn.model_selection import GridSearchCV
     from sklearn.tree import DecisionTreeClassifier
@@ -166,10 +174,13 @@ def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
     tree = DecisionTreeClassifier(random_state=0)
     with parallel_config(backend="sequential"):
         alone = GridSearchCV(tree, grid, cv=3, n_jobs=1).fit(X, y)
+    with parallel_config(backend="loky"):
+        loky = GridSearchCV(tree, grid, cv=3, n_jobs=2).fit(X, y)
     ours = GridSearchCV(tree, grid, cv=3, n_jobs=-1).fit(X, y)
-    assert ours.best_params_ == alone.best_params_
-    for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
-        np.testing.assert_array_equal(ours.cv_results_[key], alone.cv_results_[key])
+    for other in (alone, loky):
+        assert ours.best_params_ == other.best_params_
+        for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
+            np.testing.assert_array_equal(ours.cv_results_[key], other.cv_results_[key])
     assert backend.scattered >= 1  # the digits (X: 1797 x 64 floats, 920 kB) left the client once per call
 
 

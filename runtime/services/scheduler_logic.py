@@ -130,7 +130,6 @@ from ..wire.messages import (
     StealPeers,
     StopTask,
     SubmitJob,
-    TaskStarted,
     TaskToNode,
     failed,
 )
@@ -238,7 +237,6 @@ class _Job:
         "probe_ratio",
         "probed",
         "ref",
-        "report_started",
         "resources",
         "running",
         "session",
@@ -256,7 +254,6 @@ class _Job:
         self.client = client
         self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
         self.ref = msg.ref
-        self.report_started = msg.report_started  # its client hears of each task handed out (TaskStarted)
         self.payloads: list[bytes | None] = list(msg.tasks)
         self.user = user
         self.priority = msg.priority
@@ -1044,8 +1041,6 @@ class SchedulerLogic:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
         else:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
-        if job.report_started:
-            out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:

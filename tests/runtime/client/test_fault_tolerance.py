@@ -18,6 +18,7 @@ from sparrow_runtime import (
     Client,
     LinkConfig,
     LocalCluster,
+    NodeMonitorConfig,
     SchedulerConfig,
     SparrowExecutor,
     TaskFailed,
@@ -184,7 +185,12 @@ def test_a_client_with_no_scheduler_left_fails_what_is_pending_and_recovers_when
                     )
 
             address = await nursery.start(scheduler)
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread"))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], executor="thread"),
+                )
+            )
             async with Client([address], secret=SECRET, scheduler_timeout=0.5) as client:
                 job = await client.submit_job([partial(time.sleep, 5)])
                 scope.cancel()

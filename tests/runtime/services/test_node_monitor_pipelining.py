@@ -20,6 +20,7 @@ from sparrow_runtime import (
     Constraint,
     LinkConfig,
     LocalCluster,
+    NodeMonitorConfig,
     SchedulerConfig,
     serve_node_monitor,
     serve_scheduler,
@@ -456,7 +457,13 @@ def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: i
         logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=depth)
         async with trio.open_nursery() as nursery:
             address = await nursery.start(partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"))))
-            await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret="s"), schedulers=[address], executor="thread"),
+                    logic=logic,
+                )
+            )
             async with Client([address], secret="s") as client:
                 with trio.fail_after(60):
                     job = await client.submit_job([partial(_square, x) for x in range(300)])

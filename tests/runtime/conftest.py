@@ -20,9 +20,11 @@ def autojump_clock() -> trio.testing.MockClock:
 @pytest.fixture(scope="module")
 def thread_cluster():
     """A LocalCluster of 2 node monitors x 1 slot with thread executors, for the tests of one module."""
-    from sparrow_runtime import LocalCluster
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig
 
-    with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), node_monitors=2, slots=1, dashboard=False
+    ) as cluster:
         yield cluster
 
 

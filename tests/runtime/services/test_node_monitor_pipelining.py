@@ -283,7 +283,7 @@ def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
         NodeMonitorLogic(slots=1, pipeline_depth=depth)
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
-        LocalCluster(pipeline_depth=depth)
+        LocalCluster(node_monitor=NodeMonitorConfig(pipeline_depth=depth))
 
 
 def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
@@ -488,7 +488,12 @@ def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_moni
     a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline="always") as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread", pipeline="always"),
+            node_monitors=2,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_square, x) for x in range(100)])
                 with trio.fail_after(60):
@@ -517,7 +522,12 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_n
     (those bound at the dead node monitor on a second attempt), and the scheduler's outcomes equal its tasks."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline_depth=16) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread", pipeline_depth=16),
+            node_monitors=2,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_short_nap, x) for x in range(1500)])
                 with trio.fail_after(30):
@@ -543,8 +553,10 @@ def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> 
     ungated rule does for about half of them). About 12 s."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
-            assert (cluster.pipeline, cluster.pipeline_depth) == (None, None)  # the node monitors' own defaults
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster:
+            assert "--pipeline" not in cluster._node_monitor_args(0)  # the node monitors' own default decides
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 warm = await client.submit_job([partial(time.sleep, 0.02)] * 16)
                 with trio.fail_after(60):

@@ -29,7 +29,13 @@ FROZEN = 2.0  # seconds the scheduler stays frozen: the new process has started 
 
 @pytest.mark.slow
 def test_a_node_monitor_restarted_while_a_scheduler_is_frozen_registers_with_every_scheduler(tmp_path):
-    with LocalCluster(schedulers=2, node_monitors=1, executor="thread", tls=tmp_path / "tls", dashboard=False) as cl:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"),
+        schedulers=2,
+        node_monitors=1,
+        tls=tmp_path / "tls",
+        dashboard=False,
+    ) as cl:
         files = local_certs(tmp_path / "tls", "unused")["node-monitor"]  # the cluster's (remade only if unusable)
         frozen = cl.pids[1]  # the second scheduler
         current = None

@@ -137,4 +137,4 @@ def test_a_steal_setting_that_is_not_a_bool_is_refused_by_name():
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
         NodeMonitorLogic(slots=1, steal="yes")
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
-        LocalCluster(steal="yes")
+        LocalCluster(node_monitor=NodeMonitorConfig(steal="yes"))

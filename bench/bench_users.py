@@ -28,12 +28,10 @@ class UsersDoor:
         run = subprocess.run([sys.executable, *COMMAND], cwd=ROOT, capture_output=True, text=True, timeout=850)
         if run.returncode != 0:
             return {"unavailable": f"benchtools.users failed: {run.stderr.strip()[-2000:]}"}
-        from benchtools.users import summary, versus_pool  # imports the package: only once the run worked
-
-        out = json.loads(run.stdout.splitlines()[-1])
+        out = json.loads(run.stdout.splitlines()[-1])  # its figures over the pool's: asv's process has no benchtools
         if out["module"] != "__main__":
             return {"unavailable": f"the task functions were not the script's own: {out['module']}"}
-        return dict(versus_pool(summary(out["rounds"])))
+        return dict(out["versus_pool"])
 
     def setup(self, figures: dict[str, float | str]) -> None:
         if "unavailable" in figures:

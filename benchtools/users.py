@@ -19,7 +19,7 @@ Figures (per system; the ratio Sparrow/pool beside each):
   floor's (nominal durations, no overhead, the same for every system); on Sparrow also through its async Client.
 
     python -m benchtools.users --rounds 3
-    python -m benchtools.users --rounds 1 --json      # one JSON line (bench/bench_users.py reads it)
+    python -m benchtools.users --rounds 1 --json      # one JSON line, with versus_pool (bench/bench_users.py reads it)
     python -m benchtools.users --systems sparrow,pool --figures load80,load70 --load-seconds 20
 """
 
@@ -329,7 +329,10 @@ def main(argv: list[str] | None = None) -> None:
     load_before = os.getloadavg()[0]
     rounds = run(names, figures, sizes, args.rounds)
     if args.json:
-        print(json.dumps({"module": square.__module__, "rounds": rounds}))
+        out: dict = {"module": square.__module__, "rounds": rounds}
+        if {"sparrow", "pool"} <= set(names):
+            out["versus_pool"] = versus_pool(summary(rounds))
+        print(json.dumps(out))
         return
     print(
         f"{args.rounds} rounds, {', '.join(names)} alternating; functions from {square.__module__}; "

@@ -151,14 +151,15 @@ class SparrowBackend(AutoBatchingMixin, ParallelBackendBase):
 
     def submit(self, func: Any, callback: Callable[[Any], None] | None = None) -> concurrent.futures.Future:
         """Send joblib's batch `func` (BatchedCalls: its `items` are (function, args, kwargs)) as one job of
-        min(len(items), n_jobs) tasks; a future of the batch's results in order, given to `callback` when done."""
-        nested = self.get_nested_backend()
-        calls = [(fn, *self._scatter_large(args, kwargs)) for fn, args, kwargs in func.items]
-        shares = _shares(len(calls), self._n_jobs)
-        tasks: list[tuple[Callable, tuple, dict]] = [(run_calls, (calls[share], nested), {}) for share in shares]
-        parts: list[concurrent.futures.Future] = list(self.executor.submit_many(tasks))  # scattered: references
-        self.batches += 1
-        self.tasks += len(parts)
+        min(len(items), n_jobs) tasks; a future of the batch's results in order, given to `callback` when done.
+        A batch that cannot be sent (a call that does not pickle, a failed upload) ends with that error the same
+        way: joblib dispatches from the callbacks of earlier batches, where a raise would reach nobody."""
+        try:
+            parts = self._send(func.items)
+        except Exception as exc:
+            failed: concurrent.futures.Future = concurrent.futures.Future()
+            failed.set_exception(exc)
+            parts = [failed]
         if self._outcomes is None:  # a submit outside start_call/stop_call
             self._outcomes = _OutcomeThread()
         outcomes = self._outcomes
@@ -168,6 +169,17 @@ class SparrowBackend(AutoBatchingMixin, ParallelBackendBase):
         for part in parts:
             part.add_done_callback(_when_done(batch, outcomes))
         return batch.future
+
+    def _send(self, items: list[tuple[Callable, tuple, dict]]) -> list[concurrent.futures.Future]:
+        """The calls `items` as one job of min(len(items), n_jobs) tasks (their large arguments scattered)."""
+        nested = self.get_nested_backend()
+        calls = [(fn, *self._scatter_large(args, kwargs)) for fn, args, kwargs in items]
+        shares = _shares(len(calls), self._n_jobs)
+        tasks: list[tuple[Callable, tuple, dict]] = [(run_calls, (calls[share], nested), {}) for share in shares]
+        parts: list[concurrent.futures.Future] = list(self.executor.submit_many(tasks))  # scattered: references
+        self.batches += 1
+        self.tasks += len(parts)
+        return parts
 
     def _scatter_large(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """`args` and `kwargs` with each value of known size over `scatter_over` bytes replaced by the future

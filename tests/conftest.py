@@ -24,6 +24,8 @@ SLOWEST_FILES = (
     "tests/cli/test_services.py",  # 67
     "tests/docs/test_site.py",  # 64
     "tests/runtime/client/test_fault_tolerance.py",  # 56
+    "tests/runtime/test_joblib.py",  # 50 (a grid search three ways, scikit-learn imported in the workers)
+    "tests/runtime/test_dask_get_conformance.py",  # 45 (Dask's 10,000-task chain, twice)
     "tests/runtime/services/test_node_monitor_pipelining.py",  # 44
     "tests/cli/test_one_front_door.py",  # 41
     "tests/runtime/client/test_close.py",  # 37

@@ -144,7 +144,15 @@ class SparrowExecutor(concurrent.futures.Executor):
     placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
     `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
-    (deprecated)."""
+    (deprecated).
+
+    Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
+    `mp_context` or `initializer` (the cluster's node monitors decide); `running()` is never True and
+    `cancel()` is True until the task has an outcome (the client is not told when a task starts: a task
+    not handed out never runs, one handed out runs and its result is dropped); an argument that cannot
+    be pickled raises TypeError from `submit` (tasks are pickled in the caller's thread, so the frame
+    limit is checked before anything is sent); a worker that dies fails its task alone (TaskFailed,
+    after `retries`), never a BrokenProcessPool that fails every task."""
 
     def __init__(
         self,

@@ -135,7 +135,7 @@ from ..wire.messages import (
 )
 from ..wire.resources import format_resources, largest
 from .arguments import check_counts, check_flags
-from .give_back import take_back
+from .give_back import GiveBacks
 from .placement_log import PlacementLog
 
 # The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
@@ -344,6 +344,7 @@ class SchedulerLogic:
         self._by_worker: dict[int, _Node] = {}
         self._next_worker = 0
         self._next_job = 1
+        self.give_backs = GiveBacks(self)  # a node monitor's GiveBack: the task launches again elsewhere
         self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
         self._held_by: dict[tuple, np.ndarray] = {}  # cache of _holding
         self._floor: int | None = None  # cache of _link_floor
@@ -374,7 +375,7 @@ class SchedulerLogic:
                 elif kind is OutcomeToScheduler:
                     self._task_finished(node, msg, out)
                 elif kind is GiveBack:
-                    take_back(self, node, msg, out)
+                    self.give_backs.take_back(node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
                     if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
@@ -491,7 +492,7 @@ class SchedulerLogic:
             job = self.jobs.get(job_id)
             if job is not None and job_id in self.table:
                 self.table.drop_worker(job_id, node.worker)
-                self._reprobe_if_starved(job, out)
+                self.reprobe_if_starved(job, out)
 
     def _invalidate_live(self) -> None:
         self._eligible.clear()
@@ -865,7 +866,7 @@ class SchedulerLogic:
                     )
                 )
         if self.bind_idle:  # a reservation consumed where the kernel had no task for it leaves none to ask
-            self._reprobe_if_starved(job, out)
+            self.reprobe_if_starved(job, out)
 
     def _bind_to_idle(
         self, job: _Job, placed: list[tuple[_Node, int]], unlaunched: int, out: list
@@ -990,7 +991,7 @@ class SchedulerLogic:
             self.stats["no_task"] += 1
             out.append((node.peer, NoTask(job_id)))
             if job is not None:
-                self._reprobe_if_starved(job, out)
+                self.reprobe_if_starved(job, out)
             return
         if not self._hand_out(node, job, task, out, stolen=worker != node.worker):  # the slot that asked gets nothing
             out.append((node.peer, NoTask(job_id)))
@@ -1004,7 +1005,7 @@ class SchedulerLogic:
                     out.append((holder.peer, CancelReservations(job_id)))
             self.table.remove_job(job_id)
         else:  # that was its last reservation (others were lost) but not its last task
-            self._reprobe_if_starved(job, out)
+            self.reprobe_if_starved(job, out)
 
     def _hand_out(
         self, node: _Node, job: _Job, task: int, out: list, *, stolen: bool = False, bound: bool = False
@@ -1056,7 +1057,12 @@ class SchedulerLogic:
         held = ids.get(origin)
         return None if held is None else held.worker
 
-    def _reprobe_if_starved(self, job: _Job, out: list) -> None:
+    def issued(self, job_id: int) -> bool:
+        """Whether this scheduler ever had job `job_id` (give-back tells a stale GiveBack from a lie by it)."""
+        return job_id < self._next_job
+
+    def reprobe_if_starved(self, job: _Job, out: list) -> None:
+        """Probe again for the job's unlaunched tasks if no reservation of it is outstanding."""
         job_id = job.job_id
         if job_id in self.table and self.table.outstanding(job_id) == 0:
             unlaunched = self._unlaunched(job)

@@ -87,6 +87,22 @@ def test_bad_arguments_are_refused_naming_them(args: list[str], named: str) -> N
     assert run.returncode == 2 and named in run.stderr
 
 
+def test_the_asv_rows_import_nothing_of_the_repository() -> None:
+    """asv runs bench/ in a process without the repository's root on its path: bench_users.py imports only the
+    standard library and reads the run's figures from its JSON."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(bench_users.__file__).read_text())
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= sys.stdlib_module_names | {"__future__"}, imported
+
+
 @pytest.mark.slow
 def test_the_asv_rows_read_a_run_with_the_scripts_own_functions(monkeypatch: pytest.MonkeyPatch) -> None:
     """UsersDoor runs the script in a process of its own (its functions in `__main__`, pickled by value) on Sparrow

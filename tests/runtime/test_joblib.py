@@ -84,6 +84,19 @@ def test_a_calls_exception_reaches_parallel_as_its_type_with_the_remote_tracebac
     assert Parallel(n_jobs=2)(delayed(_square)(i) for i in range(3)) == [0, 1, 4]  # the backend goes on
 
 
+def test_a_batch_that_cannot_be_sent_ends_the_call_with_its_error(backend):
+    """A call whose argument does not pickle, in a batch joblib dispatches from an earlier batch's callback
+    (batch_size=1, past the first 2 * n_jobs): Parallel raises its TypeError at once, not at its timeout."""
+    import threading
+
+    args = [1] * 12 + [threading.Lock()] + [1] * 3
+    start = time.monotonic()
+    with pytest.raises(TypeError, match=r"cannot pickle '_thread\.lock' object"):
+        Parallel(n_jobs=2, batch_size=1, timeout=60)(delayed(_square)(a) for a in args)
+    assert time.monotonic() - start < 30
+    assert Parallel(n_jobs=2)(delayed(_square)(i) for i in range(3)) == [0, 1, 4]
+
+
 def _sleep_then_mark(i, folder):
     if i == 0:
         raise Unlucky("first")
@@ -141,9 +154,10 @@ def test_bad_arguments_are_refused(executor):
         SparrowBackend(executor, user="alice")
 
 
-def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
+@pytest.mark.slow
+def test_a_grid_search_gives_the_results_of_n_jobs_1_and_of_loky(backend):
     """GridSearchCV on scikit-learn's bundled digits: the same best_params_ and the same scores in
-    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1)."""
+    cv_results_ on the cluster (n_jobs=-1) as in the caller's process (n_jobs=1) and on loky (n_jobs=2)."""
     datasets = pytest.importorskip("sklearn.datasets")
     from sklearn.model_selection import GridSearchCV
     from sklearn.tree import DecisionTreeClassifier
@@ -153,10 +167,13 @@ def test_a_grid_search_gives_the_results_of_n_jobs_1(backend):
     tree = DecisionTreeClassifier(random_state=0)
     with parallel_config(backend="sequential"):
         alone = GridSearchCV(tree, grid, cv=3, n_jobs=1).fit(X, y)
+    with parallel_config(backend="loky"):
+        loky = GridSearchCV(tree, grid, cv=3, n_jobs=2).fit(X, y)
     ours = GridSearchCV(tree, grid, cv=3, n_jobs=-1).fit(X, y)
-    assert ours.best_params_ == alone.best_params_
-    for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
-        np.testing.assert_array_equal(ours.cv_results_[key], alone.cv_results_[key])
+    for other in (alone, loky):
+        assert ours.best_params_ == other.best_params_
+        for key in ("mean_test_score", "std_test_score", "rank_test_score", "split0_test_score", "split2_test_score"):
+            np.testing.assert_array_equal(ours.cv_results_[key], other.cv_results_[key])
     assert backend.scattered >= 1  # the digits (X: 1797 x 64 floats, 920 kB) left the client once per call
 
 

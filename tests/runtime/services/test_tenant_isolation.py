@@ -35,7 +35,7 @@ def _secret_and_pid(secret: str, i: int) -> tuple[int, int]:
     return abs(-i), os.getpid()
 
 
-async def _scenario(certs, loot: str, pipeline: bool):
+async def _scenario(certs, loot: str, pipeline: str):
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerConfig(link=LinkConfig(tls=certs.tls("sched")))
         address = await nursery.start(serve_scheduler, scheduler)
@@ -62,7 +62,7 @@ async def _scenario(certs, loot: str, pipeline: bool):
 def test_bobs_task_that_takes_over_its_worker_cannot_touch_alices_later_tasks(cluster_certs, tmp_path):
     """Bob's task patches the worker's globals and builtins, on the node's only slot; alice's next 20 tasks
     all return their true values, from another process, and none of her arguments reaches bob's file."""
-    for pipeline in (False, True):  # tasks asked and bound ahead (handed to a busy worker) too
+    for pipeline in ("off", "always"):  # tasks asked and bound ahead (handed to a busy worker) too
         loot = tmp_path / f"loot-{pipeline}"
         bobs_pid, got = trio.run(_scenario, cluster_certs, str(loot), pipeline)
         assert [value for value, _ in got] == list(range(20))

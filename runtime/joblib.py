@@ -67,7 +67,8 @@ class SparrowBackend(AutoBatchingMixin, ParallelBackendBase):
     of `parallel_config(backend="sparrow", ...)`).
 
     `cluster`: a SparrowExecutor (used as it is, left open), a LocalCluster (entered with its credentials),
-    scheduler addresses, or None for the `sparrow local` of this host; for the last three an executor is made
+    scheduler addresses (also as `schedulers=`, SparrowExecutor's name), or None for the `sparrow local` of this
+    host; for the last three an executor is made
     at the first Parallel call with `executor_options` (secret, tls, user, priority, timeout, retries, ...) and
     shut down when the backend is dropped (at the end of its `parallel_config` block) or at exit.
     `scatter_over`: an argument of known size over this many bytes is scattered once per Parallel call (None:
@@ -86,6 +87,7 @@ class SparrowBackend(AutoBatchingMixin, ParallelBackendBase):
         self,
         cluster: SparrowExecutor | LocalCluster | Sequence[str] | str | None = None,
         *,
+        schedulers: Sequence[str] | str | None = None,
         scatter_over: int | None = DEFAULT_SCATTER_OVER,
         nesting_level: int | None = None,
         inner_max_num_threads: int | None = None,
@@ -94,6 +96,10 @@ class SparrowBackend(AutoBatchingMixin, ParallelBackendBase):
         super().__init__(nesting_level=nesting_level, inner_max_num_threads=inner_max_num_threads)
         if scatter_over is not None and (isinstance(scatter_over, bool) or not isinstance(scatter_over, int)):
             raise ValueError(f"scatter_over must be an int of bytes or None, got {scatter_over!r}")
+        if schedulers is not None:
+            if cluster is not None:
+                raise TypeError("give the cluster or its schedulers' addresses, not both")
+            cluster = schedulers
         if isinstance(cluster, SparrowExecutor) and executor_options:
             raise TypeError(f"executor options {sorted(executor_options)} need a cluster, not an executor")
         self.scatter_over = scatter_over

@@ -47,12 +47,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
+from ..wire.resources import format_resources, parse_resources
 from ..wire.tls import TLS
 from .arguments import check_counts
 from .config import NODE_MONITOR_SETTINGS, SCHEDULER_SETTINGS, NodeMonitorConfig, SchedulerConfig, setting_flags
@@ -71,7 +72,7 @@ CLUSTER_SCHEDULER_SETTINGS = {
 CLUSTER_NODE_MONITOR_SETTINGS = {
     field: setting
     for field, setting in NODE_MONITOR_SETTINGS.items()
-    if field not in ("schedulers", "node_id", "slots", "labels")
+    if field not in ("schedulers", "node_id", "slots", "labels", "resources")
 }
 
 
@@ -83,8 +84,9 @@ class LocalCluster:
     config.SchedulerConfig: probe ratio, bind_idle, timeouts, result delay, ...) every scheduler's; each
     service gets the fields that differ from their defaults as flags (config.setting_flags: the others come
     from the services' own sources, SPARROW_* variables and SPARROW_CONFIG). Ids, addresses, links, slots and
-    labels are the cluster's own: `labels` (optional) gives each node monitor its labels, by position. The
-    services log at
+    labels are the cluster's own: `labels` (optional) gives each node monitor its labels, by position;
+    `resources` (optional) what each offers its tasks besides their slots (one {name: amount} or
+    "name=amount,..." for all, or one per node monitor, None: detected; docs/resources.md). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
@@ -116,6 +118,7 @@ class LocalCluster:
         node_monitor: NodeMonitorConfig | None = None,
         scheduler: SchedulerConfig | None = None,
         labels: Sequence[Sequence[str]] | None = None,
+        resources: str | Mapping[str, object] | Sequence[str | Mapping[str, object] | None] | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
         dashboard: bool = True,
@@ -142,6 +145,11 @@ class LocalCluster:
         self.slots = slots
         self.node_monitor = node_monitor or NodeMonitorConfig()
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
+        given = [resources] * node_monitors if resources is None or isinstance(resources, (str, Mapping)) else resources
+        if len(given) != node_monitors:
+            raise ValueError(f"resources must have one entry per node monitor ({node_monitors}), got {len(given)}")
+        # each node monitor's capacity in units (None: detected); a bad amount is a ValueError now
+        self.resources = [None if r is None else parse_resources(r) for r in given]
         self.scheduler = scheduler or SchedulerConfig()
         self.log_level = log_level.lower()
         cpus = available_cpus()
@@ -290,6 +298,9 @@ class LocalCluster:
             args += ["--scheduler", address]
         for label in self.labels[i]:
             args += ["--label", label]
+        offered = self.resources[i]
+        if offered is not None:
+            args += ["--resources", format_resources(offered) if offered else ""]
         return args
 
     def _cpus_args(self, cpus: list[int]) -> list[str]:

@@ -153,8 +153,8 @@ class NodeMonitorService:
         )
         self.steal_address = steal_address
         self.stealer: Stealer | None = None
-        if logic.steal:
-            logic.node_id = node_id
+        if logic.stealing.steal:
+            logic.stealing.node_id = node_id
             self.stealer = Stealer(
                 logic,
                 self._route,

@@ -78,7 +78,8 @@ dropped on arrival), and tells every scheduler (a Heartbeat with `draining`), wh
 probing this node monitor and re-probes the jobs whose reservations were here. The tasks already
 launched or asked for run to the end and report; once `busy` is 0 the shell can close its links.
 
-Work stealing (`steal=True`; steal_logic.py, the WorkStealing part of this class): the schedulers tell
+Work stealing (`steal=True`; steal_logic.py, the collaborator `stealing` over this class's StealHost face): the
+schedulers tell
 the peers (StealPeers); an idle node monitor takes reservations of stealable jobs from a peer's queue,
 asks their scheduler for them naming the peer as their origin, and releases them to the peer once
 answered; the peer keeps them lent until then and takes them back if the link to the thief ends.
@@ -93,7 +94,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -121,6 +122,9 @@ from ..wire.messages import (
     RegisterNodeMonitor,
     ReleaseSession,
     StealPeers,
+    StealRelease,
+    StealTake,
+    Stolen,
     StopTask,
     TaskToNode,
     ValueRef,
@@ -190,7 +194,7 @@ class _Reserved:
         self.request: tuple[int, ...] | None = None  # what each task takes, over the kinds of fit.py (None: a slot)
 
 
-class NodeMonitorLogic(WorkStealing):
+class NodeMonitorLogic:
     """Slots, the reservation queue, and the GetTask / launch / finish cycle of one node monitor."""
 
     def __init__(
@@ -252,12 +256,19 @@ class NodeMonitorLogic(WorkStealing):
         self._by_key: dict[int, _Reserved] = {}
         self._next_key = 0
         self.granted_at = clock()  # when a task last started here (work stealing: how long a slot has been held)
-        self._init_stealing(steal, seed)
+        self.stealing = WorkStealing(self, steal, seed)
         # resources per task (fit.py): its capacity besides its slots; None: it offers none
         self.fit = (
             None
             if resources is None
-            else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
+            else FitLauncher(
+                resources,
+                gpu_ids=gpu_ids,
+                cpu_ids=cpu_ids,
+                window=fit_window,
+                max_skips=fit_max_skips,
+                by_priority=policy == "priority",
+            )
         )
 
     # -- schedulers -------------------------------------------------------------------------------
@@ -279,7 +290,7 @@ class NodeMonitorLogic(WorkStealing):
             tuple(labels),
             instance,
             can_stop,
-            steal_address if self.steal else "",
+            steal_address if self.stealing.steal else "",
             self.holder[1],  # its data listener, for clients' uploads (Client.scatter)
             {} if self.fit is None else self.fit.capacity,
         )
@@ -306,7 +317,7 @@ class NodeMonitorLogic(WorkStealing):
     ) -> None:
         self._schedulers.setdefault(scheduler, {})
         if scheduler_id is not None:
-            self._scheduler_named(scheduler, scheduler_id)
+            self.stealing.scheduler_named(scheduler, scheduler_id)
         self.frame_limits[scheduler] = self.max_frame if frame_limit is None else min(self.max_frame, frame_limit)
 
     def on_scheduler_lost(self, scheduler: Hashable) -> list:
@@ -328,14 +339,14 @@ class NodeMonitorLogic(WorkStealing):
             self._ahead.pop(entry.key, None)
             del self._by_key[entry.key]
             if entry.borrowed is not None:  # given back to their lenders, asked for or not (steal_logic.py)
-                self._give_back(entry, out, asked=True)
-        self._scheduler_gone(scheduler)
+                self.stealing.give_back(entry, out, asked=True)
+        self.stealing.scheduler_gone(scheduler)
         if self.bound:  # never started: their scheduler is gone, so no one waits for them
             for peer, msg in self.bound:
                 if peer == scheduler and self.pinned:
                     self._unpin_gone(scheduler, msg, out)
             self.bound = deque(b for b in self.bound if b[0] != scheduler)
-        self._fill(out)
+        self.fill(out)
         return out
 
     def on_scheduler_messages(self, scheduler: Hashable, msgs: list) -> list:
@@ -347,7 +358,7 @@ class NodeMonitorLogic(WorkStealing):
             kind = type(msg)
             try:
                 if kind is EnqueueReservations:
-                    self._enqueue(scheduler, jobs, msg)
+                    self.enqueue(scheduler, jobs, msg)
                 elif kind is TaskToNode and msg.bound:
                     self._take_bound(scheduler, msg)
                 elif kind is TaskToNode:
@@ -358,7 +369,7 @@ class NodeMonitorLogic(WorkStealing):
                         if entry.request is not None and self.fit is not None:
                             self.fit.started((scheduler, msg.job_id, msg.task), entry.request)
                         self._launch(scheduler, msg, out)
-                    else:  # asked ahead: it waits for a slot (_fill starts it when one is free)
+                    else:  # asked ahead: it waits for a slot (fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
                         self.bound.append((scheduler, msg))
                         self.pipeline.answered_ahead(self.clock, self.ahead)
@@ -372,16 +383,15 @@ class NodeMonitorLogic(WorkStealing):
                     else:
                         self.pipeline.answered_ahead(self.clock, self.ahead)
                     self.queue.refund(entry.user)
-                    if self.steal:
-                        self.steal_due = True
+                    if self.stealing.steal:
+                        self.stealing.steal_due = True
                 elif kind is CancelReservations:
-                    if self._lent:
-                        self._lent_cancelled(scheduler, msg.job_id)
+                    self.stealing.lent_cancelled(scheduler, msg.job_id)
                     held = jobs.get(msg.job_id)
                     if held is not None:
                         self.stats["cancelled"] += self._drop_queued(jobs, held, out, used=True)
                 elif kind is StealPeers:
-                    self._peers_told(scheduler, msg.peers)
+                    self.stealing.peers_told(scheduler, msg.peers)
                 elif kind is ReleaseSession:
                     if self.store is not None:
                         self.stats["values_released"] += self.store.release_session(msg.session, msg.user)
@@ -397,7 +407,7 @@ class NodeMonitorLogic(WorkStealing):
                 self.stats["protocol_errors"] += 1
                 out.append((scheduler, Error(clip(str(exc), MAX_REASON))))
                 break
-        self._fill(out)
+        self.fill(out)
         return out
 
     def on_task_done(
@@ -438,9 +448,9 @@ class NodeMonitorLogic(WorkStealing):
                     self.free -= 1
                     self._launch(peer, msg, out)
                     break
-        self._fill(out)
-        if self.steal:
-            self.steal_due = True
+        self.fill(out)
+        if self.stealing.steal:
+            self.stealing.steal_due = True
         return out
 
     def on_timer(self) -> list:
@@ -492,7 +502,7 @@ class NodeMonitorLogic(WorkStealing):
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
+    def enqueue(self, scheduler: Hashable, jobs: dict[int, _Reserved], msg: EnqueueReservations) -> None:
         if len(self.queue) + msg.count > MAX_QUEUED_RESERVATIONS:
             raise ProtocolError(
                 f"{msg.count} more reservations would make {len(self.queue) + msg.count} queued here, over the "
@@ -503,7 +513,7 @@ class NodeMonitorLogic(WorkStealing):
             return
         entry = jobs.get(msg.job_id)
         if entry is None:
-            entry = self._new_entry(scheduler, jobs, msg.job_id, msg.user, msg.session)
+            entry = self.new_entry(scheduler, jobs, msg.job_id, msg.user, msg.session)
         elif entry.user != msg.user:
             raise ProtocolError(f"job {msg.job_id} was reserved for user {clip(entry.user)!r}, now {clip(msg.user)!r}")
         entry.stealable = msg.stealable
@@ -529,13 +539,12 @@ class NodeMonitorLogic(WorkStealing):
         entry.stealable = False  # a peer may not have room for it
         self.fit.sized += msg.count
 
-    def _new_entry(
+    def new_entry(
         self, scheduler: Hashable, jobs: dict[int, _Reserved], job_id: int, user: str, session: str
     ) -> _Reserved:
         entry = _Reserved(self._next_key, scheduler, job_id, user, session)
-        self._next_key += 1
+        self.add_key(entry)  # the key it was made with
         jobs[job_id] = entry
-        self._by_key[entry.key] = entry
         return entry
 
     def _drop_queued(self, jobs: dict[int, _Reserved], entry: _Reserved, out: list, used: bool) -> int:
@@ -545,9 +554,9 @@ class NodeMonitorLogic(WorkStealing):
         if self.fit is not None:
             removed += self.fit.unstage(entry, removed)
         if entry.borrowed is not None:
-            removed += self._drop_borrowed(entry, out, used)
+            removed += self.stealing.drop_borrowed(entry, out, used)
         entry.queued -= removed
-        self._forget_if_idle(jobs, entry)
+        self.forget_if_idle(jobs, entry)
         return removed
 
     def _answered(self, jobs: dict[int, _Reserved], job_id: int, task: bool, out: list) -> tuple[_Reserved, bool]:
@@ -569,8 +578,8 @@ class NodeMonitorLogic(WorkStealing):
         else:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
         if entry.order:  # a stolen reservation's request answered: its lender may forget it
-            self._answered_for(entry, out)
-        self._forget_if_idle(jobs, entry)
+            self.stealing.answered_for(entry, out)
+        self.forget_if_idle(jobs, entry)
         return entry, held_slot
 
     def _take_bound(self, scheduler: Hashable, msg: TaskToNode) -> None:
@@ -584,12 +593,12 @@ class NodeMonitorLogic(WorkStealing):
             self.owners[(scheduler, msg.job_id, msg.task)] = (msg.user, msg.session)
         self.bound.append((scheduler, msg))
 
-    def _forget_if_idle(self, jobs: dict[int, _Reserved], entry: _Reserved) -> None:
+    def forget_if_idle(self, jobs: dict[int, _Reserved], entry: _Reserved) -> None:
         if entry.queued == 0 and entry.asking == 0 and entry.ahead == 0:
             del jobs[entry.job_id]
             del self._by_key[entry.key]
             if entry.borrowed is not None:
-                self._forget_borrowed(entry)
+                self.stealing.forget_borrowed(entry)
 
     def _launch(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
         """Hand the task to the executor (an output for the shell); its timeout starts now."""
@@ -618,7 +627,7 @@ class NodeMonitorLogic(WorkStealing):
         asks by its slot alone)."""
         queue = self.queue
         while self.free > 0 and not self.draining:
-            fit.stage(queue, self._borrowed, self._by_key)
+            fit.stage(queue, self.stealing.borrowed, self._by_key)
             if fit.staged:
                 index = fit.choose(self.free)
                 if index is None:
@@ -636,11 +645,49 @@ class NodeMonitorLogic(WorkStealing):
             entry.asking += 1
             self.free -= 1
             self.stats["get_task"] += 1
-            out.append((entry.scheduler, GetTask(entry.job_id) if entry.order is None else self._ask_for(entry, key)))
+            out.append(
+                (entry.scheduler, GetTask(entry.job_id) if entry.order is None else self.stealing.ask_for(entry, key))
+            )
 
-    def steal_wanted(self) -> bool:
-        """As WorkStealing's, and never while reservations wait in the launch rule's window (fit.py)."""
-        return super().steal_wanted() and (self.fit is None or not self.fit.staged)
+    # -- the face work stealing sees (steal_logic.StealHost) and the steps it takes ---------------------
+
+    def idle(self) -> bool:
+        """A slot is free, nothing is queued or waits in the launch rule's window (fit.py), not draining."""
+        return not self.draining and self.free > 0 and not self.queue and (self.fit is None or not self.fit.staged)
+
+    def jobs_of(self, scheduler: Hashable) -> dict[int, _Reserved] | None:
+        return self._schedulers.get(scheduler)
+
+    def scheduler_jobs(self) -> Iterable[tuple[Hashable, dict[int, _Reserved]]]:
+        return self._schedulers.items()
+
+    def add_key(self, entry: _Reserved) -> int:
+        key = self._next_key
+        self._next_key += 1
+        self._by_key[key] = entry
+        return key
+
+    def drop_key(self, key: int) -> None:
+        self._by_key.pop(key, None)
+
+    def entry_at(self, key: int) -> _Reserved:
+        return self._by_key[key]
+
+    def on_stolen(self, lender: Hashable, msg: Stolen, asked: int) -> list:
+        """Thief: queue the reservations `lender` lent (WorkStealing.on_stolen)."""
+        return self.stealing.on_stolen(lender, msg, asked)
+
+    def give(self, thief: Hashable, msg: StealTake) -> Stolen:
+        """Victim: lend `thief` reservations from the head of the queue (WorkStealing.give)."""
+        return self.stealing.give(thief, msg)
+
+    def on_release(self, thief: Hashable, msg: StealRelease) -> list:
+        """Victim: the thief is done with lent reservations (WorkStealing.on_release)."""
+        return self.stealing.on_release(thief, msg)
+
+    def on_thief_lost(self, thief: Hashable) -> list:
+        """Victim: the steal link to `thief` ended (WorkStealing.on_thief_lost)."""
+        return self.stealing.on_thief_lost(thief)
 
     # -- just in time -----------------------------------------------------------------------------
 
@@ -655,7 +702,7 @@ class NodeMonitorLogic(WorkStealing):
     def on_ask_ahead_timer(self) -> list:
         """Just in time: ask ahead for the running tasks due now (`ask_ahead_at`)."""
         out: list = []
-        self._fill(out)
+        self.fill(out)
         return out
 
     # -- give-back --------------------------------------------------------------------------------
@@ -734,7 +781,7 @@ class NodeMonitorLogic(WorkStealing):
         """The pinned tasks `keys` did not start and the executor holds them no more (module docstring)."""
         out: list = []
         self.pinned.difference_update(keys)
-        self._fill(out)
+        self.fill(out)
         return out
 
     def _unpin_gone(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
@@ -758,7 +805,7 @@ class NodeMonitorLogic(WorkStealing):
                 return True
         return False
 
-    def _fill(self, out: list) -> None:
+    def fill(self, out: list) -> None:
         """While a slot is free and a reservation waits: pop it and ask its scheduler for a task.
         Pipelining: a free slot first starts a bound task, else takes over a request asked ahead; then
         busy slots ask ahead (module docstring)."""
@@ -784,9 +831,10 @@ class NodeMonitorLogic(WorkStealing):
                 self.free -= 1
         queue = self.queue
         fit = self.fit
-        if fit is not None and fit.active:  # reservations with resources wait: the launch rule decides (fit.py)
+        fitting = fit is not None and fit.active  # reservations with resources wait: the launch rule decides (fit.py)
+        if fit is not None and fitting:
             self._fill_fitting(fit, out)
-        while self.free > 0 and queue and not self.draining and (fit is None or not fit.active):
+        while self.free > 0 and queue and not self.draining and not fitting:
             reservation = queue.pop()
             assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
@@ -797,12 +845,11 @@ class NodeMonitorLogic(WorkStealing):
             if entry.order is None:
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
-                out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
+                out.append((entry.scheduler, self.stealing.ask_for(entry, reservation.job_id)))
         pipeline = self.pipeline
         # a fit launcher holding reservations back asks nothing ahead (fit.py)
-        active = fit is not None and fit.active
         limit = (
-            0 if active else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+            0 if fitting else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
         )
         if limit:
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back
@@ -829,4 +876,4 @@ class NodeMonitorLogic(WorkStealing):
                 if entry.order is None:
                     out.append((entry.scheduler, GetTask(entry.job_id)))
                 else:
-                    out.append((entry.scheduler, self._ask_for(entry, reservation.job_id)))
+                    out.append((entry.scheduler, self.stealing.ask_for(entry, reservation.job_id)))

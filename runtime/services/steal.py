@@ -1,4 +1,4 @@
-"""Work stealing between node monitors, the trio shell around the logic's WorkStealing part (steal_logic.py).
+"""Work stealing between node monitors, the trio shell around the logic's stealing collaborator (steal_logic.py).
 
 `Stealer.run` waits until the logic may want to steal (`poke`, called by the node monitor after each batch
 of outputs), and then attempts once if `steal_wanted()`: it asks the victims the kernel chooses
@@ -97,8 +97,8 @@ class Stealer:
 
     def poke(self) -> None:
         """The logic may want to steal (it set `steal_due`): wake the stealer."""
-        if self.logic.steal_due:
-            self.logic.steal_due = False
+        if self.logic.stealing.steal_due:
+            self.logic.stealing.steal_due = False
             if self._poked_at is None:
                 self._poked_at = trio.current_time()
             self._wake.set()
@@ -109,7 +109,7 @@ class Stealer:
             await self._wake.wait()
             self._wake = trio.Event()
             poked_at, self._poked_at = self._poked_at, None
-            if self.logic.steal_wanted():
+            if self.logic.stealing.steal_wanted():
                 if poked_at is not None:
                     self.stats["steal_wake_us"] += _us(trio.current_time() - poked_at)
                 with contained(logger, "a steal attempt"):
@@ -130,8 +130,8 @@ class Stealer:
         """Probe the victims the kernel picks, then take from the one it chooses; `logged` (if given) is told the
         victims, the one taken from and how many were taken."""
         logic = self.logic
-        peers = logic.peers()
-        victims = [peers[i] for i in logic.choose_victims(len(peers))]
+        peers = logic.stealing.peers()
+        victims = [peers[i] for i in logic.stealing.choose_victims(len(peers))]
         if logged is not None:
             logged["victims"] = victims
         self.stats["steal_attempts"] += 1
@@ -152,13 +152,13 @@ class Stealer:
         if asked:
             self.stats["steal_probe_us"] += _us(trio.current_time() - started)
             self.stats["steal_probe_rounds"] += 1
-        choice = logic.choose([answers[a] for a in asked])
+        choice = logic.stealing.choose([answers[a] for a in asked])
         if choice is None:
             return
         index, count = choice
         address = asked[index]
         taking = trio.current_time()
-        reply = await self._request(address, logic.steal_take(count))
+        reply = await self._request(address, logic.stealing.steal_take(count))
         if reply is None:
             return
         self.stats["steal_take_us"] += _us(trio.current_time() - taking)
@@ -259,7 +259,7 @@ class Stealer:
             for msg in msgs:
                 kind = type(msg)
                 if kind is StealProbe:
-                    conn.send(logic.steal_state())
+                    conn.send(logic.stealing.steal_state())
                 elif kind is StealTake:
                     conn.send(logic.give(conn, msg))
                 elif kind is StealRelease:

@@ -1,10 +1,14 @@
-"""The node monitor's side of work stealing (Hawk, USENIX ATC 2015), sans-I/O: mixed into NodeMonitorLogic.
+"""The node monitor's side of work stealing (Hawk, USENIX ATC 2015), sans-I/O: a collaborator of NodeMonitorLogic
+(`logic.stealing`), which it reaches only through StealHost (the queue, the entries per scheduler, the slots).
 
 Every decision is the kernel's, as in the simulator's sparrow_steal policy (csrc/sparrow/sim/policy/steal.h):
 which peers an idle node monitor asks (`sparrow_core.choose_victims`), which answer it steals from and how
 many reservations move (`choose_steal`), and which reservations leave the victim's queue
 (`ReservationQueue.steal`: from the head in service order, stopping at one that must stay). The trio shell
 (steal.py) carries the four hops: StealProbe -> StealState, StealTake -> Stolen.
+
+The logic keeps the steps its shell and observers see (`on_stolen`, `on_release`, `on_thief_lost`, `give`) and
+hands them on here.
 
 Thief: `steal_due` is set when a slot may have become free with the queue empty (a task ended, a NoTask,
 peers told); the shell clears it and, if `steal_wanted()`, attempts: `choose_victims`, then `choose` over
@@ -28,8 +32,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 import sparrow_core
 
@@ -76,33 +80,65 @@ class _Lent:
         self.session = session
 
 
-class WorkStealing:
-    """The work-stealing state and decisions of NodeMonitorLogic (which owns the queue, the entries and
-    `_fill`); see the module docstring."""
+class StealEntry(Protocol):
+    """What stealing reads and changes of the host's record of one (scheduler, job) (node_monitor_logic._Reserved)."""
 
-    # NodeMonitorLogic's, which this part reads and changes (an entry is its _Reserved)
+    key: int
+    scheduler: Hashable
+    job_id: int
+    user: str
+    session: str
+    queued: int
+    asking: int
+    ahead: int
+    stealable: bool
+    borrowed: list | None
+    order: deque | None
+
+
+Entry = TypeVar("Entry", bound=StealEntry)
+
+
+class StealHost(Protocol[Entry]):
+    """What stealing needs of the node monitor's logic (NodeMonitorLogic)."""
+
     queue: sparrow_core.ReservationQueue
     free: int
     draining: bool
     stats: Counter[str]
     clock: Callable[[], float]
     granted_at: float
-    _schedulers: dict[Hashable, dict[int, Any]]
-    _by_key: dict[int, Any]
-    _next_key: int
 
-    if TYPE_CHECKING:
+    def idle(self) -> bool:
+        """A slot is free, nothing waits to run here, and it is not draining."""
+        ...
 
-        def _fill(self, out: list) -> None: ...
-        def _new_entry(
-            self, scheduler: Hashable, jobs: dict[int, Any], job_id: int, user: str, session: str
-        ) -> Any: ...
-        def _forget_if_idle(self, jobs: dict[int, Any], entry: Any) -> None: ...
-        def _enqueue(self, scheduler: Hashable, jobs: dict[int, Any], msg: EnqueueReservations) -> None: ...
+    def jobs_of(self, scheduler: Hashable) -> dict[int, Entry] | None:
+        """The entries of a scheduler this node monitor is registered with, by job id (None: not registered)."""
+        ...
 
-    def _init_stealing(self, steal: bool, seed: int | None) -> None:
+    def scheduler_jobs(self) -> Iterable[tuple[Hashable, dict[int, Entry]]]: ...
+    def new_entry(self, scheduler: Hashable, jobs: dict[int, Entry], job_id: int, user: str, session: str) -> Entry: ...
+    def add_key(self, entry: Entry) -> int:
+        """A new queue key whose reservations are `entry`'s."""
+        ...
+
+    def drop_key(self, key: int) -> None: ...
+    def entry_at(self, key: int) -> Entry: ...
+    def forget_if_idle(self, jobs: dict[int, Entry], entry: Entry) -> None: ...
+    def enqueue(self, scheduler: Hashable, jobs: dict[int, Entry], msg: EnqueueReservations) -> None: ...
+    def fill(self, out: list) -> None:
+        """Serve the queue into free slots (and ask ahead), appending the messages to `out`."""
+        ...
+
+
+class WorkStealing(Generic[Entry]):
+    """The work-stealing state and decisions of a node monitor (module docstring), over its host's queue."""
+
+    def __init__(self, host: StealHost[Entry], steal: bool, seed: int | None) -> None:
         if not isinstance(steal, bool):
             raise ValueError(f"steal must be a bool, got {steal!r}")
+        self._host = host
         self.steal = steal
         self.steal_due = False  # the shell should see whether to attempt a steal (steal_wanted)
         self.steal_rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
@@ -112,15 +148,15 @@ class WorkStealing:
         self._peer_lists: dict[Hashable, list[str]] = {}  # scheduler link -> the peers it told (StealPeers)
         self._peers: list[str] | None = None  # cache: the union of _peer_lists, sorted
         self._lent: dict[Hashable, dict[tuple[Hashable, int], _Lent]] = {}  # thief link -> (scheduler, job) -> lent
-        self._borrowed: dict[int, _Borrowed] = {}  # queue key -> the borrowed reservations queued under it
+        self.borrowed: dict[int, _Borrowed] = {}  # queue key -> the borrowed reservations queued under it
 
     # -- schedulers ---------------------------------------------------------------------------------
 
-    def _scheduler_named(self, scheduler: Hashable, scheduler_id: str) -> None:
+    def scheduler_named(self, scheduler: Hashable, scheduler_id: str) -> None:
         self._scheduler_ids[scheduler] = scheduler_id
         self._by_scheduler_id[scheduler_id] = scheduler
 
-    def _scheduler_gone(self, scheduler: Hashable) -> None:
+    def scheduler_gone(self, scheduler: Hashable) -> None:
         scheduler_id = self._scheduler_ids.pop(scheduler, None)
         if scheduler_id is not None and self._by_scheduler_id.get(scheduler_id) is scheduler:
             del self._by_scheduler_id[scheduler_id]
@@ -130,7 +166,7 @@ class WorkStealing:
             for key in [k for k in lent if k[0] is scheduler]:
                 del lent[key]
 
-    def _peers_told(self, scheduler: Hashable, peers: Sequence[str]) -> None:
+    def peers_told(self, scheduler: Hashable, peers: Sequence[str]) -> None:
         self._peer_lists[scheduler] = list(peers)
         self._peers = None
         self.steal_due = self.steal
@@ -145,7 +181,7 @@ class WorkStealing:
 
     def steal_wanted(self) -> bool:
         """A slot is free, nothing is queued, and there are peers to ask."""
-        return self.steal and not self.draining and self.free > 0 and not self.queue and bool(self.peers())
+        return self.steal and self._host.idle() and bool(self.peers())
 
     def choose_victims(self, n_peers: int) -> list[int]:
         """Which of `n_peers` peers (indexes into `peers()`) to ask: the kernel's choice."""
@@ -154,13 +190,14 @@ class WorkStealing:
     def choose(self, answers: Sequence[StealState]) -> tuple[int, int] | None:
         """Which answer to steal from and how many to take (at most the free slots), or None: the kernel's
         choice (choose_steal)."""
-        if not answers or self.free <= 0:
+        free = self._host.free
+        if not answers or free <= 0:
             return None
         return sparrow_core.choose_steal(
             self.steal_rng,
             [a.stealable for a in answers],
             [a.blocked_for for a in answers],
-            max_take=min(self.free, MAX_STEAL_TAKE),
+            max_take=min(free, MAX_STEAL_TAKE),
         )
 
     def steal_take(self, count: int) -> StealTake:
@@ -171,44 +208,44 @@ class WorkStealing:
         """Queue the reservations `lender` gave (ProtocolError: more than `asked`); ones of a scheduler this
         node monitor is not registered with, or named for another user, go back at once."""
         out: list = []
+        host = self._host
         if sum(r.count for r in msg.reservations) > asked:
             raise ProtocolError(f"{sum(r.count for r in msg.reservations)} reservations stolen, {asked} asked for")
         for r in msg.reservations:
             scheduler = self._by_scheduler_id.get(r.scheduler_id)
-            jobs = None if scheduler is None else self._schedulers.get(scheduler)
+            jobs = None if scheduler is None else host.jobs_of(scheduler)
             entry = None if jobs is None else jobs.get(r.job_id)
-            if jobs is None or self.draining or (entry is not None and entry.user != r.user):
-                self.stats["stolen_given_back"] += r.count
+            if jobs is None or host.draining or (entry is not None and entry.user != r.user):
+                host.stats["stolen_given_back"] += r.count
                 out.append((lender, StealRelease([Released(r.scheduler_id, r.job_id, r.count, False)])))
                 continue
             if entry is None:
-                entry = self._new_entry(scheduler, jobs, r.job_id, r.user, r.session)
+                entry = host.new_entry(scheduler, jobs, r.job_id, r.user, r.session)
             borrowed = self._borrowed_for(entry, lender, r.origin)
-            self.queue.push(borrowed.key, entry.user, r.priority, count=r.count)
+            host.queue.push(borrowed.key, entry.user, r.priority, count=r.count)
             borrowed.queued += r.count
             entry.queued += r.count
-            self.stats["stolen"] += r.count
-        self._fill(out)
+            host.stats["stolen"] += r.count
+        host.fill(out)
         return out
 
-    def _borrowed_for(self, entry: Any, lender: Hashable, origin: str) -> _Borrowed:
+    def _borrowed_for(self, entry: Entry, lender: Hashable, origin: str) -> _Borrowed:
         if entry.borrowed is None:
             entry.borrowed = []
             entry.order = deque([None] * (entry.asking + entry.ahead))  # the own requests in flight
         for borrowed in entry.borrowed:
             if borrowed.lender is lender and borrowed.origin == origin:
                 return borrowed
-        borrowed = _Borrowed(self._next_key, lender, origin)
-        self._next_key += 1
+        borrowed = _Borrowed(self._host.add_key(entry), lender, origin)
         entry.borrowed.append(borrowed)
-        self._borrowed[borrowed.key] = borrowed
-        self._by_key[borrowed.key] = entry
+        self.borrowed[borrowed.key] = borrowed
         return borrowed
 
-    def _ask_for(self, entry: Any, key: int) -> GetTask:
+    def ask_for(self, entry: Entry, key: int) -> GetTask:
         """The GetTask for the reservation just popped under `key` (own or borrowed) of an entry with
         borrowed ones, noted in its order."""
-        borrowed = self._borrowed.get(key)
+        borrowed = self.borrowed.get(key)
+        assert entry.order is not None  # an entry with borrowed reservations keeps its order
         entry.order.append(borrowed)
         if borrowed is None:
             return GetTask(entry.job_id)
@@ -216,42 +253,43 @@ class WorkStealing:
         borrowed.asking += 1
         return GetTask(entry.job_id, borrowed.origin)
 
-    def _answered_for(self, entry: Any, out: list) -> None:
+    def answered_for(self, entry: Entry, out: list) -> None:
         """The entry's oldest request was answered: if it was for a borrowed reservation, release it."""
+        assert entry.order is not None  # an entry with borrowed reservations keeps its order
         borrowed = entry.order.popleft()
         if borrowed is not None:
             borrowed.asking -= 1
             self._release(borrowed.lender, entry, 1, True, out)
 
-    def _drop_borrowed(self, entry: Any, out: list, used: bool) -> int:
+    def drop_borrowed(self, entry: Entry, out: list, used: bool) -> int:
         """Remove the entry's queued borrowed reservations, releasing them; returns how many."""
         dropped = 0
-        for borrowed in entry.borrowed:
-            n = self.queue.cancel(borrowed.key)
+        for borrowed in entry.borrowed or ():
+            n = self._host.queue.cancel(borrowed.key)
             if n:
                 borrowed.queued -= n
                 dropped += n
                 self._release(borrowed.lender, entry, n, used, out)
         return dropped
 
-    def _give_back(self, entry: Any, out: list, asked: bool) -> None:
+    def give_back(self, entry: Entry, out: list, asked: bool) -> None:
         """The entry's scheduler is gone: give every borrowed reservation back, queued or (`asked`) asked for
         without an answer (the scheduler may not have taken the request); forget them."""
-        for borrowed in entry.borrowed:
-            n = self.queue.cancel(borrowed.key) + (borrowed.asking if asked else 0)
+        for borrowed in entry.borrowed or ():
+            n = self._host.queue.cancel(borrowed.key) + (borrowed.asking if asked else 0)
             if n:
                 self._release(borrowed.lender, entry, n, False, out)
-        self._forget_borrowed(entry)
+        self.forget_borrowed(entry)
 
-    def _forget_borrowed(self, entry: Any) -> None:
-        for borrowed in entry.borrowed:
-            self._borrowed.pop(borrowed.key, None)
-            self._by_key.pop(borrowed.key, None)
+    def forget_borrowed(self, entry: Entry) -> None:
+        for borrowed in entry.borrowed or ():
+            self.borrowed.pop(borrowed.key, None)
+            self._host.drop_key(borrowed.key)
         entry.borrowed = entry.order = None
 
-    def _release(self, lender: Hashable, entry: Any, n: int, used: bool, out: list) -> None:
+    def _release(self, lender: Hashable, entry: Entry, n: int, used: bool, out: list) -> None:
         scheduler_id = self._scheduler_ids.get(entry.scheduler, "")
-        self.stats["steal_released" if used else "stolen_given_back"] += n
+        self._host.stats["steal_released" if used else "stolen_given_back"] += n
         while n > 0:
             count = min(n, MAX_STEAL_TAKE)
             out.append((lender, StealRelease([Released(scheduler_id, entry.job_id, count, used)])))
@@ -262,23 +300,25 @@ class WorkStealing:
     def steal_state(self) -> StealState:
         """What a thief's probe is told: reservations that could move (none with a slot free: they will run
         here now) and how long the latest task to start here has run."""
-        if self.free > 0 or self.draining or not self.steal:
+        host = self._host
+        if host.free > 0 or host.draining or not self.steal:
             return StealState(0, 0.0)
-        borrowed = sum(b.queued for b in self._borrowed.values()) if self._borrowed else 0
-        blocked = min(max(self.clock() - self.granted_at, 0.0), MAX_BLOCKED_FOR)
-        return StealState(max(len(self.queue) - borrowed, 0), blocked)
+        borrowed = sum(b.queued for b in self.borrowed.values()) if self.borrowed else 0
+        blocked = min(max(host.clock() - host.granted_at, 0.0), MAX_BLOCKED_FOR)
+        return StealState(max(len(host.queue) - borrowed, 0), blocked)
 
     def give(self, thief: Hashable, msg: StealTake) -> Stolen:
         """Lend `thief` up to `msg.count` reservations from the head of the queue (the kernel's
         take_reservations); none while a slot is free (the simulator's rule) or while draining."""
-        if self.free > 0 or self.draining or not self.steal or not self.queue:
+        host = self._host
+        if host.free > 0 or host.draining or not self.steal or not host.queue:
             return Stolen([])
         shared = set(msg.schedulers)
-        pinned = list(self._borrowed)
-        for scheduler, jobs in self._schedulers.items():
+        pinned = list(self.borrowed)
+        for scheduler, jobs in host.scheduler_jobs():
             keep_all = self._scheduler_ids.get(scheduler) not in shared
             pinned += [e.key for e in jobs.values() if keep_all or not e.stealable]
-        taken = self.queue.steal(msg.count, pinned)
+        taken = host.queue.steal(msg.count, pinned)
         groups: dict[int, list[int]] = {}  # queue key -> [count, priority of the first]
         for r in taken:
             group = groups.setdefault(r.job_id, [0, r.priority])
@@ -286,7 +326,7 @@ class WorkStealing:
         lent = self._lent.setdefault(thief, {})
         given = []
         for key, (n, priority) in groups.items():
-            entry = self._by_key[key]
+            entry = host.entry_at(key)
             entry.queued -= n
             record = lent.get((entry.scheduler, entry.job_id))
             if record is None:
@@ -296,8 +336,10 @@ class WorkStealing:
             given.append(
                 StolenReservation(scheduler_id, entry.job_id, entry.user, priority, entry.session, self.node_id, n)
             )
-            self._forget_if_idle(self._schedulers[entry.scheduler], entry)
-        self.stats["lent"] += len(taken)
+            own = host.jobs_of(entry.scheduler)
+            assert own is not None  # its entry is live
+            host.forget_if_idle(own, entry)
+        host.stats["lent"] += len(taken)
         return Stolen(given)
 
     def on_release(self, thief: Hashable, msg: StealRelease) -> list:
@@ -318,7 +360,7 @@ class WorkStealing:
                 del lent[(scheduler, item.job_id)]
             if not item.used:
                 self._lend_back(scheduler, item.job_id, record, n)
-        self._fill(out)
+        self._host.fill(out)
         return out
 
     def on_thief_lost(self, thief: Hashable) -> list:
@@ -326,19 +368,19 @@ class WorkStealing:
         out: list = []
         for (scheduler, job_id), record in self._lent.pop(thief, {}).items():
             self._lend_back(scheduler, job_id, record, record.count)
-        self._fill(out)
+        self._host.fill(out)
         return out
 
-    def _lent_cancelled(self, scheduler: Hashable, job_id: int) -> None:
+    def lent_cancelled(self, scheduler: Hashable, job_id: int) -> None:
         """The job's reservations were cancelled here: whatever was lent of it needs no taking back."""
         for lent in self._lent.values():
             lent.pop((scheduler, job_id), None)
 
-    def _lend_back(self, scheduler: Hashable, job_id: int, record: _Lent, n: int) -> None:
-        jobs = self._schedulers.get(scheduler)
+    def _lend_back(self, scheduler: Hashable | None, job_id: int, record: _Lent, n: int) -> None:
+        jobs = None if scheduler is None else self._host.jobs_of(scheduler)
         if jobs is None or n <= 0:
             return  # its scheduler is gone: it dropped them too
-        self.stats["steal_taken_back"] += n
-        self._enqueue(
+        self._host.stats["steal_taken_back"] += n
+        self._host.enqueue(
             scheduler, jobs, EnqueueReservations(job_id, record.user, record.priority, n, record.session, True)
         )

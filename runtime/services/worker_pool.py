@@ -199,7 +199,7 @@ class _Pool:
 
 
 class _Thread:
-    __slots__ = ("inputs", "outcome", "payload", "sock", "ticket")
+    __slots__ = ("inputs", "outcome", "payload", "sock", "task_user", "ticket")
 
     user = None  # a thread takes any user's task: threads of one process cannot be kept apart
 
@@ -208,6 +208,7 @@ class _Thread:
         self.ticket: Ticket | None = None
         self.payload = b""
         self.inputs: list | None = None
+        self.task_user = ""  # whose task it runs (the functions it ships are kept per user: wire/shipped.py)
         self.outcome: Outcome | None = failed("no task ran yet")  # each task's replaces it before the thread signals
 
 
@@ -244,6 +245,7 @@ class ThreadExecutor(_Pool):
     def _hand(self, worker: _Thread, ticket: Ticket) -> None:
         worker.payload = ticket.payload
         worker.inputs = ticket.inputs
+        worker.task_user = ticket.user
         worker.sock.send(b"\0")
 
     async def _serve(self, worker: _Thread) -> None:
@@ -269,7 +271,7 @@ def _run_tasks(sock: socket.socket, worker: _Thread) -> None:
     """A worker thread: run each task it is handed until the node monitor closes its end."""
     with sock, contextlib.suppress(OSError):  # OSError: the node monitor closed its end
         while sock.recv(1):
-            worker.outcome = run_task(worker.payload, worker.inputs)
+            worker.outcome = run_task(worker.payload, worker.inputs, user=worker.task_user)
             worker.payload, worker.inputs = b"", None
             sock.send(b"\0")
 

@@ -9,9 +9,10 @@ tens of microseconds per task at both ends, where a process pool's children impo
   is used only while the function's code, defaults, keyword defaults, closure cells and the globals its code names are
   the very objects it was pickled with: a rebound global (`x = 6`) or a redefined function pickles afresh. A global
   changed in place (a list appended to) is not seen, as a process pool's children do not see it either.
-- The receiver (a worker process, which serves one user: services/idle_workers.py) keeps the function unpickled from
-  each content (`load_shipped`, keyed by the bytes themselves, so by content: a task gets the function of its own
-  bytes, whoever sent them), at most RECEIVER_FUNCTIONS of them and RECEIVER_BYTES in all, least recently used out.
+- The receiver keeps the function unpickled per user and content (`load_shipped`, keyed by the task's user and the
+  bytes themselves: a task gets the function of its own bytes, unpickled for its own user), at most
+  RECEIVER_FUNCTIONS of them and RECEIVER_BYTES in all, least recently used out. A worker process serves one user
+  (services/idle_workers.py); a thread executor, every user's, so it names the user of each task (`set_task_user`).
 """
 
 from __future__ import annotations
@@ -102,26 +103,34 @@ def _same(kept: tuple, now: tuple) -> bool:
     return len(kept) == len(now) and all(map(operator.is_, kept, now))
 
 
-_loaded: OrderedDict[bytes, Any] = OrderedDict()  # a function's pickle -> the function
+_loaded: OrderedDict[tuple[str, bytes], Any] = OrderedDict()  # (user, a function's pickle) -> the function
 _loaded_bytes = 0
 _loaded_lock = threading.Lock()  # a thread executor runs tasks at once
+_running = threading.local()  # the user whose task this thread unpickles now (set_task_user)
+
+
+def set_task_user(user: str) -> None:
+    """The tasks this thread unpickles next are `user`'s: the functions they ship are kept apart from other
+    users' (a thread executor runs every user's tasks in one process; a worker process serves one user)."""
+    _running.user = user
 
 
 def load_shipped(data: bytes) -> Any:
-    """The function pickled as `data`, unpickled once per content while it stays among the recently used."""
+    """The function pickled as `data`, unpickled once per user and content while among the recently used."""
     global _loaded_bytes
+    key = (getattr(_running, "user", ""), data)
     with _loaded_lock:
-        fn = _loaded.get(data, _MISSING)
+        fn = _loaded.get(key, _MISSING)
         if fn is not _MISSING:
-            _loaded.move_to_end(data)
+            _loaded.move_to_end(key)
             return fn
     fn = cloudpickle.loads(data)
     if len(data) <= RECEIVER_BYTES:
         with _loaded_lock:
-            if data not in _loaded:
+            if key not in _loaded:
                 _loaded_bytes += len(data)
-            _loaded[data] = fn
+            _loaded[key] = fn
             while len(_loaded) > RECEIVER_FUNCTIONS or _loaded_bytes > RECEIVER_BYTES:
-                gone, _ = _loaded.popitem(last=False)
+                (_, gone), _ = _loaded.popitem(last=False)
                 _loaded_bytes -= len(gone)
     return fn

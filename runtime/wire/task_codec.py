@@ -21,7 +21,7 @@ import cloudpickle
 
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
 from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
-from .shipped import shipped
+from .shipped import set_task_user, shipped
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
@@ -84,11 +84,15 @@ def _by_reference(fn: Any) -> bool:
     return not by_value or not any(module_name == name or module_name.startswith(name + ".") for name in by_value)
 
 
-def run_task(payload: bytes, inputs: list | None = None, keep: Callable[[Any], Outcome] | None = None) -> Outcome:
+def run_task(
+    payload: bytes, inputs: list | None = None, keep: Callable[[Any], Outcome] | None = None, user: str = ""
+) -> Outcome:
     """Run a packed task here, with `inputs` (if not None) as the call's last positional argument; never
     raises (every failure becomes a not-ok outcome). `keep(result) -> Outcome`, if given, makes the outcome
-    of a result that is not of a plain type (a worker that can keep it in a memory file, data/packed.py)."""
+    of a result that is not of a plain type (a worker that can keep it in a memory file, data/packed.py).
+    `user`: whose task it is (a function it ships is kept per user: shipped.py)."""
     try:
+        set_task_user(user)
         fn, args, kwargs = cloudpickle.loads(payload)
         result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)
     except BaseException as exc:

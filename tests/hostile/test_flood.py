@@ -36,14 +36,23 @@ HELD = 2000  # connections the flood keeps open at most (the oldest closed first
 BIG = 200_000  # bytes: over the node monitors' default inline limit
 
 
+# What a slow connection sends, a byte every SLOW_EVERY seconds: the start of a message the service then waits
+# to read whole (a TLS record of 512 bytes holding a ClientHello; a frame of 256 bytes), so it holds its place
+TLS_DRIP = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(501)
+FRAME_DRIP = b"\x00\x00\x01\x00" + bytes(256)
+
+
 class Flood:
     """Opens `rate` connections a second to each of `targets` from `source` on a thread, until `stop()`: every
-    other one idle, the others sending a byte of a TLS record header now and then (a slow handshake)."""
+    other one idle, the others sending `drip` a byte at a time (a slow handshake)."""
 
-    def __init__(self, targets: list[tuple[str, int]], source: str = STRANGER, rate: float = RATE) -> None:
+    def __init__(
+        self, targets: list[tuple[str, int]], source: str = STRANGER, rate: float = RATE, drip: bytes = TLS_DRIP
+    ) -> None:
         self.targets = targets
         self.source = source
         self.rate = rate
+        self.drip = drip
         self.opened = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="flood", daemon=True)
@@ -58,7 +67,7 @@ class Flood:
 
     def _run(self) -> None:
         held: collections.deque[socket.socket] = collections.deque()
-        slow: list[socket.socket] = []
+        slow: dict[socket.socket, int] = {}  # -> bytes of the drip sent
         next_open = next_drip = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -70,16 +79,17 @@ class Flood:
                         if sock is not None:
                             held.append(sock)
                             if self.opened % 2:
-                                slow.append(sock)
+                                slow[sock] = 0
                     while len(held) > HELD:
                         held.popleft().close()
                 if now >= next_drip:
                     next_drip += SLOW_EVERY
-                    for sock in list(slow):
+                    for sock, sent in list(slow.items()):
                         try:
-                            sock.send(b"\x16")
+                            sock.send(self.drip[sent : sent + 1])
+                            slow[sock] = (sent + 1) % len(self.drip)
                         except OSError:
-                            slow.remove(sock)
+                            del slow[sock]
                 time.sleep(max(0.0, min(next_open, next_drip) - time.monotonic()))
         finally:
             for sock in held:
@@ -166,7 +176,7 @@ def test_a_flood_against_the_data_listeners_delays_no_fetch(caplog):
         async with services(n_nodes=2) as (address, _, nodes):
             await fetch(address, 0)  # warm: imports, the first job
             targets = [parse_address(node.holder[1]) for node in nodes]
-            with Flood(targets, rate=DATA_RATE) as flood:
+            with Flood(targets, rate=DATA_RATE, drip=FRAME_DRIP) as flood:
                 await trio.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here
                 seconds = [await fetch(address, i) for i in range(1, 6)]
                 assert flood.opened >= DATA_RATE * 3

@@ -147,6 +147,13 @@ def test_a_large_argument_is_scattered_once_and_tasks_carry_its_reference(backen
     assert backend.scattered == 1
 
 
+def test_schedulers_and_credentials_name_the_cluster_as_for_sparrow_executor(thread_cluster):
+    with parallel_config(backend="sparrow", schedulers=thread_cluster.schedulers, secret=thread_cluster.secret):
+        assert Parallel(n_jobs=-1)(delayed(_square)(i) for i in range(5)) == [0, 1, 4, 9, 16]
+    with pytest.raises(TypeError, match="not both"):
+        SparrowBackend(thread_cluster, schedulers=thread_cluster.schedulers)
+
+
 def test_bad_arguments_are_refused(executor):
     with pytest.raises(ValueError, match="scatter_over must be an int of bytes or None, got 'big'"):
         SparrowBackend(executor, scatter_over="big")

@@ -28,7 +28,7 @@ from ..manual_clock import ManualClock
 
 def node(node_id, slots=1, clock=None, schedulers=("s",)):
     logic = NodeMonitorLogic(slots=slots, steal=True, seed=3, clock=clock or ManualClock())
-    logic.node_id = node_id
+    logic.stealing.node_id = node_id
     for s in schedulers:
         logic.on_registration_reply(s, Registered(f"id-{s}"))
     return logic
@@ -54,7 +54,7 @@ def test_a_busy_victim_tells_what_may_move_and_lends_from_its_queue_head():
     clock = ManualClock()
     victim = busy_victim(clock=clock)
     clock.now += 2.5
-    assert victim.steal_state() == StealState(3, 2.5)
+    assert victim.stealing.steal_state() == StealState(3, 2.5)
     stolen = victim.give("thief", StealTake(2, ("id-s",)))
     assert stolen == Stolen([StolenReservation("id-s", 2, "u", 0, "sess", "v", 2)])
     assert len(victim.queue) == 1 and victim.stats["lent"] == 2
@@ -64,7 +64,7 @@ def test_an_idle_node_monitor_and_pinned_reservations_give_nothing():
     """A node monitor with a free slot answers (0, 0) and lends nothing; a job that may not move, or a
     thief not registered with its scheduler, leaves the queue as it was."""
     idle = node("v")
-    assert idle.steal_state() == StealState(0, 0.0)
+    assert idle.stealing.steal_state() == StealState(0, 0.0)
     assert idle.give("thief", StealTake(1, ("id-s",))) == Stolen([])
     pinned = busy_victim(stealable=False)
     assert pinned.give("thief", StealTake(2, ("id-s",))) == Stolen([])
@@ -171,7 +171,7 @@ def test_a_stolen_reservation_is_never_lent_again():
     thief.on_scheduler_messages("s", [EnqueueReservations(9, "u", 0, 1, "", True)])
     thief.on_scheduler_messages("s", [TaskToNode(9, 0, b"")])
     thief.on_stolen("link-v", Stolen([StolenReservation("id-s", 2, "u", 0, "", "v", 2)]), asked=2)
-    assert thief.steal_state().stealable == 0
+    assert thief.stealing.steal_state().stealable == 0
     assert thief.give("other", StealTake(2, ("id-s",))) == Stolen([])
 
 
@@ -180,8 +180,8 @@ def test_the_kernel_picks_the_victim_queued_behind_the_longest_task_and_takes_at
     the kernel picks the second and takes 2 of a 2-slot thief's free slots (half its queue would be 3)."""
     thief = node("t", slots=2)
     thief.on_scheduler_messages("s", [StealPeers(["a:1", "b:2"])])
-    assert thief.steal_due and thief.steal_wanted() and thief.peers() == ["a:1", "b:2"]
-    assert sorted(thief.choose_victims(2)) == [0, 1]
-    assert thief.choose([StealState(3, 1.0), StealState(5, 4.0)]) == (1, 2)
-    assert thief.choose([StealState(0, 9.0)]) is None
-    assert thief.steal_take(2) == StealTake(2, ("id-s",))
+    assert thief.stealing.steal_due and thief.stealing.steal_wanted() and thief.stealing.peers() == ["a:1", "b:2"]
+    assert sorted(thief.stealing.choose_victims(2)) == [0, 1]
+    assert thief.stealing.choose([StealState(3, 1.0), StealState(5, 4.0)]) == (1, 2)
+    assert thief.stealing.choose([StealState(0, 9.0)]) is None
+    assert thief.stealing.steal_take(2) == StealTake(2, ("id-s",))

@@ -27,14 +27,14 @@ SCHEDULER = SchedulerConfig(link=LinkConfig(secret=SECRET))
 
 @asynccontextmanager
 async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grace=2.0, **node_options):
-    """A scheduler and `n_nodes` thread-executor node monitors on loopback (`node_options`: more of
-    NodeMonitorConfig's fields); yields (address, scheduler logic, node logics)."""
+    """A scheduler and `n_nodes` thread-executor node monitors on loopback, not pipelining (`node_options`: more
+    of NodeMonitorConfig's fields); yields (address, scheduler logic, node logics)."""
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerLogic(seed=3, probe_ratio=probe_ratio, client_grace=client_grace)
         address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
         nodes = []
         for i in range(n_nodes):
-            logic = NodeMonitorLogic(slots=slots)
+            logic = NodeMonitorLogic(slots=slots, pipeline="off")  # plain late binding: these tests count its messages
             nodes.append(logic)
             node = NodeMonitorConfig(
                 link=LinkConfig(secret=SECRET),

@@ -37,7 +37,7 @@ class World:
         for i in range(n_nodes):
             name = f"nm{i}"
             node = NodeMonitorLogic(slots=1, steal=True, seed=seed * 100 + i)
-            node.node_id = name
+            node.stealing.node_id = name
             self.nodes[name] = node
             self.send(name, "s", RegisterNodeMonitor(name, 1, (), name, False, name))
 
@@ -88,17 +88,17 @@ class World:
         """A steal attempt of `name`: the kernel's victims and choice over their current answers (the probe
         round trip is taken as instant), then StealTake in flight."""
         node = self.nodes[name]
-        node.steal_due = False
-        if not node.steal_wanted():
+        node.stealing.steal_due = False
+        if not node.stealing.steal_wanted():
             return
-        peers = [p for p in node.peers() if p not in self.dead]
+        peers = [p for p in node.stealing.peers() if p not in self.dead]
         if not peers:
             return
-        victims = [peers[i] for i in node.choose_victims(len(peers))]
-        choice = node.choose([self.nodes[v].steal_state() for v in victims])
+        victims = [peers[i] for i in node.stealing.choose_victims(len(peers))]
+        choice = node.stealing.choose([self.nodes[v].stealing.steal_state() for v in victims])
         if choice is not None:
             victim = victims[choice[0]]
-            self.send(name, victim, ("take", (name, victim), node.steal_take(choice[1])))
+            self.send(name, victim, ("take", (name, victim), node.stealing.steal_take(choice[1])))
 
     def kill(self, name: str) -> None:
         """SIGKILL: its links, queued messages and running tasks go; the scheduler and its peers see the loss."""
@@ -114,13 +114,15 @@ class World:
     def step(self, kill_chance: float) -> bool:
         """One random event; False once nothing is left to happen."""
         live = [n for n in self.nodes if n not in self.dead]
-        due = [n for n in live if self.nodes[n].steal_due]
+        due = [n for n in live if self.nodes[n].stealing.steal_due]
         busy = [k for k, q in self.links.items() if q]
         choices = [("link", k) for k in busy] + [("run", r) for r in self.running] + [("steal", n) for n in due]
         if not choices:
             return False
         # a thief that holds lent reservations is killed far more often than another: the kill mid-steal
-        holding = sorted({t for n in live for (t, _), lent in self.nodes[n]._lent.items() if lent and t in live})
+        holding = sorted(
+            {t for n in live for (t, _), lent in self.nodes[n].stealing._lent.items() if lent and t in live}
+        )
         if len(live) > 2 and self.rng.random() < (100 * kill_chance if holding else kill_chance):
             self.kill(self.rng.choice(holding or live))
             return True

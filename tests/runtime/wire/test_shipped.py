@@ -105,10 +105,25 @@ def test_both_caches_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     distinct = [eval(f"lambda x: x + {i}") for i in range(6)]
     for i, fn in enumerate(distinct):
         assert _value(pack_task(fn, (0,))) == i
-    assert len(shipped._loaded) == 4 and shipped._loaded_bytes == sum(map(len, shipped._loaded))
-    monkeypatch.setattr(shipped, "RECEIVER_BYTES", len(next(iter(shipped._loaded))) + 1)
+    assert len(shipped._loaded) == 4 and shipped._loaded_bytes == sum(len(data) for _, data in shipped._loaded)
+    monkeypatch.setattr(shipped, "RECEIVER_BYTES", len(next(iter(shipped._loaded))[1]) + 1)
     assert _value(pack_task(distinct[0], (5,))) == 5
     assert len(shipped._loaded) == 1
+
+
+def test_the_receiver_keeps_each_users_functions_apart() -> None:
+    """The same bytes run for two users (a thread executor runs every user's tasks in one process): each gets a
+    function of their own, so what one user's calls keep (a mutable default) is not another's."""
+
+    def calls_so_far(seen: list = []) -> int:  # noqa: B006 (the state that shows which function ran)
+        seen.append(1)
+        return len(seen)
+
+    payload = pack_task(calls_so_far)
+    alice = [unpack_outcome(run_task(payload, user="alice")) for _ in range(2)]
+    bob = unpack_outcome(run_task(payload, user="bob"))
+    assert alice == [1, 2] and bob == 1
+    assert unpack_outcome(run_task(payload, user="alice")) == 3
 
 
 def test_an_unpicklable_function_is_refused_naming_it() -> None:
@@ -122,3 +137,21 @@ def test_an_unpicklable_function_is_refused_naming_it() -> None:
 
     with pytest.raises(TypeError, match="holds_a_lock"):
         pack_task(holds_a_lock)
+
+
+def test_a_worker_process_keeps_the_function_between_tasks() -> None:
+    """On a real cluster (one worker process), a function by value is unpickled once and kept: its mutable default
+    carries over from task to task, as it would in a process pool's worker (unpickled per task it would not)."""
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
+
+    def calls_so_far(_: int, seen: list = []) -> int:  # noqa: B006 (the state that shows the function was kept)
+        seen.append(1)
+        return len(seen)
+
+    with (
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=1, dashboard=False
+        ) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
+    ):
+        assert [executor.submit(calls_so_far, i).result(timeout=60) for i in range(3)] == [1, 2, 3]

@@ -41,6 +41,7 @@ class FitLauncher:
         cpu_ids: Sequence[int] = (),
         window: int = DEFAULT_FIT_WINDOW,
         max_skips: int = DEFAULT_FIT_MAX_SKIPS,
+        by_priority: bool = False,
     ) -> None:
         self.kinds = (SLOTS, *sorted(name for name, units in capacity.items() if units))
         self.capacity = {name: capacity[name] for name in self.kinds[1:]}
@@ -56,9 +57,10 @@ class FitLauncher:
         self.window = window
         self.max_skips = max_skips
         self.plain = (1,) + (0,) * (len(self.kinds) - 1)  # a reservation that names nothing: one slot
-        self.staged: list[tuple[int, Any]] = []  # (queue key, entry) taken from the queue, service order
+        self.staged: list[tuple[int, Any, int]] = []  # (queue key, entry, priority) out of the queue, service order
+        self.by_priority = by_priority  # the queue serves lower priorities first: so does the window
         self.sized = 0  # reservations with a request still in the kernel queue
-        self.head: tuple[int, Any] | None = None  # the staged head the skips count for
+        self.head: tuple[int, Any, int] | None = None  # the staged head the skips count for
         self.head_skips = 0
         self.skips = 0  # launches that passed a head, in all
         self.devices: dict[tuple, list[str]] = {}  # (scheduler, job, task) running -> its GPU ids
@@ -128,7 +130,7 @@ class FitLauncher:
         leave it too. Returns how many left the window."""
         if entry.request is not None:
             self.sized -= from_queue
-        kept = [s for s in self.staged if s[1] is not entry]
+        kept = [staged for staged in self.staged if staged[1] is not entry]
         dropped = len(self.staged) - len(kept)
         self.staged = kept
         return dropped
@@ -139,7 +141,7 @@ class FitLauncher:
         staged = self.staged
         if staged[0] is not self.head:
             self.head, self.head_skips = staged[0], 0
-        requests = [self.plain if entry.request is None else entry.request for _, entry in staged]
+        requests = [self.plain if entry.request is None else entry.request for _, entry, _ in staged]
         index = sparrow_core.choose_launch(
             [slots_free, *self.free], requests, self.head_skips, self.window, self.max_skips
         )
@@ -149,7 +151,10 @@ class FitLauncher:
         return index
 
     def stage(self, queue: Any, borrowed: Mapping[int, Any], by_key: Mapping[int, Any]) -> None:
-        """Fill the window from the head of `queue` in service order; borrowed reservations stay queued."""
+        """Fill the window from the head of `queue` in service order; borrowed reservations stay queued. Under
+        the priority policy a reservation staged later with a lower priority number goes before those waiting
+        in the window (stable: FIFO within a level), as it would in the queue."""
+        added = False
         while len(self.staged) < self.window and queue:
             head = queue.peek()
             if head.job_id in borrowed:
@@ -158,11 +163,14 @@ class FitLauncher:
             entry = by_key[head.job_id]
             if entry.request is not None:
                 self.sized -= 1
-            self.staged.append((head.job_id, entry))
+            self.staged.append((head.job_id, entry, head.priority))
+            added = True
+        if added and self.by_priority:
+            self.staged.sort(key=lambda staged: staged[2])
 
     def launched(self, index: int) -> tuple[int, Any]:
         """Take the staged reservation `index` out of the window and hold its units."""
-        key, entry = self.staged.pop(index)
+        key, entry, _ = self.staged.pop(index)
         if entry.request is not None:
             self.take(entry.request)
         return key, entry

@@ -261,7 +261,14 @@ class NodeMonitorLogic:
         self.fit = (
             None
             if resources is None
-            else FitLauncher(resources, gpu_ids=gpu_ids, cpu_ids=cpu_ids, window=fit_window, max_skips=fit_max_skips)
+            else FitLauncher(
+                resources,
+                gpu_ids=gpu_ids,
+                cpu_ids=cpu_ids,
+                window=fit_window,
+                max_skips=fit_max_skips,
+                by_priority=policy == "priority",
+            )
         )
 
     # -- schedulers -------------------------------------------------------------------------------
@@ -824,9 +831,10 @@ class NodeMonitorLogic:
                 self.free -= 1
         queue = self.queue
         fit = self.fit
-        if fit is not None and fit.active:  # reservations with resources wait: the launch rule decides (fit.py)
+        fitting = fit is not None and fit.active  # reservations with resources wait: the launch rule decides (fit.py)
+        if fit is not None and fitting:
             self._fill_fitting(fit, out)
-        while self.free > 0 and queue and not self.draining and (fit is None or not fit.active):
+        while self.free > 0 and queue and not self.draining and not fitting:
             reservation = queue.pop()
             assert reservation is not None  # the queue is not empty
             entry = self._by_key[reservation.job_id]
@@ -840,9 +848,8 @@ class NodeMonitorLogic:
                 out.append((entry.scheduler, self.stealing.ask_for(entry, reservation.job_id)))
         pipeline = self.pipeline
         # a fit launcher holding reservations back asks nothing ahead (fit.py)
-        active = fit is not None and fit.active
         limit = (
-            0 if active else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+            0 if fitting else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
         )
         if limit:
             if self.give_back:  # not behind tasks that overran: what it holds there it would give back

@@ -19,7 +19,7 @@ import pytest
 # the vendored tests import test.support at their top: without it, skip saying why
 pytest.importorskip("test.support", reason="CPython's test.support helpers (the Python's own test package)")
 
-from sparrow_runtime import LocalCluster
+from sparrow_runtime import LocalCluster, NodeMonitorConfig
 from sparrow_runtime.wire.auth import SECRET_ENV
 
 from .cpython import concurrent_futures_tests as cpython
@@ -79,7 +79,9 @@ PENDING = {"ExecutorShutdownTest.test_cancel_futures": "cancel() of a running ta
 def cluster() -> Iterator[LocalCluster]:
     """The cluster every SparrowPoolExecutor of this module uses, named in the environment (so in the
     tests' child processes too): 5 slots, as the tests' pools have 5 workers."""
-    with LocalCluster(node_monitors=1, slots=5, executor="process", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=5, dashboard=False
+    ) as cluster:
         saved = {name: os.environ.get(name) for name in (SCHEDULERS_ENV, SECRET_ENV)}
         os.environ[SCHEDULERS_ENV] = ",".join(cluster.schedulers)
         os.environ[SECRET_ENV] = cluster.secret

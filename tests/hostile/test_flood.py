@@ -19,7 +19,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.certs import local_certs
 
@@ -126,7 +126,9 @@ async def _one_job(scheduler: str, tls) -> float:
 @pytest.mark.slow
 def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
     """From another address than the peers', the flood only ever evicts its own connections."""
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", tls=tmp_path / "tls") as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1, tls=tmp_path / "tls"
+    ) as cluster:
         files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
         restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])
         targets = [parse_address(cluster.schedulers[0]), parse_address(cluster.node_monitors[0])]

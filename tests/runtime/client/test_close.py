@@ -16,7 +16,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, SparrowExecutor
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig, SparrowExecutor
 from sparrow_runtime.errors import TaskCancelled
 
 CLOSE_BOUND = 1.0  # seconds closing may take (docs/runtime-limits.md, "Limits and failure behaviour")
@@ -26,7 +26,9 @@ SCHEDULER_TIMEOUT = 0.3
 @contextmanager
 def one_scheduler() -> Iterator[tuple[LocalCluster, Callable[[], None]]]:
     """A cluster of one scheduler and a `freeze()` that SIGSTOPs it (SIGCONT again at the end)."""
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1, dashboard=False
+    ) as cluster:
         pid = cluster.pids[0]
         frozen = []
 

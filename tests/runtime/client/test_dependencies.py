@@ -17,6 +17,7 @@ from sparrow_runtime import (
     Client,
     DependencyFailed,
     LinkConfig,
+    NodeMonitorConfig,
     SchedulerConfig,
     SparrowExecutor,
     serve_node_monitor,
@@ -351,10 +352,9 @@ async def _with_services(test):
             await nursery.start(
                 partial(
                     serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id=f"nm{i}",
-                    executor="thread",
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", executor="thread"
+                    ),
                     logic=NodeMonitorLogic(slots=1),
                 )
             )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sparrow_runtime import LocalCluster, SparrowExecutor
+from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
 from sparrow_runtime.wire.auth import SECRET_ENV
 
 
@@ -54,7 +54,9 @@ def _touch(path: str) -> str:
 def cluster() -> Iterator[LocalCluster]:
     """One slot, and no pipelining: a task not started is not launched either (a task a node monitor
     took ahead counts as running, and cancelling it only drops its result), so a cancelled one never runs."""
-    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline="off", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread", pipeline="off"), node_monitors=1, slots=1, dashboard=False
+    ) as cluster:
         yield cluster
 
 

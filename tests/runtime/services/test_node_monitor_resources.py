@@ -161,3 +161,32 @@ def test_the_heartbeat_counts_the_window():
     logic = node(slots=1, resources={"cpus": 1000})
     enqueue(logic, 1, 4, {"cpus": 1000})
     assert logic.heartbeat() == Heartbeat(3, 1, False)
+
+
+def test_priorities_keep_their_order_with_resources():
+    """The window is filled in the queue's service order: with one GPU busy, a priority-0 GPU reservation
+    queued after a priority-5 one takes the GPU first when it frees."""
+    logic = node(resources={"gpu": 1}, policy="priority")
+    assert asked(enqueue(logic, 1, 1, {"gpu": 1}, priority=5)) == [1]
+    run(logic, 1, 0)
+    enqueue(logic, 2, 1, {"gpu": 1}, priority=5)
+    enqueue(logic, 3, 1, {"gpu": 1}, priority=0)
+    assert asked(finish(logic, 1, 0)) == [3]
+
+
+def test_fair_shares_keep_their_turns_with_resources():
+    """Users a and b take turns for the one GPU, whatever the order their reservations came in."""
+    logic = node(resources={"gpu": 1}, policy="fair")
+    out = logic.on_scheduler_messages(
+        "s",
+        [
+            EnqueueReservations(1, "a", 0, 3, resources={"gpu": 1}),
+            EnqueueReservations(2, "b", 0, 3, resources={"gpu": 1}),
+        ],
+    )
+    order = asked(out)
+    for task in range(4):
+        job = order[-1]
+        run(logic, job, task)
+        order += asked(finish(logic, job, task))
+    assert order[:4] in ([1, 2, 1, 2], [2, 1, 2, 1])

@@ -15,7 +15,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import LinkConfig, LocalCluster, NodeMonitorConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor import REFUSED_PATIENCE
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.certs import local_certs
@@ -29,7 +29,13 @@ FROZEN = 2.0  # seconds the scheduler stays frozen: the new process has started 
 
 @pytest.mark.slow
 def test_a_node_monitor_restarted_while_a_scheduler_is_frozen_registers_with_every_scheduler(tmp_path):
-    with LocalCluster(schedulers=2, node_monitors=1, executor="thread", tls=tmp_path / "tls", dashboard=False) as cl:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"),
+        schedulers=2,
+        node_monitors=1,
+        tls=tmp_path / "tls",
+        dashboard=False,
+    ) as cl:
         files = local_certs(tmp_path / "tls", "unused")["node-monitor"]  # the cluster's (remade only if unusable)
         frozen = cl.pids[1]  # the second scheduler
         current = None
@@ -85,7 +91,10 @@ def test_the_scheduler_forgets_an_ended_link_before_it_closes_it():
 
 
 async def _node_monitor(address, node_id, task_status=trio.TASK_STATUS_IGNORED):
-    await serve_node_monitor([address], secret=SECRET, node_id=node_id, executor="thread", task_status=task_status)
+    await serve_node_monitor(
+        NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], node_id=node_id, executor="thread"),
+        task_status=task_status,
+    )
 
 
 def test_a_refused_node_monitor_tries_again_and_registers_once_its_id_is_free(caplog):

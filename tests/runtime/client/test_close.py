@@ -71,7 +71,7 @@ def test_leaving_async_with_client_while_it_reconnects_takes_under_a_second_and_
 
 @pytest.mark.slow
 def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
-    """With nothing pending, shutdown() (wait=True); with a task pending, shutdown(cancel_futures=True)."""
+    """With nothing pending, shutdown() (wait=True); with a running task cancelled with force, shutdown()."""
     with one_scheduler() as (cluster, freeze):
         idle = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
         busy = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
@@ -84,6 +84,7 @@ def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
             time.sleep(0.01)
         assert reconnecting(idle.client) and reconnecting(busy.client)
         time.sleep(0.2)
+        assert future.cancel(force=True)
         for executor, kwargs in ((idle, {}), (busy, {"cancel_futures": True})):
             started = time.monotonic()
             executor.shutdown(**kwargs)
@@ -94,8 +95,8 @@ def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
 
 @pytest.mark.slow
 def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending_tasks_cancelled():
-    """shutdown(wait=False, cancel_futures=True): the pending future is cancelled at once, and the
-    thread ends within the bound (without cancel_futures the task would wait for the scheduler)."""
+    """A running task cancelled with force, then shutdown(wait=False): the future is cancelled at once,
+    and the thread ends within the bound (not cancelled, the task would wait for the scheduler)."""
     with one_scheduler() as (cluster, freeze):
         executor = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
         future = executor.submit(time.sleep, 5)
@@ -104,7 +105,8 @@ def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending
         deadline = time.monotonic() + 10
         while not reconnecting(executor.client) and time.monotonic() < deadline:
             time.sleep(0.01)
-        executor.shutdown(wait=False, cancel_futures=True)
+        assert future.cancel(force=True)  # it runs: only a forced cancel ends it
+        executor.shutdown(wait=False)
         done, _ = concurrent.futures.wait([future], timeout=CLOSE_BOUND)
         assert done and future.cancelled()
         started = time.monotonic()

@@ -26,12 +26,12 @@ from functools import partial
 
 try:
     from bench import open_loop
-    from bench.bench_runtime import binding
     from bench.bench_vs_pool import tree_cpu_seconds
+    from bench.cluster_options import cluster_options
 except ModuleNotFoundError:  # run as `python bench/bench_bind_idle.py`: bench/ is on sys.path, its parent is not
     import open_loop
-    from bench_runtime import binding
     from bench_vs_pool import tree_cpu_seconds
+    from cluster_options import cluster_options
 
 try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
@@ -66,16 +66,15 @@ def p50_ms(ex, size: int, jobs: int, task_us: float = 0.0) -> tuple[float, float
 
 def run(rounds: int, jobs: int, depth: int, load_seconds: float, task_us: float = 0.0) -> dict[str, list[float]]:
     """Per figure and side ("off", "on", "pool"), its value in each round; `task_us`: the tasks spin so long."""
-    options: dict = {"pipeline_depth": depth} if depth else {}
     figures: dict[str, list[float]] = {}
     spec = open_loop.LoadSpec(seconds=load_seconds) if load_seconds else None
     arrivals = spec.workload().arrivals if spec is not None else None
     with (
         LocalCluster(
-            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, **binding(False), **options
+            node_monitors=SLOTS, slots=1, dashboard=False, **cluster_options("process", depth or None, False)
         ) as off,
         LocalCluster(
-            node_monitors=SLOTS, slots=1, executor="process", dashboard=False, **binding(True), **options
+            node_monitors=SLOTS, slots=1, dashboard=False, **cluster_options("process", depth or None, True)
         ) as on,
         SparrowExecutor(off.schedulers, secret=off.secret) as ex_off,
         SparrowExecutor(on.schedulers, secret=on.secret) as ex_on,

@@ -41,10 +41,12 @@ from rich.table import Table
 try:
     from bench import traffic
     from bench.bench_vs_pool import tree_cpu_seconds
+    from bench.cluster_options import cluster_options
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_dask.py`: bench/ is on sys.path, its parent is not
     import traffic
     from bench_vs_pool import tree_cpu_seconds
+    from cluster_options import cluster_options
     from measure import cpu_counters, steal_percent
 
 try:
@@ -139,7 +141,7 @@ def sparrow_round(
     waves without Dask."""
     results = {}
     with (
-        LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, dashboard=False) as cluster,
+        LocalCluster(schedulers=1, node_monitors=2, slots=1, dashboard=False, **cluster_options(executor)) as cluster,
         DaskScheduler(cluster) as sparrow,
     ):
         dask.compute(chain_graph(10), scheduler=sparrow)  # warm up: workers, connections

@@ -53,11 +53,13 @@ from rich.table import Table
 
 try:
     from bench import bench_runtime as sparrow
+    from bench.cluster_options import cluster_options
     from bench.measure import cpu_counters, steal_percent
     from bench.open_loop import LoadSpec, run_open_loop
     from bench.submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
 except ModuleNotFoundError:  # run as `python bench/bench_peers.py`: bench/ is on sys.path, its parent is not
     import bench_runtime as sparrow
+    from cluster_options import cluster_options
     from measure import cpu_counters, steal_percent
     from open_loop import LoadSpec, run_open_loop
     from submit_loop import SUBMIT_TASKS, pool_submit_loop, sparrow_submit_loop
@@ -184,8 +186,8 @@ def load_arrivals(seconds: float, seed: int) -> np.ndarray:
 def sparrow_load(executor: str, arrivals: np.ndarray, pipeline: int | None = None) -> tuple[LoadFigures, LoadFigures]:
     """(Sparrow's figures, the floor's) on a fresh cluster of 2 node monitors x 1 slot (the open-loop
     run and its floor: bench/open_loop.py); `pipeline`: its node monitors' depth (bench_runtime.pipelining)."""
-    options = sparrow.pipelining(pipeline)
-    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, **options) as cluster:
+    options = cluster_options(executor, pipeline)
+    with LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, **options) as cluster:
         rate = trio.run(_sparrow_saturated, cluster.schedulers, cluster.secret)
         report = run_open_loop(cluster, load_spec(), arrivals).report
     return LoadFigures(rate, report.response), LoadFigures(SLOTS * report.tasks / report.busy, report.ideal_response)

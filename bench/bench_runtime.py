@@ -13,15 +13,16 @@ Targets (2-core machine): >= 3,000 tasks/s (process), >= 5,000 (thread); p50 <= 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import time
 
 try:
     from bench import open_loop
+    from bench.cluster_options import cluster_options
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_runtime.py`: bench/ is on sys.path, its parent is not
     import open_loop
+    from cluster_options import cluster_options
     from measure import cpu_counters, steal_percent
 
 try:
@@ -88,7 +89,7 @@ class RuntimeNoOpTasks:
     def setup(self, executor):
         if LocalCluster is None:
             raise NotImplementedError("sparrow_runtime is not available")
-        self.cluster = LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor)
+        self.cluster = LocalCluster(schedulers=1, node_monitors=2, slots=1, **cluster_options(executor))
         self.cluster.start()
 
     def teardown(self, executor):
@@ -146,31 +147,12 @@ class RuntimeAtLoad:
     track_overhead_p50_ms.unit = "ms"
 
 
-def pipelining(depth: int | None) -> dict:
-    """LocalCluster's options for pipelining `depth` deep: None the build's default (steady, 16 deep),
-    0 off (plain late binding), N > 0 pipelined N deep (in the default mode)."""
-    if depth is None:
-        return {}
-    return {"pipeline": "off"} if depth == 0 else {"pipeline_depth": int(depth)}
-
-
-def binding(bind_idle: bool | None) -> dict:
-    """LocalCluster's options for its schedulers' `bind_idle` (None: the build's default): the schedulers'
-    SchedulerConfig where the build has one, else the keyword of older builds."""
-    if bind_idle is None:
-        return {}
-    config = getattr(importlib.import_module("sparrow_runtime"), "SchedulerConfig", None)
-    return {"bind_idle": bind_idle} if config is None else {"scheduler": config(bind_idle=bind_idle)}
-
-
 def run_once(
     executor: str, n_tasks: int, n_jobs: int, share_cpus: bool = False, pipeline: int | None = None
 ) -> tuple[float, float, float]:
     """(tasks/s, p50 ms, p99 ms) on a fresh cluster (`pipeline`: its node monitors' depth, `pipelining`)."""
-    options = pipelining(pipeline)
-    with LocalCluster(
-        schedulers=1, node_monitors=2, slots=1, executor=executor, share_cpus=share_cpus, **options
-    ) as cluster:
+    options = cluster_options(executor, pipeline)
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, share_cpus=share_cpus, **options) as cluster:
         rate = trio.run(measure_throughput, cluster.schedulers, cluster.secret, n_tasks)
         lat = trio.run(measure_latencies, cluster.schedulers, cluster.secret, n_jobs)
     return rate, 1e3 * percentile(lat, 0.5), 1e3 * percentile(lat, 0.99)

@@ -26,8 +26,10 @@ from functools import partial
 
 try:
     from bench import bench_runtime as runtime
+    from bench.cluster_options import cluster_options
 except ModuleNotFoundError:  # run as `python bench/bench_tls.py`
     import bench_runtime as runtime
+    from cluster_options import cluster_options
 
 import trio
 
@@ -52,7 +54,7 @@ ROUND_TRIPS = 3000
 
 def run_once(tls: bool, executor: str, n_tasks: int, n_jobs: int) -> tuple[float, float, float, float]:
     """(tasks/s, p50 ms, p99 ms, new connections/s) on a fresh cluster, on TLS or not."""
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=executor, tls=tls) as cluster:
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, tls=tls, **cluster_options(executor)) as cluster:
         credentials = cluster.credentials
         rate = trio.run(runtime.measure_throughput, cluster.schedulers, credentials, n_tasks)
         lat = trio.run(runtime.measure_latencies, cluster.schedulers, credentials, n_jobs)

@@ -34,10 +34,10 @@ from functools import partial
 
 try:
     from bench import open_loop
-    from bench.bench_runtime import binding, pipelining
+    from bench.cluster_options import cluster_options
 except ModuleNotFoundError:  # run as `python bench/bench_vs_pool.py`: bench/ is on sys.path, its parent is not
     import open_loop
-    from bench_runtime import binding, pipelining
+    from cluster_options import cluster_options
 
 try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
@@ -172,10 +172,9 @@ def run_rounds(
     0 off, N deep); `bind_idle`: its scheduler's (None: the build's default)."""
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
     options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
-    options.update(pipelining(pipeline_depth))
-    options.update(binding(bind_idle))
+    options.update(cluster_options("process", pipeline_depth, bind_idle))
     with (
-        LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", **options) as cluster,
+        LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, **options) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
         ProcessPoolExecutor(SLOTS) as pool,
     ):

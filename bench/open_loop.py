@@ -112,5 +112,10 @@ def run_open_loop(cluster: LocalCluster, spec: LoadSpec, arrivals: np.ndarray | 
 def run_on_local_cluster(spec: LoadSpec, executor: str = "process") -> LoadRun:
     """run_open_loop on a fresh LocalCluster (1 scheduler, spec's node monitors and slots)."""
     require_runtime()
-    with LocalCluster(schedulers=1, node_monitors=spec.node_monitors, slots=spec.slots, executor=executor) as cluster:
+    try:  # imported here: bench_runtime, which cluster_options' package shares, imports this module
+        from bench.cluster_options import cluster_options
+    except ModuleNotFoundError:
+        from cluster_options import cluster_options
+    options = cluster_options(executor)
+    with LocalCluster(schedulers=1, node_monitors=spec.node_monitors, slots=spec.slots, **options) as cluster:
         return run_open_loop(cluster, spec)

@@ -17,9 +17,9 @@ SLOTS = 2
 WARM_UP = 100
 
 try:
-    from bench.bench_runtime import pipelining
+    from bench.cluster_options import cluster_options
 except ImportError:  # run as a script from bench/
-    from bench_runtime import pipelining
+    from cluster_options import cluster_options
 
 try:
     from sparrow_runtime import LocalCluster, SparrowExecutor
@@ -38,11 +38,9 @@ def _loop(executor, n_tasks: int) -> float:
 
 
 def sparrow_submit_loop(executor: str = "process", n_tasks: int = SUBMIT_TASKS, pipeline: int | None = None) -> float:
-    options = pipelining(pipeline)  # None: the build's default
+    options = cluster_options(executor, pipeline)  # None: the build's default
     with (
-        LocalCluster(
-            schedulers=1, node_monitors=SLOTS, slots=1, executor=executor, dashboard=False, **options
-        ) as cluster,
+        LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, dashboard=False, **options) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
     ):
         return _loop(ex, n_tasks)

@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.measure import cpu_counters, steal_percent
+from sparrow_runtime import NodeMonitorConfig
 from sparrow_runtime.client.core import Client
 from sparrow_runtime.services.local_cluster import LocalCluster
 
@@ -64,7 +65,12 @@ class Round:
 
 async def one_round(fault: str, scheduler_timeout: float) -> Round:
     with LocalCluster(
-        schedulers=2, node_monitors=3, slots=2, executor="process", dashboard=False, log_level="error"
+        node_monitor=NodeMonitorConfig(executor="process"),
+        schedulers=2,
+        node_monitors=3,
+        slots=2,
+        dashboard=False,
+        log_level="error",
     ) as cluster:
         async with Client(cluster.schedulers, secret=cluster.secret, scheduler_timeout=scheduler_timeout) as client:
             jobs = []

@@ -84,11 +84,12 @@ def run(args: argparse.Namespace) -> list[str]:
     """The runs; their report lines. Raises RuntimeError if a result is missing or wrong."""
     import trio
 
-    from sparrow_runtime import Client, LocalCluster, SparrowExecutor
+    from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig, SparrowExecutor
 
     lines = []
     pipelined = {"pipeline_depth": args.pipeline_depth} if args.pipeline_depth else {}
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor=args.executor, **pipelined) as cluster:
+    node = NodeMonitorConfig(executor=args.executor, **pipelined)
+    with LocalCluster(schedulers=1, node_monitors=2, slots=1, node_monitor=node) as cluster:
         pids = {"client": [os.getpid()], "scheduler": cluster.pids[:1], "node monitor": cluster.node_monitor_pids}
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex:
             list(ex.map(int, range(1000)))  # warm up

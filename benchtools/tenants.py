@@ -27,9 +27,11 @@ SLOTS = 2
 
 def measure(users: int, jobs: int) -> dict[str, float]:
     """One child's figures: seconds of the first pass over the users, steady tasks/s and job p50 (ms)."""
-    from sparrow_runtime import LocalCluster, SparrowExecutor
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
 
-    with LocalCluster(node_monitors=1, slots=SLOTS, executor="process", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=SLOTS, dashboard=False
+    ) as cluster:
         executors = [SparrowExecutor(cluster.schedulers, secret=cluster.secret, user=f"u{i}") for i in range(users)]
         try:
             start = time.perf_counter()

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 from bench.bench_vs_pool import child_pids, process_cpu_seconds, tree_cpu_seconds
 from benchtools import user_load
-from sparrow_runtime import LocalCluster, SparrowExecutor
+from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
 
 try:
     from joblib.externals.loky import get_reusable_executor
@@ -121,7 +121,13 @@ def started(names: list[str]) -> Iterator[dict[str, System]]:
             cluster = None
             if name == "sparrow":
                 cluster = stack.enter_context(
-                    LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, executor="process", dashboard=False)
+                    LocalCluster(
+                        node_monitor=NodeMonitorConfig(executor="process"),
+                        schedulers=1,
+                        node_monitors=SLOTS,
+                        slots=1,
+                        dashboard=False,
+                    )
                 )
                 executor: Executor = stack.enter_context(SparrowExecutor(cluster.schedulers, secret=cluster.secret))
             elif name == "pool":

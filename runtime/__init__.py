@@ -29,6 +29,7 @@ _EXPORTS = {
     "ValueLost": "errors",
     "LocalCluster": "services.local_cluster",
     "LinkConfig": "wire.link_config",
+    "NodeMonitorConfig": "services.config",
     "SchedulerConfig": "services.config",
     "Constraint": "wire.messages",
     "serve_node_monitor": "services.node_monitor",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from .errors import TaskTimeout as TaskTimeout
     from .errors import UploadFailed as UploadFailed
     from .errors import ValueLost as ValueLost
+    from .services.config import NodeMonitorConfig as NodeMonitorConfig
     from .services.config import SchedulerConfig as SchedulerConfig
     from .services.local_cluster import LocalCluster as LocalCluster
     from .services.node_monitor import serve_node_monitor as serve_node_monitor

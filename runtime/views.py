@@ -37,8 +37,8 @@ def cluster_html(cluster: Any) -> str:
         ("state", "running" if started else "not started (use it in a with block, or call start())"),
         ("schedulers", escape(", ".join(cluster.schedulers) or cluster.n_schedulers)),
         ("node monitors", f"{n_nodes} x {cluster.slots} slots = {n_nodes * cluster.slots} slots"),
-        ("policy", escape(cluster.policy)),
-        ("executor", escape(cluster.executor)),
+        ("policy", escape(cluster.node_monitor.policy)),
+        ("executor", escape(cluster.node_monitor.executor)),
     ]
     if cluster.dashboard_urls:
         facts.append(("dashboard", ", ".join(link(url) for url in cluster.dashboard_urls)))

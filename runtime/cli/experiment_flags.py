@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..services.config import SchedulerConfig
+from ..services.config import NodeMonitorConfig, SchedulerConfig
 from ..services.local_cluster import LocalCluster
 from .config import Kind, integer, number
 
@@ -66,15 +66,15 @@ def add_cluster_flags(
     )
 
 
-def experiment_cluster(args: argparse.Namespace, **settings: Any) -> LocalCluster:
-    """The local cluster `add_cluster_flags`' flags describe (not started), with `settings` (e.g. steal) passed on.
-    Binding to idle node monitors is off: the simulator that predicts each run has no rule for it."""
+def experiment_cluster(args: argparse.Namespace, **node_settings: Any) -> LocalCluster:
+    """The local cluster `add_cluster_flags`' flags describe (not started), its node monitors with `node_settings`
+    (NodeMonitorConfig fields, e.g. steal) too. Binding to idle node monitors is off: the simulator that predicts
+    each run has no rule for it."""
     return LocalCluster(
         args.schedulers,
         args.node_monitors,
         args.slots,
-        executor=args.executor,
-        log_level=args.log_level,
+        node_monitor=NodeMonitorConfig(executor=args.executor, **node_settings),
         scheduler=SchedulerConfig(bind_idle=False),
-        **settings,
+        log_level=args.log_level,
     )

@@ -22,7 +22,7 @@ from sparrow_experiments.demo_report import build_report
 
 from ..client.local_state import LocalState, read_state, remove_state, state_dir, write_state
 from ..demo.workload import make_workload, run_workload
-from ..services.config import SchedulerConfig
+from ..services.config import NodeMonitorConfig, SchedulerConfig
 from ..services.cpus import format_cpu_list
 from ..services.local_cluster import LocalCluster
 from ..services.logsetup import setup_logging
@@ -55,13 +55,15 @@ def _cluster(s: Resolved) -> LocalCluster:
         s["schedulers"],
         s["node_monitors"],
         s["slots"],
-        executor=s["executor"],
-        policy=s["policy"],
-        weights=s["weight"],
-        pipeline=s["pipeline"],
-        pipeline_depth=s["pipeline_depth"],
-        give_back=s["give_back"],
-        steal=s["steal"],
+        node_monitor=NodeMonitorConfig(
+            executor=s["executor"],
+            policy=s["policy"],
+            weights=s["weight"],
+            pipeline=s["pipeline"],
+            pipeline_depth=s["pipeline_depth"],
+            give_back=s["give_back"],
+            steal=s["steal"],
+        ),
         scheduler=SchedulerConfig(probe_ratio=s["probe_ratio"], bind_idle=s["bind_idle"]),
         share_cpus=s["share_cpus"],
         log_level=s["log_level"],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from functools import partial
 
 import trio
@@ -15,6 +14,7 @@ from ..services.node_monitor_logic import NodeMonitorLogic
 from ..services.task_users import task_users
 from .common import CommandError, add_command, prepare_service, settings
 from .service import metrics_tls, node_monitor_drain, run_service, service_logic
+from .service_config import node_monitor_config
 
 logger = logging.getLogger(__name__)
 SHARED_USER_WARNING = (
@@ -48,43 +48,15 @@ def run(args: argparse.Namespace) -> int:
             task_users(s["task_user"])
         except ValueError as exc:
             raise CommandError(f"--task-user: {exc}") from None
-    options = {
-        "slots": s["slots"] or os.cpu_count() or 1,
-        "policy": s["policy"],
-        "weights": s["weight"],
-        "pipeline": s["pipeline"],
-        "pipeline_depth": s["pipeline_depth"],
-        "give_back": s["give_back"],
-        "steal": s["steal"],
-        **node_resources(s["resources"]),
-    }
-    logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
+    resources = node_resources(s["resources"])  # detected before --cpus pins this process
     credentials = prepare_service(s, "node-monitor")
     if credentials.get("tls") is not None and s["task_user"] is None:
         logger.warning(SHARED_USER_WARNING, credentials["tls"].key)
-    host, port = s["listen"]
+    config = node_monitor_config(s, credentials)
+    options = {**config.logic_options(), **resources}
+    logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
     draining = trio.Event()
-    service = partial(
-        serve_node_monitor,
-        s["scheduler"],
-        host,
-        port,
-        **credentials,
-        node_id=s["id"],
-        labels=s["label"],
-        executor=s["executor"],
-        task_user=s["task_user"],
-        heartbeat_interval=s["heartbeat_interval"],
-        scheduler_timeout=s["scheduler_timeout"],
-        max_frame=s["max_frame"],
-        data_host=None if s["data_listen"] is None else s["data_listen"][0],
-        data_port=0 if s["data_listen"] is None else s["data_listen"][1],
-        inline_limit=s["inline_limit"],
-        memory_limit=s["memory_limit"],
-        max_value=s["max_value"],
-        logic=logic,
-        drain=draining,
-    )
+    service = partial(serve_node_monitor, config, logic=logic, drain=draining)
     drain = node_monitor_drain(logic, draining, s["drain_timeout"])
     return run_service(
         service,

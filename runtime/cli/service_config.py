@@ -1,7 +1,8 @@
 """A service's config object (services/config.py) built once from its command's resolved settings:
-`sparrow scheduler` runs `serve_scheduler(scheduler_config(s, credentials))`.
+`sparrow scheduler` runs `serve_scheduler(scheduler_config(s, credentials))`, `sparrow node-monitor`
+`serve_node_monitor(node_monitor_config(s, credentials))`.
 
-services/config.py's SCHEDULER_SETTINGS names the setting each config field is read from;
+services/config.py's SCHEDULER_SETTINGS and NODE_MONITOR_SETTINGS name the setting each config field is read from;
 tests/cli/test_service_config.py checks that every field's default is its setting's, so the command and the
 library start alike.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services.config import SCHEDULER_SETTINGS, SchedulerConfig
+from ..services.config import NODE_MONITOR_SETTINGS, SCHEDULER_SETTINGS, NodeMonitorConfig, SchedulerConfig
 from ..wire.link_config import LinkConfig
 from .config import Resolved
 
@@ -27,3 +28,12 @@ def scheduler_config(s: Resolved, credentials: dict[str, Any]) -> SchedulerConfi
     host, port = s["listen"]
     fields = {name: s[setting] for name, setting in SCHEDULER_SETTINGS.items()}
     return SchedulerConfig(link=link_config(s, credentials), host=host, port=port, **fields)
+
+
+def node_monitor_config(s: Resolved, credentials: dict[str, Any]) -> NodeMonitorConfig:
+    host, port = s["listen"]
+    data_host, data_port = s["data_listen"] or (None, 0)
+    fields = {name: s[setting] for name, setting in NODE_MONITOR_SETTINGS.items()}
+    return NodeMonitorConfig(
+        link=link_config(s, credentials), host=host, port=port, data_host=data_host, data_port=data_port, **fields
+    )

@@ -760,6 +760,11 @@ class Client:
         self._send(self._logic.cancel(job, tasks, force))
         self._dispatch()
 
+    def cancel_pending(self, job: Job, tasks: list[int]) -> None:
+        """Cancel those of `tasks` of `job` that have not started (ClientLogic.cancel_pending), in the trio thread."""
+        self._send(self._logic.cancel_pending(job, tasks))
+        self._dispatch()
+
     async def status(self, timeout: float = DEFAULT_STATUS_TIMEOUT) -> StatusReply:
         """What the scheduler knows: its node monitors (slots, labels, queue lengths, last heard
         from), its jobs in flight and its counters.

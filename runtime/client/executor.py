@@ -17,8 +17,9 @@ go as one job; if an input fails, the task does not run and fails with Dependenc
 is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
 `Future.cancel()` returns True while the task has no outcome (the client is not told when a task
-starts): the scheduler then never launches it, or, if it is already running, discards its result.
-`shutdown(cancel_futures=True)` cancels that way every future not done. As with the standard
+starts): the scheduler then never launches it, or, if it is already running, discards its result
+(`cancel(force=True)` stops it). `shutdown(cancel_futures=True)` has the scheduler cancel every task
+it has not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
 executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
 for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
 hook raises RuntimeError); then the executor disconnects, which ends every task still without an
@@ -102,11 +103,13 @@ class SparrowFuture(concurrent.futures.Future):
         if outcome is None or outcome.ref is not None:
             self._executor._client.dropped(self._job, self._task)
 
-    def cancel(self) -> bool:
+    def cancel(self, force: bool = False) -> bool:
+        """Cancel the task (True until it has an outcome: running(), never True, is not known here);
+        `force` also stops it if it runs (its worker is killed where the node monitor can)."""
         if not super().cancel():
             return False
         if self._notify_cancelled():
-            self._executor._cancel_remote(self)
+            self._executor._cancel_remote(self, force)
         return True
 
     def _notify_cancelled(self) -> bool:
@@ -148,8 +151,8 @@ class SparrowExecutor(concurrent.futures.Executor):
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
     `mp_context` or `initializer` (the cluster's node monitors decide); `running()` is never True and
-    `cancel()` is True until the task has an outcome (the client is not told when a task starts: a task
-    not handed out never runs, one handed out runs and its result is dropped); an argument that cannot
+    `cancel()` is True until the task has an outcome (the client is not told when a task starts, which
+    would cost a message per task: one handed out runs and its result is dropped); an argument that cannot
     be pickled raises TypeError from `submit` (tasks are pickled in the caller's thread, so the frame
     limit is checked before anything is sent); a worker that dies fails its task alone (TaskFailed,
     after `retries`), never a BrokenProcessPool that fails every task."""
@@ -364,7 +367,7 @@ class SparrowExecutor(concurrent.futures.Executor):
     def _hand_over(self, jobs: list[Job], *calls: Callable[[], None]) -> None:
         """Have the trio thread make `calls` (after those handed over before), for `jobs`' futures: one
         wake-up of the trio thread for everything handed over until it runs. RuntimeError after shutdown."""
-        self._loop.hand_over([future for job in jobs for future in job.owner], calls)
+        self._loop.hand_over(jobs, calls)
 
     def _on_outcomes(self, events: list[tuple[Job, int]]) -> None:
         """In the trio thread: these tasks have their outcomes; settle their futures."""
@@ -378,9 +381,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         """Give `future` task `task`'s outcome: its value, its exception, or cancelled."""
         if future.cancelled():
             return
-        if job.outcomes[task].failure == CANCELLED:
-            if concurrent.futures.Future.cancel(future):  # not SparrowFuture.cancel: the logic knows
-                future._notify_cancelled()
+        # not SparrowFuture.cancel: the logic knows. A running future cannot be cancelled: it raises TaskCancelled
+        if job.outcomes[task].failure == CANCELLED and concurrent.futures.Future.cancel(future):
+            future._notify_cancelled()
             return
         outcome = job.outcomes[task]
         try:
@@ -444,11 +447,23 @@ class SparrowExecutor(concurrent.futures.Executor):
             )
         return trio.from_thread.run(self._client.value_of, future._job, future._task, trio_token=self._loop.token)
 
-    def _cancel_remote(self, future: SparrowFuture) -> None:
-        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept), and the
-        tasks waiting for it; a closed executor stops once nothing else is pending."""
+    def _cancel_remote(self, future: SparrowFuture, force: bool = False) -> None:
+        """Cancel `future`'s task on the cluster (after it was handed over: the order is kept; `force`: stop
+        it if it runs), and the tasks waiting for it; a closed executor stops once nothing else is pending."""
         loop = self._loop
-        loop.call_soon(partial(self._client.cancel_job, future._job, [future._task]), partial(loop.settled, (future,)))
+        cancel = partial(self._client.cancel_job, future._job, [future._task], force)
+        loop.call_soon(cancel, partial(loop.settled, (future,)))
+
+    def _cancel_not_started(self) -> None:
+        """In the trio thread (after what was handed over): cancel the pending tasks that have not started;
+        the scheduler, which hands them out, decides which (Client.cancel_pending)."""
+        with self._loop.lock:
+            pending = [f for f in self._loop.pending if isinstance(f, SparrowFuture) and not f.running()]
+        by_job: dict[Job, list[int]] = {}
+        for future in pending:
+            by_job.setdefault(future._job, []).append(future._task)
+        for job, tasks in by_job.items():
+            self._client.cancel_pending(job, tasks)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting work; the tasks submitted still run to their outcomes, then the executor
@@ -460,10 +475,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         """
         loop = self._loop
         if cancel_futures:
-            with loop.lock:
-                pending = list(loop.pending)
-            for future in pending:
-                future.cancel()
+            loop.call_soon(self._cancel_not_started)
         loop.close()
         if wait:
             loop.join()

@@ -25,6 +25,7 @@ from functools import partial
 import trio
 
 from .core import Client
+from .job import Job
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,9 @@ class ExecutorLoop:
         finally:
             self._ready.set()
 
-    def hand_over(self, futures: Iterable[concurrent.futures.Future], calls: Iterable[Callable[[], None]]) -> None:
-        """Have the trio thread make `calls` (after those handed over before), which settle `futures`.
+    def hand_over(self, jobs: Iterable[Job], calls: Iterable[Callable[[], None]]) -> None:
+        """Have the trio thread make `calls` (after those handed over before), which settle the futures of
+        `jobs` (their `owner`s).
 
         Error handling: RuntimeError once closed, as the standard executors raise it."""
         with self.lock:
@@ -84,7 +86,9 @@ class ExecutorLoop:
                 raise RuntimeError("cannot schedule new futures after interpreter shutdown")
             if self.closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            self.pending.update(futures)
+            pending = self.pending
+            for job in jobs:
+                pending.update(job.owner)
             self._queue(calls)
 
     def call_soon(self, *calls: Callable[[], None]) -> None:

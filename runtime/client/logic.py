@@ -289,6 +289,22 @@ class ClientLogic:
             for ref, local in by_ref.items()
         ]
 
+    def cancel_pending(self, job: Job, tasks: list[int]) -> list[CancelJob]:
+        """Cancel those of `tasks` of `job` that have not started: the ones no scheduler holds end cancelled
+        now, the scheduler cancels the others it has not handed out (CancelJob.pending_only, returned) and
+        lets the rest run to their outcomes."""
+        by_ref: dict[int, list[int]] = {}
+        for task in tasks:
+            if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
+                continue
+            ref = job.ref[task]
+            if ref in self._placements:
+                by_ref.setdefault(ref, []).append(job.at[task])
+            else:
+                job.cancelled_tasks.add(task)
+                self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
+        return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
+
     def status_request(self) -> StatusRequest:
         """A StatusRequest to send (its reply comes to `query_replies`)."""
         self._queries += 1

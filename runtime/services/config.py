@@ -1,4 +1,5 @@
-"""The settings of each service as one frozen object, passed whole: `serve_scheduler(SchedulerConfig(...))`.
+"""The settings of each service as one frozen object, passed whole: `serve_scheduler(SchedulerConfig(...))`,
+`serve_node_monitor(NodeMonitorConfig(...))`.
 
 Each config holds the one set of defaults of its service: `sparrow scheduler` (its Setting table,
 cli/options.py), LocalCluster and `serve_scheduler` start from the same values, and so does the
@@ -11,15 +12,21 @@ Error handling: a bad value raises ValueError at construction, naming the field.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparrow_core import check_probe_ratio
+from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..wire.address import Address, format_address, parse_address
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
 from ..wire.link_config import LinkConfig
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from .arguments import check_counts, check_flags
+from .node_monitor_logic import DEFAULT_GIVE_BACK
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
+from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, check_pipeline_depth, check_pipeline_mode
 from .scheduler_logic import (
     DEFAULT_BIND_IDLE,
     DEFAULT_CLIENT_GRACE,
@@ -27,6 +34,8 @@ from .scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
+from .steal import DEFAULT_STEAL_TIMEOUT
+from .weights import check_weights
 
 # field -> the setting it is read from (`sparrow scheduler`'s flag, SPARROW_* variable and TOML key; the
 # address is its `listen`, the link its credentials and `max_frame`)
@@ -44,6 +53,31 @@ SCHEDULER_SETTINGS = {
     "result_delay": "result_delay",
 }
 
+# field -> the setting it is read from (`sparrow node-monitor`'s; the address is its `listen`, the data
+# listener's its `data_listen`, the link its credentials and `max_frame`)
+NODE_MONITOR_SETTINGS = {
+    "schedulers": "scheduler",
+    "node_id": "id",
+    "slots": "slots",
+    "resources": "resources",
+    "labels": "label",
+    "policy": "policy",
+    "weights": "weight",
+    "executor": "executor",
+    "pipeline": "pipeline",
+    "pipeline_depth": "pipeline_depth",
+    "give_back": "give_back",
+    "steal": "steal",
+    "task_user": "task_user",
+    "heartbeat_interval": "heartbeat_interval",
+    "scheduler_timeout": "scheduler_timeout",
+    "inline_limit": "inline_limit",
+    "memory_limit": "memory_limit",
+    "max_value": "max_value",
+}
+EXECUTORS = ("process", "thread")  # worker processes (cloudpickle) or threads of the node monitor
+
+DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s: a node monitor's
 DEFAULT_NODE_TIMEOUT = 2.0  # a node monitor silent this long is dropped (they heartbeat every 0.5 s)
 DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client/core.py)
 
@@ -113,6 +147,99 @@ class SchedulerConfig:
             "max_client_tasks": self.max_client_tasks,
             "client_grace": self.client_grace,
             "max_frame": self.link.max_frame,
+        }
+
+
+@dataclass(frozen=True)
+class NodeMonitorConfig:
+    """A node monitor's settings (docs/configuration.md names each as a flag, variable and TOML key).
+
+    It registers with every scheduler in `schedulers` (addresses) and listens on `host:port` for those that
+    dial it, under the id `node_id` (default "HOST:PORT": this host's name and the port it listens on). It
+    runs `slots` tasks at once (None: the CPU count) on `executor` ("process" or "thread"; with `task_user`,
+    process executors run tasks as that OS user), offers `resources` ({name: units}, wire/resources.py;
+    None: detected, capacity.py) and `labels`, and queues reservations by `policy` (fifo, priority, fair:
+    `weights` per user). `pipeline` (a mode of services/pipeline/) asks for tasks ahead up to
+    `pipeline_depth` deep; `give_back` returns a task bound ahead behind tasks that overran; `steal` takes
+    reservations from its peers (each request waiting at most `steal_timeout` seconds). It heartbeats every
+    `heartbeat_interval` seconds and drops a scheduler silent for `scheduler_timeout`. A result over
+    `inline_limit` bytes stays here (at most `memory_limit` bytes of them; None: a quarter of the host's
+    memory), served by the data listener on `data_host:data_port` (None: beside `host`); `max_value` is the
+    largest value kept or sent."""
+
+    link: LinkConfig = field(default_factory=LinkConfig)
+    schedulers: tuple[Address, ...] = ()
+    host: str = "127.0.0.1"
+    port: int = 0
+    node_id: str | None = None
+    slots: int | None = None
+    resources: Mapping[str, int] | None = None
+    labels: tuple[str, ...] = ()
+    policy: str = "fifo"
+    weights: Mapping[str, float] = field(default_factory=dict)
+    executor: str = "process"
+    pipeline: str = DEFAULT_PIPELINE_MODE
+    pipeline_depth: int = DEFAULT_PIPELINE_DEPTH
+    give_back: bool = DEFAULT_GIVE_BACK
+    steal: bool = False
+    steal_timeout: float = DEFAULT_STEAL_TIMEOUT
+    task_user: str | None = None
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
+    scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT
+    data_host: str | None = None
+    data_port: int = 0
+    inline_limit: int = DEFAULT_INLINE_LIMIT
+    memory_limit: int | None = None
+    max_value: int = DEFAULT_MAX_VALUE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.link, LinkConfig):
+            raise ValueError(f"link must be a LinkConfig, got {type(self.link).__name__}")
+        for name in ("schedulers", "labels"):
+            if isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a sequence, got one string")
+        object.__setattr__(self, "schedulers", tuple(parse_address(a) for a in self.schedulers))
+        object.__setattr__(self, "labels", tuple(self.labels))
+        if self.slots is not None:
+            check_counts(slots=self.slots)
+        if self.policy not in QUEUE_POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {self.policy!r}")
+        try:
+            object.__setattr__(self, "weights", check_weights(dict(self.weights)))
+        except ValueError as exc:
+            raise ValueError(f"weights: {exc}") from None
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        check_pipeline_mode(self.pipeline)
+        check_pipeline_depth(self.pipeline_depth)
+        check_flags(give_back=self.give_back, steal=self.steal)
+        check_seconds("steal_timeout", self.steal_timeout, zero=False)
+        check_seconds("scheduler_timeout", self.scheduler_timeout, zero=False)
+        check_seconds("heartbeat_interval", self.heartbeat_interval, zero=False)
+        if self.heartbeat_interval >= self.scheduler_timeout:
+            raise ValueError(
+                f"heartbeat_interval ({self.heartbeat_interval}) must be shorter than "
+                f"scheduler_timeout ({self.scheduler_timeout})"
+            )
+        for name in ("inline_limit", "max_value", "memory_limit"):
+            value = getattr(self, name)
+            if value is None and name == "memory_limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+
+    def logic_options(self) -> dict[str, Any]:
+        """The keyword arguments of the NodeMonitorLogic this config runs (but its resources, which the host
+        is asked for: node_monitor.node_resources)."""
+        return {
+            "slots": self.slots or os.cpu_count() or 1,
+            "policy": self.policy,
+            "weights": dict(self.weights),
+            "max_frame": self.link.max_frame,
+            "pipeline": self.pipeline,
+            "pipeline_depth": self.pipeline_depth,
+            "give_back": self.give_back,
+            "steal": self.steal,
         }
 
 

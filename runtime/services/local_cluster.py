@@ -50,48 +50,43 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from sparrow_core import QUEUE_POLICIES
-
 from .. import views
 from ..wire.auth import new_secret
 from ..wire.certs import local_certs
 from ..wire.resources import format_resources, parse_resources
 from ..wire.tls import TLS
-from .arguments import check_counts, check_flags
-from .config import SCHEDULER_SETTINGS, SchedulerConfig, setting_flags
+from .arguments import check_counts
+from .config import NODE_MONITOR_SETTINGS, SCHEDULER_SETTINGS, NodeMonitorConfig, SchedulerConfig, setting_flags
 from .cpus import available_cpus, can_pin, format_cpu_list, local_layout
 from .logsetup import LOG_LEVELS
-from .node_monitor_logic import DEFAULT_GIVE_BACK
-from .pipeline import check_pipeline_depth, check_pipeline_mode
 from .processes import child_env, describe_exit
 from .ready_line import parse_ready_line
-from .weights import check_weights
 
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
 TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
-# the scheduler settings a cluster passes on (its ids and its links to node monitors are its own)
+# the settings a cluster passes on (ids, the links between its services, slots and labels are its own)
 CLUSTER_SCHEDULER_SETTINGS = {
     field: setting for field, setting in SCHEDULER_SETTINGS.items() if field not in ("scheduler_id", "node_monitors")
+}
+CLUSTER_NODE_MONITOR_SETTINGS = {
+    field: setting
+    for field, setting in NODE_MONITOR_SETTINGS.items()
+    if field not in ("schedulers", "node_id", "slots", "labels", "resources")
 }
 
 
 class LocalCluster:
     """Start `schedulers` schedulers and `node_monitors` node monitors of `slots` slots each.
 
-    `executor` ("process" or "thread"), `policy`, `weights`, `pipeline` (the pipelining mode: off, gated,
-    steady, jit or always, services/pipeline/), `pipeline_depth` (its requests asked ahead per running task; None,
-    the default of both: the node monitors' own setting, steady and 16 deep unless SPARROW_PIPELINE or
-    SPARROW_PIPELINE_DEPTH says otherwise), `give_back` (a task bound ahead behind tasks that overran
-    goes back to its scheduler: node_monitor_logic.py) and `steal`
-    (work stealing, services/steal.py) apply to every node monitor;
-    `labels` (optional) gives each node monitor its labels, by position; `resources` (optional) what each offers
-    its tasks besides their slots (one {name: amount} or "name=amount,..." for all, or one per node monitor, None:
-    detected; docs/resources.md); `scheduler` (a config.SchedulerConfig:
-    its probe ratio, bind_idle, timeouts, result delay, ...) is every scheduler's settings, passed to each as the
-    flags of the fields that differ from their defaults (config.setting_flags: the others come from the
-    services' own sources, SPARROW_* variables and SPARROW_CONFIG); its id, address, link and `node_monitors`
-    are the cluster's own. The services log at
+    `node_monitor` (a config.NodeMonitorConfig: executor, queue policy and weights, pipelining, give-back,
+    stealing, timeouts, value limits, ...) is every node monitor's settings, and `scheduler` (a
+    config.SchedulerConfig: probe ratio, bind_idle, timeouts, result delay, ...) every scheduler's; each
+    service gets the fields that differ from their defaults as flags (config.setting_flags: the others come
+    from the services' own sources, SPARROW_* variables and SPARROW_CONFIG). Ids, addresses, links, slots and
+    labels are the cluster's own: `labels` (optional) gives each node monitor its labels, by position;
+    `resources` (optional) what each offers its tasks besides their slots (one {name: amount} or
+    "name=amount,..." for all, or one per node monitor, None: detected; docs/resources.md). The services log at
     `log_level` (debug, info, warning, error) to this process's standard error. Node monitor i has id
     "nm-i", so constraints can name it. `share_cpus=False` (default) runs each node monitor and its
     executors on its own share of the CPUs (`node_monitor_cpus`), and the schedulers on one CPU each
@@ -120,16 +115,10 @@ class LocalCluster:
         node_monitors: int = 2,
         slots: int = 1,
         *,
-        executor: str = "process",
-        policy: str = "fifo",
-        weights: dict[str, float] | None = None,
-        pipeline: str | None = None,
-        pipeline_depth: int | None = None,
-        give_back: bool = DEFAULT_GIVE_BACK,
-        steal: bool = False,
+        node_monitor: NodeMonitorConfig | None = None,
+        scheduler: SchedulerConfig | None = None,
         labels: Sequence[Sequence[str]] | None = None,
         resources: str | Mapping[str, object] | Sequence[str | Mapping[str, object] | None] | None = None,
-        scheduler: SchedulerConfig | None = None,
         share_cpus: bool = False,
         log_level: str = "warning",
         dashboard: bool = True,
@@ -139,38 +128,22 @@ class LocalCluster:
         tls: bool | str | os.PathLike = False,
     ) -> None:
         check_counts(schedulers=schedulers, node_monitors=node_monitors, slots=slots)
-        if executor not in ("process", "thread"):
-            raise ValueError(f"executor must be 'process' or 'thread', got {executor!r}")
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-        if policy not in QUEUE_POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(QUEUE_POLICIES)}, got {policy!r}")
-        check_flags(
-            give_back=give_back,
-            steal=steal,
-        )
         if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
             raise ValueError(f"scheduler must be a SchedulerConfig, got {type(scheduler).__name__}")
+        if node_monitor is not None and not isinstance(node_monitor, NodeMonitorConfig):
+            raise ValueError(f"node_monitor must be a NodeMonitorConfig, got {type(node_monitor).__name__}")
         if not isinstance(tls, (bool, str, os.PathLike)):
             raise ValueError(f"tls must be True, False or a folder path, got {tls!r}")
         if log_level.lower() not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
-        try:
-            check_weights(weights or {})
-        except ValueError as exc:
-            raise ValueError(f"weights: {exc}") from None
         if labels is not None and len(labels) != node_monitors:
             raise ValueError(f"labels must have one entry per node monitor ({node_monitors}), got {len(labels)}")
         self.n_schedulers = schedulers
         self.n_node_monitors = node_monitors
         self.slots = slots
-        self.executor = executor
-        self.policy = policy
-        self.pipeline = None if pipeline is None else check_pipeline_mode(pipeline)
-        self.pipeline_depth = None if pipeline_depth is None else check_pipeline_depth(pipeline_depth)
-        self.give_back = give_back
-        self.steal = steal
-        self.weights = dict(weights or {})
+        self.node_monitor = node_monitor or NodeMonitorConfig()
         self.labels = [list(x) for x in labels] if labels is not None else [[] for _ in range(node_monitors)]
         given = [resources] * node_monitors if resources is None or isinstance(resources, (str, Mapping)) else resources
         if len(given) != node_monitors:
@@ -319,15 +292,8 @@ class LocalCluster:
     def _node_monitor_args(self, i: int) -> list[str]:
         args = ["node-monitor", "--id", self.node_ids[i], "--slots", str(self.slots)]
         args += self._cpus_args(self.node_monitor_cpus[i])
-        args += ["--executor", self.executor, "--policy", self.policy, "--drain-timeout", str(self.stop_timeout)]
-        if self.pipeline is not None:
-            args += ["--pipeline", self.pipeline]
-        if self.pipeline_depth is not None:
-            args += ["--pipeline-depth", str(self.pipeline_depth)]
-        if self.give_back:
-            args.append("--give-back")
-        if self.steal:
-            args.append("--steal")
+        args += ["--drain-timeout", str(self.stop_timeout)]
+        args += setting_flags(self.node_monitor, CLUSTER_NODE_MONITOR_SETTINGS)
         for address in self.schedulers:
             args += ["--scheduler", address]
         for label in self.labels[i]:
@@ -335,8 +301,6 @@ class LocalCluster:
         offered = self.resources[i]
         if offered is not None:
             args += ["--resources", format_resources(offered) if offered else ""]
-        for user, weight in self.weights.items():
-            args += ["--weight", f"{user}={weight}"]
         return args
 
     def _cpus_args(self, cpus: list[int]) -> list[str]:

@@ -40,16 +40,14 @@ from ..data.server import DataServer
 from ..data.shared import SHARE_MIN, SharedValue, raise_file_limit
 from ..data.store import ValueStore
 from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
-from ..wire.address import Address, format_address, parse_address, unix_path
-from ..wire.auth import load_secret
+from ..wire.address import Address, format_address, unix_path
 from ..wire.connection import Connection, send_grouped
-from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.gate import HandshakeGate
 from ..wire.guard import contained
 from ..wire.handshake import accept_and_serve, keep_connected
-from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
-from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT, LinkConfig
-from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
+from ..wire.limits import DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
+from ..wire.link_config import LinkConfig
+from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from ..wire.messages import (
     LOST_INPUT,
     SYSTEM,
@@ -61,21 +59,19 @@ from ..wire.messages import (
     ValueRef,
     failed,
 )
-from ..wire.tls import TLS
 from . import steal_log
 from .burst import Burst
 from .capacity import allowed_cpus, host_capacity
+from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
-from .node_monitor_logic import DEFAULT_GIVE_BACK, NodeMonitorLogic, Stop, Withdraw
+from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
-from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s
 REDIAL_DELAY = 0.5
 # A refused registration (this id is live on another link there) is tried again, backing off from the first delay
 # to the last, for REFUSED_PATIENCE seconds before the node monitor stops: the link it collides with may be a
@@ -581,110 +577,59 @@ def default_node_id(address: Address) -> str:
 
 
 async def serve_node_monitor(
-    schedulers: Sequence[str | Address] = (),
-    host: str = "127.0.0.1",
-    port: int = 0,
+    config: NodeMonitorConfig,
     *,
-    secret: str | bytes | None = None,
-    secret_file: str | None = None,
-    tls: TLS | None = None,
-    node_id: str | None = None,
-    slots: int | None = None,
-    labels: Sequence[str] = (),
-    policy: str = "fifo",
-    pipeline: str = DEFAULT_PIPELINE_MODE,
-    pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-    give_back: bool = DEFAULT_GIVE_BACK,
-    steal: bool = False,
-    steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
-    weights: dict[str, float] | None = None,
-    executor: Any = "process",
-    task_user: str | None = None,
-    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
-    scheduler_timeout: float = DEFAULT_SCHEDULER_TIMEOUT,
-    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    max_frame: int = DEFAULT_MAX_FRAME,
-    data_host: str | None = None,
-    data_port: int = 0,
-    inline_limit: int = DEFAULT_INLINE_LIMIT,
-    memory_limit: int | None = None,
-    max_value: int = DEFAULT_MAX_VALUE,
+    executor: Any = None,
     logic: NodeMonitorLogic | None = None,
     drain: trio.Event | None = None,
-    resources: Mapping[str, int] | None = None,
     task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a node monitor until cancelled: `slots` task slots (default: CPU count), a reservation
-    queue with `policy` fifo|priority|fair (`weights` per user for fair), pipelined late binding
-    in mode `pipeline` (off, gated, steady, jit or always; default steady: services/pipeline/) up to
-    `pipeline_depth` deep (default 16); `give_back`:
-    a task bound ahead behind tasks that overran goes back to its scheduler, work
-    stealing from its peers with `steal` (each steal request waiting at most `steal_timeout` seconds;
-    steal.py), tasks on `executor`
-    ("process", "thread", or an executor object); with `task_user`, process executors run tasks as that
-    OS user, so a task cannot read the node monitor's key, certificate or secret (worker_pool.py).
-    `resources` ({name: units}, wire/resources.py) is what it offers besides its slots (None: its CPUs and
-    memory detected, and its GPUs where the host shows them: capacity.py; {}: nothing); a task asking for
-    resources launches here only when they fit (fit.py).
+    """Run a node monitor with `config` (config.NodeMonitorConfig: its schedulers, address, slots, queue
+    policy, pipelining, stealing, executor, timeouts, value limits and link) until cancelled.
 
-    It registers with every scheduler in `schedulers` and listens on `host:port` for schedulers that
-    dial it. Reports its `(host, port)` with `task_status.started` once it is registered with all of
-    `schedulers` (it keeps retrying until then). `logic` (optional) replaces the one made from
-    `slots`, `policy`, `weights` and `max_frame`, e.g. to read its `stats` in tests (its own
-    `max_frame` bounds the outcomes it reports). Setting `drain` (optional)
-    starts a clean shutdown: the node monitor drops its queued reservations, takes no more and tells
-    its schedulers, which re-probe them elsewhere; running tasks finish and report (wait for
-    `logic.busy == 0`, then cancel). Its id is `node_id`, by default "HOST:PORT": this host's name
-    and the port it listens on, unique per process even where clones share a host name. With `tls`
-    (tls.TLS) every link is TLS with the cluster CA (see serve_scheduler); else the cluster secret.
+    It registers with every scheduler in `config.schedulers` and listens on `config.host:config.port` for
+    schedulers that dial it. Reports its `(host, port)` with `task_status.started` once it is registered with
+    all of them (it keeps retrying until then). `executor` (optional) is an executor object to run tasks on
+    (worker_pool.py) instead of the config's kind. `logic` (optional) replaces the NodeMonitorLogic made from
+    the config, e.g. to read its `stats` in tests (its own `max_frame` bounds the outcomes it reports).
+    Setting `drain` (optional) starts a clean shutdown: the node monitor drops its queued reservations,
+    takes no more and tells its schedulers, which re-probe them elsewhere; running tasks finish and report
+    (wait for `logic.busy == 0`, then cancel). With `config.link.tls` every link is TLS with the cluster CA
+    (see serve_scheduler); else the cluster secret (from the environment if the link has none).
 
     Values (docs/runtime-dask.md, "Values stay where they were made"): a result over `inline_limit` bytes
-    stays in this node monitor's memory (at most `memory_limit` bytes, default a quarter of this host's;
-    past it a new result fails with a reason naming the sizes) and its outcome carries a reference;
-    clients and node monitors fetch it in chunks from the data listener on `data_host:data_port`
-    (default: `host`, any free port; "unix:PATH" as `data_host` for a Unix socket). `max_value` is the
-    largest value kept or sent, and the most bytes of inputs one task may take.
+    stays in this node monitor's memory and its outcome carries a reference; clients and node monitors fetch
+    it in chunks from the data listener.
 
-    Error handling: ListenError if it cannot listen on `host:port` (in use, not this host's address).
+    Error handling: ListenError if it cannot listen on its address (in use, not this host's address);
+    ValueError if the link has no secret nor TLS and none is in the environment.
     """
-    link = LinkConfig(
-        secret=None if tls is not None else load_secret(secret, secret_file),
-        tls=tls,
-        handshake_timeout=handshake_timeout,
-        max_frame=max_frame,
-    )
-    targets = [parse_address(a) for a in schedulers]
+    link = config.link.resolved()
+    max_frame, max_value, inline_limit = link.max_frame, config.max_value, config.inline_limit
+    host, port = config.host, config.port
+    targets = config.schedulers
     if logic is None:
-        logic = NodeMonitorLogic(
-            slots=slots or os.cpu_count() or 1,
-            policy=policy,
-            weights=weights,
-            max_frame=max_frame,
-            pipeline=pipeline,
-            pipeline_depth=pipeline_depth,
-            give_back=give_back,
-            steal=steal,
-            **node_resources(resources),
-        )
-    check_value_settings(inline_limit, max_value)
+        logic = NodeMonitorLogic(**config.logic_options(), **node_resources(config.resources))
     if logic.store is None:
+        memory_limit = config.memory_limit
         logic.store = ValueStore(default_memory_limit() if memory_limit is None else memory_limit)
     logic.inline_limit = inline_limit
     # a worker's private socket carries a whole value (its result, or its inputs), whatever max_frame is
     runner = make_executor(
-        executor,
+        config.executor if executor is None else executor,
         logic.slots,
         min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)),
-        task_user,
+        config.task_user,
         share_over=max(inline_limit, SHARE_MIN),
     )
     if getattr(runner, "share_over", 0):
         raise_file_limit()  # each value kept or handed over as a memory file holds descriptors
     listeners = await open_listeners(host, port)
     address = listener_address(listeners[0])
+    data_host = config.data_host
     if data_host is None:  # beside the main listener (on its own socket file, for a Unix one)
         data_host = f"{host}.data" if unix_path((host, port)) is not None else host
-    data_listeners = await open_listeners(data_host, data_port)
+    data_listeners = await open_listeners(data_host, config.data_port)
     data_address = listener_address(data_listeners[0])
     service: NodeMonitorService | None = None
     async with trio.open_nursery() as nursery:
@@ -695,13 +640,13 @@ async def serve_node_monitor(
                 runner,
                 nursery,
                 link=link,
-                node_id=node_id or default_node_id(address),
-                labels=labels,
-                heartbeat_interval=heartbeat_interval,
-                scheduler_timeout=scheduler_timeout,
+                node_id=config.node_id or default_node_id(address),
+                labels=config.labels,
+                heartbeat_interval=config.heartbeat_interval,
+                scheduler_timeout=config.scheduler_timeout,
                 max_value=max_value,
                 steal_address=format_address(advertised(address)),
-                steal_timeout=steal_timeout,
+                steal_timeout=config.steal_timeout,
             )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(

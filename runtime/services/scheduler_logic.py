@@ -743,7 +743,7 @@ class SchedulerLogic:
         self.stats["cancels"] += 1
         tasks = range(len(job.done)) if msg.tasks is None else [t for t in msg.tasks if t < len(job.done)]
         for task in tasks:
-            if job.done[task]:
+            if job.done[task] or (msg.pending_only and task in job.running):
                 continue
             worker = job.running.pop(task, None)
             if worker is not None and msg.force:
@@ -752,7 +752,7 @@ class SchedulerLogic:
                     out.append((node.peer, StopTask(job.job_id, task)))
             job.payloads[task] = None
             self._deliver(job, task, failed("cancelled by its client", CANCELLED), out)
-        if job.job_id in self.jobs and msg.tasks is None:
+        if job.job_id in self.jobs and msg.tasks is None and not msg.pending_only:
             self.waiting.pop(job.job_id, None)
             self._cancel_everywhere(job, out)
 

@@ -5,8 +5,10 @@ A stranger needs no key to open TCP connections and leave them idle, each holdin
 handshake until its deadline. `HandshakeGate` (one per listener) bounds them so that such a flood
 cannot keep anyone else out:
 
-- at most `per_source` pending connections from one source address (its IP; every Unix-socket peer
-  is one source), and at most `limit` in all;
+- at most `per_source` pending connections from one source address (its IP), and at most `limit` in
+  all. Unix-socket peers are all this host's (and the socket's folder says who may connect): they
+  count under `limit` only, so a burst of local peers (node monitors starting together) is not cut
+  to `per_source`;
 - when a newcomer finds either bound reached, the oldest pending connection goes, not the newcomer:
   the oldest of the newcomer's own source if that source is at its bound, else the oldest of the
   source with the most pending. A flood then only ever evicts its own connections (or, from the
@@ -110,7 +112,7 @@ class HandshakeGate:
     def _victim(self, source: str) -> _Pending | None:
         """The connection to evict before one more from `source` is admitted; None while there is room."""
         mine = self._by_source.get(source)
-        if mine is not None and len(mine) >= self.per_source:
+        if mine is not None and len(mine) >= self.per_source and source != UNIX_SOURCE:
             return next(iter(mine))
         if self.pending < self.limit:
             return None

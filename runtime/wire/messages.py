@@ -69,8 +69,9 @@ from .resources import ResourceUnits
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
-# FetchFile (the user of the task a node monitor fetches for); 12: the task history (TasksRequest, TasksReply)
-PROTOCOL_VERSION = 12
+# FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
+# (TasksRequest, TasksReply)
+PROTOCOL_VERSION = 13
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -193,11 +194,13 @@ class SubmitJob(_Msg, tag=10):
 class CancelJob(_Msg, tag=16):
     """Cancel the tasks `tasks` (None: all) of the job `ref`: not launched yet, they never are;
     running, they finish and their result is discarded, or are killed with `force`. Each ends
-    with a CANCELLED outcome at once."""
+    with a CANCELLED outcome at once. `pending_only`: only the tasks not handed out yet; the others go
+    on to their outcomes (shutdown(cancel_futures=True): the scheduler decides which have started)."""
 
     ref: Id
     force: bool = False
     tasks: Annotated[list[Id], msgspec.Meta(max_length=MAX_TASKS_PER_JOB)] | None = None
+    pending_only: bool = False
 
 
 class JobAccepted(_Msg, tag=11):

@@ -56,7 +56,7 @@ def test_the_submit_loops_give_positive_rates_and_the_table_their_ratio():
 def test_the_pipelined_runs_take_the_node_monitors_pipeline_option():
     """bench_peers --pipeline-depth N (0: off): Sparrow's clusters are made with LocalCluster's pipelining options
     (None: the build's default, 0: pipeline="off", N: pipelined N deep), and they run."""
-    from bench.bench_runtime import pipelining
+    from bench.cluster_options import pipelining
 
     assert (pipelining(None), pipelining(0), pipelining(16)) == (
         {},

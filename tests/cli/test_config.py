@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from sparrow_runtime import LocalCluster, SchedulerConfig
+from sparrow_runtime import LocalCluster, NodeMonitorConfig, SchedulerConfig
 from sparrow_runtime.cli.config import CONFIG, RESEARCH, ConfigError, Retired, resolve
 from sparrow_runtime.cli.main import build_parser
 from sparrow_runtime.cli.options import COMMANDS, EVERY_RETIRED
@@ -230,10 +230,10 @@ def test_local_cluster_passes_a_pipelining_mode_only_when_given():
     """LocalCluster passes --pipeline and --pipeline-depth to its node monitors only when given, so their own
     defaults and SPARROW_PIPELINE reach them otherwise (benchtools/pipelining_ten_ms.py sets it)."""
     assert not {"--pipeline", "--pipeline-depth"} & set(LocalCluster()._node_monitor_args(0))
-    args = LocalCluster(pipeline="jit", pipeline_depth=4)._node_monitor_args(0)
+    args = LocalCluster(node_monitor=NodeMonitorConfig(pipeline="jit", pipeline_depth=4))._node_monitor_args(0)
     assert args[args.index("--pipeline") + 1] == "jit" and args[args.index("--pipeline-depth") + 1] == "4"
     with pytest.raises(ValueError, match="pipeline must be one of off, gated, steady, jit, always, got True"):
-        LocalCluster(pipeline=True)
+        LocalCluster(node_monitor=NodeMonitorConfig(pipeline=True))
 
 
 @pytest.mark.parametrize("argv", [["--pipeline-gamma"], ["--no-pipeline-gamma"], ["--pipeline-gamma", "3"]])

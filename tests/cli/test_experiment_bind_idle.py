@@ -33,4 +33,4 @@ def test_an_experiment_starts_its_cluster_with_bind_idle_off(argv, monkeypatch, 
     with pytest.raises(_ClusterStarted):
         main([*argv, "--out", str(tmp_path / "out"), "--node-monitors", "3", "--executor", "thread"])
     args, kwargs = seen[0]
-    assert kwargs["scheduler"].bind_idle is False and kwargs["executor"] == "thread" and args[1] == 3
+    assert kwargs["scheduler"].bind_idle is False and kwargs["node_monitor"].executor == "thread" and args[1] == 3

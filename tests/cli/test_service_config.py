@@ -3,44 +3,52 @@ field's default is its setting's), every setting reaches its field, and bad valu
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import pytest
 
-from sparrow_runtime import LinkConfig, SchedulerConfig
+from sparrow_runtime import LinkConfig, NodeMonitorConfig, SchedulerConfig
 from sparrow_runtime.cli.options import COMMANDS
-from sparrow_runtime.cli.service_config import LINK_FIELDS, scheduler_config
-from sparrow_runtime.services.config import SCHEDULER_SETTINGS, setting_flags
+from sparrow_runtime.cli.service_config import LINK_FIELDS, node_monitor_config, scheduler_config
+from sparrow_runtime.services.config import NODE_MONITOR_SETTINGS, SCHEDULER_SETTINGS, setting_flags
+from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 from .test_config import settings
 
 
-def _defaults(config_class: type) -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(config_class) if f.default is not dataclasses.MISSING}
-
-
 @pytest.mark.parametrize(
     ("command", "config_class", "fields"),
-    [("scheduler", SchedulerConfig, SCHEDULER_SETTINGS), ("scheduler", LinkConfig, LINK_FIELDS)],
+    [
+        ("scheduler", SchedulerConfig, SCHEDULER_SETTINGS),
+        ("scheduler", LinkConfig, LINK_FIELDS),
+        ("node-monitor", NodeMonitorConfig, NODE_MONITOR_SETTINGS),
+    ],
 )
 def test_every_config_default_is_its_settings_default(command, config_class, fields):
     """The command, the library and LocalCluster start from the same values: a field read from a setting has
     that setting's default (None where the setting is unset by default)."""
     table = {s.name: s for s in COMMANDS[command]}
-    defaults = _defaults(config_class)
+    config = config_class()
     for field, setting in fields.items():
-        expected = table[setting].default
-        assert defaults[field] == (() if expected == [] else expected), field
+        value, expected = getattr(config, field), table[setting].default
+        assert value == (tuple(expected or ()) if isinstance(value, tuple) else expected), field
 
 
-def test_the_scheduler_logic_defaults_are_the_configs():
-    """The logic class takes the service's defaults (one set): bind_idle, probe ratio, timeouts, frame limit."""
-    parameters = inspect.signature(SchedulerLogic).parameters
-    for name, value in SchedulerConfig().logic_options("s").items():
-        if name != "scheduler_id":
-            assert parameters[name].default == value, name
+@pytest.mark.parametrize(
+    ("logic_class", "options"),
+    [
+        (SchedulerLogic, SchedulerConfig().logic_options("s")),
+        (NodeMonitorLogic, NodeMonitorConfig(slots=3).logic_options()),
+    ],
+)
+def test_the_logic_defaults_are_the_configs(logic_class, options):
+    """The logic classes take the services' defaults (one set): bind_idle, probe ratio, timeouts, pipelining,
+    give-back, stealing, the frame limit."""
+    parameters = inspect.signature(logic_class).parameters
+    for name, value in options.items():
+        if name not in ("scheduler_id", "slots"):
+            assert parameters[name].default == (None if value == {} else value), name
 
 
 def test_every_scheduler_setting_reaches_its_config_field():
@@ -111,3 +119,27 @@ def test_a_config_passed_as_flags_reads_back_as_the_same_config():
     assert "--no-bind-idle" in flags and "--client-timeout" not in flags
     assert setting_flags(SchedulerConfig(), SCHEDULER_SETTINGS) == []
     assert scheduler_config(settings("scheduler", [*flags, "--listen", "127.0.0.1:0"]), {}) == config
+
+
+def test_a_node_monitor_config_passed_as_flags_reads_back_as_the_same_config():
+    """The same round trip for a node monitor: lists repeat their flag, a table gives USER=WEIGHT per entry."""
+    config = NodeMonitorConfig(
+        schedulers=("h:1", "h:2"),
+        slots=3,
+        labels=("ssd", "gpu"),
+        policy="fair",
+        weights={"alice": 3.0, "bob": 1.0},
+        executor="thread",
+        pipeline="gated",
+        pipeline_depth=4,
+        give_back=True,
+        steal=True,
+        heartbeat_interval=0.25,
+        inline_limit=1000,
+        memory_limit=10**6,
+    )
+    flags = setting_flags(config, NODE_MONITOR_SETTINGS)
+    assert flags.count("--scheduler") == 2 and flags.count("--weight") == 2
+    assert setting_flags(NodeMonitorConfig(), NODE_MONITOR_SETTINGS) == []
+    s = settings("node-monitor", [*flags, "--listen", "127.0.0.1:0"])
+    assert node_monitor_config(s, {}) == config

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from sparrow_runtime import NodeMonitorConfig
 from sparrow_runtime.client.executor import SparrowExecutor
 from sparrow_runtime.services.local_cluster import LocalCluster
 
@@ -51,7 +52,9 @@ def square(x: int) -> int:
 def test_every_metric_the_dashboard_and_alerts_name_is_exported_by_a_running_cluster(monkeypatch):
     """A scheduler's and a node monitor's /metrics, after some tasks ran, have every series the files use."""
     monkeypatch.setenv("SPARROW_METRICS_PORT", "0")
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread") as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1
+    ) as cluster:
         with SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor:
             assert list(executor.map(square, range(10))) == [x * x for x in range(10)]
         assert set(cluster.metrics_urls) == {*cluster.schedulers, *cluster.node_monitors}

@@ -22,6 +22,7 @@ from sparrow_experiments.placement import (
 from sparrow_experiments.queries import Query, QueryWorkload, Stage
 from sparrow_experiments.replay import ReplayJob, ideal, replay, write_trace
 from sparrow_experiments.run import QueryRecord, run_queries
+from sparrow_runtime import NodeMonitorConfig
 from sparrow_runtime.demo.workload import JobRecord
 from sparrow_runtime.services.local_cluster import LocalCluster
 from sparrow_runtime.services.placement_log import ENVIRONMENT, Answer, PlacementRecords, log_path, read_log
@@ -169,7 +170,7 @@ def test_a_real_cluster_s_placement_is_every_job_s_reservations(tmp_path: Path) 
     stages = [Stage("s", np.array([0.02, 0.02]), ()) for _ in range(40)]  # offered: 1.3x the slots: queues
     workload = QueryWorkload(tuple(Query(i * 0.005, "s", (s,)) for i, s in enumerate(stages)), 6, 0.2)
     with placement_logs() as folder:
-        with LocalCluster(1, 6, 1, executor="thread") as cluster:
+        with LocalCluster(1, 6, 1, node_monitor=NodeMonitorConfig(executor="thread")) as cluster:
             records = trio.run(run_queries, cluster.schedulers, cluster.secret, workload)
         placement = run_placement(records, folder, cluster.scheduler_ids, cluster.node_ids)
         assert placement is not None and len(placement.probes) == 40

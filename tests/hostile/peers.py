@@ -26,7 +26,15 @@ from pathlib import Path
 import msgspec
 import trio
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    LinkConfig,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    TaskFailed,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.wire import auth, certs
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, StatusReply, StatusRequest, Welcome
@@ -182,8 +190,15 @@ class LiveCluster:
                 )
             )
             for i in range(2):
-                node = partial(serve_node_monitor, [self.scheduler], **common, **self.credentials(f"nm{i}"))
-                address = await nursery.start(partial(node, node_id=f"nm{i}", slots=2, executor="thread", steal=True))
+                node = NodeMonitorConfig(
+                    link=LinkConfig(**common, **self.credentials(f"nm{i}")),
+                    schedulers=[self.scheduler],
+                    node_id=f"nm{i}",
+                    slots=2,
+                    executor="thread",
+                    steal=True,
+                )
+                address = await nursery.start(serve_node_monitor, node)
                 self.node_monitors.append(address)
             nursery.start_soon(self._steady_client)
             self._ready.set()

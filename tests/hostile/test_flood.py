@@ -19,7 +19,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.wire.address import parse_address
 from sparrow_runtime.wire.certs import local_certs
 
@@ -43,14 +43,11 @@ FRAME_DRIP = b"\x00\x00\x01\x00" + bytes(256)
 
 
 class Flood:
-    """Opens `rate` connections a second to each of `targets` from `source` on a thread, until `stop()`: every
+    """Opens `rate` connections a second to each of `targets` from STRANGER on a thread, until `stop()`: every
     other one idle, the others sending `drip` a byte at a time (a slow handshake)."""
 
-    def __init__(
-        self, targets: list[tuple[str, int]], source: str = STRANGER, rate: float = RATE, drip: bytes = TLS_DRIP
-    ) -> None:
+    def __init__(self, targets: list[tuple[str, int]], rate: float = RATE, drip: bytes = TLS_DRIP) -> None:
         self.targets = targets
-        self.source = source
         self.rate = rate
         self.drip = drip
         self.opened = 0
@@ -99,7 +96,7 @@ class Flood:
         sock = socket.socket()
         sock.settimeout(0.2)
         try:
-            sock.bind((self.source, 0))
+            sock.bind((STRANGER, 0))
             sock.connect(target)
         except OSError:
             sock.close()
@@ -127,11 +124,11 @@ async def _one_job(scheduler: str, tls) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("source", [STRANGER, "127.0.0.1"], ids=["another-address", "the-peers-address"])
-def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path, source):
-    """From another address the flood only ever evicts its own connections; from the peers' own address a
-    newcomer is let in and has the time MAX_PENDING_PER_SOURCE newer arrivals take to finish its handshake."""
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", tls=tmp_path / "tls") as cluster:
+def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
+    """From another address than the peers', the flood only ever evicts its own connections."""
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1, tls=tmp_path / "tls"
+    ) as cluster:
         files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
         restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])
         targets = [parse_address(cluster.schedulers[0]), parse_address(cluster.node_monitors[0])]
@@ -141,7 +138,7 @@ def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path, source)
         time.sleep(1.0)  # the scheduler saw the link end
         quiet, quiet_seconds = restart()
         try:
-            with Flood(targets, source) as flood:
+            with Flood(targets) as flood:
                 time.sleep(3.0)  # past the handshake deadline: main's gate held its 64 places from here on
                 seconds = [trio.run(_one_job, cluster.schedulers[0], cluster.client_tls) for _ in range(5)]
                 stop(quiet)

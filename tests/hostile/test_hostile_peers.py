@@ -286,3 +286,27 @@ def test_connections_stuck_in_the_handshake_are_bounded_per_source_and_the_oldes
     finally:
         for peer in idle:
             peer.sock.close()
+
+
+def test_hostile_resources_in_registrations_and_reservations(cluster):
+    """A registration naming thousands of resources, or units that are negative, huge, NaN or badly named;
+    and reservations asking for a resource no node monitor offers, thousands of them, or negative units:
+    each is refused and its link closed, and the services go on serving."""
+    many = {f"r{i}": 1 for i in range(5000)}
+    for capacity in (many, {"gpu": -1}, {"gpu": 2**60}, {"gpu": float("nan")}, {"Bad Name": 1}):
+        with cluster.peer(cluster.scheduler, "node-monitor") as peer:
+            peer.handshake("node-monitor", "hostile-nm")
+            peer.send_arrays([[20, "hostile-nm", 1, [], "instance", False, "", "", capacity]])
+            peer.shutdown_write()
+            _closes(peer)
+        assert cluster.scheduler_answers()
+    for asked in ({"license": 1000}, many, {"gpu": -5}):
+        for address in cluster.node_monitors:
+            with cluster.peer(address, "scheduler") as peer:
+                peer.handshake("scheduler", "hostile-scheduler")
+                assert isinstance(peer.receive_one(), RegisterNodeMonitor)
+                peer.send(Registered("hostile-scheduler"))
+                peer.send_arrays([[23, 1, "u", 0, 1, "", False, asked]])
+                peer.shutdown_write()
+                _closes(peer)
+            assert cluster.node_monitor_answers(address)

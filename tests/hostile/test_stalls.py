@@ -20,7 +20,7 @@ import trio
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup  # trio's dependency on Python 3.10
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, NodeMonitorConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.errors import RegistrationRefused
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -237,8 +237,14 @@ def test_a_client_that_does_not_read_is_dropped_and_others_are_served(creds, cap
                 logic=logic,
             )
             address = await nursery.start(scheduler)
-            node = partial(serve_node_monitor, [address], **creds.of("nm0"), slots=2, executor="thread")
-            await nursery.start(partial(node, inline_limit=2 << 20))  # 1 MB results travel with their outcomes
+            node = NodeMonitorConfig(
+                link=LinkConfig(**creds.of("nm0")),
+                schedulers=[address],
+                slots=2,
+                executor="thread",
+                inline_limit=2 << 20,  # 1 MB results travel with their outcomes
+            )
+            await nursery.start(serve_node_monitor, node)
             with await trio.to_thread.run_sync(creds.peer, address) as sloth:  # (its TLS handshake blocks)
                 sloth.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 await trio.to_thread.run_sync(sloth.handshake, "client", "sloth")
@@ -267,10 +273,15 @@ def test_a_second_node_monitor_with_a_live_id_stops_with_a_clear_reason(creds):
             address = await nursery.start(
                 partial(serve_scheduler, SchedulerConfig(link=LinkConfig(**creds.of("scheduler"))))
             )
-            node = partial(serve_node_monitor, [address], node_id="box", executor="thread")
-            await nursery.start(partial(node, **creds.of("nm0")))
+
+            def node(name: str) -> NodeMonitorConfig:
+                return NodeMonitorConfig(
+                    link=LinkConfig(**creds.of(name)), schedulers=[address], node_id="box", executor="thread"
+                )
+
+            await nursery.start(serve_node_monitor, node("nm0"))
             with pytest.raises(BaseException) as raised:
-                await nursery.start(partial(node, **creds.of("nm1")))
+                await nursery.start(serve_node_monitor, node("nm1"))
             leaf = raised.value
             while isinstance(leaf, BaseExceptionGroup):
                 (leaf,) = leaf.exceptions

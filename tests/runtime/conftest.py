@@ -20,9 +20,11 @@ def autojump_clock() -> trio.testing.MockClock:
 @pytest.fixture(scope="module")
 def thread_cluster():
     """A LocalCluster of 2 node monitors x 1 slot with thread executors, for the tests of one module."""
-    from sparrow_runtime import LocalCluster
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig
 
-    with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), node_monitors=2, slots=1, dashboard=False
+    ) as cluster:
         yield cluster
 
 
@@ -84,7 +86,7 @@ def cluster_certs(tmp_path_factory) -> ClusterCerts:
 async def tls_services(certs: ClusterCerts, n_nodes: int = 2, slots: int = 1, **link_options):
     """A scheduler and `n_nodes` thread-executor node monitors on loopback, every link on TLS with
     `certs`; yields (address, scheduler logic, node logics)."""
-    from sparrow_runtime import LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+    from sparrow_runtime import LinkConfig, NodeMonitorConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
     from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
     from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
@@ -101,7 +103,12 @@ async def tls_services(certs: ClusterCerts, n_nodes: int = 2, slots: int = 1, **
         for i in range(n_nodes):
             logic = NodeMonitorLogic(slots=slots)
             nodes.append(logic)
-            node = partial(serve_node_monitor, [address], tls=certs.tls(f"nm{i}"), node_id=f"nm{i}", executor="thread")
+            node = partial(
+                serve_node_monitor,
+                NodeMonitorConfig(
+                    link=LinkConfig(tls=certs.tls(f"nm{i}")), schedulers=[address], node_id=f"nm{i}", executor="thread"
+                ),
+            )
             await nursery.start(partial(node, logic=logic))
         yield address, scheduler, nodes
         nursery.cancel_scope.cancel()

@@ -247,10 +247,12 @@ def test_graph_data_under_scatter_over_or_with_scatter_off_travels_with_its_task
 def test_a_tls_local_cluster_is_entered_with_its_client_credentials():
     """DaskScheduler(LocalCluster(tls=True)) connects with the cluster's TLS client (its `credentials`),
     not its shared secret, which a TLS cluster does not take."""
-    from sparrow_runtime import LocalCluster
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig
 
     with (
-        LocalCluster(node_monitors=1, slots=1, executor="thread", dashboard=False, tls=True) as cluster,
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread"), node_monitors=1, slots=1, dashboard=False, tls=True
+        ) as cluster,
         DaskScheduler(cluster) as sparrow,
     ):
         assert dask.compute(dask.delayed(_inc)(1), scheduler=sparrow) == (2,)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import trio
 
-from sparrow_runtime import views
+from sparrow_runtime import NodeMonitorConfig, views
 from sparrow_runtime.client.core import Client
 from sparrow_runtime.client.executor import SparrowExecutor
 from sparrow_runtime.client.logic import Failover
@@ -25,7 +25,7 @@ def cells(html: str) -> list[str]:
 
 def test_a_local_cluster_not_started_says_so():
     """Before start(), the view and the repr say the cluster is not started and what it will have."""
-    cluster = LocalCluster(schedulers=1, node_monitors=3, slots=2, executor="thread")
+    cluster = LocalCluster(node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=3, slots=2)
     assert repr(cluster) == "<LocalCluster state=not started node_monitors=3 slots=2>"
     assert "not started" in cluster._repr_html_() and "3 x 2 slots = 6 slots" in cluster._repr_html_()
 
@@ -35,7 +35,9 @@ def test_a_running_cluster_its_executor_and_a_client_job_show_their_facts():
     """A running LocalCluster lists its schedulers, each node monitor with address, slots and pid, and its
     dashboard link; an executor on it shows the scheduler it is connected to and no task in flight once
     its work is done; a Client's JobHandle shows its progress, done."""
-    with LocalCluster(schedulers=1, node_monitors=2, slots=2, executor="thread") as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=2, slots=2
+    ) as cluster:
         html = cluster._repr_html_()
         (scheduler,) = cluster.schedulers
         assert scheduler in html and "2 x 2 slots = 4 slots" in html
@@ -99,8 +101,7 @@ def test_views_escape_what_they_show_and_link_only_web_urls():
         node_monitors=[],
         n_node_monitors=0,
         slots=1,
-        policy="fifo",
-        executor="thread",
+        node_monitor=NodeMonitorConfig(policy="fifo", executor="thread"),
         dashboard_urls=["javascript:alert(1)"],
         node_ids=[],
         node_monitor_pids=[],

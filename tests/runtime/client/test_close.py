@@ -16,7 +16,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, SparrowExecutor
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig, SparrowExecutor
 from sparrow_runtime.errors import TaskCancelled
 
 CLOSE_BOUND = 1.0  # seconds closing may take (docs/runtime-limits.md, "Limits and failure behaviour")
@@ -26,7 +26,9 @@ SCHEDULER_TIMEOUT = 0.3
 @contextmanager
 def one_scheduler() -> Iterator[tuple[LocalCluster, Callable[[], None]]]:
     """A cluster of one scheduler and a `freeze()` that SIGSTOPs it (SIGCONT again at the end)."""
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1, dashboard=False
+    ) as cluster:
         pid = cluster.pids[0]
         frozen = []
 
@@ -69,7 +71,7 @@ def test_leaving_async_with_client_while_it_reconnects_takes_under_a_second_and_
 
 @pytest.mark.slow
 def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
-    """With nothing pending, shutdown() (wait=True); with a task pending, shutdown(cancel_futures=True)."""
+    """With nothing pending, shutdown() (wait=True); with a running task cancelled with force, shutdown()."""
     with one_scheduler() as (cluster, freeze):
         idle = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
         busy = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
@@ -82,6 +84,7 @@ def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
             time.sleep(0.01)
         assert reconnecting(idle.client) and reconnecting(busy.client)
         time.sleep(0.2)
+        assert future.cancel(force=True)
         for executor, kwargs in ((idle, {}), (busy, {"cancel_futures": True})):
             started = time.monotonic()
             executor.shutdown(**kwargs)
@@ -92,8 +95,8 @@ def test_shutting_down_an_executor_while_it_reconnects_takes_under_a_second():
 
 @pytest.mark.slow
 def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending_tasks_cancelled():
-    """shutdown(wait=False, cancel_futures=True): the pending future is cancelled at once, and the
-    thread ends within the bound (without cancel_futures the task would wait for the scheduler)."""
+    """A running task cancelled with force, then shutdown(wait=False): the future is cancelled at once,
+    and the thread ends within the bound (not cancelled, the task would wait for the scheduler)."""
     with one_scheduler() as (cluster, freeze):
         executor = SparrowExecutor(cluster.schedulers, secret=cluster.secret, scheduler_timeout=SCHEDULER_TIMEOUT)
         future = executor.submit(time.sleep, 5)
@@ -102,7 +105,8 @@ def test_an_executor_closed_without_waiting_while_it_reconnects_ends_its_pending
         deadline = time.monotonic() + 10
         while not reconnecting(executor.client) and time.monotonic() < deadline:
             time.sleep(0.01)
-        executor.shutdown(wait=False, cancel_futures=True)
+        assert future.cancel(force=True)  # it runs: only a forced cancel ends it
+        executor.shutdown(wait=False)
         done, _ = concurrent.futures.wait([future], timeout=CLOSE_BOUND)
         assert done and future.cancelled()
         started = time.monotonic()

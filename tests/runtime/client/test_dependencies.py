@@ -17,6 +17,7 @@ from sparrow_runtime import (
     Client,
     DependencyFailed,
     LinkConfig,
+    NodeMonitorConfig,
     SchedulerConfig,
     SparrowExecutor,
     serve_node_monitor,
@@ -283,8 +284,8 @@ def test_cancelling_an_upstream_task_cancels_its_dependents_and_theirs(executor,
     slow = executor.submit(_sleep, 30)
     child = executor.submit(_touch, str(tmp_path / "child"), slow)
     grandchild = executor.submit(_touch, str(tmp_path / "grandchild"), child)
-    time.sleep(0.2)  # the slow task is running
-    assert slow.cancel()
+    time.sleep(0.2)  # the slow task is running: only a forced cancel stops it
+    assert slow.cancel(force=True)
     done, _ = concurrent.futures.wait([child, grandchild], timeout=10)
     assert child.cancelled() and grandchild.cancelled() and len(done) == 2
     assert not (tmp_path / "child").exists()
@@ -351,10 +352,9 @@ async def _with_services(test):
             await nursery.start(
                 partial(
                     serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id=f"nm{i}",
-                    executor="thread",
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", executor="thread"
+                    ),
                     logic=NodeMonitorLogic(slots=1),
                 )
             )

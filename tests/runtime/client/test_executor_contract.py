@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sparrow_runtime import LocalCluster, SparrowExecutor
+from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
 from sparrow_runtime.wire.auth import SECRET_ENV
 
 
@@ -54,7 +54,9 @@ def _touch(path: str) -> str:
 def cluster() -> Iterator[LocalCluster]:
     """One slot, and no pipelining: a task not started is not launched either (a task a node monitor
     took ahead counts as running, and cancelling it only drops its result), so a cancelled one never runs."""
-    with LocalCluster(node_monitors=1, slots=1, executor="thread", pipeline="off", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread", pipeline="off"), node_monitors=1, slots=1, dashboard=False
+    ) as cluster:
         yield cluster
 
 
@@ -90,14 +92,16 @@ def test_cancelling_a_future_twice_returns_true_both_times_without_a_critical_lo
 
 
 def test_shutdown_with_cancel_futures_after_a_user_cancel_returns_and_stops_the_thread(cluster, tmp_path):
-    """A future the user cancelled, then shutdown(cancel_futures=True): no RuntimeError, and the
-    executor's thread ends (the stop is queued whatever happens before it)."""
+    """A future the user cancelled, then shutdown(cancel_futures=True): no RuntimeError, the tasks not
+    started are cancelled, the started one runs to its result, and the executor's thread ends."""
     ex = SparrowExecutor(cluster.schedulers, secret=cluster.secret)
-    with slot_held(ex, tmp_path):
+    with slot_held(ex, tmp_path) as blocker:
         waiting = [ex.submit(_touch, str(tmp_path / f"never-{i}")) for i in range(3)]
         assert waiting[0].cancel()
-        ex.shutdown(wait=False, cancel_futures=True)
+        ex.shutdown(wait=False, cancel_futures=True)  # the scheduler cancels those it has not handed out
+        concurrent.futures.wait(waiting, timeout=10)
         assert all(f.cancelled() for f in waiting)
+    assert blocker.result(timeout=30) == str(tmp_path / "release")
     ex.shutdown(wait=True)
     assert not ex._loop.thread.is_alive()
     assert not list(tmp_path.glob("never-*"))

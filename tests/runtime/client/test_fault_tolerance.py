@@ -18,6 +18,7 @@ from sparrow_runtime import (
     Client,
     LinkConfig,
     LocalCluster,
+    NodeMonitorConfig,
     SchedulerConfig,
     SparrowExecutor,
     TaskFailed,
@@ -50,7 +51,14 @@ def _scheduler_pid(cluster: LocalCluster, address: str) -> int:
 def test_a_map_survives_its_scheduler_killed_or_frozen_with_two_listed(fault, tls):
     """The client notices (scheduler_timeout 0.5 s), connects to the other scheduler and relaunches
     what had no outcome: every value comes, once, in order (on TLS as on the shared secret)."""
-    cluster = LocalCluster(schedulers=2, node_monitors=2, slots=2, executor="thread", dashboard=False, tls=tls)
+    cluster = LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"),
+        schedulers=2,
+        node_monitors=2,
+        slots=2,
+        dashboard=False,
+        tls=tls,
+    )
     with cluster, SparrowExecutor(cluster.schedulers, **cluster.credentials, scheduler_timeout=0.5) as ex:
         results = ex.map(_slow_square, range(600), chunksize=20, buffersize=200)
         got = [next(results) for _ in range(60)]
@@ -74,7 +82,9 @@ def test_a_killed_node_monitors_running_tasks_are_retried_elsewhere(tls):
     """A node monitor killed while running a task: the task is retried on the other one, once."""
 
     async def main():
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, tls=tls) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False, tls=tls
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(time.sleep, 1.5)] * 2, probe_ratio=1.0)
                 await trio.sleep(0.7)  # both running, one per node monitor
@@ -93,7 +103,9 @@ def test_cancel_a_queued_task_never_runs_and_a_running_one_is_dropped_or_stopped
     slot is free for the next job at once."""
 
     async def main():
-        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 for force in (False, True):
                     a, b = tmp_path / f"a-{force}", tmp_path / f"b-{force}"
@@ -121,7 +133,9 @@ def test_cancel_a_queued_task_never_runs_and_a_running_one_is_dropped_or_stopped
 
 def test_a_task_past_its_timeout_is_stopped_and_its_slot_reused():
     async def main():
-        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 job = await client.submit_job([partial(time.sleep, 60)], timeout=0.5)
                 with trio.fail_after(20):
@@ -145,7 +159,9 @@ def test_a_map_over_a_large_lazy_iterable_keeps_a_bounded_number_of_tasks_in_fli
             yield i
 
     with (
-        LocalCluster(node_monitors=2, slots=2, executor="thread", dashboard=False) as cluster,
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread"), node_monitors=2, slots=2, dashboard=False
+        ) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
     ):
         yielded, most = 0, 0
@@ -158,7 +174,9 @@ def test_a_map_over_a_large_lazy_iterable_keeps_a_bounded_number_of_tasks_in_fli
 
 def test_retries_end_with_the_last_failure_and_count_every_attempt():
     async def main():
-        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 job = await client.submit_job([partial(os._exit, 3)], retries=2)
                 with trio.fail_after(30):
@@ -184,7 +202,12 @@ def test_a_client_with_no_scheduler_left_fails_what_is_pending_and_recovers_when
                     )
 
             address = await nursery.start(scheduler)
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread"))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], executor="thread"),
+                )
+            )
             async with Client([address], secret=SECRET, scheduler_timeout=0.5) as client:
                 job = await client.submit_job([partial(time.sleep, 5)])
                 scope.cancel()

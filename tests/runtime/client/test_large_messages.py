@@ -13,7 +13,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster, TaskFailed
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig, TaskFailed
 from sparrow_runtime.client.job import build_submit
 from sparrow_runtime.services.local_cluster import SPARROW
 from sparrow_runtime.services.processes import child_env
@@ -42,7 +42,9 @@ def test_bursts_of_big_tasks_and_results_beside_a_stream_of_small_tasks_all_succ
     60 MB result, beside 60 small jobs: every task succeeds with its first attempt."""
 
     async def main():
-        with LocalCluster(node_monitors=1, slots=5, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=5, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, secret=cluster.secret) as client:
                 small: list = []
 

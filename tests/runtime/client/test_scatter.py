@@ -114,10 +114,13 @@ def test_a_value_over_the_node_monitors_memory_limit_is_refused_with_upload_fail
 def test_the_executor_scatters_and_its_futures_are_inputs_of_submit():
     """SparrowExecutor.scatter blocks until the value is kept and gives a done future whose value is kept
     there; submit takes it as an input (by reference), result() fetches it, and dropping it releases it."""
+    from sparrow_runtime import NodeMonitorConfig
     from sparrow_runtime.services.local_cluster import LocalCluster
 
     with (
-        LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False) as cluster,
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
     ):
         future = executor.scatter(b"z" * BIG)
@@ -137,6 +140,7 @@ def test_a_big_scattered_array_goes_out_of_band_into_a_memory_file_and_its_depen
     band, data/packed.py), kept in a sealed memory file, and taken in place by its dependents, each of which may
     write to its input (copy on write) without changing the kept value; a 100 kB one goes as a plain pickle."""
     np = pytest.importorskip("numpy")
+    from sparrow_runtime import NodeMonitorConfig
     from sparrow_runtime.client.scatter import pickle_value
     from sparrow_runtime.data import packed
     from sparrow_runtime.services.local_cluster import LocalCluster
@@ -144,7 +148,9 @@ def test_a_big_scattered_array_goes_out_of_band_into_a_memory_file_and_its_depen
     array = np.arange(500_000, dtype=np.float64)
     assert pickle_value(array)[:4] == packed.MAGIC and pickle_value(array[:12_500])[:4] != packed.MAGIC
     with (
-        LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster,
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
     ):
         future = executor.scatter(array)

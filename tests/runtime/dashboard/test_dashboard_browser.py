@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sparrow_runtime import NodeMonitorConfig
 from sparrow_runtime.client.executor import SparrowExecutor
 from sparrow_runtime.services.local_cluster import LocalCluster
 
@@ -43,7 +44,10 @@ def chromium() -> str:
 
 @pytest.mark.timeout(90)
 def test_dashboard_in_a_browser_shows_nodes_charts_and_live_counters(chromium, tmp_path):
-    with LocalCluster(1, 2, 2, executor="thread") as cluster, HeadlessChromium(chromium) as browser:
+    with (
+        LocalCluster(1, 2, 2, node_monitor=NodeMonitorConfig(executor="thread")) as cluster,
+        HeadlessChromium(chromium) as browser,
+    ):
         assert cluster.dashboard_url.startswith("http://127.0.0.1:")  # loopback only
         run_jobs(cluster, jobs=5, tasks=20)
         browser.goto(cluster.dashboard_url)

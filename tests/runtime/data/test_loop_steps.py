@@ -14,7 +14,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    Constraint,
+    LinkConfig,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.data import shared
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -81,8 +89,10 @@ def test_no_loop_step_copies_a_256_mb_value_while_it_is_made_fetched_by_a_peer_a
                 partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=scheduler)
             )
             for i in range(2):
-                node = partial(serve_node_monitor, [address], secret=SECRET, node_id=f"nm{i}", slots=1)
-                await nursery.start(partial(node, executor="process", logic=NodeMonitorLogic(slots=1)))
+                node = NodeMonitorConfig(
+                    link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", slots=1
+                )
+                await nursery.start(partial(serve_node_monitor, node, logic=NodeMonitorLogic(slots=1)))
             async with Client([address], secret=SECRET) as client:
                 timer.caller = trio.lowlevel.current_task()
                 trio.lowlevel.add_instrument(timer)

@@ -13,7 +13,7 @@ from functools import partial
 
 import trio
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, NodeMonitorConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from tests.runtime.until import until
@@ -42,7 +42,13 @@ async def _scenario(certs, runs: str) -> tuple[int, int]:
         ]
         node = NodeMonitorLogic(slots=1)
         await nursery.start(
-            partial(serve_node_monitor, addresses, tls=certs.tls("nm0"), node_id="nm0", executor="thread", logic=node)
+            partial(
+                serve_node_monitor,
+                NodeMonitorConfig(
+                    link=LinkConfig(tls=certs.tls("nm0")), schedulers=addresses, node_id="nm0", executor="thread"
+                ),
+                logic=node,
+            )
         )
         with trio.fail_after(30):
             async with Client([addresses[0]], tls=certs.tls("alice"), client_id="shared-id") as alice:

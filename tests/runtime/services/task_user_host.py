@@ -133,18 +133,20 @@ async def node_with_task_user(certs_dir: str, task_user: str | None, slots: int 
     the certificates in `certs_dir`; yields the scheduler's address, and stops both after."""
     import trio
 
-    from sparrow_runtime import LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+    from sparrow_runtime import LinkConfig, NodeMonitorConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 
     async with trio.open_nursery() as nursery:
         address = await nursery.start(serve_scheduler, SchedulerConfig(link=LinkConfig(tls=tls(certs_dir, "sched"))))
         node = partial(
             serve_node_monitor,
-            [address],
-            tls=tls(certs_dir, "nm0"),
-            node_id="nm0",
-            slots=slots,
-            executor="process",
-            task_user=task_user,
+            NodeMonitorConfig(
+                link=LinkConfig(tls=tls(certs_dir, "nm0")),
+                schedulers=[address],
+                node_id="nm0",
+                slots=slots,
+                executor="process",
+                task_user=task_user,
+            ),
         )
         await nursery.start(node)
         yield address

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sparrow_runtime.services.arguments import check_counts, check_flags
+from sparrow_runtime.services.config import NodeMonitorConfig, SchedulerConfig
 from sparrow_runtime.services.local_cluster import LocalCluster
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -31,10 +32,12 @@ def test_check_counts_accepts_ints_from_one() -> None:
             check_counts(a=1, b=bad)
 
 
-@pytest.mark.parametrize("flag", ["give_back", "steal", "bind_idle"])
-def test_local_cluster_refuses_a_flag_that_is_not_a_bool(flag: str) -> None:
+@pytest.mark.parametrize(
+    ("config", "flag"), [(NodeMonitorConfig, "give_back"), (NodeMonitorConfig, "steal"), (SchedulerConfig, "bind_idle")]
+)
+def test_a_config_refuses_a_flag_that_is_not_a_bool(config: type, flag: str) -> None:
     with pytest.raises(ValueError, match=rf"^{flag} must be a bool, got 'yes'$"):
-        LocalCluster(**{flag: "yes"})
+        config(**{flag: "yes"})
 
 
 @pytest.mark.parametrize("count", ["schedulers", "node_monitors", "slots"])

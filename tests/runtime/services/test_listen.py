@@ -9,7 +9,14 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import LinkConfig, ListenError, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    LinkConfig,
+    ListenError,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.listen import open_listeners
 from sparrow_runtime.wire.address import format_address, parse_address, unix_path
 from sparrow_runtime.wire.handshake import connect
@@ -27,7 +34,7 @@ def test_port_in_use_and_foreign_address_are_one_line_errors(taken_port):
     "serve",
     [
         lambda port: serve_scheduler(SchedulerConfig(link=LinkConfig(secret="s"), host="127.0.0.1", port=port)),
-        lambda port: serve_node_monitor(host="127.0.0.1", port=port, secret="s"),
+        lambda port: serve_node_monitor(NodeMonitorConfig(link=LinkConfig(secret="s"), host="127.0.0.1", port=port)),
     ],
     ids=["scheduler", "node-monitor"],
 )

@@ -12,6 +12,7 @@ from sparrow_runtime import (
     ConnectionLost,
     Constraint,
     LocalCluster,
+    NodeMonitorConfig,
     RemoteTraceback,
     SparrowExecutor,
     TaskFailed,
@@ -151,13 +152,15 @@ def test_close_drains_the_node_monitors_first_so_a_running_task_reports(tmp_path
 
 def test_bad_weight_is_refused_at_construction():
     with pytest.raises(ValueError, match="weights: expected USER=WEIGHT with a weight > 0, got 'alice=0'"):
-        LocalCluster(weights={"alice": 0})
+        LocalCluster(node_monitor=NodeMonitorConfig(weights={"alice": 0}))
 
 
 def test_unix_transport_runs_tasks_over_unix_sockets_and_removes_them():
     """transport="unix": every service listens on a Unix socket of a private folder, tasks run through
     them as over TCP, and the folder is gone after close."""
-    with LocalCluster(schedulers=1, node_monitors=2, slots=1, executor="thread", transport="unix") as c:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=2, slots=1, transport="unix"
+    ) as c:
         assert all(a.startswith("unix:") for a in c.schedulers + c.node_monitors)
         folder = os.path.dirname(c.schedulers[0].removeprefix("unix:"))
         assert os.stat(folder).st_mode & 0o077 == 0

@@ -13,7 +13,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.services.processes import child_env
 from sparrow_runtime.services.scheduler_logic import DEFAULT_CLIENT_GRACE
 
@@ -42,7 +42,9 @@ def test_a_killed_clients_running_tasks_free_their_slots_within_the_grace(tmp_pa
     1 s its tasks are stopped and the slots have taken the next client's 4 tasks, which run once each."""
     script = tmp_path / "doomed_client.py"
     script.write_text(DOOMED_CLIENT)
-    with LocalCluster(node_monitors=1, slots=4, executor="process", dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=4, dashboard=False
+    ) as cluster:
         doomed = subprocess.Popen(
             [sys.executable, str(script), cluster.schedulers[0]],
             stdout=subprocess.PIPE,

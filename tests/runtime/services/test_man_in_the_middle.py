@@ -11,7 +11,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    LinkConfig,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    TaskFailed,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import SubmitJob
@@ -53,8 +61,13 @@ async def through_proxy(certs, mode, link, attack=None, **proxy_options):
         )
         proxy = Proxy(address, attack, **proxy_options)
         proxied = await nursery.start(proxy.serve)
-        node = partial(serve_node_monitor, [proxied if link == "node" else address], node_id="nm0", executor="thread")
-        await nursery.start(partial(node, logic=NodeMonitorLogic(slots=2), **credentials("nm0")))
+        node = NodeMonitorConfig(
+            link=LinkConfig(**credentials("nm0")),
+            schedulers=[proxied if link == "node" else address],
+            node_id="nm0",
+            executor="thread",
+        )
+        await nursery.start(partial(serve_node_monitor, node, logic=NodeMonitorLogic(slots=2)))
         yield (proxied if link == "client" else address), credentials("alice"), proxy
         nursery.cancel_scope.cancel()
 

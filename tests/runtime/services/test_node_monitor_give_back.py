@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, LocalCluster
+from sparrow_runtime import Client, Constraint, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import GIVE_BACK_FACTOR, GIVE_BACK_MIN, NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -383,7 +383,10 @@ def test_a_flood_of_give_backs_changes_nothing_it_should_not() -> None:
 def _cluster() -> LocalCluster:
     """2 node monitors x 1 slot, process executors, pipelined ungated with give-back."""
     return LocalCluster(
-        node_monitors=2, slots=1, executor="process", dashboard=False, pipeline="always", give_back=True
+        node_monitor=NodeMonitorConfig(executor="process", pipeline="always", give_back=True),
+        node_monitors=2,
+        slots=1,
+        dashboard=False,
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.errors import TaskTimeout
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic, Withdraw
 from sparrow_runtime.wire.messages import (
@@ -134,7 +134,12 @@ def test_a_worker_killed_with_tasks_handed_ahead_loses_none_and_runs_none_twice(
         return partial(_count_then_die_once, path, i) if i == killer else partial(_count_then, path, i, 0.001)
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False, pipeline_depth=16) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process", pipeline_depth=16),
+            node_monitors=2,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([task(i) for i in range(n)])
                 with trio.fail_after(120):
@@ -156,7 +161,12 @@ def test_a_task_past_its_timeout_with_tasks_behind_it_ends_timed_out_and_they_ru
     killed worker was given back unstarted)."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False, pipeline="always") as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process", pipeline="always"),
+            node_monitors=1,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 slow = await client.submit_job(
                     [partial(_count_then, str(tmp_path / "t0"), 0, 60)], timeout=2.0, retries=0

@@ -20,7 +20,7 @@ import trio
 from sparrow_core import PIPELINE_JIT_MARGIN as JIT_MARGIN
 from sparrow_core import PIPELINE_JIT_SPREAD as JIT_SPREAD
 from sparrow_core import PIPELINE_RECENT as RECENT_TASKS
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.pipeline import JIT_ROUND_TRIP
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -294,7 +294,9 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_ahead_loses_none_and_runs_non
     second attempt), and the scheduler's outcomes equal its tasks. About 5 s."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline=mode) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread", pipeline=mode), node_monitors=2, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_nap, x) for x in range(300)])
                 with trio.fail_after(30):

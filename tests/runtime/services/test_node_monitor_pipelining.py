@@ -20,6 +20,7 @@ from sparrow_runtime import (
     Constraint,
     LinkConfig,
     LocalCluster,
+    NodeMonitorConfig,
     SchedulerConfig,
     serve_node_monitor,
     serve_scheduler,
@@ -282,7 +283,7 @@ def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
         NodeMonitorLogic(slots=1, pipeline_depth=depth)
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
-        LocalCluster(pipeline_depth=depth)
+        LocalCluster(node_monitor=NodeMonitorConfig(pipeline_depth=depth))
 
 
 def test_an_empty_answer_to_an_ask_ahead_frees_no_slot_and_asks_ahead_again() -> None:
@@ -456,7 +457,13 @@ def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: i
         logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=depth)
         async with trio.open_nursery() as nursery:
             address = await nursery.start(partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"))))
-            await nursery.start(partial(serve_node_monitor, [address], secret="s", executor="thread", logic=logic))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret="s"), schedulers=[address], executor="thread"),
+                    logic=logic,
+                )
+            )
             async with Client([address], secret="s") as client:
                 with trio.fail_after(60):
                     job = await client.submit_job([partial(_square, x) for x in range(300)])
@@ -481,7 +488,12 @@ def test_a_pipelined_cluster_runs_every_task_once_and_retries_a_killed_node_moni
     a second attempt. (About 5 s: a cluster's start and two rounds of the sleeps.)"""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline="always") as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread", pipeline="always"),
+            node_monitors=2,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_square, x) for x in range(100)])
                 with trio.fail_after(60):
@@ -510,7 +522,12 @@ def test_a_node_monitor_sigkilled_with_tasks_bound_16_deep_loses_none_and_runs_n
     (those bound at the dead node monitor on a second attempt), and the scheduler's outcomes equal its tasks."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="thread", dashboard=False, pipeline_depth=16) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="thread", pipeline_depth=16),
+            node_monitors=2,
+            slots=1,
+            dashboard=False,
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 job = await client.submit_job([partial(_short_nap, x) for x in range(1500)])
                 with trio.fail_after(30):
@@ -536,8 +553,10 @@ def test_a_node_monitor_of_slow_tasks_binds_no_task_behind_its_running_one() -> 
     ungated rule does for about half of them). About 12 s."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
-            assert (cluster.pipeline, cluster.pipeline_depth) == (None, None)  # the node monitors' own defaults
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster:
+            assert "--pipeline" not in cluster._node_monitor_args(0)  # the node monitors' own default decides
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 warm = await client.submit_job([partial(time.sleep, 0.02)] * 16)
                 with trio.fail_after(60):

@@ -15,12 +15,13 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import LocalCluster, serve_node_monitor, serve_scheduler
+from sparrow_runtime import LinkConfig, LocalCluster, NodeMonitorConfig, serve_node_monitor, serve_scheduler
 from sparrow_runtime.services.node_monitor import REFUSED_PATIENCE
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.certs import local_certs
 
 from ...node_monitor_process import await_ready, kill, spawn_node_monitor, stop
+from ..until import until
 from .test_services import SCHEDULER, SECRET
 
 ROUNDS = 10  # the old rule failed 7 rounds of 25: 10 rounds pass by chance with p < 0.04
@@ -29,7 +30,13 @@ FROZEN = 2.0  # seconds the scheduler stays frozen: the new process has started 
 
 @pytest.mark.slow
 def test_a_node_monitor_restarted_while_a_scheduler_is_frozen_registers_with_every_scheduler(tmp_path):
-    with LocalCluster(schedulers=2, node_monitors=1, executor="thread", tls=tmp_path / "tls", dashboard=False) as cl:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread"),
+        schedulers=2,
+        node_monitors=1,
+        tls=tmp_path / "tls",
+        dashboard=False,
+    ) as cl:
         files = local_certs(tmp_path / "tls", "unused")["node-monitor"]  # the cluster's (remade only if unusable)
         frozen = cl.pids[1]  # the second scheduler
         current = None
@@ -62,9 +69,7 @@ def test_the_scheduler_forgets_an_ended_link_before_it_closes_it():
             address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=logic))
             async with trio.open_nursery() as node:
                 node.start_soon(_node_monitor, address, "box")
-                with trio.fail_after(10):
-                    while not logic.nodes:
-                        await trio.sleep(0.01)
+                await until(lambda: logic.nodes, 10)
                 (conn,) = logic.nodes
                 registered_at_close = []
                 close = conn.aclose
@@ -75,9 +80,7 @@ def test_the_scheduler_forgets_an_ended_link_before_it_closes_it():
 
                 conn.aclose = checked_close
                 node.cancel_scope.cancel()
-            with trio.fail_after(10):
-                while not registered_at_close:
-                    await trio.sleep(0.01)
+            await until(lambda: registered_at_close, 10)
             assert registered_at_close and not any(registered_at_close)  # the sender's close, then the shell's
             nursery.cancel_scope.cancel()
 
@@ -85,7 +88,10 @@ def test_the_scheduler_forgets_an_ended_link_before_it_closes_it():
 
 
 async def _node_monitor(address, node_id, task_status=trio.TASK_STATUS_IGNORED):
-    await serve_node_monitor([address], secret=SECRET, node_id=node_id, executor="thread", task_status=task_status)
+    await serve_node_monitor(
+        NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], node_id=node_id, executor="thread"),
+        task_status=task_status,
+    )
 
 
 def test_a_refused_node_monitor_tries_again_and_registers_once_its_id_is_free(caplog):
@@ -98,9 +104,7 @@ def test_a_refused_node_monitor_tries_again_and_registers_once_its_id_is_free(ca
             address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=logic))
             async with trio.open_nursery() as first:
                 first.start_soon(_node_monitor, address, "box")
-                with trio.fail_after(10):
-                    while not logic.nodes:
-                        await trio.sleep(0.01)
+                await until(lambda: logic.nodes, 10)
                 (first_conn,) = logic.nodes
                 second = trio.Event()
 
@@ -109,9 +113,7 @@ def test_a_refused_node_monitor_tries_again_and_registers_once_its_id_is_free(ca
                     second.set()
 
                 nursery.start_soon(run_second)
-                with trio.fail_after(10):
-                    while logic.stats["registrations_refused"] < 1:
-                        await trio.sleep(0.01)
+                await until(lambda: logic.stats["registrations_refused"] >= 1, 10)
                 first.cancel_scope.cancel()
             with trio.fail_after(REFUSED_PATIENCE):
                 await second.wait()

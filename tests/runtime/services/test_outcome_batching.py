@@ -7,7 +7,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LinkConfig, LocalCluster, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    LinkConfig,
+    LocalCluster,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.services.outcome_batching import OutcomeBatcher
 from sparrow_runtime.wire.messages import (
     EnqueueReservations,
@@ -164,7 +172,12 @@ def test_a_job_completes_at_once_even_with_a_long_delay_over_loopback():
             address = await nursery.start(
                 partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"), result_delay=30.0))
             )
-            await nursery.start(partial(serve_node_monitor, [address], secret="s", slots=1, executor="thread"))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret="s"), schedulers=[address], slots=1, executor="thread"),
+                )
+            )
             async with Client([address], secret="s") as client:
                 with trio.fail_after(10):
                     job = await client.submit_job([partial(pow, 3, i) for i in range(6)])

@@ -10,7 +10,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, TaskFailed, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    LinkConfig,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    TaskFailed,
+    serve_node_monitor,
+    serve_scheduler,
+)
 
 SECRET = "test-secret"
 CAPACITY = {"nm0": {"cpus": 2000, "gpu": 1}, "nm1": {"cpus": 4000, "gpu": 2}}
@@ -32,12 +40,14 @@ async def run_mix(placement_timeout: float = 5.0) -> tuple[list[tuple], str]:
             await nursery.start(
                 partial(
                     serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id=node_id,
-                    slots=4,
-                    executor="process",
-                    resources=capacity,
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET),
+                        schedulers=[address],
+                        node_id=node_id,
+                        slots=4,
+                        executor="process",
+                        resources=capacity,
+                    ),
                 )
             )
         async with Client([address], secret=SECRET) as client:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.placement_log import PlacementLog, read_log
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -465,12 +465,11 @@ def test_small_jobs_on_a_real_cluster_binding_idle_node_monitors_run_each_task_e
     file per task); tasks went bound."""
     rng = random.Random(4)
     sizes = [rng.randint(1, 4) for _ in range(60)]
-    options = {"pipeline_depth": depth} if depth else {"pipeline": "off"}
+    pipelining = {"pipeline_depth": depth} if depth else {"pipeline": "off"}
+    node = NodeMonitorConfig(executor="process", **pipelining)
 
     async def main() -> dict:
-        with LocalCluster(
-            node_monitors=2, slots=1, executor="process", dashboard=False, bind_idle=True, **options
-        ) as cluster:
+        with LocalCluster(node_monitors=2, slots=1, node_monitor=node, dashboard=False) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 for start in range(0, len(sizes), 5):
                     burst = start % 10 == 5  # every other group of 5 goes at once
@@ -507,7 +506,9 @@ def test_the_default_cluster_binds_small_jobs_of_short_tasks_beyond_one_per_slot
     and more tasks went bound than one per slot per job (the share: a job bound whole once the spans ran short)."""
 
     async def main() -> dict:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 for j in range(20):
                     job = await client.submit_job(
@@ -535,7 +536,9 @@ def test_a_node_monitor_killed_with_its_bound_task_fails_it_once_and_the_retry_r
     a second attempt (the client retries a SYSTEM failure), run on nm-1; the other ran once."""
 
     async def main() -> None:
-        with LocalCluster(node_monitors=2, slots=1, executor="process", dashboard=False) as cluster:
+        with LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=2, slots=1, dashboard=False
+        ) as cluster:
             async with Client(cluster.schedulers, **cluster.credentials) as client:
                 tasks = [partial(_mark_then, str(tmp_path / f"t{t}"), t, 3.0) for t in range(2)]
                 job = await client.submit_job(tasks, probe_ratio=1.0)

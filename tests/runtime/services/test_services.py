@@ -12,6 +12,7 @@ from sparrow_runtime import (
     Client,
     Constraint,
     LinkConfig,
+    NodeMonitorConfig,
     SchedulerConfig,
     TaskFailed,
     serve_node_monitor,
@@ -27,7 +28,7 @@ SCHEDULER = SchedulerConfig(link=LinkConfig(secret=SECRET))
 @asynccontextmanager
 async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grace=2.0, **node_options):
     """A scheduler and `n_nodes` thread-executor node monitors on loopback, not pipelining (`node_options`: more
-    of serve_node_monitor's); yields (address, scheduler logic, node logics)."""
+    of NodeMonitorConfig's fields); yields (address, scheduler logic, node logics)."""
     async with trio.open_nursery() as nursery:
         scheduler = SchedulerLogic(seed=3, probe_ratio=probe_ratio, client_grace=client_grace)
         address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
@@ -35,18 +36,15 @@ async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grac
         for i in range(n_nodes):
             logic = NodeMonitorLogic(slots=slots, pipeline="off")  # plain late binding: these tests count its messages
             nodes.append(logic)
-            await nursery.start(
-                partial(
-                    serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id=f"nm{i}",
-                    executor="thread",
-                    labels=labels[i] if labels else (),
-                    logic=logic,
-                    **node_options,
-                )
+            node = NodeMonitorConfig(
+                link=LinkConfig(secret=SECRET),
+                schedulers=[address],
+                node_id=f"nm{i}",
+                executor="thread",
+                labels=labels[i] if labels else (),
+                **node_options,
             )
+            await nursery.start(partial(serve_node_monitor, node, logic=logic))
         yield address, scheduler, nodes
         nursery.cancel_scope.cancel()
 
@@ -177,7 +175,12 @@ def test_scheduler_can_dial_a_node_monitor_instead():
 
     async def main():
         async with trio.open_nursery() as nursery:
-            node = await nursery.start(partial(serve_node_monitor, [], secret=SECRET, executor="thread", slots=1))
+            node = await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[], executor="thread", slots=1),
+                )
+            )
             scheduler = SchedulerLogic(seed=1)
             address = await nursery.start(
                 partial(serve_scheduler, dataclasses.replace(SCHEDULER, node_monitors=[node]), logic=scheduler)
@@ -202,7 +205,12 @@ def test_a_client_whose_only_scheduler_is_gone_fails_its_unfinished_tasks_saying
                     await serve_scheduler(SCHEDULER, task_status=task_status)
 
             address = await nursery.start(scheduler)
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread", slots=1))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], executor="thread", slots=1),
+                )
+            )
             async with Client([address], secret=SECRET) as client:
                 job = await client.submit_job([partial(time.sleep, 1)] * 3)
                 scheduler_scope.cancel()
@@ -224,10 +232,9 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
             await nursery.start(
                 partial(
                     serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id="leaving",
-                    executor="thread",
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET), schedulers=[address], node_id="leaving", executor="thread"
+                    ),
                     logic=leaving,
                     drain=drain,
                 )
@@ -235,7 +242,11 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
             staying = NodeMonitorLogic(slots=1)
             await nursery.start(
                 partial(
-                    serve_node_monitor, [address], secret=SECRET, node_id="staying", executor="thread", logic=staying
+                    serve_node_monitor,
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET), schedulers=[address], node_id="staying", executor="thread"
+                    ),
+                    logic=staying,
                 )
             )
             async with Client([address], secret=SECRET) as client:

@@ -11,7 +11,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, Constraint, LocalCluster, TaskFailed
+from sparrow_runtime import Client, Constraint, LocalCluster, NodeMonitorConfig, TaskFailed
 from sparrow_runtime.services.placement_log import ENVIRONMENT
 from sparrow_runtime.services.steal_log import read_steal_logs
 
@@ -32,7 +32,9 @@ def test_a_node_monitor_sigkilled_mid_steal_loses_no_task(doomed, logged, monkey
     back, and the thieves logged the attempts that stole."""
     if logged:
         monkeypatch.setenv(ENVIRONMENT, str(tmp_path))
-    with LocalCluster(node_monitors=3, slots=1, executor="thread", steal=True, dashboard=False) as cluster:
+    with LocalCluster(
+        node_monitor=NodeMonitorConfig(executor="thread", steal=True), node_monitors=3, slots=1, dashboard=False
+    ) as cluster:
         pids = dict(zip(cluster.node_ids, cluster.node_monitor_pids, strict=True))
         killed = pids["nm-0" if doomed == "victim" else "nm-1"]
 

@@ -13,6 +13,7 @@ import trio
 from sparrow_experiments.placement import placement_logs
 from sparrow_experiments.queries import Query, QueryWorkload, Stage
 from sparrow_experiments.run import run_queries
+from sparrow_runtime import NodeMonitorConfig
 from sparrow_runtime.services import steal_log
 from sparrow_runtime.services.config import SchedulerConfig
 from sparrow_runtime.services.local_cluster import LocalCluster
@@ -96,7 +97,14 @@ def test_a_stealing_cluster_logs_its_attempts_on_its_peers(tmp_path: Path) -> No
     short = [Query(0.02 + i * 0.01, "short", (Stage("short", np.array([0.01, 0.01]), ()),)) for i in range(20)]
     workload = QueryWorkload(tuple(long + short), 6, 0.3)
     with placement_logs() as folder:
-        with LocalCluster(1, 6, 1, executor="thread", steal=True, scheduler=NO_BIND_IDLE, dashboard=False) as cluster:
+        with LocalCluster(
+            1,
+            6,
+            1,
+            node_monitor=NodeMonitorConfig(executor="thread", steal=True),
+            scheduler=NO_BIND_IDLE,
+            dashboard=False,
+        ) as cluster:
             trio.run(run_queries, cluster.schedulers, cluster.secret, workload)
         logs = read_steal_logs(folder)
     assert sorted(r.node for r in logs) == sorted(cluster.node_ids)

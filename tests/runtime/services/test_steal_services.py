@@ -13,6 +13,7 @@ from sparrow_runtime import (
     Constraint,
     LinkConfig,
     LocalCluster,
+    NodeMonitorConfig,
     SchedulerConfig,
     serve_node_monitor,
     serve_scheduler,
@@ -35,7 +36,13 @@ async def start_cluster(nursery, n_nodes, **node_options):
         logic = NodeMonitorLogic(slots=1, steal=True, seed=i)
         nodes.append(logic)
         await nursery.start(
-            partial(serve_node_monitor, [address], secret=SECRET, node_id=f"nm{i}", executor="thread", logic=logic)
+            partial(
+                serve_node_monitor,
+                NodeMonitorConfig(
+                    link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", executor="thread"
+                ),
+                logic=logic,
+            )
         )
     return address, scheduler, nodes
 
@@ -99,12 +106,14 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
             await nursery.start(
                 partial(
                     serve_node_monitor,
-                    [address],
-                    secret=SECRET,
-                    node_id="t",
-                    executor="thread",
+                    NodeMonitorConfig(
+                        link=LinkConfig(secret=SECRET),
+                        schedulers=[address],
+                        node_id="t",
+                        executor="thread",
+                        steal_timeout=0.2,
+                    ),
                     logic=thief,
-                    steal_timeout=0.2,
                 )
             )
             [conn] = [n.peer for n in scheduler.nodes.values()]
@@ -128,4 +137,4 @@ def test_a_steal_setting_that_is_not_a_bool_is_refused_by_name():
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
         NodeMonitorLogic(slots=1, steal="yes")
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
-        LocalCluster(steal="yes")
+        LocalCluster(node_monitor=NodeMonitorConfig(steal="yes"))

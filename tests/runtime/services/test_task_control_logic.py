@@ -126,6 +126,18 @@ def test_cancelling_some_tasks_of_a_job_leaves_the_others_to_run():
     assert launched == [1]
 
 
+def test_a_cancel_of_pending_tasks_only_leaves_a_running_one_to_its_outcome():
+    """CancelJob(pending_only) (shutdown(cancel_futures=True)): the scheduler, which hands tasks out, cancels
+    those it has not, and the one it has runs and delivers its result."""
+    logic, _ = logic_with(("nm", True))
+    submit(logic, 2)
+    (launch,) = of(logic.on_node_messages("nm", [GetTask(1)]), TaskToNode)
+    out = logic.on_client_messages("c", [CancelJob(1, tasks=[0, 1], pending_only=True)])
+    assert [(m.task, m.outcome.failure) for _, m in of(out, OutcomeToClient)] == [(1 - launch[1].task, CANCELLED)]
+    out = logic.on_node_messages("nm", [OutcomeToScheduler(1, launch[1].task, Outcome(True, b"done"))])
+    assert [(m.task, m.outcome.ok, m.last) for _, m in of(out, OutcomeToClient)] == [(launch[1].task, True, True)]
+
+
 def test_cancel_of_a_finished_or_unknown_job_is_a_harmless_race():
     logic, _ = logic_with(("nm", True))
     assert logic.on_client_messages("c", [CancelJob(42)]) == []

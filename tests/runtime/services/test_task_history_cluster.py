@@ -8,7 +8,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, LocalCluster
+from sparrow_runtime import Client, LocalCluster, NodeMonitorConfig
 from sparrow_runtime.cli.main import main
 from sparrow_runtime.wire import certs
 from sparrow_runtime.wire.tls import TLS
@@ -27,7 +27,8 @@ def cluster(tmp_path_factory):
     """A cluster whose jobs ran: alice's job 3 tasks ok and one raising, bob's one raising; yields the cluster,
     its TLS folder and the job ids {(user, "ok" | "failing"): id}."""
     folder = tmp_path_factory.mktemp("tls")
-    with LocalCluster(schedulers=1, node_monitors=1, slots=1, executor="thread", dashboard=False, tls=folder) as c:
+    thread = NodeMonitorConfig(executor="thread")
+    with LocalCluster(schedulers=1, node_monitors=1, slots=1, node_monitor=thread, dashboard=False, tls=folder) as c:
         for name in ("alice", "bob"):
             certs.issue(folder, name, "client")
 

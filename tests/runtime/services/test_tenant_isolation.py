@@ -12,7 +12,7 @@ from functools import partial
 
 import trio
 
-from sparrow_runtime import Client, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import Client, LinkConfig, NodeMonitorConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
 
 
 def _take_over(loot: str) -> int:
@@ -41,12 +41,14 @@ async def _scenario(certs, loot: str, pipeline: str):
         address = await nursery.start(serve_scheduler, scheduler)
         node = partial(
             serve_node_monitor,
-            [address],
-            tls=certs.tls("nm0"),
-            node_id="nm0",
-            slots=1,
-            executor="process",
-            pipeline=pipeline,
+            NodeMonitorConfig(
+                link=LinkConfig(tls=certs.tls("nm0")),
+                schedulers=[address],
+                node_id="nm0",
+                slots=1,
+                executor="process",
+                pipeline=pipeline,
+            ),
         )
         await nursery.start(node)
         async with Client([address], tls=certs.tls("bob")) as bob, Client([address], tls=certs.tls("alice")) as alice:

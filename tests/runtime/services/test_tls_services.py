@@ -8,7 +8,7 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, serve_node_monitor
+from sparrow_runtime import Client, NodeMonitorConfig, serve_node_monitor
 from sparrow_runtime.errors import HandshakeError
 from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.link_config import LinkConfig
@@ -173,7 +173,12 @@ def test_a_node_monitor_from_another_ca_is_refused_and_keeps_retrying(cluster_ce
         async with tls_services(cluster_certs, n_nodes=1) as (address, scheduler, _):
             with trio.move_on_after(1.0):
                 await serve_node_monitor(
-                    [address], tls=cluster_certs.tls("sched", other_ca=True), node_id="intruder", executor="thread"
+                    NodeMonitorConfig(
+                        link=LinkConfig(tls=cluster_certs.tls("sched", other_ca=True)),
+                        schedulers=[address],
+                        node_id="intruder",
+                        executor="thread",
+                    )
                 )
             assert [n.node_id for n in scheduler.nodes.values()] == ["nm0"]
 

@@ -221,3 +221,42 @@ def test_refusals_of_one_source_are_logged_once_per_interval_and_counted(autojum
         await listener.aclose()
 
     trio.run(main, clock=autojump_clock)
+
+
+def test_unix_socket_peers_count_under_the_total_bound_only(tmp_path):
+    """Every Unix-socket peer is this host's: 5 of them pending at a gate of 3 per source and 6 in all are
+    all held; the 7th makes the oldest go."""
+
+    async def main():
+        gate = HandshakeGate(limit=6, per_source=3)
+        path = str(tmp_path / "gate.sock")
+        sock = trio.socket.socket(socket.AF_UNIX)
+        await sock.bind(path)
+        sock.listen(16)
+        listener = trio.SocketListener(sock)
+        evicted = []
+
+        async def hold(stream: trio.SocketStream, index: int) -> None:
+            try:
+                with gate.admit(stream):
+                    await trio.sleep_forever()
+            except HandshakeError:
+                evicted.append(index)
+            finally:
+                stream.socket.close()
+
+        async with trio.open_nursery() as nursery:
+            clients = []
+            for i in range(7):
+                clients.append(await trio.open_unix_socket(path))
+                nursery.start_soon(hold, await listener.accept(), i)
+                await trio.sleep(0.01)
+                if i == 4:
+                    assert (gate.pending, evicted) == (5, [])
+            assert evicted == [0] and gate.pending == 6
+            nursery.cancel_scope.cancel()
+        for c in clients:
+            await c.aclose()
+        await listener.aclose()
+
+    trio.run(main)

@@ -6,7 +6,15 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, HandshakeError, LinkConfig, SchedulerConfig, serve_node_monitor, serve_scheduler
+from sparrow_runtime import (
+    Client,
+    HandshakeError,
+    LinkConfig,
+    NodeMonitorConfig,
+    SchedulerConfig,
+    serve_node_monitor,
+    serve_scheduler,
+)
 from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
 from sparrow_runtime.wire.handshake import connect
 from sparrow_runtime.wire.messages import PROTOCOL_VERSION, Authenticate, Challenge, Error
@@ -57,7 +65,12 @@ def test_bad_peers_are_refused_while_a_job_completes():
             address = await nursery.start(
                 partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET, max_frame=1 << 20)))
             )
-            await nursery.start(partial(serve_node_monitor, [address], secret=SECRET, executor="thread", slots=2))
+            await nursery.start(
+                partial(
+                    serve_node_monitor,
+                    NodeMonitorConfig(link=LinkConfig(secret=SECRET), schedulers=[address], executor="thread", slots=2),
+                )
+            )
             async with Client([address], secret=SECRET) as client:
                 job = await client.submit_job([partial(time.sleep, 0.002)] * 100)
                 refusals = {

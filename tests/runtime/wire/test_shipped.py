@@ -142,14 +142,16 @@ def test_an_unpicklable_function_is_refused_naming_it() -> None:
 def test_a_worker_process_keeps_the_function_between_tasks() -> None:
     """On a real cluster (one worker process), a function by value is unpickled once and kept: its mutable default
     carries over from task to task, as it would in a process pool's worker (unpickled per task it would not)."""
-    from sparrow_runtime import LocalCluster, SparrowExecutor
+    from sparrow_runtime import LocalCluster, NodeMonitorConfig, SparrowExecutor
 
     def calls_so_far(_: int, seen: list = []) -> int:  # noqa: B006 (the state that shows the function was kept)
         seen.append(1)
         return len(seen)
 
     with (
-        LocalCluster(node_monitors=1, slots=1, executor="process", dashboard=False) as cluster,
+        LocalCluster(
+            node_monitor=NodeMonitorConfig(executor="process"), node_monitors=1, slots=1, dashboard=False
+        ) as cluster,
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
     ):
         assert [executor.submit(calls_so_far, i).result(timeout=60) for i in range(3)] == [1, 2, 3]

@@ -1146,7 +1146,7 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()
+        now = self.clock()  # monotonic: a task launched after its job came and ended after its launch
         launched = job.launched_at[task] if node_id else now
         self.history.record(
             job.job_id,
@@ -1157,8 +1157,8 @@ class SchedulerLogic:
             outcome.error,
             node_id,
             job.attempts[task],
-            max(launched - job.submitted, 0.0),
-            max(now - launched, 0.0),
+            launched - job.submitted,
+            now - launched,
         )
         if last:
             self._finish(job)

@@ -79,7 +79,8 @@ class TaskHistory:
         now = self.clock()
         records = self.records
         records.append(TaskRecord(job_id, task, user, state, node, attempts, queue_wait, run_time, summary, "", now))
-        self._expire(now)
+        if records[0].ended_at < now - self.max_age:
+            self._expire(now)
 
     def _expire(self, now: float) -> None:
         records = self.records

@@ -130,6 +130,7 @@ from ..wire.messages import (
     StealPeers,
     StopTask,
     SubmitJob,
+    TaskStarted,
     TaskToNode,
     failed,
 )
@@ -237,6 +238,7 @@ class _Job:
         "probe_ratio",
         "probed",
         "ref",
+        "report_started",
         "resources",
         "running",
         "session",
@@ -254,6 +256,7 @@ class _Job:
         self.client = client
         self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
         self.ref = msg.ref
+        self.report_started = msg.report_started  # its client hears of each task handed out (TaskStarted)
         self.payloads: list[bytes | None] = list(msg.tasks)
         self.user = user
         self.priority = msg.priority
@@ -1041,6 +1044,8 @@ class SchedulerLogic:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
         else:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        if job.report_started:
+            out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:

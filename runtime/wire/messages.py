@@ -2,7 +2,8 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task; CancelJob;
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task (and before it
+  TaskStarted, for a job that asks: SubmitJob.report_started); CancelJob;
   Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
@@ -65,7 +66,8 @@ from .resources import ResourceUnits
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
-# FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only
+# FetchFile (the user of the task a node monitor fetches for); 12: TaskStarted (SubmitJob.report_started),
+# CancelJob.pending_only
 PROTOCOL_VERSION = 12
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
@@ -184,6 +186,7 @@ class SubmitJob(_Msg, tag=10):
     task_prefer: list[tuple[str, ...]] | None = None
     sampling: str = "batch"
     resources: dict[str, int] | None = None  # what each task takes besides its slot, in units (wire/resources.py)
+    report_started: bool = False  # tell the client when each task is handed out (TaskStarted)
 
 
 class CancelJob(_Msg, tag=16):
@@ -215,6 +218,15 @@ class OutcomeToClient(_Msg, tag=13):
     task: Id
     outcome: Outcome
     last: bool = False  # the last outcome of its job (outcome_batching.py)
+
+
+class TaskStarted(_Msg, tag=55):
+    """Scheduler -> client, for a job that asked (SubmitJob.report_started): task `task` of the client's job
+    `ref` was handed out to run (a cancel without force no longer stops it). Sent in the same write as the
+    rest of the scheduler's pass, so it costs a few bytes of a frame that goes anyway."""
+
+    ref: Id
+    task: Id
 
 
 class StatusRequest(_Msg, tag=14):
@@ -554,6 +566,7 @@ Message = (
     | JobAccepted
     | JobRejected
     | OutcomeToClient
+    | TaskStarted
     | StatusRequest
     | StatusReply
     | RegisterNodeMonitor

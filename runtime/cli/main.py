@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = {
     "local": "local",
     "submit": "submit",
     "status": "status",
+    "tasks": "tasks",
     "scheduler": "scheduler",
     "node-monitor": "node_monitor",
     "simulate": "simulate",

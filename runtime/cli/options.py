@@ -482,6 +482,7 @@ COMMANDS = {
     "local": LOCAL_SETTINGS,
     "submit": SUBMIT_SETTINGS,
     "status": STATUS_SETTINGS,
+    "tasks": STATUS_SETTINGS,
     "certs": CERTS_SETTINGS,
 }
 

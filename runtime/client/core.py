@@ -30,6 +30,7 @@ with exactly one outcome.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 import uuid
@@ -53,10 +54,20 @@ from ..wire.auth import load_secret
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.handshake import connect
-from ..wire.limits import DEFAULT_MAX_VALUE
+from ..wire.limits import DEFAULT_MAX_VALUE, MAX_ID, MAX_NAME, MAX_TASK_RECORDS
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT, LinkConfig
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, Liveness
-from ..wire.messages import Constraint, Heartbeat, Outcome, StatusReply, SubmitJob
+from ..wire.messages import (
+    Constraint,
+    Heartbeat,
+    Outcome,
+    StatusReply,
+    StatusRequest,
+    SubmitJob,
+    TaskRecord,
+    TasksReply,
+    TasksRequest,
+)
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS, load_tls
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
@@ -345,7 +356,7 @@ class Client:
         self._scope: trio.CancelScope | None = None  # _keep_connected's, cut short by closing
         self._token: trio.lowlevel.TrioToken | None = None
         self._flush_due = False  # a flush is scheduled for the end of this pass of the trio loop
-        self._status_waiters: list[_StatusWaiter] = []  # in request order: replies come in order
+        self._query_waiters: list[_QueryWaiter] = []  # in request order: replies come in order
 
     @property
     def connected_to(self) -> str | None:
@@ -487,15 +498,15 @@ class Client:
                 self._send(self._logic.on_messages(msgs))
             finally:
                 self._dispatch()
-                self._answer_status()
+                self._answer_queries()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch, conn, liveness)
             reason = await conn.serve(on_messages)
             nursery.cancel_scope.cancel()
-        for waiter in self._status_waiters:
+        for waiter in self._query_waiters:
             waiter.event.set()
-        self._status_waiters.clear()
+        self._query_waiters.clear()
         return reason
 
     async def _watch(self, conn: Connection, liveness: Liveness) -> None:
@@ -623,10 +634,10 @@ class Client:
                 raise job.exception(0)
         return [handle[0] for handle in handles]
 
-    def _answer_status(self) -> None:
-        replies = self._logic.status_replies
-        while replies and self._status_waiters:
-            waiter = self._status_waiters.pop(0)
+    def _answer_queries(self) -> None:
+        replies = self._logic.query_replies
+        while replies and self._query_waiters:
+            waiter = self._query_waiters.pop(0)
             waiter.reply = replies.pop(0)
             waiter.event.set()
 
@@ -766,12 +777,48 @@ class Client:
         Error handling: ConnectionLost if the connection is or gets lost; trio.TooSlowError if no
         answer comes within `timeout` seconds.
         """
+        reply = await self._ask(self._logic.status_request(), timeout)
+        assert isinstance(reply, StatusReply)  # replies come in request order (the logic checks their kinds)
+        return reply
+
+    async def tasks(
+        self,
+        *,
+        user: str = "",
+        failed: bool = False,
+        job: int | None = None,
+        since: float = 0.0,
+        limit: int = MAX_TASK_RECORDS,
+        timeout: float = DEFAULT_STATUS_TIMEOUT,
+    ) -> list[TaskRecord]:
+        """The scheduler's records of recent tasks (services/task_history.py), newest first: only `user`'s (a
+        user sees only their own; an admin or, without TLS, anyone may name any, "" for all), only failed
+        ones, only of job `job` (its id), only ended in the last `since` seconds (0: any), at most `limit`.
+
+        Error handling: ValueError for a bad filter (nothing is sent); ConnectionLost and trio.TooSlowError
+        as `status`.
+        """
+        if len(user) > MAX_NAME:
+            raise ValueError(f"tasks: user must be at most {MAX_NAME} characters, got {len(user)}")
+        if job is not None and not 0 <= job <= MAX_ID:
+            raise ValueError(f"tasks: job must be a job id (0 to {MAX_ID}), got {job!r}")
+        if not 0 <= since < math.inf:
+            raise ValueError(f"tasks: since must be a number of seconds >= 0, got {since!r}")
+        if not 1 <= limit <= MAX_TASK_RECORDS:
+            raise ValueError(f"tasks: limit must be 1 to {MAX_TASK_RECORDS}, got {limit!r}")
+        request = TasksRequest(user, failed, -1 if job is None else job, float(since), limit)
+        reply = await self._ask(self._logic.tasks_request(request), timeout)
+        assert isinstance(reply, TasksReply)
+        return reply.tasks
+
+    async def _ask(self, request: StatusRequest | TasksRequest, timeout: float) -> StatusReply | TasksReply:
+        """Send `request` to the scheduler and wait for its answer."""
         conn = self._conn
         if conn is None or conn.closed:
             raise ConnectionLost("the client is not connected to a scheduler")
-        waiter = _StatusWaiter()
-        self._status_waiters.append(waiter)
-        conn.send(self._logic.status_request())
+        waiter = _QueryWaiter()
+        self._query_waiters.append(waiter)
+        conn.send(request)
         with trio.fail_after(timeout):
             await waiter.event.wait()
         if waiter.reply is None:
@@ -779,9 +826,9 @@ class Client:
         return waiter.reply
 
 
-class _StatusWaiter:
+class _QueryWaiter:
     __slots__ = ("event", "reply")
 
     def __init__(self) -> None:
         self.event = trio.Event()
-        self.reply: StatusReply | None = None
+        self.reply: StatusReply | TasksReply | None = None

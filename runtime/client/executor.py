@@ -56,7 +56,7 @@ from .. import views
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
-from ..wire.messages import CANCELLED, Constraint, StatusReply
+from ..wire.messages import CANCELLED, Constraint, StatusReply, TaskRecord
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
@@ -229,6 +229,16 @@ class SparrowExecutor(concurrent.futures.Executor):
         if trio.lowlevel.in_trio_run():
             raise RuntimeError("status waits for the scheduler's answer: call it outside the executor's callbacks")
         return trio.from_thread.run(self._client.status, trio_token=self._loop.token)
+
+    def tasks(
+        self, *, user: str = "", failed: bool = False, job: int | None = None, since: float = 0.0, limit: int = 1000
+    ) -> list[TaskRecord]:
+        """How recent tasks ended, newest first (Client.tasks: the same filters and who may see what), asked
+        from the caller's thread. Raises as Client.tasks; RuntimeError from the executor's own callbacks."""
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError("tasks waits for the scheduler's answer: call it outside the executor's callbacks")
+        ask = partial(self._client.tasks, user=user, failed=failed, job=job, since=since, limit=limit)
+        return trio.from_thread.run(ask, trio_token=self._loop.token)
 
     def __repr__(self) -> str:
         return views.executor_repr(self)

@@ -54,6 +54,8 @@ from ..wire.messages import (
     StatusReply,
     StatusRequest,
     SubmitJob,
+    TasksReply,
+    TasksRequest,
     TaskStarted,
     ValueRef,
 )
@@ -106,7 +108,8 @@ class ClientLogic:
         self.failovers: list[Failover] = []
         self.unfinished = 0  # tasks without an outcome
         self.closed = False
-        self.status_replies: list[StatusReply] = []  # taken by the shell, in request order
+        # answers to StatusRequest and TasksRequest (the scheduler answers in order), taken by the shell in order
+        self.query_replies: list[StatusReply | TasksReply] = []
         self._jobs: dict[Job, None] = {}  # unfinished, in submission order
         self._placements: dict[int, Placement] = {}  # ref -> what it carries, while the scheduler holds it
         self._next_ref = 1
@@ -115,7 +118,7 @@ class ClientLogic:
         self.started: list[tuple[Job, int]] = []  # tasks handed out to run (TaskStarted), taken by the shell
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
-        self._status_requests = 0
+        self._queries = 0
         self.uploads: list[Job] = []  # upload jobs (Client.scatter) for the shell to upload, taken by take_uploads
         self.values = ValueBook()
         self.recomputed = 0  # lost values recomputed from their task's call
@@ -263,11 +266,11 @@ class ClientLogic:
                     for job, task in zip(placement.jobs, placement.tasks, strict=True):
                         if job.outcomes[task] is None:
                             self._end(job, task, outcome)
-            elif kind is StatusReply:
-                if not self._status_requests:
-                    raise ProtocolError("StatusReply without a StatusRequest")
-                self._status_requests -= 1
-                self.status_replies.append(msg)
+            elif kind is StatusReply or kind is TasksReply:
+                if not self._queries:
+                    raise ProtocolError(f"{kind.__name__} without a request")
+                self._queries -= 1
+                self.query_replies.append(msg)
             elif kind is not Heartbeat:
                 raise ProtocolError(f"{kind.__name__} is not allowed from a scheduler")
         return self.flush() if self._queue else []
@@ -312,9 +315,14 @@ class ClientLogic:
         return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
 
     def status_request(self) -> StatusRequest:
-        """A StatusRequest to send (its reply comes to `status_replies`)."""
-        self._status_requests += 1
+        """A StatusRequest to send (its reply comes to `query_replies`)."""
+        self._queries += 1
         return StatusRequest()
+
+    def tasks_request(self, request: TasksRequest) -> TasksRequest:
+        """`request` (a TasksRequest) to send: its reply comes to `query_replies`."""
+        self._queries += 1
+        return request
 
     # -- the connection ----------------------------------------------------------------------------
 
@@ -344,7 +352,7 @@ class ClientLogic:
         self.failovers.append(Failover(scheduler, reason, now))
         self._placements.clear()
         self._queue.clear()
-        self._status_requests = 0
+        self._queries = 0
         why = f"scheduler {scheduler} was lost ({clip(reason, MAX_REASON)})"
         for job in list(self._jobs):
             for task in self._pending(job):

@@ -90,6 +90,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
 
@@ -130,6 +131,8 @@ from ..wire.messages import (
     StealPeers,
     StopTask,
     SubmitJob,
+    TasksReply,
+    TasksRequest,
     TaskStarted,
     TaskToNode,
     failed,
@@ -138,6 +141,7 @@ from ..wire.resources import format_resources, largest
 from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
 from .placement_log import PlacementLog
+from .task_history import TaskHistory
 
 # The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
 # short while each of its last RECENT_SPANS busy spans took under SHORT_TASK per task.
@@ -224,10 +228,12 @@ class _Node:
 
 class _Job:
     __slots__ = (
+        "attempts",
         "client",
         "constraint",
         "done",
         "job_id",
+        "launched_at",
         "n_done",
         "payloads",
         "per_task",
@@ -243,6 +249,7 @@ class _Job:
         "running",
         "session",
         "stealable",
+        "submitted",
         "task_candidates",
         "task_offsets",
         "timeout",
@@ -250,7 +257,14 @@ class _Job:
     )
 
     def __init__(
-        self, job_id: int, client: Hashable, msg: SubmitJob, probe_ratio: float, user: str, session: str = ""
+        self,
+        job_id: int,
+        client: Hashable,
+        msg: SubmitJob,
+        probe_ratio: float,
+        user: str,
+        session: str = "",
+        submitted: float = 0.0,
     ) -> None:
         self.job_id = job_id
         self.client = client
@@ -281,6 +295,10 @@ class _Job:
         self.preferred: list[frozenset[int]] | None = None
         self.done = bytearray(len(msg.tasks))
         self.n_done = 0
+        # for the task history (task_history.py): when the job came, each task's last launch and launch count
+        self.submitted = submitted
+        self.launched_at = array("d", bytes(8 * len(msg.tasks)))
+        self.attempts = array("I", bytes(4 * len(msg.tasks)))
         self.running: dict[int, int] = {}  # task -> worker
         self.probed: set[int] = set()  # workers that got reservations (or ran a task for a stolen one)
         self.stealable = False  # its reservations may move between node monitors (set at submission)
@@ -314,6 +332,7 @@ class SchedulerLogic:
         client_grace: float = DEFAULT_CLIENT_GRACE,
         clock: Callable[[], float] = time.monotonic,
         bind_idle: bool = DEFAULT_BIND_IDLE,
+        history: TaskHistory | None = None,
     ) -> None:
         if not 0 <= placement_timeout < math.inf:
             raise ValueError(f"placement_timeout must be a number of seconds >= 0, got {placement_timeout!r}")
@@ -356,6 +375,7 @@ class SchedulerLogic:
         self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
         self._stealers = 0  # registered node monitors that steal
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
+        self.history = history if history is not None else TaskHistory()  # how recent tasks ended (task_history.py)
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -477,7 +497,7 @@ class SchedulerLogic:
             if job is not None:
                 for task in [t for t, w in job.running.items() if w == node.worker]:
                     del job.running[task]
-                    self._deliver(job, task, failed(reason, SYSTEM), out)
+                    self._deliver(job, task, failed(reason, SYSTEM), out, node.node_id)
         self._reprobe_held_by(node, out)
 
     def _drain_node(self, node: _Node, out: list) -> None:
@@ -610,6 +630,8 @@ class SchedulerLogic:
                 self._cancel(peer, msg, out)
             elif kind is StatusRequest:
                 out.append((peer, self.status(_viewer(peer))))
+            elif kind is TasksRequest:
+                out.append((peer, self.tasks(_viewer(peer), msg)))
             else:
                 self._violation(peer, ProtocolError(f"{kind.__name__} is not allowed from a client"), out)
                 break
@@ -640,6 +662,14 @@ class SchedulerLogic:
             n = len(job.done)
             jobs.append(JobStatus(job_id, job.user, job.priority, n, n - unlaunched, len(job.running), job.n_done))
         return StatusReply(self.scheduler_id, nodes, jobs, dict(self.stats))
+
+    def tasks(self, viewer: str | None, msg: TasksRequest) -> TasksReply:
+        """The recorded tasks `msg` asks for that `viewer` may see (None: anyone's), newest first: a viewer
+        asking for another user's tasks gets none."""
+        user = msg.user or viewer
+        if viewer is not None and user != viewer:
+            return TasksReply(self.scheduler_id, [])
+        return TasksReply(self.scheduler_id, self.history.query(user, msg.failed, msg.job_id, msg.since, msg.limit))
 
     def on_client_connected(self, peer: Hashable, client_id: str) -> None:
         """The client `client_id` is connected behind `peer` (a lost one with this id and user is back)."""
@@ -763,7 +793,7 @@ class SchedulerLogic:
         job_id = self._next_job
         self._next_job += 1
         session = self.client_ids.get(client)
-        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0])
+        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.clock())
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -1029,6 +1059,8 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
+        job.launched_at[task] = self.clock()
+        job.attempts[task] += 1
         if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
             node.span_since = self.clock()
             node.span_tasks = 0
@@ -1093,11 +1125,12 @@ class SchedulerLogic:
             return
         del job.running[msg.task]
         self.stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
-        self._deliver(job, msg.task, msg.outcome, out)
+        self._deliver(job, msg.task, msg.outcome, out, node.node_id)
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: list) -> None:
+    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: list, node_id: str = "") -> None:
+        """Send task `task`'s outcome to its client and record it (`node_id`: where it ran, "" if nowhere)."""
         if job.done[task]:
             return
         job.done[task] = 1
@@ -1115,6 +1148,20 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
+        now = self.clock()
+        launched = job.launched_at[task] if node_id else now
+        self.history.record(
+            job.job_id,
+            task,
+            job.user,
+            outcome.ok,
+            outcome.failure,
+            outcome.error,
+            node_id,
+            job.attempts[task],
+            max(launched - job.submitted, 0.0),
+            max(now - launched, 0.0),
+        )
         if last:
             self._finish(job)
 

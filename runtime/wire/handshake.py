@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 # seconds a peer may send nothing at all (a TLS client's first flight, or the answer to our Challenge): an idle
 # connection does not hold its place in the gate for the whole handshake
 FIRST_BYTE_TIMEOUT = 1.0
+# what a plaintext client adds when its server never answers: most likely a TLS service
+TLS_SERVICE_HINT = " (a TLS service? connect with its CA, certificate and key)"
 
 
 async def accept(
@@ -249,7 +251,7 @@ async def connect_stream(
             raise
         return conn
     await trio.aclose_forcefully(stream)
-    hint = "" if tls is not None else " (a TLS service? connect with its CA, certificate and key)"
+    hint = "" if tls is not None else TLS_SERVICE_HINT
     raise HandshakeError(f"handshake with {peer_name} not completed within {link.handshake_timeout} s{hint}")
 
 
@@ -258,6 +260,11 @@ async def _client_handshake(
 ) -> None:
     try:
         challenge = await conn.receive_one()
+    except ConnectionLost:
+        # A TLS server waits for a ClientHello and closes a silent peer: a plaintext client sees only the close.
+        hint = "" if identity is not None else TLS_SERVICE_HINT
+        raise HandshakeError(f"{name} closed the connection before sending its Challenge{hint}") from None
+    try:
         if isinstance(challenge, Error):
             raise HandshakeError(f"{name} refused the connection: {clip(challenge.reason, limits.MAX_REASON)}")
         if not isinstance(challenge, Challenge):

@@ -44,6 +44,11 @@ SAMPLINGS = ("batch", "per_task")  # how a job's probes are drawn (SubmitJob.sam
 PRIORITY_MIN, PRIORITY_MAX = -(2**31), 2**31 - 1  # the kernel's sparrow_core.PRIORITY_RANGE
 MAX_ID = 2**63 - 1  # job ids, refs, task indexes
 
+# -- task history (services/task_history.py) -------------------------------------------------------
+MAX_TASK_RECORDS = 1000  # task records in one TasksReply (newest first)
+MAX_ERROR_SUMMARY = 300  # characters of a task record's error summary
+MAX_OUTPUT_TAIL = 4096  # characters of a task record's output tail
+
 # -- node monitors ---------------------------------------------------------------------------------
 MAX_SLOTS = 4096  # slots one node monitor may register
 MAX_QUEUED_RESERVATIONS = 1_000_000  # reservations one node monitor holds, from all schedulers

@@ -2,9 +2,9 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task (and before it
-  TaskStarted, for a job that asks: SubmitJob.report_started); CancelJob;
-  Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`).
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task; CancelJob;
+  Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`); TasksRequest ->
+  TasksReply (the scheduler's record of recent tasks, for `sparrow tasks`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
   OutcomeToScheduler, GiveBack (a task it was given and has not started, handed back: no outcome follows).
@@ -42,17 +42,20 @@ from .limits import (
     MAX_BLOCKED_FOR,
     MAX_CHUNKS,
     MAX_COUNT,
+    MAX_ERROR_SUMMARY,
     MAX_ID,
     MAX_INPUTS,
     MAX_KEY,
     MAX_LABELS,
     MAX_NAME,
+    MAX_OUTPUT_TAIL,
     MAX_PROBES_PER_JOB,
     MAX_RELEASE_KEYS,
     MAX_SLOTS,
     MAX_STEAL_PEERS,
     MAX_STEAL_SCHEDULERS,
     MAX_STEAL_TAKE,
+    MAX_TASK_RECORDS,
     MAX_TASKS_PER_JOB,
     MAX_VALUE_SIZE,
     PRIORITY_MAX,
@@ -66,9 +69,9 @@ from .resources import ResourceUnits
 # 9: give-back (GiveBack: a node monitor hands a task bound ahead, not started, back to its scheduler); 10: resources
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
-# FetchFile (the user of the task a node monitor fetches for); 12: TaskStarted (SubmitJob.report_started),
-# CancelJob.pending_only
-PROTOCOL_VERSION = 12
+# FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
+# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started)
+PROTOCOL_VERSION = 14
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -264,6 +267,42 @@ class StatusReply(_Msg, tag=15):
     nodes: list[NodeStatus]
     jobs: list[JobStatus]
     counters: dict[str, int]
+
+
+class TaskRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """How one task ended, as its scheduler recorded it (services/task_history.py): its job, task and user,
+    `state` ("ok", "raised" or the failure's name), the node monitor it ran on ("" if it never ran), how often
+    it was launched, seconds from its job's submission to its last launch (`queue_wait`) and from there to its
+    outcome (`run_time`), `error` (the last line of its error, clipped), `output_tail` (the end of what it
+    printed; empty until output is captured) and `ended_at` (the scheduler's wall clock, seconds)."""
+
+    job_id: Id
+    task: Id
+    user: Name
+    state: Name
+    node: Name
+    attempts: Count
+    queue_wait: float
+    run_time: float
+    error: Annotated[str, msgspec.Meta(max_length=MAX_ERROR_SUMMARY)]
+    output_tail: Annotated[str, msgspec.Meta(max_length=MAX_OUTPUT_TAIL)]
+    ended_at: float
+
+
+class TasksRequest(_Msg, tag=17):
+    """Which recorded tasks to send back, newest first: only `user`'s ("": any the asker may see), only failed
+    ones, only job `job_id` (-1: any), only those ended in the last `since` seconds (0: any), at most `limit`."""
+
+    user: Name = ""
+    failed: bool = False
+    job_id: Annotated[int, msgspec.Meta(ge=-1, le=MAX_ID)] = -1
+    since: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_TASK_RECORDS)] = MAX_TASK_RECORDS
+
+
+class TasksReply(_Msg, tag=18):
+    scheduler_id: str
+    tasks: Annotated[list[TaskRecord], msgspec.Meta(max_length=MAX_TASK_RECORDS)]
 
 
 # -- node monitor <-> scheduler --------------------------------------------------------------------
@@ -569,6 +608,8 @@ Message = (
     | TaskStarted
     | StatusRequest
     | StatusReply
+    | TasksRequest
+    | TasksReply
     | RegisterNodeMonitor
     | Registered
     | RegistrationRefused

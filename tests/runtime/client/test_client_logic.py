@@ -329,8 +329,8 @@ def test_status_replies_match_requests_in_order_and_an_unasked_one_is_a_protocol
     logic.status_request()
     reply = StatusReply("s1", [], [], {})
     logic.on_messages([Heartbeat(), reply])
-    assert logic.status_replies == [reply]
-    with pytest.raises(ProtocolError, match="StatusReply without a StatusRequest"):
+    assert logic.query_replies == [reply]
+    with pytest.raises(ProtocolError, match="StatusReply without a request"):
         logic.on_messages([reply])
 
 

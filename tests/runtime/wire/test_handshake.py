@@ -207,6 +207,20 @@ def test_silent_peer_is_refused_after_the_handshake_deadline(autojump_clock):
     trio.run(main, clock=autojump_clock)
 
 
+def test_plaintext_client_closed_before_a_challenge_is_told_it_may_be_a_tls_service():
+    """A TLS server closes a peer that sends no ClientHello: the plaintext client's error says what to try."""
+
+    async def main():
+        left, right = trio.testing.memory_stream_pair()
+        await left.aclose()  # the server's side: closed without a Challenge
+        with pytest.raises(
+            HandshakeError, match=r"peer closed the connection before sending its Challenge \(a TLS service"
+        ):
+            await connect_stream(right, link=LinkConfig(secret=SECRET), role="client", peer_id="c1")
+
+    trio.run(main)
+
+
 def test_protocol_error_after_handshake_sends_error_and_closes():
     """An oversized frame on an authenticated connection: Error reply, closed, serve() returns why."""
 

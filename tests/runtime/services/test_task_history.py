@@ -1,0 +1,162 @@
+"""TaskHistory (task_history.py) and the scheduler feeding it: what a record says, its bounds by count and by
+age and its size in memory, and who may see which records."""
+
+import tracemalloc
+
+import pytest
+
+from sparrow_runtime.services.scheduler_logic import SchedulerLogic
+from sparrow_runtime.services.task_history import RECORD_BYTES, TaskHistory, error_summary
+from sparrow_runtime.wire.messages import (
+    CANCELLED,
+    GetTask,
+    Outcome,
+    OutcomeToScheduler,
+    RegisterNodeMonitor,
+    SubmitJob,
+    TasksReply,
+    TasksRequest,
+)
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def record(history, job_id=1, task=0, user="alice", ok=True, failure=0, error=""):
+    history.record(job_id, task, user, ok, failure, error, "nm0", 1, 0.5, 2.0)
+
+
+def test_count_cap_keeps_only_the_newest_records():
+    history = TaskHistory(max_records=3, clock=Clock())
+    for task in range(5):
+        record(history, task=task)
+    assert len(history) == 3
+    assert [r.task for r in history.query(None)] == [4, 3, 2]
+
+
+def test_age_cap_drops_records_older_than_max_age_even_without_new_ones():
+    clock = Clock()
+    history = TaskHistory(max_age=60.0, clock=clock)
+    record(history, task=0)
+    clock.now += 30
+    record(history, task=1)
+    clock.now += 40  # task 0 is 70 s old, task 1 40 s
+    assert [r.task for r in history.query(None)] == [1]
+    assert len(history) == 1
+    clock.now += 30
+    assert history.query(None) == [] and len(history) == 0
+
+
+def test_bytes_per_record_stay_under_the_documented_figure():
+    """Measured with tracemalloc over 20,000 records with a short error each (the users' strings shared)."""
+    history = TaskHistory(max_records=20_000, clock=Clock())
+    errors = [f"ValueError: bad input {i}" for i in range(20_000)]  # made before measuring: a record's own copy
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i, error in enumerate(errors):
+        history.record(i, 0, "alice", False, 0, "Traceback...\n" + error, "nm0", 1, 0.001, 0.01)
+    per_record = (tracemalloc.get_traced_memory()[0] - before) / 20_000
+    tracemalloc.stop()
+    assert 50 < per_record <= RECORD_BYTES, per_record
+
+
+def test_query_filters_by_user_state_job_and_age_newest_first():
+    clock = Clock()
+    history = TaskHistory(clock=clock)
+    record(history, job_id=1, task=0, user="alice")
+    clock.now += 100
+    record(history, job_id=2, task=0, user="bob", ok=False, error="Traceback\n  ...\nKeyError: 'x'\n")
+    record(history, job_id=2, task=1, user="alice", ok=False, failure=CANCELLED, error="cancelled by its client")
+    clock.now += 1
+    assert [(r.job_id, r.task) for r in history.query(None)] == [(2, 1), (2, 0), (1, 0)]
+    assert [(r.job_id, r.task) for r in history.query("alice")] == [(2, 1), (1, 0)]
+    failed = history.query(None, failed=True)
+    assert [(r.state, r.error) for r in failed] == [
+        ("cancelled", "cancelled by its client"),
+        ("raised", "KeyError: 'x'"),
+    ]
+    assert [r.task for r in history.query(None, job_id=2)] == [1, 0]
+    assert [r.job_id for r in history.query(None, since=10)] == [2, 2]
+    assert len(history.query(None, limit=1)) == 1
+
+
+def test_error_summary_is_the_last_line_clipped():
+    assert error_summary("Traceback (most recent call last):\n  File x\nZeroDivisionError: division by zero\n") == (
+        "ZeroDivisionError: division by zero"
+    )
+    assert len(error_summary("E" * 100_000)) <= 300
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="max_records"):
+        TaskHistory(max_records=-1)
+    with pytest.raises(ValueError, match="max_age"):
+        TaskHistory(max_age=0)
+
+
+def run_one_task(logic, client, user, ok, job_ref=1):
+    logic.on_client_messages(client, [SubmitJob(job_ref, [b"t"], user=user, probe_ratio=1.0)])
+    job_id = max(logic.jobs)
+    logic.on_node_messages("nm0", [GetTask(job_id)])
+    outcome = Outcome(True, b"v") if ok else Outcome(False, b"", "Traceback\nRuntimeError: boom")
+    logic.on_node_messages("nm0", [OutcomeToScheduler(job_id, 0, outcome)])
+    return job_id
+
+
+def test_the_scheduler_records_each_outcome_with_node_attempts_and_times():
+    clock = Clock()
+    logic = SchedulerLogic(seed=1, bind_idle=False, clock=clock, history=TaskHistory(clock=Clock(5000.0)))
+    logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p0")])
+    logic.on_client_messages("c", [SubmitJob(1, [b"t"], user="alice", probe_ratio=1.0)])
+    clock.now += 2.0
+    logic.on_node_messages("nm0", [GetTask(1)])
+    clock.now += 3.0
+    logic.on_node_messages("nm0", [OutcomeToScheduler(1, 0, Outcome(False, b"", "Traceback\nRuntimeError: boom"))])
+    (r,) = logic.history.query(None)
+    assert (r.job_id, r.task, r.user, r.state, r.node, r.attempts) == (1, 0, "alice", "raised", "nm0", 1)
+    assert (r.queue_wait, r.run_time, r.error, r.output_tail, r.ended_at) == (
+        2.0,
+        3.0,
+        "RuntimeError: boom",
+        "",
+        5000.0,
+    )
+
+
+class Identity:
+    def __init__(self, user, admin=False):
+        self.user, self.admin = user, admin
+
+
+class Peer:
+    """A client connection authenticated by certificate as `identity` (what the shell's Connection carries)."""
+
+    def __init__(self, name, identity):
+        self.name, self.identity = name, identity
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+def test_a_user_sees_only_their_own_tasks_and_an_admin_sees_all():
+    logic = SchedulerLogic(seed=1, bind_idle=False)
+    logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p0")])
+    alice, bob, admin = Peer("a", Identity("alice")), Peer("b", Identity("bob")), Peer("r", Identity("root", True))
+    run_one_task(logic, alice, "", True)
+    run_one_task(logic, bob, "", False)
+
+    def ask(peer, **kw):
+        (reply,) = [m for _, m in logic.on_client_messages(peer, [TasksRequest(**kw)])]
+        assert isinstance(reply, TasksReply)
+        return sorted(r.user for r in reply.tasks)
+
+    assert ask(alice) == ["alice"]
+    assert ask(alice, user="bob") == []  # another user's tasks: none, whatever the request names
+    assert ask(bob, failed=True) == ["bob"]
+    assert ask(admin) == ["alice", "bob"]
+    assert ask(admin, user="bob") == ["bob"]

@@ -141,7 +141,7 @@ from ..wire.resources import format_resources, largest
 from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
 from .placement_log import PlacementLog
-from .task_history import TaskHistory
+from .task_history import TaskHistory, fitting
 
 # The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
 # short while each of its last RECENT_SPANS busy spans took under SHORT_TASK per task.
@@ -631,7 +631,7 @@ class SchedulerLogic:
             elif kind is StatusRequest:
                 out.append((peer, self.status(_viewer(peer))))
             elif kind is TasksRequest:
-                out.append((peer, self.tasks(_viewer(peer), msg)))
+                out.append((peer, self.tasks(peer, msg)))
             else:
                 self._violation(peer, ProtocolError(f"{kind.__name__} is not allowed from a client"), out)
                 break
@@ -663,13 +663,16 @@ class SchedulerLogic:
             jobs.append(JobStatus(job_id, job.user, job.priority, n, n - unlaunched, len(job.running), job.n_done))
         return StatusReply(self.scheduler_id, nodes, jobs, dict(self.stats))
 
-    def tasks(self, viewer: str | None, msg: TasksRequest) -> TasksReply:
-        """The recorded tasks `msg` asks for that `viewer` may see (None: anyone's), newest first: a viewer
-        asking for another user's tasks gets none."""
+    def tasks(self, peer: Hashable, msg: TasksRequest) -> TasksReply:
+        """The recorded tasks `msg` asks for that the client `peer` may see, newest first, as many as its link
+        takes: a user's client asking for another user's tasks gets none."""
+        viewer = _viewer(peer)
         user = msg.user or viewer
         if viewer is not None and user != viewer:
             return TasksReply(self.scheduler_id, [])
-        return TasksReply(self.scheduler_id, self.history.query(user, msg.failed, msg.job_id, msg.since, msg.limit))
+        found = self.history.query(user, msg.failed, msg.job_id, msg.since, msg.limit)
+        room = self.frame_limits.get(peer, self.max_frame) - MESSAGE_OVERHEAD
+        return TasksReply(self.scheduler_id, fitting(found, room))
 
     def on_client_connected(self, peer: Hashable, client_id: str) -> None:
         """The client `client_id` is connected behind `peer` (a lost one with this id and user is back)."""

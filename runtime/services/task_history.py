@@ -7,7 +7,7 @@ bounded twice: at most `max_records` records (the oldest goes first) and none ol
 tests/runtime/services/test_task_history.py), so the default cap holds it to a few tens of MB.
 
 `query` answers a TasksRequest newest first, filtered by user, state, job and age; the scheduler decides
-whose records a client may see (scheduler_logic.py).
+whose records a client may see (scheduler_logic.py) and sends as many as its link takes (`fitting`).
 """
 
 from __future__ import annotations
@@ -106,3 +106,16 @@ class TaskHistory:
             ):
                 found.append(r)
         return found
+
+
+RECORD_WIRE_BYTES = 96  # bytes of an encoded record besides its text, generously (numbers and msgpack headers)
+
+
+def fitting(records: list[TaskRecord], room: int) -> list[TaskRecord]:
+    """The first of `records` that fit, encoded, in `room` bytes (each counted at 4 bytes a character of text:
+    a reply never exceeds its link's frame limit)."""
+    for i, r in enumerate(records):
+        room -= RECORD_WIRE_BYTES + 4 * (len(r.user) + len(r.state) + len(r.node) + len(r.error) + len(r.output_tail))
+        if room < 0:
+            return records[:i]
+    return records

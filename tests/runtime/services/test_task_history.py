@@ -3,6 +3,7 @@ age and its size in memory, and who may see which records."""
 
 import tracemalloc
 
+import msgspec
 import pytest
 
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
@@ -160,3 +161,17 @@ def test_a_user_sees_only_their_own_tasks_and_an_admin_sees_all():
     assert ask(bob, failed=True) == ["bob"]
     assert ask(admin) == ["alice", "bob"]
     assert ask(admin, user="bob") == ["bob"]
+
+
+def test_a_reply_holds_only_the_records_that_fit_the_clients_link():
+    """1000 records with 300-character errors would be over a 64 KiB frame: the reply keeps the newest that fit."""
+    logic = SchedulerLogic(seed=1, bind_idle=False)
+    for i in range(1000):
+        logic.history.record(i, 0, "alice", False, 0, "E" * 300, "nm0", 1, 0.0, 0.0)
+    logic.frame_limits["c"] = 64 * 1024
+    ((_, reply),) = logic.on_client_messages("c", [TasksRequest()])
+    assert 0 < len(reply.tasks) < 1000 and reply.tasks[0].job_id == 999
+    assert len(msgspec.msgpack.encode(reply)) <= 64 * 1024
+    del logic.frame_limits["c"]  # the scheduler's own limit (64 MiB): all of them
+    ((_, reply),) = logic.on_client_messages("c", [TasksRequest()])
+    assert len(reply.tasks) == 1000

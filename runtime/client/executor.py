@@ -16,10 +16,11 @@ the tasks that become ready in one pass of the trio loop (the dependents of a ta
 go as one job; if an input fails, the task does not run and fails with DependencyFailed; if an input
 is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
-`Future.cancel()` returns True while the task has no outcome (the client is not told when a task
-starts): the scheduler then never launches it, or, if it is already running, discards its result
-(`cancel(force=True)` stops it). `shutdown(cancel_futures=True)` has the scheduler cancel every task
-it has not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
+A future is running once the scheduler has handed its task out (every job asks to be told:
+SubmitJob.report_started, TaskStarted); `Future.cancel()` is then False, as the standard's. Before,
+it is True and the scheduler never launches the task (or, if the news of its start was still on its
+way, discards its result). `shutdown(cancel_futures=True)` has the scheduler cancel every task it has
+not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
 executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
 for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
 hook raises RuntimeError); then the executor disconnects, which ends every task still without an
@@ -43,6 +44,8 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
+from concurrent.futures._base import PENDING as FUTURE_PENDING
+from concurrent.futures._base import RUNNING as FUTURE_RUNNING
 from functools import partial
 from typing import Any, NoReturn
 
@@ -104,8 +107,12 @@ class SparrowFuture(concurrent.futures.Future):
             self._executor._client.dropped(self._job, self._task)
 
     def cancel(self, force: bool = False) -> bool:
-        """Cancel the task (True until it has an outcome: running(), never True, is not known here);
-        `force` also stops it if it runs (its worker is killed where the node monitor can)."""
+        """The standard's cancel (False once the task runs); `force` also stops a running task (its worker
+        is killed where the node monitor can, else its result is dropped) and cancels its future."""
+        if force:
+            with self._condition:
+                if self._state == FUTURE_RUNNING:
+                    self._state = FUTURE_PENDING  # so the standard's cancel takes it
         if not super().cancel():
             return False
         if self._notify_cancelled():
@@ -150,9 +157,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
-    `mp_context` or `initializer` (the cluster's node monitors decide); `running()` is never True and
-    `cancel()` is True until the task has an outcome (the client is not told when a task starts, which
-    would cost a message per task: one handed out runs and its result is dropped); an argument that cannot
+    `mp_context` or `initializer` (the cluster's node monitors decide); a task is running from when the
+    scheduler hands it out (TaskStarted), which the executor hears a round trip later (a `cancel()` in
+    between is True, and the task's result is dropped); an argument that cannot
     be pickled raises TypeError from `submit` (tasks are pickled in the caller's thread, so the frame
     limit is checked before anything is sent); a worker that dies fails its task alone (TaskFailed,
     after `retries`), never a BrokenProcessPool that fails every task."""
@@ -200,6 +207,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._settings = build_submit(
             [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
         )
+        self._settings = msgspec.structs.replace(self._settings, report_started=True)  # running(), cancel()
         self.user = user
         self.priority = priority
         self.sampling = sampling
@@ -350,7 +358,8 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self.sampling,
                 self.resources if options.resources is None else options.request(),
             )
-            settings = msgspec.structs.replace(settings, tasks=[])  # checked with its tasks; they are the job's
+            # checked with its tasks (they are the job's); told when each starts, as every job of the executor
+            settings = msgspec.structs.replace(settings, tasks=[], report_started=True)
             retries = retries if options.retries is None else check_retries(options.retries)
             retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
         job = Job(
@@ -361,6 +370,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
+        job.on_started = _started
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -479,6 +489,15 @@ class SparrowExecutor(concurrent.futures.Executor):
         loop.close()
         if wait:
             loop.join()
+
+
+def _started(job: Job, task: int) -> None:
+    """In the trio thread: the task was handed out to run; its future is running (cancel() is False from now
+    on), unless it was cancelled here meanwhile."""
+    future = job.owner[task]
+    with future._condition:
+        if future._state == FUTURE_PENDING:
+            future.set_running_or_notify_cancel()
 
 
 def _is_future(obj: object) -> bool:

@@ -45,6 +45,7 @@ class Job:
         "listener",
         "n_done",
         "n_tasks",
+        "on_started",
         "order",
         "outcomes",
         "owner",
@@ -78,6 +79,9 @@ class Job:
         self.upload = False  # a value the client uploads itself (Client.scatter): its payload is the value's bytes
         self.listener = listener
         self.owner = owner
+        # called by the client's shell with (job, task) when a task is handed out to run, for a job whose
+        # settings ask for it (SubmitJob.report_started)
+        self.on_started: Callable[[Job, int], None] | None = None
         self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
         self.attempts = [0] * n
         self.outcomes: list = [None] * n

@@ -56,6 +56,7 @@ from ..wire.messages import (
     SubmitJob,
     TasksReply,
     TasksRequest,
+    TaskStarted,
     ValueRef,
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
@@ -114,6 +115,7 @@ class ClientLogic:
         self._next_ref = 1
         self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
         self._events: list[tuple[Job, int]] = []
+        self.started: list[tuple[Job, int]] = []  # tasks handed out to run (TaskStarted), taken by the shell
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._queries = 0
@@ -242,6 +244,13 @@ class ClientLogic:
                     self._enqueue(job, [task])
                     continue
                 self._end(job, task, outcome)
+            elif kind is TaskStarted:
+                placement = placements.get(msg.ref)
+                if placement is not None and msg.task < len(placement.tasks):
+                    job = placement.jobs[msg.task]
+                    task = placement.tasks[msg.task]
+                    if job.outcomes[task] is None:
+                        self.started.append((job, task))
             elif kind is JobAccepted:
                 placement = placements.get(msg.ref)
                 if placement is not None:
@@ -443,6 +452,7 @@ class ClientLogic:
             _placement_prefer(jobs, tasks, members),
             s.sampling,
             s.resources,
+            s.report_started,
         )
 
     def _too_large(self, job: Job, task: int, size: int) -> None:

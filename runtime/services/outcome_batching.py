@@ -10,7 +10,8 @@ before them: a job is never complete later for it, each client's messages keep t
 outcome is held longer than `delay`. A `JobAccepted` waits the same way: the client learns
 a job's id only for its records (it cancels by its own ref), and sent alone it woke the client while
 the job's first tasks ran, on a CPU their path needs; it goes with the job's first outcomes, ahead
-of them. `delay=0` sends everything at once.
+of them. A `TaskStarted` waits too (a task handed out is told with the outcomes that follow it: a
+client that asks when tasks start gets no extra write for it). `delay=0` sends everything at once.
 
 `may_wait` (optional) says which messages may be held instead (the rest go at once, after those held
 for the same peer): a pipelined node monitor holds its OutcomeToScheduler and GetTask messages while
@@ -27,7 +28,7 @@ from typing import Any
 import trio
 
 from ..wire.connection import Connection, send_grouped
-from ..wire.messages import JobAccepted, OutcomeToClient
+from ..wire.messages import JobAccepted, OutcomeToClient, TaskStarted
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
 
@@ -41,12 +42,12 @@ def check_result_delay(delay: float) -> float:
 
 def _not_last_outcome(msg: Any) -> bool:  # any message to a client (a hot path: dispatched on its type)
     kind = type(msg)
-    return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted
+    return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted or kind is TaskStarted
 
 
 class OutcomeBatcher:
     """Sends `(peer, message)` pairs, holding the messages `may_wait` allows (default: clients'
-    OutcomeToClients but a job's last, and JobAccepteds) up to `delay` seconds."""
+    OutcomeToClients but a job's last, JobAccepteds and TaskStarteds) up to `delay` seconds."""
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY, may_wait: Callable[[object], bool] | None = None) -> None:
         self.delay = check_result_delay(delay)

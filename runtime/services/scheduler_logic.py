@@ -133,6 +133,7 @@ from ..wire.messages import (
     SubmitJob,
     TasksReply,
     TasksRequest,
+    TaskStarted,
     TaskToNode,
     failed,
 )
@@ -243,6 +244,7 @@ class _Job:
         "probe_ratio",
         "probed",
         "ref",
+        "report_started",
         "resources",
         "running",
         "session",
@@ -268,6 +270,7 @@ class _Job:
         self.client = client
         self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
         self.ref = msg.ref
+        self.report_started = msg.report_started  # its client hears of each task handed out (TaskStarted)
         self.payloads: list[bytes | None] = list(msg.tasks)
         self.user = user
         self.priority = msg.priority
@@ -1076,6 +1079,8 @@ class SchedulerLogic:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
         else:
             out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+        if job.report_started:
+            out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:

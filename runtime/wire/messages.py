@@ -70,8 +70,8 @@ from .resources import ResourceUnits
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
-# (TasksRequest, TasksReply)
-PROTOCOL_VERSION = 13
+# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started)
+PROTOCOL_VERSION = 14
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -189,6 +189,7 @@ class SubmitJob(_Msg, tag=10):
     task_prefer: list[tuple[str, ...]] | None = None
     sampling: str = "batch"
     resources: dict[str, int] | None = None  # what each task takes besides its slot, in units (wire/resources.py)
+    report_started: bool = False  # tell the client when each task is handed out (TaskStarted)
 
 
 class CancelJob(_Msg, tag=16):
@@ -220,6 +221,15 @@ class OutcomeToClient(_Msg, tag=13):
     task: Id
     outcome: Outcome
     last: bool = False  # the last outcome of its job (outcome_batching.py)
+
+
+class TaskStarted(_Msg, tag=55):
+    """Scheduler -> client, for a job that asked (SubmitJob.report_started): task `task` of the client's job
+    `ref` was handed out to run (a cancel without force no longer stops it). Sent in the same write as the
+    rest of the scheduler's pass, so it costs a few bytes of a frame that goes anyway."""
+
+    ref: Id
+    task: Id
 
 
 class StatusRequest(_Msg, tag=14):
@@ -595,6 +605,7 @@ Message = (
     | JobAccepted
     | JobRejected
     | OutcomeToClient
+    | TaskStarted
     | StatusRequest
     | StatusReply
     | TasksRequest

@@ -197,3 +197,22 @@ def test_at_the_interpreter_exit_the_submitted_tasks_run_and_an_atexit_submit_is
     assert done.returncode == 0, done.stderr
     assert marker.is_dir()
     assert "refused: cannot schedule new futures after interpreter shutdown" in done.stdout
+
+
+def test_a_started_task_is_running_and_cannot_be_cancelled_a_waiting_one_can(executor, tmp_path):
+    """The standard: running() once the task started, and cancel() is then False (the task goes on to its
+    result); a task still waiting is not running and cancel() is True. The client hears of a start from
+    its scheduler (TaskStarted), so running() turns True shortly after the task starts."""
+    with slot_held(executor, tmp_path) as blocker:
+        waiting = executor.submit(_touch, str(tmp_path / "never"))
+        deadline = time.monotonic() + 10
+        while not blocker.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert blocker.running()
+        assert blocker.cancel() is False and not blocker.cancelled()
+        assert not waiting.running()
+        assert waiting.cancel() is True
+    assert blocker.result(timeout=30) == str(tmp_path / "release")
+    assert not blocker.running()
+    assert executor.submit(abs, -1).result(timeout=30) == 1
+    assert not (tmp_path / "never").exists()

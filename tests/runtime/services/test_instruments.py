@@ -22,7 +22,7 @@ from sparrow_runtime.wire.messages import EnqueueReservations
 
 # the public methods of each logic that only read its state (or make a message from it): not steps
 READ_ONLY = {
-    SchedulerLogic: {"status"},
+    SchedulerLogic: {"status", "tasks"},
     NodeMonitorLogic: {"registration", "heartbeat", "give_back_at", "ask_ahead_at", "overrun_after"},
 }
 # the face each logic offers its collaborators (give_back.GiveBackHost, steal_logic.StealHost): called only from

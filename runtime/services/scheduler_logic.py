@@ -141,7 +141,7 @@ from ..wire.resources import format_resources, largest
 from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
 from .placement_log import PlacementLog
-from .task_history import TaskHistory, fitting
+from .task_history import TaskHistory, error_summary, fitting
 
 # The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
 # short while each of its last RECENT_SPANS busy spans took under SHORT_TASK per task.
@@ -375,7 +375,8 @@ class SchedulerLogic:
         self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
         self._stealers = 0  # registered node monitors that steal
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
-        self.history = history if history is not None else TaskHistory()  # how recent tasks ended (task_history.py)
+        # how recent tasks ended (task_history.py), timed with this logic's clock
+        self.history = history if history is not None else TaskHistory(clock=clock)
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -1151,19 +1152,22 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()  # monotonic: a task launched after its job came and ended after its launch
-        launched = job.launched_at[task] if node_id else now
-        self.history.record(
-            job.job_id,
-            task,
-            job.user,
-            outcome.ok,
-            outcome.failure,
-            outcome.error,
-            node_id,
-            job.attempts[task],
-            launched - job.submitted,
-            now - launched,
+        now = self.clock()
+        ok = outcome.ok
+        self.history.add(
+            (
+                job.job_id,
+                task,
+                job.user,
+                ok,
+                outcome.failure,
+                "" if ok else error_summary(outcome.error),
+                node_id,
+                job.attempts[task],
+                job.submitted,
+                job.launched_at[task] if node_id else now,
+                now,
+            )
         )
         if last:
             self._finish(job)

@@ -1,9 +1,9 @@
 """A scheduler's bounded record of its recent tasks, for `sparrow tasks` and `Client.tasks`.
 
-Each task that gets an outcome at the scheduler is recorded once (`record`, O(1)): who ran it, how it ended,
+Each task that gets an outcome at the scheduler is recorded once (`add`, O(1)): who ran it, how it ended,
 where, how often it was launched, how long it waited and ran, and the last line of its error. The record is
 bounded twice: at most `max_records` records (the oldest goes first) and none older than `max_age` seconds
-(dropped as new ones come and before each query). A record takes about RECORD_BYTES bytes (measured in
+(dropped before each query). A record takes about RECORD_BYTES bytes (measured in
 tests/runtime/services/test_task_history.py), so the default cap holds it to a few tens of MB.
 
 `query` answers a TasksRequest newest first, filtered by user, state, job and age; the scheduler decides
@@ -38,14 +38,22 @@ def error_summary(error: str) -> str:
 
 
 class TaskHistory:
-    """The last `max_records` task records of one scheduler, none older than `max_age` seconds by `clock`
-    (a wall clock: records are dated with it)."""
+    """The last `max_records` task entries of one scheduler, none older than `max_age` seconds by `clock` (the
+    scheduler's clock: entries are timed with it; `wall` dates the records a query returns).
+
+    `add(entry)` records one task, where `entry` is the tuple `(job_id, task, user, ok, failure, error, node,
+    attempts, submitted, launched, ended)`: `ok` and `failure` as in its Outcome, `error` its error_summary ("" if
+    ok), `node` where it ran ("" if nowhere), and the clock's times of its job's submission, its last launch and
+    its outcome. A tuple appended to a bounded deque is the least the scheduler can do per task (a hot path); the
+    records are made when asked for.
+    """
 
     def __init__(
         self,
         max_records: int = DEFAULT_MAX_RECORDS,
         max_age: float = DEFAULT_MAX_AGE,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(max_records, int) or max_records < 0:
             raise ValueError(f"max_records must be a count >= 0, got {max_records!r}")
@@ -53,40 +61,19 @@ class TaskHistory:
             raise ValueError(f"max_age must be a number of seconds > 0, got {max_age!r}")
         self.max_age = max_age
         self.clock = clock
-        self.records: deque[TaskRecord] = deque(maxlen=max_records)
+        self.wall = wall
+        self.entries: deque[tuple] = deque(maxlen=max_records)
+        self.add = self.entries.append
 
     def __len__(self) -> int:
-        return len(self.records)
-
-    def record(
-        self,
-        job_id: int,
-        task: int,
-        user: str,
-        ok: bool,
-        failure: int,
-        error: str,
-        node: str,
-        attempts: int,
-        queue_wait: float,
-        run_time: float,
-    ) -> None:
-        """Record one task's outcome (`ok`, `failure` and `error` as in its Outcome)."""
-        if ok:
-            state, summary = OK, ""
-        else:
-            state, summary = FAILURE_NAMES.get(failure, RAISED), error_summary(error)
-        now = self.clock()
-        records = self.records
-        records.append(TaskRecord(job_id, task, user, state, node, attempts, queue_wait, run_time, summary, "", now))
-        if records[0].ended_at < now - self.max_age:
-            self._expire(now)
+        self._expire(self.clock())
+        return len(self.entries)
 
     def _expire(self, now: float) -> None:
-        records = self.records
+        entries = self.entries
         oldest = now - self.max_age
-        while records and records[0].ended_at < oldest:
-            records.popleft()
+        while entries and entries[0][ENDED] < oldest:
+            entries.popleft()
 
     def query(
         self, user: str | None, failed: bool = False, job_id: int = -1, since: float = 0.0, limit: int = 1000
@@ -95,18 +82,26 @@ class TaskHistory:
         of job `job_id` (-1: any), only ended in the last `since` seconds (0: any)."""
         now = self.clock()
         self._expire(now)
+        to_wall = self.wall() - now
         after = now - since if since else -float("inf")
         found: list[TaskRecord] = []
-        for r in reversed(self.records):
-            if r.ended_at < after or len(found) >= limit:
+        for e in reversed(self.entries):
+            if e[ENDED] < after or len(found) >= limit:
                 break
-            if (
-                (user is None or r.user == user)
-                and (job_id < 0 or r.job_id == job_id)
-                and not (failed and r.state == OK)
-            ):
-                found.append(r)
+            if (user is None or e[2] == user) and (job_id < 0 or e[0] == job_id) and not (failed and e[3]):
+                found.append(_as_record(e, to_wall))
         return found
+
+
+ENDED = 10  # where an entry holds the time its task ended
+
+
+def _as_record(entry: tuple, to_wall: float) -> TaskRecord:
+    job_id, task, user, ok, failure, error, node, attempts, submitted, launched, ended = entry
+    state = OK if ok else FAILURE_NAMES.get(failure, RAISED)
+    return TaskRecord(
+        job_id, task, user, state, node, attempts, launched - submitted, ended - launched, error, "", ended + to_wall
+    )
 
 
 RECORD_WIRE_BYTES = 96  # bytes of an encoded record besides its text, generously (numbers and msgpack headers)

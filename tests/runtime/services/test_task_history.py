@@ -29,7 +29,9 @@ class Clock:
 
 
 def record(history, job_id=1, task=0, user="alice", ok=True, failure=0, error=""):
-    history.record(job_id, task, user, ok, failure, error, "nm0", 1, 0.5, 2.0)
+    """Task `task` of job `job_id` ended now, on nm0 at its first launch, after 0.5 s queued and 2 s running."""
+    now = history.clock()
+    history.add((job_id, task, user, ok, failure, error_summary(error), "nm0", 1, now - 2.5, now - 2.0, now))
 
 
 def test_count_cap_keeps_only_the_newest_records():
@@ -54,13 +56,15 @@ def test_age_cap_drops_records_older_than_max_age_even_without_new_ones():
 
 
 def test_bytes_per_record_stay_under_the_documented_figure():
-    """Measured with tracemalloc over 20,000 records with a short error each (the users' strings shared)."""
+    """Measured with tracemalloc over 20,000 records with a short error each (the users' strings shared), as the
+    scheduler makes them: its clock's floats and the error's summary are the record's own."""
     history = TaskHistory(max_records=20_000, clock=Clock())
-    errors = [f"ValueError: bad input {i}" for i in range(20_000)]  # made before measuring: a record's own copy
+    errors = [f"Traceback...\nValueError: bad input {i}" for i in range(20_000)]
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for i, error in enumerate(errors):
-        history.record(i, 0, "alice", False, 0, "Traceback...\n" + error, "nm0", 1, 0.001, 0.01)
+        t = 1000.0 + i
+        history.add((i, 0, "alice", False, 0, error_summary(error), "nm0", 1, t - 0.5, t - 0.25, t + 0.5))
     per_record = (tracemalloc.get_traced_memory()[0] - before) / 20_000
     tracemalloc.stop()
     assert 50 < per_record <= RECORD_BYTES, per_record
@@ -111,7 +115,8 @@ def run_one_task(logic, client, user, ok, job_ref=1):
 
 def test_the_scheduler_records_each_outcome_with_node_attempts_and_times():
     clock = Clock()
-    logic = SchedulerLogic(seed=1, bind_idle=False, clock=clock, history=TaskHistory(clock=Clock(5000.0)))
+    history = TaskHistory(clock=clock, wall=lambda: clock.now + 4000.0)  # the wall clock 4000 s ahead
+    logic = SchedulerLogic(seed=1, bind_idle=False, clock=clock, history=history)
     logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p0")])
     logic.on_client_messages("c", [SubmitJob(1, [b"t"], user="alice", probe_ratio=1.0)])
     clock.now += 2.0
@@ -125,7 +130,7 @@ def test_the_scheduler_records_each_outcome_with_node_attempts_and_times():
         3.0,
         "RuntimeError: boom",
         "",
-        5000.0,
+        5005.0,
     )
 
 
@@ -167,7 +172,7 @@ def test_a_reply_holds_only_the_records_that_fit_the_clients_link():
     """1000 records with 300-character errors would be over a 64 KiB frame: the reply keeps the newest that fit."""
     logic = SchedulerLogic(seed=1, bind_idle=False)
     for i in range(1000):
-        logic.history.record(i, 0, "alice", False, 0, "E" * 300, "nm0", 1, 0.0, 0.0)
+        logic.history.add((i, 0, "alice", False, 0, "E" * 300, "nm0", 1, 0.0, 0.0, logic.clock()))
     logic.frame_limits["c"] = 64 * 1024
     ((_, reply),) = logic.on_client_messages("c", [TasksRequest()])
     assert 0 < len(reply.tasks) < 1000 and reply.tasks[0].job_id == 999

@@ -34,10 +34,12 @@ from rich.table import Table
 
 try:
     from bench import bench_dask, traffic
+    from bench.cluster_options import cluster_options
     from bench.measure import cpu_counters, steal_percent
 except ModuleNotFoundError:  # run as `python bench/bench_data.py`: bench/ is on sys.path, its parent is not
     import bench_dask
     import traffic
+    from cluster_options import cluster_options
     from measure import cpu_counters, steal_percent
 
 dask, distributed = bench_dask.dask, bench_dask.distributed  # None where the optional extras are missing
@@ -97,7 +99,7 @@ def sparrow_round(
     LocalCluster's, tcp or unix)."""
     results = {}
     cluster = bench_dask.LocalCluster(
-        node_monitors=node_monitors, slots=1, executor=executor, dashboard=False, transport=transport
+        node_monitors=node_monitors, slots=1, dashboard=False, transport=transport, **cluster_options(executor)
     )
     with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
         dask.compute(bench_dask.chain_graph(10), scheduler=sparrow)  # warm up: workers, connections

@@ -24,7 +24,7 @@ from typing import Any
 
 import sparrow_core
 
-from ..wire.resources import CPUS, GPU, MILLI, SLOTS, ResourceError, format_resources, to_units
+from ..wire.resources import CPUS, GPU, MEMORY, MILLI, SLOTS, ResourceError, format_resources, to_units
 
 DEFAULT_FIT_WINDOW = 8  # reservations the launch rule looks at, the head included
 DEFAULT_FIT_MAX_SKIPS = 8  # launches that may pass the head before the host is owed to it (docs/resources.md)
@@ -54,6 +54,7 @@ class FitLauncher:
         self._gpu_at = self.kinds.index(GPU) if GPU in self.capacity else -1
         self.cpus_free = sorted(cpu_ids)  # CPUs a task may be pinned to that no running task is
         self._cpu_at = self.kinds.index(CPUS) if CPUS in self.capacity else -1
+        self._memory_at = self.kinds.index(MEMORY) if MEMORY in self.capacity else -1
         self.window = window
         self.max_skips = max_skips
         self.plain = (1,) + (0,) * (len(self.kinds) - 1)  # a reservation that names nothing: one slot
@@ -124,6 +125,11 @@ class FitLauncher:
         if key not in self._held:
             return None
         return self.devices.get(key, []), self.pinned.get(key, [])
+
+    def memory(self, key: tuple) -> int:
+        """The bytes of memory running task `key` asked for (0: none): its worker is held to them (memory_limit.py)."""
+        request = self._held.get(key)
+        return request[self._memory_at] if request is not None and self._memory_at >= 0 else 0
 
     def unstage(self, entry: Any, from_queue: int) -> int:
         """The entry's reservations are dropped: `from_queue` left the kernel queue; those in the window

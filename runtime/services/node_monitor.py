@@ -406,10 +406,12 @@ class NodeMonitorService:
     def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
         fit = self.logic.fit
+        memory = 0
         if fit is not None and fit.active_tasks:
             place = fit.place(key)
             if place is not None:  # a task with resources is told its place (placed.py)
                 payload = placed_payload(payload, self.node_id, *place)
+                memory = fit.memory(key)
         if self._ahead:
             ahead = self._ahead.pop(key, None)
             if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
@@ -418,7 +420,10 @@ class NodeMonitorService:
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
-        ticket = self._launch(payload, done, inputs, self._user_of(key))
+        if memory:  # its worker is held to it (memory_limit.py)
+            ticket = self._launch(payload, done, inputs, self._user_of(key), memory=memory)
+        else:
+            ticket = self._launch(payload, done, inputs, self._user_of(key))
         if ticket is not None and ticket.done is not None:  # still running (not refused at once)
             self._tickets[key] = ticket
             ticket.tag = key

@@ -48,6 +48,7 @@ import sys
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
+from functools import partial
 from typing import Any
 
 import trio
@@ -56,10 +57,21 @@ from ..data import shared
 from ..errors import ProtocolError
 from ..wire.connection import Connection
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.messages import CANCELLED, SYSTEM, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady, failed
+from ..wire.messages import (
+    CANCELLED,
+    SYSTEM,
+    TOO_LARGE,
+    DropTask,
+    Outcome,
+    OutcomeToNode,
+    TaskToWorker,
+    WorkerReady,
+    failed,
+)
 from ..wire.task_codec import run_task
 from .burst import Burst
 from .idle_workers import IdleWorkers
+from .memory_limit import memory_limits
 from .processes import child_env, describe_exit
 from .task_users import task_users
 
@@ -80,12 +92,27 @@ class Ticket:
     (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
     caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended."""
 
-    __slots__ = ("done", "inputs", "payload", "seq", "successor", "tag", "user", "waited", "withdrawn", "worker")
+    __slots__ = (
+        "done",
+        "inputs",
+        "memory",
+        "payload",
+        "seq",
+        "successor",
+        "tag",
+        "user",
+        "waited",
+        "withdrawn",
+        "worker",
+    )
 
-    def __init__(self, payload: bytes, done: Done | None, inputs: list | None = None, user: str = "") -> None:
+    def __init__(
+        self, payload: bytes, done: Done | None, inputs: list | None = None, user: str = "", memory: int = 0
+    ) -> None:
         self.payload = payload
         self.inputs = inputs
         self.user = user  # whose task: only a worker of this user (or a fresh one) runs it
+        self.memory = memory  # bytes its worker is held to (memory_limit.py; 0: none asked)
         self.done: Done | None = done  # None once called
         self.worker: _Thread | _Worker | None = None
         self.tag: Any = None
@@ -129,8 +156,8 @@ class _Pool:
         # called with a ticket that waited for a worker as one takes it (its task's timeout starts then)
         self.started: Callable[[Ticket], None] | None = None
 
-    def launch(self, payload: bytes, done: Done, inputs: list | None = None, user: str = "") -> Ticket:
-        ticket = Ticket(payload, done, inputs, user)
+    def launch(self, payload: bytes, done: Done, inputs: list | None = None, user: str = "", memory: int = 0) -> Ticket:
+        ticket = Ticket(payload, done, inputs, user, memory)
         self._waiting.append(ticket)
         self._dispatch()
         ticket.waited = ticket.worker is None
@@ -377,11 +404,13 @@ class ProcessExecutor(_Pool):
         # read's outcomes: what is sent to the workers meanwhile leaves in one write per worker (burst.py)
         self.burst = Burst()
         self._out = _ToWorkers(self.burst)
+        self._memory = memory_limits()  # holds a worker to its task's memory request (memory_limit.py)
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Start the worker processes (concurrently), keep `nursery` for their readers and restarts, and return
         once every slot's worker said it is ready."""
         self._nursery = nursery
+        nursery.start_soon(self._memory.run)
         if self._task_users.per_user:  # each worker starts for its user's first task: none is fresh
             self._all_ready.set()
             return
@@ -406,6 +435,8 @@ class ProcessExecutor(_Pool):
         memory files on the side socket (one task at a time per worker: the worker takes them in the order of
         the frames)."""
         worker.user = ticket.user
+        if ticket.memory:
+            self._hold_memory(worker, ticket)
         payload, inputs = ticket.payload, ticket.inputs
         if inputs is None or worker.side is None:
             worker.send_task(TaskToWorker(payload, inputs), self._out)
@@ -429,6 +460,21 @@ class ProcessExecutor(_Pool):
                 _kill_group(worker.process)
                 return
         worker.send_task(TaskToWorker(payload, framed, tuple(indices)), self._out)
+
+    def _hold_memory(self, worker: _Worker, ticket: Ticket) -> None:
+        """Hold `worker` to `ticket`'s memory request while it runs it; over it, the task is stopped (TOO_LARGE:
+        not retried). A limit that cannot be set fails the task rather than run it unbounded."""
+        try:
+            self._memory.hold(worker.process.pid, ticket.memory, partial(self._stop_running, ticket, TOO_LARGE))
+        except OSError as exc:
+            worker.stopped = (SYSTEM, f"the task's memory limit could not be set: {exc}")
+            _kill_group(worker.process)
+
+    def _finished(self, worker: Any, outcome: Outcome, successor: Ticket | None = None) -> None:
+        """As _Pool's; the worker is no longer held to its task's memory request (a task handed ahead asks none)."""
+        if worker.ticket.memory:
+            self._memory.release(worker.process.pid)
+        super()._finished(worker, outcome, successor)
 
     def _shared_outcome(self, worker: _Worker) -> Outcome:
         """The outcome of a task whose worker sent its value as a memory file (OutcomeToNode.shared)."""
@@ -503,9 +549,12 @@ class ProcessExecutor(_Pool):
             started = []
         if returned and self.returned is not None:  # never started: its caller hands them out again
             self.returned(returned)
+        over = self._memory.release(worker.process.pid) if ticket is not None and ticket.memory else None
         if ticket is not None:
             if worker.stopped is not None:
                 failure, why = worker.stopped
+            elif over is not None:  # the kernel killed it at its cgroup's limit
+                failure, why = TOO_LARGE, over
             else:
                 failure = SYSTEM
                 exited = describe_exit(worker.process.poll())
@@ -717,6 +766,7 @@ class ProcessExecutor(_Pool):
         _close(worker.side)
         with trio.move_on_after(REAP_TIMEOUT):
             await worker.process.wait()
+        self._memory.forget(worker.process.pid)
 
 
 def _close(sock: socket.socket | None) -> None:

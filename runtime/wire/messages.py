@@ -79,7 +79,7 @@ SYSTEM = 1  # its worker process died, its node monitor or scheduler was lost
 CANCELLED = 2  # cancelled by its client (or killed for it, with force)
 TIMED_OUT = 3  # ran past its job's timeout and was stopped
 UNPLACEABLE = 4  # no node monitor could take it in time, or the scheduler rejected its job
-TOO_LARGE = 5  # the task or its outcome is over the frame limit of a hop on its way, or its node monitor's memory
+TOO_LARGE = 5  # over the frame limit of a hop on its way, its node monitor's memory, or its memory request
 LOST_INPUT = 6  # an input's value was lost (its holder died or no longer has it): `payload` lists the lost keys
 FAILURES = (SYSTEM, CANCELLED, TIMED_OUT, UNPLACEABLE, TOO_LARGE, LOST_INPUT)
 

@@ -24,6 +24,7 @@ SLOWEST_FILES = (
     "tests/cli/test_services.py",  # 67
     "tests/docs/test_site.py",  # 64
     "tests/runtime/client/test_fault_tolerance.py",  # 56
+    "tests/conformance/test_cpython_futures.py",  # 45-70 (CPython's executor tests on a cluster)
     "tests/runtime/test_joblib.py",  # 50 (a grid search three ways, scikit-learn imported in the workers)
     "tests/runtime/test_dask_get_conformance.py",  # 45 (Dask's 10,000-task chain, twice)
     "tests/runtime/services/test_node_monitor_pipelining.py",  # 44

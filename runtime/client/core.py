@@ -35,7 +35,7 @@ import random
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -71,7 +71,7 @@ from ..wire.messages import (
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS, load_tls
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
-from .job import Job, check_retries
+from .job import Job, Request, check_retries, split_requests
 from .job import build_submit as build_submit
 from .local_state import running_local_cluster
 from .logic import ClientLogic, Held
@@ -660,7 +660,7 @@ class Client:
         retry_exceptions: bool | None = None,
         prefer: Sequence[Sequence[str] | None] | None = None,
         sampling: str = "batch",
-        resources: str | Mapping[str, object] | None = None,
+        resources: Request | Sequence[Request] = None,
     ) -> JobHandle:
         """Submit a job of zero-argument callables (use functools.partial for arguments).
 
@@ -674,10 +674,11 @@ class Client:
         node monitor does not hold it up). `sampling`: "batch" (Sparrow's batch sampling, the default)
         or "per_task" (each task gets ceil(probe_ratio) probes of its own and runs only at one of
         them: the paper's baseline, docs/runtime.md). `resources`: what each task takes besides its slot,
-        like {"cpus": 2, "memory": "4GiB", "gpu": 1} (docs/resources.md): it runs only on a node monitor
-        that holds it, when it fits there; a bad amount is a ValueError here, a request no node monitor
-        can hold fails its tasks after the scheduler's placement timeout. Waits while `max_pending_tasks`
-        are unfinished.
+        like {"cpus": 2, "memory": "4GiB", "gpu": 1} (docs/resources.md), or one such request (or None)
+        per task; a task runs only on a node monitor that holds its request, when it fits there (the
+        tasks of each request are placed together); a bad amount is a ValueError here naming the task, a
+        request no node monitor can hold fails its tasks after the scheduler's placement timeout. Waits
+        while `max_pending_tasks` are unfinished.
         A task `partial(f, other_job[i], ...)` takes task i's result (docs/runtime.md, "Dependencies
         and Dask"): it is placed once its inputs are done, with their values.
         """
@@ -696,8 +697,9 @@ class Client:
             if payload is None:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
+        request, task_resources = split_requests(resources, len(payloads))
         msg = build_submit(
-            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling, resources
+            payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling, request
         )
         while self._logic.unfinished and self._logic.unfinished + len(payloads) > self.max_pending_tasks:
             if self._room.is_set():
@@ -706,7 +708,9 @@ class Client:
         if self._conn is not None:
             await self._conn.wait_room()  # while the link to the scheduler is full
         await trio.lowlevel.checkpoint()
-        return self.send_job(msg, retries=retries, retry_exceptions=retry_exceptions, held=held)
+        return self.send_job(
+            msg, retries=retries, retry_exceptions=retry_exceptions, held=held, task_resources=task_resources
+        )
 
     def _task_inputs(self, task: Callable[..., object]) -> Inputs | None:
         """The TaskRefs in a partial task's arguments (ValueError for another client's), or None;
@@ -729,11 +733,13 @@ class Client:
         retries: int | None = None,
         retry_exceptions: bool | None = None,
         held: Held | None = None,
+        task_resources: list[dict[str, int] | None] | None = None,
     ) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
         `on_outcome(task, outcome)` (optional) is called with each task's Outcome as it arrives.
         `held`: tasks that wait for inputs (task -> its call with Slots and its inputs, task_inputs.py).
+        `task_resources`: each task's own request in units (split_requests), None: `msg.resources` for all.
         """
         job = Job(
             msg,
@@ -741,6 +747,7 @@ class Client:
             retries=self.retries if retries is None else check_retries(retries),
             retry_exceptions=self.retry_exceptions if retry_exceptions is None else retry_exceptions,
         )
+        job.task_resources = task_resources
         handle = JobHandle(job, self, on_outcome)
         self.add_job(job, held)
         return handle

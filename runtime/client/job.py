@@ -15,7 +15,7 @@ from typing import Any
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
 from ..wire.messages import Constraint, SubmitJob
-from ..wire.resources import parse_resources
+from ..wire.resources import ResourceError, parse_resources
 from ..wire.task_codec import outcome_exception, unpack_outcome
 
 FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in SubmitJob, generously
@@ -54,6 +54,7 @@ class Job:
         "retries",
         "retry_exceptions",
         "settings",
+        "task_resources",
         "unowned",
         "upload",
     )
@@ -95,6 +96,9 @@ class Job:
         self.errors: dict[int, BaseException] = {}  # outcomes decided here, with their exception
         self.calls: dict = {}  # dependent task -> its Waiting (call and inputs) from placement to its outcome
         self.unowned: set[int] = set()  # tasks whose owner was dropped before their outcome came
+        # each task's own request in units (None: a slot alone), when its tasks ask for different ones
+        # (split_requests); None: every task asks for `settings.resources`
+        self.task_resources: list[dict[str, int] | None] | None = None
 
     def done(self) -> bool:
         return self.n_done == self.n_tasks
@@ -149,6 +153,37 @@ def check_retries(retries: int) -> int:
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"retries must be an int >= 0, got {retries!r}")
     return retries
+
+
+Request = str | Mapping[str, object] | None  # what one task takes besides its slot (wire/resources.py)
+
+
+def split_requests(
+    resources: Request | Sequence[Request], n_tasks: int
+) -> tuple[Request, list[dict[str, int] | None] | None]:
+    """`resources` of a job of `n_tasks` tasks as (the request of every task, for build_submit; each
+    task's own in units, or None when they are all the same). One request (a str, a mapping or None)
+    is every task's; a sequence of requests is one per task (None: a slot alone).
+
+    Error handling: ValueError for the wrong number of entries, ResourceError (a ValueError) naming
+    the task whose amount is bad."""
+    if resources is None or isinstance(resources, (str, Mapping)):
+        return resources, None
+    if not isinstance(resources, Sequence):
+        raise TypeError(
+            f"resources must be a request (a str or a mapping) or a sequence of them, got {type(resources).__name__}"
+        )
+    if len(resources) != n_tasks:
+        raise ValueError(f"resources has {len(resources)} entries for {n_tasks} tasks (one per task, or one request)")
+    units: list[dict[str, int] | None] = []
+    for i, request in enumerate(resources):
+        try:
+            units.append(parse_resources(request) or None)
+        except ResourceError as e:
+            raise ResourceError(f"resources[{i}] (task {i}): {e}") from None
+    if all(u == units[0] for u in units):
+        return (resources[0] if units else None), None
+    return None, units
 
 
 def build_submit(

@@ -6,7 +6,9 @@ messages from the scheduler, a connection made or lost with the time, a cancel, 
 returns the messages to send; the outcomes it decided are taken with `take_events()`, each a
 `(job, task)` whose outcome is now in `job.outcomes[task]` (an Outcome, as the scheduler sent it or
 as decided here). Placement: the tasks added or made ready in one pass (the shell flushes once after
-it) go as one SubmitJob per job, and jobs marked `coalesce` with the same settings share one.
+it) go as one SubmitJob per job (one per request, for a job whose tasks ask for different resources:
+each keeps its own through retries, failover and recompute), and jobs marked `coalesce` with the same
+settings share one.
 
 Rules (docs/runtime-limits.md, "Limits and failure behaviour", and docs/runtime-dask.md, "Dependencies and Dask"):
 - a system failure (SYSTEM) is retried, a task's own exception only with `retry_exceptions`; a task is
@@ -412,6 +414,9 @@ class ClientLogic:
         return [t for t in range(job.n_tasks) if outcomes[t] is None and t not in held]
 
     def _enqueue(self, job: Job, tasks: list[int]) -> None:
+        if job.task_resources is not None:
+            self._enqueue_by_request(job, tasks)
+            return
         s = job.settings
         if job.coalesce:
             asked = None if s.resources is None else tuple(sorted(s.resources.items()))
@@ -423,6 +428,18 @@ class ClientLogic:
             self._queue[key] = [(job, tasks)]
         else:
             entries.append((job, tasks))
+
+    def _enqueue_by_request(self, job: Job, tasks: list[int]) -> None:
+        """Tasks of a job whose tasks ask for different resources: one placement per request (each
+        still batch-sampled), in task order within it."""
+        assert job.task_resources is not None
+        groups: dict[tuple[tuple[str, int], ...] | None, list[int]] = {}
+        for task in tasks:
+            request = job.task_resources[task]
+            asked = None if request is None else tuple(sorted(request.items()))
+            groups.setdefault(asked, []).append(task)
+        for asked, some in groups.items():
+            self._queue.setdefault((job, asked), []).append((job, some))
 
     def _place(self, jobs: list[Job], tasks: list[int], payloads: list[bytes]) -> SubmitJob:
         """One placement: one more attempt for each task."""
@@ -451,7 +468,7 @@ class ClientLogic:
             s.timeout,
             _placement_prefer(jobs, tasks, members),
             s.sampling,
-            s.resources,
+            s.resources if first.task_resources is None else first.task_resources[tasks[0]],
             s.report_started,
         )
 
@@ -649,10 +666,14 @@ class ClientLogic:
 
 
 def _lineage_job(job: Job, task: int) -> Job:
-    """The job of one task that makes task `task`'s value of `job` again: its call, or its upload."""
+    """The job of one task that makes task `task`'s value of `job` again (with that task's own request):
+    its call, or its upload."""
     payload = job.payloads[task]
     assert payload is not None  # the callers checked: its call or bytes are known
-    rjob = Job(_one_task(job.settings, task), [payload], retries=job.retries)
+    settings = _one_task(job.settings, task)
+    if job.task_resources is not None:
+        settings = msgspec.structs.replace(settings, resources=job.task_resources[task])
+    rjob = Job(settings, [payload], retries=job.retries)
     rjob.upload = job.upload
     return rjob
 

@@ -9,7 +9,7 @@ import pickle
 import cloudpickle
 import pytest
 
-from sparrow_runtime.client.job import Job, build_submit
+from sparrow_runtime.client.job import Job, build_submit, split_requests
 from sparrow_runtime.client.logic import ClientLogic
 from sparrow_runtime.client.task_inputs import find_inputs, pack_template
 from sparrow_runtime.data.dependent import call_with_inputs
@@ -28,6 +28,7 @@ from sparrow_runtime.wire.messages import (
     StatusReply,
     SubmitJob,
 )
+from sparrow_runtime.wire.resources import ResourceError
 
 from ..manual_clock import ManualClock
 
@@ -479,3 +480,72 @@ def test_a_retried_or_failed_over_task_keeps_its_jobs_request():
     logic.add(plain)
     logic.add(gpu)
     assert sorted(str(m.resources) for m in logic.flush()) == ["None", "{'gpu': 1}"]
+
+
+def mixed_job(requests: list, *, retries: int = 3, constraints=None) -> Job:
+    """A job of one task per entry of `requests`, each asking for its own (as Client.submit_job makes it)."""
+    payloads = [b"t%d" % i for i in range(len(requests))]
+    request, per_task = split_requests(requests, len(payloads))
+    job = Job(build_submit(payloads, "", 0, None, constraints, resources=request), payloads, retries=retries)
+    job.task_resources = per_task
+    return job
+
+
+def test_a_job_of_mixed_requests_goes_as_one_placement_per_request_and_keeps_its_task_order():
+    """Tasks asking for different resources: one SubmitJob per request (tasks in job order within it,
+    each with its own constraint), and each outcome lands on its own task of the one job."""
+    from sparrow_runtime import Constraint
+
+    logic, _ = connected_logic()
+    constraints = [Constraint(labels=(str(i),)) for i in range(5)]
+    job = mixed_job([{"gpu": 1}, None, "gpu=1", {"cpus": 2}, {}], constraints=constraints)
+    msgs = add_and_flush(logic, job)
+    assert [(m.tasks, m.resources) for m in msgs] == [
+        ([b"t0", b"t2"], {"gpu": 1}),
+        ([b"t1", b"t4"], None),
+        ([b"t3"], {"cpus": 2000}),
+    ]
+    assert [m.task_constraints for m in msgs] == [
+        [constraints[0], constraints[2]],
+        [constraints[1], constraints[4]],
+        [constraints[3]],
+    ]
+    gpu, plain, cpus = msgs
+    logic.on_messages([ok(cpus.ref, 0, "d", last=True), ok(gpu.ref, 1, "c"), ok(plain.ref, 1, "e")])
+    assert events(logic) == [(job, 3), (job, 2), (job, 4)]
+    logic.on_messages([ok(gpu.ref, 0, "a", last=True), ok(plain.ref, 0, "b", last=True)])
+    assert job.done() and [job.value(t) for t in range(5)] == ["a", "b", "c", "d", "e"]
+
+
+def test_a_retried_failed_over_or_cancelled_task_of_a_mixed_job_keeps_its_own_request():
+    logic, clock = connected_logic()
+    job = mixed_job([{"gpu": 1}, None, {"cpus": 2}])
+    _, plain, cpus = add_and_flush(logic, job)
+    [again] = logic.on_messages([failed(cpus.ref, 0, last=True)])
+    assert (again.tasks, again.resources) == ([b"t2"], {"cpus": 2000})
+    logic.on_messages([ok(plain.ref, 0, "b", last=True)])
+    logic.lost("silent for more than 1 s", clock())
+    relaunch = logic.connected("s2", clock())
+    assert [(m.tasks, m.resources) for m in relaunch] == [([b"t0"], {"gpu": 1}), ([b"t2"], {"cpus": 2000})]
+    assert job.attempts == [2, 1, 3]
+    [cancel] = logic.cancel(job, [2])
+    assert cancel.ref == relaunch[1].ref
+
+
+def test_per_task_requests_are_checked_at_submit_naming_the_task():
+    """One request per task or one for all: the wrong number of entries, a bad amount (naming its task)
+    or a request that is not one is a clear error; equal requests are one request for the job."""
+    with pytest.raises(ValueError, match="resources has 2 entries for 3 tasks"):
+        split_requests([None, {"gpu": 1}], 3)
+    with pytest.raises(ResourceError, match=r"resources\[1\] \(task 1\).*-1"):
+        split_requests([{"gpu": 1}, {"gpu": -1}], 2)
+    with pytest.raises(ResourceError, match=r"resources\[0\] \(task 0\).*nan"):
+        split_requests(["cpus=nan", None], 2)
+    with pytest.raises(ResourceError, match=r"resources\[1\] \(task 1\)"):
+        split_requests([None, 3], 2)
+    with pytest.raises(TypeError, match="resources must be"):
+        split_requests(7, 2)
+    assert split_requests("gpu=1", 2) == ("gpu=1", None)
+    assert split_requests([{"cpus": 0.5}, "cpus=0.5"], 2) == ({"cpus": 0.5}, None)
+    assert split_requests([None, {"gpu": 0}], 2) == (None, None)
+    assert split_requests([None, {"gpu": 1}], 2) == (None, [None, {"gpu": 1}])

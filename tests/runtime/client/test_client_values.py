@@ -10,7 +10,7 @@ from sparrow_runtime.data.dependent import is_remote, unpack_remote
 from sparrow_runtime.errors import DependencyFailed, ValueLost
 from sparrow_runtime.wire.messages import LOST_INPUT, Outcome, OutcomeToClient, ValueRef
 
-from .test_client_logic import _dependent, _identity, add_and_flush, connected_logic, job_of
+from .test_client_logic import _dependent, _identity, add_and_flush, connected_logic, job_of, mixed_job
 
 
 def _ref(node: str, key: bytes, size: int) -> ValueRef:
@@ -119,3 +119,15 @@ def test_the_recompute_of_a_task_of_a_job_with_per_task_settings_takes_that_task
     [again] = logic.on_messages([_lost(placed.ref, B)])
     assert again.tasks == [b"t1"] and again.task_constraints == [constraints[1]]
     assert again.task_prefer == [("nm-b",)]
+
+
+def test_the_recompute_of_a_task_of_a_job_of_per_task_requests_asks_for_that_tasks_own():
+    """Task 1 of a job whose tasks ask for different resources is recomputed asking for task 1's."""
+    logic, _ = connected_logic()
+    up = mixed_job([None, {"gpu": 1}])
+    plain, gpu = add_and_flush(logic, up)
+    _dependent(logic, _identity, (up, 1))
+    logic.on_messages([OutcomeToClient(plain.ref, 0, Outcome(True, b"\x80\x05N."), last=True)])
+    [placed] = logic.on_messages([_kept(gpu.ref, 0, B, last=True)])
+    [again] = logic.on_messages([_lost(placed.ref, B)])
+    assert (again.tasks, again.resources) == ([b"t1"], {"gpu": 1})

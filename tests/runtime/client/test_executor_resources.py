@@ -5,9 +5,12 @@ amount is a ValueError before anything is sent."""
 
 from __future__ import annotations
 
-import pytest
+from functools import partial
 
-from sparrow_runtime import SparrowExecutor
+import pytest
+import trio
+
+from sparrow_runtime import Client, SparrowExecutor
 from sparrow_runtime.client.job import JobOptions, build_submit
 from sparrow_runtime.wire.messages import SubmitJob
 
@@ -69,3 +72,18 @@ def test_a_job_carries_its_request_in_units_and_zero_amounts_ask_for_nothing():
     assert build_submit([b"x"], "", 0, None, None, resources={"gpu": 1, "cpus": 0}).resources == {"gpu": 1}
     assert build_submit([b"x"], "", 0, None, None, resources={"cpus": 0}).resources is None
     assert build_submit([b"x"], "", 0, None, None).resources is None
+
+
+def test_a_task_whose_own_request_nothing_holds_fails_and_the_jobs_other_tasks_run(cluster):
+    """Client.submit_job with per-task requests: the task no node monitor can hold fails saying so, as a
+    job of that request would; the job's other tasks run and keep their places."""
+
+    async def main() -> list:
+        async with Client(cluster.schedulers, secret=cluster.secret) as client:
+            job = await client.submit_job([partial(_square, i) for i in range(3)], resources=[None, {"gpu": 64}, None])
+            return await job.outcomes()
+
+    first, impossible, last = trio.run(main)
+    assert (first.result(), last.result()) == (0, 4)
+    with pytest.raises(Exception, match="no live node monitor has the resources gpu=64"):
+        impossible.result()

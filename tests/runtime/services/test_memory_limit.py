@@ -96,3 +96,22 @@ def test_a_task_over_its_request_in_a_cluster_fails_once_and_the_node_monitor_ke
         (within,) = ex.submit_many([(_hold, (16,), {})], asks)
         plain = ex.submit(_hold, 512)
         assert within.result(timeout=60) and plain.result(timeout=60)
+
+
+def test_the_cgroup_policy_sets_the_limit_and_reads_an_oom_kill_as_the_request_exceeded(tmp_path):
+    """The files CgroupLimits writes and reads, on a plain directory standing in for the cgroup tree (the
+    kernel's side is the cgroup test above, where this host allows it)."""
+    limits = CgroupLimits(tmp_path)
+    for pid, events, reason in (
+        (11, "oom 1\noom_kill 1\n", "task exceeded its memory request of 256MiB"),
+        (12, "oom_kill 0\n", None),
+    ):
+        limits.hold(pid, REQUEST, lambda why: None)
+        group = tmp_path / f"sparrow-worker-{pid}"
+        assert [
+            (group / name).read_text() for name in ("memory.max", "memory.swap.max", "memory.oom.group", "cgroup.procs")
+        ] == [str(REQUEST), "0", "1", str(pid)]
+        (group / "memory.events").write_text(f"low 0\nhigh 0\nmax 4\n{events}")
+        assert limits.release(pid) == reason
+        assert (group / "memory.max").read_text() == "max"  # the worker's next task is not held to it
+        assert limits.release(pid) is None  # released once

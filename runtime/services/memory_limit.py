@@ -10,10 +10,13 @@ reach it.
   controllers, and a subtree it may create): each such worker moves into a child cgroup of its own with
   `memory.max` = the request, `memory.swap.max` = 0 and `memory.oom.group` = 1, set back to `max` when the
   task ends. A hard limit: the kernel kills the worker (and what its task started) the moment it is over,
-  and `release` reads that from the cgroup's `memory.events`.
+  and `release` reads that from the cgroup's `memory.events`. The cgroup is charged for the pages its
+  processes take after the worker moved in (a cgroup v2 move leaves earlier pages where they were).
 - SampledLimits, elsewhere: every SAMPLE_INTERVAL the resident memory of each held worker is read from
-  `/proc/PID/statm`; one over its limit is reported through `over` (the executor stops the task). A
-  short spike between two samples is missed, and memory of processes the task started is not counted.
+  `/proc/PID/statm`; one that grew by more than its limit since its task started (what the interpreter
+  and earlier tasks left resident is not the task's) is reported through `over` (the executor stops the
+  task). A short spike between two samples is missed, and memory of processes the task started is not
+  counted.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ class SampledLimits:
 
     def __init__(self, interval: float = SAMPLE_INTERVAL) -> None:
         self.interval = interval
-        self._held: dict[int, tuple[int, Over]] = {}
+        self._held: dict[int, tuple[int, int, Over]] = {}  # pid -> (limit, resident bytes at the start, over)
         self._page = os.sysconf("SC_PAGE_SIZE")
         self._wake = trio.Event()
 
     def hold(self, pid: int, limit: int, over: Over) -> None:
-        self._held[pid] = (limit, over)
+        self._held[pid] = (limit, self._resident(pid), over)
         self._wake.set()
 
     def release(self, pid: int) -> str | None:
@@ -65,11 +68,12 @@ class SampledLimits:
                 self._wake = trio.Event()
                 await self._wake.wait()
             await trio.sleep(self.interval)
-            for pid, (limit, over) in list(self._held.items()):
-                resident = self._resident(pid)
-                if resident > limit and self._held.get(pid) == (limit, over):
+            for pid, held in list(self._held.items()):
+                limit, start, over = held
+                grown = self._resident(pid) - start
+                if grown > limit and self._held.get(pid) is held:
                     del self._held[pid]
-                    over(f"{over_request(limit)} (its worker held {resident / 2**20:.0f}MiB at a sample)")
+                    over(f"{over_request(limit)} (its worker had grown by {grown / 2**20:.0f}MiB at a sample)")
 
     def _resident(self, pid: int) -> int:
         """The resident bytes of process `pid` (0 if it is gone)."""

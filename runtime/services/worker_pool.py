@@ -470,12 +470,6 @@ class ProcessExecutor(_Pool):
             worker.stopped = (SYSTEM, f"the task's memory limit could not be set: {exc}")
             _kill_group(worker.process)
 
-    def _finished(self, worker: Any, outcome: Outcome, successor: Ticket | None = None) -> None:
-        """As _Pool's; the worker is no longer held to its task's memory request (a task handed ahead asks none)."""
-        if worker.ticket.memory:
-            self._memory.release(worker.process.pid)
-        super()._finished(worker, outcome, successor)
-
     def _shared_outcome(self, worker: _Worker) -> Outcome:
         """The outcome of a task whose worker sent its value as a memory file (OutcomeToNode.shared)."""
         try:
@@ -524,6 +518,8 @@ class ProcessExecutor(_Pool):
                 if successor is not None and successor.withdrawn:  # it started before its DropTask came
                     worker.stopped = (CANCELLED, "withdrawn")  # nothing reports it: its caller gave it up
                     _kill_group(worker.process)
+                if worker.ticket.memory:  # its worker is no longer held to it (a task handed ahead asks none)
+                    self._memory.release(worker.process.pid)
                 self._finished(worker, outcome, successor)
             self._dispatch()
 

@@ -28,8 +28,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   and the job's leave it no node monitor fails at once.
 - resources (`SubmitJob.resources`, docs/resources.md): a job's request is a constraint derived from it,
   the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
-  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
-  is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
+  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Its tasks are
+  never bound to an idle node monitor unasked (bind_idle); its reservations may be stolen, by a node monitor
+  whose registered capacity holds the request (a GetTask for one from another is a protocol error).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
   client of the same id and user connecting) within `client_grace`, so their slots go back to work. Where
@@ -808,7 +809,6 @@ class SchedulerLogic:
             and msg.task_prefer is None
             and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
             and self._link_floor() >= self.max_frame
-            and job.resources is None
         )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
@@ -1086,11 +1086,21 @@ class SchedulerLogic:
 
     def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
-        its reservations with it). A job whose reservations may not move is a protocol error."""
+        its reservations with it). A job whose reservations may not move, or whose request the asker's capacity
+        does not hold, is a protocol error."""
         self.stats["get_task_stolen"] += 1
         if job is not None and not job.stealable:
             raise ProtocolError(
                 f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its reservations may not move"
+            )
+        if (
+            job is not None
+            and job.resources is not None
+            and not len(self._holding(np.array([node.worker], dtype=np.int64), job.resources))
+        ):
+            raise ProtocolError(
+                f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its request "
+                f"{format_resources(job.resources)} is over this node monitor's capacity"
             )
         ids = self._ids
         if ids is None:

@@ -17,14 +17,12 @@ from sparrow_runtime.wire.messages import (
     Outcome,
     OutcomeToClient,
     Registered,
-    RegisterNodeMonitor,
     StealRelease,
     SubmitJob,
     TaskToNode,
 )
 
 from ..manual_clock import ManualClock
-
 
 # resources: node monitor i offers CAPACITIES[i % 3] (None: nothing), with 2 slots; a job asks for one of REQUESTS
 CAPACITIES = [None, {"gpu": 1, "cpus": 2000}, {"gpu": 2, "cpus": 4000}]
@@ -195,9 +193,7 @@ def run_world(
         if submitted < n_jobs and world.rng.random() < 0.9:
             request = world.rng.choice(REQUESTS) if resources else None
             world.requests[submitted] = request
-            job = SubmitJob(
-                submitted, [b"t"] * sizes[submitted], probe_ratio=1.0 + submitted % 2, resources=request
-            )
+            job = SubmitJob(submitted, [b"t"] * sizes[submitted], probe_ratio=1.0 + submitted % 2, resources=request)
             world.from_scheduler(world.scheduler.on_client_messages("c", [job]))
             submitted += 1
             continue

@@ -6,6 +6,7 @@ run as before."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from functools import partial
@@ -53,7 +54,7 @@ def test_gpu_tasks_waiting_for_a_busy_gpu_are_stolen_by_an_idle_gpu_host_and_kee
         dashboard=False,
     ) as cluster:
         long, short = trio.run(run, cluster)
-    _, long_node, long_gpus, long_start, long_end = long
+    _, long_node, long_gpus, _, long_end = long
     assert (long_node, long_gpus) == ("nm-0", "0")
     gpu = [r for r in short if r[0] == "gpu"]
     assert len(gpu) == SHORT_JOBS
@@ -61,5 +62,7 @@ def test_gpu_tasks_waiting_for_a_busy_gpu_are_stolen_by_an_idle_gpu_host_and_kee
     assert all(node == "nm-1" and gpus == "0" for _, node, gpus, _, _ in gpu), gpu
     assert max(end for *_, end in gpu) < long_end - 1.0, "GPU tasks waited for the long task instead of moving"
     runs = sorted((start, end) for *_, start, end in gpu)
-    assert all(e1 <= s2 for (_, e1), (s2, _) in zip(runs, runs[1:])), "nm-1's one GPU was held by two tasks at once"
+    assert all(e1 <= s2 for (_, e1), (s2, _) in itertools.pairwise(runs)), (
+        "nm-1's one GPU was held by two tasks at once"
+    )
     assert all(node is None and gpus is None for kind, node, gpus, _, _ in short if kind == "plain")

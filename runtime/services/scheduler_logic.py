@@ -296,16 +296,19 @@ class SchedulerLogic:
         self._next_job = 1
         self.give_backs = GiveBacks(self)  # a node monitor's GiveBack: the task launches again elsewhere
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
-        # how recent tasks ended (task_history.py), timed with this logic's clock
+        # how recent tasks ended (task_history.py), timed with this logic's clock: `now` is its time at the start of
+        # the batch being handled (one clock read per batch, not two per task)
         self.history = history if history is not None else TaskHistory(clock=clock)
+        self.now = clock()
 
     # -- node monitors ----------------------------------------------------------------------------
 
     def on_node_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
         node = self.nodes.get(peer)
+        now = self.now = self.clock()
         if node is not None:
-            node.heard = self.clock()
+            node.heard = now
         for msg in msgs:
             kind = type(msg)
             try:
@@ -351,6 +354,7 @@ class SchedulerLogic:
     def on_node_lost(self, peer: Hashable) -> Outbox:
         """The node monitor behind `peer` disconnected or went silent."""
         out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
         node = self.membership.remove(peer)
         if node is None:
@@ -426,6 +430,7 @@ class SchedulerLogic:
 
     def on_client_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
+        self.now = self.clock()
         for msg in msgs:
             kind = type(msg)
             if kind is SubmitJob:
@@ -477,6 +482,7 @@ class SchedulerLogic:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
         session = self.client_ids.pop(peer, None)
         running = []
@@ -496,6 +502,7 @@ class SchedulerLogic:
         """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
         stop the running tasks of clients lost `client_grace` ago that are not back."""
         out: Outbox = []
+        self.now = self.clock()
         if self.orphans:
             self._stop_orphans(out)
         if self.waiting:
@@ -589,7 +596,7 @@ class SchedulerLogic:
         job_id = self._next_job
         self._next_job += 1
         session = self.client_ids.get(client)
-        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.clock())
+        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.now)
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -854,7 +861,7 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
-        job.launched_at[task] = self.clock()
+        job.launched_at[task] = self.now
         job.attempts[task] += 1
         if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
             node.span_since = self.clock()
@@ -950,7 +957,7 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()
+        now = self.now
         ok = outcome.ok
         self.history.add(
             (

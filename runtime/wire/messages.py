@@ -70,8 +70,9 @@ from .resources import ResourceUnits
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
-# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started)
-PROTOCOL_VERSION = 14
+# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started); 15: shipped code (a task payload's
+# RemoteCall.code, which a node monitor that ignored it would run without)
+PROTOCOL_VERSION = 15
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.

@@ -29,7 +29,7 @@ def test_submit_ships_a_package_and_a_working_directory_and_the_next_submit_sees
     (client / "src" / "mylib").mkdir(parents=True)
     (client / "src" / "mylib" / "__init__.py").write_text(LIB.format(version=1))
     (client / "job").mkdir()
-    (client / "job" / "job.sh").write_text("#!/bin/sh\necho \"task $SPARROW_TASK_INDEX in $(basename $(pwd))\"\n")
+    (client / "job" / "job.sh").write_text('#!/bin/sh\necho "task $SPARROW_TASK_INDEX in $(basename $(pwd))"\n')
     os.chmod(client / "job" / "job.sh", 0o755)
     common = ["submit", "--scheduler", address, "--secret-file", str(secret), "--tasks", "2"]
     code = ["--py-modules", "src/mylib", "--working-dir", "job"]

@@ -6,9 +6,10 @@
 `module.function`, which is no program here, is refused with a hint (module:function was meant).
 
 A module imported from the current directory (not installed) is sent by value, so the workers do
-not need the file. Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which
-cancels the job: its running tasks are stopped). With several --scheduler it fails over between
-them; --retries relaunches a task after a system failure.
+not need the file. What a callable prints is printed here as it arrives, each line after a
+`(task JOB.TASK on NODE)` prefix (--output keep: not shown). Exit status: 0 if every task succeeded,
+1 otherwise, 130 after Ctrl-C (which cancels the job: its running tasks are stopped). With several
+--scheduler it fails over between them; --retries relaunches a task after a system failure.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ async def _submit(
     failed = done = 0
     interrupted = False
     async with Client(
-        schedulers, **credentials, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
+        schedulers, **credentials, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"], output=s["output"]
     ) as client:
         job = await client.submit_job(
             tasks,

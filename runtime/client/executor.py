@@ -63,6 +63,8 @@ from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
 from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
+from .output import OutputCallback
+from .output import text as output_text
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -95,6 +97,14 @@ class SparrowFuture(concurrent.futures.Future):
                     self._result = value
                 value = self._result
         return value
+
+    def output(self, timeout: float | None = None, stream: str | None = None) -> str:
+        """What the task wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing), once it is done: waits up to
+        `timeout` seconds as `result` does (TimeoutError), and is "" for a future cancelled before it ran."""
+        if not concurrent.futures.wait([self], timeout).done:
+            raise TimeoutError(f"the task is not done after {timeout} s")
+        return output_text(self._job.outcomes[self._task], stream)
 
     @property
     def kept(self) -> bool:
@@ -153,7 +163,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
     placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
-    `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
+    `submit_many` (JobOptions) take their own. `output` says what to do with what the tasks print (Client:
+    "print" with a prefix, the default; "keep"; or a callable); `SparrowFuture.output()` gives a task's.
+    `connect_timeout` is the old name of `handshake_timeout`
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
@@ -183,6 +195,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         connect_timeout: float | None = None,
         sampling: str = "batch",
         resources: str | Mapping[str, object] | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -201,6 +214,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             retry_exceptions=retry_exceptions,
             scheduler_timeout=scheduler_timeout,
             max_frame=max_frame,
+            output=output,
         )
         # checked now, not at each submit: the settings of every job it sends
         self.resources = resources  # as given: each job's settings put it in units (build_submit)

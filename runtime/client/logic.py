@@ -63,6 +63,7 @@ from ..wire.messages import (
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
+from .output import OutputCallback
 from .task_inputs import Inputs, pack_dependent
 from .values import ValueBook
 
@@ -103,8 +104,9 @@ def local_outcome(reason: str, failure: int) -> Outcome:
 class ClientLogic:
     """The jobs of one client and their tasks' way to exactly one outcome each."""
 
-    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME, on_output: OutputCallback | None = None) -> None:
         self.max_frame = max_frame
+        self.on_output = on_output  # called with each attempt's output as it arrives (output.py; None: kept only)
         self.frame_limit = max_frame  # the link's: the smaller of max_frame and its scheduler's (`connected`)
         self.connected_to: str | None = None
         self.failovers: list[Failover] = []
@@ -228,10 +230,12 @@ class ClientLogic:
                     del placements[msg.ref]
                 job = placement.jobs[msg.task]
                 task = placement.tasks[msg.task]
-                self.traffic["bytes_received"] += len(msg.outcome.payload) + len(msg.outcome.error)
+                outcome = msg.outcome
+                self.traffic["bytes_received"] += len(outcome.payload) + len(outcome.error)
+                if outcome.output is not None and self.on_output is not None:  # each attempt's, as it printed
+                    self.on_output(job.job_id, task, outcome.output)
                 if job.outcomes[task] is not None:
                     continue  # cancelled here before the scheduler heard
-                outcome = msg.outcome
                 failure = outcome.failure
                 if failure == LOST_INPUT:
                     if not self._recompute(job, task, outcome):

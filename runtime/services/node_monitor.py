@@ -66,6 +66,7 @@ from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
+from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -101,6 +102,7 @@ class NodeMonitorService:
         max_value: int = DEFAULT_MAX_VALUE,
         steal_address: str = "",
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
+        output_rate: int = DEFAULT_OUTPUT_RATE,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -132,6 +134,8 @@ class NodeMonitorService:
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
         self.node_id = node_id
+        # what its tasks print goes up at most this fast, named after this node monitor (output_limit.py)
+        self.output_limit = output_limit(node_id, getattr(executor, "output_cap", 0), output_rate)
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
         self.scheduler_timeout = scheduler_timeout
@@ -510,6 +514,8 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
+        if outcome.output is not None:
+            outcome = self.output_limit.admit(outcome)
         ticket = self._tickets.pop(key, None)
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
@@ -532,13 +538,21 @@ class _Fetching:
 
 
 def make_executor(
-    kind: Any, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0
+    kind: Any,
+    slots: int,
+    max_frame: int,
+    task_user: str | None = None,
+    share_over: int = 0,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
 ) -> Any:  # ProcessExecutor, ThreadExecutor, or any object with `await run(payload)` (worker_pool.py)
     """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
     user process executors run tasks as, `share_over`: the bytes over which values cross between them and
-    the node monitor as memory files (ProcessExecutor)."""
+    the node monitor as memory files, `output_cap`: the bytes of each task's stdout and stderr they capture
+    (ProcessExecutor; threads share the node monitor's)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user, share_over=share_over)
+        return ProcessExecutor(
+            slots, max_frame=max_frame, task_user=task_user, share_over=share_over, output_cap=output_cap
+        )
     if task_user is not None:
         raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
@@ -626,6 +640,7 @@ async def serve_node_monitor(
         min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)),
         config.task_user,
         share_over=max(inline_limit, SHARE_MIN),
+        output_cap=config.output_cap,
     )
     if getattr(runner, "share_over", 0):
         raise_file_limit()  # each value kept or handed over as a memory file holds descriptors
@@ -652,6 +667,7 @@ async def serve_node_monitor(
                 max_value=max_value,
                 steal_address=format_address(advertised(address)),
                 steal_timeout=config.steal_timeout,
+                output_rate=config.output_rate,
             )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(

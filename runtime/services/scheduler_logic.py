@@ -1154,6 +1154,8 @@ class SchedulerLogic:
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
         now = self.clock()
         ok = outcome.ok
+        if outcome.output is not None:
+            self.history.add_output(job.job_id, task, outcome.output)
         self.history.add(
             (
                 job.job_id,

@@ -73,6 +73,7 @@ from .burst import Burst
 from .idle_workers import IdleWorkers
 from .memory_limit import memory_limits
 from .processes import child_env, describe_exit
+from .task_output import DEFAULT_OUTPUT_CAP
 from .task_users import task_users
 
 logger = logging.getLogger(__name__)
@@ -383,10 +384,17 @@ class ProcessExecutor(_Pool):
     can_stop = True
 
     def __init__(
-        self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None, share_over: int = 0
+        self,
+        slots: int,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        task_user: str | None = None,
+        share_over: int = 0,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
     ) -> None:
         super().__init__(slots)
         self.max_frame = max_frame
+        self.output_cap = output_cap  # bytes of each of a task's stdout and stderr captured (0: not captured)
         # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
         self.share_over = share_over if shared.AVAILABLE else 0
         self._task_users = task_users(task_user)  # which OS user each worker runs as (task_users.py)
@@ -649,6 +657,7 @@ class ProcessExecutor(_Pool):
         if side is not None:
             side.setblocking(False)  # a worker that sends no memory file never blocks the loop
         argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
+        argv.append(str(self.output_cap))
         if child_side is not None:
             argv += [str(child_side.fileno()), str(self.share_over)]
         try:
@@ -656,7 +665,7 @@ class ProcessExecutor(_Pool):
                 argv,
                 pass_fds=(child.fileno(),) if child_side is None else (child.fileno(), child_side.fileno()),
                 stdin=subprocess.DEVNULL,
-                stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
+                stdout=2,  # a task's prints not captured go to the node monitor's stderr, never its stdout
                 env=child_env(as_user.get("env")),
                 start_new_session=True,  # its own process group: killed whole, and no terminal signals
                 **as_user.get("popen", {}),

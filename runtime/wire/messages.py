@@ -48,6 +48,7 @@ from .limits import (
     MAX_KEY,
     MAX_LABELS,
     MAX_NAME,
+    MAX_OUTPUT,
     MAX_OUTPUT_TAIL,
     MAX_PROBES_PER_JOB,
     MAX_RELEASE_KEYS,
@@ -70,8 +71,9 @@ from .resources import ResourceUnits
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
-# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started)
-PROTOCOL_VERSION = 14
+# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started); 15: a task's captured output
+# (Outcome.output), and an Outcome's trailing defaults left out of its encoding
+PROTOCOL_VERSION = 15
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -117,19 +119,35 @@ class ValueRef(msgspec.Struct, frozen=True, array_like=True, gc=False):
     size: Size
 
 
-class Outcome(msgspec.Struct, frozen=True, array_like=True, gc=False):
+OutputText = Annotated[bytes, msgspec.Meta(max_length=MAX_OUTPUT)]
+
+
+class Output(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """What a task wrote to its stdout and its stderr (file descriptors 1 and 2, its subprocesses' too), captured
+    by its worker (services/task_output.py) and cut at its node monitor's caps with a marker line where bytes
+    were left out; `node`: the node monitor it ran on."""
+
+    stdout: OutputText = b""
+    stderr: OutputText = b""
+    node: Name = ""
+
+
+class Outcome(msgspec.Struct, frozen=True, array_like=True, omit_defaults=True, gc=False):
     """How a task ended: `ok` with its pickled value in `payload` (or, for a value over its node monitor's
     inline limit, an empty payload and the value's reference in `ref`), or not ok with its pickled
     exception in `payload` (empty if it cannot be pickled) and the formatted traceback in `error`;
     `failure` is 0 when the task returned or raised, else why it has no outcome of its own (SYSTEM,
-    CANCELLED, ...) and `error` says so. Made once where the task ended and passed on unchanged to its
-    client."""
+    CANCELLED, ...) and `error` says so; `output`: what it printed (None: nothing, or not captured). Made
+    once where the task ended and passed on unchanged to its client (its node monitor only cuts `output`
+    to its rate cap and names itself in it). Trailing default fields are left out of the encoding (a task
+    that printed nothing costs no byte for `output`)."""
 
     ok: bool
     payload: bytes = b""
     error: str = ""
     failure: Annotated[int, msgspec.Meta(ge=0, le=max(FAILURES))] = 0
     ref: ValueRef | None = None
+    output: Output | None = None
 
 
 def failed(reason: str, failure: int = SYSTEM) -> Outcome:
@@ -273,8 +291,9 @@ class TaskRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """How one task ended, as its scheduler recorded it (services/task_history.py): its job, task and user,
     `state` ("ok", "raised" or the failure's name), the node monitor it ran on ("" if it never ran), how often
     it was launched, seconds from its job's submission to its last launch (`queue_wait`) and from there to its
-    outcome (`run_time`), `error` (the last line of its error, clipped), `output_tail` (the end of what it
-    printed; empty until output is captured) and `ended_at` (the scheduler's wall clock, seconds)."""
+    outcome (`run_time`), `error` (the last line of its error, clipped), `output_tail` (the last
+    MAX_OUTPUT_TAIL bytes of what it printed: its stdout's end, then its stderr's; "" if nothing) and
+    `ended_at` (the scheduler's wall clock, seconds)."""
 
     job_id: Id
     task: Id

@@ -17,7 +17,6 @@ The worker's own last words (a protocol error it exits with) go to the stderr it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import sys
@@ -86,6 +85,7 @@ class Capture:
         self.cap = cap
         self._streams = (_Stream(cap), _Stream(cap))  # stdout, stderr
         self._lock = threading.Lock()  # held by whoever reads the pipes and fills the streams
+        self.held = False  # the streams hold some of the current task's output
         self.fds: tuple[int, ...] = ()  # the pipes' read ends (the worker polls them with its socket)
         self._stderr = -1  # the stderr the worker started with
 
@@ -112,19 +112,27 @@ class Capture:
     @staticmethod
     def flush() -> None:
         """Flush Python's stdout and stderr into their pipes (nothing to do, no system call, when empty)."""
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a task may have replaced or closed them
-                stream.flush()
+        # once per task: a try costs nothing, a suppress() makes an object; a task may have replaced or closed them
+        try:  # noqa: SIM105
+            sys.stdout.flush()
+        except Exception:
+            pass
+        try:  # noqa: SIM105
+            sys.stderr.flush()
+        except Exception:
+            pass
 
     def holding(self) -> bool:
-        """Whether the reader holds some of the current task's output, or is reading some."""
-        return self._lock.locked() or any(self._streams)
+        """Whether the reader is reading some of the current task's output or holds some. In that order: a read
+        that ends between the two looks set `held` before it let the lock go."""
+        return self._lock.locked() or self.held
 
     def take(self) -> Output | None:
         """The current task's output, the pipes drained first (None if it printed nothing)."""
         with self._lock:
             self._read()
             stdout, stderr = (s.take(self.cap) if s else b"" for s in self._streams)
+            self.held = False
         if not stdout and not stderr:
             return None
         return Output(stdout, stderr)
@@ -149,3 +157,4 @@ class Capture:
                 if not data:
                     break
                 stream.add(data)
+                self.held = True

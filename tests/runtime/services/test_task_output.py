@@ -1,13 +1,18 @@
-"""A task's output bounds, without processes: a worker's per-stream buffer (task_output._Stream: head, tail and
-the marker between) and a node monitor's rate cap (output_limit.OutputLimit, a token bucket on a fake clock)."""
+"""A task's output, without processes: a worker's per-stream buffer (task_output._Stream: head, tail and the marker
+between), a node monitor's rate cap (output_limit.OutputLimit, a token bucket on a fake clock), and its cost on
+the wire (none when a task printed nothing; never a failure when it printed too much for a frame)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
+from sparrow_runtime.errors import FrameTooLarge
 from sparrow_runtime.services.output_limit import OutputLimit, check_output_settings, output_limit
 from sparrow_runtime.services.task_output import MAX_TAIL, Capture, _Stream
-from sparrow_runtime.wire.messages import Outcome, Output
+from sparrow_runtime.services.worker_main import _without_output
+from sparrow_runtime.wire.framing import FrameDecoder
+from sparrow_runtime.wire.messages import TOO_LARGE, Outcome, OutcomeToNode, Output
 
 
 def test_a_stream_under_its_cap_is_kept_whole_and_emptied_when_taken():
@@ -90,3 +95,19 @@ def test_a_node_monitors_bucket_holds_at_least_a_few_tasks_at_the_cap():
 def test_bad_output_settings_are_refused_by_name(cap, rate):
     with pytest.raises(ValueError, match=r"output_cap|output_rate"):
         check_output_settings(cap, rate)
+
+
+def test_an_outcome_without_output_costs_no_byte_on_the_wire():
+    """Outcome leaves its trailing default fields out: a plain result encodes as [ok, payload] only."""
+    assert msgspec.msgpack.encode(Outcome(True, b"v")) == msgspec.msgpack.encode([True, b"v"])
+    printed = Outcome(True, b"v", output=Output(b"hi\n"))
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(printed), type=Outcome) == printed
+
+
+def test_an_outcome_too_large_with_its_output_is_sent_without_it_and_the_task_stays_ok():
+    reply = OutcomeToNode(Outcome(True, b"v", output=Output(b"o" * 100_000)), dropped=(3,))
+    (msg,) = FrameDecoder(64 * 1024).feed(bytes(_without_output(reply, 64 * 1024, FrameTooLarge("over"))))
+    assert msg == OutcomeToNode(Outcome(True, b"v"), dropped=(3,))
+    big = OutcomeToNode(Outcome(True, b"v" * 100_000, output=Output(b"o")))
+    (msg,) = FrameDecoder(64 * 1024).feed(bytes(_without_output(big, 64 * 1024, FrameTooLarge("over"))))
+    assert not msg.outcome.ok and msg.outcome.failure == TOO_LARGE

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
+import time
 from functools import partial
 
 import pytest
@@ -227,3 +229,68 @@ def test_sparrow_submit_prints_what_a_callable_prints_and_keep_hides_it(cluster,
     assert all(re.fullmatch(r"\(task \d+\.[01] on nm-[01]\) working on [01]", line) for line in out if "(task" in line)
     assert main([*base, "--output", "keep", "printing:work"]) == 0
     assert "working on" not in capsys.readouterr().out
+
+
+def _prints_a_while(n_bytes, lines):
+    for i in range(lines):
+        print(f"line {i} " + "z" * (n_bytes // lines), flush=True)
+    return lines
+
+
+def test_a_node_monitors_rate_cap_cuts_output_past_it_with_a_marker_and_no_task_fails():
+    """A node monitor at 50 kB/s (its bucket saving 4 tasks at the 64 KiB cap) runs 20 tasks printing 40 kB each at
+    once: every task succeeds, some outputs end in the rate's marker, and the output bytes that reach the client are
+    within the bucket and the rate over the run."""
+    rate, cap = 50_000, 64 * 1024
+    config = NodeMonitorConfig(output_rate=rate, output_cap=cap)
+    with (
+        LocalCluster(schedulers=1, node_monitors=1, slots=2, node_monitor=config, dashboard=False) as c,
+        SparrowExecutor(c.schedulers, **c.credentials, output="keep") as ex,
+    ):
+        started = time.monotonic()
+        futures = [ex.submit(_prints_a_while, 40_000, 40) for _ in range(20)]
+        assert [f.result(timeout=120) for f in futures] == [40] * 20
+        elapsed = time.monotonic() - started
+        texts = [f.output() for f in futures]
+    marker = "bytes of output left out here: over the node monitor's output rate cap of 50,000 bytes/s]"
+    cut = [t for t in texts if marker in t]
+    assert cut and len(cut) < 20
+    passed = sum(len(t.split("\n[sparrow: ")[0]) for t in texts)
+    assert passed <= 4 * cap + rate * (elapsed + 1), (passed, elapsed)
+
+
+def _prints_until_killed(folder, x):
+    (folder / f"nm-{os.getppid()}").write_text("running")  # the worker's parent: its node monitor
+    for i in range(150):
+        print(f"attempt on {os.getppid()}: line {i}", flush=True)
+        time.sleep(0.01)
+    return x
+
+
+def test_a_node_monitor_killed_while_its_task_prints_leaves_one_outcome_from_the_retry(tmp_path):
+    """A task printing steadily when its node monitor is killed (SIGKILL) is relaunched on the other one: its
+    future gets one result, the scheduler records one outcome after two launches, and the output that arrives is
+    the retry's, from the node monitor that lived."""
+    config = NodeMonitorConfig(output_rate=1 << 30)
+    with (
+        LocalCluster(schedulers=1, node_monitors=2, slots=1, node_monitor=config, dashboard=False) as c,
+        SparrowExecutor(c.schedulers, **c.credentials, output="keep", retries=2) as ex,
+    ):
+        future = ex.submit(_prints_until_killed, tmp_path, 7)
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("nm-*")):
+            assert time.monotonic() < deadline, "the task never started"
+            time.sleep(0.01)
+        (first,) = tmp_path.glob("nm-*")
+        victim = int(first.name.removeprefix("nm-"))
+        assert victim in c.node_monitor_pids
+        time.sleep(0.3)  # output in flight: lines printed, the task far from done
+        os.kill(victim, signal.SIGKILL)
+        assert future.result(timeout=120) == 7
+        output = future.output()
+        records = [r for r in ex.tasks(job=future._job.job_id) if r.task == 0]
+    survivor = next(pid for pid in c.node_monitor_pids if pid != victim)
+    assert output.count("line 149") == 1 and f"attempt on {survivor}:" in output
+    assert f"attempt on {victim}:" not in output
+    ((state, attempts),) = [(r.state, r.attempts) for r in records]
+    assert (state, attempts) == ("ok", 2)

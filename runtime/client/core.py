@@ -181,7 +181,7 @@ class JobHandle:
         attempt, as far as its node monitor's caps let through ("" if nothing, or it has no outcome yet)."""
         if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
             raise IndexError(f"task index must be an int in [0, {self.n_tasks}), got {task!r}")
-        return output_text(self._job.outcomes[task], stream)
+        return output_text(self._job, task, stream)
 
     def cancel(self, force: bool = False) -> None:
         """Cancel every task without an outcome: not launched yet, it never is; running, it finishes
@@ -398,11 +398,13 @@ class Client:
     def traffic(self) -> dict[str, int]:
         """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
         included), `bytes_received` (outcomes: payloads and error text), `bytes_fetched` (values
-        fetched from the node monitors that kept them) and `bytes_uploaded` (values scattered to node
-        monitors: Client.scatter); message headers are not counted. A copy."""
+        fetched from the node monitors that kept them), `bytes_uploaded` (values scattered to node
+        monitors: Client.scatter) and `output_received` (what the tasks printed); message headers are not
+        counted. A copy."""
         return {
             "bytes_sent": 0,
             "bytes_received": 0,
+            "output_received": 0,
             **self._logic.traffic,
             "bytes_fetched": self._links.bytes_fetched,
             "bytes_uploaded": self._uploader.bytes_uploaded,

@@ -104,7 +104,7 @@ class SparrowFuture(concurrent.futures.Future):
         `timeout` seconds as `result` does (TimeoutError), and is "" for a future cancelled before it ran."""
         if not concurrent.futures.wait([self], timeout).done:
             raise TimeoutError(f"the task is not done after {timeout} s")
-        return output_text(self._job.outcomes[self._task], stream)
+        return output_text(self._job, self._task, stream)
 
     @property
     def kept(self) -> bool:

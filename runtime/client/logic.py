@@ -53,6 +53,7 @@ from ..wire.messages import (
     JobRejected,
     Outcome,
     OutcomeToClient,
+    OutputToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
@@ -229,12 +230,10 @@ class ClientLogic:
                     del placements[msg.ref]
                 job = placement.jobs[msg.task]
                 task = placement.tasks[msg.task]
-                outcome = msg.outcome
-                self.traffic["bytes_received"] += len(outcome.payload) + len(outcome.error)
-                if outcome.output is not None and self.on_output is not None:  # each attempt's, as it printed
-                    self.on_output(job.job_id, task, outcome.output)
+                self.traffic["bytes_received"] += len(msg.outcome.payload) + len(msg.outcome.error)
                 if job.outcomes[task] is not None:
                     continue  # cancelled here before the scheduler heard
+                outcome = msg.outcome
                 failure = outcome.failure
                 if failure == LOST_INPUT:
                     if not self._recompute(job, task, outcome):
@@ -249,6 +248,8 @@ class ClientLogic:
                     self._enqueue(job, [task])
                     continue
                 self._end(job, task, outcome)
+            elif kind is OutputToClient:
+                self._printed(msg)
             elif kind is TaskStarted:
                 placement = placements.get(msg.ref)
                 if placement is not None and msg.task < len(placement.tasks):
@@ -481,6 +482,20 @@ class ClientLogic:
         problem = too_large("the task's payload", size, self.frame_limit, where)
         assert problem is not None  # the caller found it over the limit
         self._end(job, task, local_outcome(problem, TOO_LARGE))
+
+    def _printed(self, msg: OutputToClient) -> None:
+        """What a task printed, just before its outcome: kept with its job (the last attempt's), and handed to
+        `on_output`. Error handling: ProtocolError for a job or task this client does not wait for."""
+        placement = self._placements.get(msg.ref)
+        if placement is None or msg.task >= len(placement.tasks):
+            raise ProtocolError(f"output for job ref {msg.ref} task {msg.task}, which this client does not wait for")
+        job, task = placement.jobs[msg.task], placement.tasks[msg.task]
+        self.traffic["output_received"] += len(msg.output.stdout) + len(msg.output.stderr)
+        if job.outputs is None:
+            job.outputs = {}
+        job.outputs[task] = msg.output
+        if self.on_output is not None:
+            self.on_output(job.job_id, task, msg.output)
 
     def _end(self, job: Job, task: int, outcome: Outcome) -> None:
         """Task `task` of `job` has its one outcome."""

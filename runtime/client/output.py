@@ -2,12 +2,12 @@
 
 A policy, chosen by `Client(output=...)` and `SparrowExecutor(output=...)`:
 - "print" (the default): each line is written to this process's stdout or stderr (the stream the task wrote it
-  to), after a short prefix naming the task and the node monitor it ran on, as it arrives (with the task's
-  outcome, each attempt's);
+  to), after a short prefix naming the task and the node monitor it ran on, as it arrives (just before the
+  task's outcome, each attempt's);
 - "keep": nothing is printed;
 - a callable, called as `fn(job_id, task, output)` (an Output) in the client's trio thread for each.
-Whichever it is, the output of a task's last attempt stays with its outcome: `SparrowFuture.output()`,
-`JobHandle.output(task)`.
+Whichever it is, the output of a task's last attempt that printed stays with its job: `SparrowFuture.output()`,
+`JobHandle.output(task)`. It comes from the scheduler in an OutputToClient just before the task's outcome.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..wire.messages import Outcome, Output
+from ..wire.messages import Output
+from .job import Job
 
 logger = logging.getLogger(__name__)
 
@@ -59,12 +60,13 @@ def print_output(job_id: int | None, task: int, output: Output) -> None:
             pass
 
 
-def text(outcome: Outcome | None, stream: str | None = None) -> str:
-    """What the task of `outcome` wrote to `stream` ("stdout" or "stderr"; None: its stdout, then its stderr),
-    decoded as UTF-8 (a byte that is not becomes U+FFFD); "" if it printed nothing or has no outcome yet."""
+def text(job: Job, task: int, stream: str | None = None) -> str:
+    """What task `task` of `job` wrote to `stream` ("stdout" or "stderr"; None: its stdout, then its stderr) in its
+    last attempt that printed, decoded as UTF-8 (a byte that is not becomes U+FFFD); "" if it printed nothing (or
+    has not ended yet)."""
     if stream is not None and stream not in STREAMS:
         raise ValueError(f"stream must be 'stdout', 'stderr' or None, got {stream!r}")
-    output = None if outcome is None else outcome.output
+    output = None if job.outputs is None else job.outputs.get(task)
     if output is None:
         return ""
     data = {"stdout": output.stdout, "stderr": output.stderr}.get(stream or "", output.stdout + output.stderr)

@@ -55,6 +55,8 @@ from ..wire.messages import (
     GetTask,
     Outcome,
     OutcomeToScheduler,
+    Output,
+    OutputToScheduler,
     TaskToNode,
     ValueRef,
     failed,
@@ -514,13 +516,23 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
-        if outcome.output is not None:
-            outcome = self.output_limit.admit(outcome)
         ticket = self._tickets.pop(key, None)
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
         with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome, started))
+            out = self.logic.on_task_done(scheduler, job_id, task, outcome, started)
+            output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
+            if output is not None:
+                self._put_output(out, job_id, task, output)
+            self._route(out)
+
+    def _put_output(self, out: list, job_id: int, task: int, output: Output) -> None:
+        """Put what the task printed, cut to the rate cap, just before its outcome in `out` (none if its outcome
+        is not sent: its scheduler is gone)."""
+        for i, (peer, msg) in enumerate(out):
+            if type(msg) is OutcomeToScheduler and msg.job_id == job_id and msg.task == task:
+                out.insert(i, (peer, OutputToScheduler(job_id, task, self.output_limit.admit(output))))
+                return
 
 
 class _Fetching:

@@ -4,7 +4,7 @@ Each task's output is already cut at the node monitor's per-task cap by its work
 is bounded again here, per node monitor, by a token bucket: `rate` bytes a second, up to `burst` saved (at least
 two tasks' worth at the per-task cap, so one task's whole output passes when the node was quiet). An output
 over what the bucket holds keeps its first bytes and ends in a marker line saying how many were left out; the
-task's outcome is not changed otherwise. The node monitor names itself in each output it passes (Output.node).
+task's outcome is not changed. The node monitor names itself in each output it passes (Output.node).
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import msgspec
-
 from ..wire.limits import MAX_OUTPUT
-from ..wire.messages import Outcome, Output
+from ..wire.messages import Output
 from .task_output import DEFAULT_OUTPUT_CAP as DEFAULT_OUTPUT_CAP
 from .task_output import marker
 
@@ -50,10 +48,8 @@ class OutputLimit:
         self._at = clock()
         self.cut = 0  # bytes of output left out here (the node monitor's stats)
 
-    def admit(self, outcome: Outcome) -> Outcome:
-        """`outcome` with its output (not None) named after this node monitor and cut to what the bucket holds."""
-        output = outcome.output
-        assert output is not None  # the caller checks: most outcomes carry none
+    def admit(self, output: Output) -> Output:
+        """`output` named after this node monitor and cut to what the bucket holds."""
         now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self._at) * self.rate)
         self._at = now
@@ -66,7 +62,7 @@ class OutputLimit:
             self.cut += size - room
             size = room
         self.tokens -= size
-        return msgspec.structs.replace(outcome, output=Output(stdout, stderr, self.node_id))
+        return Output(stdout, stderr, self.node_id)
 
 
 def _cut(data: bytes, room: int, why: str) -> bytes:

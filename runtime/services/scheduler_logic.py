@@ -119,6 +119,8 @@ from ..wire.messages import (
     Outcome,
     OutcomeToClient,
     OutcomeToScheduler,
+    OutputToClient,
+    OutputToScheduler,
     RegisterNodeMonitor,
     ReleaseSession,
     StatusReply,
@@ -319,6 +321,8 @@ class SchedulerLogic:
                     self._task_finished(node, msg, out)
                 elif kind is GiveBack:
                     self.give_backs.take_back(node, msg, out)
+                elif kind is OutputToScheduler:
+                    self._task_output(node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
                     if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
@@ -918,6 +922,18 @@ class SchedulerLogic:
         self.stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
         self._deliver(job, msg.task, msg.outcome, out, node.node_id)
 
+    def _task_output(self, node: Node, msg: OutputToScheduler, out: Outbox) -> None:
+        """What a task running at `node` printed (its outcome follows): on to its client, and its end into the task
+        history. Dropped if the task is not running there (stale), or too large for the client's link."""
+        job = self.jobs.get(msg.job_id)
+        if job is None or job.running.get(msg.task) != node.worker:
+            return
+        output = msg.output
+        self.history.add_output(job.job_id, msg.task, output)
+        size = len(output.stdout) + len(output.stderr) + len(output.node)
+        if size + MESSAGE_OVERHEAD <= self.frame_limits.get(job.client, self.max_frame):
+            out.append((job.client, OutputToClient(job.ref, msg.task, output)))
+
     # -- outcomes ---------------------------------------------------------------------------------
 
     def _deliver(self, job: _Job, task: int, outcome: Outcome, out: Outbox, node_id: str = "") -> None:
@@ -941,8 +957,6 @@ class SchedulerLogic:
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
         now = self.clock()
         ok = outcome.ok
-        if outcome.output is not None:
-            self.history.add_output(job.job_id, task, outcome.output)
         self.history.add(
             (
                 job.job_id,

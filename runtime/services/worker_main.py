@@ -11,7 +11,7 @@ With SIDE (the end of a second socket pair) big values skip the frames: the inpu
 (data/shared.py), so neither side copies it through the socket, nor decodes it from a frame.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
 With OUTPUT_CAP > 0 what each task writes to stdout and stderr is captured (task_output.py), up to OUTPUT_CAP bytes
-of each, and sent with its outcome (Outcome.output); with 0 it goes to the stderr the worker was started with.
+of each, and sent just before its outcome (OutputToNode); with 0 it goes to the stderr the worker was started with.
 
 It makes itself non-dumpable first (`stay_private`, Linux): another process of its OS user, such as a
 sibling worker running another user's tasks, can then neither read its memory (/proc/PID/mem) nor trace
@@ -37,13 +37,21 @@ from collections import deque
 from functools import partial
 
 import cloudpickle
-import msgspec
 
 from ..data import packed, shared
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from ..wire.limits import CHUNK_SIZE
-from ..wire.messages import TOO_LARGE, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady
+from ..wire.messages import (
+    TOO_LARGE,
+    DropTask,
+    Outcome,
+    OutcomeToNode,
+    Output,
+    OutputToNode,
+    TaskToWorker,
+    WorkerReady,
+)
 from ..wire.task_codec import run_task
 from .task_output import Capture
 
@@ -65,8 +73,9 @@ def serve(
     here. Before it answers a task, the worker takes what came meanwhile, drops the queued tasks a DropTask
     names and lists them in the answer (`dropped`); the next queued task starts as the answer is sent, so
     the node monitor knows from each answer which task runs now, and one that it dropped never starts.
-    With `capture`, what each task printed goes with its outcome; the poll that looks for what came on `sock`
-    looks at the capture's pipes too, so a task that printed nothing costs no system call more."""
+    With `capture`, what each task printed goes just before its outcome (OutputToNode); the poll that looks
+    for what came on `sock` looks at the capture's pipes too, so a task that printed nothing costs no system
+    call more."""
     decoder = FrameDecoder(max_frame)
     keep = None if side is None or share_over <= 0 else partial(_keep_result, side, share_over)
     # what came while a task ran: poll(0) first, since a read that finds nothing costs an exception and a buffer
@@ -126,25 +135,21 @@ def serve(
                 return  # the node monitor is gone
             take(data)
         dropped += _drop(queue, drops, side)
-        if capture is not None and (printed or capture.holding()):
-            output = capture.take()
-            if output is not None:
-                reply = OutcomeToNode(msgspec.structs.replace(reply.outcome, output=output), reply.shared)
+        output = capture.take() if capture is not None and (printed or capture.holding()) else None
         if dropped:
             reply = OutcomeToNode(reply.outcome, reply.shared, tuple(dropped))
         try:
-            frame = encode_frames([reply], max_frame)
+            frame = encode_frames([reply] if output is None else [OutputToNode(output), reply], max_frame)
         except FrameTooLarge as exc:
-            frame = _without_output(reply, max_frame, exc)
+            frame = _fitting(reply, output, max_frame, exc)
         dropped.clear()
         sock.sendall(frame)
 
 
-def _without_output(reply: OutcomeToNode, max_frame: int, exc: FrameTooLarge) -> bytearray:
-    """The frame of `reply`, over `max_frame` bytes: without its output if that makes it fit (what a task printed
-    never fails it), else a TOO_LARGE failure."""
-    if reply.outcome.output is not None:
-        reply = OutcomeToNode(msgspec.structs.replace(reply.outcome, output=None), reply.shared, reply.dropped)
+def _fitting(reply: OutcomeToNode, output: Output | None, max_frame: int, exc: FrameTooLarge) -> bytearray:
+    """The frames of `reply` (and `output`), one of them over `max_frame` bytes: `reply` alone if it fits (what a
+    task printed never fails it), else a TOO_LARGE failure (alone, once: TOO_LARGE is never retried)."""
+    if output is not None:
         try:
             return encode_frames([reply], max_frame)
         except FrameTooLarge as again:

@@ -64,6 +64,8 @@ from ..wire.messages import (
     DropTask,
     Outcome,
     OutcomeToNode,
+    Output,
+    OutputToNode,
     TaskToWorker,
     WorkerReady,
     failed,
@@ -91,12 +93,14 @@ class Ticket:
 
     Handed ahead (ProcessExecutor.hand_ahead): queued in a busy worker, with no callback until it starts
     (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
-    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended."""
+    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended.
+    `output`: what it printed (an Output, OutputToNode), once its worker sent it ahead of its outcome."""
 
     __slots__ = (
         "done",
         "inputs",
         "memory",
+        "output",
         "payload",
         "seq",
         "successor",
@@ -121,6 +125,7 @@ class Ticket:
         self.successor: Ticket | None = None
         self.withdrawn = False
         self.waited = False  # launched while no worker was idle: `started` is called when one takes it
+        self.output: Output | None = None
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
@@ -506,15 +511,20 @@ class ProcessExecutor(_Pool):
 
         def deliver(msgs: list) -> None:
             for msg in msgs:
-                if type(msg) is WorkerReady and not worker.ready:  # its first message: it takes tasks now
-                    worker.ready = True
-                    self._starting[worker.user] -= 1
-                    self._idle.put(worker)
-                    if sum(w.ready for w in self._workers) >= self.slots:
-                        self._all_ready.set()
-                    continue
-                if type(msg) is not OutcomeToNode or worker.ticket is None:
-                    raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
+                kind = type(msg)
+                if kind is not OutcomeToNode:
+                    if kind is WorkerReady and not worker.ready:  # its first message: it takes tasks now
+                        worker.ready = True
+                        self._starting[worker.user] -= 1
+                        self._idle.put(worker)
+                        if sum(w.ready for w in self._workers) >= self.slots:
+                            self._all_ready.set()
+                        continue
+                    if kind is OutputToNode and worker.ticket is not None:  # what it printed: its outcome follows
+                        worker.ticket.output = msg.output
+                        continue
+                if worker.ticket is None or kind is not OutcomeToNode:
+                    raise ProtocolError(f"executor sent {kind.__name__} when no OutcomeToNode was due")
                 outcome = self._shared_outcome(worker) if msg.shared and worker.side is not None else msg.outcome
                 if msg.dropped:
                     dropped = set(msg.dropped)

@@ -10,9 +10,9 @@ import pytest
 from sparrow_runtime.errors import FrameTooLarge
 from sparrow_runtime.services.output_limit import OutputLimit, check_output_settings, output_limit
 from sparrow_runtime.services.task_output import MAX_TAIL, Capture, _Stream
-from sparrow_runtime.services.worker_main import _without_output
+from sparrow_runtime.services.worker_main import _fitting
 from sparrow_runtime.wire.framing import FrameDecoder
-from sparrow_runtime.wire.messages import TOO_LARGE, Outcome, OutcomeToNode, Output
+from sparrow_runtime.wire.messages import TOO_LARGE, Message, Outcome, OutcomeToNode, Output, OutputToClient
 
 
 def test_a_stream_under_its_cap_is_kept_whole_and_emptied_when_taken():
@@ -59,30 +59,24 @@ class Clock:
         return self.now
 
 
-def _printed(n: int) -> Outcome:
-    return Outcome(True, b"x", output=Output(b"o" * n))
-
-
 def test_the_rate_cap_passes_a_burst_then_cuts_with_a_marker_and_refills_at_its_rate():
     """Within the bucket an output passes whole, named after its node monitor; past it the output keeps what
-    the bucket holds and a marker naming the rate; a second later `rate` bytes pass again. The outcome's
-    value is untouched."""
+    the bucket holds and a marker naming the rate; a second later `rate` bytes pass again."""
     clock = Clock()
     limit = OutputLimit("nm-a", rate=1000, burst=3000, clock=clock)
-    first = limit.admit(_printed(2500))
-    assert first.output == Output(b"o" * 2500, b"", "nm-a") and first.payload == b"x"
-    cut = limit.admit(_printed(2000)).output
-    assert cut is not None and cut.stdout.startswith(b"o" * 500 + b"\n[sparrow: 1,500 bytes of output left out")
+    assert limit.admit(Output(b"o" * 2500)) == Output(b"o" * 2500, b"", "nm-a")
+    cut = limit.admit(Output(b"o" * 2000))
+    assert cut.stdout.startswith(b"o" * 500 + b"\n[sparrow: 1,500 bytes of output left out")
     assert b"over the node monitor's output rate cap of 1,000 bytes/s" in cut.stdout
     assert limit.cut == 1500
     clock.now = 1.0
-    assert limit.admit(_printed(1000)).output == Output(b"o" * 1000, b"", "nm-a")
-    assert limit.admit(_printed(10)).output.stdout.startswith(b"\n[sparrow: 10 bytes")
+    assert limit.admit(Output(b"o" * 1000)) == Output(b"o" * 1000, b"", "nm-a")
+    assert limit.admit(Output(b"o" * 10)).stdout.startswith(b"\n[sparrow: 10 bytes")
 
 
 def test_the_rate_cap_cuts_stderr_after_stdout():
     limit = OutputLimit("nm-a", rate=10, burst=10, clock=Clock())
-    out = limit.admit(Outcome(True, output=Output(b"0123456", b"abcdef"))).output
+    out = limit.admit(Output(b"0123456", b"abcdef"))
     assert out.stdout == b"0123456" and out.stderr.startswith(b"abc\n[sparrow: 3 bytes")
 
 
@@ -97,17 +91,18 @@ def test_bad_output_settings_are_refused_by_name(cap, rate):
         check_output_settings(cap, rate)
 
 
-def test_an_outcome_without_output_costs_no_byte_on_the_wire():
-    """Outcome leaves its trailing default fields out: a plain result encodes as [ok, payload] only."""
-    assert msgspec.msgpack.encode(Outcome(True, b"v")) == msgspec.msgpack.encode([True, b"v"])
-    printed = Outcome(True, b"v", output=Output(b"hi\n"))
-    assert msgspec.msgpack.decode(msgspec.msgpack.encode(printed), type=Outcome) == printed
+def test_an_outcome_carries_no_output_field_and_an_output_travels_in_a_message_of_its_own():
+    """A task that printed nothing costs no byte: Outcome has no field for output; what a task printed goes in an
+    OutputTo<receiver> just before its outcome."""
+    assert "output" not in Outcome.__struct_fields__
+    msg = OutputToClient(3, 1, Output(b"hi\n", b"", "nm-0"))
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(msg), type=Message) == msg
 
 
-def test_an_outcome_too_large_with_its_output_is_sent_without_it_and_the_task_stays_ok():
-    reply = OutcomeToNode(Outcome(True, b"v", output=Output(b"o" * 100_000)), dropped=(3,))
-    (msg,) = FrameDecoder(64 * 1024).feed(bytes(_without_output(reply, 64 * 1024, FrameTooLarge("over"))))
-    assert msg == OutcomeToNode(Outcome(True, b"v"), dropped=(3,))
-    big = OutcomeToNode(Outcome(True, b"v" * 100_000, output=Output(b"o")))
-    (msg,) = FrameDecoder(64 * 1024).feed(bytes(_without_output(big, 64 * 1024, FrameTooLarge("over"))))
+def test_an_output_too_large_for_the_frame_is_left_out_and_the_task_stays_ok():
+    reply = OutcomeToNode(Outcome(True, b"v"), dropped=(3,))
+    frame = _fitting(reply, Output(b"o" * 100_000), 64 * 1024, FrameTooLarge("over"))
+    assert FrameDecoder(64 * 1024).feed(bytes(frame)) == [reply]
+    big = OutcomeToNode(Outcome(True, b"v" * 100_000))
+    (msg,) = FrameDecoder(64 * 1024).feed(bytes(_fitting(big, Output(b"o"), 64 * 1024, FrameTooLarge("over"))))
     assert not msg.outcome.ok and msg.outcome.failure == TOO_LARGE

@@ -29,8 +29,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
   and the job's leave it no node monitor fails at once.
 - resources (`SubmitJob.resources`, docs/resources.md): a job's request is a constraint derived from it,
   the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
-  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
-  is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
+  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Its tasks are
+  never bound to an idle node monitor unasked (bind_idle); its reservations may be stolen, by a node monitor
+  whose registered capacity holds the request (a GetTask for one from another is a protocol error).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
   client of the same id and user connecting) within `client_grace`, so their slots go back to work. Where
@@ -133,6 +134,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from ..wire.resources import format_resources
 from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
 from .outbox import Outbox
@@ -296,16 +298,19 @@ class SchedulerLogic:
         self._next_job = 1
         self.give_backs = GiveBacks(self)  # a node monitor's GiveBack: the task launches again elsewhere
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
-        # how recent tasks ended (task_history.py), timed with this logic's clock
+        # how recent tasks ended (task_history.py), timed with this logic's clock: `now` is its time at the start of
+        # the batch being handled (one clock read per batch, not two per task)
         self.history = history if history is not None else TaskHistory(clock=clock)
+        self.now = clock()
 
     # -- node monitors ----------------------------------------------------------------------------
 
     def on_node_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
         node = self.nodes.get(peer)
+        now = self.now = self.clock()
         if node is not None:
-            node.heard = self.clock()
+            node.heard = now
         for msg in msgs:
             kind = type(msg)
             try:
@@ -353,6 +358,7 @@ class SchedulerLogic:
     def on_node_lost(self, peer: Hashable) -> Outbox:
         """The node monitor behind `peer` disconnected or went silent."""
         out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
         node = self.membership.remove(peer)
         if node is None:
@@ -428,6 +434,7 @@ class SchedulerLogic:
 
     def on_client_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
+        self.now = self.clock()
         for msg in msgs:
             kind = type(msg)
             if kind is SubmitJob:
@@ -479,6 +486,7 @@ class SchedulerLogic:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
         session = self.client_ids.pop(peer, None)
         running = []
@@ -498,6 +506,7 @@ class SchedulerLogic:
         """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
         stop the running tasks of clients lost `client_grace` ago that are not back."""
         out: Outbox = []
+        self.now = self.clock()
         if self.orphans:
             self._stop_orphans(out)
         if self.waiting:
@@ -591,7 +600,7 @@ class SchedulerLogic:
         job_id = self._next_job
         self._next_job += 1
         session = self.client_ids.get(client)
-        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.clock())
+        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.now)
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -602,7 +611,6 @@ class SchedulerLogic:
             and msg.task_prefer is None
             and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
             and self.membership.link_floor() >= self.max_frame
-            and job.resources is None
         )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
@@ -857,7 +865,7 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
-        job.launched_at[task] = self.clock()
+        job.launched_at[task] = self.now
         job.attempts[task] += 1
         if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
             node.span_since = self.clock()
@@ -880,11 +888,21 @@ class SchedulerLogic:
 
     def _stolen_from(self, node: Node, job: _Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
-        its reservations with it). A job whose reservations may not move is a protocol error."""
+        its reservations with it). A job whose reservations may not move, or whose request the asker's capacity
+        does not hold, is a protocol error."""
         self.stats["get_task_stolen"] += 1
         if job is not None and not job.stealable:
             raise ProtocolError(
                 f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its reservations may not move"
+            )
+        if (
+            job is not None
+            and job.resources is not None
+            and not len(self.membership.holding(np.array([node.worker], dtype=np.int64), job.resources))
+        ):
+            raise ProtocolError(
+                f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its request "
+                f"{format_resources(job.resources)} is over this node monitor's capacity"
             )
         held = self.membership.named(origin)
         return None if held is None else held.worker
@@ -955,7 +973,7 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()
+        now = self.now
         ok = outcome.ok
         self.history.add(
             (

@@ -248,8 +248,6 @@ class ClientLogic:
                     self._enqueue(job, [task])
                     continue
                 self._end(job, task, outcome)
-            elif kind is OutputToClient:
-                self._printed(msg)
             elif kind is TaskStarted:
                 placement = placements.get(msg.ref)
                 if placement is not None and msg.task < len(placement.tasks):
@@ -262,6 +260,8 @@ class ClientLogic:
                     for job in placement.members:
                         if job.job_id is None:
                             job.job_id = msg.job_id
+            elif kind is OutputToClient:  # after the messages every job gets: only a task that printed sends it
+                self._printed(msg)
             elif kind is JobRejected:
                 placement = placements.pop(msg.ref, None)
                 if placement is not None:

@@ -31,15 +31,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
   the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
   reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
   is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
-- a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
-  are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
-  client of the same id and user connecting) within `client_grace`, so their slots go back to work. Where
-  a node monitor cannot stop tasks (thread executors) they run to their end, their outcomes dropped. Then,
-  too, every node monitor is told to drop the values its tasks left there (ReleaseSession: a job's
-  reservations carry its client's id as the session those values are tagged with). A session belongs to
-  its client's certificate user: another user's client claiming the same id (here or at another
-  scheduler) is another session, and its ReleaseSession names its own user, so node monitors drop only
-  that user's values of it (an admin's, or any without TLS, names none: all of the session's).
+- a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks are
+  stopped, and the values its tasks left at node monitors released, once it has not come back within
+  `client_grace` (scheduler_sessions.py, `sessions`: what a session is, whose values go).
 - traffic: `stats` counts the bytes of task payloads and outcomes (payload and error text) it took
   from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
   bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
@@ -68,7 +62,8 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
   client may have at most `max_client_tasks` unfinished tasks.
 
-Users: a peer may carry an `identity` (tls.Identity, the certificate it authenticated with over TLS).
+Users (scheduler_sessions.py): a peer may carry an `identity` (tls.Identity, the certificate it authenticated
+with over TLS).
 A client's job then runs as its identity's user (the fair-share user node monitors see): one that
 names another user is rejected, and its StatusRequest shows only that user's jobs; an admin may name
 any user and sees every job. A peer without one (the shared-secret mode, tests) names its own user
@@ -120,7 +115,6 @@ from ..wire.messages import (
     OutcomeToClient,
     OutcomeToScheduler,
     RegisterNodeMonitor,
-    ReleaseSession,
     StatusReply,
     StatusRequest,
     StopTask,
@@ -136,6 +130,7 @@ from .give_back import GiveBacks
 from .outbox import Outbox
 from .placement_log import PlacementLog
 from .scheduler_nodes import SHORT_TASK, STOPS_TASKS, Membership, Node
+from .scheduler_sessions import Sessions, job_user, viewer
 from .task_history import TaskHistory, error_summary, fitting
 
 DEFAULT_PROBE_RATIO = 2.0
@@ -273,11 +268,6 @@ class SchedulerLogic:
         self.max_client_tasks = max_client_tasks
         self.max_frame = max_frame
         self.frame_limits: dict[Hashable, int] = {}  # peer -> the largest frame its link takes
-        self.client_grace = client_grace
-        # connected client peer -> its session: its id, and the user it belongs to (None: any; on_client_connected)
-        self.client_ids: dict[Hashable, tuple[str, str | None]] = {}
-        # running tasks of lost clients: (when to stop them, the client's id, [(worker, job id, task)])
-        self.orphans: list[tuple[float, tuple[str, str | None] | None, list[tuple[int, int, int]]]] = []
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
         self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
@@ -291,6 +281,7 @@ class SchedulerLogic:
         self.membership = Membership(scheduler_id, self.stats, clock, self.rng, self.frame_limits, max_frame)
         self.nodes = self.membership.nodes
         self._by_worker = self.membership.by_worker
+        self.sessions = Sessions(self.membership, self.stats, clock, client_grace)  # scheduler_sessions.py
         self._next_job = 1
         self.give_backs = GiveBacks(self)  # a node monitor's GiveBack: the task launches again elsewhere
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
@@ -433,7 +424,7 @@ class SchedulerLogic:
             elif kind is CancelJob:
                 self._cancel(peer, msg, out)
             elif kind is StatusRequest:
-                out.append((peer, self.status(_viewer(peer))))
+                out.append((peer, self.status(viewer(peer))))
             elif kind is TasksRequest:
                 out.append((peer, self.tasks(peer, msg)))
             else:
@@ -457,9 +448,9 @@ class SchedulerLogic:
     def tasks(self, peer: Hashable, msg: TasksRequest) -> TasksReply:
         """The recorded tasks `msg` asks for that the client `peer` may see, newest first, as many as its link
         takes: a user's client asking for another user's tasks gets none."""
-        viewer = _viewer(peer)
-        user = msg.user or viewer
-        if viewer is not None and user != viewer:
+        seer = viewer(peer)
+        user = msg.user or seer
+        if seer is not None and user != seer:
             return TasksReply(self.scheduler_id, [])
         found = self.history.query(user, msg.failed, msg.job_id, msg.since, msg.limit)
         room = self.frame_limits.get(peer, self.max_frame) - MESSAGE_OVERHEAD
@@ -467,21 +458,17 @@ class SchedulerLogic:
 
     def on_client_connected(self, peer: Hashable, client_id: str) -> None:
         """The client `client_id` is connected behind `peer` (a lost one with this id and user is back)."""
-        # the session's user: its certificate's; None (any) for an admin, whose jobs may run as any user, or
-        # without a certificate (the insecure mode, where users are not authenticated): as whose jobs it sees
-        self.client_ids[peer] = (client_id, _viewer(peer))
+        self.sessions.connected(peer, client_id)
 
     def on_client_lost(self, peer: Hashable) -> Outbox:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: Outbox = []
         self.frame_limits.pop(peer, None)
-        session = self.client_ids.pop(peer, None)
         running = []
         for job_id in self.clients.get(peer, ()):
             running += [(worker, job_id, task) for task, worker in self.jobs[job_id].running.items()]
-        if running or (session and session[0]):  # its values are released then, too (ReleaseSession)
-            self.orphans.append((self.clock() + self.client_grace, session, running))
+        self.sessions.lost(peer, running)
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
             self._refs.pop((peer, job.ref), None)
@@ -494,8 +481,8 @@ class SchedulerLogic:
         """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
         stop the running tasks of clients lost `client_grace` ago that are not back."""
         out: Outbox = []
-        if self.orphans:
-            self._stop_orphans(out)
+        if self.sessions.orphans:
+            self.sessions.stop_orphans(out)
         if self.waiting:
             now = self.clock()
             for job_id, (deadline, reason) in list(self.waiting.items()):
@@ -509,27 +496,7 @@ class SchedulerLogic:
     @property
     def timers_due(self) -> bool:
         """Whether `on_timer` has anything to check."""
-        return bool(self.waiting or self.orphans)
-
-    def _stop_orphans(self, out: Outbox) -> None:
-        now = self.clock()
-        back = set(self.client_ids.values())
-        while self.orphans and self.orphans[0][0] <= now:  # in order of loss: deadlines ascend
-            _, session, running = self.orphans.pop(0)
-            if session is not None and session in back:
-                continue  # it came back: its tasks' outcomes are dropped as they come
-            if session and session[0]:  # the values its tasks left at node monitors (only its user's)
-                self.stats["sessions_released"] += 1
-                out.extend((node.peer, ReleaseSession(*session)) for node in self.nodes.values())
-            for worker, job_id, task in running:
-                node = self._by_worker.get(worker)
-                if node is None:
-                    continue  # lost meanwhile: the slot went with it
-                if node.can_stop:
-                    self.stats["orphans_stopped"] += 1
-                    out.append((node.peer, StopTask(job_id, task)))
-                else:
-                    self.stats["orphans_left_running"] += 1
+        return bool(self.waiting or self.sessions.orphans)
 
     def _cancel(self, client: Hashable, msg: CancelJob, out: Outbox) -> None:
         """The client cancels tasks of its job `msg.ref`: each gets a CANCELLED outcome now; those not
@@ -567,7 +534,7 @@ class SchedulerLogic:
             msg.sampling,
             msg.resources,
         )
-        user, refusal = _job_user(client, msg.user)
+        user, refusal = job_user(client, msg.user)
         if reason is None:
             reason = refusal
         if reason is None and self.unfinished[client] + len(msg.tasks) > self.max_client_tasks:
@@ -586,8 +553,7 @@ class SchedulerLogic:
             return
         job_id = self._next_job
         self._next_job += 1
-        session = self.client_ids.get(client)
-        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.clock())
+        job = _Job(job_id, client, msg, probe_ratio, user, self.sessions.session_of(client), self.clock())
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -1035,23 +1001,3 @@ def _per_worker(workers: np.ndarray) -> list[tuple[int, int]]:
         return sorted(Counter(workers.tolist()).items())
     where, counts = np.unique(workers, return_counts=True)
     return list(zip(where.tolist(), counts.tolist(), strict=True))
-
-
-def _job_user(client: Hashable, named: str) -> tuple[str, str | None]:
-    """The user a job of `client` naming `named` runs as, and the reason to reject it (or None): a
-    client authenticated by certificate runs as its user (an admin as the one it names)."""
-    identity = getattr(client, "identity", None)
-    if identity is None or identity.admin:
-        return named, None
-    if named and named != identity.user:
-        return (
-            named,
-            f"this client is authenticated as user {identity.user!r}: it may not submit a job as {clip(named)!r}",
-        )
-    return identity.user, None
-
-
-def _viewer(client: Hashable) -> str | None:
-    """Whose jobs `client` may see: its certificate's user; None (all) for an admin or without one."""
-    identity = getattr(client, "identity", None)
-    return None if identity is None or identity.admin else identity.user

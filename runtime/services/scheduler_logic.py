@@ -14,8 +14,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
   (`sample_job`'s `prefer`), and the task table holds such a task as soft: it runs where it is
   asked for first, preferred or not, so a busy preferred node monitor never holds it up. Ids of
   no live node monitor are ignored.
-- jobs: payloads, owner, which tasks are running where, and which outcomes were delivered, so every
-  task gets exactly one outcome (`OutcomeToClient`) whatever happens to node monitors or clients.
+- jobs (scheduler_jobs.py): payloads, owner, which tasks are running where, and which outcomes were
+  delivered, so every task gets exactly one outcome (`OutcomeToClient`) whatever happens to node monitors
+  or clients (scheduler_outcomes.py, `outcomes`: relaying, failing, cancelling, the task history).
 - re-probing: a job whose reservations are all consumed or lost while tasks remain unlaunched
   (`TaskTable.outstanding == 0` and `unlaunched` not empty) is probed again for those tasks.
 - a lost node monitor: its reservations are dropped (and re-probed as above), and the tasks running
@@ -40,11 +41,11 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
 - work stealing (services/steal.py): a node monitor registering with a `steal_address` steals; each
   such one is told the others' addresses (scheduler_nodes.py) as they come, go or drain. A job without
   constraints, preferences or a timeout, submitted while some node monitor steals (and with every link
-  taking the same frames), has stealable reservations. A
-  GetTask naming another node monitor as its `origin` consumes that one's reservation in the TaskTable
-  and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
-  and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
-  any more (its reservations were dropped and re-probed): NoTask.
+  taking the same frames), has stealable reservations. A GetTask naming another node monitor as its
+  `origin` consumes that one's reservation in the TaskTable and runs the task at the sender, so a stolen
+  reservation binds at most one task, as at its origin, and the job still ends: its reservation is counted
+  as answered. An origin that is gone held nothing any more (its reservations were dropped and re-probed):
+  NoTask.
 - tasks bound with their reservations (`bind_idle`, on by default): a probed node monitor that this
   scheduler believes idle (`_free_slots`: no task of ours there whose outcome it has not reported, no live
   job of ours probed it, and its last heartbeat sent while it held nothing of ours showed no other work)
@@ -57,17 +58,16 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
 - give-back (give_back.py): a node monitor hands back a task it was given and never started (GiveBack: it
   waited bound ahead behind a task that overran); it is un-launched and goes to the job's next GetTask. A
   task's payload is kept until its outcome is delivered, for that.
-- task control: a client's CancelJob ends the tasks it names as cancelled at once (StopTask kills a
-  running one with `force`), a job's `timeout` goes to the node monitors with each TaskToNode (and
+- task control: a client's CancelJob ends the tasks it names as cancelled at once (scheduler_outcomes.py), a
+  job's `timeout` goes to the node monitors with each TaskToNode (and
   such a job is placed only where tasks can be stopped), Heartbeats from clients are echoed, and a
   client may have at most `max_client_tasks` unfinished tasks.
 
 Users (scheduler_sessions.py): a peer may carry an `identity` (tls.Identity, the certificate it authenticated
-with over TLS).
-A client's job then runs as its identity's user (the fair-share user node monitors see): one that
-names another user is rejected, and its StatusRequest shows only that user's jobs; an admin may name
-any user and sees every job. A peer without one (the shared-secret mode, tests) names its own user
-and sees every job. A client cancels only the jobs it submitted (refs are per connection).
+with over TLS). A client's job then runs as its identity's user (the fair-share user node monitors see): one
+that names another user is rejected, and its StatusRequest shows only that user's jobs; an admin may name
+any user and sees every job. A peer without one (the shared-secret mode, tests) names its own user and sees
+every job. A client cancels only the jobs it submitted (refs are per connection).
 
 Error handling: a message not allowed from a peer (a client sending GetTask, a node monitor sending
 anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the
@@ -83,7 +83,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable
 
@@ -95,13 +94,9 @@ from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, job_problem, too_large
 from ..wire.messages import (
-    CANCELLED,
-    SYSTEM,
     TOO_LARGE,
-    UNPLACEABLE,
     CancelJob,
     CancelReservations,
-    Constraint,
     EnqueueReservations,
     Error,
     GetTask,
@@ -111,13 +106,10 @@ from ..wire.messages import (
     JobRejected,
     JobStatus,
     NoTask,
-    Outcome,
-    OutcomeToClient,
     OutcomeToScheduler,
     RegisterNodeMonitor,
     StatusReply,
     StatusRequest,
-    StopTask,
     SubmitJob,
     TasksReply,
     TasksRequest,
@@ -129,9 +121,11 @@ from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
 from .outbox import Outbox
 from .placement_log import PlacementLog
-from .scheduler_nodes import SHORT_TASK, STOPS_TASKS, Membership, Node
+from .scheduler_jobs import Job
+from .scheduler_nodes import SHORT_TASK, Membership, Node
+from .scheduler_outcomes import Outcomes
 from .scheduler_sessions import Sessions, job_user, viewer
-from .task_history import TaskHistory, error_summary, fitting
+from .task_history import TaskHistory, fitting
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
@@ -145,84 +139,6 @@ BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to 
 TINY_JOB_WORK = 0.0005
 TINY_JOB_TASKS = 16
 TINY_SPANS = 2
-
-
-class _Job:
-    __slots__ = (
-        "attempts",
-        "client",
-        "constraint",
-        "done",
-        "job_id",
-        "launched_at",
-        "n_done",
-        "payloads",
-        "per_task",
-        "prefer",
-        "prefer_offsets",
-        "preferred",
-        "priority",
-        "probe_ratio",
-        "probed",
-        "ref",
-        "report_started",
-        "resources",
-        "running",
-        "session",
-        "stealable",
-        "submitted",
-        "task_candidates",
-        "task_offsets",
-        "timeout",
-        "user",
-    )
-
-    def __init__(
-        self,
-        job_id: int,
-        client: Hashable,
-        msg: SubmitJob,
-        probe_ratio: float,
-        user: str,
-        session: str = "",
-        submitted: float = 0.0,
-    ) -> None:
-        self.job_id = job_id
-        self.client = client
-        self.session = session  # its client's id: the values its tasks leave at node monitors are tagged with it
-        self.ref = msg.ref
-        self.report_started = msg.report_started  # its client hears of each task handed out (TaskStarted)
-        self.payloads: list[bytes | None] = list(msg.tasks)
-        self.user = user
-        self.priority = msg.priority
-        self.probe_ratio = probe_ratio
-        self.timeout = msg.timeout or 0.0
-        self.per_task = msg.sampling == "per_task"  # each task probes for itself
-        # what each task takes besides its slot (None: nothing): its probes go only where it fits
-        self.resources = {name: units for name, units in msg.resources.items() if units} if msg.resources else None
-        if not self.resources:
-            self.resources = None
-        self.constraint = msg.constraint
-        if self.timeout:  # only where a running task can be stopped
-            c = msg.constraint or Constraint()
-            self.constraint = Constraint(c.node_monitors, (*c.labels, STOPS_TASKS))
-        # per-task constraints as the workers satisfying them at submission, flat: task t's are
-        # task_candidates[task_offsets[t]:task_offsets[t + 1]] (empty: unconstrained); None: no task constrained
-        self.task_candidates: np.ndarray | None = None
-        self.task_offsets: np.ndarray | None = None
-        # per-task preferences as worker ids, flat as the constraints; preferred[t]: task t's as a set
-        self.prefer: np.ndarray | None = None
-        self.prefer_offsets: np.ndarray | None = None
-        self.preferred: list[frozenset[int]] | None = None
-        self.done = bytearray(len(msg.tasks))
-        self.n_done = 0
-        # for the task history (task_history.py): when the job came, each task's last launch and launch count
-        self.submitted = submitted
-        self.launched_at = array("d", bytes(8 * len(msg.tasks)))
-        self.attempts = array("I", bytes(4 * len(msg.tasks)))
-        self.running: dict[int, int] = {}  # task -> worker
-        self.probed: set[int] = set()  # workers that got reservations (or ran a task for a stolen one)
-        self.stealable = False  # its reservations may move between node monitors (set at submission)
 
 
 class SchedulerLogic:
@@ -270,11 +186,11 @@ class SchedulerLogic:
         self.frame_limits: dict[Hashable, int] = {}  # peer -> the largest frame its link takes
         self.unfinished: Counter[Hashable] = Counter()  # unfinished tasks per client
         self.waiting: dict[int, tuple[float, str]] = {}  # job id -> (deadline, why it cannot be placed)
-        self._refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
+        self.refs: dict[tuple[Hashable, int], int] = {}  # (client, ref) -> job id
         self.probe_ratio = sparrow_core.check_probe_ratio(probe_ratio)
         self.rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
         self.table = sparrow_core.TaskTable()
-        self.jobs: dict[int, _Job] = {}
+        self.jobs: dict[int, Job] = {}
         self.clients: dict[Hashable, set[int]] = {}
         self.stats: Counter[str] = Counter()
         # the registered node monitors (scheduler_nodes.py); its two maps read directly on the hot paths
@@ -287,6 +203,14 @@ class SchedulerLogic:
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
         # how recent tasks ended (task_history.py), timed with this logic's clock
         self.history = history if history is not None else TaskHistory(clock=clock)
+        # how tasks end (scheduler_outcomes.py); its steps are taken as bound methods, once (hot paths)
+        self.outcomes = Outcomes(self, self._by_worker, placement_timeout, self._span_outcome if bind_idle else None)
+        self._task_finished = self.outcomes.task_finished
+        self._deliver = self.outcomes.deliver
+        self._finish_in_table_if_done = self.outcomes.finish_in_table_if_done
+        self._abandon = self.outcomes.abandon
+        self._unplaceable = self.outcomes.unplaceable
+        self._cancel_everywhere = self.outcomes.cancel_everywhere
 
     # -- node monitors ----------------------------------------------------------------------------
 
@@ -362,13 +286,7 @@ class SchedulerLogic:
 
     def _forget_node(self, node: Node, out: Outbox) -> None:
         """`node` is gone (membership.remove): its running tasks fail as SYSTEM, what it held is re-probed."""
-        reason = f"node monitor {clip(node.node_id)!r} was lost while running the task"
-        for job_id in list(node.jobs):
-            job = self.jobs.get(job_id)
-            if job is not None:
-                for task in [t for t, w in job.running.items() if w == node.worker]:
-                    del job.running[task]
-                    self._deliver(job, task, failed(reason, SYSTEM), out, node.node_id)
+        self.outcomes.fail_running_on(node, out)
         self._reprobe_held_by(node, out)
 
     def _reprobe_held_by(self, node: Node, out: Outbox) -> None:
@@ -380,7 +298,7 @@ class SchedulerLogic:
                 self.reprobe_if_starved(job, out)
 
     def _fitting(
-        self, job: _Job, tasks: np.ndarray | None, candidates: np.ndarray, out: Outbox
+        self, job: Job, tasks: np.ndarray | None, candidates: np.ndarray, out: Outbox
     ) -> tuple[np.ndarray, np.ndarray | None, int] | None:
         """(candidates, tasks, need): `candidates` narrowed to the node monitors whose link takes the
         largest payload of `tasks` (None: every task), `need` bytes. A task that no candidate's link
@@ -422,7 +340,7 @@ class SchedulerLogic:
             elif kind is Heartbeat:
                 out.append((peer, _ECHO))
             elif kind is CancelJob:
-                self._cancel(peer, msg, out)
+                self.outcomes.cancel(peer, msg, out)
             elif kind is StatusRequest:
                 out.append((peer, self.status(viewer(peer))))
             elif kind is TasksRequest:
@@ -471,7 +389,7 @@ class SchedulerLogic:
         self.sessions.lost(peer, running)
         for job_id in self.clients.pop(peer, ()):
             job = self.jobs.pop(job_id)
-            self._refs.pop((peer, job.ref), None)
+            self.refs.pop((peer, job.ref), None)
             self.waiting.pop(job_id, None)
             self._cancel_everywhere(job, out)
         self.unfinished.pop(peer, None)
@@ -484,41 +402,13 @@ class SchedulerLogic:
         if self.sessions.orphans:
             self.sessions.stop_orphans(out)
         if self.waiting:
-            now = self.clock()
-            for job_id, (deadline, reason) in list(self.waiting.items()):
-                if now >= deadline and job_id in self.waiting:
-                    del self.waiting[job_id]
-                    job = self.jobs.get(job_id)
-                    if job is not None:
-                        self._abandon(job, f"{reason} (waited {self.placement_timeout:g} s)", out)
+            self.outcomes.expire_waiting(out)
         return out
 
     @property
     def timers_due(self) -> bool:
         """Whether `on_timer` has anything to check."""
         return bool(self.waiting or self.sessions.orphans)
-
-    def _cancel(self, client: Hashable, msg: CancelJob, out: Outbox) -> None:
-        """The client cancels tasks of its job `msg.ref`: each gets a CANCELLED outcome now; those not
-        launched never are, running ones are stopped with `force` (else their result is dropped)."""
-        job = self.jobs.get(self._refs.get((client, msg.ref), -1))
-        if job is None:
-            return  # finished or rejected meanwhile: a normal race
-        self.stats["cancels"] += 1
-        tasks = range(len(job.done)) if msg.tasks is None else [t for t in msg.tasks if t < len(job.done)]
-        for task in tasks:
-            if job.done[task] or (msg.pending_only and task in job.running):
-                continue
-            worker = job.running.pop(task, None)
-            if worker is not None and msg.force:
-                node = self._by_worker.get(worker)
-                if node is not None:
-                    out.append((node.peer, StopTask(job.job_id, task)))
-            job.payloads[task] = None
-            self._deliver(job, task, failed("cancelled by its client", CANCELLED), out)
-        if job.job_id in self.jobs and msg.tasks is None and not msg.pending_only:
-            self.waiting.pop(job.job_id, None)
-            self._cancel_everywhere(job, out)
 
     def _submit(self, client: Hashable, msg: SubmitJob, out: Outbox) -> None:
         probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
@@ -553,10 +443,10 @@ class SchedulerLogic:
             return
         job_id = self._next_job
         self._next_job += 1
-        job = _Job(job_id, client, msg, probe_ratio, user, self.sessions.session_of(client), self.clock())
+        job = Job(job_id, client, msg, probe_ratio, user, self.sessions.session_of(client), self.clock())
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
-        self._refs[(client, msg.ref)] = job_id
+        self.refs[(client, msg.ref)] = job_id
         self.unfinished[client] += len(msg.tasks)
         job.stealable = (
             self.membership.stealers > 0
@@ -597,7 +487,7 @@ class SchedulerLogic:
 
     # -- probing and late binding -----------------------------------------------------------------
 
-    def _probe(self, job: _Job, tasks: np.ndarray | None, out: Outbox) -> None:
+    def _probe(self, job: Job, tasks: np.ndarray | None, out: Outbox) -> None:
         """Send reservations for `tasks` (None = every task) of `job`: one message per node monitor."""
         job_id = job.job_id
         candidates = self.membership.eligible_workers(job.constraint)
@@ -662,7 +552,7 @@ class SchedulerLogic:
             self.reprobe_if_starved(job, out)
 
     def _bind_to_idle(
-        self, job: _Job, placed: list[tuple[Node, int]], unlaunched: int, out: Outbox
+        self, job: Job, placed: list[tuple[Node, int]], unlaunched: int, out: Outbox
     ) -> list[tuple[Node, int]]:
         """Bind tasks of `job` (`unlaunched` of them to place) at once to the probed node monitors believed idle
         (`_free_slots`), up to their reservations and free slots: each such reservation is consumed here
@@ -801,7 +691,7 @@ class SchedulerLogic:
             self.reprobe_if_starved(job, out)
 
     def _hand_out(
-        self, node: Node, job: _Job, task: int, out: Outbox, *, stolen: bool = False, bound: bool = False
+        self, node: Node, job: Job, task: int, out: Outbox, *, stolen: bool = False, bound: bool = False
     ) -> bool:
         """Send task `task` of `job` (its reservation consumed: `stolen`, another node monitor's) to `node` to run
         (`bound`: unasked, with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take
@@ -825,7 +715,7 @@ class SchedulerLogic:
             node.span_since = self.clock()
             node.span_tasks = 0
         node.running += 1
-        if stolen:  # its loss must fail the task (_forget_node), cleanup (_finish)
+        if stolen:  # its loss must fail the task (_forget_node), cleanup (Outcomes.finish)
             node.jobs.add(job_id)
             job.probed.add(node.worker)
         self.stats["launched"] += 1
@@ -840,7 +730,7 @@ class SchedulerLogic:
             out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
-    def _stolen_from(self, node: Node, job: _Job | None, job_id: int, origin: str) -> int | None:
+    def _stolen_from(self, node: Node, job: Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
         its reservations with it). A job whose reservations may not move is a protocol error."""
         self.stats["get_task_stolen"] += 1
@@ -855,7 +745,7 @@ class SchedulerLogic:
         """Whether this scheduler ever had job `job_id` (give-back tells a stale GiveBack from a lie by it)."""
         return job_id < self._next_job
 
-    def reprobe_if_starved(self, job: _Job, out: Outbox) -> None:
+    def reprobe_if_starved(self, job: Job, out: Outbox) -> None:
         """Probe again for the job's unlaunched tasks if no reservation of it is outstanding."""
         job_id = job.job_id
         if job_id in self.table and self.table.outstanding(job_id) == 0:
@@ -864,110 +754,12 @@ class SchedulerLogic:
                 self.stats["reprobes"] += 1
                 self._probe(job, unlaunched, out)
 
-    def _unlaunched(self, job: _Job) -> np.ndarray:
+    def _unlaunched(self, job: Job) -> np.ndarray:
         """The job's tasks not launched yet and not cancelled (its table entry must exist)."""
         unlaunched = self.table.unlaunched(job.job_id)
         if job.n_done:
             unlaunched = unlaunched[np.frombuffer(job.done, dtype=np.uint8)[unlaunched] == 0]
         return unlaunched
-
-    def _task_finished(self, node: Node, msg: OutcomeToScheduler, out: Outbox) -> None:
-        if node.running:  # a stale outcome, too, is of a task that ran there and ended
-            node.running -= 1
-            if self.bind_idle:
-                self._span_outcome(node)
-        job = self.jobs.get(msg.job_id)
-        if job is None or job.running.get(msg.task) != node.worker:
-            self.stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
-            return
-        del job.running[msg.task]
-        self.stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
-        self._deliver(job, msg.task, msg.outcome, out, node.node_id)
-
-    # -- outcomes ---------------------------------------------------------------------------------
-
-    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: Outbox, node_id: str = "") -> None:
-        """Send task `task`'s outcome to its client and record it (`node_id`: where it ran, "" if nowhere)."""
-        if job.done[task]:
-            return
-        job.done[task] = 1
-        job.payloads[task] = None
-        job.n_done += 1
-        self.unfinished[job.client] -= 1
-        self.stats["outcomes"] += 1
-        limit = self.frame_limits.get(job.client, self.max_frame)
-        size = len(outcome.payload) + len(outcome.error)
-        problem = too_large("the task's outcome", size, limit, "of the link to its client")
-        if problem is not None:  # it fails alone, once; the link stays
-            self.stats["too_large"] += 1
-            outcome = failed(problem, TOO_LARGE)
-            size = len(outcome.error)
-        self.stats["bytes_to_clients"] += size
-        last = job.n_done == len(job.done)
-        out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()
-        ok = outcome.ok
-        self.history.add(
-            (
-                job.job_id,
-                task,
-                job.user,
-                ok,
-                outcome.failure,
-                "" if ok else error_summary(outcome.error),
-                node_id,
-                job.attempts[task],
-                job.submitted,
-                job.launched_at[task] if node_id else now,
-                now,
-            )
-        )
-        if last:
-            self._finish(job)
-
-    def _finish_in_table_if_done(self, job: _Job) -> None:
-        """Drop the job's table entry once no task of it is left to launch (the rest were cancelled)."""
-        job_id = job.job_id
-        if job_id in self.table and all(job.done[t] for t in self.table.unlaunched(job_id).tolist()):
-            self.table.remove_job(job_id)
-
-    def _finish(self, job: _Job) -> None:
-        job_id = job.job_id
-        del self.jobs[job_id]
-        self.waiting.pop(job_id, None)
-        self._refs.pop((job.client, job.ref), None)
-        owned = self.clients.get(job.client)
-        if owned is not None:
-            owned.discard(job_id)
-        if job_id in self.table:
-            self.table.remove_job(job_id)
-        for worker in job.probed:
-            node = self._by_worker.get(worker)
-            if node is not None:
-                node.jobs.discard(job_id)
-
-    def _abandon(self, job: _Job, reason: str, out: Outbox) -> None:
-        """Fail every task of `job` not launched yet with `reason`; running tasks still report."""
-        self.stats["abandoned"] += 1
-        job_id = job.job_id
-        if job_id in self.table:
-            unlaunched = self.table.unlaunched(job_id).tolist()
-            self._cancel_everywhere(job, out)
-        else:
-            unlaunched = [t for t in range(len(job.done)) if not job.done[t] and t not in job.running]
-        for task in unlaunched:
-            job.payloads[task] = None
-            self._deliver(job, task, failed(reason, UNPLACEABLE), out)
-
-    def _unplaceable(self, job: _Job, reason: str, out: Outbox) -> None:
-        """No live node monitor can take the job's unlaunched tasks now: wait for one up to
-        `placement_timeout` (a node monitor registering retries it; `on_timer` gives up), or
-        abandon it at once if that is 0."""
-        if not self.placement_timeout:
-            self._abandon(job, reason, out)
-        elif job.job_id not in self.waiting:
-            self.stats["waiting_for_placement"] += 1
-            self.waiting[job.job_id] = (self.clock() + self.placement_timeout, reason)
 
     def _place_waiting(self, out: Outbox) -> None:
         """A node monitor joined: probe again for the jobs that were waiting for one."""
@@ -978,18 +770,6 @@ class SchedulerLogic:
                 self._probe(job, self._unlaunched(job), out)
                 if job_id in self.waiting:  # still unplaceable: keep its first deadline
                     self.waiting[job_id] = deadline_reason
-
-    def _cancel_everywhere(self, job: _Job, out: Outbox) -> None:
-        """Cancel the job's reservations at every live node monitor it probed and forget it in the table."""
-        job_id = job.job_id
-        if job_id not in self.table:
-            return
-        self.table.remove_job(job_id)
-        for worker in job.probed:
-            node = self._by_worker.get(worker)
-            if node is not None:
-                self.stats["cancel_messages"] += 1
-                out.append((node.peer, CancelReservations(job_id)))
 
 
 SMALL_PROBE_SET = 256  # probes up to which counting in Python beats np.unique (about 2 us against 14 for 2)

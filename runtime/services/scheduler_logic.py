@@ -31,8 +31,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them, in pa
   and the job's leave it no node monitor fails at once.
 - resources (`SubmitJob.resources`, docs/resources.md): a job's request is a constraint derived from it,
   the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
-  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
-  is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
+  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Its tasks are
+  never bound to an idle node monitor unasked (bind_idle); its reservations may be stolen, by a node monitor
+  whose registered capacity holds the request (a GetTask for one from another is a protocol error).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks are
   stopped, and the values its tasks left at node monitors released, once it has not come back within
   `client_grace` (scheduler_sessions.py, `sessions`: what a session is, whose values go).
@@ -183,8 +184,10 @@ class SchedulerLogic:
         self.nodes = self.membership.nodes
         self._by_worker = self.membership.by_worker
         self.sessions = Sessions(self.membership, self.stats, clock, client_grace)  # scheduler_sessions.py
-        # how recent tasks ended (task_history.py), timed with this logic's clock
+        # how recent tasks ended (task_history.py), timed with this logic's clock: `now` is its time at the start of
+        # the batch being handled (one clock read per batch, not two per task; `_batch_start` tells the parts)
         self.history = history if history is not None else TaskHistory(clock=clock)
+        self.now = clock()
         # the beliefs bind_idle acts on (scheduler_idle.py), how tasks end (scheduler_outcomes.py), where they run
         # (scheduler_placement.py). The steps of the hot paths are taken as bound methods, once.
         self.idle = IdleNodes(self.jobs, clock)
@@ -203,8 +206,9 @@ class SchedulerLogic:
     def on_node_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
         node = self.nodes.get(peer)
+        now = self._batch_start()
         if node is not None:
-            node.heard = self.clock()
+            node.heard = now
         for msg in msgs:
             kind = type(msg)
             try:
@@ -236,6 +240,12 @@ class SchedulerLogic:
         self.membership.tell_peers(out)
         return out
 
+    def _batch_start(self) -> float:
+        """Read the clock once for the batch being handled: the times of its steps (the task history's submit,
+        launch and end times) are this one, in every part."""
+        now = self.now = self.placement.now = self.outcomes.now = self.clock()
+        return now
+
     def _violation(self, peer: Hashable, exc: ProtocolError, out: Outbox) -> None:
         """`peer` broke the protocol: answer Error (the shell closes the link after it); what its
         batch did before stays done."""
@@ -250,6 +260,7 @@ class SchedulerLogic:
     def on_node_lost(self, peer: Hashable) -> Outbox:
         """The node monitor behind `peer` disconnected or went silent."""
         out: Outbox = []
+        self._batch_start()
         self.frame_limits.pop(peer, None)
         node = self.membership.remove(peer)
         if node is None:
@@ -279,6 +290,7 @@ class SchedulerLogic:
 
     def on_client_messages(self, peer: Hashable, msgs: list) -> Outbox:
         out: Outbox = []
+        self._batch_start()
         for msg in msgs:
             kind = type(msg)
             if kind is SubmitJob:
@@ -328,6 +340,7 @@ class SchedulerLogic:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
         out: Outbox = []
+        self._batch_start()
         self.frame_limits.pop(peer, None)
         running = []
         for job_id in self.clients.get(peer, ()):
@@ -345,6 +358,7 @@ class SchedulerLogic:
         """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
         stop the running tasks of clients lost `client_grace` ago that are not back."""
         out: Outbox = []
+        self._batch_start()
         if self.sessions.orphans:
             self.sessions.stop_orphans(out)
         if self.waiting:

@@ -109,6 +109,7 @@ class Outcomes:
         self._by_worker = by_worker
         self.placement_timeout = placement_timeout
         self._on_node_outcome = on_node_outcome
+        self.now = self._clock()  # the time of the batch being handled (SchedulerLogic._batch_start)
 
     def task_finished(self, node: Node, msg: OutcomeToScheduler, out: Outbox) -> None:
         """`node` reports the outcome of a task it ran."""
@@ -154,7 +155,7 @@ class Outcomes:
         stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self._clock()
+        now = self.now
         ok = outcome.ok
         self._record(
             (

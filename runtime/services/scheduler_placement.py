@@ -43,6 +43,7 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
+from ..wire.resources import format_resources
 from .outbox import Outbox
 from .placement_log import PlacementLog
 from .scheduler_idle import IdleNodes
@@ -134,6 +135,7 @@ class Placement:
         self._unplaceable = outcomes.unplaceable
         self._finish_in_table_if_done = outcomes.finish_in_table_if_done
         self._next_job = 1
+        self.now = self._clock()  # the time of the batch being handled (SchedulerLogic._batch_start)
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
 
     def submit(self, client: Hashable, msg: SubmitJob, out: Outbox) -> None:
@@ -169,7 +171,7 @@ class Placement:
             return
         job_id = self._next_job
         self._next_job += 1
-        job = Job(job_id, client, msg, probe_ratio, user, self._session_of(client), self._clock())
+        job = Job(job_id, client, msg, probe_ratio, user, self._session_of(client), self.now)
         self.jobs[job_id] = job
         self._clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
@@ -180,7 +182,6 @@ class Placement:
             and msg.task_prefer is None
             and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
             and self._membership.link_floor() >= self._max_frame
-            and job.resources is None
         )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
@@ -366,7 +367,7 @@ class Placement:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
-        job.launched_at[task] = self._clock()
+        job.launched_at[task] = self.now
         job.attempts[task] += 1
         if not node.running and self.bind_idle:  # a busy span of that node starts (IdleNodes.span_outcome)
             node.span_since = self._clock()
@@ -389,11 +390,21 @@ class Placement:
 
     def _stolen_from(self, node: Node, job: Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
-        its reservations with it). A job whose reservations may not move is a protocol error."""
+        its reservations with it). A job whose reservations may not move, or whose request the asker's capacity
+        does not hold, is a protocol error."""
         self.stats["get_task_stolen"] += 1
         if job is not None and not job.stealable:
             raise ProtocolError(
                 f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its reservations may not move"
+            )
+        if (
+            job is not None
+            and job.resources is not None
+            and not len(self._membership.holding(np.array([node.worker], dtype=np.int64), job.resources))
+        ):
+            raise ProtocolError(
+                f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its request "
+                f"{format_resources(job.resources)} is over this node monitor's capacity"
             )
         held = self._membership.named(origin)
         return None if held is None else held.worker

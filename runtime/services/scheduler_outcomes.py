@@ -6,7 +6,7 @@ happens to node monitors or clients. A part of SchedulerLogic (scheduler_logic.p
   a node monitor that is lost fails as a system failure (`fail_running_on`): the client decides whether to
   retry it, since a task may have side effects.
 - an outcome over its client's link fails alone (TOO_LARGE), naming its size and the limit; the link stays.
-- each delivered outcome is recorded in the task history (task_history.py) as a plain tuple, timed with the
+- each delivered outcome is recorded in the task history (task_history.py) as a TaskEntry, timed with the
   scheduler's clock; a job leaves with its last outcome (`finish`), and its leftover reservations with it.
 - a client's CancelJob (`cancel`) ends the tasks it names as cancelled at once: those not launched never
   are, running ones are stopped (StopTask) with `force`, otherwise their result is dropped as it comes.
@@ -40,7 +40,7 @@ from ..wire.messages import (
 from .outbox import Outbox
 from .scheduler_jobs import Job
 from .scheduler_nodes import Node
-from .task_history import TaskHistory, error_summary
+from .task_history import TaskEntry, TaskHistory, error_summary
 
 
 class OutcomesHost(Protocol):
@@ -158,7 +158,7 @@ class Outcomes:
         now = self.now
         ok = outcome.ok
         self._record(
-            (
+            TaskEntry(
                 job.job_id,
                 task,
                 job.user,

@@ -67,6 +67,7 @@ from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
+from .outcome_pace import OutcomePace
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -111,6 +112,7 @@ class NodeMonitorService:
         self.logic = logic
         # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
         self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline.asks_ahead else 0, self._may_wait)
+        self._pace = OutcomePace(HOLD_DELAY)  # holding pays only while outcomes come closer than that
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
@@ -394,8 +396,9 @@ class NodeMonitorService:
 
     def _may_wait(self, msg: Any) -> bool:  # any message to a scheduler: dispatched on its type
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
-        GetTask may wait to share a write: nothing waits for them (module constants)."""
-        if not self.logic.bound:
+        GetTask may wait to share a write: nothing waits for them (module constants); only while outcomes
+        come close enough for the next to join them (outcome_pace.py), else the hold costs a wake-up."""
+        if not self.logic.bound or not self._pace.close:
             return False
         kind = type(msg)
         return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
@@ -540,6 +543,7 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
+        self._pace.outcome()
         if self._code_held:
             held = self._code_held.pop(key, None)
             if held is not None and self.code is not None:

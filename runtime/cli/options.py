@@ -29,6 +29,7 @@ from .config import (
     BOOLEAN,
     CPU_LIST,
     LISTEN_ADDRESS,
+    REQUEST,
     RESEARCH,
     RESOURCES,
     TEXT,
@@ -441,10 +442,25 @@ SUBMIT_SETTINGS = (
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting(
         "resources",
-        RESOURCES,
+        REQUEST,
         help="what each task takes besides its slot (docs/resources.md), like gpu=1,cpus=2,memory=4GiB",
         metavar="NAME=AMOUNT,...",
         unset="a slot alone",
+    ),
+    Setting(
+        "py_modules",
+        TEXTS,
+        [],
+        "a package directory or .py file shipped with the job, first on the workers' sys.path (repeatable; "
+        "docs/code-shipping.md)",
+        "PATH",
+    ),
+    Setting(
+        "working_dir",
+        TEXT,
+        help="a directory shipped with the job, where its tasks run (docs/code-shipping.md)",
+        metavar="DIR",
+        unset="none: the workers' own",
     ),
     Setting(
         "task_timeout",

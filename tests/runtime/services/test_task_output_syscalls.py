@@ -49,5 +49,5 @@ def test_a_quiet_task_costs_no_system_call_for_capture(tmp_path):
     per_task = {}
     for cap in (0, 65536):
         per_task[cap] = (_system_calls(tmp_path, cap, 600) - _system_calls(tmp_path, cap, 100)) / 500
-    assert 2.9 <= per_task[0] <= 3.1, per_task
-    assert abs(per_task[65536] - per_task[0]) < 0.05, per_task
+    assert 2.5 <= per_task[0] <= 3.5, per_task  # a poll, a recv, a send (give or take a wake-up)
+    assert per_task[65536] < per_task[0] + 0.25, per_task  # one more call per task would be +1

@@ -13,9 +13,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.dependent import CodeRef
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
-from ..wire.messages import Constraint, SubmitJob
+from ..wire.messages import Constraint, Output, SubmitJob
 from ..wire.resources import ResourceError, parse_resources
 from ..wire.task_codec import outcome_exception, unpack_outcome
 
@@ -41,6 +42,7 @@ class Job:
         "cancelled",
         "cancelled_tasks",
         "coalesce",
+        "code",
         "errors",
         "held",
         "job_id",
@@ -49,6 +51,7 @@ class Job:
         "n_tasks",
         "order",
         "outcomes",
+        "outputs",
         "owner",
         "payloads",
         "ref",
@@ -79,6 +82,7 @@ class Job:
         self.retries = retries
         self.retry_exceptions = retry_exceptions
         self.coalesce = coalesce  # may share a placement with other such jobs of the same settings
+        self.code: CodeRef | None = None  # the code its tasks run in (client/code.py): its dependents' too
         self.upload = False  # a value the client uploads itself (Client.scatter): its payload is the value's bytes
         self.listener = listener
         self.owner = owner
@@ -92,6 +96,7 @@ class Job:
         # tracked object of every pending job, which in a loop of one-task submits was most of the client's time
         self.attempts = [0] * n
         self.outcomes: list = [None] * n
+        self.outputs: dict[int, Output] | None = None  # what its tasks printed (the last attempt that did), if any
         self.order: list[int] = []  # tasks in the order their outcomes arrived
         self.n_done = 0
         self.cancelled = False  # the whole job

@@ -66,6 +66,8 @@ from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
 from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
+from .output import OutputCallback
+from .output import text as output_text
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -98,6 +100,14 @@ class SparrowFuture(concurrent.futures.Future):
                     self._result = value
                 value = self._result
         return value
+
+    def output(self, timeout: float | None = None, stream: str | None = None) -> str:
+        """What the task wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing), once it is done: waits up to
+        `timeout` seconds as `result` does (TimeoutError), and is "" for a future cancelled before it ran."""
+        if not concurrent.futures.wait([self], timeout).done:
+            raise TimeoutError(f"the task is not done after {timeout} s")
+        return output_text(self._job, self._task, stream)
 
     @property
     def kept(self) -> bool:
@@ -164,7 +174,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
     `submit_many` (JobOptions) take their own. `py_modules` and `working_dir`: code shipped with every job, put
     first on the workers' `sys.path` (Client; docs/code-shipping.md): a file changed is shipped again with the
-    jobs submitted from about a second later. `connect_timeout` is the old name of `handshake_timeout`
+    jobs submitted from about a second later. `output` says what to do with what the tasks print (Client: "print"
+    with a prefix, the default; "keep"; or a callable); `SparrowFuture.output()` gives a task's.
+    `connect_timeout` is the old name of `handshake_timeout`
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
@@ -196,6 +208,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         resources: str | Mapping[str, object] | None = None,
         py_modules: Iterable[object] | None = None,
         working_dir: str | os.PathLike | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -216,6 +229,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             max_frame=max_frame,
             py_modules=py_modules,
             working_dir=working_dir,
+            output=output,
         )
         self._code_ref: tuple[Packed, CodeRef, float] | None = None  # the archive last shipped, its ref, when
         # checked now, not at each submit: the settings of every job it sends
@@ -274,8 +288,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         if problem is not None:
             raise ValueError(problem)
         job = self._job([payload], coalesce=True, code=code)
+        future = job.owner[0]  # before the hand-over: the job lets go of it once settled
         self._hand_over([job], partial(self._client.add_job, job))
-        return job.owner[0]
+        return future
 
     def submit_many(
         self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
@@ -312,8 +327,9 @@ class SparrowExecutor(concurrent.futures.Executor):
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
         ]
+        futures = [future for job in jobs for future in job.owner]
         self._hand_over(jobs, *adds)
-        return [future for job in jobs for future in job.owner]
+        return futures
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
@@ -330,8 +346,8 @@ class SparrowExecutor(concurrent.futures.Executor):
         with self._loop.lock:
             if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         for future in futures:
             error = future.exception()  # done: settled by the upload
             if error is not None:
@@ -359,8 +375,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A task that takes futures' results: held (in the trio thread) until they are done."""
         call = self._dependent_call(fn, inputs)
         job = self._job([b""], coalesce=True, code=code)
+        future = job.owner[0]
         self._hand_over([job], partial(self._client.add_job, job, {0: call}))
-        return job.owner[0]
+        return future
 
     def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
         """The call of a task that takes futures' results as the client logic holds it: its template, and its
@@ -431,6 +448,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
+            # the job lets go of a settled future: a future and its job hold each other until then, and left so
+            # every finished task was cyclic garbage that only a full collection freed, running each future's
+            # finalizer there (most of the client's time in a loop of submits, and its memory meanwhile)
+            job.owner[task] = None
 
     @staticmethod
     def _settle(job: Job, task: int, future: SparrowFuture) -> None:
@@ -491,9 +512,9 @@ class SparrowExecutor(concurrent.futures.Executor):
                         payloads = [with_code(payload, code) for payload in payloads]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
                     jobs.append(self._job(payloads, options=options, code=code))
+                futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
-                for job in jobs:
-                    window.extend(job.owner)
+                window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)

@@ -68,6 +68,12 @@ class UploadFailed(SparrowError):
     why; nothing was kept there."""
 
 
+class CodeError(SparrowError, ValueError):
+    """A job's code (`py_modules`, `working_dir`) breaks a limit or cannot be packed: too big, too many files, a
+    path out of its folder, a link out, a device. Raised by the client before anything is sent; a node monitor
+    that finds the same in an archive refuses it, and the job's tasks fail with the reason."""
+
+
 class TaskCancelled(SparrowError):
     """The task was cancelled by its client before it produced an outcome."""
 

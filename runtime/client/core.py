@@ -530,11 +530,6 @@ class Client:
         if self._logic.uploads and self._nursery is not None and not self._closing:
             jobs = self._logic.take_uploads()
             self._nursery.start_soon(self._scatter.send, jobs, [job.payloads[0] for job in jobs])
-        if self._logic.started:
-            started, self._logic.started = self._logic.started, []
-            for job, task in started:
-                if job.on_started is not None:
-                    job.on_started(job, task)
         events = self._logic.take_events()
         if not events:
             return

@@ -17,9 +17,10 @@ go as one job; if an input fails, the task does not run and fails with Dependenc
 is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
 A future is running once the scheduler has handed its task out (every job asks to be told:
-SubmitJob.report_started, TaskStarted); `Future.cancel()` is then False, as the standard's. Before,
-it is True and the scheduler never launches the task (or, if the news of its start was still on its
-way, discards its result). `shutdown(cancel_futures=True)` has the scheduler cancel every task it has
+SubmitJob.report_started, TaskStarted, sent for a task still running a result-batching period after
+it was handed out); `Future.cancel()` is then False, as the standard's. Before, it is True and the
+scheduler never launches the task (or, if the news of its start was still on its way, discards its
+result). `shutdown(cancel_futures=True)` has the scheduler cancel every task it has
 not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
 executors, the tasks submitted before `shutdown` run to their outcomes, with `wait=False` too, also
 for an executor dropped without `shutdown` and at the interpreter's exit (submitting from an atexit
@@ -45,7 +46,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
 from concurrent.futures._base import PENDING as FUTURE_PENDING
-from concurrent.futures._base import RUNNING as FUTURE_RUNNING
 from functools import partial
 from typing import Any, NoReturn
 
@@ -106,13 +106,18 @@ class SparrowFuture(concurrent.futures.Future):
         if outcome is None or outcome.ref is not None:
             self._executor._client.dropped(self._job, self._task)
 
+    def running(self) -> bool:
+        """Whether its task runs: the scheduler handed it out (TaskStarted) and it has no outcome yet. The
+        future's own state stays pending until then: the client's thread marks the task started without
+        taking the future's lock (Job.started), once per task on the hot path."""
+        started = self._job.started
+        return started is not None and started[self._task] == 1 and self._state == FUTURE_PENDING
+
     def cancel(self, force: bool = False) -> bool:
         """The standard's cancel (False once the task runs); `force` also stops a running task (its worker
         is killed where the node monitor can, else its result is dropped) and cancels its future."""
-        if force:
-            with self._condition:
-                if self._state == FUTURE_RUNNING:
-                    self._state = FUTURE_PENDING  # so the standard's cancel takes it
+        if not force and self.running():
+            return False
         if not super().cancel():
             return False
         if self._notify_cancelled():
@@ -158,8 +163,8 @@ class SparrowExecutor(concurrent.futures.Executor):
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
     `mp_context` or `initializer` (the cluster's node monitors decide); a task is running from when the
-    scheduler hands it out (TaskStarted), which the executor hears a round trip later (a `cancel()` in
-    between is True, and the task's result is dropped); an argument that cannot
+    scheduler hands it out (TaskStarted), which the executor hears a result-batching period and a trip later
+    (a `cancel()` in between is True, and the task's result is dropped); an argument that cannot
     be pickled raises TypeError from `submit` (tasks are pickled in the caller's thread, so the frame
     limit is checked before anything is sent); a worker that dies fails its task alone (TaskFailed,
     after `retries`), never a BrokenProcessPool that fails every task."""
@@ -370,7 +375,6 @@ class SparrowExecutor(concurrent.futures.Executor):
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
-        job.on_started = _started
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -489,15 +493,6 @@ class SparrowExecutor(concurrent.futures.Executor):
         loop.close()
         if wait:
             loop.join()
-
-
-def _started(job: Job, task: int) -> None:
-    """In the trio thread: the task was handed out to run; its future is running (cancel() is False from now
-    on), unless it was cancelled here meanwhile."""
-    future = job.owner[task]
-    with future._condition:
-        if future._state == FUTURE_PENDING:
-            future.set_running_or_notify_cancel()
 
 
 def _is_future(obj: object) -> bool:

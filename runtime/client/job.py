@@ -45,7 +45,6 @@ class Job:
         "listener",
         "n_done",
         "n_tasks",
-        "on_started",
         "order",
         "outcomes",
         "owner",
@@ -54,6 +53,7 @@ class Job:
         "retries",
         "retry_exceptions",
         "settings",
+        "started",
         "task_resources",
         "unowned",
         "upload",
@@ -80,9 +80,10 @@ class Job:
         self.upload = False  # a value the client uploads itself (Client.scatter): its payload is the value's bytes
         self.listener = listener
         self.owner = owner
-        # called by the client's shell with (job, task) when a task is handed out to run, for a job whose
-        # settings ask for it (SubmitJob.report_started)
-        self.on_started: Callable[[Job, int], None] | None = None
+        # per task, 1 once the scheduler said it handed it out to run (TaskStarted), for a job whose settings
+        # ask (SubmitJob.report_started); set by the client's logic in its thread, read by the owner's (a
+        # byte store: no lock)
+        self.started = bytearray(n) if settings.report_started else None
         self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
         self.attempts = [0] * n
         self.outcomes: list = [None] * n

@@ -117,7 +117,6 @@ class ClientLogic:
         self._next_ref = 1
         self._queue: dict[object, list[tuple[Job, list[int]]]] = {}  # to place at the next flush, by placement
         self._events: list[tuple[Job, int]] = []
-        self.started: list[tuple[Job, int]] = []  # tasks handed out to run (TaskStarted), taken by the shell
         self._deps: Dependencies[TaskKey] = Dependencies()  # held tasks, by input
         self._settle = Settler(self._settle_one)
         self._queries = 0
@@ -250,9 +249,8 @@ class ClientLogic:
                 placement = placements.get(msg.ref)
                 if placement is not None and msg.task < len(placement.tasks):
                     job = placement.jobs[msg.task]
-                    task = placement.tasks[msg.task]
-                    if job.outcomes[task] is None:
-                        self.started.append((job, task))
+                    if job.started is not None:
+                        job.started[placement.tasks[msg.task]] = 1
             elif kind is JobAccepted:
                 placement = placements.get(msg.ref)
                 if placement is not None:

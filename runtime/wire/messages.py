@@ -225,8 +225,9 @@ class OutcomeToClient(_Msg, tag=13):
 
 class TaskStarted(_Msg, tag=55):
     """Scheduler -> client, for a job that asked (SubmitJob.report_started): task `task` of the client's job
-    `ref` was handed out to run (a cancel without force no longer stops it). Sent in the same write as the
-    rest of the scheduler's pass, so it costs a few bytes of a frame that goes anyway."""
+    `ref` was handed out to run (a cancel without force no longer stops it). Sent only for a task still without
+    an outcome a full result-batching period after it was handed out, with the outcomes of that flush
+    (services/outcome_batching.py): a shorter task's outcome tells it all."""
 
     ref: Id
     task: Id

@@ -26,6 +26,7 @@ from sparrow_runtime.wire.messages import (
     Outcome,
     OutcomeToClient,
     OutcomeToScheduler,
+    TaskStarted,
 )
 
 
@@ -125,6 +126,52 @@ def test_a_job_accepted_waits_with_the_outcomes_and_goes_ahead_of_them(autojump_
             batcher.send([(client, JobAccepted(3, 9)), (client, outcome(0))])
             batcher.send([(client, outcome(1, last=True))])
             assert client.writes[1:] == [[JobAccepted(3, 9), outcome(0), outcome(1, last=True)]]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
+
+
+def test_a_task_started_is_dropped_when_its_outcome_passes_first(autojump_clock):
+    """A TaskStarted whose task ends within the period (its outcome passes, held or sent at once) is never
+    sent: the outcome says more, and a short task costs no frame to tell its start."""
+
+    async def main():
+        client = Peer("client")
+        batcher = OutcomeBatcher(0.001)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            batcher.send([(client, TaskStarted(1, 0)), (client, TaskStarted(1, 1))])
+            batcher.send([(client, outcome(0))])
+            batcher.send([(client, outcome(1, last=True))])
+            await trio.sleep(0.01)  # several periods
+            assert client.writes == [[outcome(0), outcome(1, last=True)]]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
+
+
+def test_a_task_still_running_after_a_full_period_is_told_started_before_its_outcome(autojump_clock):
+    """A TaskStarted is sent at the first flush after a whole period without the task's outcome (between one
+    and two periods after it was handed out), ahead of that outcome; a gone client's starts are dropped."""
+
+    async def main():
+        client, gone = Peer("client"), Peer("client")
+        batcher = OutcomeBatcher(0.001)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            batcher.send([(client, TaskStarted(1, 0)), (gone, TaskStarted(2, 0))])
+            batcher.forget(gone)
+            await trio.sleep(0.0011)  # the first flush: held less than a period
+            assert client.writes == []
+            batcher.send([(client, TaskStarted(1, 1))])  # handed out in the second period
+            await trio.sleep(0.001)  # the second flush
+            assert client.writes == [[TaskStarted(1, 0)]]
+            batcher.send([(client, outcome(0, last=True))])
+            await trio.sleep(0.001)  # the third: task 1 ran through a whole period
+            assert client.writes == [[TaskStarted(1, 0)], [outcome(0, last=True)], [TaskStarted(1, 1)]]
+            batcher.send([(client, outcome(1, last=True))])
+            await trio.sleep(0.01)
+            assert client.writes[3:] == [[outcome(1, last=True)]] and gone.writes == []
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=autojump_clock)

@@ -580,6 +580,11 @@ class ProcessExecutor(_Pool):
             if not self._task_users.per_user:  # else the next task of its user starts one
                 self._count_starting(None)
                 await self._spawn(None)
+            elif not worker.ready:  # started for a waiting task of its user: that one fails, rather than wait
+                exited = describe_exit(worker.process.poll())
+                self._fail_waiting(
+                    worker.user, f"its worker (process {worker.process.pid}) died as it started ({exited})"
+                )
 
     def _count_starting(self, user: str | None) -> None:
         """A worker for `user` (None: fresh) is about to be started (`_spawn`)."""
@@ -623,12 +628,16 @@ class ProcessExecutor(_Pool):
         try:
             await self._spawn(user)
         except (OSError, ValueError) as exc:  # ValueError: its user has no task user (task_users.py)
-            reason = f"no worker could be started for the task: {exc}"
-            logger.warning("%s", reason)
-            for ticket in self._waiting:
-                if user is None or ticket.user == user:
-                    self.stop(ticket, SYSTEM, reason)
-                    return
+            self._fail_waiting(user, str(exc))
+
+    def _fail_waiting(self, user: str | None, why: str) -> None:
+        """The first waiting task of `user` (None: any) fails: no worker could be started for it."""
+        reason = f"no worker could be started for the task: {why}"
+        logger.warning("%s", reason)
+        for ticket in self._waiting:
+            if user is None or ticket.user == user:
+                self.stop(ticket, SYSTEM, reason)
+                return
 
     @staticmethod
     async def _end_reads_at_exit(worker: _Worker) -> None:

@@ -106,10 +106,23 @@ def test_a_worker_forked_for_bob_holds_none_of_alices_data():
     trio.run(_with_executor, lambda: ProcessExecutor(1), body)
 
 
+class _PerUserAsMe:
+    """Workers started per user (as task_users.TaskUserPerTenant does), all as this process's OS user."""
+
+    per_user = True
+    spec = None
+
+    def options(self, user):
+        return {}
+
+
+@pytest.mark.parametrize("per_user", [False, True])
 @pytest.mark.parametrize("starts", [SpawnStarts, ForkStarts])
-def test_a_worker_that_dies_as_it_is_claimed_leaves_its_task_exactly_one_outcome(starts):
-    """Bob's first task needs a new worker; that worker is killed the moment it starts. The task runs on its
-    replacement and is reported once; alice's worker is never used for it."""
+def test_a_worker_that_dies_as_it_is_claimed_leaves_its_task_exactly_one_outcome(starts, per_user):
+    """Bob's first task needs a new worker (a fresh one, or one started for him); that worker is killed the
+    moment it starts. The task is reported once: run on the fresh worker that replaces it, or, started for
+    him, failed saying why (a worker that cannot start is not started again and again); alice's worker
+    never runs it."""
 
     async def body(executor):
         alice = unpack_outcome(await _run(executor, "alice", os.getpid))
@@ -136,12 +149,18 @@ def test_a_worker_that_dies_as_it_is_claimed_leaves_its_task_exactly_one_outcome
             await done.wait()
         await trio.sleep(0.3)  # a second outcome would come by now
         assert len(outcomes) == 1
-        bob = unpack_outcome(outcomes[0])
-        assert bob not in {alice, killed[0]}
+        if per_user:
+            assert not outcomes[0].ok and outcomes[0].failure == SYSTEM
+            assert f"its worker (process {killed[0]}) died as it started (killed by SIGKILL)" in outcomes[0].error
+            assert unpack_outcome(await _run(executor, "alice", os.getpid)) == alice
+        else:
+            assert unpack_outcome(outcomes[0]) not in {alice, killed[0]}
 
     def make():
         executor = ProcessExecutor(1)
         executor._starts = starts()
+        if per_user:
+            executor._task_users = _PerUserAsMe()
         return executor
 
     trio.run(_with_executor, make, body)

@@ -13,9 +13,9 @@ import time
 import pytest
 import trio
 
+from sparrow_runtime.services.task_users import task_users
 from sparrow_runtime.services.worker_pool import ProcessExecutor, wait_for_outcome
 from sparrow_runtime.services.worker_starts import ForkedProcess, ForkStarts, SpawnStarts, worker_starts
-from sparrow_runtime.services.task_users import task_users
 from sparrow_runtime.wire.messages import SYSTEM
 from sparrow_runtime.wire.task_codec import pack_task, unpack_outcome
 

@@ -138,8 +138,9 @@ class SparrowFuture(concurrent.futures.Future):
         the caller's dropping it frees it; the task is cancelled if it has no outcome by then."""
         try:
             value = self.result(timeout)
-        finally:
-            self.cancel()  # nothing once it is done: a wait that timed out or was interrupted cancels the task
+        except BaseException:
+            self.cancel()  # a wait that timed out or was interrupted cancels the task (nothing if it is done)
+            raise
         self._result = None
         return value
 

@@ -10,7 +10,11 @@ service order (`staged`: out of the kernel queue, so that the window can be look
 The window is used only while reservations with a request wait here (`active`); otherwise the node
 monitor launches, pipelines and steals as it always has. While it is active, plain reservations go
 through it too, as requests of one slot: a plain task may pass a large head, within the rule's bound.
-Borrowed reservations (work stealing) are never staged: they launch by a slot as always.
+Work stealing (steal_logic.py): a victim lends a thief, from its window, the reservations whose requests fit
+together in the thief's free units (`lend`, by the same kernel rule: the first that fits, in service order);
+the stolen ones keep their request at the thief. Borrowed reservations are never staged there: one at the head
+of the queue launches, with the window empty, once its request fits in what is free (`fits`), holding its
+units as any other.
 
 Error handling: a request naming a kind this node monitor does not offer, or more than its capacity,
 is a ResourceError (the logic answers its scheduler with Error: the scheduler's view of this node
@@ -131,11 +135,49 @@ class FitLauncher:
         request = self._held.get(key)
         return request[self._memory_at] if request is not None and self._memory_at >= 0 else 0
 
+    def free_units(self) -> dict[str, int]:
+        """What is free of each kind now, by name (a thief's StealTake.free)."""
+        return dict(zip(self.kinds[1:], self.free, strict=True))
+
+    def units(self, request: tuple[int, ...]) -> dict[str, int]:
+        """`request` by name, the kinds it names (its wire form: EnqueueReservations.resources)."""
+        return {kind: units for kind, units in zip(self.kinds[1:], request[1:], strict=True) if units}
+
+    def fits(self, request: tuple[int, ...]) -> bool:
+        """Whether `request` fits in what is free now, a slot aside (the kernel's rule on one reservation)."""
+        return sparrow_core.choose_launch([1, *self.free], [request], 0, 1, 0) == 0
+
+    def left_queue(self, entry: Any, count: int) -> None:
+        """`count` of the entry's reservations left the kernel queue other than through the window (borrowed
+        ones launched or dropped, own ones lent from the queue)."""
+        if entry.request is not None:
+            self.sized -= count
+
+    def lend(self, free: Mapping[str, int] | None, count: int, keep: set[int]) -> list[tuple[int, Any, int]]:
+        """Take out of the window, for a thief with `free` units (None: it offers none) and `count` slots, the
+        staged reservations (not under a key of `keep`) whose requests fit there together: the kernel's rule
+        picks the first that fits in service order, again with what is left. Returns them (queue key, entry,
+        priority) in service order."""
+        have = [count, *((free or {}).get(kind, 0) for kind in self.kinds[1:])]
+        movable = [i for i, (key, _, _) in enumerate(self.staged) if key not in keep]
+        chosen: list[int] = []
+        while movable and have[0] > 0:
+            requests = [self.plain if self.staged[i][1].request is None else self.staged[i][1].request for i in movable]
+            index = sparrow_core.choose_launch(have, requests, 0, len(requests), len(requests))
+            if index is None:
+                break
+            have = [h - r for h, r in zip(have, requests[index], strict=True)]
+            chosen.append(movable.pop(index))
+        chosen.sort()
+        lent = [self.staged[i] for i in chosen]
+        for i in reversed(chosen):
+            del self.staged[i]
+        return lent
+
     def unstage(self, entry: Any, from_queue: int) -> int:
         """The entry's reservations are dropped: `from_queue` left the kernel queue; those in the window
         leave it too. Returns how many left the window."""
-        if entry.request is not None:
-            self.sized -= from_queue
+        self.left_queue(entry, from_queue)
         kept = [staged for staged in self.staged if staged[1] is not entry]
         dropped = len(self.staged) - len(kept)
         self.staged = kept

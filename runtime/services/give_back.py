@@ -26,6 +26,7 @@ import sparrow_core
 
 from ..errors import ProtocolError
 from ..wire.messages import GiveBack
+from .outbox import Outbox
 
 
 class GivenBackJob(Protocol):
@@ -78,7 +79,7 @@ class GiveBackHost(Protocol[Job]):
         """Whether this scheduler ever had job `job_id`."""
         ...
 
-    def reprobe_if_starved(self, job: Job, out: list) -> None:
+    def reprobe_if_starved(self, job: Job, out: Outbox) -> None:
         """Probe again for `job`'s unlaunched tasks if no reservation of it is outstanding."""
         ...
 
@@ -89,7 +90,7 @@ class GiveBacks(Generic[Job]):
     def __init__(self, host: GiveBackHost[Job]) -> None:
         self._host = host
 
-    def take_back(self, node: GivingNode, msg: GiveBack, out: list) -> None:
+    def take_back(self, node: GivingNode, msg: GiveBack, out: Outbox) -> None:
         """`node` gave back task `msg.task` of job `msg.job_id` unstarted: launch it again elsewhere (module
         docstring). ProtocolError for a GiveBack no honest node monitor sends."""
         host = self._host

@@ -536,7 +536,6 @@ class NodeMonitorLogic:
         if (entry.request is not None and entry.request != request) or (entry.request is None and entry.queued):
             raise ProtocolError(f"job {msg.job_id}'s reservations ask for different resources")
         entry.request = request
-        entry.stealable = False  # a peer may not have room for it
         self.fit.sized += msg.count
 
     def new_entry(
@@ -623,8 +622,8 @@ class NodeMonitorLogic:
 
     def _fill_fitting(self, fit: FitLauncher, out: list) -> None:
         """While a slot is free: the reservation the launch rule picks from the window asks its scheduler for a
-        task, holding its request's units (a borrowed one at the head of the queue, with the window empty,
-        asks by its slot alone)."""
+        task, holding its request's units (a borrowed one at the head of the queue, with the window empty, asks
+        once its request fits in what is free)."""
         queue = self.queue
         while self.free > 0 and not self.draining:
             fit.stage(queue, self.stealing.borrowed, self._by_key)
@@ -635,10 +634,17 @@ class NodeMonitorLogic:
                     return
                 key, entry = fit.launched(index)
             elif queue:
-                reservation = queue.pop()
-                assert reservation is not None  # the queue is not empty
-                key = reservation.job_id
+                head = queue.peek()
+                assert head is not None  # the queue is not empty
+                key = head.job_id
                 entry = self._by_key[key]
+                if entry.request is not None:  # borrowed with a request (steal_logic.py)
+                    if not fit.fits(entry.request):
+                        self.stats["fit_waits"] += 1
+                        return
+                    fit.take(entry.request)
+                    fit.left_queue(entry, 1)
+                queue.pop()
             else:
                 return
             entry.queued -= 1
@@ -677,9 +683,10 @@ class NodeMonitorLogic:
         """Thief: queue the reservations `lender` lent (WorkStealing.on_stolen)."""
         return self.stealing.on_stolen(lender, msg, asked)
 
-    def give(self, thief: Hashable, msg: StealTake) -> Stolen:
-        """Victim: lend `thief` reservations from the head of the queue (WorkStealing.give)."""
-        return self.stealing.give(thief, msg)
+    def give(self, thief: Hashable, msg: StealTake, out: list) -> Stolen:
+        """Victim: lend `thief` reservations from the head of the queue or the launch rule's window; what that
+        frees to launch here goes to `out` (WorkStealing.give)."""
+        return self.stealing.give(thief, msg, out)
 
     def on_release(self, thief: Hashable, msg: StealRelease) -> list:
         """Victim: the thief is done with lent reservations (WorkStealing.on_release)."""

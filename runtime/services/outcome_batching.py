@@ -58,8 +58,8 @@ class OutcomeBatcher:
         self.delay = check_result_delay(delay)
         self.may_wait = _not_last_outcome if may_wait is None else may_wait
         self._held: dict[Connection, list] = {}  # peer -> its held messages, in order
-        # peer -> (ref, task) -> (its TaskStarted, the period it was held in)
-        self._starts: dict[Connection, dict[tuple[int, int], tuple[TaskStarted, int]]] = {}
+        # (peer, ref, task) -> (its TaskStarted, the period it was held in); one flat dict: an outcome costs one pop
+        self._starts: dict[tuple[Connection, int, int], tuple[TaskStarted, int]] = {}
         self._period = 0  # periods flushed so far
         self._started = trio.Event()  # set when a peer's first message is held
 
@@ -77,16 +77,12 @@ class OutcomeBatcher:
             peer, msg = pair
             kind = type(msg)
             if kind is TaskStarted:
-                waiting_starts = starts.get(peer)
-                if waiting_starts is None:
-                    waiting_starts = starts[peer] = {}
+                if not starts:
                     self._started.set()
-                waiting_starts[msg.ref, msg.task] = (msg, self._period)
+                starts[peer, msg.ref, msg.task] = (msg, self._period)
                 continue
             if starts and kind is OutcomeToClient:
-                waiting_starts = starts.get(peer)
-                if waiting_starts:
-                    waiting_starts.pop((msg.ref, msg.task), None)
+                starts.pop((peer, msg.ref, msg.task), None)
             if may_wait(msg):
                 waiting = held.get(peer)
                 if waiting is None:
@@ -104,7 +100,8 @@ class OutcomeBatcher:
     def forget(self, peer: Connection) -> None:
         """Drop what is held for a peer that is gone."""
         self._held.pop(peer, None)
-        self._starts.pop(peer, None)
+        if self._starts:
+            self._starts = {key: entry for key, entry in self._starts.items() if key[0] is not peer}
 
     async def run(self) -> None:
         """Send held messages at most `delay` seconds after the first of them was held; until cancelled."""
@@ -124,15 +121,15 @@ class OutcomeBatcher:
         held, self._held = self._held, {}
         period = self._period
         self._period = period + 1
-        for peer, waiting_starts in list(self._starts.items()):
-            due = [msg for msg, since in waiting_starts.values() if since < period]
-            if due:
-                held.setdefault(peer, []).extend(due)
-                waiting_starts = {key: entry for key, entry in waiting_starts.items() if entry[1] == period}
-            if waiting_starts:
-                self._starts[peer] = waiting_starts
+        if self._starts:
+            waiting = {}
+            for key, (msg, since) in self._starts.items():
+                if since < period:
+                    held.setdefault(key[0], []).append(msg)
+                else:
+                    waiting[key] = (msg, since)
+            self._starts = waiting
+            if waiting:
                 self._started.set()  # the next period's flush
-            else:
-                del self._starts[peer]
         for peer, msgs in held.items():
             peer.send_many(msgs)

@@ -3,11 +3,12 @@
 Peers are opaque hashable handles chosen by the caller (the trio shell passes its Connection objects,
 tests pass strings). Every decision a kernel makes is made by the kernel: probe selection by
 `sparrow_core.sample_job` (a job constraint and per-task constraints together), late binding and
-cancellation by `TaskTable`. This class adds only bookkeeping around them:
+cancellation by `TaskTable`. This class adds only bookkeeping around them, in parts with one job each:
 
-- node monitors: each registered one gets a worker id (never reused); a job's candidates are the ids of
-  the live node monitors satisfying its constraint, a task's those satisfying its own (fixed at
-  submission); the kernel keeps a task to those that are also the job's.
+- node monitors (scheduler_nodes.py, `membership`): registration, draining, loss, and the views placement
+  reads. A job's candidates are the worker ids of the live node monitors satisfying its constraint, a
+  task's those satisfying its own (fixed at submission); the kernel keeps a task to those that are also
+  the job's.
 - preferences (`SubmitJob.task_prefer`): a task's preferred node monitors, by id, are the live ones
   registered under those ids at submission; the kernel probes them first, then random ones
   (`sample_job`'s `prefer`), and the task table holds such a task as soft: it runs where it is
@@ -28,8 +29,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   and the job's leave it no node monitor fails at once.
 - resources (`SubmitJob.resources`, docs/resources.md): a job's request is a constraint derived from it,
   the live node monitors whose registered capacity holds it (the kernel's feasible_workers); its
-  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Such a job
-  is not stealable and its tasks are never bound to an idle node monitor unasked (bind_idle).
+  reservations carry it, so the node monitor launches one only where it fits now (fit.py). Its tasks are
+  never bound to an idle node monitor unasked (bind_idle); its reservations may be stolen, by a node monitor
+  whose registered capacity holds the request (a GetTask for one from another is a protocol error).
 - a lost client: its jobs are dropped and their reservations cancelled at once; its running tasks
   are stopped (StopTask) on the node monitors that can stop tasks once it has not come back (a
   client of the same id and user connecting) within `client_grace`, so their slots go back to work. Where
@@ -43,9 +45,9 @@ cancellation by `TaskTable`. This class adds only bookkeeping around them:
   from clients and node monitors and sent on (bytes_from_clients, bytes_to_node_monitors,
   bytes_from_node_monitors, bytes_to_clients): the data that passes through this scheduler.
 - work stealing (services/steal.py): a node monitor registering with a `steal_address` steals; each
-  such one is told the others' addresses (StealPeers, a random sample of MAX_STEAL_PEERS at most) as
-  they come, go or drain. A job without constraints, preferences or a timeout, submitted while some
-  node monitor steals (and with every link taking the same frames), has stealable reservations. A
+  such one is told the others' addresses (scheduler_nodes.py) as they come, go or drain. A job without
+  constraints, preferences or a timeout, submitted while some node monitor steals (and with every link
+  taking the same frames), has stealable reservations. A
   GetTask naming another node monitor as its `origin` consumes that one's reservation in the TaskTable
   and runs the task at the sender, so a stolen reservation binds at most one task, as at its origin,
   and the job still ends: its reservation is counted as answered. An origin that is gone held nothing
@@ -77,12 +79,9 @@ Error handling: a message not allowed from a peer (a client sending GetTask, a n
 anything before RegisterNodeMonitor) is answered with Error, which closes that connection; the
 messages of its batch before it keep their effects and their outputs. An invalid job, or one over
 a limit (limits.py), is answered with JobRejected and changes nothing. A node monitor registering
-under an id that is live on another link from another process is refused (RegistrationRefused),
-one that redialed (same `instance`) replaces its old link. A link counts as live only if it was heard
-from since this scheduler last woke from a pause of its own (`on_paused`): a node monitor restarted
-while this process was frozen is not refused for the dead link it left (which the shell forgets,
-once it ends, before any checkpoint). Messages about jobs or tasks that are
-already finished are normal races and are ignored.
+under an id that is live on another link is refused (RegistrationRefused; scheduler_nodes.py says when
+a link counts as live). Messages about jobs or tasks that are already finished are normal races and are
+ignored.
 """
 
 from __future__ import annotations
@@ -91,7 +90,7 @@ import math
 import os
 import time
 from array import array
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -100,7 +99,7 @@ import sparrow_core
 
 from ..errors import ProtocolError
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import MAX_REASON, MAX_STEAL_PEERS, MESSAGE_OVERHEAD, clip, job_problem, too_large
+from ..wire.limits import MAX_REASON, MESSAGE_OVERHEAD, clip, job_problem, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -117,18 +116,14 @@ from ..wire.messages import (
     JobAccepted,
     JobRejected,
     JobStatus,
-    NodeStatus,
     NoTask,
     Outcome,
     OutcomeToClient,
     OutcomeToScheduler,
-    Registered,
     RegisterNodeMonitor,
-    RegistrationRefused,
     ReleaseSession,
     StatusReply,
     StatusRequest,
-    StealPeers,
     StopTask,
     SubmitJob,
     TasksReply,
@@ -137,23 +132,18 @@ from ..wire.messages import (
     TaskToNode,
     failed,
 )
-from ..wire.resources import format_resources, largest
+from ..wire.resources import format_resources
 from .arguments import check_counts, check_flags
 from .give_back import GiveBacks
+from .outbox import Outbox
 from .placement_log import PlacementLog
+from .scheduler_nodes import SHORT_TASK, STOPS_TASKS, Membership, Node
 from .task_history import TaskHistory, error_summary, fitting
-
-# The node monitors' pipelining gate, read from the scheduler's side (the kernel's constants): a node counts as
-# short while each of its last RECENT_SPANS busy spans took under SHORT_TASK per task.
-RECENT_SPANS = sparrow_core.PIPELINE_RECENT
-SHORT_TASK = sparrow_core.PIPELINE_SHORT_TASK
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
 DEFAULT_MAX_CLIENT_TASKS = 1_000_000  # unfinished tasks one client may have at this scheduler
 DEFAULT_CLIENT_GRACE = 2.0  # seconds a lost client may take to come back before its running tasks are stopped
-STOPS_TASKS = "sparrow:stops-tasks"  # the label of node monitors whose executors can stop a task
-RESERVED_LABEL_PREFIX = "sparrow:"
 _ECHO = Heartbeat()
 DEFAULT_BIND_IDLE = True  # a job's first tasks go with its reservations to node monitors believed idle
 BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to a node monitor of short tasks
@@ -162,68 +152,6 @@ BIND_AHEAD = 8  # bind_idle: tasks bound per slot beyond the first, at most, to 
 TINY_JOB_WORK = 0.0005
 TINY_JOB_TASKS = 16
 TINY_SPANS = 2
-
-
-class _Node:
-    __slots__ = (
-        "busy",
-        "can_stop",
-        "data_address",
-        "draining",
-        "heard",
-        "instance",
-        "jobs",
-        "labels",
-        "lately",
-        "node_id",
-        "others",
-        "peer",
-        "queued",
-        "recent_spans",
-        "resources",
-        "running",
-        "short",
-        "slots",
-        "span_first",
-        "span_since",
-        "span_tasks",
-        "steal_address",
-        "worker",
-    )
-
-    def __init__(self, peer: Hashable, worker: int, reg: RegisterNodeMonitor, now: float) -> None:
-        self.peer = peer
-        self.worker = worker
-        self.node_id = reg.node_id
-        self.instance = reg.instance
-        self.slots = reg.slots
-        self.labels = frozenset(reg.labels)
-        self.can_stop = reg.can_stop  # a constraint's STOPS_TASKS label asks for this
-        self.jobs: set[int] = set()  # jobs that probed this node (pruned lazily)
-        self.queued = 0  # as of its last heartbeat
-        self.busy = 0
-        self.running = 0  # tasks this scheduler sent it whose outcome it has not reported yet
-        self.others = False  # its last heartbeat sent while it held nothing of ours showed work (other schedulers')
-        # bind_idle's view of its recent tasks (_bound_share): a busy span starts as it gets a task of ours with none
-        # running, ends as the last one reports; each span's time per task (_span_outcome), the last RECENT_SPANS
-        self.span_since = 0.0
-        self.span_first = 0.0  # when its span's first outcome came
-        self.span_tasks = 0
-        self.recent_spans: deque[float] = deque(maxlen=RECENT_SPANS)
-        self.short = False  # each recent span took under SHORT_TASK per task (none yet: not)
-        self.lately = math.inf  # the most time per task of its last TINY_SPANS spans (none yet: unknown)
-        self.heard = now  # when its last message batch arrived
-        self.draining = False  # it takes no more reservations: not probed any more
-        self.steal_address = reg.steal_address  # "": it does not steal
-        self.data_address = reg.data_address  # "": not told (clients upload elsewhere)
-        self.resources = reg.resources  # its capacity besides its slots, in units (wire/resources.py)
-
-    def satisfies(self, constraint: Constraint) -> bool:
-        if constraint.node_monitors and self.node_id not in constraint.node_monitors:
-            return False
-        if STOPS_TASKS in constraint.labels:
-            return self.can_stop and self.labels.issuperset(x for x in constraint.labels if x != STOPS_TASKS)
-        return self.labels.issuperset(constraint.labels)
 
 
 class _Job:
@@ -342,7 +270,6 @@ class SchedulerLogic:
         check_flags(bind_idle=bind_idle)
         self.scheduler_id = scheduler_id
         self.clock = clock
-        self._resumed_at = -math.inf  # when this scheduler last woke from a pause of its own (on_paused)
         self.bind_idle = bind_idle  # tasks go with their reservations to node monitors believed idle
         self.placement_timeout = placement_timeout
         self.max_client_tasks = max_client_tasks
@@ -359,32 +286,29 @@ class SchedulerLogic:
         self.probe_ratio = sparrow_core.check_probe_ratio(probe_ratio)
         self.rng = sparrow_core.Rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
         self.table = sparrow_core.TaskTable()
-        self.nodes: dict[Hashable, _Node] = {}  # registered node monitors by peer
         self.jobs: dict[int, _Job] = {}
         self.clients: dict[Hashable, set[int]] = {}
         self.stats: Counter[str] = Counter()
-        self._by_worker: dict[int, _Node] = {}
-        self._next_worker = 0
+        # the registered node monitors (scheduler_nodes.py); its two maps read directly on the hot paths
+        self.membership = Membership(scheduler_id, self.stats, clock, self.rng, self.frame_limits, max_frame)
+        self.nodes = self.membership.nodes
+        self._by_worker = self.membership.by_worker
         self._next_job = 1
         self.give_backs = GiveBacks(self)  # a node monitor's GiveBack: the task launches again elsewhere
-        self._eligible: dict[Constraint | None, np.ndarray] = {}  # cache of _eligible_workers
-        self._held_by: dict[tuple, np.ndarray] = {}  # cache of _holding
-        self._floor: int | None = None  # cache of _link_floor
-        self._live_ids: dict[str, int] | None = None  # cache: node monitor id -> worker, the live ones
-        self._ids: dict[str, _Node] | None = None  # cache: node monitor id -> node, every registered one
-        self._peers_changed = False  # the stealing node monitors changed: tell them (StealPeers)
-        self._stealers = 0  # registered node monitors that steal
         self.placements: PlacementLog | None = None  # each job's probed node monitors, if asked (placement_log.py)
-        # how recent tasks ended (task_history.py), timed with this logic's clock
+        # how recent tasks ended (task_history.py), timed with this logic's clock: `now` is its time at the start of
+        # the batch being handled (one clock read per batch, not two per task)
         self.history = history if history is not None else TaskHistory(clock=clock)
+        self.now = clock()
 
     # -- node monitors ----------------------------------------------------------------------------
 
-    def on_node_messages(self, peer: Hashable, msgs: list) -> list:
-        out: list = []
+    def on_node_messages(self, peer: Hashable, msgs: list) -> Outbox:
+        out: Outbox = []
         node = self.nodes.get(peer)
+        now = self.now = self.clock()
         if node is not None:
-            node.heard = self.clock()
+            node.heard = now
         for msg in msgs:
             kind = type(msg)
             try:
@@ -405,18 +329,18 @@ class SchedulerLogic:
                     if self.bind_idle and not self._holds_ours(node):  # then what it shows is others' work
                         node.others = msg.queued > 0 or msg.busy > 0
                     out.append((peer, _ECHO))
-                    if msg.draining and not node.draining:
-                        self._drain_node(node, out)
+                    if msg.draining and not node.draining:  # probe it no more; re-probe what it held
+                        self.membership.drain(node)
+                        self._reprobe_held_by(node, out)
                 else:
                     raise ProtocolError(f"{kind.__name__} is not allowed from a registered node monitor")
             except ProtocolError as exc:
                 self._violation(peer, exc, out)
                 break
-        if self._peers_changed:
-            self._tell_peers(out)
+        self.membership.tell_peers(out)
         return out
 
-    def _violation(self, peer: Hashable, exc: ProtocolError, out: list) -> None:
+    def _violation(self, peer: Hashable, exc: ProtocolError, out: Outbox) -> None:
         """`peer` broke the protocol: answer Error (the shell closes the link after it); what its
         batch did before stays done."""
         self.stats["protocol_errors"] += 1
@@ -425,73 +349,34 @@ class SchedulerLogic:
     def on_paused(self) -> None:
         """This scheduler was paused (the shell saw a timer wake up late): a node monitor's link not heard
         from since is not taken for live when another registers under its id (module docstring)."""
-        self._resumed_at = self.clock()
+        self.membership.on_paused()
 
-    def on_node_lost(self, peer: Hashable) -> list:
+    def on_node_lost(self, peer: Hashable) -> Outbox:
         """The node monitor behind `peer` disconnected or went silent."""
-        out: list = []
+        out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
-        node = self.nodes.pop(peer, None)
+        node = self.membership.remove(peer)
         if node is None:
             return out
         self._forget_node(node, out)
-        if self._peers_changed:
-            self._tell_peers(out)
+        self.membership.tell_peers(out)
         return out
 
-    def _tell_peers(self, out: list) -> None:
-        """Tell each stealing node monitor (not draining) the steal addresses of the others: all of them,
-        or a random sample of MAX_STEAL_PEERS."""
-        self._peers_changed = False
-        stealing = [
-            n for n in sorted(self.nodes.values(), key=lambda n: n.worker) if n.steal_address and not n.draining
-        ]
-        addresses = [n.steal_address for n in stealing]
-        for i, node in enumerate(stealing):
-            others = addresses[:i] + addresses[i + 1 :]
-            if len(others) > MAX_STEAL_PEERS:
-                picked = sparrow_core.sample_batch(self.rng, len(others), MAX_STEAL_PEERS, 1.0).tolist()
-                others = [others[j] for j in sorted(picked)]
-            out.append((node.peer, StealPeers(others)))
-
-    def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: list) -> _Node | None:
-        """Register the node monitor behind `peer`, or refuse it (None) if its id is live elsewhere."""
-        reserved = [label for label in msg.labels if label.startswith(RESERVED_LABEL_PREFIX)]
-        if reserved:
-            raise ProtocolError(f"label {clip(reserved[0])!r}: labels starting {RESERVED_LABEL_PREFIX!r} are reserved")
-        stale = [(p, n) for p, n in self.nodes.items() if n.node_id == msg.node_id]
-        clones = [
-            n for _, n in stale if (n.instance != msg.instance or not msg.instance) and n.heard >= self._resumed_at
-        ]
-        if clones:
-            self.stats["registrations_refused"] += 1
-            reason = (
-                f"node monitor id {clip(msg.node_id)!r} is already registered by another node monitor "
-                f"(its link is live): give each node monitor a unique id with --id"
-            )
-            out.append((peer, RegistrationRefused(reason)))
+    def _register(self, peer: Hashable, msg: RegisterNodeMonitor, out: Outbox) -> Node | None:
+        """Register the node monitor behind `peer` (None: refused, its id live elsewhere); forget the work of
+        the stale links it replaced, and place the jobs that waited for a node monitor."""
+        registered = self.membership.register(peer, msg, out)
+        if registered is None:
             return None
-        node = _Node(peer, self._next_worker, msg, self.clock())
-        self._next_worker += 1
-        self.nodes[peer] = node
-        self._by_worker[node.worker] = node
-        self._invalidate_live()
-        self._peers_changed |= bool(node.steal_address)
-        self._stealers += bool(node.steal_address)
-        self.stats["node_monitors_registered"] += 1
-        out.append((peer, Registered(self.scheduler_id)))
-        for other_peer, other in stale:  # the same process redialed, or a link silent since our pause: stale
-            del self.nodes[other_peer]
+        node, replaced = registered
+        for other in replaced:
             self._forget_node(other, out)
         self._place_waiting(out)
         return node
 
-    def _forget_node(self, node: _Node, out: list) -> None:
-        del self._by_worker[node.worker]
-        self._invalidate_live()
-        self._peers_changed |= bool(node.steal_address)
-        self._stealers -= bool(node.steal_address)
-        self.stats["node_monitors_lost"] += 1
+    def _forget_node(self, node: Node, out: Outbox) -> None:
+        """`node` is gone (membership.remove): its running tasks fail as SYSTEM, what it held is re-probed."""
         reason = f"node monitor {clip(node.node_id)!r} was lost while running the task"
         for job_id in list(node.jobs):
             job = self.jobs.get(job_id)
@@ -501,16 +386,7 @@ class SchedulerLogic:
                     self._deliver(job, task, failed(reason, SYSTEM), out, node.node_id)
         self._reprobe_held_by(node, out)
 
-    def _drain_node(self, node: _Node, out: list) -> None:
-        """The node monitor drains: probe it no more, and re-probe what it held (its running tasks
-        still report)."""
-        node.draining = True
-        self._invalidate_live()
-        self._peers_changed |= bool(node.steal_address)
-        self.stats["node_monitors_draining"] += 1
-        self._reprobe_held_by(node, out)
-
-    def _reprobe_held_by(self, node: _Node, out: list) -> None:
+    def _reprobe_held_by(self, node: Node, out: Outbox) -> None:
         """Forget the reservations `node` held; re-probe the jobs left with none for unlaunched tasks."""
         for job_id in list(node.jobs):  # a job that fails for want of node monitors leaves the set
             job = self.jobs.get(job_id)
@@ -518,27 +394,8 @@ class SchedulerLogic:
                 self.table.drop_worker(job_id, node.worker)
                 self.reprobe_if_starved(job, out)
 
-    def _invalidate_live(self) -> None:
-        self._eligible.clear()
-        self._held_by.clear()
-        self._floor = None
-        self._live_ids = None
-        self._ids = None
-
-    def _link_floor(self) -> int:
-        """The smallest frame limit of the links to live node monitors (not draining); `max_frame` with
-        none. Cached until a node monitor comes, goes or drains."""
-        floor = self._floor
-        if floor is None:
-            floor = min(
-                (self.frame_limits.get(n.peer, self.max_frame) for n in self.nodes.values() if not n.draining),
-                default=self.max_frame,
-            )
-            self._floor = floor
-        return floor
-
     def _fitting(
-        self, job: _Job, tasks: np.ndarray | None, candidates: np.ndarray, out: list
+        self, job: _Job, tasks: np.ndarray | None, candidates: np.ndarray, out: Outbox
     ) -> tuple[np.ndarray, np.ndarray | None, int] | None:
         """(candidates, tasks, need): `candidates` narrowed to the node monitors whose link takes the
         largest payload of `tasks` (None: every task), `need` bytes. A task that no candidate's link
@@ -569,58 +426,11 @@ class SchedulerLogic:
             tasks = self._unlaunched(job)
         return candidates[sizes >= need], tasks, need
 
-    def _preferred_workers(self, task_prefer: list[tuple[str, ...]]) -> list[frozenset[int]] | None:
-        """Each task's preferred node monitors as the worker ids of the live ones (not draining) with
-        those ids; None when no task has one."""
-        live = self._live_ids
-        if live is None:
-            live = self._live_ids = {n.node_id: n.worker for n in self.nodes.values() if not n.draining}
-        preferred = [frozenset(live[name] for name in names if name in live) for names in task_prefer]
-        return preferred if any(preferred) else None
-
-    def _eligible_workers(self, constraint: Constraint | None) -> np.ndarray:
-        """The worker ids, ascending, of the live node monitors (not draining) satisfying `constraint`
-        (None: all of them); cached until a node monitor comes, goes or drains."""
-        found = self._eligible.get(constraint)
-        if found is None:
-            found = np.array(
-                sorted(
-                    n.worker
-                    for n in self.nodes.values()
-                    if not n.draining and (constraint is None or n.satisfies(constraint))
-                ),
-                dtype=np.int64,
-            )
-            self._eligible[constraint] = found
-        return found
-
-    def _holding(self, candidates: np.ndarray, request: dict[str, int]) -> np.ndarray:
-        """The `candidates` (worker ids) whose capacity holds `request`: the kernel's feasible_workers over
-        their capacities of the kinds the request names. Cached until a node monitor comes, goes or drains."""
-        key = (candidates.tobytes(), tuple(sorted(request.items())))
-        found = self._held_by.get(key)
-        if found is None:
-            kinds = sorted(request)
-            capacities = np.array(
-                [[self._by_worker[w].resources.get(kind, 0) for kind in kinds] for w in candidates.tolist()],
-                dtype=np.int64,
-            ).reshape(len(candidates), len(kinds))
-            found = candidates[sparrow_core.feasible_workers(capacities, [request[kind] for kind in kinds])]
-            self._held_by[key] = found
-        return found
-
-    def _too_big(self, request: dict[str, int]) -> str:
-        """Why no live node monitor takes a job asking for `request`: it and the largest capacity seen."""
-        live = [n.resources for n in self.nodes.values() if not n.draining]
-        return (
-            f"no live node monitor has the resources {format_resources(request)} (the largest capacity seen: "
-            f"{format_resources(largest(live, request))})"
-        )
-
     # -- clients ----------------------------------------------------------------------------------
 
-    def on_client_messages(self, peer: Hashable, msgs: list) -> list:
-        out: list = []
+    def on_client_messages(self, peer: Hashable, msgs: list) -> Outbox:
+        out: Outbox = []
+        self.now = self.clock()
         for msg in msgs:
             kind = type(msg)
             if kind is SubmitJob:
@@ -641,20 +451,7 @@ class SchedulerLogic:
     def status(self, user: str | None = None) -> StatusReply:
         """What this scheduler knows: its node monitors, its jobs in flight (only `user`'s, if given),
         its counters."""
-        now = self.clock()
-        nodes = [
-            NodeStatus(
-                n.node_id,
-                n.slots,
-                tuple(sorted(n.labels)),
-                n.queued,
-                n.busy,
-                max(now - n.heard, 0.0),
-                n.draining,
-                n.data_address,
-            )
-            for n in sorted(self.nodes.values(), key=lambda n: n.worker)
-        ]
+        nodes = self.membership.statuses()
         jobs = []
         for job_id, job in sorted(self.jobs.items()):
             if user is not None and job.user != user:
@@ -681,10 +478,11 @@ class SchedulerLogic:
         # without a certificate (the insecure mode, where users are not authenticated): as whose jobs it sees
         self.client_ids[peer] = (client_id, _viewer(peer))
 
-    def on_client_lost(self, peer: Hashable) -> list:
+    def on_client_lost(self, peer: Hashable) -> Outbox:
         """The client behind `peer` is gone: drop its jobs and cancel their reservations; its running
         tasks are stopped `client_grace` seconds from now unless it is back by then (`on_timer`)."""
-        out: list = []
+        out: Outbox = []
+        self.now = self.clock()
         self.frame_limits.pop(peer, None)
         session = self.client_ids.pop(peer, None)
         running = []
@@ -700,10 +498,11 @@ class SchedulerLogic:
         self.unfinished.pop(peer, None)
         return out
 
-    def on_timer(self) -> list:
+    def on_timer(self) -> Outbox:
         """Fail the jobs that waited `placement_timeout` for a node monitor (their unlaunched tasks), and
         stop the running tasks of clients lost `client_grace` ago that are not back."""
-        out: list = []
+        out: Outbox = []
+        self.now = self.clock()
         if self.orphans:
             self._stop_orphans(out)
         if self.waiting:
@@ -721,7 +520,7 @@ class SchedulerLogic:
         """Whether `on_timer` has anything to check."""
         return bool(self.waiting or self.orphans)
 
-    def _stop_orphans(self, out: list) -> None:
+    def _stop_orphans(self, out: Outbox) -> None:
         now = self.clock()
         back = set(self.client_ids.values())
         while self.orphans and self.orphans[0][0] <= now:  # in order of loss: deadlines ascend
@@ -741,7 +540,7 @@ class SchedulerLogic:
                 else:
                     self.stats["orphans_left_running"] += 1
 
-    def _cancel(self, client: Hashable, msg: CancelJob, out: list) -> None:
+    def _cancel(self, client: Hashable, msg: CancelJob, out: Outbox) -> None:
         """The client cancels tasks of its job `msg.ref`: each gets a CANCELLED outcome now; those not
         launched never are, running ones are stopped with `force` (else their result is dropped)."""
         job = self.jobs.get(self._refs.get((client, msg.ref), -1))
@@ -763,7 +562,7 @@ class SchedulerLogic:
             self.waiting.pop(job.job_id, None)
             self._cancel_everywhere(job, out)
 
-    def _submit(self, client: Hashable, msg: SubmitJob, out: list) -> None:
+    def _submit(self, client: Hashable, msg: SubmitJob, out: Outbox) -> None:
         probe_ratio = self.probe_ratio if msg.probe_ratio is None else msg.probe_ratio
         reason = job_problem(
             len(msg.tasks),
@@ -785,7 +584,7 @@ class SchedulerLogic:
                 f"this client has {self.unfinished[client]} unfinished tasks here; {len(msg.tasks)} more would pass "
                 f"the scheduler's max_client_tasks of {self.max_client_tasks}"
             )
-        if reason is None and msg.timeout and self.nodes and not any(n.can_stop for n in self.nodes.values()):
+        if reason is None and msg.timeout and not self.membership.any_can_stop():
             reason = (
                 f"timeout={msg.timeout:g}: none of this scheduler's node monitors can stop a running task (they run "
                 f"tasks in threads); submit without a timeout, or add node monitors with process executors"
@@ -797,18 +596,17 @@ class SchedulerLogic:
         job_id = self._next_job
         self._next_job += 1
         session = self.client_ids.get(client)
-        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.clock())
+        job = _Job(job_id, client, msg, probe_ratio, user, "" if session is None else session[0], self.now)
         self.jobs[job_id] = job
         self.clients.setdefault(client, set()).add(job_id)
         self._refs[(client, msg.ref)] = job_id
         self.unfinished[client] += len(msg.tasks)
         job.stealable = (
-            self._stealers > 0
+            self.membership.stealers > 0
             and job.constraint is None
             and msg.task_prefer is None
             and (msg.task_constraints is None or all(c is None for c in msg.task_constraints))
-            and self._link_floor() >= self.max_frame
-            and job.resources is None
+            and self.membership.link_floor() >= self.max_frame
         )
         self.stats["jobs"] += 1
         self.stats["tasks"] += len(msg.tasks)
@@ -816,7 +614,7 @@ class SchedulerLogic:
         out.append((client, JobAccepted(msg.ref, job_id)))
         own = None
         if msg.task_constraints is not None and any(c is not None for c in msg.task_constraints):
-            own = [None if c is None else self._eligible_workers(c) for c in msg.task_constraints]
+            own = [None if c is None else self.membership.eligible_workers(c) for c in msg.task_constraints]
             unplaceable = next((t for t, c in enumerate(own) if c is not None and len(c) == 0), None)
             if unplaceable is not None:
                 self._abandon(job, f"no live node monitor satisfies the constraint of task {unplaceable}", out)
@@ -825,7 +623,7 @@ class SchedulerLogic:
             job.task_candidates = np.concatenate([c for c in own if c is not None])
         preferred = None
         if msg.task_prefer is not None:
-            preferred = self._preferred_workers(msg.task_prefer)
+            preferred = self.membership.preferred_workers(msg.task_prefer)
         if preferred is not None:
             ordered = [sorted(p) for p in preferred]
             job.preferred = preferred
@@ -841,21 +639,21 @@ class SchedulerLogic:
 
     # -- probing and late binding -----------------------------------------------------------------
 
-    def _probe(self, job: _Job, tasks: np.ndarray | None, out: list) -> None:
+    def _probe(self, job: _Job, tasks: np.ndarray | None, out: Outbox) -> None:
         """Send reservations for `tasks` (None = every task) of `job`: one message per node monitor."""
         job_id = job.job_id
-        candidates = self._eligible_workers(job.constraint)
+        candidates = self.membership.eligible_workers(job.constraint)
         if len(candidates) == 0:
             what = "" if job.constraint is None else " satisfies the job's constraint"
             self._unplaceable(job, "no live node monitor" + what, out)
             return
         if job.resources is not None:
-            candidates = self._holding(candidates, job.resources)
+            candidates = self.membership.holding(candidates, job.resources)
             if len(candidates) == 0:
-                self._unplaceable(job, self._too_big(job.resources), out)
+                self._unplaceable(job, self.membership.too_big(job.resources), out)
                 return
         need = 0
-        if self._link_floor() < self.max_frame:  # some link takes less than others: place by size
+        if self.membership.link_floor() < self.max_frame:  # some link takes less than others: place by size
             fitting = self._fitting(job, tasks, candidates, out)
             if fitting is None:
                 return
@@ -863,7 +661,7 @@ class SchedulerLogic:
         try:
             workers, made_for = sparrow_core.sample_job(
                 self.rng,
-                self._next_worker,
+                self.membership.next_worker,
                 len(job.payloads),
                 job.probe_ratio,
                 candidates,
@@ -906,8 +704,8 @@ class SchedulerLogic:
             self.reprobe_if_starved(job, out)
 
     def _bind_to_idle(
-        self, job: _Job, placed: list[tuple[_Node, int]], unlaunched: int, out: list
-    ) -> list[tuple[_Node, int]]:
+        self, job: _Job, placed: list[tuple[Node, int]], unlaunched: int, out: Outbox
+    ) -> list[tuple[Node, int]]:
         """Bind tasks of `job` (`unlaunched` of them to place) at once to the probed node monitors believed idle
         (`_free_slots`), up to their reservations and free slots: each such reservation is consumed here
         (TaskTable.get_task), and its task goes unasked (TaskToNode.bound) instead. Returns each probed node with
@@ -940,7 +738,7 @@ class SchedulerLogic:
             self.table.remove_job(job_id)  # no reservation was sent: none to cancel
         return left
 
-    def _holds_ours(self, node: _Node) -> bool:
+    def _holds_ours(self, node: Node) -> bool:
         """Whether `node` runs or holds anything of this scheduler's: a task whose outcome it has not
         reported, or a live job's reservations (or tasks). Drops the finished jobs from node.jobs."""
         if node.running:
@@ -952,7 +750,7 @@ class SchedulerLogic:
             jobs.difference_update(gone)
         return bool(jobs)
 
-    def _free_slots(self, node: _Node) -> int:
+    def _free_slots(self, node: Node) -> int:
         """The slots of `node` this scheduler believes free with nothing queued (0 unless it holds nothing
         of ours and its last heartbeat that could tell showed no other scheduler's work). Stale beliefs are
         safe: a bound task that finds its node monitor busy waits there for a slot, ahead of its queue."""
@@ -960,9 +758,9 @@ class SchedulerLogic:
             return 0
         return node.slots
 
-    def _span_outcome(self, node: _Node) -> None:
+    def _span_outcome(self, node: Node) -> None:
         """An outcome from `node` (bind_idle): once its busy span ends (nothing of ours running there), its time
-        per task joins the recent ones (`_Node.short`: each of the last RECENT_SPANS under SHORT_TASK). That is
+        per task joins the recent ones (`Node.short`: each of the last RECENT_SPANS under SHORT_TASK). That is
         the time from the span's first outcome to its last over the tasks after the first: the round trip before
         the first outcome is not the tasks' time (under load it alone is several ms). A span of one task is all
         round trip and task: it counts as short if even that was under SHORT_TASK, and says nothing otherwise."""
@@ -985,15 +783,15 @@ class SchedulerLogic:
         node.short = max(recent) < SHORT_TASK
         node.lately = max(recent[-i] for i in range(1, min(len(recent), TINY_SPANS) + 1))
 
-    def _bound_share(self, node: _Node, count: int, unlaunched: int) -> int:
+    def _bound_share(self, node: Node, count: int, unlaunched: int) -> int:
         """How many of a job's `count` reservations at `node` to consume at once with their tasks (_bind_to_idle),
         `unlaunched` of its tasks being left to place: none unless it is believed idle; its free slots; and while
-        each of its recent busy spans took under SHORT_TASK per task (`_Node.short`: the node monitor's own
+        each of its recent busy spans took under SHORT_TASK per task (`Node.short`: the node monitor's own
         pipelining gate, seen from here), also half of the rest, as a pipelined node monitor there would ask ahead
         at once (its half rule), BIND_AHEAD per slot at most. So a small job of short tasks on an idle cluster
         starts with no GetTask round trip at all. A tiny job goes whole to the first such node that holds a
         reservation for each of its tasks: at most TINY_JOB_TASKS per free slot, which by the node's time per task
-        in its last TINY_SPANS spans (`_Node.lately`) would take at most TINY_JOB_WORK in all (no-op tasks:
+        in its last TINY_SPANS spans (`Node.lately`) would take at most TINY_JOB_WORK in all (no-op tasks:
         docs/runtime-services.md, "A tiny job on one node monitor"). Split, each node monitor and its worker would
         wake for a few microseconds of work; on a machine of few cores the processes woken cost more than the tasks. The
         last spans, not all 8 of `short`: a map's spans show its node's throughput under the whole map's load
@@ -1007,7 +805,7 @@ class SchedulerLogic:
             return unlaunched
         return min(count, free + (count - free) // 2, free * (BIND_AHEAD + 1))
 
-    def _get_task(self, node: _Node, job_id: int, out: list, origin: str = "") -> None:
+    def _get_task(self, node: Node, job_id: int, out: Outbox, origin: str = "") -> None:
         """`node` asks for a task of `job_id` for a reservation of its own, or (stolen) of the node monitor
         `origin`: that one's reservation is consumed, the task runs at `node`."""
         self.stats["get_task"] += 1
@@ -1045,7 +843,7 @@ class SchedulerLogic:
             self.reprobe_if_starved(job, out)
 
     def _hand_out(
-        self, node: _Node, job: _Job, task: int, out: list, *, stolen: bool = False, bound: bool = False
+        self, node: Node, job: _Job, task: int, out: Outbox, *, stolen: bool = False, bound: bool = False
     ) -> bool:
         """Send task `task` of `job` (its reservation consumed: `stolen`, another node monitor's) to `node` to run
         (`bound`: unasked, with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take
@@ -1063,7 +861,7 @@ class SchedulerLogic:
             self._deliver(job, task, failed(problem, TOO_LARGE), out)
             return False
         job.running[task] = node.worker
-        job.launched_at[task] = self.clock()
+        job.launched_at[task] = self.now
         job.attempts[task] += 1
         if not node.running and self.bind_idle:  # a busy span of that node starts (_bound_share)
             node.span_since = self.clock()
@@ -1084,25 +882,32 @@ class SchedulerLogic:
             out.append((job.client, TaskStarted(job.ref, task)))
         return True
 
-    def _stolen_from(self, node: _Node, job: _Job | None, job_id: int, origin: str) -> int | None:
+    def _stolen_from(self, node: Node, job: _Job | None, job_id: int, origin: str) -> int | None:
         """The worker of the node monitor `origin` whose reservation `node` stole (None: it is gone, and
-        its reservations with it). A job whose reservations may not move is a protocol error."""
+        its reservations with it). A job whose reservations may not move, or whose request the asker's capacity
+        does not hold, is a protocol error."""
         self.stats["get_task_stolen"] += 1
         if job is not None and not job.stealable:
             raise ProtocolError(
                 f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its reservations may not move"
             )
-        ids = self._ids
-        if ids is None:
-            ids = self._ids = {n.node_id: n for n in self.nodes.values()}
-        held = ids.get(origin)
+        if (
+            job is not None
+            and job.resources is not None
+            and not len(self.membership.holding(np.array([node.worker], dtype=np.int64), job.resources))
+        ):
+            raise ProtocolError(
+                f"GetTask for job {job_id} on behalf of {clip(origin)!r}: its request "
+                f"{format_resources(job.resources)} is over this node monitor's capacity"
+            )
+        held = self.membership.named(origin)
         return None if held is None else held.worker
 
     def issued(self, job_id: int) -> bool:
         """Whether this scheduler ever had job `job_id` (give-back tells a stale GiveBack from a lie by it)."""
         return job_id < self._next_job
 
-    def reprobe_if_starved(self, job: _Job, out: list) -> None:
+    def reprobe_if_starved(self, job: _Job, out: Outbox) -> None:
         """Probe again for the job's unlaunched tasks if no reservation of it is outstanding."""
         job_id = job.job_id
         if job_id in self.table and self.table.outstanding(job_id) == 0:
@@ -1118,7 +923,7 @@ class SchedulerLogic:
             unlaunched = unlaunched[np.frombuffer(job.done, dtype=np.uint8)[unlaunched] == 0]
         return unlaunched
 
-    def _task_finished(self, node: _Node, msg: OutcomeToScheduler, out: list) -> None:
+    def _task_finished(self, node: Node, msg: OutcomeToScheduler, out: Outbox) -> None:
         if node.running:  # a stale outcome, too, is of a task that ran there and ended
             node.running -= 1
             if self.bind_idle:
@@ -1133,7 +938,7 @@ class SchedulerLogic:
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: list, node_id: str = "") -> None:
+    def _deliver(self, job: _Job, task: int, outcome: Outcome, out: Outbox, node_id: str = "") -> None:
         """Send task `task`'s outcome to its client and record it (`node_id`: where it ran, "" if nowhere)."""
         if job.done[task]:
             return
@@ -1152,7 +957,7 @@ class SchedulerLogic:
         self.stats["bytes_to_clients"] += size
         last = job.n_done == len(job.done)
         out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
-        now = self.clock()
+        now = self.now
         ok = outcome.ok
         self.history.add(
             (
@@ -1193,7 +998,7 @@ class SchedulerLogic:
             if node is not None:
                 node.jobs.discard(job_id)
 
-    def _abandon(self, job: _Job, reason: str, out: list) -> None:
+    def _abandon(self, job: _Job, reason: str, out: Outbox) -> None:
         """Fail every task of `job` not launched yet with `reason`; running tasks still report."""
         self.stats["abandoned"] += 1
         job_id = job.job_id
@@ -1206,7 +1011,7 @@ class SchedulerLogic:
             job.payloads[task] = None
             self._deliver(job, task, failed(reason, UNPLACEABLE), out)
 
-    def _unplaceable(self, job: _Job, reason: str, out: list) -> None:
+    def _unplaceable(self, job: _Job, reason: str, out: Outbox) -> None:
         """No live node monitor can take the job's unlaunched tasks now: wait for one up to
         `placement_timeout` (a node monitor registering retries it; `on_timer` gives up), or
         abandon it at once if that is 0."""
@@ -1216,7 +1021,7 @@ class SchedulerLogic:
             self.stats["waiting_for_placement"] += 1
             self.waiting[job.job_id] = (self.clock() + self.placement_timeout, reason)
 
-    def _place_waiting(self, out: list) -> None:
+    def _place_waiting(self, out: Outbox) -> None:
         """A node monitor joined: probe again for the jobs that were waiting for one."""
         for job_id in list(self.waiting):
             job = self.jobs.get(job_id)
@@ -1226,7 +1031,7 @@ class SchedulerLogic:
                 if job_id in self.waiting:  # still unplaceable: keep its first deadline
                     self.waiting[job_id] = deadline_reason
 
-    def _cancel_everywhere(self, job: _Job, out: list) -> None:
+    def _cancel_everywhere(self, job: _Job, out: Outbox) -> None:
         """Cancel the job's reservations at every live node monitor it probed and forget it in the table."""
         job_id = job.job_id
         if job_id not in self.table:

@@ -261,7 +261,7 @@ class Stealer:
                 if kind is StealProbe:
                     conn.send(logic.stealing.steal_state())
                 elif kind is StealTake:
-                    conn.send(logic.give(conn, msg))
+                    conn.send(logic.give(conn, msg, out))
                 elif kind is StealRelease:
                     out += logic.on_release(conn, msg)
                 elif kind is not Heartbeat:

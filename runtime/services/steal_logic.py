@@ -21,7 +21,15 @@ request order per scheduler link: `_Reserved.order` matches them) the thief rele
 
 Victim: `steal_state()` answers a probe; `give()` takes up to the asked count from the head of its queue
 (pinned: jobs that may not move, jobs of schedulers the thief is not registered with, and reservations
-this node monitor borrowed itself) and keeps them as lent to that thief until released. `on_thief_lost()`
+this node monitor borrowed itself) and keeps them as lent to that thief until released.
+
+Resources (fit.py, docs/resources.md): a thief tells its free units with its StealTake. While reservations with
+a request wait at the victim (its launch rule's window is in use), it lends from that window alone, the ones
+whose requests fit together in the thief's free units and slots (FitLauncher.lend: the kernel's launch rule),
+and they may go while a slot of its own is free (they wait for units, not for a slot). Each carries its request
+(StolenReservation.resources): the thief queues it with it, launches it only once it fits there and holds its
+units (and GPU ids of its own) while it runs, as for its own reservations; a thief that does not offer what it
+asks for gives it back at once. A lent reservation taken back is queued again with its request. `on_thief_lost()`
 (the steal link ended: the thief died, stalled past its deadline, or broke the protocol) queues again every
 reservation still lent to it. Nothing is lost: a reservation is at the victim or lent to a live link. A
 reservation may be doubled (a thief that asked, then died): the scheduler binds each task once, so the
@@ -49,6 +57,8 @@ from ..wire.messages import (
     Stolen,
     StolenReservation,
 )
+from ..wire.resources import ResourceError
+from .fit import FitLauncher
 
 # peers asked per attempt (Hawk's two; the simulator's replay of a run asks as many: sparrow_experiments.replay)
 STEAL_VICTIMS = 2
@@ -71,13 +81,14 @@ class _Borrowed:
 class _Lent:
     """Reservations of one job lent to one thief: how many, and what it takes to queue them again."""
 
-    __slots__ = ("count", "priority", "session", "user")
+    __slots__ = ("count", "priority", "resources", "session", "user")
 
-    def __init__(self, user: str, priority: int, session: str) -> None:
+    def __init__(self, user: str, priority: int, session: str, resources: dict[str, int] | None) -> None:
         self.count = 0
         self.user = user
         self.priority = priority
         self.session = session
+        self.resources = resources  # what each task asks for besides its slot (None: nothing)
 
 
 class StealEntry(Protocol):
@@ -94,6 +105,7 @@ class StealEntry(Protocol):
     stealable: bool
     borrowed: list | None
     order: deque | None
+    request: tuple[int, ...] | None
 
 
 Entry = TypeVar("Entry", bound=StealEntry)
@@ -108,6 +120,7 @@ class StealHost(Protocol[Entry]):
     stats: Counter[str]
     clock: Callable[[], float]
     granted_at: float
+    fit: FitLauncher | None
 
     def idle(self) -> bool:
         """A slot is free, nothing waits to run here, and it is not draining."""
@@ -201,12 +214,16 @@ class WorkStealing(Generic[Entry]):
         )
 
     def steal_take(self, count: int) -> StealTake:
-        """The request for `count` reservations, naming the schedulers this node monitor is registered with."""
-        return StealTake(count, tuple(sorted(self._by_scheduler_id))[:MAX_STEAL_SCHEDULERS])
+        """The request for `count` reservations, naming the schedulers this node monitor is registered with and
+        what it has free of its resources."""
+        fit = self._host.fit
+        schedulers = tuple(sorted(self._by_scheduler_id))[:MAX_STEAL_SCHEDULERS]
+        return StealTake(count, schedulers, None if fit is None else fit.free_units())
 
     def on_stolen(self, lender: Hashable, msg: Stolen, asked: int) -> list:
-        """Queue the reservations `lender` gave (ProtocolError: more than `asked`); ones of a scheduler this
-        node monitor is not registered with, or named for another user, go back at once."""
+        """Queue the reservations `lender` gave (ProtocolError: more than `asked`), each with its request; ones of
+        a scheduler this node monitor is not registered with, named for another user, or asking for resources it
+        does not offer (or other than its job's here) go back at once."""
         out: list = []
         host = self._host
         if sum(r.count for r in msg.reservations) > asked:
@@ -215,19 +232,41 @@ class WorkStealing(Generic[Entry]):
             scheduler = self._by_scheduler_id.get(r.scheduler_id)
             jobs = None if scheduler is None else host.jobs_of(scheduler)
             entry = None if jobs is None else jobs.get(r.job_id)
-            if jobs is None or host.draining or (entry is not None and entry.user != r.user):
+            request, offered = self._request(r.resources)
+            if (
+                jobs is None
+                or host.draining
+                or not offered
+                or (entry is not None and (entry.user != r.user or entry.request != request))
+            ):
                 host.stats["stolen_given_back"] += r.count
                 out.append((lender, StealRelease([Released(r.scheduler_id, r.job_id, r.count, False)])))
                 continue
             if entry is None:
                 entry = host.new_entry(scheduler, jobs, r.job_id, r.user, r.session)
+                entry.request = request
             borrowed = self._borrowed_for(entry, lender, r.origin)
             host.queue.push(borrowed.key, entry.user, r.priority, count=r.count)
             borrowed.queued += r.count
             entry.queued += r.count
+            if request is not None and host.fit is not None:
+                host.fit.sized += r.count  # the launch rule holds it to its units (fit.py)
             host.stats["stolen"] += r.count
         host.fill(out)
         return out
+
+    def _request(self, resources: dict[str, int] | None) -> tuple[tuple[int, ...] | None, bool]:
+        """A stolen reservation's request over this node monitor's kinds (None: it asks for none), and whether
+        this node monitor offers it (its capacity holds it)."""
+        if not resources:
+            return None, True
+        fit = self._host.fit
+        if fit is None:
+            return None, False
+        try:
+            return fit.request(resources), True
+        except ResourceError:
+            return None, False
 
     def _borrowed_for(self, entry: Entry, lender: Hashable, origin: str) -> _Borrowed:
         if entry.borrowed is None:
@@ -267,6 +306,7 @@ class WorkStealing(Generic[Entry]):
         for borrowed in entry.borrowed or ():
             n = self._host.queue.cancel(borrowed.key)
             if n:
+                self._left_queue(entry, n)
                 borrowed.queued -= n
                 dropped += n
                 self._release(borrowed.lender, entry, n, used, out)
@@ -276,10 +316,16 @@ class WorkStealing(Generic[Entry]):
         """The entry's scheduler is gone: give every borrowed reservation back, queued or (`asked`) asked for
         without an answer (the scheduler may not have taken the request); forget them."""
         for borrowed in entry.borrowed or ():
-            n = self._host.queue.cancel(borrowed.key) + (borrowed.asking if asked else 0)
+            cancelled = self._host.queue.cancel(borrowed.key)
+            self._left_queue(entry, cancelled)
+            n = cancelled + (borrowed.asking if asked else 0)
             if n:
                 self._release(borrowed.lender, entry, n, False, out)
         self.forget_borrowed(entry)
+
+    def _left_queue(self, entry: Entry, count: int) -> None:
+        if count and self._host.fit is not None:
+            self._host.fit.left_queue(entry, count)
 
     def forget_borrowed(self, entry: Entry) -> None:
         for borrowed in entry.borrowed or ():
@@ -297,49 +343,71 @@ class WorkStealing(Generic[Entry]):
 
     # -- victim -------------------------------------------------------------------------------------
 
-    def steal_state(self) -> StealState:
-        """What a thief's probe is told: reservations that could move (none with a slot free: they will run
-        here now) and how long the latest task to start here has run."""
+    def _waiting(self) -> int:
+        """Reservations that wait here for a slot or, in the launch rule's window, for units (a slot of its own
+        free: those in the window wait for units, not for a slot), less those borrowed; 0: none could move."""
         host = self._host
-        if host.free > 0 or host.draining or not self.steal:
-            return StealState(0, 0.0)
+        staged = 0 if host.fit is None else len(host.fit.staged)
+        if (host.free > 0 and not staged) or host.draining or not self.steal:
+            return 0
         borrowed = sum(b.queued for b in self.borrowed.values()) if self.borrowed else 0
-        blocked = min(max(host.clock() - host.granted_at, 0.0), MAX_BLOCKED_FOR)
-        return StealState(max(len(host.queue) - borrowed, 0), blocked)
+        return max(len(host.queue) + staged - borrowed, 0)
 
-    def give(self, thief: Hashable, msg: StealTake) -> Stolen:
-        """Lend `thief` up to `msg.count` reservations from the head of the queue (the kernel's
-        take_reservations); none while a slot is free (the simulator's rule) or while draining."""
+    def steal_state(self) -> StealState:
+        """What a thief's probe is told: reservations that could move (none with a slot free and nothing waiting
+        for units: they will run here now) and how long the latest task to start here has run."""
         host = self._host
-        if host.free > 0 or host.draining or not self.steal or not host.queue:
+        waiting = self._waiting()
+        if not waiting:
+            return StealState(0, 0.0)
+        blocked = min(max(host.clock() - host.granted_at, 0.0), MAX_BLOCKED_FOR)
+        return StealState(waiting, blocked)
+
+    def give(self, thief: Hashable, msg: StealTake, out: list) -> Stolen:
+        """Lend `thief` up to `msg.count` reservations from the head of the queue (the kernel's
+        take_reservations), or while reservations with a request wait here, from the launch rule's window those
+        that fit together in the thief's free units (FitLauncher.lend); none while a slot is free with nothing
+        waiting for units (the simulator's rule) or while draining. What the lending frees to launch here is
+        appended to `out`."""
+        host = self._host
+        if not self._waiting():
             return Stolen([])
         shared = set(msg.schedulers)
         pinned = list(self.borrowed)
         for scheduler, jobs in host.scheduler_jobs():
             keep_all = self._scheduler_ids.get(scheduler) not in shared
             pinned += [e.key for e in jobs.values() if keep_all or not e.stealable]
-        taken = host.queue.steal(msg.count, pinned)
         groups: dict[int, list[int]] = {}  # queue key -> [count, priority of the first]
-        for r in taken:
-            group = groups.setdefault(r.job_id, [0, r.priority])
+        fit = host.fit
+        if fit is not None and fit.active:  # only the window: the queue behind it may hold requests too
+            taken = [(key, priority) for key, _, priority in fit.lend(msg.free, msg.count, set(pinned))]
+        else:
+            taken = [(r.job_id, r.priority) for r in host.queue.steal(msg.count, pinned)]
+        for key, priority in taken:
+            group = groups.setdefault(key, [0, priority])
             group[0] += 1
         lent = self._lent.setdefault(thief, {})
         given = []
         for key, (n, priority) in groups.items():
             entry = host.entry_at(key)
             entry.queued -= n
+            resources = None if entry.request is None or fit is None else fit.units(entry.request)
             record = lent.get((entry.scheduler, entry.job_id))
             if record is None:
-                record = lent[(entry.scheduler, entry.job_id)] = _Lent(entry.user, priority, entry.session)
+                record = lent[(entry.scheduler, entry.job_id)] = _Lent(entry.user, priority, entry.session, resources)
             record.count += n
             scheduler_id = self._scheduler_ids[entry.scheduler]
             given.append(
-                StolenReservation(scheduler_id, entry.job_id, entry.user, priority, entry.session, self.node_id, n)
+                StolenReservation(
+                    scheduler_id, entry.job_id, entry.user, priority, entry.session, self.node_id, n, resources
+                )
             )
             own = host.jobs_of(entry.scheduler)
             assert own is not None  # its entry is live
             host.forget_if_idle(own, entry)
         host.stats["lent"] += len(taken)
+        if taken and fit is not None:
+            host.fill(out)  # the window's head may have gone: what it held back may launch now
         return Stolen(given)
 
     def on_release(self, thief: Hashable, msg: StealRelease) -> list:
@@ -382,5 +450,7 @@ class WorkStealing(Generic[Entry]):
             return  # its scheduler is gone: it dropped them too
         self._host.stats["steal_taken_back"] += n
         self._host.enqueue(
-            scheduler, jobs, EnqueueReservations(job_id, record.user, record.priority, n, record.session, True)
+            scheduler,
+            jobs,
+            EnqueueReservations(job_id, record.user, record.priority, n, record.session, True, record.resources),
         )

@@ -70,8 +70,9 @@ from .resources import ResourceUnits
 # per task (SubmitJob.resources, EnqueueReservations.resources, RegisterNodeMonitor.resources); 11: a session's
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
-# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started)
-PROTOCOL_VERSION = 14
+# (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started); 15: stealing tasks with resources
+# (StealTake.free, StolenReservation.resources)
+PROTOCOL_VERSION = 15
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -447,16 +448,19 @@ class StealState(_Msg, tag=51):
 
 
 class StealTake(_Msg, tag=52):
-    """Give me up to `count` reservations of jobs at the schedulers `schedulers` (the thief's, by id).
-    Answered by Stolen (maybe empty)."""
+    """Give me up to `count` reservations of jobs at the schedulers `schedulers` (the thief's, by id), whose
+    requests fit together in `free` (the thief's free units by kind; None: it offers no resources, so only
+    reservations that ask for none). Answered by Stolen (maybe empty)."""
 
     count: StealCount
     schedulers: Annotated[tuple[Name, ...], msgspec.Meta(max_length=MAX_STEAL_SCHEDULERS)]
+    free: ResourceUnits | None = None
 
 
 class StolenReservation(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """One reservation moved: `count` of job `job_id` at scheduler `scheduler_id`, placed at the node
-    monitor `origin` (its GetTask names it)."""
+    monitor `origin` (its GetTask names it); `resources`: what each of its tasks takes besides its slot (None:
+    nothing), kept where it goes."""
 
     scheduler_id: Name
     job_id: Id
@@ -465,6 +469,7 @@ class StolenReservation(msgspec.Struct, frozen=True, array_like=True, gc=False):
     session: Name
     origin: Name
     count: StealCount = 1
+    resources: ResourceUnits | None = None
 
 
 class Stolen(_Msg, tag=53):

@@ -55,7 +55,7 @@ def test_a_busy_victim_tells_what_may_move_and_lends_from_its_queue_head():
     victim = busy_victim(clock=clock)
     clock.now += 2.5
     assert victim.stealing.steal_state() == StealState(3, 2.5)
-    stolen = victim.give("thief", StealTake(2, ("id-s",)))
+    stolen = victim.give("thief", StealTake(2, ("id-s",)), [])
     assert stolen == Stolen([StolenReservation("id-s", 2, "u", 0, "sess", "v", 2)])
     assert len(victim.queue) == 1 and victim.stats["lent"] == 2
 
@@ -65,11 +65,11 @@ def test_an_idle_node_monitor_and_pinned_reservations_give_nothing():
     thief not registered with its scheduler, leaves the queue as it was."""
     idle = node("v")
     assert idle.stealing.steal_state() == StealState(0, 0.0)
-    assert idle.give("thief", StealTake(1, ("id-s",))) == Stolen([])
+    assert idle.give("thief", StealTake(1, ("id-s",)), []) == Stolen([])
     pinned = busy_victim(stealable=False)
-    assert pinned.give("thief", StealTake(2, ("id-s",))) == Stolen([])
+    assert pinned.give("thief", StealTake(2, ("id-s",)), []) == Stolen([])
     elsewhere = busy_victim()
-    assert elsewhere.give("thief", StealTake(2, ("id-other",))) == Stolen([])
+    assert elsewhere.give("thief", StealTake(2, ("id-other",)), []) == Stolen([])
     assert len(pinned.queue) == len(elsewhere.queue) == 3
 
 
@@ -100,11 +100,11 @@ def test_a_victim_takes_back_what_is_still_lent_when_the_link_to_the_thief_ends(
     """Lent 2, one released as used and one given back (queued again at once), then 1 more lent and the link
     ends: it is queued again too; a release after that changes nothing."""
     victim = busy_victim(queued=4)
-    victim.give("thief", StealTake(2, ("id-s",)))
+    victim.give("thief", StealTake(2, ("id-s",)), [])
     assert len(victim.queue) == 2
     victim.on_release("thief", StealRelease([Released("id-s", 2, 1, True), Released("id-s", 2, 1, False)]))
     assert len(victim.queue) == 3 and victim.stats["steal_taken_back"] == 1
-    victim.give("thief", StealTake(1, ("id-s",)))
+    victim.give("thief", StealTake(1, ("id-s",)), [])
     assert len(victim.queue) == 2
     victim.on_thief_lost("thief")
     assert len(victim.queue) == 3 and victim.stats["steal_taken_back"] == 2
@@ -115,7 +115,7 @@ def test_a_victim_takes_back_what_is_still_lent_when_the_link_to_the_thief_ends(
 def test_a_victim_whose_task_ends_asks_for_reservations_it_took_back():
     """After the thief's link ends, the victim's freed slot asks for the job whose reservation came back."""
     victim = busy_victim(queued=1)
-    victim.give("thief", StealTake(1, ("id-s",)))
+    victim.give("thief", StealTake(1, ("id-s",)), [])
     assert len(victim.queue) == 0
     victim.on_thief_lost("thief")
     out = victim.on_task_done("s", 1, 0, Outcome(True))
@@ -125,7 +125,7 @@ def test_a_victim_whose_task_ends_asks_for_reservations_it_took_back():
 def test_a_cancel_at_the_victim_makes_its_lent_reservations_moot():
     """CancelReservations(2) at the victim: nothing of job 2 is queued again when the thief's link ends."""
     victim = busy_victim(queued=2)
-    victim.give("thief", StealTake(2, ("id-s",)))
+    victim.give("thief", StealTake(2, ("id-s",)), [])
     victim.on_scheduler_messages("s", [CancelReservations(2)])
     victim.on_thief_lost("thief")
     assert len(victim.queue) == 0
@@ -172,7 +172,7 @@ def test_a_stolen_reservation_is_never_lent_again():
     thief.on_scheduler_messages("s", [TaskToNode(9, 0, b"")])
     thief.on_stolen("link-v", Stolen([StolenReservation("id-s", 2, "u", 0, "", "v", 2)]), asked=2)
     assert thief.stealing.steal_state().stealable == 0
-    assert thief.give("other", StealTake(2, ("id-s",))) == Stolen([])
+    assert thief.give("other", StealTake(2, ("id-s",)), []) == Stolen([])
 
 
 def test_the_kernel_picks_the_victim_queued_behind_the_longest_task_and_takes_at_most_the_free_slots():

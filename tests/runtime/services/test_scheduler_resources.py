@@ -1,7 +1,8 @@
 """SchedulerLogic with resources (sans-I/O): a job's request becomes a constraint over the registered
 capacities, its reservations carry it, a request nothing can hold fails with the largest capacity
-seen after the placement wait, bad requests are refused, and such jobs are neither stolen nor bound
-unasked; a retried or re-probed task keeps its request."""
+seen after the placement wait, bad requests are refused, and such jobs are not bound unasked; their
+reservations may be stolen only by a node monitor whose capacity holds the request; a retried or re-probed
+task keeps its request."""
 
 import pytest
 
@@ -9,11 +10,14 @@ from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
     UNPLACEABLE,
     EnqueueReservations,
+    Error,
+    GetTask,
     JobRejected,
     OutcomeToClient,
     Registered,
     RegisterNodeMonitor,
     SubmitJob,
+    TaskToNode,
 )
 
 GIB = 1024**3
@@ -54,7 +58,24 @@ def test_probes_go_only_to_node_monitors_whose_capacity_holds_the_request():
     sent = enqueued(submit(logic, 4, resources={"gpu": 1, "cpus": 2000}))
     assert set(sent) == {"nm1"}
     assert sent["nm1"].resources == {"gpu": 1, "cpus": 2000}
-    assert not sent["nm1"].stealable  # stolen elsewhere it might not fit
+    assert sent["nm1"].stealable  # by a thief that can hold it (below)
+
+
+def test_a_stolen_reservation_runs_only_at_a_thief_whose_capacity_holds_its_request():
+    """A job asking for cpus=6 probes nm1 and nm2 (d = 1 over 2 tasks): nm0 (4 CPUs) asking on behalf of one of
+    them is a protocol error naming the request (a thief that checks its capacity never does that); nm3 (16
+    CPUs, no reservation) gets the task, which keeps its request (the node monitor holds it from the steal)."""
+    logic = cluster([*CAPACITIES, {"cpus": 16000}])
+    sent = enqueued(submit(logic, 2, resources={"cpus": 6000}, probe_ratio=1.0))
+    victim = sorted(sent)[0]
+    assert set(sent) <= {"nm1", "nm2", "nm3"}
+    thief = next(n for n in ("nm1", "nm2", "nm3") if n not in sent)
+    out = logic.on_node_messages("nm0", [GetTask(1, origin=victim)])
+    errors = [msg.reason for peer, msg in out if type(msg) is Error]
+    assert errors and "cpus=6" in errors[0] and "over this node monitor's capacity" in errors[0]
+    out = logic.on_node_messages(thief, [GetTask(1, origin=victim)])
+    assert [(peer, msg.task) for peer, msg in out if type(msg) is TaskToNode] == [(thief, 0)]
+    assert logic.stats["get_task_stolen"] == 2
 
 
 def test_a_cpu_request_probes_every_host_with_enough_cpus():

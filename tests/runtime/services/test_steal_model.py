@@ -1,6 +1,9 @@
 """The scheduler's and node monitors' logic with work stealing, wired by an in-memory network that delivers
 messages in a random order (FIFO per link, as TCP), with node monitors killed at random moments: whatever
-the interleaving, every task of every job ends with exactly one outcome and every job ends (no hang)."""
+the interleaving, every task of every job ends with exactly one outcome and every job ends (no hang). With
+resources (node monitors of different capacities, jobs asking for GPUs and CPUs), also: a task runs only where
+its request fits, holding its own request there (stolen or not), a host's running tasks never hold more than
+its capacity, and no two of them share a GPU id."""
 
 import random
 from collections import Counter, deque
@@ -10,10 +13,10 @@ import pytest
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic, Stop
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
+    JobAccepted,
     Outcome,
     OutcomeToClient,
     Registered,
-    RegisterNodeMonitor,
     StealRelease,
     SubmitJob,
     TaskToNode,
@@ -21,25 +24,35 @@ from sparrow_runtime.wire.messages import (
 
 from ..manual_clock import ManualClock
 
+# resources: node monitor i offers CAPACITIES[i % 3] (None: nothing), with 2 slots; a job asks for one of REQUESTS
+CAPACITIES = [None, {"gpu": 1, "cpus": 2000}, {"gpu": 2, "cpus": 4000}]
+REQUESTS = [None, {"gpu": 1}, {"gpu": 2}, {"cpus": 2000}, {"gpu": 1, "cpus": 1000}]
+
 
 class World:
-    """One scheduler "s", node monitors "nm0".. (one slot each, stealing), one client "c"; `links` holds the
-    messages in flight per (sender, receiver)."""
+    """One scheduler "s", node monitors "nm0".. (one slot each, stealing; with `resources`, two slots and the
+    capacities of CAPACITIES), one client "c"; `links` holds the messages in flight per (sender, receiver)."""
 
-    def __init__(self, seed: int, n_nodes: int) -> None:
+    def __init__(self, seed: int, n_nodes: int, resources: bool = False) -> None:
         self.rng = random.Random(seed)
-        self.scheduler = SchedulerLogic(seed=seed, clock=ManualClock())
+        self.clock = ManualClock()
+        self.scheduler = SchedulerLogic(seed=seed, clock=self.clock)
         self.nodes: dict[str, NodeMonitorLogic] = {}
         self.links: dict[tuple, deque] = {}
         self.running: list[tuple[str, int, int]] = []  # (node, job, task) on an executor
         self.outcomes: Counter = Counter()  # (ref, task) -> outcomes the client got
         self.dead: set[str] = set()
+        self.requests: dict[int, dict | None] = {}  # ref -> what its tasks ask for
+        self.jobs: dict[int, int] = {}  # job id -> ref
+        self.moved_with_requests = 0  # reservations lent with a request (Stolen)
         for i in range(n_nodes):
             name = f"nm{i}"
-            node = NodeMonitorLogic(slots=1, steal=True, seed=seed * 100 + i)
+            capacity = CAPACITIES[i % 3] if resources else None
+            slots = 2 if resources else 1
+            node = NodeMonitorLogic(slots=slots, steal=True, seed=seed * 100 + i, resources=capacity)
             node.stealing.node_id = name
             self.nodes[name] = node
-            self.send(name, "s", RegisterNodeMonitor(name, 1, (), name, False, name))
+            self.send(name, "s", node.registration(name, (), name, False, name))
 
     def send(self, sender, receiver, msg) -> None:
         if sender in self.dead or receiver in self.dead:
@@ -51,6 +64,8 @@ class World:
             if peer == "c":
                 if type(msg) is OutcomeToClient:
                     self.outcomes[(msg.ref, msg.task)] += 1
+                elif type(msg) is JobAccepted:
+                    self.jobs[msg.job_id] = msg.ref
             else:
                 self.send("s", peer, msg)
 
@@ -58,6 +73,7 @@ class World:
         for peer, msg in out:
             if type(msg) is TaskToNode:
                 self.running.append((name, msg.job_id, msg.task))
+                self.check_launch(name, msg)
             elif type(msg) is Stop:
                 continue
             elif type(msg) is StealRelease:  # peer: the steal link (thief, victim)
@@ -79,9 +95,12 @@ class World:
             self.from_node(receiver, node.on_release(msg[1], msg[2]))
         elif msg[0] == "take":  # the victim's side of StealTake: it lends, the answer travels back
             _, link, take = msg
-            self.send(receiver, sender, ("stolen", link, node.give(link, take), take.count))
+            out: list = []
+            self.send(receiver, sender, ("stolen", link, node.give(link, take, out), take.count))
+            self.from_node(receiver, out)
         elif msg[0] == "stolen":
             _, link, stolen, asked = msg
+            self.moved_with_requests += sum(r.count for r in stolen.reservations if r.resources)
             self.from_node(receiver, node.on_stolen(link, stolen, asked))
 
     def attempt(self, name: str) -> None:
@@ -111,6 +130,26 @@ class World:
             if other not in self.dead:
                 self.from_node(other, node.on_thief_lost((name, other)))
 
+    def check_launch(self, name: str, msg: TaskToNode) -> None:
+        """A task launched at `name`: with a request, it holds that request there and GPU ids of its own, and the
+        host's running tasks hold no more than its capacity."""
+        node = self.nodes[name]
+        request = self.requests.get(self.jobs.get(msg.job_id, -1))
+        if node.fit is None:
+            assert not request, f"job {msg.job_id} asking for {request} ran at {name}, which offers nothing"
+            return
+        key = ("s", msg.job_id, msg.task)
+        if request:
+            assert node.fit.units(node.fit._held[key]) == request  # its own request, stolen or not
+            assert len(node.fit.devices.get(key, ())) == request.get("gpu", 0)
+        else:
+            assert key not in node.fit._held
+        for kind, capacity in node.fit.capacity.items():
+            held = sum(node.fit.units(r).get(kind, 0) for r in node.fit._held.values())
+            assert held <= capacity, f"{name} holds {kind}={held} over its {capacity}"
+        ids = [gpu for gpus in node.fit.devices.values() for gpu in gpus]
+        assert len(ids) == len(set(ids)), f"{name} gave a GPU id to two running tasks: {ids}"
+
     def step(self, kill_chance: float) -> bool:
         """One random event; False once nothing is left to happen."""
         live = [n for n in self.nodes if n not in self.dead]
@@ -138,23 +177,32 @@ class World:
         return True
 
 
-def run_world(seed: int, n_jobs: int = 12, kill_chance: float = 0.002) -> tuple[World, list[int]]:
+def run_world(
+    seed: int, n_jobs: int = 12, kill_chance: float = 0.002, resources: bool = False
+) -> tuple[World, list[int]]:
     """The registered world of `seed` given n_jobs jobs of 1-8 tasks (half with one probe per task, half with
-    d = 2) at random moments, and up to 2 node monitors killed at random moments, run until nothing is left
-    to happen; returns it and the jobs' sizes."""
-    world = World(seed, 6)
+    d = 2; with `resources`, each asking for one of REQUESTS) at random moments, and up to 2 node monitors killed
+    at random moments, run until nothing is left to happen (a job whose request no live node monitor holds any
+    more then waits out the placement timeout); returns it and the jobs' sizes."""
+    world = World(seed, 6, resources)
     while world.step(0.0):  # the node monitors register and learn their peers
         pass
     sizes = [world.rng.randint(1, 8) for _ in range(n_jobs)]
     submitted = kills = 0
     for _ in range(100_000):
         if submitted < n_jobs and world.rng.random() < 0.9:
-            job = SubmitJob(submitted, [b"t"] * sizes[submitted], probe_ratio=1.0 + submitted % 2)
+            request = world.rng.choice(REQUESTS) if resources else None
+            world.requests[submitted] = request
+            job = SubmitJob(submitted, [b"t"] * sizes[submitted], probe_ratio=1.0 + submitted % 2, resources=request)
             world.from_scheduler(world.scheduler.on_client_messages("c", [job]))
             submitted += 1
             continue
         dead = len(world.dead)
         if not world.step(kill_chance if kills < 2 else 0.0) and submitted == n_jobs:
+            if world.scheduler.waiting:  # none left that can hold them: they fail once the wait is over
+                world.clock.now += 3600
+                world.from_scheduler(world.scheduler.on_timer())
+                continue
             return world, sizes
         kills += len(world.dead) - dead
     raise AssertionError("the world did not settle in 100,000 events")
@@ -180,3 +228,26 @@ def test_the_model_steals_and_kills_while_reservations_are_lent():
             stats.update(node.stats)
         stats["kills"] += len(world.dead)
     assert stats["lent"] > 50 and stats["steal_taken_back"] > 10 and stats["kills"] > 30
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_stealing_tasks_with_resources_keeps_each_request_and_every_capacity(seed):
+    """As above with resources (run_world(resources=True)): every task gets exactly one outcome, no job is left,
+    and at each launch (World.check_launch) the task holds its own request where it runs, stolen or not, within
+    that host's capacity and with GPU ids no other running task there holds."""
+    world, sizes = run_world(seed, resources=True)
+    assert world.outcomes == Counter({(ref, t): 1 for ref, n in enumerate(sizes) for t in range(n)})
+    assert world.scheduler.jobs == {}
+
+
+def test_the_resource_model_steals_tasks_that_ask_for_resources():
+    """Over the seeds of the test above, reservations of jobs asking for resources move to thieves and run
+    there, and some are taken back after a kill: else it would show nothing about stealing them."""
+    stats = Counter()
+    for seed in range(60):
+        world, _ = run_world(seed, resources=True)
+        for node in world.nodes.values():
+            stats.update(node.stats)
+        stats["moved_with_requests"] += world.moved_with_requests
+        stats["stolen_launches"] += world.scheduler.stats["get_task_stolen"]
+    assert stats["moved_with_requests"] > 30 and stats["steal_taken_back"] > 5 and stats["stolen_launches"] > 40

@@ -203,6 +203,15 @@ LISTEN_ADDRESS = Kind("an address host:port (port 0: any free port)", _listen_ad
 ADDRESSES = _list_of(_address, "addresses host:port")
 TEXTS = _list_of(_text, "a list of strings")
 RESOURCES = Kind("amounts like cpus=16,memory=64G,gpu=2", parse_resources, parse_resources)
+
+
+def _request(spec: Any) -> Any:
+    parse_resources(spec)  # ResourceError (a ValueError) naming what is wrong
+    return spec
+
+
+# a task's request as written (checked): the client puts it in units itself, as it does for every interface
+REQUEST = Kind("amounts like gpu=1,cpus=2,memory=4GiB", _request, _request)
 WEIGHTS = Kind(
     "USER=WEIGHT pairs",
     lambda s: dict(parse_weight(p.strip()) for p in s.split(",") if p.strip()),

@@ -27,6 +27,7 @@ from .config import (
     BOOLEAN,
     CPU_LIST,
     LISTEN_ADDRESS,
+    REQUEST,
     RESEARCH,
     RESOURCES,
     TEXT,
@@ -424,7 +425,7 @@ SUBMIT_SETTINGS = (
     Setting("timeout", number(0.0, open_low=True), help="give up after this many seconds", metavar="S", unset="wait"),
     Setting(
         "resources",
-        RESOURCES,
+        REQUEST,
         help="what each task takes besides its slot (docs/resources.md), like gpu=1,cpus=2,memory=4GiB",
         metavar="NAME=AMOUNT,...",
         unset="a slot alone",

@@ -138,7 +138,7 @@ from .give_back import GiveBacks
 from .outbox import Outbox
 from .placement_log import PlacementLog
 from .scheduler_nodes import SHORT_TASK, STOPS_TASKS, Membership, Node
-from .task_history import TaskHistory, error_summary, fitting
+from .task_history import TaskEntry, TaskHistory, error_summary, fitting
 
 DEFAULT_PROBE_RATIO = 2.0
 DEFAULT_PLACEMENT_TIMEOUT = 5.0  # seconds a job may wait for a node monitor that can take it
@@ -960,7 +960,7 @@ class SchedulerLogic:
         now = self.now
         ok = outcome.ok
         self.history.add(
-            (
+            TaskEntry(
                 job.job_id,
                 task,
                 job.user,

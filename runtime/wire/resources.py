@@ -38,7 +38,8 @@ Units = Annotated[int, msgspec.Meta(ge=0, le=MAX_UNITS)]
 ResourceUnits = Annotated[dict[ResourceName, Units], msgspec.Meta(max_length=MAX_RESOURCE_KINDS)]
 
 _NAME = re.compile(NAME_PATTERN)
-_AMOUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_AMOUNT = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_NOT_FINITE = ("nan", "inf", "infinity")  # what float() reads that is no amount
 _BYTES = {
     "": 1,
     "b": 1,
@@ -94,6 +95,8 @@ def parse_amount(name: str, amount: object) -> int:
     if isinstance(amount, float):
         return _units(name, amount, scale, whole, amount)
     match = _AMOUNT.match(amount) if len(amount) <= 64 else None
+    if match is None and amount.strip().lower().lstrip("+-") in _NOT_FINITE:
+        raise ResourceError(f"{name}={amount!r}: the amount must be a finite number")
     if match is None:
         raise ResourceError(f"{name}={amount[:64]!r}: not an amount (a number, with a unit for memory: 4GiB, 512M)")
     number, unit = float(match.group(1)), match.group(2).lower()

@@ -87,6 +87,29 @@ def test_submit_callable_from_a_local_module(local, tmp_path):
     assert "[0] failed: KeyError: 0" in failed.stdout and "in boom" in failed.stdout
 
 
+def test_submit_with_resources_runs_each_task_where_it_fits_and_refuses_bad_amounts(local):
+    """`submit --resources cpus=0.5`: each task is told its node monitor (a task with resources is); a negative
+    amount or an unknown unit is refused by name before anything is sent; a request no node monitor holds fails
+    after the scheduler's placement wait, naming the largest capacity seen."""
+    _, env, _ = local
+    done = run_sparrow(
+        "submit", "--tasks", "2", "--resources", "cpus=0.5", "--", "sh", "-c", "echo $SPARROW_NODE", env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(line.split()[0] for line in done.stdout.splitlines()) == ["[0]", "[1]"]
+    assert all(line.split()[1] in ("nm-0", "nm-1") for line in done.stdout.splitlines()), done.stdout
+    for bad, named in (
+        ("gpu=-1", "gpu='-1': the amount must be >= 0"),
+        ("memory=4XB", "memory='4XB': unknown unit 'XB'"),
+        ("cpus=nan", "cpus='nan': the amount must be a finite number"),
+    ):
+        refused = run_sparrow("submit", "--resources", bad, "--", "true", env=env)
+        assert refused.returncode == 2 and named in refused.stderr, (bad, refused.stderr)
+    too_big = run_sparrow("submit", "--resources", "gpu=64", "--", "true", env=env)
+    assert too_big.returncode == 1
+    assert "no live node monitor has the resources gpu=64 (the largest capacity seen: gpu=0)" in too_big.stdout
+
+
 def test_status_shows_the_registered_node_monitors(local):
     """`sparrow status` lists both node monitors with their slots; --json gives the same as data."""
     _, env, _ = local

@@ -1,5 +1,6 @@
 """LocalCluster(resources=...): each node monitor offers what it is given (`--resources`), a map asking
-for GPUs runs each task on a node monitor with one free, with device ids of its own there, and a
+for GPUs runs each task on a node monitor with one free, with device ids of its own there (in
+CUDA_VISIBLE_DEVICES and SPARROW_GPUS), tasks asking for whole CPUs run pinned to CPUs of their own, and a
 Client job whose tasks ask for different resources runs each task only where its own request fits."""
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, LocalCluster, SparrowExecutor
+from sparrow_runtime.services.cpus import available_cpus, can_pin
 
 from ...process_tree import node_monitor_pid
 
 
 def _where(_: int) -> tuple[str | None, str | None]:
     time.sleep(0.05)
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == os.environ.get("SPARROW_GPUS")
     return os.environ.get("SPARROW_NODE"), os.environ.get("SPARROW_GPUS")
 
 
@@ -31,6 +34,32 @@ def test_node_monitors_offer_what_they_are_given_and_gpu_tasks_get_their_own_ids
     for node, gpus in found:
         ids[node].add(gpus)
     assert ids[cluster.node_ids[0]] <= {"0"} and ids[cluster.node_ids[1]] <= {"0", "1"}
+
+
+def _cpus(_: int) -> tuple[list[int], float, float]:
+    """The CPUs this task's worker may run on, and when it ran."""
+    start = time.time()
+    time.sleep(0.4)
+    return sorted(os.sched_getaffinity(0)), start, time.time()
+
+
+@pytest.mark.skipif(not can_pin() or len(available_cpus()) < 2, reason="needs 2 CPUs this process may pin to")
+def test_tasks_asking_for_whole_cpus_run_pinned_to_cpus_of_their_own_and_others_run_anywhere():
+    """One node monitor with 2 CPUs and 2 slots: two cpus=1 tasks that run at once are each pinned to one CPU,
+    not the same; tasks asking for nothing afterwards (on the same workers) run on every CPU again."""
+    cpus = available_cpus()[:2]
+    with (
+        LocalCluster(node_monitors=1, slots=2, resources="cpus=2", share_cpus=True, dashboard=False) as cluster,
+        SparrowExecutor(cluster.schedulers, secret=cluster.secret) as ex,
+    ):
+        pinned = list(ex.map(_cpus, range(4), resources={"cpus": 1}))
+        plain = list(ex.map(_cpus, range(4)))
+    assert all(len(where) == 1 and where[0] in available_cpus() for where, _, _ in pinned), pinned
+    overlapping = [
+        (a, b) for i, (a, s1, e1) in enumerate(pinned) for b, s2, e2 in pinned[i + 1 :] if s1 < e2 and s2 < e1
+    ]
+    assert overlapping and all(a != b for a, b in overlapping), pinned
+    assert all(set(cpus) <= set(where) for where, _, _ in plain), plain
 
 
 def test_a_bad_amount_or_count_is_refused_before_anything_starts():

@@ -1,13 +1,14 @@
 """TaskHistory (task_history.py) and the scheduler feeding it: what a record says, its bounds by count and by
 age and its size in memory, and who may see which records."""
 
+import gc
 import tracemalloc
 
 import msgspec
 import pytest
 
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
-from sparrow_runtime.services.task_history import RECORD_BYTES, TaskHistory, error_summary
+from sparrow_runtime.services.task_history import RECORD_BYTES, TaskEntry, TaskHistory, error_summary
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     GetTask,
@@ -31,7 +32,7 @@ class Clock:
 def record(history, job_id=1, task=0, user="alice", ok=True, failure=0, error=""):
     """Task `task` of job `job_id` ended now, on nm0 at its first launch, after 0.5 s queued and 2 s running."""
     now = history.clock()
-    history.add((job_id, task, user, ok, failure, error_summary(error), "nm0", 1, now - 2.5, now - 2.0, now))
+    history.add(TaskEntry(job_id, task, user, ok, failure, error_summary(error), "nm0", 1, now - 2.5, now - 2.0, now))
 
 
 def test_count_cap_keeps_only_the_newest_records():
@@ -64,7 +65,7 @@ def test_bytes_per_record_stay_under_the_documented_figure():
     before = tracemalloc.get_traced_memory()[0]
     for i, error in enumerate(errors):
         t = 1000.0 + i
-        history.add((i, 0, "alice", False, 0, error_summary(error), "nm0", 1, t - 0.5, t - 0.25, t + 0.5))
+        history.add(TaskEntry(i, 0, "alice", False, 0, error_summary(error), "nm0", 1, t - 0.5, t - 0.25, t + 0.5))
     per_record = (tracemalloc.get_traced_memory()[0] - before) / 20_000
     tracemalloc.stop()
     assert 50 < per_record <= RECORD_BYTES, per_record
@@ -134,6 +135,17 @@ def test_the_scheduler_records_each_outcome_with_node_attempts_and_times():
     )
 
 
+def test_the_scheduler_records_outcomes_the_garbage_collector_never_tracks():
+    """What the scheduler keeps per task is outside the collector (TaskEntry, gc=False): kept tuples made its
+    collector run every 700 outcomes and scan every job in flight."""
+    logic = SchedulerLogic(seed=1, bind_idle=False)
+    logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p0")])
+    for ref in range(1, 4):
+        run_one_task(logic, "c", "alice", ok=ref != 2, job_ref=ref)
+    assert len(logic.history.entries) == 3
+    assert not any(gc.is_tracked(entry) for entry in logic.history.entries)
+
+
 class Identity:
     def __init__(self, user, admin=False):
         self.user, self.admin = user, admin
@@ -172,7 +184,7 @@ def test_a_reply_holds_only_the_records_that_fit_the_clients_link():
     """1000 records with 300-character errors would be over a 64 KiB frame: the reply keeps the newest that fit."""
     logic = SchedulerLogic(seed=1, bind_idle=False)
     for i in range(1000):
-        logic.history.add((i, 0, "alice", False, 0, "E" * 300, "nm0", 1, 0.0, 0.0, logic.clock()))
+        logic.history.add(TaskEntry(i, 0, "alice", False, 0, "E" * 300, "nm0", 1, 0.0, 0.0, logic.clock()))
     logic.frame_limits["c"] = 64 * 1024
     ((_, reply),) = logic.on_client_messages("c", [TasksRequest()])
     assert 0 < len(reply.tasks) < 1000 and reply.tasks[0].job_id == 999

@@ -34,6 +34,10 @@ def test_amounts_become_units(name, amount, units):
     ("name", "amount", "message"),
     [
         ("cpus", -1, "must be >= 0"),
+        ("gpu", "-1", "must be >= 0"),
+        ("memory", "-4GiB", "must be >= 0"),
+        ("cpus", "NaN", "finite"),
+        ("memory", "-inf", "finite"),
         ("cpus", math.nan, "finite"),
         ("memory", math.inf, "finite"),
         ("memory", "4XB", "unknown unit 'XB'"),

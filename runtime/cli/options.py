@@ -431,6 +431,21 @@ SUBMIT_SETTINGS = (
         unset="a slot alone",
     ),
     Setting(
+        "py_modules",
+        TEXTS,
+        [],
+        "a package directory or .py file shipped with the job, first on the workers' sys.path (repeatable; "
+        "docs/code-shipping.md)",
+        "PATH",
+    ),
+    Setting(
+        "working_dir",
+        TEXT,
+        help="a directory shipped with the job, where its tasks run (docs/code-shipping.md)",
+        metavar="DIR",
+        unset="none: the workers' own",
+    ),
+    Setting(
         "task_timeout",
         number(0.0, open_low=True),
         help="stop a task that runs longer than this (needs process executors)",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.dependent import CodeRef
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
 from ..wire.messages import Constraint, SubmitJob
@@ -39,6 +40,7 @@ class Job:
         "cancelled",
         "cancelled_tasks",
         "coalesce",
+        "code",
         "errors",
         "held",
         "job_id",
@@ -77,6 +79,7 @@ class Job:
         self.retries = retries
         self.retry_exceptions = retry_exceptions
         self.coalesce = coalesce  # may share a placement with other such jobs of the same settings
+        self.code: CodeRef | None = None  # the code its tasks run in (client/code.py): its dependents' too
         self.upload = False  # a value the client uploads itself (Client.scatter): its payload is the value's bytes
         self.listener = listener
         self.owner = owner

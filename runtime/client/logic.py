@@ -546,7 +546,7 @@ class ClientLogic:
         if job.outcomes[task] is not None:
             return
         values = waiting.all_values()
-        payload = pack_dependent(waiting.template, values)
+        payload = pack_dependent(waiting.template, values, job.code)
         problem = oversize_problem(len(payload), self.max_frame)
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)
@@ -658,7 +658,7 @@ class ClientLogic:
             waiting.missing -= 1
             if not waiting.missing:
                 _prefer_holders(job, task, waiting.values, again=True)
-                job.payloads[task] = pack_dependent(waiting.template, waiting.values)
+                job.payloads[task] = pack_dependent(waiting.template, waiting.values, job.code)
                 job.held.discard(task)
                 self._enqueue(job, [task])
 

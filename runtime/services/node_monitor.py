@@ -33,13 +33,14 @@ from typing import Any
 import msgspec
 import trio
 
+from ..data.code_cache import CodeCache, task_user_owner
 from ..data.copies import copy_limit
-from ..data.dependent import is_remote, unpack_remote, worker_payload
+from ..data.dependent import CodeRef, is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
 from ..data.server import DataServer
 from ..data.shared import SHARE_MIN, SharedValue, raise_file_limit
 from ..data.store import ValueStore
-from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
+from ..errors import CodeError, ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
 from ..wire.address import Address, format_address, unix_path
 from ..wire.connection import Connection, send_grouped
 from ..wire.gate import HandshakeGate
@@ -66,6 +67,7 @@ from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
+from .outcome_pace import OutcomePace
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -110,6 +112,7 @@ class NodeMonitorService:
         self.logic = logic
         # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
         self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline.asks_ahead else 0, self._may_wait)
+        self._pace = OutcomePace(HOLD_DELAY)  # holding pays only while outcomes come closer than that
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
@@ -131,6 +134,9 @@ class NodeMonitorService:
         if self._launch is not None and hasattr(executor, "started"):
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
+        # the code jobs ship, unpacked (None: this executor cannot run it), and the tasks holding an entry of it
+        self.code: CodeCache | None = None
+        self._code_held: dict[tuple, tuple[str, bytes]] = {}
         self.node_id = node_id
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
@@ -390,8 +396,9 @@ class NodeMonitorService:
 
     def _may_wait(self, msg: Any) -> bool:  # any message to a scheduler: dispatched on its type
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
-        GetTask may wait to share a write: nothing waits for them (module constants)."""
-        if not self.logic.bound:
+        GetTask may wait to share a write: nothing waits for them (module constants); only while outcomes
+        come close enough for the next to join them (outcome_pace.py), else the hold costs a wake-up."""
+        if not self.logic.bound or not self._pace.close:
             return False
         kind = type(msg)
         return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
@@ -470,10 +477,21 @@ class NodeMonitorService:
             except ValueLost as exc:
                 lost[i] = (ref.key, f"input {i}: {exc}")
 
+        entry: list[str] = []  # the folder of the job's code, if it ships some
+        code_failed: list[Outcome] = []
+
+        async def get_code(code: CodeRef) -> None:
+            try:
+                entry.append(await self._code_entry(key, code, user))
+            except (CodeError, ValueLost, OSError) as exc:
+                code_failed.append(failed(f"the job's code {code.digest.hex()[:12]}...: {exc}", SYSTEM))
+
         fetching = self._fetching[key] = _Fetching()
         try:
             with fetching.scope:
                 async with trio.open_nursery() as nursery:  # from every holder at once
+                    if call.code is not None:
+                        nursery.start_soon(get_code, call.code)
                     for i, value in enumerate(call.inputs):
                         if type(value) is ValueRef:
                             nursery.start_soon(fetch, i, value)
@@ -482,16 +500,31 @@ class NodeMonitorService:
         if fetching.stopped is not None:
             done(failed(fetching.stopped.reason, fetching.stopped.failure))
             return
+        if code_failed:
+            done(code_failed[0])
+            return
         if lost:
             keys = [lost[i][0] for i in sorted(lost)]
             done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
             return
+        code = entry[0] if entry else None
         if self._takes_inputs:  # the values go beside the call, not pickled into it again
-            call_payload, inputs = worker_payload(call.template), values
+            call_payload, inputs = worker_payload(call.template, entry=code), values
         else:
-            call_payload, inputs = worker_payload(call.template, values), None
+            call_payload, inputs = worker_payload(call.template, values, code), None
         reported.append(None)  # launched: the executor reports it from now on
         self._launch_task(key, call_payload, inputs)
+
+    async def _code_entry(self, key: tuple, code: CodeRef, fetch_as: str | None) -> str:
+        """The folder of a task's shipped code, fetched (as `fetch_as`'s, see `_value`) and unpacked on first use
+        into its user's own cache (data/code_cache.py), held by the task until it ends. Raises CodeError (also
+        where this executor cannot run it), ValueLost, OSError."""
+        if self.code is None:
+            raise CodeError("this node monitor runs tasks in threads (executor 'thread'): it cannot run shipped code")
+        user = self._user_of(key)
+        path = await self.code.acquire(user, code.digest, partial(self._value, code.ref, fetch_as))
+        self._code_held[key] = (user, code.digest)
+        return path
 
     async def _value(self, ref: ValueRef, user: str | None) -> bytes | bytearray | SharedValue:
         """An input's value for a task of `user` (None: any user's): from this node monitor's store, or fetched
@@ -510,6 +543,11 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
+        self._pace.outcome()
+        if self._code_held:
+            held = self._code_held.pop(key, None)
+            if held is not None and self.code is not None:
+                self.code.release(*held)
         ticket = self._tickets.pop(key, None)
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
@@ -653,6 +691,10 @@ async def serve_node_monitor(
                 steal_address=format_address(advertised(address)),
                 steal_timeout=config.steal_timeout,
             )
+            if isinstance(runner, ProcessExecutor):  # a worker process serves one user: it may run shipped code
+                service.code = CodeCache.make(
+                    shared_with_task_users=config.task_user is not None, owner=task_user_owner(config.task_user)
+                )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(
                 logic.store,
@@ -690,3 +732,5 @@ async def serve_node_monitor(
                     if service.stealer is not None:
                         await service.stealer.aclose()
             await runner.aclose()
+            if service is not None and service.code is not None:
+                service.code.close()

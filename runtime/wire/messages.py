@@ -71,8 +71,9 @@ from .resources import ResourceUnits
 # user in ReleaseSession (a node monitor that ignored it would drop another user's values), and in FetchValue and
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
 # (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started); 15: stealing tasks with resources
-# (StealTake.free, StolenReservation.resources)
-PROTOCOL_VERSION = 15
+# (StealTake.free, StolenReservation.resources); 16: shipped code (a task payload's RemoteCall.code, which a node
+# monitor that ignored it would run without)
+PROTOCOL_VERSION = 16
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.

@@ -2,10 +2,11 @@
 
 A worker serves one user (idle_workers.py), so a node monitor whose users take turns starts a worker for each
 user that has none idle: the start is on the path of that user's first task. The interface: `await
-open(nursery)` once, before any start; `await start(child, side, max_frame, share_over, as_user)`, which
-starts worker_main over the socket `child` (and `side`, if any) as the OS user `as_user` names (the options
-of task_users.py; {} for the service's own user) and returns its process (`pid`, `returncode`, `poll()`,
-`await wait()`: a trio.Process or a ForkedProcess); `await aclose()` once its workers are gone.
+open(nursery)` once, before any start; `await start(args, as_user)`, which starts worker_main with the
+arguments `args` (a socket among them stands for its descriptor, which the worker gets) as the OS user
+`as_user` names (the options of task_users.py; {} for the service's own user) and returns its process
+(`pid`, `returncode`, `poll()`, `await wait()`: a trio.Process or a ForkedProcess); `await aclose()` once
+its workers are gone.
 
 - SpawnStarts: a new interpreter per worker (`python -m ...worker_main`), switched to its OS user by
   subprocess before it runs. It pays an interpreter's start and the imports of the runtime, msgspec and
@@ -68,19 +69,14 @@ class SpawnStarts:
     async def aclose(self) -> None:
         pass
 
-    async def start(
-        self, child: socket.socket, side: socket.socket | None, max_frame: int, share_over: int, as_user: dict
-    ) -> WorkerProcess:
-        argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(max_frame)]
-        fds = [child.fileno()]
-        if side is not None:
-            argv += [str(side.fileno()), str(share_over)]
-            fds.append(side.fileno())
+    async def start(self, args: list[str | socket.socket], as_user: dict) -> WorkerProcess:
+        fds = [arg.fileno() for arg in args if isinstance(arg, socket.socket)]
+        argv = [str(arg.fileno()) if isinstance(arg, socket.socket) else arg for arg in args]
         return await trio.lowlevel.open_process(
-            argv,
+            [sys.executable, "-m", "sparrow_runtime.services.worker_main", *argv],
             pass_fds=fds,
             stdin=subprocess.DEVNULL,
-            stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
+            stdout=2,  # a task's prints not captured go to the node monitor's stderr, never its stdout
             env=child_env(as_user.get("env")),
             start_new_session=True,  # its own process group: killed whole, and no terminal signals
             **as_user.get("popen", {}),
@@ -159,19 +155,16 @@ class ForkStarts:
             with trio.CancelScope(shield=True), trio.move_on_after(REAP_TIMEOUT):
                 await self._server.wait()
 
-    async def start(
-        self, child: socket.socket, side: socket.socket | None, max_frame: int, share_over: int, as_user: dict
-    ) -> WorkerProcess:
+    async def start(self, args: list[str | socket.socket], as_user: dict) -> WorkerProcess:
         if self._broken or self._line is None:
-            return await self._spawn.start(child, side, max_frame, share_over, as_user)
+            return await self._spawn.start(args, as_user)
         popen = as_user.get("popen")
         request = {
-            "max_frame": str(max_frame),
-            "share_over": str(share_over) if side is not None else None,
+            "args": [None if isinstance(arg, socket.socket) else arg for arg in args],
             "user": None if not popen else {"name": as_user["name"], "uid": popen["user"], "gid": popen["group"]},
             "env": as_user.get("env") or {},
         }
-        fds = [child.fileno()] if side is None else [child.fileno(), side.fileno()]
+        fds = [arg.fileno() for arg in args if isinstance(arg, socket.socket)]
         async with self._lock:
             assert self._replied is not None
             try:
@@ -179,7 +172,7 @@ class ForkStarts:
                 await self._line.sendmsg([json.dumps(request).encode()], [rights])
                 reply = await self._replied.receive()
             except (OSError, trio.EndOfChannel, trio.ClosedResourceError):  # the server died meanwhile
-                return await self._spawn.start(child, side, max_frame, share_over, as_user)
+                return await self._spawn.start(args, as_user)
         if "error" in reply:
             raise PermissionError(reply["error"])
         process = self._forked[reply["pid"]] = ForkedProcess(reply["pid"])

@@ -3,9 +3,9 @@
 Started by worker_starts.ForkStarts as `python -m sparrow_runtime.services.worker_zygote FD`, FD being its end
 of a private SOCK_SEQPACKET socket pair, as the node monitor's own user. It imports worker_main (and with it
 msgspec, cloudpickle and the runtime's wire), makes itself non-dumpable, and answers `ready`. Then, per
-request (a JSON object: `max_frame`, `share_over` (None: no side socket), `user` (None, or the OS user's
-`name`, `uid` and `gid`) and `env`; the worker's socket and side socket come with it as SCM_RIGHTS), it
-forks a child that:
+request (a JSON object: `args`, worker_main's arguments, None where a descriptor goes; `user`, None or the
+OS user's `name`, `uid` and `gid`; `env`; the descriptors come with it as SCM_RIGHTS, in order), it forks a
+child that:
 
 1. starts a session of its own (its process group is the worker's: killed whole),
 2. closes every descriptor but stdin/stdout/stderr and its two sockets (this server's line above all: a
@@ -37,6 +37,7 @@ import sys
 from . import worker_main
 
 MAX_REQUEST = 64 * 1024  # bytes of one request (its JSON)
+MAX_FDS = 8  # descriptors that may come with one request
 HANGUP = select.POLLHUP | select.POLLERR
 
 
@@ -56,7 +57,7 @@ def serve(control: socket.socket) -> None:
                     pass
                 _report_ended(control)
                 continue
-            data, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 2)
+            data, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, MAX_FDS)
             if not data:
                 return  # the node monitor is gone
             try:
@@ -89,8 +90,8 @@ def _report_ended(control: socket.socket) -> None:
 
 def _fork(request: dict, fds: list[int], control: socket.socket, own: tuple[int, int]) -> dict:
     """Fork the worker `request` asks for; the reply for the node monitor."""
-    if len(fds) != (2 if request.get("share_over") else 1):
-        return {"error": f"{len(fds)} descriptors came with the request"}
+    if len(fds) != request["args"].count(None):
+        return {"error": f"{len(fds)} descriptors came for {request['args'].count(None)} in the arguments"}
     said, say = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:  # the worker: nothing of this server's may outlive this block but its code
@@ -129,9 +130,8 @@ def _become_worker(request: dict, fds: list[int], say: int, control: socket.sock
     os.environ.update(request.get("env") or {})
     os.write(say, b"ok")
     os.close(say)
-    argv = [str(fds[0]), request["max_frame"]]
-    if len(fds) == 2:  # the side socket, and the size past which values cross it
-        argv += [str(fds[1]), request["share_over"]]
+    given = iter(fds)
+    argv = [str(next(given)) if arg is None else arg for arg in request["args"]]
     sys.modules["__main__"] = worker_main
     sys.argv = ["worker_main", *argv]
     return worker_main.main(argv)

@@ -19,6 +19,7 @@ from typing import Any
 
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES, check_cache_bounds
 from ..wire.address import Address, format_address, parse_address
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
 from ..wire.link_config import LinkConfig
@@ -74,6 +75,8 @@ NODE_MONITOR_SETTINGS = {
     "inline_limit": "inline_limit",
     "memory_limit": "memory_limit",
     "max_value": "max_value",
+    "code_cache_bytes": "code_cache_bytes",
+    "code_cache_entries": "code_cache_entries",
 }
 EXECUTORS = ("process", "thread")  # worker processes (cloudpickle) or threads of the node monitor
 
@@ -165,7 +168,8 @@ class NodeMonitorConfig:
     `heartbeat_interval` seconds and drops a scheduler silent for `scheduler_timeout`. A result over
     `inline_limit` bytes stays here (at most `memory_limit` bytes of them; None: a quarter of the host's
     memory), served by the data listener on `data_host:data_port` (None: beside `host`); `max_value` is the
-    largest value kept or sent."""
+    largest value kept or sent. The code jobs ship is unpacked here for process executors, at most
+    `code_cache_entries` archives and `code_cache_bytes` of files (data/code_cache.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     schedulers: tuple[Address, ...] = ()
@@ -191,6 +195,8 @@ class NodeMonitorConfig:
     inline_limit: int = DEFAULT_INLINE_LIMIT
     memory_limit: int | None = None
     max_value: int = DEFAULT_MAX_VALUE
+    code_cache_bytes: int = DEFAULT_CACHE_BYTES
+    code_cache_entries: int = DEFAULT_CACHE_ENTRIES
 
     def __post_init__(self) -> None:
         if not isinstance(self.link, LinkConfig):
@@ -227,6 +233,7 @@ class NodeMonitorConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+        check_cache_bounds(self.code_cache_bytes, self.code_cache_entries)
 
     def logic_options(self) -> dict[str, Any]:
         """The keyword arguments of the NodeMonitorLogic this config runs (but its resources, which the host

@@ -198,3 +198,23 @@ def test_a_node_monitor_with_thread_executors_fails_code_tasks_saying_why(shipli
         pytest.raises(TaskFailed, match="executor 'thread'"),
     ):
         ex.submit(module.where).result(timeout=60)
+
+
+@pytest.mark.slow
+def test_a_node_monitor_keeps_at_most_its_code_cache_entries(tmp_path, shiplib):
+    """`--code-cache-entries 1` (NodeMonitorConfig.code_cache_entries): the second archive's first task removes the
+    first archive's entry, which no task uses any more; the first archive runs again, unpacked anew."""
+    module, src, _ = shiplib
+    config = NodeMonitorConfig(code_cache_entries=1)
+    with (
+        LocalCluster(node_monitor=config, node_monitors=1, dashboard=False) as small,
+        SparrowExecutor(small.schedulers, **small.credentials, py_modules=[module]) as ex,
+    ):
+        ex.client.code.recheck = 0.0
+        first = ex.submit(module.where).result(timeout=60)[1]
+        write_lib(src, 2)
+        second = ex.submit(module.where).result(timeout=60)[1]
+        assert os.path.exists(second) and not os.path.exists(first)
+        write_lib(src, 1)
+        assert ex.submit(module.where).result(timeout=60)[:2] == (1, first)
+        assert not os.path.exists(second)

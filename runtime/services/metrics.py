@@ -11,7 +11,8 @@ outcomes. Nothing here changes a decision. Names and meanings are listed in docs
 
 - scheduler: jobs and tasks submitted, launched, finished, failed; probes sent; GetTask answers,
   empty ones; cancellations sent; registered node monitors and jobs in flight; histograms of the
-  scheduling delay and the job response time.
+  scheduling delay and the job response time; per user (a bounded set of labels), tasks by outcome and
+  a histogram of their run times, read from its task history (user_metrics.py).
 - node monitor: reservations received, GetTask sent and empty answers, tasks launched, finished
   and failed, reservations cancelled; its queue length, slots and busy slots.
 
@@ -33,6 +34,7 @@ from .instruments import Instruments, observed
 from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
+from .user_metrics import DEFAULT_METRICS_USERS, UserTaskMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -217,16 +219,24 @@ class SchedulerMetrics(SchedulerObserver):
 
 class MeteredSchedulerLogic(_ObservedSchedulerLogic):
     """SchedulerLogic whose every step a JobTimer follows (`timer`, an instrument of its steps: add
-    observers to `timer.observers`), with Prometheus metrics (`metrics`) in `registry` unless it is None."""
+    observers to `timer.observers`), with Prometheus metrics (`metrics`, and per user `user_metrics`, with
+    series of their own for the first `metrics_users` users) in `registry` unless it is None."""
 
-    def __init__(self, registry: CollectorRegistry | None, **kwargs: Any) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None, metrics_users: int = DEFAULT_METRICS_USERS, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.registry = registry
         self.timer = JobTimer(self.clock)
         self.instruments.append(self.timer)
         self.metrics = None if registry is None else SchedulerMetrics(registry, self)
+        self.user_metrics = None if registry is None else UserTaskMetrics(self.history, metrics_users)
         if self.metrics is not None:
             self.timer.observers.append(self.metrics)
+        if self.user_metrics is not None:
+            assert registry is not None  # made with the registry
+            registry.register(self.user_metrics)
+            self.instruments.append(self.user_metrics)
 
 
 # metric name -> (help, the NodeMonitorLogic.stats keys it adds up)

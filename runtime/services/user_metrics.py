@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..wire.messages import CANCELLED
@@ -41,31 +41,25 @@ def check_metrics_users(value: object) -> int:
     return value
 
 
-class _User:
-    """One label's counts: tasks by outcome (OUTCOMES' order), run times by bucket (the last: above every
-    bound) and their sum."""
-
-    __slots__ = ("buckets", "label", "outcomes", "run_sum")
-
-    def __init__(self, label: str, n_buckets: int) -> None:
-        self.label = label
-        self.outcomes = [0, 0, 0]
-        self.buckets = [0] * (n_buckets + 1)
-        self.run_sum = 0.0
-
-
 class UserTaskMetrics:
     """The per-user series of one scheduler (module docstring), read from `history`; register it with a
-    Prometheus registry and append it to the logic's instruments."""
+    Prometheus registry and append it to the logic's instruments.
+
+    Each label's counts are one flat list (one increment per task on the hot path): a row per outcome
+    (OUTCOMES' order) of `width` counts, the tasks that ran by run-time bucket (the last: above every bound)
+    then the tasks that never ran; and last of all the sum of the run times."""
 
     def __init__(self, history: TaskHistory, max_users: int = DEFAULT_METRICS_USERS) -> None:
         self.entries = history.entries
         self.max_users = check_metrics_users(max_users)
         self.bounds = list(RUN_TIME_BUCKETS)
-        self.users: dict[str, _User] = {}  # the first max_users users seen -> their counts
-        self.other = _User(OTHER, len(self.bounds))
-        self._own = 0  # users with a label of their own
+        self.width = len(self.bounds) + 2  # buckets, the one above them, and "never ran"
+        self.users: dict[str, list] = {}  # the first max_users users seen -> their counts
+        self.other = self._counts()
         self._newest: TaskEntry | None = None  # the newest entry counted
+
+    def _counts(self) -> list:
+        return [0] * (len(OUTCOMES) * self.width) + [0.0]
 
     def step(self, event: str, args: tuple, out: list) -> None:
         """The instrument hook: count the entries the step added to the history."""
@@ -73,30 +67,42 @@ class UserTaskMetrics:
         if not entries or entries[-1] is self._newest:
             return
         counted, self._newest = self._newest, entries[-1]
-        new = []
+        users, bounds, width = self.users, self.bounds, self.width
+        unlabelled = None  # entries of users without a label yet, newest first
         for entry in reversed(entries):
             if entry is counted:
                 break
-            new.append(entry)
-        users, bounds = self.users, self.bounds
-        for entry in reversed(new):  # in the order they ended: the first users seen get the labels
-            user = users.get(entry.user)
-            if user is None:
-                user = self._label(entry.user)
-            user.outcomes[0 if entry.ok else 2 if entry.failure == CANCELLED else 1] += 1
+            counts = users.get(entry.user)
+            if counts is None:
+                if unlabelled is None:
+                    unlabelled = [entry]
+                else:
+                    unlabelled.append(entry)
+                continue
+            row = 0 if entry.ok else 2 * width if entry.failure == CANCELLED else width
             if entry.node:  # it ran
                 run = entry.ended - entry.launched
-                user.buckets[bisect.bisect_left(bounds, run)] += 1
-                user.run_sum += run
+                counts[row + bisect.bisect_left(bounds, run)] += 1
+                counts[-1] += run
+            else:
+                counts[row + width - 1] += 1
+        if unlabelled is not None:  # in the order they ended: the first users seen get the labels
+            self._label_and_count(reversed(unlabelled))
 
-    def _label(self, name: str) -> _User:
-        """A new label for user `name`, or `other` once max_users have theirs (not remembered: the names of the
-        users past the bound are never held, however many there are)."""
-        if self._own >= self.max_users:
-            return self.other
-        self._own += 1
-        user = self.users[name] = _User(name, len(self.bounds))
-        return user
+    def _label_and_count(self, entries: Iterable[TaskEntry]) -> None:
+        users, width = self.users, self.width
+        for entry in entries:
+            counts = users.get(entry.user)
+            if counts is None:
+                # a label of its own while there is room; else `other` (the names past the bound are never held)
+                counts = self.other if len(users) >= self.max_users else users.setdefault(entry.user, self._counts())
+            row = 0 if entry.ok else 2 * width if entry.failure == CANCELLED else width
+            if entry.node:
+                run = entry.ended - entry.launched
+                counts[row + bisect.bisect_left(self.bounds, run)] += 1
+                counts[-1] += run
+            else:
+                counts[row + width - 1] += 1
 
     def collect(self) -> Iterator[Metric]:
         """The series, read from the HTTP thread: each list is copied at once (atomic under the GIL)."""
@@ -114,11 +120,15 @@ class UserTaskMetrics:
             labels=("user",),
         )
         bounds = [floatToGoString(bound) for bound in self.bounds] + ["+Inf"]
-        labelled = list(self.users.values())
-        for user in labelled if not any(self.other.outcomes) else [*labelled, self.other]:
-            for outcome, count in zip(OUTCOMES, list(user.outcomes), strict=True):
-                tasks.add_metric([user.label, outcome], count)
-            cumulative = list(itertools.accumulate(list(user.buckets)))
-            runs.add_metric([user.label], list(zip(bounds, cumulative, strict=True)), user.run_sum)
+        width = self.width
+        labelled = list(self.users.items())
+        for label, held in labelled if not any(self.other[:-1]) else [*labelled, (OTHER, self.other)]:
+            counts = list(held)  # one copy: the rows and the sum agree
+            rows = [counts[o * width : (o + 1) * width] for o in range(len(OUTCOMES))]
+            for outcome, row in zip(OUTCOMES, rows, strict=True):
+                tasks.add_metric([label, outcome], sum(row))
+            ran = [sum(row[b] for row in rows) for b in range(width - 1)]
+            cumulative = list(itertools.accumulate(ran))
+            runs.add_metric([label], list(zip(bounds, cumulative, strict=True)), counts[-1])
         yield tasks
         yield runs

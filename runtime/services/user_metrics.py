@@ -8,11 +8,13 @@ counter that changed labels would reset).
 
 Source: the scheduler's task history (task_history.py) records each task once, at its outcome, with its user,
 how it ended and when it launched and ended. This is an instrument of the logic's steps (instruments.observed):
-after each step, in the scheduler's own thread, it counts the entries that step added, in the order they were
-added: those from its newest entry back to the newest one it counted before (the history only appends, and drops
-from its oldest end; if that one was dropped, every entry left is newer). The hot path gains no call per outcome:
-one identity check per step, then per new entry a lookup, a bisection and a few increments. A task that never ran
-(cancelled before it launched, no node monitor could take it) is counted and has no run time.
+after each step, in the scheduler's own thread, it counts the entries that step added: those from its newest
+entry back to the newest one it counted before (the history only appends, and drops from its oldest end; if that
+one was dropped, every entry left is newer). Entries of users without a label yet are taken after the others, in
+the order they ended, so that labels go to the first users seen. The hot path gains no call per outcome: one
+identity check per step, then per new entry a lookup, a bisection and two increments (about 140 ns on the
+development machine). A task that never ran (cancelled before it launched, no node monitor could take it) is
+counted and has no run time.
 """
 
 from __future__ import annotations

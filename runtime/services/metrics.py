@@ -181,10 +181,14 @@ class BucketCounts:
 
 class SchedulerMetrics(SchedulerObserver):
     """The scheduler's Prometheus metrics: counters from its logic's stats, outcomes and timings from
-    its JobTimer."""
+    its JobTimer, and per user (the first `metrics_users` seen with series of their own) from its task history
+    after each batch with outcomes (user_metrics.py)."""
 
-    def __init__(self, registry: CollectorRegistry, logic: SchedulerLogic) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, logic: SchedulerLogic, metrics_users: int = DEFAULT_METRICS_USERS
+    ) -> None:
         prom = require_prometheus()
+        self.users = UserTaskMetrics(logic.history, metrics_users)
         self.outcomes: Counter[str] = Counter()
         self.delay = BucketCounts(
             "sparrow_scheduling_delay_seconds", "From a job's arrival to each task's launch", DELAY_BUCKETS
@@ -197,6 +201,7 @@ class SchedulerMetrics(SchedulerObserver):
             StatsCounters(self.outcomes, OUTCOME_COUNTERS),
             self.delay,
             self.response,
+            self.users,
         ):
             registry.register(collector)
         prom.Gauge("sparrow_node_monitors", "Node monitors registered and live", registry=registry).set_function(
@@ -215,12 +220,14 @@ class SchedulerMetrics(SchedulerObserver):
             outcomes["jobs"] += len(responses)
         outcomes["ok"] += ok
         outcomes["failed"] += failed
+        if ok or failed:
+            self.users.count()
 
 
 class MeteredSchedulerLogic(_ObservedSchedulerLogic):
     """SchedulerLogic whose every step a JobTimer follows (`timer`, an instrument of its steps: add
-    observers to `timer.observers`), with Prometheus metrics (`metrics`, and per user `user_metrics`, with
-    series of their own for the first `metrics_users` users) in `registry` unless it is None."""
+    observers to `timer.observers`), with Prometheus metrics (`metrics`; per user, series of their own for the
+    first `metrics_users` users) in `registry` unless it is None."""
 
     def __init__(
         self, registry: CollectorRegistry | None, metrics_users: int = DEFAULT_METRICS_USERS, **kwargs: Any
@@ -229,14 +236,9 @@ class MeteredSchedulerLogic(_ObservedSchedulerLogic):
         self.registry = registry
         self.timer = JobTimer(self.clock)
         self.instruments.append(self.timer)
-        self.metrics = None if registry is None else SchedulerMetrics(registry, self)
-        self.user_metrics = None if registry is None else UserTaskMetrics(self.history, metrics_users)
+        self.metrics = None if registry is None else SchedulerMetrics(registry, self, metrics_users)
         if self.metrics is not None:
             self.timer.observers.append(self.metrics)
-        if self.user_metrics is not None:
-            assert registry is not None  # made with the registry
-            registry.register(self.user_metrics)
-            self.instruments.append(self.user_metrics)
 
 
 # metric name -> (help, the NodeMonitorLogic.stats keys it adds up)

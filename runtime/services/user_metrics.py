@@ -7,14 +7,14 @@ most `max_users` + 1 users' series, whoever submits, and a user keeps its label 
 counter that changed labels would reset).
 
 Source: the scheduler's task history (task_history.py) records each task once, at its outcome, with its user,
-how it ended and when it launched and ended. This is an instrument of the logic's steps (instruments.observed):
-after each step, in the scheduler's own thread, it counts the entries that step added: those from its newest
-entry back to the newest one it counted before (the history only appends, and drops from its oldest end; if that
-one was dropped, every entry left is newer). Entries of users without a label yet are taken after the others, in
-the order they ended, so that labels go to the first users seen. The hot path gains no call per outcome: one
-identity check per step, then per new entry a lookup, a bisection and two increments (about 140 ns on the
-development machine). A task that never ran (cancelled before it launched, no node monitor could take it) is
-counted and has no run time.
+how it ended and when it launched and ended. The scheduler's metrics (metrics.SchedulerMetrics) call `count`
+after each batch that sent outcomes (the JobTimer's report, in the scheduler's own thread), and it counts the
+entries added since: those from the history's newest entry back to the newest one it counted before (the
+history only appends, and drops from its oldest end; if that one was dropped, every entry left is newer).
+Entries of users without a label yet are taken after the others, in the order they ended, so that labels go to
+the first users seen. The hot path gains no call per outcome: one call per batch with outcomes, then per new
+entry a lookup, a bisection and two increments (about 140 ns on the development machine). A task that never
+ran (cancelled before it launched, no node monitor could take it) is counted and has no run time.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ def check_metrics_users(value: object) -> int:
 
 
 class UserTaskMetrics:
-    """The per-user series of one scheduler (module docstring), read from `history`; register it with a
-    Prometheus registry and append it to the logic's instruments.
+    """The per-user series of one scheduler (module docstring), read from `history` at each `count`; register it
+    with a Prometheus registry.
 
     Each label's counts are one flat list (one increment per task on the hot path): a row per outcome
     (OUTCOMES' order) of `width` counts, the tasks that ran by run-time bucket (the last: above every bound)
@@ -63,8 +63,8 @@ class UserTaskMetrics:
     def _counts(self) -> list:
         return [0] * (len(OUTCOMES) * self.width) + [0.0]
 
-    def step(self, event: str, args: tuple, out: list) -> None:
-        """The instrument hook: count the entries the step added to the history."""
+    def count(self) -> None:
+        """Count the entries added to the history since the last call."""
         entries = self.entries
         if not entries or entries[-1] is self._newest:
             return

@@ -1,7 +1,7 @@
 """Per-user task metrics (user_metrics.py): tasks by user and outcome and a run-time histogram by user, read from
-the task history after each step: every task counted once, the first `max_users` users labelled and the rest
-"other" (no name past the bound held), tasks that never ran without a run time; and through a real scheduler's
-/metrics endpoint (a LocalCluster), users' ok, failed and cancelled tasks."""
+the task history after each batch with outcomes: every task counted once, the first `max_users` users labelled
+and the rest "other" (no name past the bound held), tasks that never ran without a run time; and through a real
+scheduler's /metrics endpoint (a LocalCluster), users' ok, failed and cancelled tasks."""
 
 from __future__ import annotations
 
@@ -56,11 +56,11 @@ def test_each_task_is_counted_once_by_user_and_outcome_with_its_run_time():
     history, users, registry = metered()
     history.add(entry("alice"))
     history.add(entry("alice", ok=False, failure=0))  # it raised
-    users.step("on_node_messages", (), [])
-    users.step("on_timer", (), [])  # nothing new: nothing counted again
+    users.count()
+    users.count()  # nothing new: nothing counted again
     history.add(entry("alice", ok=False, failure=CANCELLED, node=""))  # cancelled before it ran
     history.add(entry("alice", ok=False, failure=SYSTEM, run=2.0))  # its node monitor was lost
-    users.step("on_client_messages", (), [])
+    users.count()
     tasks, runs = counted(registry)
     assert tasks == {("alice", "ok"): 1, ("alice", "failed"): 2, ("alice", "cancelled"): 1}
     count, total, buckets = runs["alice"]
@@ -72,7 +72,7 @@ def test_the_first_users_get_labels_and_the_rest_are_other_without_their_names_h
     history, users, registry = metered(max_users=2)
     for name in ("alice", "", "bob", "carol", "alice", "bob"):
         history.add(entry(name))
-    users.step("on_node_messages", (), [])
+    users.count()
     tasks, runs = counted(registry)
     assert tasks == {
         **{("alice", o): n for o, n in (("ok", 2), ("failed", 0), ("cancelled", 0))},
@@ -83,18 +83,18 @@ def test_the_first_users_get_labels_and_the_rest_are_other_without_their_names_h
     assert set(users.users) == {"alice", ""}  # bob and carol's names are not kept
     for i in range(1000):  # a flood of names adds no label and holds none of them
         history.add(entry(f"u{i}"))
-        users.step("on_node_messages", (), [])
+        users.count()
     assert set(users.users) == {"alice", ""} and counted(registry)[0][(OTHER, "ok")] == 1003
 
 
 def test_no_other_series_until_a_user_past_the_bound_ends_a_task_and_zero_labels_all_other():
     history, users, registry = metered(max_users=5)
     history.add(entry("alice"))
-    users.step("on_node_messages", (), [])
+    users.count()
     assert {user for user, _ in counted(registry)[0]} == {"alice"}
     history, users, registry = metered(max_users=0)
     history.add(entry("alice"))
-    users.step("on_node_messages", (), [])
+    users.count()
     assert counted(registry)[0][(OTHER, "ok")] == 1
 
 
@@ -102,10 +102,10 @@ def test_entries_the_history_dropped_since_do_not_hide_the_new_ones():
     """The newest counted entry left the history (its cap): every entry there now is new, and counted once."""
     history, users, registry = metered(max_records=3)
     history.add(entry("alice"))
-    users.step("on_node_messages", (), [])
+    users.count()
     for _ in range(3):
         history.add(entry("alice"))
-    users.step("on_node_messages", (), [])
+    users.count()
     assert counted(registry)[0][("alice", "ok")] == 4
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
+from ..client.output import OUTPUT_MODES
+from ..data.code_archive import LIMITS
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES
 from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_NODE_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
+from ..services.output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE
 from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES
 from ..services.scheduler_logic import (
     DEFAULT_BIND_IDLE,
@@ -21,7 +25,7 @@ from ..services.scheduler_logic import (
 from ..services.user_metrics import DEFAULT_METRICS_USERS
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, SAMPLINGS
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, MAX_OUTPUT, SAMPLINGS
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
@@ -365,6 +369,35 @@ NODE_MONITOR_SETTINGS = (
         "largest value kept or transferred (in chunks), and most bytes of inputs for one task",
         "BYTES",
     ),
+    Setting(
+        "code_cache_bytes",
+        integer(LIMITS.max_bytes),
+        DEFAULT_CACHE_BYTES,
+        "bytes of the code jobs ship kept unpacked here (the least recently used not in use go first)",
+        "BYTES",
+    ),
+    Setting(
+        "code_cache_entries",
+        integer(1),
+        DEFAULT_CACHE_ENTRIES,
+        "archives of the code jobs ship kept unpacked here",
+        "N",
+    ),
+    Setting(
+        "output_cap",
+        integer(0, MAX_OUTPUT),
+        DEFAULT_OUTPUT_CAP,
+        "bytes of each of a task's stdout and stderr sent to its client (past it: cut, with a marker); 0: none "
+        "captured, tasks print to this service's stderr",
+        "BYTES",
+    ),
+    Setting(
+        "output_rate",
+        integer(1),
+        DEFAULT_OUTPUT_RATE,
+        "bytes a second of task output this node monitor sends, averaged (past it: cut, with a marker)",
+        "BYTES",
+    ),
     *_tls("none: --insecure is required"),
     INSECURE,
     _secret_file("none"),
@@ -440,6 +473,21 @@ SUBMIT_SETTINGS = (
         unset="a slot alone",
     ),
     Setting(
+        "py_modules",
+        TEXTS,
+        [],
+        "a package directory or .py file shipped with the job, first on the workers' sys.path (repeatable; "
+        "docs/code-shipping.md)",
+        "PATH",
+    ),
+    Setting(
+        "working_dir",
+        TEXT,
+        help="a directory shipped with the job, where its tasks run (docs/code-shipping.md)",
+        metavar="DIR",
+        unset="none: the workers' own",
+    ),
+    Setting(
         "task_timeout",
         number(0.0, open_low=True),
         help="stop a task that runs longer than this (needs process executors)",
@@ -462,6 +510,12 @@ SUBMIT_SETTINGS = (
         "S",
     ),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
+    Setting(
+        "output",
+        choice(*OUTPUT_MODES),
+        "print",
+        "what the tasks print: print (each line here, after a (task JOB.TASK on NODE) prefix) or keep (not shown)",
+    ),
     _log_level("warning"),
 )
 

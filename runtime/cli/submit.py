@@ -2,12 +2,17 @@
 
     sparrow submit --tasks 100 -- CMD ARGS...   each task runs CMD with SPARROW_TASK_INDEX set
     sparrow submit --tasks 10 module:function   each task calls function(index)
+    sparrow submit --py-modules ./mylib --working-dir . -- ./job.sh
 
 `module.function`, which is no program here, is refused with a hint (module:function was meant).
 
-A module imported from the current directory (not installed) is sent by value, so the workers do
-not need the file. Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which
-cancels the job: its running tasks are stopped). With several --scheduler it fails over between
+`--py-modules` and `--working-dir` ship code with the job (client/code.py): the module of `module:function` is
+imported from them (and from the current directory) and sent by reference, the workers importing it from the
+shipped copy; a shell task runs in the shipped working directory. A module imported from the current directory
+that is not shipped (not installed either) is sent by value, so the workers do not need the file. What a callable
+prints is printed here as it arrives, each line after a `(task JOB.TASK on NODE)` prefix (--output keep: not
+shown). Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which cancels the job: its running
+tasks are stopped). With several --scheduler it fails over between
 them; --retries relaunches a task after a system failure.
 """
 
@@ -21,7 +26,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(s["log_level"])
     target = args.target
     if len(target) == 1 and CALLABLE.fullmatch(target[0]):
-        fn = _import_callable(target[0])
+        fn = _import_callable(target[0], s["py_modules"], s["working_dir"])
         tasks = [partial(fn, i) for i in range(s["tasks"])]
         show: Callable[[int, Any], str] = _show_value
     else:
@@ -83,15 +88,23 @@ def _check_command(name: str) -> None:
         )
 
 
-def _import_callable(spec: str) -> Callable[..., Any]:
+def _import_callable(spec: str, py_modules: Sequence[str] = (), working_dir: str | None = None) -> Callable[..., Any]:
+    """The callable `spec` names, imported as the workers will: from the shipped code (each of `py_modules` from
+    its parent folder, the `working_dir`) or the current directory; its module registered to be pickled by value
+    if it is in the current directory and not shipped."""
     module_name, _, attribute = spec.partition(":")
-    sys.path.insert(0, os.getcwd())
+    shipped = [os.path.abspath(path) for path in [*py_modules, *([working_dir] if working_dir else [])]]
+    search = [os.path.dirname(os.path.abspath(path)) for path in py_modules]
+    if working_dir:
+        search.append(os.path.abspath(working_dir))
+    added = [*dict.fromkeys([*search, os.getcwd()])]
+    sys.path[:0] = added
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise CommandError(f"cannot import {module_name!r}: {exc}") from None
     finally:
-        sys.path.pop(0)
+        del sys.path[: len(added)]
     fn: Any = module
     for part in attribute.split("."):
         fn = getattr(fn, part, None)
@@ -100,7 +113,10 @@ def _import_callable(spec: str) -> Callable[..., Any]:
     if not callable(fn):
         raise CommandError(f"{spec} is not callable")
     where = getattr(module, "__file__", None)
-    if where and Path(where).resolve().is_relative_to(Path.cwd().resolve()):
+    if where is None:
+        return fn
+    here = Path(where).resolve()
+    if here.is_relative_to(Path.cwd().resolve()) and not any(here.is_relative_to(Path(p).resolve()) for p in shipped):
         cloudpickle.register_pickle_by_value(module)  # the workers may not have the file
     return fn
 
@@ -132,7 +148,13 @@ async def _submit(
     failed = done = 0
     interrupted = False
     async with Client(
-        schedulers, **credentials, retries=s["retries"], scheduler_timeout=s["scheduler_timeout"]
+        schedulers,
+        **credentials,
+        retries=s["retries"],
+        scheduler_timeout=s["scheduler_timeout"],
+        py_modules=s["py_modules"] or None,
+        working_dir=s["working_dir"],
+        output=s["output"],
     ) as client:
         job = await client.submit_job(
             tasks,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import time
 import uuid
@@ -46,6 +47,7 @@ import trio
 
 from .. import views
 from ..data import packed
+from ..data.dependent import CodeRef, with_code
 from ..data.links import DataLinks
 from ..data.upload import Uploader
 from ..errors import ConnectionLost, HandshakeError, ValueLost
@@ -70,12 +72,15 @@ from ..wire.messages import (
 )
 from ..wire.task_codec import pack_task
 from ..wire.tls import TLS, load_tls
+from .code import CodeSource, CodeUploads
 from .job import DEFAULT_RETRIES as DEFAULT_RETRIES
 from .job import Job, Request, check_retries, split_requests
 from .job import build_submit as build_submit
 from .local_state import running_local_cluster
 from .logic import ClientLogic, Held
 from .logic import Failover as Failover
+from .output import OutputCallback, output_policy
+from .output import text as output_text
 from .scatter import Scatter, prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -173,6 +178,13 @@ class JobHandle:
     def done(self) -> bool:
         """True once every task of the job has its outcome."""
         return self._job.done()
+
+    def output(self, task: int, stream: str | None = None) -> str:
+        """What task `task` wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing, or it has no outcome yet)."""
+        if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
+            raise IndexError(f"task index must be an int in [0, {self.n_tasks}), got {task!r}")
+        return output_text(self._job, task, stream)
 
     def cancel(self, force: bool = False) -> None:
         """Cancel every task without an outcome: not launched yet, it never is; running, it finishes
@@ -284,10 +296,19 @@ class Client:
     else the SPARROW_TLS_CA/CERT/KEY variables, else SPARROW_SECRET / SPARROW_SECRET_FILE. Under TLS,
     jobs run as the user named in the certificate.
 
+    Code shipped with every job (docs/code-shipping.md): `py_modules` (package directories, .py files or
+    imported top-level modules) and `working_dir` (a directory the tasks run in) are packed here at once
+    (CodeError for a limit, a path or a link out), uploaded once per content to a node monitor, and put first
+    on the workers' `sys.path` for this client's tasks; a changed file is shipped again with the next job.
+
     The decisions are the client logic's (logic.py); this is its trio shell: it connects and fails
     over, heartbeats the scheduler, holds back submissions past `max_pending_tasks`, and sends what
     the logic says. `handshake_timeout` bounds each connection attempt (TCP connect and handshake),
-    as it bounds the handshake a scheduler or node monitor waits for."""
+    as it bounds the handshake a scheduler or node monitor waits for.
+
+    `output`: what to do with what the tasks print (output.py): "print" (the default: each line to this
+    process's stdout or stderr after a `(task JOB.TASK on NODE)` prefix), "keep" (only kept: JobHandle.output),
+    or a callable `fn(job_id, task, output)`."""
 
     def __init__(
         self,
@@ -304,7 +325,13 @@ class Client:
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
         max_value: int = DEFAULT_MAX_VALUE,
+        py_modules: Iterable[object] | None = None,
+        working_dir: str | os.PathLike | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
+        on_output = output_policy(output)  # checked first: a bad value raises before anything connects
+        # the code every job ships (client/code.py): checked and packed now (CodeError), before any connection
+        self.code = None if not py_modules and working_dir is None else CodeSource(py_modules or (), working_dir)
         if schedulers is None:
             try:
                 state = running_local_cluster()
@@ -342,10 +369,12 @@ class Client:
         if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 0:
             raise ValueError(f"max_value must be an int of bytes >= 0, got {max_value!r}")
         self.max_value = max_value
-        self._logic = ClientLogic(max_frame=self.max_frame)
+        self.output = output
+        self._logic = ClientLogic(max_frame=self.max_frame, on_output=on_output)
         self._links = DataLinks(link=self._link, role="client", peer_id=self.client_id, max_value=max_value)
         self._uploader = Uploader(self._data_link)  # Client.scatter's (scatter.py)
         self._scatter = Scatter(self)
+        self._code_uploads = CodeUploads(self)
         self._dropped: deque[tuple[Job, int | None]] = deque()  # owners gone (any thread), for the trio thread
         self._nursery: trio.Nursery | None = None
         self._conn: Connection | None = None
@@ -382,11 +411,13 @@ class Client:
     def traffic(self) -> dict[str, int]:
         """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
         included), `bytes_received` (outcomes: payloads and error text), `bytes_fetched` (values
-        fetched from the node monitors that kept them) and `bytes_uploaded` (values scattered to node
-        monitors: Client.scatter); message headers are not counted. A copy."""
+        fetched from the node monitors that kept them), `bytes_uploaded` (values scattered to node
+        monitors: Client.scatter) and `output_received` (what the tasks printed); message headers are not
+        counted. A copy."""
         return {
             "bytes_sent": 0,
             "bytes_received": 0,
+            "output_received": 0,
             **self._logic.traffic,
             "bytes_fetched": self._links.bytes_fetched,
             "bytes_uploaded": self._uploader.bytes_uploaded,
@@ -420,7 +451,7 @@ class Client:
         msgs = self._logic.close()
         self._dispatch()
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-            await self._links.release(self._logic.values.take())  # every value it held
+            await self._links.release([*self._logic.values.take(), *self._code_uploads.take()])  # every value it held
             await self._links.aclose()
             await self._uploader.aclose()
         conn = self._conn
@@ -629,6 +660,16 @@ class Client:
                 raise job.exception(0)
         return [handle[0] for handle in handles]
 
+    async def job_code(self) -> CodeRef:
+        """The reference a job's tasks carry to the client's code (`py_modules`, `working_dir`) as its files are
+        now (client/code.py: rechecked at most every second), uploaded if this archive was not, or if the node
+        monitor it went to is no longer registered. Raises CodeError, UploadFailed; RuntimeError without code."""
+        if self.code is None:
+            raise RuntimeError("this client ships no code: give it py_modules or a working_dir")
+        source = self.code
+        packed = await trio.to_thread.run_sync(source.current) if source.due() else source.packed
+        return await self._code_uploads.ship(packed)
+
     def _answer_queries(self) -> None:
         replies = self._logic.query_replies
         while replies and self._query_waiters:
@@ -693,6 +734,9 @@ class Client:
                 payload = packed[id(task)] = pack_task(task)
             payloads.append(payload)
         request, task_resources = split_requests(resources, len(payloads))
+        code = None if self.code is None else await self.job_code()
+        if code is not None:
+            payloads = [with_code(payload, code) if payload else payload for payload in payloads]
         msg = build_submit(
             payloads, user, priority, probe_ratio, constraints, self.max_frame, timeout, prefer, sampling, request
         )
@@ -704,7 +748,12 @@ class Client:
             await self._conn.wait_room()  # while the link to the scheduler is full
         await trio.lowlevel.checkpoint()
         return self.send_job(
-            msg, retries=retries, retry_exceptions=retry_exceptions, held=held, task_resources=task_resources
+            msg,
+            retries=retries,
+            retry_exceptions=retry_exceptions,
+            held=held,
+            task_resources=task_resources,
+            code=code,
         )
 
     def _task_inputs(self, task: Callable[..., object]) -> Inputs | None:
@@ -729,12 +778,14 @@ class Client:
         retry_exceptions: bool | None = None,
         held: Held | None = None,
         task_resources: list[dict[str, int] | None] | None = None,
+        code: CodeRef | None = None,
     ) -> JobHandle:
         """Send a job built by `build_submit` (synchronous: from trio code or `run_sync_soon`).
 
         `on_outcome(task, outcome)` (optional) is called with each task's Outcome as it arrives.
         `held`: tasks that wait for inputs (task -> its call with Slots and its inputs, task_inputs.py).
         `task_resources`: each task's own request in units (split_requests), None: `msg.resources` for all.
+        `code`: the code its tasks run in (`job_code`; their payloads name it already), for those held.
         """
         job = Job(
             msg,
@@ -743,6 +794,7 @@ class Client:
             retry_exceptions=self.retry_exceptions if retry_exceptions is None else retry_exceptions,
         )
         job.task_resources = task_resources
+        job.code = code
         handle = JobHandle(job, self, on_outcome)
         self.add_job(job, held)
         return handle

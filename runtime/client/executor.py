@@ -39,6 +39,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import logging
+import os
 import time
 import warnings
 import weakref
@@ -53,6 +54,8 @@ import msgspec
 import trio
 
 from .. import views
+from ..data.code_archive import Packed
+from ..data.dependent import CodeRef, with_code
 from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
@@ -63,6 +66,8 @@ from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
 from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
+from .output import OutputCallback
+from .output import text as output_text
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -95,6 +100,14 @@ class SparrowFuture(concurrent.futures.Future):
                     self._result = value
                 value = self._result
         return value
+
+    def output(self, timeout: float | None = None, stream: str | None = None) -> str:
+        """What the task wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing), once it is done: waits up to
+        `timeout` seconds as `result` does (TimeoutError), and is "" for a future cancelled before it ran."""
+        if not concurrent.futures.wait([self], timeout).done:
+            raise TimeoutError(f"the task is not done after {timeout} s")
+        return output_text(self._job, self._task, stream)
 
     @property
     def kept(self) -> bool:
@@ -159,7 +172,11 @@ class SparrowExecutor(concurrent.futures.Executor):
     `timeout` (seconds, optional) is each task's time limit. `sampling` is every job's probe
     placement, "batch" (the default) or "per_task" (Client.submit_job). `resources` is what each task
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
-    `submit_many` (JobOptions) take their own. `connect_timeout` is the old name of `handshake_timeout`
+    `submit_many` (JobOptions) take their own. `py_modules` and `working_dir`: code shipped with every job, put
+    first on the workers' `sys.path` (Client; docs/code-shipping.md): a file changed is shipped again with the
+    jobs submitted from about a second later. `output` says what to do with what the tasks print (Client: "print"
+    with a prefix, the default; "keep"; or a callable); `SparrowFuture.output()` gives a task's.
+    `connect_timeout` is the old name of `handshake_timeout`
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
@@ -189,6 +206,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         connect_timeout: float | None = None,
         sampling: str = "batch",
         resources: str | Mapping[str, object] | None = None,
+        py_modules: Iterable[object] | None = None,
+        working_dir: str | os.PathLike | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -207,7 +227,11 @@ class SparrowExecutor(concurrent.futures.Executor):
             retry_exceptions=retry_exceptions,
             scheduler_timeout=scheduler_timeout,
             max_frame=max_frame,
+            py_modules=py_modules,
+            working_dir=working_dir,
+            output=output,
         )
+        self._code_ref: tuple[Packed, CodeRef, float] | None = None  # the archive last shipped, its ref, when
         # checked now, not at each submit: the settings of every job it sends
         self.resources = resources  # as given: each job's settings put it in units (build_submit)
         self._settings = build_submit(
@@ -253,16 +277,20 @@ class SparrowExecutor(concurrent.futures.Executor):
         return views.executor_html(self)
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+        code = None if self._client.code is None else self._code()
         inputs = find_inputs(args, kwargs, _is_future)
         if inputs is not None:
-            return self._submit_dependent(fn, inputs)
+            return self._submit_dependent(fn, inputs, code)
         payload = pack_task(fn, args, kwargs)
+        if code is not None:
+            payload = with_code(payload, code)
         problem = oversize_problem(len(payload), self._client.max_frame)
         if problem is not None:
             raise ValueError(problem)
-        job = self._job([payload], coalesce=True)
+        job = self._job([payload], coalesce=True, code=code)
+        future = job.owner[0]  # before the hand-over: the job lets go of it once settled
         self._hand_over([job], partial(self._client.add_job, job))
-        return job.owner[0]
+        return future
 
     def submit_many(
         self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
@@ -274,6 +302,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         node monitors, preference and retries where they differ from the executor's (JobOptions). Raises
         ValueError before anything is sent if one call is over the frame limit or an option is invalid."""
         max_frame = self._client.max_frame
+        code = None if self._client.code is None else self._code()
         payloads: list[bytes] = []
         sizes: list[int] = []
         held: Held = {}
@@ -281,6 +310,8 @@ class SparrowExecutor(concurrent.futures.Executor):
             inputs = find_inputs(args, kwargs, _is_future)
             if inputs is None:
                 payload = pack_task(fn, args, kwargs)
+                if code is not None:
+                    payload = with_code(payload, code)
                 problem = oversize_problem(len(payload), max_frame)
                 if problem is not None:
                     raise ValueError(problem)
@@ -291,13 +322,14 @@ class SparrowExecutor(concurrent.futures.Executor):
                 sizes.append(len(held[task][0]))
             payloads.append(payload)
         groups = split_jobs(sizes, max_frame)
-        jobs = [self._job(payloads[g.start : g.stop], options=options) for g in groups]
+        jobs = [self._job(payloads[g.start : g.stop], options=options, code=code) for g in groups]
         adds = [
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
         ]
+        futures = [future for job in jobs for future in job.owner]
         self._hand_over(jobs, *adds)
-        return [future for job in jobs for future in job.owner]
+        return futures
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
@@ -314,20 +346,38 @@ class SparrowExecutor(concurrent.futures.Executor):
         with self._loop.lock:
             if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         for future in futures:
             error = future.exception()  # done: settled by the upload
             if error is not None:
                 raise error
         return futures
 
-    def _submit_dependent(self, fn: Callable, inputs: Inputs) -> SparrowFuture:
+    def _code(self) -> CodeRef:
+        """The reference this executor's next job carries to its code (Client.job_code, asked of the trio thread
+        when the archive changed or a second passed). Raises CodeError, UploadFailed; RuntimeError from the
+        executor's own callbacks (an upload is waited for)."""
+        source = self._client.code
+        assert source is not None  # the callers checked
+        packed = source.current()
+        last = self._code_ref
+        now = time.monotonic()
+        if last is not None and last[0] is packed and now - last[2] < source.recheck:
+            return last[1]
+        if trio.lowlevel.in_trio_run():
+            raise RuntimeError("a job that ships code may wait for its upload: submit outside the executor's callbacks")
+        ref = trio.from_thread.run(self._client.job_code, trio_token=self._loop.token)
+        self._code_ref = (packed, ref, now)
+        return ref
+
+    def _submit_dependent(self, fn: Callable, inputs: Inputs, code: CodeRef | None = None) -> SparrowFuture:
         """A task that takes futures' results: held (in the trio thread) until they are done."""
         call = self._dependent_call(fn, inputs)
-        job = self._job([b""], coalesce=True)
+        job = self._job([b""], coalesce=True, code=code)
+        future = job.owner[0]
         self._hand_over([job], partial(self._client.add_job, job, {0: call}))
-        return job.owner[0]
+        return future
 
     def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
         """The call of a task that takes futures' results as the client logic holds it: its template, and its
@@ -347,8 +397,15 @@ class SparrowExecutor(concurrent.futures.Executor):
         inputs.keys = [(future._job, future._task) for future in inputs.keys]
         return template, inputs
 
-    def _job(self, payloads: list[bytes], coalesce: bool = False, options: JobOptions | None = None) -> Job:
-        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`)."""
+    def _job(
+        self,
+        payloads: list[bytes],
+        coalesce: bool = False,
+        options: JobOptions | None = None,
+        code: CodeRef | None = None,
+    ) -> Job:
+        """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`);
+        `code`: the code its tasks run in (their payloads name it: the job keeps it for those held)."""
         client = self._client
         settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
         if options is not None:
@@ -376,6 +433,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             coalesce=coalesce,
             listener=self._on_outcomes,
         )
+        job.code = code
         job.owner = [SparrowFuture(self, job, task) for task in range(len(payloads))]
         return job
 
@@ -390,6 +448,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
+            # the job lets go of a settled future: a future and its job hold each other until then, and left so
+            # every finished task was cyclic garbage that only a full collection freed, running each future's
+            # finalizer there (most of the client's time in a loop of submits, and its memory meanwhile)
+            job.owner[task] = None
 
     @staticmethod
     def _settle(job: Job, task: int, future: SparrowFuture) -> None:
@@ -443,13 +505,16 @@ class SparrowExecutor(concurrent.futures.Executor):
                 if not chunk:
                     return
                 jobs = []
+                code = None if self._client.code is None else self._code()
                 for start in range(0, len(chunk), size):
                     payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
+                    if code is not None:
+                        payloads = [with_code(payload, code) for payload in payloads]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
-                    jobs.append(self._job(payloads, options=options))
+                    jobs.append(self._job(payloads, options=options, code=code))
+                futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
-                for job in jobs:
-                    window.extend(job.owner)
+                window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)

@@ -53,6 +53,7 @@ from ..wire.messages import (
     JobRejected,
     Outcome,
     OutcomeToClient,
+    OutputToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
@@ -63,6 +64,7 @@ from ..wire.messages import (
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
+from .output import OutputCallback
 from .task_inputs import Inputs, pack_dependent
 from .values import ValueBook
 
@@ -103,8 +105,9 @@ def local_outcome(reason: str, failure: int) -> Outcome:
 class ClientLogic:
     """The jobs of one client and their tasks' way to exactly one outcome each."""
 
-    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME, on_output: OutputCallback | None = None) -> None:
         self.max_frame = max_frame
+        self.on_output = on_output  # called with each attempt's output as it arrives (output.py; None: kept only)
         self.frame_limit = max_frame  # the link's: the smaller of max_frame and its scheduler's (`connected`)
         self.connected_to: str | None = None
         self.failovers: list[Failover] = []
@@ -157,13 +160,13 @@ class ClientLogic:
         self._jobs[job] = None
         self.unfinished += job.n_tasks
         if job.upload:  # the shell uploads its value itself (never placed, nor relaunched: held)
-            job.held.add(0)
+            job.hold((0,))
             self.uploads.append(job)
             return
         if not held:
             self._enqueue(job, list(range(job.n_tasks)))
             return
-        job.held.update(held)
+        job.hold(held)
         known: dict[TaskKey, None] = {}
         for task, (template, inputs) in held.items():
             self._deps.wait((job, task), template, inputs)
@@ -257,6 +260,8 @@ class ClientLogic:
                     for job in placement.members:
                         if job.job_id is None:
                             job.job_id = msg.job_id
+            elif kind is OutputToClient:  # after the messages every job gets: only a task that printed sends it
+                self._printed(msg)
             elif kind is JobRejected:
                 placement = placements.pop(msg.ref, None)
                 if placement is not None:
@@ -281,12 +286,12 @@ class ClientLogic:
         if tasks is None:
             job.cancelled = True
             tasks = list(range(job.n_tasks))
-        job.cancelled_tasks.update(tasks)
+        job.cancel_tasks(tasks)
         by_ref: dict[int, list[int]] = {}
         for task in tasks:
             if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
                 continue
-            ref = job.ref[task]
+            ref = job.ref.get(task, 0)
             if ref in self._placements:
                 by_ref.setdefault(ref, []).append(job.at[task])
                 if self._deps.awaited((job, task)):
@@ -306,11 +311,11 @@ class ClientLogic:
         for task in tasks:
             if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
                 continue
-            ref = job.ref[task]
+            ref = job.ref.get(task, 0)
             if ref in self._placements:
                 by_ref.setdefault(ref, []).append(job.at[task])
             else:
-                job.cancelled_tasks.add(task)
+                job.cancel_tasks((task,))
                 self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
         return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
 
@@ -399,7 +404,7 @@ class ClientLogic:
         """The owner of task `task`'s outcome (a future, a JobHandle) is gone: its value may be released."""
         outcome = job.outcomes[task]
         if outcome is None:
-            job.unowned.add(task)  # its value is released once the tasks that take it are done with it
+            job.disown(task)  # its value is released once the tasks that take it are done with it
         elif outcome.ref is not None:
             self.values.drop(outcome.ref)
 
@@ -478,6 +483,20 @@ class ClientLogic:
         assert problem is not None  # the caller found it over the limit
         self._end(job, task, local_outcome(problem, TOO_LARGE))
 
+    def _printed(self, msg: OutputToClient) -> None:
+        """What a task printed, just before its outcome: kept with its job (the last attempt's), and handed to
+        `on_output`. Error handling: ProtocolError for a job or task this client does not wait for."""
+        placement = self._placements.get(msg.ref)
+        if placement is None or msg.task >= len(placement.tasks):
+            raise ProtocolError(f"output for job ref {msg.ref} task {msg.task}, which this client does not wait for")
+        job, task = placement.jobs[msg.task], placement.tasks[msg.task]
+        self.traffic["output_received"] += len(msg.output.stdout) + len(msg.output.stderr)
+        if job.outputs is None:
+            job.outputs = {}
+        job.outputs[task] = msg.output
+        if self.on_output is not None:
+            self.on_output(job.job_id, task, msg.output)
+
     def _end(self, job: Job, task: int, outcome: Outcome) -> None:
         """Task `task` of `job` has its one outcome."""
         job.outcomes[task] = outcome
@@ -499,7 +518,7 @@ class ClientLogic:
         if self._recompute_of and job in self._recompute_of:
             self._recomputed(job, outcome)
         if job.held and task in job.held:
-            job.held.discard(task)
+            job.unhold(task)
             self._deps.drop((job, task))
         if self._deps and self._deps.awaited((job, task)):
             self._settle((job, task), False)
@@ -533,7 +552,7 @@ class ClientLogic:
             for waiting, path in self._deps.failed(key):
                 target, index = waiting.target
                 if target.outcomes[index] is None:
-                    target.cancelled_tasks.add(index)
+                    target.cancel_tasks((index,))
                     self._end(target, index, local_outcome(f"cancelled: its input {path} was cancelled", CANCELLED))
         else:
             upstream = job.exception(task)
@@ -546,7 +565,7 @@ class ClientLogic:
         if job.outcomes[task] is not None:
             return
         values = waiting.all_values()
-        payload = pack_dependent(waiting.template, values)
+        payload = pack_dependent(waiting.template, values, job.code)
         problem = oversize_problem(len(payload), self.max_frame)
         if problem is not None:
             self._fail(job, task, ValueError(problem), problem)
@@ -558,7 +577,7 @@ class ClientLogic:
         _prefer_holders(job, task, values)
         job.calls[task] = waiting
         job.payloads[task] = payload
-        job.held.discard(task)
+        job.unhold(task)
         self._enqueue(job, [task])
 
     def _recompute(self, job: Job, task: int, outcome: Outcome) -> bool:
@@ -583,7 +602,7 @@ class ClientLogic:
                 return False
             plan.append((key, index, pjob, ptask))
         job.ref[task] = 0
-        job.held.add(task)  # not relaunched on a failover while it waits
+        job.hold((task,))  # not relaunched on a failover while it waits
         for key, index, pjob, ptask in plan:
             self.values.forget(waiting.values[index])
             entry = self._recomputing.get(key)
@@ -658,8 +677,8 @@ class ClientLogic:
             waiting.missing -= 1
             if not waiting.missing:
                 _prefer_holders(job, task, waiting.values, again=True)
-                job.payloads[task] = pack_dependent(waiting.template, waiting.values)
-                job.held.discard(task)
+                job.payloads[task] = pack_dependent(waiting.template, waiting.values, job.code)
+                job.unhold(task)
                 self._enqueue(job, [task])
 
 

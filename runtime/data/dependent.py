@@ -18,6 +18,7 @@ import cloudpickle
 import msgspec
 
 from ..errors import ProtocolError
+from ..wire import code_env
 from ..wire.limits import MAX_INPUTS
 from ..wire.messages import ValueRef
 from ..wire.task_codec import pack_task
@@ -67,22 +68,45 @@ def call_with_inputs(template: bytes, inputs: list[bytes]) -> Any:
     return fn(*fill(args, values), **fill(kwargs, values))
 
 
+def run_in_code(entry: str, template: bytes, inputs: list[bytes] | None = None) -> Any:
+    """Run a task of a job that ships code: enter the code unpacked at `entry` (wire/code_env.py), then make the call
+    of `template` with `inputs` (as call_with_inputs), its functions and classes imported from that code."""
+    code_env.enter(entry)
+    return call_with_inputs(template, [] if inputs is None else inputs)
+
+
+class CodeRef(msgspec.Struct, array_like=True, gc=False):
+    """The code a job ships (code_archive.py): its archive's upload, to fetch it by, and the archive's SHA-256,
+    which names it (the node monitor checks the bytes it fetched against it)."""
+
+    ref: ValueRef
+    digest: Annotated[bytes, msgspec.Meta(min_length=32, max_length=32)]
+
+
 class RemoteCall(msgspec.Struct, array_like=True, gc=False):
-    """A dependent task some of whose inputs are references (module docstring)."""
+    """A dependent task some of whose inputs are references, or a task of a job that ships `code` (module
+    docstring)."""
 
     template: bytes
     inputs: Annotated[list[bytes | ValueRef], msgspec.Meta(max_length=MAX_INPUTS)]
+    code: CodeRef | None = None
 
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(RemoteCall)
 
 
-def pack_dependent(template: bytes, inputs: list[bytes | ValueRef]) -> bytes:
-    """The task payload that runs `template` with `inputs` (pickled values, or references to fetch first)."""
-    if any(type(value) is ValueRef for value in inputs):
-        return REMOTE_MARK + _encoder.encode(RemoteCall(template, inputs))
+def pack_dependent(template: bytes, inputs: list[bytes | ValueRef], code: CodeRef | None = None) -> bytes:
+    """The task payload that runs `template` with `inputs` (pickled values, or references to fetch first), in
+    `code` if the job ships some (its node monitor fetches and unpacks it first)."""
+    if code is not None or any(type(value) is ValueRef for value in inputs):
+        return REMOTE_MARK + _encoder.encode(RemoteCall(template, inputs, code))
     return pack_task(call_with_inputs, (template, inputs))
+
+
+def with_code(payload: bytes, code: CodeRef) -> bytes:
+    """A task's payload (pack_task's: a pickled call, which is a template without inputs) to run in `code`."""
+    return REMOTE_MARK + _encoder.encode(RemoteCall(payload, [], code))
 
 
 def is_remote(payload: bytes) -> bool:
@@ -97,8 +121,10 @@ def unpack_remote(payload: bytes) -> RemoteCall:
         raise ProtocolError(f"invalid task with remote inputs: {exc}") from None
 
 
-def worker_payload(template: bytes, values: list | None = None) -> bytes:
+def worker_payload(template: bytes, values: list | None = None, entry: str | None = None) -> bytes:
     """The payload a worker runs: the call of `template` with every input's pickled value in it, or (no
     `values`) without them, for an executor that passes them to the call itself (run_task's `inputs`):
-    a big value is then not pickled again."""
+    a big value is then not pickled again. `entry`: the folder of the job's code, run in it (run_in_code)."""
+    if entry is not None:
+        return pack_task(run_in_code, (entry, template) if values is None else (entry, template, values))
     return pack_task(call_with_inputs, (template,) if values is None else (template, values))

@@ -67,7 +67,7 @@ Job = TypeVar("Job", bound=GivenBackJob)
 
 
 class GiveBackHost(Protocol[Job]):
-    """What give-back needs of the scheduler's logic (SchedulerLogic)."""
+    """What give-back needs of the scheduler's placement (scheduler_placement.Placement)."""
 
     @property
     def jobs(self) -> Mapping[int, Job]: ...

@@ -33,13 +33,14 @@ from typing import Any
 import msgspec
 import trio
 
+from ..data.code_cache import CodeCache, task_user_owner
 from ..data.copies import copy_limit
-from ..data.dependent import is_remote, unpack_remote, worker_payload
+from ..data.dependent import CodeRef, is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
 from ..data.server import DataServer
 from ..data.shared import SHARE_MIN, SharedValue, raise_file_limit
 from ..data.store import ValueStore
-from ..errors import ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
+from ..errors import CodeError, ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
 from ..wire.address import Address, format_address, unix_path
 from ..wire.connection import Connection, send_grouped
 from ..wire.gate import HandshakeGate
@@ -55,6 +56,8 @@ from ..wire.messages import (
     GetTask,
     Outcome,
     OutcomeToScheduler,
+    Output,
+    OutputToScheduler,
     TaskToNode,
     ValueRef,
     failed,
@@ -66,6 +69,8 @@ from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
+from .outcome_pace import OutcomePace
+from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
 from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -101,6 +106,7 @@ class NodeMonitorService:
         max_value: int = DEFAULT_MAX_VALUE,
         steal_address: str = "",
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
+        output_rate: int = DEFAULT_OUTPUT_RATE,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -110,6 +116,7 @@ class NodeMonitorService:
         self.logic = logic
         # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
         self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline.asks_ahead else 0, self._may_wait)
+        self._pace = OutcomePace(HOLD_DELAY)  # holding pays only while outcomes come closer than that
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
@@ -131,7 +138,12 @@ class NodeMonitorService:
         if self._launch is not None and hasattr(executor, "started"):
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
+        # the code jobs ship, unpacked (None: this executor cannot run it), and the tasks holding an entry of it
+        self.code: CodeCache | None = None
+        self._code_held: dict[tuple, tuple[str, bytes]] = {}
         self.node_id = node_id
+        # what its tasks print goes up at most this fast, named after this node monitor (output_limit.py)
+        self.output_limit = output_limit(node_id, getattr(executor, "output_cap", 0), output_rate)
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
         self.scheduler_timeout = scheduler_timeout
@@ -390,8 +402,9 @@ class NodeMonitorService:
 
     def _may_wait(self, msg: Any) -> bool:  # any message to a scheduler: dispatched on its type
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
-        GetTask may wait to share a write: nothing waits for them (module constants)."""
-        if not self.logic.bound:
+        GetTask may wait to share a write: nothing waits for them (module constants); only while outcomes
+        come close enough for the next to join them (outcome_pace.py), else the hold costs a wake-up."""
+        if not self.logic.bound or not self._pace.close:
             return False
         kind = type(msg)
         return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
@@ -470,10 +483,21 @@ class NodeMonitorService:
             except ValueLost as exc:
                 lost[i] = (ref.key, f"input {i}: {exc}")
 
+        entry: list[str] = []  # the folder of the job's code, if it ships some
+        code_failed: list[Outcome] = []
+
+        async def get_code(code: CodeRef) -> None:
+            try:
+                entry.append(await self._code_entry(key, code, user))
+            except (CodeError, ValueLost, OSError) as exc:
+                code_failed.append(failed(f"the job's code {code.digest.hex()[:12]}...: {exc}", SYSTEM))
+
         fetching = self._fetching[key] = _Fetching()
         try:
             with fetching.scope:
                 async with trio.open_nursery() as nursery:  # from every holder at once
+                    if call.code is not None:
+                        nursery.start_soon(get_code, call.code)
                     for i, value in enumerate(call.inputs):
                         if type(value) is ValueRef:
                             nursery.start_soon(fetch, i, value)
@@ -482,16 +506,31 @@ class NodeMonitorService:
         if fetching.stopped is not None:
             done(failed(fetching.stopped.reason, fetching.stopped.failure))
             return
+        if code_failed:
+            done(code_failed[0])
+            return
         if lost:
             keys = [lost[i][0] for i in sorted(lost)]
             done(Outcome(False, msgspec.msgpack.encode(keys), "; ".join(lost[i][1] for i in sorted(lost)), LOST_INPUT))
             return
+        code = entry[0] if entry else None
         if self._takes_inputs:  # the values go beside the call, not pickled into it again
-            call_payload, inputs = worker_payload(call.template), values
+            call_payload, inputs = worker_payload(call.template, entry=code), values
         else:
-            call_payload, inputs = worker_payload(call.template, values), None
+            call_payload, inputs = worker_payload(call.template, values, code), None
         reported.append(None)  # launched: the executor reports it from now on
         self._launch_task(key, call_payload, inputs)
+
+    async def _code_entry(self, key: tuple, code: CodeRef, fetch_as: str | None) -> str:
+        """The folder of a task's shipped code, fetched (as `fetch_as`'s, see `_value`) and unpacked on first use
+        into its user's own cache (data/code_cache.py), held by the task until it ends. Raises CodeError (also
+        where this executor cannot run it), ValueLost, OSError."""
+        if self.code is None:
+            raise CodeError("this node monitor runs tasks in threads (executor 'thread'): it cannot run shipped code")
+        user = self._user_of(key)
+        path = await self.code.acquire(user, code.digest, partial(self._value, code.ref, fetch_as))
+        self._code_held[key] = (user, code.digest)
+        return path
 
     async def _value(self, ref: ValueRef, user: str | None) -> bytes | bytearray | SharedValue:
         """An input's value for a task of `user` (None: any user's): from this node monitor's store, or fetched
@@ -510,11 +549,28 @@ class NodeMonitorService:
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
         scheduler, job_id, task = key
+        self._pace.outcome()
+        if self._code_held:
+            held = self._code_held.pop(key, None)
+            if held is not None and self.code is not None:
+                self.code.release(*held)
         ticket = self._tickets.pop(key, None)
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
         with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome, started))
+            out = self.logic.on_task_done(scheduler, job_id, task, outcome, started)
+            output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
+            if output is not None:
+                self._put_output(out, job_id, task, output)
+            self._route(out)
+
+    def _put_output(self, out: list, job_id: int, task: int, output: Output) -> None:
+        """Put what the task printed, cut to the rate cap, just before its outcome in `out` (none if its outcome
+        is not sent: its scheduler is gone)."""
+        for i, (peer, msg) in enumerate(out):
+            if type(msg) is OutcomeToScheduler and msg.job_id == job_id and msg.task == task:
+                out.insert(i, (peer, OutputToScheduler(job_id, task, self.output_limit.admit(output))))
+                return
 
 
 class _Fetching:
@@ -532,13 +588,21 @@ class _Fetching:
 
 
 def make_executor(
-    kind: Any, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0
+    kind: Any,
+    slots: int,
+    max_frame: int,
+    task_user: str | None = None,
+    share_over: int = 0,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
 ) -> Any:  # ProcessExecutor, ThreadExecutor, or any object with `await run(payload)` (worker_pool.py)
     """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
     user process executors run tasks as, `share_over`: the bytes over which values cross between them and
-    the node monitor as memory files (ProcessExecutor)."""
+    the node monitor as memory files, `output_cap`: the bytes of each task's stdout and stderr they capture
+    (ProcessExecutor; threads share the node monitor's)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user, share_over=share_over)
+        return ProcessExecutor(
+            slots, max_frame=max_frame, task_user=task_user, share_over=share_over, output_cap=output_cap
+        )
     if task_user is not None:
         raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
@@ -626,6 +690,7 @@ async def serve_node_monitor(
         min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)),
         config.task_user,
         share_over=max(inline_limit, SHARE_MIN),
+        output_cap=config.output_cap,
     )
     if getattr(runner, "share_over", 0):
         raise_file_limit()  # each value kept or handed over as a memory file holds descriptors
@@ -652,7 +717,15 @@ async def serve_node_monitor(
                 max_value=max_value,
                 steal_address=format_address(advertised(address)),
                 steal_timeout=config.steal_timeout,
+                output_rate=config.output_rate,
             )
+            if isinstance(runner, ProcessExecutor):  # a worker process serves one user: it may run shipped code
+                service.code = CodeCache.make(
+                    shared_with_task_users=config.task_user is not None,
+                    owner=task_user_owner(config.task_user),
+                    max_bytes=config.code_cache_bytes,
+                    max_entries=config.code_cache_entries,
+                )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(
                 logic.store,
@@ -690,3 +763,5 @@ async def serve_node_monitor(
                     if service.stealer is not None:
                         await service.stealer.aclose()
             await runner.aclose()
+            if service is not None and service.code is not None:
+                service.code.close()

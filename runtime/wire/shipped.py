@@ -115,6 +115,11 @@ def set_task_user(user: str) -> None:
     _running.user = user
 
 
+def task_user() -> str:
+    """The user `set_task_user` named last in this thread ("" if none)."""
+    return getattr(_running, "user", "")
+
+
 def load_shipped(data: bytes) -> Any:
     """The function pickled as `data`, unpickled once per user and content while among the recently used."""
     global _loaded_bytes

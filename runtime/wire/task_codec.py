@@ -20,6 +20,7 @@ from typing import Any
 import cloudpickle
 
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
+from . import code_env
 from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
 from .shipped import set_task_user, shipped
 
@@ -92,6 +93,8 @@ def run_task(
     of a result that is not of a plain type (a worker that can keep it in a memory file, data/packed.py).
     `user`: whose task it is (a function it ships is kept per user: shipped.py)."""
     try:
+        if code_env.entered is not None:  # a task of a job that shipped code ran before: leave its code
+            code_env.leave()
         set_task_user(user)
         fn, args, kwargs = cloudpickle.loads(payload)
         result = fn(*args, **kwargs) if inputs is None else fn(*args, inputs, **kwargs)

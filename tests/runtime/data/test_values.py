@@ -244,7 +244,7 @@ def test_a_bug_while_fetching_inputs_fails_that_task_once_and_the_node_monitor_g
     logged, and the next tasks run on the same node monitors."""
     from sparrow_runtime.services import node_monitor
 
-    def broken(template, values=None):
+    def broken(*args, **kwargs):
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(node_monitor, "worker_payload", broken)

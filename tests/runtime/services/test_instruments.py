@@ -25,10 +25,11 @@ READ_ONLY = {
     SchedulerLogic: {"status", "tasks"},
     NodeMonitorLogic: {"registration", "heartbeat", "give_back_at", "ask_ahead_at", "overrun_after"},
 }
-# the face each logic offers its collaborators (give_back.GiveBackHost, steal_logic.StealHost): called only from
-# within a step (a message handled, a steal answered), which the chokepoint observes whole
+# the face each logic offers its collaborators (steal_logic.StealHost): called only from within a step (a message
+# handled, a steal answered), which the chokepoint observes whole. The scheduler's parts are hosted by their own
+# objects (give-back by its placement part), not by the facade: it offers none.
 HOST_FACE = {
-    SchedulerLogic: {"issued", "reprobe_if_starved"},
+    SchedulerLogic: set(),
     NodeMonitorLogic: {
         "idle",
         "jobs_of",

@@ -7,6 +7,8 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
 from ..client.output import OUTPUT_MODES
+from ..data.code_archive import LIMITS
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES
 from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_NODE_TIMEOUT
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
@@ -20,6 +22,7 @@ from ..services.scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
+from ..services.user_metrics import DEFAULT_METRICS_USERS
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, MAX_OUTPUT, SAMPLINGS
@@ -111,6 +114,13 @@ METRICS_LISTEN = Setting(
     help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_USERS = Setting(
+    "metrics_users",
+    integer(0),
+    DEFAULT_METRICS_USERS,
+    'users with metrics series of their own (the first seen; later ones are counted as user="other")',
+    "N",
 )
 METRICS_INSECURE = Setting(
     "metrics_insecure",
@@ -272,6 +282,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_USERS,
     METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )
@@ -357,6 +368,20 @@ NODE_MONITOR_SETTINGS = (
         DEFAULT_MAX_VALUE,
         "largest value kept or transferred (in chunks), and most bytes of inputs for one task",
         "BYTES",
+    ),
+    Setting(
+        "code_cache_bytes",
+        integer(LIMITS.max_bytes),
+        DEFAULT_CACHE_BYTES,
+        "bytes of the code jobs ship kept unpacked here (the least recently used not in use go first)",
+        "BYTES",
+    ),
+    Setting(
+        "code_cache_entries",
+        integer(1),
+        DEFAULT_CACHE_ENTRIES,
+        "archives of the code jobs ship kept unpacked here",
+        "N",
     ),
     Setting(
         "output_cap",

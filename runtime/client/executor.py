@@ -40,6 +40,7 @@ import concurrent.futures
 import itertools
 import logging
 import os
+import threading
 import time
 import warnings
 import weakref
@@ -80,13 +81,46 @@ DEFAULT_BUFFERSIZE = 8 * DEFAULT_CHUNKSIZE  # map's tasks submitted and not yet 
 _KEPT = object()  # a future's result while its value is still at its node monitor only
 
 
+class _Condition(threading.Condition):
+    """threading.Condition over an RLock of its own that looks the lock's methods up when called: the standard
+    one binds five of them per instance, five objects per future that the garbage collector scans while the
+    future is pending (a loop of submits holds thousands). The methods a Condition and concurrent.futures call
+    (acquire, release, and wait's _release_save, _acquire_restore, _is_owned) are the lock's own."""
+
+    def __init__(self) -> None:  # not Condition.__init__: it binds the lock's methods on the instance
+        self._lock = threading.RLock()
+        self._waiters: deque = deque()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def _release_save(self) -> Any:
+        return self._lock._release_save()  # type: ignore[attr-defined]
+
+    def _acquire_restore(self, state: Any) -> None:
+        self._lock._acquire_restore(state)  # type: ignore[attr-defined]
+
+    def _is_owned(self) -> bool:
+        return self._lock._is_owned()  # type: ignore[attr-defined]
+
+
 class SparrowFuture(concurrent.futures.Future):
     """A Future whose `cancel()` also cancels its task on the cluster (and the tasks that take its result),
     and whose `result()` fetches a value kept at its node monitor (once: the value is then the future's).
     Dropping it releases that value (once no task waits for it)."""
 
     def __init__(self, executor: SparrowExecutor, job: Job, task: int) -> None:
-        super().__init__()
+        # Future.__init__'s fields (tests/runtime/client/test_executor_contract.py compares them with the running
+        # Python's), with the lighter condition
+        self._condition = _Condition()
+        self._state = FUTURE_PENDING
+        self._result = None
+        self._exception = None
+        self._waiters: list = []
+        self._done_callbacks: list = []
         self._executor = executor
         self._job = job  # the client logic's record of its job
         self._task = task
@@ -288,8 +322,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         if problem is not None:
             raise ValueError(problem)
         job = self._job([payload], coalesce=True, code=code)
+        future = job.owner[0]  # before the hand-over: the job lets go of it once settled
         self._hand_over([job], partial(self._client.add_job, job))
-        return job.owner[0]
+        return future
 
     def submit_many(
         self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
@@ -326,8 +361,9 @@ class SparrowExecutor(concurrent.futures.Executor):
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
         ]
+        futures = [future for job in jobs for future in job.owner]
         self._hand_over(jobs, *adds)
-        return [future for job in jobs for future in job.owner]
+        return futures
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
@@ -344,8 +380,8 @@ class SparrowExecutor(concurrent.futures.Executor):
         with self._loop.lock:
             if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         for future in futures:
             error = future.exception()  # done: settled by the upload
             if error is not None:
@@ -373,8 +409,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A task that takes futures' results: held (in the trio thread) until they are done."""
         call = self._dependent_call(fn, inputs)
         job = self._job([b""], coalesce=True, code=code)
+        future = job.owner[0]
         self._hand_over([job], partial(self._client.add_job, job, {0: call}))
-        return job.owner[0]
+        return future
 
     def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
         """The call of a task that takes futures' results as the client logic holds it: its template, and its
@@ -445,6 +482,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
+            # the job lets go of a settled future: a future and its job hold each other until then, and left so
+            # every finished task was cyclic garbage that only a full collection freed, running each future's
+            # finalizer there (most of the client's time in a loop of submits, and its memory meanwhile)
+            job.owner[task] = None
 
     @staticmethod
     def _settle(job: Job, task: int, future: SparrowFuture) -> None:
@@ -505,9 +546,9 @@ class SparrowExecutor(concurrent.futures.Executor):
                         payloads = [with_code(payload, code) for payload in payloads]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
                     jobs.append(self._job(payloads, options=options, code=code))
+                futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
-                for job in jobs:
-                    window.extend(job.owner)
+                window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)

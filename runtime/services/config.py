@@ -19,6 +19,7 @@ from typing import Any
 
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES, check_cache_bounds
 from ..wire.address import Address, format_address, parse_address
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
 from ..wire.link_config import LinkConfig
@@ -36,6 +37,7 @@ from .scheduler_logic import (
     DEFAULT_PROBE_RATIO,
 )
 from .steal import DEFAULT_STEAL_TIMEOUT
+from .user_metrics import DEFAULT_METRICS_USERS, check_metrics_users
 from .weights import check_weights
 
 # field -> the setting it is read from (`sparrow scheduler`'s flag, SPARROW_* variable and TOML key; the
@@ -52,6 +54,7 @@ SCHEDULER_SETTINGS = {
     "node_timeout": "node_timeout",
     "client_timeout": "client_timeout",
     "result_delay": "result_delay",
+    "metrics_users": "metrics_users",
 }
 
 # field -> the setting it is read from (`sparrow node-monitor`'s; the address is its `listen`, the data
@@ -75,6 +78,8 @@ NODE_MONITOR_SETTINGS = {
     "inline_limit": "inline_limit",
     "memory_limit": "memory_limit",
     "max_value": "max_value",
+    "code_cache_bytes": "code_cache_bytes",
+    "code_cache_entries": "code_cache_entries",
     "output_cap": "output_cap",
     "output_rate": "output_rate",
 }
@@ -105,7 +110,8 @@ class SchedulerConfig:
     `max_client_tasks` unfinished tasks; a lost client's running tasks are stopped once it is not
     back within `client_grace` seconds. A node monitor silent for `node_timeout` seconds, or a client
     silent for `client_timeout`, is dropped. A task's outcome may wait up to `result_delay` seconds
-    to share a write to its client."""
+    to share a write to its client. Its metrics, where it serves them, give the first `metrics_users` users
+    series of their own (user_metrics.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     host: str = "127.0.0.1"
@@ -121,6 +127,7 @@ class SchedulerConfig:
     node_timeout: float = DEFAULT_NODE_TIMEOUT
     client_timeout: float = DEFAULT_CLIENT_TIMEOUT
     result_delay: float = DEFAULT_RESULT_DELAY
+    metrics_users: int = DEFAULT_METRICS_USERS
 
     def __post_init__(self) -> None:
         if not isinstance(self.link, LinkConfig):
@@ -138,6 +145,7 @@ class SchedulerConfig:
         check_seconds("node_timeout", self.node_timeout, zero=False)
         check_seconds("client_timeout", self.client_timeout, zero=False)
         check_result_delay(self.result_delay)
+        check_metrics_users(self.metrics_users)
 
     def logic_options(self, scheduler_id: str) -> dict[str, Any]:
         """The keyword arguments of the SchedulerLogic this config runs, under `scheduler_id`."""
@@ -170,7 +178,8 @@ class NodeMonitorConfig:
     memory), served by the data listener on `data_host:data_port` (None: beside `host`); `max_value` is the
     largest value kept or sent. Process executors capture what each task writes to stdout and stderr, up to
     `output_cap` bytes of each (0: not captured: it goes to this node monitor's stderr), and what they send up
-    is held to `output_rate` bytes a second (output_limit.py)."""
+    is held to `output_rate` bytes a second (output_limit.py). The code jobs ship is unpacked here for process
+    executors, at most `code_cache_entries` archives and `code_cache_bytes` of files (data/code_cache.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     schedulers: tuple[Address, ...] = ()
@@ -196,6 +205,8 @@ class NodeMonitorConfig:
     inline_limit: int = DEFAULT_INLINE_LIMIT
     memory_limit: int | None = None
     max_value: int = DEFAULT_MAX_VALUE
+    code_cache_bytes: int = DEFAULT_CACHE_BYTES
+    code_cache_entries: int = DEFAULT_CACHE_ENTRIES
     output_cap: int = DEFAULT_OUTPUT_CAP
     output_rate: int = DEFAULT_OUTPUT_RATE
 
@@ -234,6 +245,7 @@ class NodeMonitorConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+        check_cache_bounds(self.code_cache_bytes, self.code_cache_entries)
         check_output_settings(self.output_cap, self.output_rate)
 
     def logic_options(self) -> dict[str, Any]:

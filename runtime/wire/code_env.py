@@ -1,7 +1,7 @@
-"""The shipped code a worker runs a task in (code_archive.py; executor workers import this: no trio).
+"""The shipped code a worker runs a task in (data/code_archive.py; executor workers import this: no trio).
 
-A task of a job that ships code runs as `run_in_code(entry, ...)` (dependent.py), `entry` its node monitor's
-folder of the code (code_cache.py). `enter(entry)` puts `entry/py` and then `entry/wd` first on `sys.path`,
+A task of a job that ships code runs as `run_in_code(entry, ...)` (data/dependent.py), `entry` its node monitor's
+folder of the code (data/code_cache.py). `enter(entry)` puts `entry/py` and then `entry/wd` first on `sys.path`,
 makes `entry/wd` the working directory, and takes out of `sys.modules` any module of the same top-level name
 imported from elsewhere (the shipped code wins, as it would on a fresh interpreter). The code stays entered
 while the task's result or exception is pickled (its classes are then found by name); the next task of any
@@ -12,7 +12,7 @@ restored, and the modules imported from the entry move out of `sys.modules` into
 - A task of other code (another archive: a changed file makes one) or of none never sees them: the stash is
   dropped when another entry is entered, and functions a task unpickles are kept per code (shipped.py's cache
   is keyed by the task's user and its entry), so no module of an older archive is ever served again.
-- A worker serves one user (idle_workers.py), so only that user's code is ever on its path. What a module did
+- A worker serves one user (services/idle_workers.py), so only that user's code is ever on its path. What a module did
   beyond itself (a C extension loaded: it cannot be unloaded; a registry it filled) stays with the process.
 
 Leaving costs two set operations over `sys.modules`' names and a look at the modules added (tens of
@@ -35,7 +35,8 @@ _stash: dict[str, types.ModuleType] = {}
 _before: frozenset[str] = frozenset()  # sys.modules' names when it was entered
 _paths: list[str] = []
 _cwd = ""
-_names: dict[str, tuple[str, ...]] = {}  # entry -> the top-level names it provides (an entry never changes)
+_layouts: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {}  # entry -> _layout's (it never changes)
+LAYOUTS = 64  # entries whose layout a worker keeps
 
 
 def enter(entry: str) -> None:
@@ -47,18 +48,31 @@ def enter(entry: str) -> None:
         _stash.clear()
         _stash_of = entry
         importlib.invalidate_caches()
-    paths = [path for path in (os.path.join(entry, "py"), os.path.join(entry, "wd")) if os.path.isdir(path)]
-    _drop_shadowed(entry, paths)
+    paths, workdir, names = _layout(entry)
+    _drop_shadowed(entry, names)
     _before = frozenset(sys.modules)
     sys.modules.update(_stash)
     sys.path[:0] = paths
     _paths = paths
     _cwd = os.getcwd()
-    workdir = os.path.join(entry, "wd")
-    if os.path.isdir(workdir):
+    if workdir is not None:
         os.chdir(workdir)
     entered = entry
     set_task_user(f"{task_user()}\0{entry}")  # functions unpickled from now on are this code's (shipped.py)
+
+
+def _layout(entry: str) -> tuple[list[str], str | None, tuple[str, ...]]:
+    """What of `entry` goes on sys.path (py/, then wd/, those it has), its working directory (None: it has no
+    wd/) and the top-level names it provides; looked at once per entry (its files never change)."""
+    layout = _layouts.get(entry)
+    if layout is None:
+        paths = [path for path in (os.path.join(entry, "py"), os.path.join(entry, "wd")) if os.path.isdir(path)]
+        workdir = os.path.join(entry, "wd")
+        names = {name[:-3] if name.endswith(".py") else name for path in paths for name in os.listdir(path)}
+        layout = _layouts[entry] = (paths, workdir if workdir in paths else None, tuple(sorted(names)))
+        if len(_layouts) > LAYOUTS:  # entries seen long ago
+            del _layouts[next(iter(_layouts))]
+    return layout
 
 
 def leave() -> None:
@@ -94,18 +108,9 @@ def _from(module: types.ModuleType, prefix: str) -> bool:
         return False
 
 
-def _drop_shadowed(entry: str, paths: list[str]) -> None:
-    """Take out of sys.modules the modules (and their submodules) of the top-level names the entry provides that
+def _drop_shadowed(entry: str, names: tuple[str, ...]) -> None:
+    """Take out of sys.modules the modules (and their submodules) of the top-level `names` the entry provides that
     were imported from elsewhere."""
-    names = _names.get(entry)
-    if names is None:
-        found = set()
-        for path in paths:
-            for name in os.listdir(path):
-                found.add(name[:-3] if name.endswith(".py") else name)
-        names = _names[entry] = tuple(sorted(found))
-        if len(_names) > 64:  # entries seen long ago
-            del _names[next(iter(_names))]
     prefix = entry + os.sep
     for name in names:
         module = sys.modules.get(name)

@@ -607,7 +607,12 @@ class NodeMonitorService:
         is not sent: its scheduler is gone)."""
         for i, (peer, msg) in enumerate(out):
             if type(msg) is OutcomeToScheduler and msg.job_id == job_id and msg.task == task:
-                out.insert(i, (peer, OutputToScheduler(job_id, task, self.output_limit.admit(output))))
+                limit, stats = self.output_limit, self.logic.stats
+                cut = limit.cut
+                output = limit.admit(output)
+                stats["output_bytes"] += len(output.stdout) + len(output.stderr)
+                stats["output_cut_bytes"] += limit.cut - cut
+                out.insert(i, (peer, OutputToScheduler(job_id, task, output)))
                 return
 
 

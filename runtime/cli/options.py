@@ -6,9 +6,14 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
-from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_NODE_TIMEOUT
+from ..services.config import (
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_GIVE_BACK,
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_NODE_TIMEOUT,
+)
 from ..services.logsetup import LOG_LEVELS
-from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
+from ..services.node_monitor_logic import GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES
 from ..services.scheduler_logic import (

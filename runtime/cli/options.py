@@ -6,6 +6,7 @@ from __future__ import annotations
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
+from ..client.output import OUTPUT_MODES
 from ..services.config import (
     DEFAULT_CLIENT_TIMEOUT,
     DEFAULT_GIVE_BACK,
@@ -15,6 +16,7 @@ from ..services.config import (
 from ..services.logsetup import LOG_LEVELS
 from ..services.node_monitor_logic import GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
+from ..services.output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE
 from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES
 from ..services.scheduler_logic import (
     DEFAULT_BIND_IDLE,
@@ -25,7 +27,7 @@ from ..services.scheduler_logic import (
 )
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
-from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, SAMPLINGS
+from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, MAX_OUTPUT, SAMPLINGS
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT
 from .config import (
     ADDRESSES,
@@ -361,6 +363,21 @@ NODE_MONITOR_SETTINGS = (
         "largest value kept or transferred (in chunks), and most bytes of inputs for one task",
         "BYTES",
     ),
+    Setting(
+        "output_cap",
+        integer(0, MAX_OUTPUT),
+        DEFAULT_OUTPUT_CAP,
+        "bytes of each of a task's stdout and stderr sent to its client (past it: cut, with a marker); 0: none "
+        "captured, tasks print to this service's stderr",
+        "BYTES",
+    ),
+    Setting(
+        "output_rate",
+        integer(1),
+        DEFAULT_OUTPUT_RATE,
+        "bytes a second of task output this node monitor sends, averaged (past it: cut, with a marker)",
+        "BYTES",
+    ),
     *_tls("none: --insecure is required"),
     INSECURE,
     _secret_file("none"),
@@ -473,6 +490,12 @@ SUBMIT_SETTINGS = (
         "S",
     ),
     Setting("traceback", BOOLEAN, False, "print the remote traceback of a failed callable"),
+    Setting(
+        "output",
+        choice(*OUTPUT_MODES),
+        "print",
+        "what the tasks print: print (each line here, after a (task JOB.TASK on NODE) prefix) or keep (not shown)",
+    ),
     _log_level("warning"),
 )
 

@@ -9,9 +9,10 @@
 `--py-modules` and `--working-dir` ship code with the job (client/code.py): the module of `module:function` is
 imported from them (and from the current directory) and sent by reference, the workers importing it from the
 shipped copy; a shell task runs in the shipped working directory. A module imported from the current directory
-that is not shipped (not installed either) is sent by value, so the workers do not need the file. Exit status: 0
-if every task succeeded, 1 otherwise, 130 after Ctrl-C (which
-cancels the job: its running tasks are stopped). With several --scheduler it fails over between
+that is not shipped (not installed either) is sent by value, so the workers do not need the file. What a callable
+prints is printed here as it arrives, each line after a `(task JOB.TASK on NODE)` prefix (--output keep: not
+shown). Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which cancels the job: its running
+tasks are stopped). With several --scheduler it fails over between
 them; --retries relaunches a task after a system failure.
 """
 
@@ -153,6 +154,7 @@ async def _submit(
         scheduler_timeout=s["scheduler_timeout"],
         py_modules=s["py_modules"] or None,
         working_dir=s["working_dir"],
+        output=s["output"],
     ) as client:
         job = await client.submit_job(
             tasks,

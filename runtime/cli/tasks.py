@@ -1,6 +1,7 @@
 """`sparrow tasks`: how recent tasks ended, from each scheduler's task history (services/task_history.py):
-user, job, state, node monitor, attempts, queue wait, run time and error, newest first. A table, or JSON with
---json. Users see their own tasks; an admin (or anyone on an --insecure cluster) sees every user's."""
+user, job, state, node monitor, attempts, queue wait, run time and error, newest first. A table (with --output,
+the end of what each task printed after it), or JSON with --json (the output tail always in it). Users see
+their own tasks; an admin (or anyone on an --insecure cluster) sees every user's."""
 
 from __future__ import annotations
 
@@ -50,6 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--limit", type=int, default=100, metavar="N", help=f"at most N tasks per scheduler (<= {MAX_TASK_RECORDS})"
     )
+    parser.add_argument(
+        "--output", action="store_true", help="after the table, the end of what each task printed (its last 4 KiB)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if s["json"]:
         print(json.dumps([{"scheduler": a, **msgspec.structs.asdict(t)} for a, ts in found for t in ts], indent=1))
     else:
-        _render(Console(highlight=False), found)
+        _render(Console(highlight=False), found, args.output)
     if failures and len(failures) == len(replies):
         raise CommandError("; ".join(f"{a}: {why}" for a, why in failures))
     for address, why in failures:
@@ -89,7 +93,7 @@ async def _ask_all(schedulers: list[str], credentials: dict, query: dict) -> lis
     return replies
 
 
-def _render(console: Console, found: list[tuple[str, list[TaskRecord]]]) -> None:
+def _render(console: Console, found: list[tuple[str, list[TaskRecord]]], output: bool = False) -> None:
     rows = sorted(((t, a) for a, ts in found for t in ts), key=lambda ta: ta[0].ended_at, reverse=True)
     table = Table(title=f"{len(rows)} tasks", title_justify="left")
     for column in ("job", "task", "user", "state", "node monitor", "attempts", "queued", "ran", "error"):
@@ -107,3 +111,10 @@ def _render(console: Console, found: list[tuple[str, list[TaskRecord]]]) -> None
             t.error or "",
         )
     console.print(table)
+    if output:
+        for t, _ in rows:
+            if t.output_tail:
+                console.rule(
+                    f"task {t.job_id}.{t.task} ({t.state}, {t.node or '-'}): the end of its output", align="left"
+                )
+                console.out(t.output_tail.rstrip("\n"), highlight=False)

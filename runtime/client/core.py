@@ -79,6 +79,8 @@ from .job import build_submit as build_submit
 from .local_state import running_local_cluster
 from .logic import ClientLogic, Held
 from .logic import Failover as Failover
+from .output import OutputCallback, output_policy
+from .output import text as output_text
 from .scatter import Scatter, prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -176,6 +178,13 @@ class JobHandle:
     def done(self) -> bool:
         """True once every task of the job has its outcome."""
         return self._job.done()
+
+    def output(self, task: int, stream: str | None = None) -> str:
+        """What task `task` wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing, or it has no outcome yet)."""
+        if isinstance(task, bool) or not isinstance(task, int) or not 0 <= task < self.n_tasks:
+            raise IndexError(f"task index must be an int in [0, {self.n_tasks}), got {task!r}")
+        return output_text(self._job, task, stream)
 
     def cancel(self, force: bool = False) -> None:
         """Cancel every task without an outcome: not launched yet, it never is; running, it finishes
@@ -295,7 +304,11 @@ class Client:
     The decisions are the client logic's (logic.py); this is its trio shell: it connects and fails
     over, heartbeats the scheduler, holds back submissions past `max_pending_tasks`, and sends what
     the logic says. `handshake_timeout` bounds each connection attempt (TCP connect and handshake),
-    as it bounds the handshake a scheduler or node monitor waits for."""
+    as it bounds the handshake a scheduler or node monitor waits for.
+
+    `output`: what to do with what the tasks print (output.py): "print" (the default: each line to this
+    process's stdout or stderr after a `(task JOB.TASK on NODE)` prefix), "keep" (only kept: JobHandle.output),
+    or a callable `fn(job_id, task, output)`."""
 
     def __init__(
         self,
@@ -314,7 +327,9 @@ class Client:
         max_value: int = DEFAULT_MAX_VALUE,
         py_modules: Iterable[object] | None = None,
         working_dir: str | os.PathLike | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
+        on_output = output_policy(output)  # checked first: a bad value raises before anything connects
         # the code every job ships (client/code.py): checked and packed now (CodeError), before any connection
         self.code = None if not py_modules and working_dir is None else CodeSource(py_modules or (), working_dir)
         if schedulers is None:
@@ -354,7 +369,8 @@ class Client:
         if isinstance(max_value, bool) or not isinstance(max_value, int) or max_value < 0:
             raise ValueError(f"max_value must be an int of bytes >= 0, got {max_value!r}")
         self.max_value = max_value
-        self._logic = ClientLogic(max_frame=self.max_frame)
+        self.output = output
+        self._logic = ClientLogic(max_frame=self.max_frame, on_output=on_output)
         self._links = DataLinks(link=self._link, role="client", peer_id=self.client_id, max_value=max_value)
         self._uploader = Uploader(self._data_link)  # Client.scatter's (scatter.py)
         self._scatter = Scatter(self)
@@ -395,11 +411,13 @@ class Client:
     def traffic(self) -> dict[str, int]:
         """The data that passed through this client so far: `bytes_sent` (task payloads, inputs
         included), `bytes_received` (outcomes: payloads and error text), `bytes_fetched` (values
-        fetched from the node monitors that kept them) and `bytes_uploaded` (values scattered to node
-        monitors: Client.scatter); message headers are not counted. A copy."""
+        fetched from the node monitors that kept them), `bytes_uploaded` (values scattered to node
+        monitors: Client.scatter) and `output_received` (what the tasks printed); message headers are not
+        counted. A copy."""
         return {
             "bytes_sent": 0,
             "bytes_received": 0,
+            "output_received": 0,
             **self._logic.traffic,
             "bytes_fetched": self._links.bytes_fetched,
             "bytes_uploaded": self._uploader.bytes_uploaded,

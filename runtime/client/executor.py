@@ -66,6 +66,8 @@ from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
 from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
 from .logic import Held
+from .output import OutputCallback
+from .output import text as output_text
 from .scatter import prepare
 from .task_inputs import Inputs, find_inputs, pack_template
 
@@ -98,6 +100,14 @@ class SparrowFuture(concurrent.futures.Future):
                     self._result = value
                 value = self._result
         return value
+
+    def output(self, timeout: float | None = None, stream: str | None = None) -> str:
+        """What the task wrote to `stream` ("stdout", "stderr"; None: its stdout, then its stderr) in its last
+        attempt, as far as its node monitor's caps let through ("" if nothing), once it is done: waits up to
+        `timeout` seconds as `result` does (TimeoutError), and is "" for a future cancelled before it ran."""
+        if not concurrent.futures.wait([self], timeout).done:
+            raise TimeoutError(f"the task is not done after {timeout} s")
+        return output_text(self._job, self._task, stream)
 
     @property
     def kept(self) -> bool:
@@ -164,7 +174,9 @@ class SparrowExecutor(concurrent.futures.Executor):
     takes besides its slot, like {"gpu": 1} (docs/resources.md; None: a slot alone); `map` and
     `submit_many` (JobOptions) take their own. `py_modules` and `working_dir`: code shipped with every job, put
     first on the workers' `sys.path` (Client; docs/code-shipping.md): a file changed is shipped again with the
-    jobs submitted from about a second later. `connect_timeout` is the old name of `handshake_timeout`
+    jobs submitted from about a second later. `output` says what to do with what the tasks print (Client: "print"
+    with a prefix, the default; "keep"; or a callable); `SparrowFuture.output()` gives a task's.
+    `connect_timeout` is the old name of `handshake_timeout`
     (deprecated).
 
     Where it departs from the standard executors, and why (docs/futures.md): no `max_workers`,
@@ -196,6 +208,7 @@ class SparrowExecutor(concurrent.futures.Executor):
         resources: str | Mapping[str, object] | None = None,
         py_modules: Iterable[object] | None = None,
         working_dir: str | os.PathLike | None = None,
+        output: str | OutputCallback = "print",
     ) -> None:
         if not isinstance(chunksize, int) or chunksize < 1:
             raise ValueError(f"chunksize must be an int >= 1, got {chunksize!r}")
@@ -216,6 +229,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             max_frame=max_frame,
             py_modules=py_modules,
             working_dir=working_dir,
+            output=output,
         )
         self._code_ref: tuple[Packed, CodeRef, float] | None = None  # the archive last shipped, its ref, when
         # checked now, not at each submit: the settings of every job it sends

@@ -15,7 +15,7 @@ from typing import Any
 from ..data.dependent import CodeRef
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import MAX_TASKS_PER_JOB, job_problem
-from ..wire.messages import Constraint, SubmitJob
+from ..wire.messages import Constraint, Output, SubmitJob
 from ..wire.resources import ResourceError, parse_resources
 from ..wire.task_codec import outcome_exception, unpack_outcome
 
@@ -49,6 +49,7 @@ class Job:
         "n_tasks",
         "order",
         "outcomes",
+        "outputs",
         "owner",
         "payloads",
         "ref",
@@ -90,6 +91,7 @@ class Job:
         self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
         self.attempts = [0] * n
         self.outcomes: list = [None] * n
+        self.outputs: dict[int, Output] | None = None  # what its tasks printed (the last attempt that did), if any
         self.order: list[int] = []  # tasks in the order their outcomes arrived
         self.n_done = 0
         self.cancelled = False  # the whole job

@@ -53,6 +53,7 @@ from ..wire.messages import (
     JobRejected,
     Outcome,
     OutcomeToClient,
+    OutputToClient,
     StatusReply,
     StatusRequest,
     SubmitJob,
@@ -63,6 +64,7 @@ from ..wire.messages import (
 )
 from .dependencies import Dependencies, Settler, Waiting, dependency_failed
 from .job import Job, oversize_problem, split_jobs
+from .output import OutputCallback
 from .task_inputs import Inputs, pack_dependent
 from .values import ValueBook
 
@@ -103,8 +105,9 @@ def local_outcome(reason: str, failure: int) -> Outcome:
 class ClientLogic:
     """The jobs of one client and their tasks' way to exactly one outcome each."""
 
-    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME, on_output: OutputCallback | None = None) -> None:
         self.max_frame = max_frame
+        self.on_output = on_output  # called with each attempt's output as it arrives (output.py; None: kept only)
         self.frame_limit = max_frame  # the link's: the smaller of max_frame and its scheduler's (`connected`)
         self.connected_to: str | None = None
         self.failovers: list[Failover] = []
@@ -257,6 +260,8 @@ class ClientLogic:
                     for job in placement.members:
                         if job.job_id is None:
                             job.job_id = msg.job_id
+            elif kind is OutputToClient:  # after the messages every job gets: only a task that printed sends it
+                self._printed(msg)
             elif kind is JobRejected:
                 placement = placements.pop(msg.ref, None)
                 if placement is not None:
@@ -477,6 +482,20 @@ class ClientLogic:
         problem = too_large("the task's payload", size, self.frame_limit, where)
         assert problem is not None  # the caller found it over the limit
         self._end(job, task, local_outcome(problem, TOO_LARGE))
+
+    def _printed(self, msg: OutputToClient) -> None:
+        """What a task printed, just before its outcome: kept with its job (the last attempt's), and handed to
+        `on_output`. Error handling: ProtocolError for a job or task this client does not wait for."""
+        placement = self._placements.get(msg.ref)
+        if placement is None or msg.task >= len(placement.tasks):
+            raise ProtocolError(f"output for job ref {msg.ref} task {msg.task}, which this client does not wait for")
+        job, task = placement.jobs[msg.task], placement.tasks[msg.task]
+        self.traffic["output_received"] += len(msg.output.stdout) + len(msg.output.stderr)
+        if job.outputs is None:
+            job.outputs = {}
+        job.outputs[task] = msg.output
+        if self.on_output is not None:
+            self.on_output(job.job_id, task, msg.output)
 
     def _end(self, job: Job, task: int, outcome: Outcome) -> None:
         """Task `task` of `job` has its one outcome."""

@@ -24,6 +24,7 @@ from ..wire.link_config import LinkConfig
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from .arguments import check_counts, check_flags
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
+from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, check_output_settings
 from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, check_pipeline_depth, check_pipeline_mode
 from .scheduler_logic import (
     DEFAULT_BIND_IDLE,
@@ -71,6 +72,8 @@ NODE_MONITOR_SETTINGS = {
     "inline_limit": "inline_limit",
     "memory_limit": "memory_limit",
     "max_value": "max_value",
+    "output_cap": "output_cap",
+    "output_rate": "output_rate",
 }
 EXECUTORS = ("process", "thread")  # worker processes (cloudpickle) or threads of the node monitor
 
@@ -164,7 +167,9 @@ class NodeMonitorConfig:
     `heartbeat_interval` seconds and drops a scheduler silent for `scheduler_timeout`. A result over
     `inline_limit` bytes stays here (at most `memory_limit` bytes of them; None: a quarter of the host's
     memory), served by the data listener on `data_host:data_port` (None: beside `host`); `max_value` is the
-    largest value kept or sent."""
+    largest value kept or sent. Process executors capture what each task writes to stdout and stderr, up to
+    `output_cap` bytes of each (0: not captured: it goes to this node monitor's stderr), and what they send up
+    is held to `output_rate` bytes a second (output_limit.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     schedulers: tuple[Address, ...] = ()
@@ -190,6 +195,8 @@ class NodeMonitorConfig:
     inline_limit: int = DEFAULT_INLINE_LIMIT
     memory_limit: int | None = None
     max_value: int = DEFAULT_MAX_VALUE
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    output_rate: int = DEFAULT_OUTPUT_RATE
 
     def __post_init__(self) -> None:
         if not isinstance(self.link, LinkConfig):
@@ -226,6 +233,7 @@ class NodeMonitorConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+        check_output_settings(self.output_cap, self.output_rate)
 
 
 def setting_flags(config: Any, settings: dict[str, str]) -> list[str]:

@@ -56,6 +56,8 @@ from ..wire.messages import (
     GetTask,
     Outcome,
     OutcomeToScheduler,
+    Output,
+    OutputToScheduler,
     TaskToNode,
     ValueRef,
     failed,
@@ -69,6 +71,7 @@ from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .outcome_pace import OutcomePace
+from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
 from .steal import Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
@@ -104,6 +107,7 @@ class NodeMonitorService:
         max_value: int = DEFAULT_MAX_VALUE,
         steal_address: str = "",
         steal_timeout: float = DEFAULT_STEAL_TIMEOUT,
+        output_rate: int = DEFAULT_OUTPUT_RATE,
     ) -> None:
         if heartbeat_interval >= scheduler_timeout:
             raise ValueError(
@@ -139,6 +143,8 @@ class NodeMonitorService:
         self.code: CodeCache | None = None
         self._code_held: dict[tuple, tuple[str, bytes]] = {}
         self.node_id = node_id
+        # what its tasks print goes up at most this fast, named after this node monitor (output_limit.py)
+        self.output_limit = output_limit(node_id, getattr(executor, "output_cap", 0), output_rate)
         self.labels = tuple(labels)
         self.heartbeat_interval = heartbeat_interval
         self.scheduler_timeout = scheduler_timeout
@@ -553,7 +559,19 @@ class NodeMonitorService:
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
         with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
-            self._route(self.logic.on_task_done(scheduler, job_id, task, outcome, started))
+            out = self.logic.on_task_done(scheduler, job_id, task, outcome, started)
+            output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
+            if output is not None:
+                self._put_output(out, job_id, task, output)
+            self._route(out)
+
+    def _put_output(self, out: list, job_id: int, task: int, output: Output) -> None:
+        """Put what the task printed, cut to the rate cap, just before its outcome in `out` (none if its outcome
+        is not sent: its scheduler is gone)."""
+        for i, (peer, msg) in enumerate(out):
+            if type(msg) is OutcomeToScheduler and msg.job_id == job_id and msg.task == task:
+                out.insert(i, (peer, OutputToScheduler(job_id, task, self.output_limit.admit(output))))
+                return
 
 
 class _Fetching:
@@ -571,13 +589,21 @@ class _Fetching:
 
 
 def make_executor(
-    kind: Any, slots: int, max_frame: int, task_user: str | None = None, share_over: int = 0
+    kind: Any,
+    slots: int,
+    max_frame: int,
+    task_user: str | None = None,
+    share_over: int = 0,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
 ) -> Any:  # ProcessExecutor, ThreadExecutor, or any object with `await run(payload)` (worker_pool.py)
     """ "process" or "thread", or an executor object (see worker_pool.py) used as is; `task_user`: the
     user process executors run tasks as, `share_over`: the bytes over which values cross between them and
-    the node monitor as memory files (ProcessExecutor)."""
+    the node monitor as memory files, `output_cap`: the bytes of each task's stdout and stderr they capture
+    (ProcessExecutor; threads share the node monitor's)."""
     if kind == "process":
-        return ProcessExecutor(slots, max_frame=max_frame, task_user=task_user, share_over=share_over)
+        return ProcessExecutor(
+            slots, max_frame=max_frame, task_user=task_user, share_over=share_over, output_cap=output_cap
+        )
     if task_user is not None:
         raise ValueError(f"task_user={task_user!r} needs process executors (executor='process'), got {kind!r}")
     if kind == "thread":
@@ -665,6 +691,7 @@ async def serve_node_monitor(
         min(2**32 - 1, max(max_frame, max_value + MESSAGE_OVERHEAD)),
         config.task_user,
         share_over=max(inline_limit, SHARE_MIN),
+        output_cap=config.output_cap,
     )
     if getattr(runner, "share_over", 0):
         raise_file_limit()  # each value kept or handed over as a memory file holds descriptors
@@ -691,6 +718,7 @@ async def serve_node_monitor(
                 max_value=max_value,
                 steal_address=format_address(advertised(address)),
                 steal_timeout=config.steal_timeout,
+                output_rate=config.output_rate,
             )
             if isinstance(runner, ProcessExecutor):  # a worker process serves one user: it may run shipped code
                 service.code = CodeCache.make(

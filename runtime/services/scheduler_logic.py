@@ -101,6 +101,7 @@ from ..wire.messages import (
     Heartbeat,
     JobStatus,
     OutcomeToScheduler,
+    OutputToScheduler,
     RegisterNodeMonitor,
     StatusReply,
     StatusRequest,
@@ -224,6 +225,8 @@ class SchedulerLogic:
                     self._task_finished(node, msg, out)
                 elif kind is GiveBack:
                     self._take_back(node, msg, out)
+                elif kind is OutputToScheduler:
+                    self.outcomes.task_output(node, msg, out)
                 elif kind is Heartbeat:
                     node.queued, node.busy = msg.queued, msg.busy
                     if self.bind_idle:

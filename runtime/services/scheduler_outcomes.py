@@ -5,6 +5,9 @@ happens to node monitors or clients. A part of SchedulerLogic (scheduler_logic.p
   other (its task was reported lost, its job dropped) is stale and counted, never relayed. A task running on
   a node monitor that is lost fails as a system failure (`fail_running_on`): the client decides whether to
   retry it, since a task may have side effects.
+- what a task printed (OutputToScheduler, just before its outcome) from the node monitor running it is relayed to
+  its client (OutputToClient) if it fits the client's link, and its end kept for the task history
+  (`task_output`); from any other node monitor it is dropped.
 - an outcome over its client's link fails alone (TOO_LARGE), naming its size and the limit; the link stays.
 - each delivered outcome is recorded in the task history (task_history.py) as a TaskEntry, timed with the
   scheduler's clock; a job leaves with its last outcome (`finish`), and its leftover reservations with it.
@@ -23,7 +26,7 @@ from typing import Protocol
 
 import sparrow_core
 
-from ..wire.limits import clip, too_large
+from ..wire.limits import MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     SYSTEM,
@@ -34,6 +37,8 @@ from ..wire.messages import (
     Outcome,
     OutcomeToClient,
     OutcomeToScheduler,
+    OutputToClient,
+    OutputToScheduler,
     StopTask,
     failed,
 )
@@ -103,6 +108,7 @@ class Outcomes:
         self._table = host.table
         self._stats = host.stats
         self._record = host.history.add
+        self._record_output = host.history.add_output
         self._frame_limits = host.frame_limits
         self._max_frame = host.max_frame
         self._clock = host.clock
@@ -124,6 +130,17 @@ class Outcomes:
         del job.running[msg.task]
         self._stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
         self.deliver(job, msg.task, msg.outcome, out, node.node_id)
+
+    def task_output(self, node: Node, msg: OutputToScheduler, out: Outbox) -> None:
+        """`node` sends what a task it runs printed (its outcome follows)."""
+        job = self._jobs.get(msg.job_id)
+        if job is None or job.running.get(msg.task) != node.worker:
+            return  # stale: its job was dropped or the task reported lost; never another's to send
+        output = msg.output
+        self._record_output(job.job_id, msg.task, output)
+        size = len(output.stdout) + len(output.stderr) + len(output.node)
+        if size + MESSAGE_OVERHEAD <= self._frame_limits.get(job.client, self._max_frame):
+            out.append((job.client, OutputToClient(job.ref, msg.task, output)))
 
     def fail_running_on(self, node: Node, out: Outbox) -> None:
         """`node` was lost: the tasks of ours running there fail as SYSTEM."""

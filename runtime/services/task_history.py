@@ -6,6 +6,10 @@ bounded twice: at most `max_records` records (the oldest goes first) and none ol
 (dropped before each query). A record takes about RECORD_BYTES bytes (measured in
 tests/runtime/services/test_task_history.py), so the default cap holds it to a few tens of MB.
 
+The end of what a task printed (its output tail, at most MAX_OUTPUT_TAIL bytes: its stdout's end, then its
+stderr's) is kept apart, for the tasks that printed (`add_output`, called only for those), in a table bounded by
+bytes (`max_tail_bytes`, the oldest tails going first) and by count (`max_records`), so records stay small.
+
 `query` answers a TasksRequest newest first, filtered by user, state, job and age; the scheduler decides
 whose records a client may see (scheduler_logic.py) and sends as many as its link takes (`fitting`).
 """
@@ -13,16 +17,17 @@ whose records a client may see (scheduler_logic.py) and sends as many as its lin
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 import msgspec
 
-from ..wire.limits import MAX_ERROR_SUMMARY
-from ..wire.messages import FAILURES, TaskRecord
+from ..wire.limits import MAX_ERROR_SUMMARY, MAX_OUTPUT_TAIL
+from ..wire.messages import FAILURES, Output, TaskRecord
 
 DEFAULT_MAX_RECORDS = 50_000
 DEFAULT_MAX_AGE = 3600.0  # seconds a record is kept
+DEFAULT_MAX_TAIL_BYTES = 16 * 1024 * 1024  # bytes of output tails kept, all records together
 RECORD_BYTES = 400  # about what one record of a short error takes in memory (the tests hold it to this)
 
 # the state a record names for an outcome's `failure` (0: the task returned or raised)
@@ -75,6 +80,7 @@ class TaskHistory:
         max_age: float = DEFAULT_MAX_AGE,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        max_tail_bytes: int = DEFAULT_MAX_TAIL_BYTES,
     ) -> None:
         if not isinstance(max_records, int) or max_records < 0:
             raise ValueError(f"max_records must be a count >= 0, got {max_records!r}")
@@ -85,6 +91,22 @@ class TaskHistory:
         self.wall = wall
         self.entries: deque[TaskEntry] = deque(maxlen=max_records)
         self.add = self.entries.append
+        self.max_tail_bytes = max_tail_bytes
+        self.tails: OrderedDict[tuple[int, int], bytes] = OrderedDict()  # (job id, task) -> its output tail
+        self.tail_bytes = 0
+        self._max_tails = max_records
+
+    def add_output(self, job_id: int, task: int, output: Output) -> None:
+        """Keep the end of task `task` of job `job_id`'s `output` (before its record is added)."""
+        tail = (output.stdout[-MAX_OUTPUT_TAIL:] + output.stderr[-MAX_OUTPUT_TAIL:])[-MAX_OUTPUT_TAIL:]
+        tails, key = self.tails, (job_id, task)
+        old = tails.pop(key, None)
+        if old is not None:
+            self.tail_bytes -= len(old)
+        tails[key] = tail
+        self.tail_bytes += len(tail)
+        while self.tail_bytes > self.max_tail_bytes or len(tails) > self._max_tails:
+            self.tail_bytes -= len(tails.popitem(last=False)[1])
 
     def __len__(self) -> int:
         self._expire(self.clock())
@@ -110,11 +132,11 @@ class TaskHistory:
             if e.ended < after or len(found) >= limit:
                 break
             if (user is None or e.user == user) and (job_id < 0 or e.job_id == job_id) and not (failed and e.ok):
-                found.append(_as_record(e, to_wall))
+                found.append(_as_record(e, to_wall, self.tails.get((e.job_id, e.task), b"")))
         return found
 
 
-def _as_record(e: TaskEntry, to_wall: float) -> TaskRecord:
+def _as_record(e: TaskEntry, to_wall: float, tail: bytes) -> TaskRecord:
     state = OK if e.ok else FAILURE_NAMES.get(e.failure, RAISED)
     return TaskRecord(
         e.job_id,
@@ -126,7 +148,7 @@ def _as_record(e: TaskEntry, to_wall: float) -> TaskRecord:
         e.launched - e.submitted,
         e.ended - e.launched,
         e.error,
-        "",
+        tail.decode(errors="replace")[-MAX_OUTPUT_TAIL:],  # a tail cut inside a character starts with U+FFFD
         e.ended + to_wall,
     )
 

@@ -1,14 +1,17 @@
 """An executor worker process: runs the tasks its node monitor sends over a private Unix socket.
 
-Started by ProcessExecutor as `python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]`,
-where FD is this process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node
-monitor does not reach a running task). It reads TaskToWorker frames, runs each task (task_codec.run_task)
+Started by ProcessExecutor as
+`python -m sparrow_runtime.services.worker_main FD MAX_FRAME OUTPUT_CAP [SIDE SHARE_OVER]`, where FD is this
+process's end of a socket pair, in a session of its own (a Ctrl-C meant for the node monitor does not reach a
+running task). It reads TaskToWorker frames, runs each task (task_codec.run_task)
 and answers one OutcomeToNode per task, in order; tasks that come while one runs queue behind it, and a
 DropTask drops a queued one unstarted (serve). It exits when the node monitor closes the socket.
 With SIDE (the end of a second socket pair) big values skip the frames: the inputs a TaskToWorker marks
 `shared` come as memory files over SIDE, and a result of over SHARE_OVER bytes goes back as one
 (data/shared.py), so neither side copies it through the socket, nor decodes it from a frame.
 No handshake: the socket pair is private to the two processes, nobody else can connect to it.
+With OUTPUT_CAP > 0 what each task writes to stdout and stderr is captured (task_output.py), up to OUTPUT_CAP bytes
+of each, and sent just before its outcome (OutputToNode); with 0 it goes to the stderr the worker was started with.
 
 It makes itself non-dumpable first (`stay_private`, Linux): another process of its OS user, such as a
 sibling worker running another user's tasks, can then neither read its memory (/proc/PID/mem) nor trace
@@ -39,27 +42,49 @@ from ..data import packed, shared
 from ..errors import FrameTooLarge
 from ..wire.framing import RECEIVE_SIZE, FrameDecoder, encode_frames
 from ..wire.limits import CHUNK_SIZE
-from ..wire.messages import TOO_LARGE, DropTask, Outcome, OutcomeToNode, TaskToWorker, WorkerReady
+from ..wire.messages import (
+    TOO_LARGE,
+    DropTask,
+    Outcome,
+    OutcomeToNode,
+    Output,
+    OutputToNode,
+    TaskToWorker,
+    WorkerReady,
+)
 from ..wire.task_codec import run_task
+from .task_output import Capture
 
 # the node monitor's end closed (or, for a socket, its writing side shut down)
 HANGUP = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 PR_SET_DUMPABLE = 4  # linux/prctl.h
 
 
-def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None, share_over: int = 0) -> None:
+def serve(
+    sock: socket.socket,
+    max_frame: int,
+    side: socket.socket | None = None,
+    share_over: int = 0,
+    capture: Capture | None = None,
+) -> None:
     """Run the tasks that come over `sock` in order, one OutcomeToNode each, until the node monitor closes it.
 
     Tasks may come while one runs (a node monitor hands tasks bound ahead to a busy worker): they queue
     here. Before it answers a task, the worker takes what came meanwhile, drops the queued tasks a DropTask
     names and lists them in the answer (`dropped`); the next queued task starts as the answer is sent, so
-    the node monitor knows from each answer which task runs now, and one that it dropped never starts."""
+    the node monitor knows from each answer which task runs now, and one that it dropped never starts.
+    With `capture`, what each task printed goes just before its outcome (OutputToNode); the poll that looks
+    for what came on `sock` looks at the capture's pipes too, so a task that printed nothing costs no system
+    call more."""
     decoder = FrameDecoder(max_frame)
     keep = None if side is None or share_over <= 0 else partial(_keep_result, side, share_over)
     # what came while a task ran: poll(0) first, since a read that finds nothing costs an exception and a buffer
     # of RECEIVE_SIZE (measured 8-15 us against 3.5-4.7 per task at load 13)
     pending = select.poll()
     pending.register(sock, select.POLLIN | HANGUP)
+    line = sock.fileno()
+    for fd in capture.fds if capture is not None else ():
+        pending.register(fd, select.POLLIN)
     queue: deque[tuple[int, TaskToWorker]] = deque()  # (its number, the task), not started
     drops: set[int] = set()  # numbers of tasks to drop (DropTask) that were not started
     dropped: list[int] = []  # ... dropped since the last answer: the next answer says so
@@ -92,26 +117,45 @@ def serve(sock: socket.socket, max_frame: int, side: socket.socket | None = None
             inputs = _shared_inputs(side, msg)
         outcome = run_task(msg.payload, inputs, keep)
         inputs = None  # the inputs' maps go before the result is sent
+        if capture is not None:
+            capture.flush()
         reply = OutcomeToNode(outcome)
         if outcome is _KEPT:
             reply = OutcomeToNode(Outcome(True), shared=True)
         elif side is not None and outcome.ok and len(outcome.payload) > share_over > 0:
             reply = _share_result(side, outcome)
-        while pending.poll(0):  # what came while it ran
+        printed = False
+        while ready := pending.poll(0):  # what came while it ran (and whether it printed)
+            if all(fd != line for fd, _ in ready):
+                printed = True
+                break
+            printed = printed or len(ready) > 1
             data = sock.recv(max(RECEIVE_SIZE, min(decoder.missing, CHUNK_SIZE)))
             if not data:
                 return  # the node monitor is gone
             take(data)
         dropped += _drop(queue, drops, side)
+        output = capture.take() if capture is not None and (printed or capture.holding()) else None
         if dropped:
             reply = OutcomeToNode(reply.outcome, reply.shared, tuple(dropped))
         try:
-            frame = encode_frames([reply], max_frame)
-        except FrameTooLarge as exc:  # fails alone, once: TOO_LARGE is never retried
-            too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
-            frame = encode_frames([OutcomeToNode(too_large, dropped=tuple(dropped))])
+            frame = encode_frames([reply] if output is None else [OutputToNode(output), reply], max_frame)
+        except FrameTooLarge as exc:
+            frame = _fitting(reply, output, max_frame, exc)
         dropped.clear()
         sock.sendall(frame)
+
+
+def _fitting(reply: OutcomeToNode, output: Output | None, max_frame: int, exc: FrameTooLarge) -> bytearray:
+    """The frames of `reply` (and `output`), one of them over `max_frame` bytes: `reply` alone if it fits (what a
+    task printed never fails it), else a TOO_LARGE failure (alone, once: TOO_LARGE is never retried)."""
+    if output is not None:
+        try:
+            return encode_frames([reply], max_frame)
+        except FrameTooLarge as again:
+            exc = again
+    too_large = Outcome(False, b"", f"the task's outcome is too large to send: {exc}", TOO_LARGE)
+    return encode_frames([OutcomeToNode(too_large, dropped=reply.dropped)])
 
 
 def _drop(queue: deque, drops: set[int], side: socket.socket | None) -> tuple[int, ...]:
@@ -210,20 +254,30 @@ def stay_private() -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 4):
-        print("usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME [SIDE SHARE_OVER]", file=sys.stderr)
+    if len(argv) not in (3, 5):
+        print(
+            "usage: python -m sparrow_runtime.services.worker_main FD MAX_FRAME OUTPUT_CAP [SIDE SHARE_OVER]",
+            file=sys.stderr,
+        )
         return 2
     stay_private()
     fd = int(argv[0])
     os.set_inheritable(fd, False)  # the programs a task runs must not hold the node monitor's line open
     side = None
-    if len(argv) == 4:
-        os.set_inheritable(int(argv[2]), False)
-        side = socket.socket(fileno=int(argv[2]))
+    if len(argv) == 5:
+        os.set_inheritable(int(argv[3]), False)
+        side = socket.socket(fileno=int(argv[3]))
     threading.Thread(target=die_with_node_monitor, args=(fd,), name="sparrow-lifeline", daemon=True).start()
-    with socket.socket(fileno=fd) as sock:
-        sock.sendall(encode_frames([WorkerReady()]))  # imported: tasks may come (they start at once)
-        serve(sock, int(argv[1]), side, int(argv[3]) if side is not None else 0)
+    capture = Capture(int(argv[2])) if int(argv[2]) > 0 else None
+    if capture is not None:
+        capture.start()
+    try:
+        with socket.socket(fileno=fd) as sock:
+            sock.sendall(encode_frames([WorkerReady()]))  # imported: tasks may come (they start at once)
+            serve(sock, int(argv[1]), side, int(argv[4]) if side is not None else 0, capture)
+    finally:
+        if capture is not None:
+            capture.restore()  # its last words (a protocol error) go where the node monitor's do
     return 0
 
 

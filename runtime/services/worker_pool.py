@@ -64,6 +64,8 @@ from ..wire.messages import (
     DropTask,
     Outcome,
     OutcomeToNode,
+    Output,
+    OutputToNode,
     TaskToWorker,
     WorkerReady,
     failed,
@@ -73,6 +75,7 @@ from .burst import Burst
 from .idle_workers import IdleWorkers
 from .memory_limit import memory_limits
 from .processes import child_env, describe_exit
+from .task_output import DEFAULT_OUTPUT_CAP
 from .task_users import task_users
 
 logger = logging.getLogger(__name__)
@@ -90,12 +93,14 @@ class Ticket:
 
     Handed ahead (ProcessExecutor.hand_ahead): queued in a busy worker, with no callback until it starts
     (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
-    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended."""
+    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended.
+    `output`: what it printed (an Output, OutputToNode), once its worker sent it ahead of its outcome."""
 
     __slots__ = (
         "done",
         "inputs",
         "memory",
+        "output",
         "payload",
         "seq",
         "successor",
@@ -120,6 +125,7 @@ class Ticket:
         self.successor: Ticket | None = None
         self.withdrawn = False
         self.waited = False  # launched while no worker was idle: `started` is called when one takes it
+        self.output: Output | None = None
 
 
 async def wait_for_outcome(launch: Callable[[bytes, Done], Ticket], payload: bytes) -> Outcome:
@@ -383,10 +389,17 @@ class ProcessExecutor(_Pool):
     can_stop = True
 
     def __init__(
-        self, slots: int, *, max_frame: int = DEFAULT_MAX_FRAME, task_user: str | None = None, share_over: int = 0
+        self,
+        slots: int,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        task_user: str | None = None,
+        share_over: int = 0,
+        output_cap: int = DEFAULT_OUTPUT_CAP,
     ) -> None:
         super().__init__(slots)
         self.max_frame = max_frame
+        self.output_cap = output_cap  # bytes of each of a task's stdout and stderr captured (0: not captured)
         # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
         self.share_over = share_over if shared.AVAILABLE else 0
         self._task_users = task_users(task_user)  # which OS user each worker runs as (task_users.py)
@@ -498,15 +511,20 @@ class ProcessExecutor(_Pool):
 
         def deliver(msgs: list) -> None:
             for msg in msgs:
-                if type(msg) is WorkerReady and not worker.ready:  # its first message: it takes tasks now
-                    worker.ready = True
-                    self._starting[worker.user] -= 1
-                    self._idle.put(worker)
-                    if sum(w.ready for w in self._workers) >= self.slots:
-                        self._all_ready.set()
-                    continue
-                if type(msg) is not OutcomeToNode or worker.ticket is None:
-                    raise ProtocolError(f"executor sent {type(msg).__name__} when no OutcomeToNode was due")
+                kind = type(msg)
+                if kind is not OutcomeToNode:
+                    if kind is WorkerReady and not worker.ready:  # its first message: it takes tasks now
+                        worker.ready = True
+                        self._starting[worker.user] -= 1
+                        self._idle.put(worker)
+                        if sum(w.ready for w in self._workers) >= self.slots:
+                            self._all_ready.set()
+                        continue
+                    if kind is OutputToNode and worker.ticket is not None:  # what it printed: its outcome follows
+                        worker.ticket.output = msg.output
+                        continue
+                if worker.ticket is None or kind is not OutcomeToNode:
+                    raise ProtocolError(f"executor sent {kind.__name__} when no OutcomeToNode was due")
                 outcome = self._shared_outcome(worker) if msg.shared and worker.side is not None else msg.outcome
                 if msg.dropped:
                     dropped = set(msg.dropped)
@@ -649,6 +667,7 @@ class ProcessExecutor(_Pool):
         if side is not None:
             side.setblocking(False)  # a worker that sends no memory file never blocks the loop
         argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
+        argv.append(str(self.output_cap))
         if child_side is not None:
             argv += [str(child_side.fileno()), str(self.share_over)]
         try:
@@ -656,7 +675,7 @@ class ProcessExecutor(_Pool):
                 argv,
                 pass_fds=(child.fileno(),) if child_side is None else (child.fileno(), child_side.fileno()),
                 stdin=subprocess.DEVNULL,
-                stdout=2,  # a task's prints go to the node monitor's stderr, never its stdout
+                stdout=2,  # a task's prints not captured go to the node monitor's stderr, never its stdout
                 env=child_env(as_user.get("env")),
                 start_new_session=True,  # its own process group: killed whole, and no terminal signals
                 **as_user.get("popen", {}),

@@ -49,6 +49,9 @@ MAX_TASK_RECORDS = 1000  # task records in one TasksReply (newest first)
 MAX_ERROR_SUMMARY = 300  # characters of a task record's error summary
 MAX_OUTPUT_TAIL = 4096  # characters of a task record's output tail
 
+# -- a task's captured output (services/task_output.py) --------------------------------------------
+MAX_OUTPUT = 1024 * 1024  # bytes of each of a task's stdout and stderr one outcome carries (a node monitor's cap <= it)
+
 # -- node monitors ---------------------------------------------------------------------------------
 MAX_SLOTS = 4096  # slots one node monitor may register
 MAX_QUEUED_RESERVATIONS = 1_000_000  # reservations one node monitor holds, from all schedulers

@@ -2,14 +2,16 @@
 
 Connections and the messages allowed on them (see docs/runtime.md):
 - handshake (every connection): server -> Challenge, client -> Authenticate, server -> Welcome | Error.
-- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task; CancelJob;
-  Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply (for `sparrow status`); TasksRequest ->
-  TasksReply (the scheduler's record of recent tasks, for `sparrow tasks`).
+- client <-> scheduler: SubmitJob -> JobAccepted | JobRejected, then OutcomeToClient per task (OutputToClient
+  before it, if it printed); CancelJob; Heartbeat (echoed: liveness both ways); StatusRequest -> StatusReply
+  (for `sparrow status`); TasksRequest -> TasksReply (the scheduler's record of recent tasks, for `sparrow tasks`).
 - node monitor <-> scheduler: RegisterNodeMonitor -> Registered | RegistrationRefused; Heartbeat both ways; scheduler ->
   EnqueueReservations, CancelReservations, TaskToNode | NoTask, StopTask; node monitor -> GetTask,
-  OutcomeToScheduler, GiveBack (a task it was given and has not started, handed back: no outcome follows).
+  OutcomeToScheduler (OutputToScheduler before it, if the task printed), GiveBack (a task it was given and has
+  not started, handed back: no outcome follows).
 - node monitor <-> worker process (private socket pair, no handshake): WorkerReady first (the worker imported and
-  serves); TaskToWorker -> OutcomeToNode, one per task in order; DropTask (a task handed ahead, not started: skip it).
+  serves); TaskToWorker -> OutcomeToNode, one per task in order (OutputToNode before it, if the task printed);
+  DropTask (a task handed ahead, not started: skip it).
 - scheduler -> node monitor: ReleaseSession (a client is gone: drop the values its tasks left); StealPeers (the
   other stealing node monitors, to a node monitor that steals).
 - node monitor (thief) -> node monitor (victim), work stealing (services/steal.py): StealProbe -> StealState;
@@ -48,6 +50,7 @@ from .limits import (
     MAX_KEY,
     MAX_LABELS,
     MAX_NAME,
+    MAX_OUTPUT,
     MAX_OUTPUT_TAIL,
     MAX_PROBES_PER_JOB,
     MAX_RELEASE_KEYS,
@@ -72,8 +75,9 @@ from .resources import ResourceUnits
 # FetchFile (the user of the task a node monitor fetches for); 12: CancelJob.pending_only; 13: the task history
 # (TasksRequest, TasksReply); 14: TaskStarted (SubmitJob.report_started); 15: stealing tasks with resources
 # (StealTake.free, StolenReservation.resources); 16: shipped code (a task payload's RemoteCall.code, which a node
-# monitor that ignored it would run without)
-PROTOCOL_VERSION = 16
+# monitor that ignored it would run without); 17: what a task printed (OutputToNode, OutputToScheduler,
+# OutputToClient, each just before the task's outcome, only for a task that printed)
+PROTOCOL_VERSION = 17
 
 # Why a task ended without an outcome of its own (`Outcome.failure`; 0: it returned or raised). A
 # system failure may be retried by the client; the others may not.
@@ -119,13 +123,27 @@ class ValueRef(msgspec.Struct, frozen=True, array_like=True, gc=False):
     size: Size
 
 
+OutputText = Annotated[bytes, msgspec.Meta(max_length=MAX_OUTPUT)]
+
+
+class Output(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """What a task wrote to its stdout and its stderr (file descriptors 1 and 2, its subprocesses' too), captured
+    by its worker (services/task_output.py) and cut at its node monitor's caps with a marker line where bytes
+    were left out; `node`: the node monitor it ran on."""
+
+    stdout: OutputText = b""
+    stderr: OutputText = b""
+    node: Name = ""
+
+
 class Outcome(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """How a task ended: `ok` with its pickled value in `payload` (or, for a value over its node monitor's
     inline limit, an empty payload and the value's reference in `ref`), or not ok with its pickled
     exception in `payload` (empty if it cannot be pickled) and the formatted traceback in `error`;
     `failure` is 0 when the task returned or raised, else why it has no outcome of its own (SYSTEM,
     CANCELLED, ...) and `error` says so. Made once where the task ended and passed on unchanged to its
-    client."""
+    client. What the task printed is no part of it: it travels just before it, in an `OutputTo<receiver>`
+    of its own, only when there is some (a task that printed nothing costs no byte)."""
 
     ok: bool
     payload: bytes = b""
@@ -235,6 +253,15 @@ class TaskStarted(_Msg, tag=55):
     task: Id
 
 
+class OutputToClient(_Msg, tag=56):
+    """Scheduler -> client: what task `task` of the client's job `ref` printed, just before its OutcomeToClient
+    (one per attempt that printed; none for a task that printed nothing)."""
+
+    ref: Id
+    task: Id
+    output: Output
+
+
 class StatusRequest(_Msg, tag=14):
     pass
 
@@ -276,8 +303,9 @@ class TaskRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """How one task ended, as its scheduler recorded it (services/task_history.py): its job, task and user,
     `state` ("ok", "raised" or the failure's name), the node monitor it ran on ("" if it never ran), how often
     it was launched, seconds from its job's submission to its last launch (`queue_wait`) and from there to its
-    outcome (`run_time`), `error` (the last line of its error, clipped), `output_tail` (the end of what it
-    printed; empty until output is captured) and `ended_at` (the scheduler's wall clock, seconds)."""
+    outcome (`run_time`), `error` (the last line of its error, clipped), `output_tail` (the last
+    MAX_OUTPUT_TAIL bytes of what it printed: its stdout's end, then its stderr's; "" if nothing) and
+    `ended_at` (the scheduler's wall clock, seconds)."""
 
     job_id: Id
     task: Id
@@ -404,6 +432,15 @@ class OutcomeToScheduler(_Msg, tag=28):
     job_id: Id
     task: Id
     outcome: Outcome
+
+
+class OutputToScheduler(_Msg, tag=57):
+    """Node monitor -> scheduler: what task `task` of job `job_id`, given to it by TaskToNode, printed, cut at the
+    node monitor's caps and naming it; sent just before the task's OutcomeToScheduler, only if it printed."""
+
+    job_id: Id
+    task: Id
+    output: Output
 
 
 class GiveBack(_Msg, tag=37):
@@ -590,6 +627,13 @@ class OutcomeToNode(_Msg, tag=31):
     dropped: Annotated[tuple[Seq, ...], msgspec.Meta(max_length=MAX_INPUTS)] = ()
 
 
+class OutputToNode(_Msg, tag=58):
+    """Worker process -> node monitor: what the task it started last printed (task_output.py), cut at the worker's
+    cap; sent in the same write as, just before, the task's OutcomeToNode, only if it printed."""
+
+    output: Output
+
+
 class WorkerReady(_Msg, tag=39):
     """Worker process -> node monitor, its first message: it has imported and serves, so a task given to it
     now starts at once (a task's timeout does not count the worker's start: worker_pool.py)."""
@@ -612,6 +656,7 @@ Message = (
     | JobAccepted
     | JobRejected
     | OutcomeToClient
+    | OutputToClient
     | TaskStarted
     | StatusRequest
     | StatusReply
@@ -628,6 +673,7 @@ Message = (
     | StopTask
     | NoTask
     | OutcomeToScheduler
+    | OutputToScheduler
     | GiveBack
     | ReleaseSession
     | StealPeers
@@ -647,6 +693,7 @@ Message = (
     | ValueKept
     | TaskToWorker
     | OutcomeToNode
+    | OutputToNode
     | DropTask
     | WorkerReady
 )

@@ -9,11 +9,14 @@ import pytest
 
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.services.task_history import RECORD_BYTES, TaskEntry, TaskHistory, error_summary
+from sparrow_runtime.wire.limits import MAX_OUTPUT_TAIL
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     GetTask,
     Outcome,
     OutcomeToScheduler,
+    Output,
+    OutputToScheduler,
     RegisterNodeMonitor,
     SubmitJob,
     TasksReply,
@@ -192,3 +195,62 @@ def test_a_reply_holds_only_the_records_that_fit_the_clients_link():
     del logic.frame_limits["c"]  # the scheduler's own limit (64 MiB): all of them
     ((_, reply),) = logic.on_client_messages("c", [TasksRequest()])
     assert len(reply.tasks) == 1000
+
+
+def test_the_scheduler_keeps_the_end_of_what_a_task_printed_with_its_record():
+    """An outcome's output leaves its last MAX_OUTPUT_TAIL bytes (stdout's end, then stderr's) in the record;
+    a task that printed nothing has an empty tail."""
+    logic = SchedulerLogic(seed=1, bind_idle=False)
+    logic.on_node_messages("nm0", [RegisterNodeMonitor("nm0", 1, (), instance="p0")])
+    logic.on_client_messages("c", [SubmitJob(1, [b"t", b"u"], user="alice", probe_ratio=2.0)])
+    logic.on_node_messages("nm0", [GetTask(1), GetTask(1)])
+    printed = Output(b"s" * 5000 + b"out end\n", b"err end\n", "nm0")
+    out = logic.on_node_messages(
+        "nm0",
+        [
+            OutputToScheduler(1, 0, printed),
+            OutcomeToScheduler(1, 0, Outcome(True)),
+            OutcomeToScheduler(1, 1, Outcome(True)),
+        ],
+    )
+    assert [type(m).__name__ for _, m in out if _ == "c"] == ["OutputToClient", "OutcomeToClient", "OutcomeToClient"]
+    quiet, loud = logic.history.query(None)
+    assert quiet.output_tail == ""
+    assert len(loud.output_tail) == MAX_OUTPUT_TAIL and loud.output_tail.endswith("sout end\nerr end\n")
+
+
+def test_output_tails_are_bounded_by_bytes_all_together_the_oldest_going_first():
+    history = TaskHistory(clock=Clock(), max_tail_bytes=10_000)
+    for task in range(10):
+        history.add_output(1, task, Output(b"x" * 3000))
+        record(history, task=task)
+    assert history.tail_bytes <= 10_000 and list(history.tails) == [(1, 7), (1, 8), (1, 9)]
+    tails = {r.task: r.output_tail for r in history.query(None)}
+    assert tails[9] == "x" * 3000 and tails[0] == ""
+
+
+def test_a_tail_cut_inside_a_character_reads_as_text():
+    history = TaskHistory(clock=Clock())
+    history.add_output(1, 0, Output("é".encode() * 3000))  # 6000 bytes: the tail starts in a character's middle
+    record(history)
+    (r,) = history.query(None)
+    assert r.output_tail.endswith("é" * 100) and len(r.output_tail.encode()) <= MAX_OUTPUT_TAIL + 2
+
+
+def test_an_output_from_a_node_monitor_not_running_the_task_or_too_large_for_the_client_goes_nowhere():
+    """Only the node monitor running a task may send its output (another's, or a stale one, is dropped: it never
+    reaches the job's client); an output over the client's link is kept as a tail but not sent on."""
+    logic = SchedulerLogic(seed=1, bind_idle=False)
+    for nm in ("nm0", "nm1"):
+        logic.on_node_messages(nm, [RegisterNodeMonitor(nm, 1, (), instance=nm)])
+    logic.on_client_messages("c", [SubmitJob(1, [b"t"], user="alice", probe_ratio=1.0)])
+    answers = {nm: type(logic.on_node_messages(nm, [GetTask(1)])[0][1]).__name__ for nm in ("nm0", "nm1")}
+    (runner,) = [nm for nm, answer in answers.items() if answer == "TaskToNode"]
+    other = "nm1" if runner == "nm0" else "nm0"
+    assert logic.on_node_messages(other, [OutputToScheduler(1, 0, Output(b"forged"))]) == []
+    assert logic.on_node_messages(runner, [OutputToScheduler(7, 0, Output(b"no such job"))]) == []
+    logic.frame_limits["c"] = 64 * 1024
+    assert logic.on_node_messages(runner, [OutputToScheduler(1, 0, Output(b"x" * 70_000))]) == []
+    logic.on_node_messages(runner, [OutcomeToScheduler(1, 0, Outcome(True))])
+    (r,) = logic.history.query(None)
+    assert r.output_tail == "x" * MAX_OUTPUT_TAIL

@@ -1,6 +1,6 @@
 """What the tests that start processes check about them: which are alive, which a process started
-(read from /proc, zombies excluded), a bounded wait for them to be gone, a bounded stop, and a child
-that cannot outlive the test run that started it."""
+(read from /proc, zombies excluded), a bounded wait for them to be gone, a bounded stop, a child
+that cannot outlive the test run that started it, and, in a worker, its node monitor."""
 
 from __future__ import annotations
 
@@ -29,6 +29,17 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def node_monitor_pid() -> int:
+    """Called in a worker process: the pid of its node monitor, its parent, or its fork server's parent
+    (worker_zygote.py) for a forked worker."""
+    parent = os.getppid()
+    with open(f"/proc/{parent}/cmdline", "rb") as cmdline:
+        if b"worker_zygote" not in cmdline.read():
+            return parent
+    with open(f"/proc/{parent}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
 def descendants(pid: int) -> set[int]:

@@ -7,6 +7,8 @@ from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
 from ..client.core import DEFAULT_RETRIES
 from ..client.output import OUTPUT_MODES
+from ..data.code_archive import LIMITS
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES
 from ..services.config import (
     DEFAULT_CLIENT_TIMEOUT,
     DEFAULT_GIVE_BACK,
@@ -362,6 +364,20 @@ NODE_MONITOR_SETTINGS = (
         DEFAULT_MAX_VALUE,
         "largest value kept or transferred (in chunks), and most bytes of inputs for one task",
         "BYTES",
+    ),
+    Setting(
+        "code_cache_bytes",
+        integer(LIMITS.max_bytes),
+        DEFAULT_CACHE_BYTES,
+        "bytes of the code jobs ship kept unpacked here (the least recently used not in use go first)",
+        "BYTES",
+    ),
+    Setting(
+        "code_cache_entries",
+        integer(1),
+        DEFAULT_CACHE_ENTRIES,
+        "archives of the code jobs ship kept unpacked here",
+        "N",
     ),
     Setting(
         "output_cap",

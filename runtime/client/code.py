@@ -5,7 +5,7 @@ archive over the data plane, and named by every task of its jobs (data/code_arch
   CodeError before anything is sent) and, for each job, gives the archive of the files as they are: at most every
   `recheck` seconds (RECHECK) it walks them again, without reading them, and packs them again only if a name, size,
   time or inode changed. A saved file is so seen by the jobs submitted from about a second later; its archive has
-  a new name, and its tasks run the new code (code_env.py).
+  a new name, and its tasks run the new code (wire/code_env.py).
 - `CodeUploads` uploads an archive once to one node monitor (a `Client.scatter` upload: Uploader, to one of the
   node monitors the scheduler knows, the next if one refuses), and gives the `CodeRef` its tasks carry; node
   monitors fetch it from there on first use. Jobs submitted while an upload is under way wait for it. Should the

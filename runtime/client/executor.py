@@ -288,8 +288,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         if problem is not None:
             raise ValueError(problem)
         job = self._job([payload], coalesce=True, code=code)
+        future = job.owner[0]  # before the hand-over: the job lets go of it once settled
         self._hand_over([job], partial(self._client.add_job, job))
-        return job.owner[0]
+        return future
 
     def submit_many(
         self, calls: Iterable[tuple[Callable, tuple, dict]], options: JobOptions | None = None
@@ -326,8 +327,9 @@ class SparrowExecutor(concurrent.futures.Executor):
             partial(self._client.add_job, job, {t - g.start: held[t] for t in g if t in held} if held else None)
             for job, g in zip(jobs, groups)
         ]
+        futures = [future for job in jobs for future in job.owner]
         self._hand_over(jobs, *adds)
-        return [future for job in jobs for future in job.owner]
+        return futures
 
     def scatter(self, value: object, *, keep: bool = True) -> SparrowFuture:
         """Put `value` on a node monitor, uploaded from here (not through the scheduler): a done future whose
@@ -344,8 +346,8 @@ class SparrowExecutor(concurrent.futures.Executor):
         with self._loop.lock:
             if self._loop.closed:
                 raise RuntimeError("cannot scatter after shutdown")
-        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         futures = [job.owner[0] for job in jobs]
+        trio.from_thread.run(self._client._scatter.upload, jobs, data, trio_token=self._loop.token)
         for future in futures:
             error = future.exception()  # done: settled by the upload
             if error is not None:
@@ -373,8 +375,9 @@ class SparrowExecutor(concurrent.futures.Executor):
         """A task that takes futures' results: held (in the trio thread) until they are done."""
         call = self._dependent_call(fn, inputs)
         job = self._job([b""], coalesce=True, code=code)
+        future = job.owner[0]
         self._hand_over([job], partial(self._client.add_job, job, {0: call}))
-        return job.owner[0]
+        return future
 
     def _dependent_call(self, fn: Callable, inputs: Inputs) -> tuple[bytes, Inputs]:
         """The call of a task that takes futures' results as the client logic holds it: its template, and its
@@ -445,6 +448,10 @@ class SparrowExecutor(concurrent.futures.Executor):
         self._loop.settled(futures)
         for (job, task), future in zip(events, futures):
             self._settle(job, task, future)
+            # the job lets go of a settled future: a future and its job hold each other until then, and left so
+            # every finished task was cyclic garbage that only a full collection freed, running each future's
+            # finalizer there (most of the client's time in a loop of submits, and its memory meanwhile)
+            job.owner[task] = None
 
     @staticmethod
     def _settle(job: Job, task: int, future: SparrowFuture) -> None:
@@ -505,9 +512,9 @@ class SparrowExecutor(concurrent.futures.Executor):
                         payloads = [with_code(payload, code) for payload in payloads]
                     build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
                     jobs.append(self._job(payloads, options=options, code=code))
+                futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
-                for job in jobs:
-                    window.extend(job.owner)
+                window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
         return _results_in_order(window, top_up, deadline)

@@ -8,7 +8,8 @@ validates a job's settings and its size; `oversize_problem` and `split_jobs` say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ FRAME_OVERHEAD_PER_TASK = 16  # msgpack bytes around each task payload in Submit
 FRAME_OVERHEAD_PER_JOB = 1024  # bytes of a SubmitJob besides its tasks, generously
 FRAME_OVERHEAD_PER_NAME = 8  # msgpack bytes around each node monitor id of task_prefer, generously
 DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
+_NONE: frozenset[int] = frozenset()  # a job's sets until they hold a task
 
 
 class Job:
@@ -89,25 +91,53 @@ class Job:
         # byte store: no lock)
         self.started = bytearray(n) if settings.report_started else None
         self.job_id: int | None = None  # the scheduler's id of its first placement, once accepted
+        # Where each task is placed goes in dicts of numbers and the sets start as one shared empty frozenset (a set
+        # of its own on first use, by the methods below): the garbage collector tracks neither, and it scans every
+        # tracked object of every pending job, which in a loop of one-task submits was most of the client's time
         self.attempts = [0] * n
         self.outcomes: list = [None] * n
         self.outputs: dict[int, Output] | None = None  # what its tasks printed (the last attempt that did), if any
         self.order: list[int] = []  # tasks in the order their outcomes arrived
         self.n_done = 0
         self.cancelled = False  # the whole job
-        self.cancelled_tasks: set[int] = set()
-        self.held: set[int] = set()  # tasks waiting for other tasks' outcomes
-        self.ref = [0] * n  # the placement that holds each task (0: none)
-        self.at = [0] * n  # its index in that placement
+        self.cancelled_tasks: AbstractSet[int] = _NONE
+        self.held: AbstractSet[int] = _NONE  # tasks waiting for other tasks' outcomes
+        self.ref: dict[int, int] = {}  # the placement that holds each task (none: 0)
+        self.at: dict[int, int] = {}  # its index in that placement
         self.errors: dict[int, BaseException] = {}  # outcomes decided here, with their exception
         self.calls: dict = {}  # dependent task -> its Waiting (call and inputs) from placement to its outcome
-        self.unowned: set[int] = set()  # tasks whose owner was dropped before their outcome came
+        self.unowned: AbstractSet[int] = _NONE  # tasks whose owner was dropped before their outcome came
         # each task's own request in units (None: a slot alone), when its tasks ask for different ones
         # (split_requests); None: every task asks for `settings.resources`
         self.task_resources: list[dict[str, int] | None] | None = None
 
     def done(self) -> bool:
         return self.n_done == self.n_tasks
+
+    def hold(self, tasks: Iterable[int]) -> None:
+        """`tasks` wait for other tasks' outcomes (or are the client's own upload): not placed nor relaunched."""
+        held = self.held
+        if not isinstance(held, set):
+            held = self.held = set()
+        held.update(tasks)
+
+    def unhold(self, task: int) -> None:
+        held = self.held
+        if isinstance(held, set):
+            held.discard(task)
+
+    def cancel_tasks(self, tasks: Iterable[int]) -> None:
+        cancelled = self.cancelled_tasks
+        if not isinstance(cancelled, set):
+            cancelled = self.cancelled_tasks = set()
+        cancelled.update(tasks)
+
+    def disown(self, task: int) -> None:
+        """Task `task`'s owner was dropped before its outcome came."""
+        unowned = self.unowned
+        if not isinstance(unowned, set):
+            unowned = self.unowned = set()
+        unowned.add(task)
 
     def exception(self, task: int) -> BaseException:
         """The exception failed task `task`'s outcome stands for."""

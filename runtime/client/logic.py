@@ -160,13 +160,13 @@ class ClientLogic:
         self._jobs[job] = None
         self.unfinished += job.n_tasks
         if job.upload:  # the shell uploads its value itself (never placed, nor relaunched: held)
-            job.held.add(0)
+            job.hold((0,))
             self.uploads.append(job)
             return
         if not held:
             self._enqueue(job, list(range(job.n_tasks)))
             return
-        job.held.update(held)
+        job.hold(held)
         known: dict[TaskKey, None] = {}
         for task, (template, inputs) in held.items():
             self._deps.wait((job, task), template, inputs)
@@ -286,12 +286,12 @@ class ClientLogic:
         if tasks is None:
             job.cancelled = True
             tasks = list(range(job.n_tasks))
-        job.cancelled_tasks.update(tasks)
+        job.cancel_tasks(tasks)
         by_ref: dict[int, list[int]] = {}
         for task in tasks:
             if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
                 continue
-            ref = job.ref[task]
+            ref = job.ref.get(task, 0)
             if ref in self._placements:
                 by_ref.setdefault(ref, []).append(job.at[task])
                 if self._deps.awaited((job, task)):
@@ -311,11 +311,11 @@ class ClientLogic:
         for task in tasks:
             if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
                 continue
-            ref = job.ref[task]
+            ref = job.ref.get(task, 0)
             if ref in self._placements:
                 by_ref.setdefault(ref, []).append(job.at[task])
             else:
-                job.cancelled_tasks.add(task)
+                job.cancel_tasks((task,))
                 self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
         return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
 
@@ -404,7 +404,7 @@ class ClientLogic:
         """The owner of task `task`'s outcome (a future, a JobHandle) is gone: its value may be released."""
         outcome = job.outcomes[task]
         if outcome is None:
-            job.unowned.add(task)  # its value is released once the tasks that take it are done with it
+            job.disown(task)  # its value is released once the tasks that take it are done with it
         elif outcome.ref is not None:
             self.values.drop(outcome.ref)
 
@@ -518,7 +518,7 @@ class ClientLogic:
         if self._recompute_of and job in self._recompute_of:
             self._recomputed(job, outcome)
         if job.held and task in job.held:
-            job.held.discard(task)
+            job.unhold(task)
             self._deps.drop((job, task))
         if self._deps and self._deps.awaited((job, task)):
             self._settle((job, task), False)
@@ -552,7 +552,7 @@ class ClientLogic:
             for waiting, path in self._deps.failed(key):
                 target, index = waiting.target
                 if target.outcomes[index] is None:
-                    target.cancelled_tasks.add(index)
+                    target.cancel_tasks((index,))
                     self._end(target, index, local_outcome(f"cancelled: its input {path} was cancelled", CANCELLED))
         else:
             upstream = job.exception(task)
@@ -577,7 +577,7 @@ class ClientLogic:
         _prefer_holders(job, task, values)
         job.calls[task] = waiting
         job.payloads[task] = payload
-        job.held.discard(task)
+        job.unhold(task)
         self._enqueue(job, [task])
 
     def _recompute(self, job: Job, task: int, outcome: Outcome) -> bool:
@@ -602,7 +602,7 @@ class ClientLogic:
                 return False
             plan.append((key, index, pjob, ptask))
         job.ref[task] = 0
-        job.held.add(task)  # not relaunched on a failover while it waits
+        job.hold((task,))  # not relaunched on a failover while it waits
         for key, index, pjob, ptask in plan:
             self.values.forget(waiting.values[index])
             entry = self._recomputing.get(key)
@@ -678,7 +678,7 @@ class ClientLogic:
             if not waiting.missing:
                 _prefer_holders(job, task, waiting.values, again=True)
                 job.payloads[task] = pack_dependent(waiting.template, waiting.values, job.code)
-                job.held.discard(task)
+                job.unhold(task)
                 self._enqueue(job, [task])
 
 

@@ -85,6 +85,8 @@ def sources(py_modules: Iterable[object] = (), working_dir: str | os.PathLike | 
     """The (archive name, local path) roots to pack: each of `py_modules` (a package directory, a module file or
     an imported top-level module) and `working_dir`. Raises CodeError for an entry that is none of these, a name
     that is not importable, or two entries of the same name."""
+    if isinstance(py_modules, (str, bytes, os.PathLike, types.ModuleType)):
+        raise CodeError(f"py_modules is a list of packages, modules or files: give [{py_modules!r}]")
     roots: list[tuple[str, str]] = []
     seen: set[str] = set()
     for entry in py_modules:

@@ -44,6 +44,17 @@ _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 Owner = Callable[[str], "tuple[int, int] | None"]  # user -> (uid, gid) of its task user; None: the service's own
 
 
+def check_cache_bounds(max_bytes: int, max_entries: int, limits: CodeLimits = LIMITS) -> None:
+    """Refuse (ValueError, naming the setting) bounds under which one archive at its limits does not fit."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < limits.max_bytes:
+        raise ValueError(
+            f"code_cache_bytes must be an int of at least {limits.max_bytes:,} bytes (one archive at its limit), "
+            f"got {max_bytes!r}"
+        )
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+        raise ValueError(f"code_cache_entries must be an int >= 1, got {max_entries!r}")
+
+
 def user_dir(user: str) -> str:
     """The name of `user`'s folder: readable if the name can be a file's, else a hash of it (no two users share
     one: the two kinds have different prefixes)."""
@@ -76,10 +87,7 @@ class CodeCache:
         limits: CodeLimits = LIMITS,
         owner: Owner | None = None,
     ) -> None:
-        if max_bytes < limits.max_bytes:
-            raise ValueError(f"a code cache of {max_bytes:,} bytes cannot hold one archive of {limits.max_bytes:,}")
-        if max_entries < 1:
-            raise ValueError(f"a code cache holds at least 1 entry, not {max_entries}")
+        check_cache_bounds(max_bytes, max_entries, limits)
         self.root = root
         self.max_bytes = max_bytes
         self.max_entries = max_entries

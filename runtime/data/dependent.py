@@ -18,10 +18,11 @@ import cloudpickle
 import msgspec
 
 from ..errors import ProtocolError
+from ..wire import code_env
 from ..wire.limits import MAX_INPUTS
 from ..wire.messages import ValueRef
 from ..wire.task_codec import pack_task
-from . import code_env, packed
+from . import packed
 
 CONTAINERS = (list, tuple, set, frozenset)
 REMOTE_MARK = b"R"
@@ -68,7 +69,7 @@ def call_with_inputs(template: bytes, inputs: list[bytes]) -> Any:
 
 
 def run_in_code(entry: str, template: bytes, inputs: list[bytes] | None = None) -> Any:
-    """Run a task of a job that ships code: enter the code unpacked at `entry` (code_env.py), then make the call
+    """Run a task of a job that ships code: enter the code unpacked at `entry` (wire/code_env.py), then make the call
     of `template` with `inputs` (as call_with_inputs), its functions and classes imported from that code."""
     code_env.enter(entry)
     return call_with_inputs(template, [] if inputs is None else inputs)

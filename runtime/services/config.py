@@ -18,6 +18,7 @@ from typing import Any
 
 from sparrow_core import QUEUE_POLICIES, check_probe_ratio
 
+from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES, check_cache_bounds
 from ..wire.address import Address, format_address, parse_address
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
 from ..wire.link_config import LinkConfig
@@ -72,6 +73,8 @@ NODE_MONITOR_SETTINGS = {
     "inline_limit": "inline_limit",
     "memory_limit": "memory_limit",
     "max_value": "max_value",
+    "code_cache_bytes": "code_cache_bytes",
+    "code_cache_entries": "code_cache_entries",
     "output_cap": "output_cap",
     "output_rate": "output_rate",
 }
@@ -169,7 +172,8 @@ class NodeMonitorConfig:
     memory), served by the data listener on `data_host:data_port` (None: beside `host`); `max_value` is the
     largest value kept or sent. Process executors capture what each task writes to stdout and stderr, up to
     `output_cap` bytes of each (0: not captured: it goes to this node monitor's stderr), and what they send up
-    is held to `output_rate` bytes a second (output_limit.py)."""
+    is held to `output_rate` bytes a second (output_limit.py). The code jobs ship is unpacked here for process
+    executors, at most `code_cache_entries` archives and `code_cache_bytes` of files (data/code_cache.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     schedulers: tuple[Address, ...] = ()
@@ -195,6 +199,8 @@ class NodeMonitorConfig:
     inline_limit: int = DEFAULT_INLINE_LIMIT
     memory_limit: int | None = None
     max_value: int = DEFAULT_MAX_VALUE
+    code_cache_bytes: int = DEFAULT_CACHE_BYTES
+    code_cache_entries: int = DEFAULT_CACHE_ENTRIES
     output_cap: int = DEFAULT_OUTPUT_CAP
     output_rate: int = DEFAULT_OUTPUT_RATE
 
@@ -233,6 +239,7 @@ class NodeMonitorConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
+        check_cache_bounds(self.code_cache_bytes, self.code_cache_entries)
         check_output_settings(self.output_cap, self.output_rate)
 
 

@@ -722,7 +722,10 @@ async def serve_node_monitor(
             )
             if isinstance(runner, ProcessExecutor):  # a worker process serves one user: it may run shipped code
                 service.code = CodeCache.make(
-                    shared_with_task_users=config.task_user is not None, owner=task_user_owner(config.task_user)
+                    shared_with_task_users=config.task_user is not None,
+                    owner=task_user_owner(config.task_user),
+                    max_bytes=config.code_cache_bytes,
+                    max_entries=config.code_cache_entries,
                 )
             logic.holder = (service.node_id, format_address(advertised(data_address)))
             data_server = DataServer(

@@ -366,7 +366,8 @@ class NodeMonitorLogic:
                     else:  # asked ahead: it waits for a slot (fill starts it when one is free)
                         self.stats["bound_ahead"] += 1
                         self.bound.append((scheduler, msg))
-                        self.pipeline.answered_ahead(self.clock, self.ahead)
+                        if self.pipeline.times_requests:  # jit times its requests (a call per task else)
+                            self.pipeline.answered_ahead(self.clock, self.ahead)
                 elif kind is NoTask:
                     entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
@@ -375,7 +376,8 @@ class NodeMonitorLogic:
                         if entry.request is not None and self.fit is not None:
                             self.fit.give(entry.request)
                     else:
-                        self.pipeline.answered_ahead(self.clock, self.ahead)
+                        if self.pipeline.times_requests:  # jit times its requests (a call per task else)
+                            self.pipeline.answered_ahead(self.clock, self.ahead)
                     self.queue.refund(entry.user)
                     if self.stealing.steal:
                         self.stealing.steal_due = True
@@ -873,7 +875,8 @@ class NodeMonitorLogic:
                 self._ahead.setdefault(entry.key, entry)
                 self.stats["get_task"] += 1
                 self.stats["asked_ahead"] += 1
-                pipeline.asked_ahead(self.clock)
+                if pipeline.times_requests:  # jit times its requests
+                    pipeline.asked_ahead(self.clock)
                 if entry.order is None:
                     out.append((entry.scheduler, GetTask(entry.job_id)))
                 else:

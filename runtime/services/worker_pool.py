@@ -19,7 +19,9 @@ own per task: at a few hundred microseconds of CPU per task, each wake-up counts
   interpreter (a module's globals, builtins) or reads its own memory finds only its user's tasks. It
   starts with one fresh worker per slot; a task whose user has no idle worker takes a fresh one, else a
   worker is started for it (at most `slots` + SPARE_WORKERS alive: past that the one idle longest is
-  retired), so one user's tasks never wait for a process to start once its workers are warm.
+  retired), so one user's tasks never wait for a process to start once its workers are warm. A worker
+  starts as worker_starts.py's policy says: forked from a fork server that has imported what a worker
+  needs (about 1 ms), else spawned as a new interpreter (about 70 ms of CPU).
   The node monitor learns of a worker's death from the process itself (not from the socket, which a
   process the task forked may hold open): the task it ran fails with the reason (exit status or
   signal) at once, its process group is killed (what the task started), and a fresh worker replaces
@@ -43,8 +45,6 @@ import logging
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
@@ -74,9 +74,10 @@ from ..wire.task_codec import run_task
 from .burst import Burst
 from .idle_workers import IdleWorkers
 from .memory_limit import memory_limits
-from .processes import child_env, describe_exit
+from .processes import describe_exit
 from .task_output import DEFAULT_OUTPUT_CAP
 from .task_users import task_users
+from .worker_starts import WorkerProcess, worker_starts
 
 logger = logging.getLogger(__name__)
 
@@ -325,7 +326,7 @@ class _Worker:
     )
 
     def __init__(
-        self, process: trio.Process, conn: Connection, side: socket.socket | None = None, user: str | None = None
+        self, process: WorkerProcess, conn: Connection, side: socket.socket | None = None, user: str | None = None
     ) -> None:
         self.process = process
         self.user = user  # the user whose tasks it runs (None: fresh, it has run none; the first one's user takes it)
@@ -403,6 +404,7 @@ class ProcessExecutor(_Pool):
         # values over this many bytes cross as memory files (shared.py), not in frames (0: none do)
         self.share_over = share_over if shared.AVAILABLE else 0
         self._task_users = task_users(task_user)  # which OS user each worker runs as (task_users.py)
+        self._starts = worker_starts(self._task_users)  # how a worker process starts (worker_starts.py)
         self.max_workers = slots + SPARE_WORKERS
         self._alive = 0  # workers started or starting, not retired nor ended
         self._starting: Counter[str | None] = Counter()  # workers starting (not ready yet), by the user they are for
@@ -424,6 +426,7 @@ class ProcessExecutor(_Pool):
         once every slot's worker said it is ready."""
         self._nursery = nursery
         nursery.start_soon(self._memory.run)
+        await self._starts.open(nursery)
         if self._task_users.per_user:  # each worker starts for its user's first task: none is fresh
             self._all_ready.set()
             return
@@ -439,6 +442,7 @@ class ProcessExecutor(_Pool):
         with trio.CancelScope(shield=True), trio.move_on_after(REAP_TIMEOUT):
             for worker in list(self._workers):
                 await self._kill(worker)
+        await self._starts.aclose()
 
     def _usable(self, worker: _Worker) -> bool:
         return worker.process.poll() is None  # one that died while idle is skipped: its reader replaces it
@@ -594,6 +598,11 @@ class ProcessExecutor(_Pool):
             if not self._task_users.per_user:  # else the next task of its user starts one
                 self._count_starting(None)
                 await self._spawn(None)
+            elif not worker.ready:  # started for a waiting task of its user: that one fails, rather than wait
+                exited = describe_exit(worker.process.poll())
+                self._fail_waiting(
+                    worker.user, f"its worker (process {worker.process.pid}) died as it started ({exited})"
+                )
 
     def _count_starting(self, user: str | None) -> None:
         """A worker for `user` (None: fresh) is about to be started (`_spawn`)."""
@@ -637,12 +646,16 @@ class ProcessExecutor(_Pool):
         try:
             await self._spawn(user)
         except (OSError, ValueError) as exc:  # ValueError: its user has no task user (task_users.py)
-            reason = f"no worker could be started for the task: {exc}"
-            logger.warning("%s", reason)
-            for ticket in self._waiting:
-                if user is None or ticket.user == user:
-                    self.stop(ticket, SYSTEM, reason)
-                    return
+            self._fail_waiting(user, str(exc))
+
+    def _fail_waiting(self, user: str | None, why: str) -> None:
+        """The first waiting task of `user` (None: any) fails: no worker could be started for it."""
+        reason = f"no worker could be started for the task: {why}"
+        logger.warning("%s", reason)
+        for ticket in self._waiting:
+            if user is None or ticket.user == user:
+                self.stop(ticket, SYSTEM, reason)
+                return
 
     @staticmethod
     async def _end_reads_at_exit(worker: _Worker) -> None:
@@ -666,20 +679,11 @@ class ProcessExecutor(_Pool):
         side, child_side = socket.socketpair() if self.share_over else (None, None)
         if side is not None:
             side.setblocking(False)  # a worker that sends no memory file never blocks the loop
-        argv = [sys.executable, "-m", "sparrow_runtime.services.worker_main", str(child.fileno()), str(self.max_frame)]
-        argv.append(str(self.output_cap))
+        args: list[str | socket.socket] = [child, str(self.max_frame), str(self.output_cap)]  # worker_main's
         if child_side is not None:
-            argv += [str(child_side.fileno()), str(self.share_over)]
+            args += [child_side, str(self.share_over)]
         try:
-            process = await trio.lowlevel.open_process(
-                argv,
-                pass_fds=(child.fileno(),) if child_side is None else (child.fileno(), child_side.fileno()),
-                stdin=subprocess.DEVNULL,
-                stdout=2,  # a task's prints not captured go to the node monitor's stderr, never its stdout
-                env=child_env(as_user.get("env")),
-                start_new_session=True,  # its own process group: killed whole, and no terminal signals
-                **as_user.get("popen", {}),
-            )
+            process = await self._starts.start(args, as_user)
         except PermissionError as exc:
             parent.close()
             _close(side)
@@ -789,7 +793,7 @@ def _close(sock: socket.socket | None) -> None:
         sock.close()
 
 
-def _kill_group(process: trio.Process) -> None:
+def _kill_group(process: WorkerProcess) -> None:
     """SIGKILL a worker's process group: the worker and whatever its task started."""
     # the group outlives a reaped leader while a member lives, so its id is not reused meanwhile
     with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left of it

@@ -19,8 +19,8 @@ from typing import Any
 
 import cloudpickle
 
-from ..data import code_env
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
+from . import code_env
 from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
 from .shipped import set_task_user, shipped
 

@@ -159,7 +159,8 @@ def test_a_node_monitor_waiting_for_one_of_its_schedulers_serves_its_metrics_mea
 
 
 def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_process(running, tmp_path):
-    """Its executor workers, and the programs their tasks run, die with it instead of running on."""
+    """Its executor workers, their fork server, and the programs their tasks run die with it instead of
+    running on."""
     env = clean_env(tmp_path)
     secret = write_secret(tmp_path / "secret")
     scheduler = running(["scheduler", "--insecure", "--listen", "127.0.0.1:0", "--secret-file", str(secret)], env)
@@ -174,7 +175,7 @@ def test_sigkill_of_a_node_monitor_running_tasks_leaves_no_worker_or_task_proces
         while _count_sleepers(tree := descendants(node.process.pid)) < 2:
             assert time.monotonic() < deadline, "the two tasks never started"
             time.sleep(0.05)
-        assert len(tree) == 4  # 2 workers, each running `sleep 60`
+        assert len(tree) == 5  # the fork server, 2 workers it forked, each running `sleep 60`
         node.process.kill()
         assert survivors(tree, timeout=10) == []
         _, err = job.communicate(timeout=30)

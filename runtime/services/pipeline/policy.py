@@ -71,10 +71,10 @@ class PipelinePolicy:
         return None
 
     def asked_ahead(self, clock: Callable[[], float]) -> None:
-        """A request asked ahead went out now (`clock` tells the time)."""
+        """A request asked ahead went out now (`clock` tells the time). Called only where `times_requests`."""
 
     def answered_ahead(self, clock: Callable[[], float], in_flight: int) -> None:
-        """A request asked ahead was answered now; `in_flight` are still out."""
+        """A request asked ahead was answered now; `in_flight` are still out. Called only where `times_requests`."""
 
     def ahead_took_slot(self) -> None:
         """A slot that freed took over the oldest request asked ahead (its answer holds a slot now)."""

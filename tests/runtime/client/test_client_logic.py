@@ -4,6 +4,7 @@ SparrowExecutor share. No network: messages in, messages and outcome events out.
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 import cloudpickle
@@ -37,6 +38,23 @@ def job_of(n: int, *, retries: int = 3, retry_exceptions: bool = False, coalesce
     payloads = [b"t%d" % i for i in range(n)]
     msg = build_submit(payloads, settings.pop("user", ""), settings.pop("priority", 0), None, None, **settings)
     return Job(msg, payloads, retries=retries, retry_exceptions=retry_exceptions, coalesce=coalesce)
+
+
+def test_a_pending_job_makes_few_objects_for_the_garbage_collector():
+    """The collector scans every tracked object of every pending job: where a job's tasks are placed is in dicts
+    of numbers (never tracked), and its sets are one empty frozenset shared by all jobs until a task goes in."""
+    job, other = job_of(3), job_of(1)
+    logic, _ = connected_logic()
+    logic.add(job)
+    logic.flush()
+    assert job.ref and not gc.is_tracked(job.ref) and not gc.is_tracked(job.at)
+    assert job.held is other.held and job.cancelled_tasks is other.unowned  # one shared empty set
+    job.hold([1])
+    job.cancel_tasks([2])
+    job.disown(0)
+    job.unhold(5)  # not held: nothing happens
+    assert (job.held, job.cancelled_tasks, job.unowned) == ({1}, {2}, {0})
+    assert (other.held, other.cancelled_tasks, other.unowned) == (set(), set(), set())
 
 
 def connected_logic(**kw) -> tuple[ClientLogic, ManualClock]:
@@ -249,7 +267,7 @@ def test_a_task_out_of_attempts_fails_at_the_loss_naming_the_scheduler_and_a_can
     logic, clock = connected_logic()
     spent, cancelled = job_of(1, retries=0), job_of(1)
     add_and_flush(logic, spent, cancelled)
-    cancelled.cancelled_tasks.add(0)  # cancelled; its confirmation never came
+    cancelled.cancel_tasks((0,))  # cancelled; its confirmation never came
     logic.lost("connection reset", clock())
     assert events(logic) == [(spent, 0), (cancelled, 0)]
     with pytest.raises(TaskFailed, match=r"scheduler s1 was lost \(connection reset\) \(after 1 attempt\)"):

@@ -198,3 +198,49 @@ def test_a_node_monitor_with_thread_executors_fails_code_tasks_saying_why(shipli
         pytest.raises(TaskFailed, match="executor 'thread'"),
     ):
         ex.submit(module.where).result(timeout=60)
+
+
+@pytest.mark.slow
+def test_a_node_monitor_keeps_at_most_its_code_cache_entries(tmp_path, shiplib):
+    """`--code-cache-entries 1` (NodeMonitorConfig.code_cache_entries): the second archive's first task removes the
+    first archive's entry, which no task uses any more; the first archive runs again, unpacked anew."""
+    module, src, _ = shiplib
+    config = NodeMonitorConfig(code_cache_entries=1)
+    with (
+        LocalCluster(node_monitor=config, node_monitors=1, dashboard=False) as small,
+        SparrowExecutor(small.schedulers, **small.credentials, py_modules=[module]) as ex,
+    ):
+        ex.client.code.recheck = 0.0
+        first = ex.submit(module.where).result(timeout=60)[1]
+        write_lib(src, 2)
+        second = ex.submit(module.where).result(timeout=60)[1]
+        assert os.path.exists(second) and not os.path.exists(first)
+        write_lib(src, 1)
+        assert ex.submit(module.where).result(timeout=60)[:2] == (1, first)
+        assert not os.path.exists(second)
+
+
+@pytest.mark.slow
+def test_another_user_cannot_run_with_the_code_alice_uploaded(cluster_certs, shiplib):
+    """Over TLS: bob's task that names alice's uploaded archive (its exact reference and digest) fails, its node
+    monitor being refused alice's value for bob's task; alice's own task runs with it."""
+    from ..services.task_user_host import node_with_task_user, tls
+
+    module, _, _ = shiplib
+    certs = str(cluster_certs.directory)
+
+    async def main():
+        async with (
+            node_with_task_user(certs, None) as address,
+            Client([address], tls=tls(certs, "alice"), py_modules=[module]) as alice,
+            Client([address], tls=tls(certs, "bob")) as bob,
+        ):
+            ref = await alice.job_code()
+            mine = await (await alice.submit_job([module.where])).results()
+            theirs = bob.send_job(build_submit([with_code(pack_task(os.getpid), ref)], "", 0, None, None))
+            return mine, await theirs.outcomes()
+
+    mine, (theirs,) = trio.run(main)
+    assert mine[0][0] == 1
+    with pytest.raises(TaskFailed, match=r"holds no such value of the task's user|another user's"):
+        theirs.result()

@@ -216,3 +216,19 @@ def test_a_started_task_is_running_and_cannot_be_cancelled_a_waiting_one_can(exe
     assert not blocker.running()
     assert executor.submit(abs, -1).result(timeout=30) == 1
     assert not (tmp_path / "never").exists()
+
+
+def test_a_settled_future_is_freed_when_dropped_without_a_garbage_collection(executor):
+    """A future and its job hold each other only until the future is settled: then dropping the future (a
+    submit's, a map's) frees it at once. Left in a cycle, every finished task waited for a full collection,
+    which ran each future's finalizer there: most of the client's CPU in a loop of submits."""
+    futures = [executor.submit(int, i) for i in range(20)]
+    assert [f.result(timeout=30) for f in futures] == list(range(20))
+    assert list(executor.map(int, range(5))) == list(range(5))
+    refs = [weakref.ref(f) for f in futures]
+    gc.disable()
+    try:
+        del futures
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()

@@ -117,6 +117,8 @@ def test_the_packer_refuses_what_breaks_a_limit_before_reading(tmp_path):
         sources([pkg, other / "mypkg"])
     with pytest.raises(CodeError, match="not a directory"):
         sources([], tmp_path / "missing")
+    with pytest.raises(CodeError, match="is a list"):
+        sources(str(pkg))  # one path, not in a list: never read as its characters
 
 
 def test_the_packer_refuses_links_out_and_special_files_and_takes_a_link_inside_as_a_file(tmp_path):

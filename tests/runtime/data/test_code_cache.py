@@ -163,5 +163,16 @@ def test_the_bytes_bound_evicts_too(tmp_path):
 
 
 def test_a_cache_smaller_than_one_archive_is_refused():
-    with pytest.raises(ValueError, match="cannot hold one archive"):
+    with pytest.raises(ValueError, match="code_cache_bytes must be an int of at least"):
         CodeCache("/nonexistent", max_bytes=10)
+
+
+def test_the_node_monitors_bounds_are_checked_with_its_config():
+    """NodeMonitorConfig refuses a cache that cannot hold one archive at its limits, or no entry, naming the
+    setting."""
+    from sparrow_runtime import NodeMonitorConfig
+
+    with pytest.raises(ValueError, match="code_cache_bytes must be an int of at least"):
+        NodeMonitorConfig(code_cache_bytes=10)
+    with pytest.raises(ValueError, match="code_cache_entries must be an int >= 1"):
+        NodeMonitorConfig(code_cache_entries=0)

@@ -17,6 +17,8 @@ from sparrow_runtime.services.cpus import (
     pin_process,
 )
 
+from ...process_tree import descendants
+
 
 @pytest.mark.parametrize(
     ("text", "cpus"),
@@ -90,15 +92,6 @@ def _cpus_of(pid: int) -> list[int]:
     return sorted(os.sched_getaffinity(pid))
 
 
-def _children(pid: int) -> list[int]:
-    """The child processes of `pid`, whichever of its threads started them."""
-    found = []
-    for thread in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{thread}/children") as f:
-            found += [int(x) for x in f.read().split()]
-    return found
-
-
 @pytest.mark.skipif(len(available_cpus()) < 2, reason="needs two CPUs to lay out")
 def test_local_cluster_runs_each_node_monitor_and_its_workers_on_its_own_cpus():
     cpus = available_cpus()
@@ -108,8 +101,8 @@ def test_local_cluster_runs_each_node_monitor_and_its_workers_on_its_own_cpus():
         assert _cpus_of(cluster.pids[0]) == scheduler_cpus[0]
         for pid, share in zip(cluster.node_monitor_pids, node_cpus, strict=True):
             assert _cpus_of(pid) == share
-            workers = _children(pid)
-            assert len(workers) == 2 and all(_cpus_of(w) == share for w in workers)
+            below = descendants(pid)  # its fork server and the 2 workers it forked
+            assert len(below) == 3 and all(_cpus_of(w) == share for w in below)
         assert set(node_cpus[0]).isdisjoint(node_cpus[1])
 
 

@@ -18,7 +18,7 @@ from sparrow_runtime import (
     TaskFailed,
 )
 
-from ...process_tree import alive
+from ...process_tree import alive, node_monitor_pid
 
 
 def _explode(x):
@@ -56,7 +56,7 @@ def test_dying_executor_process_fails_its_task_and_the_next_tasks_run(cluster):
 def test_constraint_by_node_id_runs_only_there(cluster):
     async def main():
         async with Client(cluster.schedulers, secret=cluster.secret) as client:
-            job = await client.submit_job([os.getppid] * 10, constraints=Constraint(node_monitors=("nm-1",)))
+            job = await client.submit_job([node_monitor_pid] * 10, constraints=Constraint(node_monitors=("nm-1",)))
             return await job.results()
 
     assert set(trio.run(main)) == {cluster.node_monitor_pids[1]}
@@ -115,7 +115,7 @@ def test_owner_killed_outright_leaves_no_service_behind():
 
 
 def _what_a_task_can_see(secret):
-    parent_environ = Path(f"/proc/{os.getppid()}/environ").read_bytes()
+    parent_environ = Path(f"/proc/{node_monitor_pid()}/environ").read_bytes()
     return os.environ.get("SPARROW_SECRET"), secret.encode() in parent_environ
 
 

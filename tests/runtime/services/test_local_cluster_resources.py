@@ -15,6 +15,8 @@ import trio
 from sparrow_runtime import Client, LocalCluster, SparrowExecutor
 from sparrow_runtime.services.cpus import available_cpus, can_pin
 
+from ...process_tree import node_monitor_pid
+
 
 def _where(_: int) -> tuple[str | None, str | None]:
     time.sleep(0.05)
@@ -71,7 +73,7 @@ def _stay(task: int) -> tuple[int, int, float, float]:
     """Task `task`, its node monitor (the parent of the worker process that ran it) and when it ran."""
     start = time.time()
     time.sleep(0.2)
-    return task, os.getppid(), start, time.time()
+    return task, node_monitor_pid(), start, time.time()
 
 
 def test_a_job_of_per_task_requests_runs_each_task_only_where_its_request_fits():

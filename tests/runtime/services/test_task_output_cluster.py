@@ -23,6 +23,8 @@ from sparrow_runtime.cli.main import main
 from sparrow_runtime.wire import certs
 from sparrow_runtime.wire.tls import TLS
 
+from ...process_tree import node_monitor_pid
+
 CAP = 64 * 1024
 
 
@@ -261,9 +263,10 @@ def test_a_node_monitors_rate_cap_cuts_output_past_it_with_a_marker_and_no_task_
 
 
 def _prints_until_killed(folder, x):
-    (folder / f"nm-{os.getppid()}").write_text("running")  # the worker's parent: its node monitor
+    node_monitor = node_monitor_pid()
+    (folder / f"nm-{node_monitor}").write_text("running")
     for i in range(150):
-        print(f"attempt on {os.getppid()}: line {i}", flush=True)
+        print(f"attempt on {node_monitor}: line {i}", flush=True)
         time.sleep(0.01)
     return x
 

@@ -11,6 +11,7 @@ import trio
 
 from sparrow_runtime.errors import RemoteTraceback, TaskFailed
 from sparrow_runtime.services.worker_pool import ProcessExecutor, ThreadExecutor
+from sparrow_runtime.services.worker_starts import ForkStarts, SpawnStarts
 from sparrow_runtime.wire.auth import SECRET_ENV, SECRET_FILE_ENV
 from sparrow_runtime.wire.messages import CANCELLED, SYSTEM, TIMED_OUT, Outcome
 from sparrow_runtime.wire.task_codec import pack_task, run_task, unpack_outcome
@@ -186,26 +187,29 @@ def test_a_task_waiting_for_a_worker_is_dropped_when_stopped(kind):
     trio.run(_with_executor, kind, body)
 
 
-def test_a_replacement_worker_that_starts_while_the_pool_closes_is_killed(monkeypatch):
+@pytest.mark.parametrize("starts", [SpawnStarts, ForkStarts])
+def test_a_replacement_worker_that_starts_while_the_pool_closes_is_killed(starts):
     """A worker killed with its task is replaced; if the pool closes while the replacement's process
-    starts, that process is killed and reaped instead of outliving the pool."""
-    real_open_process = trio.lowlevel.open_process
+    starts, that process is killed and reaped instead of outliving the pool (spawned or forked: a fork
+    server closed with the pool spawns it)."""
     spawning, release = trio.Event(), trio.Event()
-    started: list[trio.Process] = []
-
-    async def open_process_after_close(*args, **kwargs):
-        if len(started) == 1:  # the replacement: hold it until the pool has closed
-            spawning.set()
-            with trio.CancelScope(shield=True):
-                await release.wait()
-        started.append(await real_open_process(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(trio.lowlevel, "open_process", open_process_after_close)
+    started: list = []
 
     async def main():
         async with trio.open_nursery() as nursery:
             executor = ProcessExecutor(1)
+            executor._starts = policy = starts()
+            real_start = policy.start
+
+            async def start_after_close(*args, **kwargs):
+                if len(started) == 1:  # the replacement: hold it until the pool has closed
+                    spawning.set()
+                    with trio.CancelScope(shield=True):
+                        await release.wait()
+                started.append(await real_start(*args, **kwargs))
+                return started[-1]
+
+            policy.start = start_after_close  # type: ignore[method-assign]
             await executor.start(nursery)
             busy = executor.launch(pack_task(time.sleep, (30,)), lambda outcome: None)
             with trio.fail_after(10):

@@ -1,7 +1,7 @@
-"""The shipped code a worker runs a task in (code_archive.py; executor workers import this: no trio).
+"""The shipped code a worker runs a task in (data/code_archive.py; executor workers import this: no trio).
 
-A task of a job that ships code runs as `run_in_code(entry, ...)` (dependent.py), `entry` its node monitor's
-folder of the code (code_cache.py). `enter(entry)` puts `entry/py` and then `entry/wd` first on `sys.path`,
+A task of a job that ships code runs as `run_in_code(entry, ...)` (data/dependent.py), `entry` its node monitor's
+folder of the code (data/code_cache.py). `enter(entry)` puts `entry/py` and then `entry/wd` first on `sys.path`,
 makes `entry/wd` the working directory, and takes out of `sys.modules` any module of the same top-level name
 imported from elsewhere (the shipped code wins, as it would on a fresh interpreter). The code stays entered
 while the task's result or exception is pickled (its classes are then found by name); the next task of any
@@ -12,7 +12,7 @@ restored, and the modules imported from the entry move out of `sys.modules` into
 - A task of other code (another archive: a changed file makes one) or of none never sees them: the stash is
   dropped when another entry is entered, and functions a task unpickles are kept per code (shipped.py's cache
   is keyed by the task's user and its entry), so no module of an older archive is ever served again.
-- A worker serves one user (idle_workers.py), so only that user's code is ever on its path. What a module did
+- A worker serves one user (services/idle_workers.py), so only that user's code is ever on its path. What a module did
   beyond itself (a C extension loaded: it cannot be unloaded; a registry it filled) stays with the process.
 
 Leaving costs two set operations over `sys.modules`' names and a look at the modules added (tens of

@@ -1,4 +1,4 @@
-"""The code a worker runs a task in (code_env.py), driven as a worker drives it (run_task, one process for many
+"""The code a worker runs a task in (wire/code_env.py), driven as a worker drives it (run_task, one process for many
 tasks): the shipped copy wins over a module of the same name imported before; a changed archive never gets the
 old modules; a task without code sees none; the same code twice imports once; the result's class pickles by
 name while the code is entered."""

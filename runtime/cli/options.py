@@ -27,6 +27,7 @@ from ..services.scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
+from ..services.user_metrics import DEFAULT_METRICS_USERS
 from ..wire.certs import DEFAULT_CA_DAYS, DEFAULT_DAYS
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE, MAX_OUTPUT, SAMPLINGS
@@ -118,6 +119,13 @@ METRICS_LISTEN = Setting(
     help="serve Prometheus metrics at this address instead",
     metavar="HOST:PORT",
     unset="off",
+)
+METRICS_USERS = Setting(
+    "metrics_users",
+    integer(0),
+    DEFAULT_METRICS_USERS,
+    'users with metrics series of their own (the first seen; later ones are counted as user="other")',
+    "N",
 )
 METRICS_INSECURE = Setting(
     "metrics_insecure",
@@ -279,6 +287,7 @@ SCHEDULER_SETTINGS = (
     _log_level("info"),
     METRICS_PORT,
     METRICS_LISTEN,
+    METRICS_USERS,
     METRICS_INSECURE,
     EXIT_WITH_PARENT,
 )

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if where is None:
         logic, sampler, metrics = SchedulerLogic(**options), None, None
     else:  # the metrics port also serves the dashboard, which works without prometheus-client
-        logic, sampler, dashboard = scheduler_with_dashboard(**options)
+        logic, sampler, dashboard = scheduler_with_dashboard(metrics_users=config.metrics_users, **options)
         metrics = (logic.registry, *where, dashboard)
     service: Callable[..., Awaitable[None]] = partial(serve_scheduler, config, logic=logic)
     if sampler is not None:

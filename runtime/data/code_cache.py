@@ -120,12 +120,9 @@ class CodeCache:
         (bytes-like) and unpacked if it is not here. Raises as the module docstring says."""
         name = (user, digest)
         while True:
-            entry = self._entries.get(name)
-            if entry is not None:
-                entry.holders += 1
-                self._entries.move_to_end(name)
-                self.stats["hits"] += 1
-                return entry.path
+            held = self.hold(user, digest)
+            if held is not None:
+                return held
             pending = self._pending.get(name)
             if pending is None:
                 break
@@ -149,6 +146,21 @@ class CodeCache:
         finally:
             del self._pending[name]
             pending.done.set()
+
+    def hold(self, user: str, digest: bytes) -> str | None:
+        """`acquire` for code unpacked here already, at once: its folder, held until `release`; None if it is
+        not here (then `acquire`)."""
+        entry = self._entries.get((user, digest))
+        if entry is None:
+            return None
+        entry.holders += 1
+        self._entries.move_to_end((user, digest))
+        self.stats["hits"] += 1
+        return entry.path
+
+    def path(self, user: str, digest: bytes) -> str:
+        """The folder of an entry held by a task (held entries are never removed)."""
+        return self._entries[(user, digest)].path
 
     def release(self, user: str, digest: bytes) -> None:
         """A task that held the entry ended."""

@@ -34,6 +34,7 @@ from .scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
+from .user_metrics import DEFAULT_METRICS_USERS, check_metrics_users
 from .weights import check_weights
 
 # field -> the setting it is read from (`sparrow scheduler`'s flag, SPARROW_* variable and TOML key; the
@@ -50,6 +51,7 @@ SCHEDULER_SETTINGS = {
     "node_timeout": "node_timeout",
     "client_timeout": "client_timeout",
     "result_delay": "result_delay",
+    "metrics_users": "metrics_users",
 }
 
 # field -> the setting it is read from (`sparrow node-monitor`'s; the address is its `listen`, the data
@@ -107,7 +109,8 @@ class SchedulerConfig:
     `max_client_tasks` unfinished tasks; a lost client's running tasks are stopped once it is not
     back within `client_grace` seconds. A node monitor silent for `node_timeout` seconds, or a client
     silent for `client_timeout`, is dropped. A task's outcome may wait up to `result_delay` seconds
-    to share a write to its client."""
+    to share a write to its client. Its metrics, where it serves them, give the first `metrics_users` users
+    series of their own (user_metrics.py)."""
 
     link: LinkConfig = field(default_factory=LinkConfig)
     host: str = "127.0.0.1"
@@ -123,6 +126,7 @@ class SchedulerConfig:
     node_timeout: float = DEFAULT_NODE_TIMEOUT
     client_timeout: float = DEFAULT_CLIENT_TIMEOUT
     result_delay: float = DEFAULT_RESULT_DELAY
+    metrics_users: int = DEFAULT_METRICS_USERS
 
     def __post_init__(self) -> None:
         if not isinstance(self.link, LinkConfig):
@@ -140,6 +144,7 @@ class SchedulerConfig:
         check_seconds("node_timeout", self.node_timeout, zero=False)
         check_seconds("client_timeout", self.client_timeout, zero=False)
         check_result_delay(self.result_delay)
+        check_metrics_users(self.metrics_users)
 
     def logic_options(self, scheduler_id: str) -> dict[str, Any]:
         """The keyword arguments of the SchedulerLogic this config runs, under `scheduler_id`."""

@@ -11,7 +11,8 @@ outcomes. Nothing here changes a decision. Names and meanings are listed in docs
 
 - scheduler: jobs and tasks submitted, launched, finished, failed; probes sent; GetTask answers,
   empty ones; cancellations sent; registered node monitors and jobs in flight; histograms of the
-  scheduling delay and the job response time.
+  scheduling delay and the job response time; per user (a bounded set of labels), tasks by outcome and
+  a histogram of their run times, read from its task history (user_metrics.py).
 - node monitor: reservations received, GetTask sent and empty answers, tasks launched, finished
   and failed, reservations cancelled; its queue length, slots and busy slots.
 
@@ -33,6 +34,7 @@ from .instruments import Instruments, observed
 from .job_timer import JobTimer, SchedulerObserver
 from .node_monitor_logic import NodeMonitorLogic
 from .scheduler_logic import SchedulerLogic
+from .user_metrics import DEFAULT_METRICS_USERS, UserTaskMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -179,10 +181,14 @@ class BucketCounts:
 
 class SchedulerMetrics(SchedulerObserver):
     """The scheduler's Prometheus metrics: counters from its logic's stats, outcomes and timings from
-    its JobTimer."""
+    its JobTimer, and per user (the first `metrics_users` seen with series of their own) from its task history
+    after each batch with outcomes (user_metrics.py)."""
 
-    def __init__(self, registry: CollectorRegistry, logic: SchedulerLogic) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, logic: SchedulerLogic, metrics_users: int = DEFAULT_METRICS_USERS
+    ) -> None:
         prom = require_prometheus()
+        self.users = UserTaskMetrics(logic.history, metrics_users)
         self.outcomes: Counter[str] = Counter()
         self.delay = BucketCounts(
             "sparrow_scheduling_delay_seconds", "From a job's arrival to each task's launch", DELAY_BUCKETS
@@ -195,6 +201,7 @@ class SchedulerMetrics(SchedulerObserver):
             StatsCounters(self.outcomes, OUTCOME_COUNTERS),
             self.delay,
             self.response,
+            self.users,
         ):
             registry.register(collector)
         prom.Gauge("sparrow_node_monitors", "Node monitors registered and live", registry=registry).set_function(
@@ -213,18 +220,23 @@ class SchedulerMetrics(SchedulerObserver):
             outcomes["jobs"] += len(responses)
         outcomes["ok"] += ok
         outcomes["failed"] += failed
+        if ok or failed:
+            self.users.count()
 
 
 class MeteredSchedulerLogic(_ObservedSchedulerLogic):
     """SchedulerLogic whose every step a JobTimer follows (`timer`, an instrument of its steps: add
-    observers to `timer.observers`), with Prometheus metrics (`metrics`) in `registry` unless it is None."""
+    observers to `timer.observers`), with Prometheus metrics (`metrics`; per user, series of their own for the
+    first `metrics_users` users) in `registry` unless it is None."""
 
-    def __init__(self, registry: CollectorRegistry | None, **kwargs: Any) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None, metrics_users: int = DEFAULT_METRICS_USERS, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.registry = registry
         self.timer = JobTimer(self.clock)
         self.instruments.append(self.timer)
-        self.metrics = None if registry is None else SchedulerMetrics(registry, self)
+        self.metrics = None if registry is None else SchedulerMetrics(registry, self, metrics_users)
         if self.metrics is not None:
             self.timer.observers.append(self.metrics)
 
@@ -260,6 +272,11 @@ NODE_COUNTERS = {
         ("steal_take_us",),
     ),
     "sparrow_node_steal_take_rounds": ("StealTake requests answered (--steal)", ("steal_take_rounds",)),
+    "sparrow_node_task_output_bytes": ("Bytes of task output sent to the schedulers", ("output_bytes",)),
+    "sparrow_node_task_output_cut_bytes": (
+        "Bytes of task output left out at the node monitor's output rate cap (--output-rate)",
+        ("output_cut_bytes",),
+    ),
 }
 
 

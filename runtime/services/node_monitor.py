@@ -349,6 +349,8 @@ class NodeMonitorService:
                 handed = self._ahead.pop((peer, msg.job_id, msg.task), None)
                 if handed is not None:
                     self.executor.withdraw(handed)
+                if self._code_held:  # it will not run here
+                    self._release_code((peer, msg.job_id, msg.task))
             elif kind is Stop:
                 key = (peer, msg.job_id, msg.task)
                 ticket = self._tickets.get(key)
@@ -382,10 +384,16 @@ class NodeMonitorService:
                 continue
             if not logic.may_pin:
                 return
-            if is_remote(msg.payload):
-                return
-            ticket = self.executor.hand_ahead(msg.payload, key, self._user_of(key))
+            payload = msg.payload
+            if is_remote(payload):
+                ready = self._ready(key, payload)  # its code unpacked here already: it goes too
+                if ready is None:
+                    return
+                payload = ready
+            ticket = self.executor.hand_ahead(payload, key, self._user_of(key))
             if ticket is None:
+                if self._code_held:
+                    self._release_code(key)  # held again when it starts
                 return
             self._ahead[key] = ticket
             self.logic.on_handed_ahead(key)
@@ -412,10 +420,39 @@ class NodeMonitorService:
 
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
-        if is_remote(msg.payload):  # inputs to fetch first (data/dependent.py)
-            self._nursery.start_soon(self._fetch_then_launch, key, msg.payload)
-        else:
-            self._launch_task(key, msg.payload)
+        payload = msg.payload
+        if is_remote(payload):  # inputs to fetch first (data/dependent.py), unless only its code, unpacked here
+            ready = self._ready(key, payload)
+            if ready is None:
+                self._nursery.start_soon(self._fetch_then_launch, key, payload)
+                return
+            payload = ready
+        self._launch_task(key, payload)
+
+    def _ready(self, key: tuple, payload: bytes) -> bytes | None:
+        """The worker's payload of a RemoteCall task that needs nothing fetched, at once: no input, and its code
+        unpacked here already for its user (held for the task, once: `_code_held`); None for any other (the fetch
+        path takes it, and says what is wrong with it)."""
+        if self.code is None:
+            return None
+        try:
+            call = unpack_remote(payload)
+        except ProtocolError:
+            return None
+        if call.code is None or call.inputs:
+            return None
+        if key not in self._code_held:
+            user = self._user_of(key)
+            if self.code.hold(user, call.code.digest) is None:
+                return None
+            self._code_held[key] = (user, call.code.digest)
+        user, digest = self._code_held[key]
+        return worker_payload(call.template, entry=self.code.path(user, digest))
+
+    def _release_code(self, key: tuple) -> None:
+        held = self._code_held.pop(key, None)
+        if held is not None and self.code is not None:
+            self.code.release(*held)
 
     def _launch_task(self, key: tuple, payload: bytes, inputs: list | None = None) -> None:
         done = partial(self._finished, key)
@@ -529,6 +566,9 @@ class NodeMonitorService:
         if self.code is None:
             raise CodeError("this node monitor runs tasks in threads (executor 'thread'): it cannot run shipped code")
         user = self._user_of(key)
+        held = self._code_held.get(key)
+        if held is not None:  # held already (by _ready; its inputs were fetched meanwhile)
+            return self.code.path(*held)
         path = await self.code.acquire(user, code.digest, partial(self._value, code.ref, fetch_as))
         self._code_held[key] = (user, code.digest)
         return path
@@ -552,9 +592,7 @@ class NodeMonitorService:
         scheduler, job_id, task = key
         self._pace.outcome()
         if self._code_held:
-            held = self._code_held.pop(key, None)
-            if held is not None and self.code is not None:
-                self.code.release(*held)
+            self._release_code(key)
         ticket = self._tickets.pop(key, None)
         successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
         started = None if successor is None else successor.tag
@@ -570,7 +608,12 @@ class NodeMonitorService:
         is not sent: its scheduler is gone)."""
         for i, (peer, msg) in enumerate(out):
             if type(msg) is OutcomeToScheduler and msg.job_id == job_id and msg.task == task:
-                out.insert(i, (peer, OutputToScheduler(job_id, task, self.output_limit.admit(output))))
+                limit, stats = self.output_limit, self.logic.stats
+                cut = limit.cut
+                output = limit.admit(output)
+                stats["output_bytes"] += len(output.stdout) + len(output.stderr)
+                stats["output_cut_bytes"] += limit.cut - cut
+                out.insert(i, (peer, OutputToScheduler(job_id, task, output)))
                 return
 
 

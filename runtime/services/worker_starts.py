@@ -16,7 +16,8 @@ its workers are gone.
   child drops every descriptor of the server's before it switches user and runs worker_main), is in a
   session of its own, and is non-dumpable; it is not the node monitor's child but the server's, which reaps
   it and reports its exit status. If the server dies, the workers it forked are killed (their tasks fail
-  once, saying so) and this policy starts every later worker as SpawnStarts does.
+  once, saying so) and this policy starts every later worker as SpawnStarts does; a server that does not
+  answer a request within REQUEST_TIMEOUT is killed as stuck, the same way.
 
 `worker_starts(task_users)` picks ForkStarts where it can switch users as subprocess would (no task user, or
 a node monitor running as root: a server started without root could not switch its children), else
@@ -46,6 +47,7 @@ logger = logging.getLogger(__name__)
 SERVER_START_TIMEOUT = 60.0  # seconds the fork server may take to import and say it is ready
 MAX_REPLY = 4096  # bytes of one message from the fork server
 REAP_TIMEOUT = 2.0  # how long the killed fork server may take to be reaped
+REQUEST_TIMEOUT = 10.0  # how long the fork server may take to fork a worker; past it, it is ended as stuck
 
 
 class WorkerProcess(Protocol):
@@ -165,18 +167,25 @@ class ForkStarts:
             "env": as_user.get("env") or {},
         }
         fds = [arg.fileno() for arg in args if isinstance(arg, socket.socket)]
+        reply = None
         async with self._lock:
             assert self._replied is not None
-            try:
-                rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())
-                await self._line.sendmsg([json.dumps(request).encode()], [rights])
-                reply = await self._replied.receive()
-            except (OSError, trio.EndOfChannel, trio.ClosedResourceError):  # the server died meanwhile
-                return await self._spawn.start(args, as_user)
+            # never cancelled halfway: a reply left unread would answer the next request
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + REQUEST_TIMEOUT) as exchange:
+                try:
+                    rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())
+                    await self._line.sendmsg([json.dumps(request).encode()], [rights])
+                    reply = await self._replied.receive()
+                except (OSError, trio.EndOfChannel, trio.ClosedResourceError):  # the server died meanwhile
+                    pass
+            if exchange.cancelled_caught and self._server is not None:  # stuck: it is ended (_read then sees it)
+                with _gone():
+                    os.killpg(self._server.pid, signal.SIGKILL)
+        if reply is None:
+            return await self._spawn.start(args, as_user)
         if "error" in reply:
             raise PermissionError(reply["error"])
-        process = self._forked[reply["pid"]] = ForkedProcess(reply["pid"])
-        return process
+        return reply["process"]
 
     async def _read(self) -> None:
         """Take the server's replies and exit reports until its line ends; then kill what it forked."""
@@ -191,8 +200,10 @@ class ForkStarts:
                     process = self._forked.pop(msg["exit"], None)
                     if process is not None:
                         process.ended(msg["status"])
-                else:
-                    await self._replies.send(msg)
+                    continue
+                if "pid" in msg:  # known before its exit report can come, however soon it ends
+                    msg["process"] = self._forked[msg["pid"]] = ForkedProcess(msg["pid"])
+                await self._replies.send(msg)
         except (OSError, trio.ClosedResourceError):
             pass
         finally:

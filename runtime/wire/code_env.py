@@ -35,7 +35,8 @@ _stash: dict[str, types.ModuleType] = {}
 _before: frozenset[str] = frozenset()  # sys.modules' names when it was entered
 _paths: list[str] = []
 _cwd = ""
-_names: dict[str, tuple[str, ...]] = {}  # entry -> the top-level names it provides (an entry never changes)
+_layouts: dict[str, tuple[list[str], str | None, tuple[str, ...]]] = {}  # entry -> _layout's (it never changes)
+LAYOUTS = 64  # entries whose layout a worker keeps
 
 
 def enter(entry: str) -> None:
@@ -47,18 +48,31 @@ def enter(entry: str) -> None:
         _stash.clear()
         _stash_of = entry
         importlib.invalidate_caches()
-    paths = [path for path in (os.path.join(entry, "py"), os.path.join(entry, "wd")) if os.path.isdir(path)]
-    _drop_shadowed(entry, paths)
+    paths, workdir, names = _layout(entry)
+    _drop_shadowed(entry, names)
     _before = frozenset(sys.modules)
     sys.modules.update(_stash)
     sys.path[:0] = paths
     _paths = paths
     _cwd = os.getcwd()
-    workdir = os.path.join(entry, "wd")
-    if os.path.isdir(workdir):
+    if workdir is not None:
         os.chdir(workdir)
     entered = entry
     set_task_user(f"{task_user()}\0{entry}")  # functions unpickled from now on are this code's (shipped.py)
+
+
+def _layout(entry: str) -> tuple[list[str], str | None, tuple[str, ...]]:
+    """What of `entry` goes on sys.path (py/, then wd/, those it has), its working directory (None: it has no
+    wd/) and the top-level names it provides; looked at once per entry (its files never change)."""
+    layout = _layouts.get(entry)
+    if layout is None:
+        paths = [path for path in (os.path.join(entry, "py"), os.path.join(entry, "wd")) if os.path.isdir(path)]
+        workdir = os.path.join(entry, "wd")
+        names = {name[:-3] if name.endswith(".py") else name for path in paths for name in os.listdir(path)}
+        layout = _layouts[entry] = (paths, workdir if workdir in paths else None, tuple(sorted(names)))
+        if len(_layouts) > LAYOUTS:  # entries seen long ago
+            del _layouts[next(iter(_layouts))]
+    return layout
 
 
 def leave() -> None:
@@ -94,18 +108,9 @@ def _from(module: types.ModuleType, prefix: str) -> bool:
         return False
 
 
-def _drop_shadowed(entry: str, paths: list[str]) -> None:
-    """Take out of sys.modules the modules (and their submodules) of the top-level names the entry provides that
+def _drop_shadowed(entry: str, names: tuple[str, ...]) -> None:
+    """Take out of sys.modules the modules (and their submodules) of the top-level `names` the entry provides that
     were imported from elsewhere."""
-    names = _names.get(entry)
-    if names is None:
-        found = set()
-        for path in paths:
-            for name in os.listdir(path):
-                found.add(name[:-3] if name.endswith(".py") else name)
-        names = _names[entry] = tuple(sorted(found))
-        if len(_names) > 64:  # entries seen long ago
-            del _names[next(iter(_names))]
     prefix = entry + os.sep
     for name in names:
         module = sys.modules.get(name)

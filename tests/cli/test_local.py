@@ -4,6 +4,7 @@ the clients find the cluster with no flags; outcomes stream back; Ctrl-C and SIG
 from __future__ import annotations
 
 import json
+import re
 import signal
 import stat
 import subprocess
@@ -107,7 +108,8 @@ def test_submit_with_resources_runs_each_task_where_it_fits_and_refuses_bad_amou
         assert refused.returncode == 2 and named in refused.stderr, (bad, refused.stderr)
     too_big = run_sparrow("submit", "--resources", "gpu=64", "--", "true", env=env)
     assert too_big.returncode == 1
-    assert "no live node monitor has the resources gpu=64 (the largest capacity seen: gpu=0)" in too_big.stdout
+    unplaceable = r"no live node monitor has the resources gpu=64 \(the largest capacity seen: gpu=\d+\)"
+    assert re.search(unplaceable, too_big.stdout), too_big.stdout  # the GPUs detected here: none, or the host's
 
 
 def test_status_shows_the_registered_node_monitors(local):

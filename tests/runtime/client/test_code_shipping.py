@@ -202,8 +202,9 @@ def test_a_node_monitor_with_thread_executors_fails_code_tasks_saying_why(shipli
 
 @pytest.mark.slow
 def test_a_node_monitor_keeps_at_most_its_code_cache_entries(tmp_path, shiplib):
-    """`--code-cache-entries 1` (NodeMonitorConfig.code_cache_entries): the second archive's first task removes the
-    first archive's entry, which no task uses any more; the first archive runs again, unpacked anew."""
+    """`--code-cache-entries 1` (NodeMonitorConfig.code_cache_entries): after 31 tasks of the first archive (most
+    of them handed ahead to the busy worker), the second archive's first task removes the first's entry, which no
+    task holds any more (a hold left behind would keep it); the first archive runs again, unpacked anew."""
     module, src, _ = shiplib
     config = NodeMonitorConfig(code_cache_entries=1)
     with (
@@ -212,6 +213,7 @@ def test_a_node_monitor_keeps_at_most_its_code_cache_entries(tmp_path, shiplib):
     ):
         ex.client.code.recheck = 0.0
         first = ex.submit(module.where).result(timeout=60)[1]
+        assert {r[1] for r in ex.map(module.where, range(30))} == {first}  # pipelined: handed ahead, each held once
         write_lib(src, 2)
         second = ex.submit(module.where).result(timeout=60)[1]
         assert os.path.exists(second) and not os.path.exists(first)

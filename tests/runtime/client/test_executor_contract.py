@@ -232,3 +232,18 @@ def test_a_settled_future_is_freed_when_dropped_without_a_garbage_collection(exe
         assert all(r() is None for r in refs)
     finally:
         gc.enable()
+
+
+def test_a_future_has_the_standards_fields_and_a_condition_that_waits_and_notifies(executor):
+    """SparrowFuture sets Future.__init__'s fields itself (with a lighter condition: the lock's methods are not
+    bound per instance); this fails when the running Python's Future gains a field. The condition still waits,
+    times out and wakes, as result() and concurrent.futures.wait need."""
+    future = executor.submit(int, 7)
+    assert set(vars(concurrent.futures.Future())) <= set(vars(future))
+    assert future.result(timeout=30) == 7
+    condition = future._condition
+    assert not any(callable(v) for v in vars(condition).values())  # nothing bound per instance
+    with condition:
+        assert condition._is_owned() and not condition.wait(timeout=0.01)
+    assert not condition._is_owned()
+    assert concurrent.futures.wait([future, executor.submit(int, 1)], timeout=30).not_done == set()

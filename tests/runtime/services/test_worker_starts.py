@@ -13,6 +13,7 @@ import time
 import pytest
 import trio
 
+from sparrow_runtime.services import worker_starts as worker_starts_module
 from sparrow_runtime.services.task_users import task_users
 from sparrow_runtime.services.worker_pool import ProcessExecutor, wait_for_outcome
 from sparrow_runtime.services.worker_starts import ForkedProcess, ForkStarts, SpawnStarts, worker_starts
@@ -189,5 +190,23 @@ def test_a_fork_server_that_dies_fails_its_workers_tasks_once_and_later_tasks_ru
         seen = unpack_outcome(await _run(executor, "bob", _what_am_i))
         assert seen["ppid"] == os.getpid() and seen["dumpable"] == 0
         assert not any(isinstance(w.process, ForkedProcess) for w in executor._workers)
+
+    trio.run(_with_executor, lambda: ProcessExecutor(1), body)
+
+
+def test_a_stuck_fork_server_is_ended_and_the_task_runs_on_a_spawned_worker(monkeypatch):
+    """The server stops answering (SIGSTOP) while bob's first task needs a worker: past the request's
+    deadline the server is killed, and the task runs, once, on a worker the node monitor spawned."""
+    monkeypatch.setattr(worker_starts_module, "REQUEST_TIMEOUT", 0.5)
+
+    async def body(executor):
+        alice = unpack_outcome(await _run(executor, "alice", os.getpid))
+        server = executor._starts._server
+        os.kill(server.pid, signal.SIGSTOP)
+        with trio.fail_after(20):
+            seen = unpack_outcome(await _run(executor, "bob", _what_am_i))
+        assert seen["pid"] != alice and seen["ppid"] == os.getpid()
+        with trio.fail_after(10):
+            assert await server.wait() == -signal.SIGKILL
 
     trio.run(_with_executor, lambda: ProcessExecutor(1), body)

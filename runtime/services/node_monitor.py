@@ -420,7 +420,9 @@ class NodeMonitorService:
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         payload = msg.payload
-        if is_remote(payload):  # inputs to fetch first (data/dependent.py), unless only its code, unpacked here
+        # a task with inputs to fetch (data/dependent.py) goes through the fetch step, unless it needs only its code
+        # and that is unpacked here already (_ready); one handed ahead is adopted as it was handed
+        if is_remote(payload) and key not in self._ahead:
             ready = self._ready(key, payload)
             if ready is None:
                 self._nursery.start_soon(self._fetch_then_launch, key, payload)

@@ -272,6 +272,11 @@ NODE_COUNTERS = {
         ("steal_take_us",),
     ),
     "sparrow_node_steal_take_rounds": ("StealTake requests answered (--steal)", ("steal_take_rounds",)),
+    "sparrow_node_task_output_bytes": ("Bytes of task output sent to the schedulers", ("output_bytes",)),
+    "sparrow_node_task_output_cut_bytes": (
+        "Bytes of task output left out at the node monitor's output rate cap (--output-rate)",
+        ("output_cut_bytes",),
+    ),
 }
 
 

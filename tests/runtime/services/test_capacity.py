@@ -55,7 +55,8 @@ def test_the_resources_flags_give_units():
     s = settings("node-monitor", ["--resources", "cpus=16,memory=64G,gpu=2,license=3"])
     assert s["resources"] == {"cpus": 16000, "memory": 64 * 10**9, "gpu": 2, "license": 3000}
     assert settings("node-monitor", [])["resources"] is None  # detected
-    assert settings("submit", [], {"SPARROW_RESOURCES": "gpu=1"})["resources"] == {"gpu": 1}
+    # a task's request is checked and kept as written: the client puts it in units (once)
+    assert settings("submit", [], {"SPARROW_RESOURCES": "cpus=0.5"})["resources"] == "cpus=0.5"
 
 
 @pytest.mark.parametrize("bad", ["gpu=-1", "gpu=nan", "memory=4XB", "gpu"])

@@ -4,15 +4,29 @@ the wire (none when a task printed nothing; never a failure when it printed too 
 
 from __future__ import annotations
 
+from collections import Counter
+from types import SimpleNamespace
+
 import msgspec
 import pytest
 
 from sparrow_runtime.errors import FrameTooLarge
+from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.output_limit import OutputLimit, check_output_settings, output_limit
 from sparrow_runtime.services.task_output import MAX_TAIL, Capture, _Stream
 from sparrow_runtime.services.worker_main import _fitting
 from sparrow_runtime.wire.framing import FrameDecoder
-from sparrow_runtime.wire.messages import TOO_LARGE, Message, Outcome, OutcomeToNode, Output, OutputToClient
+from sparrow_runtime.wire.messages import (
+    TOO_LARGE,
+    GetTask,
+    Message,
+    Outcome,
+    OutcomeToNode,
+    OutcomeToScheduler,
+    Output,
+    OutputToClient,
+    OutputToScheduler,
+)
 
 
 def test_a_stream_under_its_cap_is_kept_whole_and_emptied_when_taken():
@@ -106,3 +120,21 @@ def test_an_output_too_large_for_the_frame_is_left_out_and_the_task_stays_ok():
     big = OutcomeToNode(Outcome(True, b"v" * 100_000))
     (msg,) = FrameDecoder(64 * 1024).feed(bytes(_fitting(big, Output(b"o"), 64 * 1024, FrameTooLarge("over"))))
     assert not msg.outcome.ok and msg.outcome.failure == TOO_LARGE
+
+
+def test_a_node_monitor_puts_a_tasks_output_just_before_its_outcome_and_counts_it():
+    """What a task printed goes right before that task's OutcomeToScheduler (none if its outcome is not sent),
+    cut to the rate cap; the node monitor's stats count the bytes sent and cut (its metrics)."""
+    shell = SimpleNamespace(
+        output_limit=OutputLimit("nm-a", rate=10, burst=10, clock=Clock()), logic=SimpleNamespace(stats=Counter())
+    )
+    other, ours = OutcomeToScheduler(1, 1, Outcome(True)), OutcomeToScheduler(1, 0, Outcome(True))
+    out = [("s", other), ("s", ours), ("s", GetTask(1))]
+    NodeMonitorService._put_output(shell, out, 1, 0, Output(b"0123456789abcdef"))
+    assert [type(m) for _, m in out] == [OutcomeToScheduler, OutputToScheduler, OutcomeToScheduler, GetTask]
+    sent = out[1][1].output
+    assert sent.node == "nm-a" and sent.stdout.startswith(b"0123456789\n[sparrow: 6 bytes")
+    assert shell.logic.stats == Counter(output_bytes=len(sent.stdout), output_cut_bytes=6)
+    gone = [("s", GetTask(1))]  # its scheduler is gone: no outcome, so no output either
+    NodeMonitorService._put_output(shell, gone, 1, 0, Output(b"x"))
+    assert len(gone) == 1

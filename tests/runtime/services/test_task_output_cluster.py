@@ -110,6 +110,21 @@ def test_a_clients_jobhandle_gives_each_tasks_output_and_a_callable_gets_it_as_i
         job.output(0, "stdin")
 
 
+def _prints_then_raises(x):
+    print("about to fail on", x)
+    raise ValueError(f"bad {x}")
+
+
+def test_a_task_that_raises_still_sends_what_it_printed(cluster):
+    with SparrowExecutor(cluster.schedulers, **cluster.credentials, output="keep") as ex:
+        future = ex.submit(_prints_then_raises, 5)
+        with pytest.raises(ValueError, match="bad 5"):
+            future.result(timeout=60)
+        assert future.output() == "about to fail on 5\n"
+        (record,) = ex.tasks(job=future._job.job_id)
+    assert (record.state, record.output_tail) == ("raised", "about to fail on 5\n")
+
+
 def test_a_bad_output_setting_is_refused_before_connecting():
     with pytest.raises(ValueError, match="output must be one of print, keep or a callable"):
         Client(["127.0.0.1:1"], secret="x", output="loud")

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.wire.link_config import LinkConfig
 
 NODE_MONITORS = 8
@@ -92,7 +93,9 @@ async def fake_node_monitor(address, secret: bytes, node_id: str, slots: int, do
     from sparrow_runtime.wire.handshake import connect
     from sparrow_runtime.wire.messages import Outcome, Registered, RegisterNodeMonitor, TaskToNode
 
-    logic = NodeMonitorLogic(slots=slots, pipeline="off")  # one GetTask per task: the scheduler's load as measured
+    logic = NodeMonitorLogic(
+        NodeMonitorConfig(slots=slots, pipeline="off")
+    )  # one GetTask per task: the scheduler's load as measured
     none = Outcome(True, b"\x80\x05N.")  # pickle.dumps(None, 5): what a no-op task returns
     conn = await connect(parse_address(address), link=LinkConfig(secret=secret), role="node-monitor", peer_id=node_id)
     await conn.send_now([RegisterNodeMonitor(node_id, slots)])

@@ -53,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if credentials.get("tls") is not None and s["task_user"] is None:
         logger.warning(SHARED_USER_WARNING, credentials["tls"].key)
     config = node_monitor_config(s, credentials)
-    options = {**config.logic_options(), **resources}
-    logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, **options)
+    logic, metrics = service_logic(s, NodeMonitorLogic, MeteredNodeMonitorLogic, config=config, host=resources)
     draining = trio.Event()
     service = partial(serve_node_monitor, config, logic=logic, drain=draining)
     drain = node_monitor_drain(logic, draining, s["drain_timeout"])

@@ -9,9 +9,14 @@ from ..client.core import DEFAULT_RETRIES
 from ..client.output import OUTPUT_MODES
 from ..data.code_archive import LIMITS
 from ..data.code_cache import DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES
-from ..services.config import DEFAULT_CLIENT_TIMEOUT, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_NODE_TIMEOUT
+from ..services.config import (
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_GIVE_BACK,
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_NODE_TIMEOUT,
+)
 from ..services.logsetup import LOG_LEVELS
-from ..services.node_monitor_logic import DEFAULT_GIVE_BACK, GIVE_BACK_FACTOR, GIVE_BACK_MIN
+from ..services.node_monitor_logic import GIVE_BACK_FACTOR, GIVE_BACK_MIN
 from ..services.outcome_batching import DEFAULT_RESULT_DELAY
 from ..services.output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE
 from ..services.pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, PIPELINE_MODES

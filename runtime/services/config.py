@@ -12,7 +12,6 @@ Error handling: a bad value raises ValueError at construction, naming the field.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,6 @@ from ..wire.limits import DEFAULT_INLINE_LIMIT, DEFAULT_MAX_VALUE
 from ..wire.link_config import LinkConfig
 from ..wire.liveness import DEFAULT_SCHEDULER_TIMEOUT, HEARTBEATS_PER_TIMEOUT
 from .arguments import check_counts, check_flags
-from .node_monitor_logic import DEFAULT_GIVE_BACK
 from .outcome_batching import DEFAULT_RESULT_DELAY, check_result_delay
 from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, check_output_settings
 from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, check_pipeline_depth, check_pipeline_mode
@@ -36,7 +34,6 @@ from .scheduler_logic import (
     DEFAULT_PLACEMENT_TIMEOUT,
     DEFAULT_PROBE_RATIO,
 )
-from .steal import DEFAULT_STEAL_TIMEOUT
 from .user_metrics import DEFAULT_METRICS_USERS, check_metrics_users
 from .weights import check_weights
 
@@ -85,6 +82,8 @@ NODE_MONITOR_SETTINGS = {
 }
 EXECUTORS = ("process", "thread")  # worker processes (cloudpickle) or threads of the node monitor
 
+DEFAULT_GIVE_BACK = False  # give-back (docs/pipelining.md, "Give-back")
+DEFAULT_STEAL_TIMEOUT = 0.5  # seconds a steal request may wait for its answer
 DEFAULT_HEARTBEAT_INTERVAL = DEFAULT_SCHEDULER_TIMEOUT / HEARTBEATS_PER_TIMEOUT  # 0.5 s: a node monitor's
 DEFAULT_NODE_TIMEOUT = 2.0  # a node monitor silent this long is dropped (they heartbeat every 0.5 s)
 DEFAULT_CLIENT_TIMEOUT = 10.0  # a client silent this long is dropped (clients heartbeat, client/core.py)
@@ -247,20 +246,6 @@ class NodeMonitorConfig:
                 raise ValueError(f"{name} must be an int of bytes >= 0, got {value!r}")
         check_cache_bounds(self.code_cache_bytes, self.code_cache_entries)
         check_output_settings(self.output_cap, self.output_rate)
-
-    def logic_options(self) -> dict[str, Any]:
-        """The keyword arguments of the NodeMonitorLogic this config runs (but its resources, which the host
-        is asked for: node_monitor.node_resources)."""
-        return {
-            "slots": self.slots or os.cpu_count() or 1,
-            "policy": self.policy,
-            "weights": dict(self.weights),
-            "max_frame": self.link.max_frame,
-            "pipeline": self.pipeline,
-            "pipeline_depth": self.pipeline_depth,
-            "give_back": self.give_back,
-            "steal": self.steal,
-        }
 
 
 def setting_flags(config: Any, settings: dict[str, str]) -> list[str]:

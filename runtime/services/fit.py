@@ -1,6 +1,6 @@
 """The node monitor's resources: its capacity, what is free, and which waiting reservation launches.
 
-A node monitor with a capacity (`NodeMonitorLogic(resources=...)`) holds each launched request's units
+A node monitor with a capacity (`NodeMonitorLogic(host=HostResources(...))`) holds each launched request's units
 from the moment it asks its scheduler for a task until the task ends (or NoTask gives them back), and
 gives each GPU task device ids of its own. The decision of which reservation launches is the kernel's
 fit launcher (csrc/sparrow/fit_launcher.h, `sparrow_core.choose_launch`: bounded skip-ahead with aging,
@@ -24,6 +24,7 @@ monitor's capacity and the request disagree).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sparrow_core
@@ -32,6 +33,22 @@ from ..wire.resources import CPUS, GPU, MEMORY, MILLI, SLOTS, ResourceError, for
 
 DEFAULT_FIT_WINDOW = 8  # reservations the launch rule looks at, the head included
 DEFAULT_FIT_MAX_SKIPS = 8  # launches that may pass the head before the host is owed to it (docs/resources.md)
+
+
+@dataclass(frozen=True)
+class HostResources:
+    """What one node monitor offers besides its slots: its `capacity` in units (wire/resources.py), the device
+    ids of its GPUs (None: "0", "1", ...) and the CPUs a task may be pinned to, and its launch rule (`window`
+    reservations looked at, `max_skips` launches past the head; docs/resources.md)."""
+
+    capacity: Mapping[str, int]
+    gpu_ids: Sequence[str] | None = None
+    cpu_ids: Sequence[int] = ()
+    window: int = DEFAULT_FIT_WINDOW
+    max_skips: int = DEFAULT_FIT_MAX_SKIPS
+
+    def __post_init__(self) -> None:
+        check_fit_rule(self.window, self.max_skips)
 
 
 class FitLauncher:
@@ -226,6 +243,6 @@ class FitLauncher:
 
 def check_fit_rule(window: int, max_skips: int) -> None:
     """ValueError naming the argument unless the rule's window >= 1 and max_skips >= 0 are ints."""
-    for name, value, low in (("fit_window", window, 1), ("fit_max_skips", max_skips, 0)):
+    for name, value, low in (("window", window, 1), ("max_skips", max_skips, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")

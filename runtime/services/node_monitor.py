@@ -65,14 +65,15 @@ from ..wire.messages import (
 from . import steal_log
 from .burst import Burst
 from .capacity import allowed_cpus, host_capacity
-from .config import DEFAULT_HEARTBEAT_INTERVAL, NodeMonitorConfig
+from .config import DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_STEAL_TIMEOUT, NodeMonitorConfig
+from .fit import HostResources
 from .listen import listener_address, open_listeners, remove_unix_socket
 from .node_monitor_logic import NodeMonitorLogic, Stop, Withdraw
 from .outcome_batching import OutcomeBatcher
 from .outcome_pace import OutcomePace
 from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
-from .steal import DEFAULT_STEAL_TIMEOUT, Stealer
+from .steal import Stealer
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)
@@ -420,7 +421,9 @@ class NodeMonitorService:
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         payload = msg.payload
-        if is_remote(payload):  # inputs to fetch first (data/dependent.py), unless only its code, unpacked here
+        # a task with inputs to fetch (data/dependent.py) goes through the fetch step, unless it needs only its code
+        # and that is unpacked here already (_ready); one handed ahead is adopted as it was handed
+        if is_remote(payload) and key not in self._ahead:
             ready = self._ready(key, payload)
             if ready is None:
                 self._nursery.start_soon(self._fetch_then_launch, key, payload)
@@ -655,10 +658,10 @@ def make_executor(
     return kind
 
 
-def node_resources(declared: Mapping[str, int] | None) -> dict[str, Any]:
-    """NodeMonitorLogic's resources, gpu_ids and cpu_ids for `declared` (None: detected, capacity.py)."""
+def node_resources(declared: Mapping[str, int] | None) -> HostResources:
+    """What this host offers a NodeMonitorLogic for `declared` (None: detected, capacity.py)."""
     capacity, gpu_ids = host_capacity(declared)
-    return {"resources": capacity, "gpu_ids": gpu_ids, "cpu_ids": allowed_cpus()}
+    return HostResources(capacity, gpu_ids, allowed_cpus())
 
 
 def check_value_settings(inline_limit: int, max_value: int) -> None:
@@ -721,7 +724,7 @@ async def serve_node_monitor(
     host, port = config.host, config.port
     targets = config.schedulers
     if logic is None:
-        logic = NodeMonitorLogic(**config.logic_options(), **node_resources(config.resources))
+        logic = NodeMonitorLogic(config, host=node_resources(config.resources))
     if logic.store is None:
         memory_limit = config.memory_limit
         logic.store = ValueStore(default_memory_limit() if memory_limit is None else memory_limit)

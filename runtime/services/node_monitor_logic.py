@@ -92,10 +92,11 @@ Answers about a scheduler that is gone are dropped.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -103,8 +104,7 @@ import sparrow_core
 
 from ..data.store import StoreFull, ValueStore
 from ..errors import ProtocolError, RegistrationRefused
-from ..wire.framing import DEFAULT_MAX_FRAME, check_max_frame
-from ..wire.limits import DEFAULT_INLINE_LIMIT, MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
+from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     TIMED_OUT,
@@ -131,12 +131,14 @@ from ..wire.messages import (
 )
 from ..wire.messages import RegistrationRefused as Refusal
 from ..wire.resources import ResourceError
-from .arguments import check_counts, check_flags
-from .fit import DEFAULT_FIT_MAX_SKIPS, DEFAULT_FIT_WINDOW, FitLauncher, check_fit_rule
-from .pipeline import DEFAULT_PIPELINE_DEPTH, DEFAULT_PIPELINE_MODE, MAX_PIPELINE_DEPTH, make_pipeline
+from .config import NodeMonitorConfig
+from .fit import FitLauncher, HostResources
+from .pipeline import MAX_PIPELINE_DEPTH, make_pipeline
 from .steal_logic import WorkStealing
 
-DEFAULT_GIVE_BACK = False  # the services' default for give-back (docs/pipelining.md, "Give-back")
+if TYPE_CHECKING:
+    from sparrow_core._core import QueuePolicy
+
 # give-back: a running task overruns once it has run GIVE_BACK_FACTOR times the longest of the node's recent run
 # times, and at least GIVE_BACK_MIN seconds (docs/pipelining.md, "Give-back")
 GIVE_BACK_MIN = 0.02
@@ -199,35 +201,26 @@ class NodeMonitorLogic:
 
     def __init__(
         self,
+        config: NodeMonitorConfig | None = None,
         *,
-        slots: int,
-        policy: str = "fifo",
-        weights: dict[str, float] | None = None,
-        max_frame: int = DEFAULT_MAX_FRAME,
         store: ValueStore | None = None,
-        inline_limit: int = DEFAULT_INLINE_LIMIT,
         clock: Callable[[], float] = time.monotonic,
-        pipeline: str = DEFAULT_PIPELINE_MODE,
-        pipeline_depth: int = DEFAULT_PIPELINE_DEPTH,
-        give_back: bool = DEFAULT_GIVE_BACK,
-        steal: bool = False,
         seed: int | None = None,
-        resources: Mapping[str, int] | None = None,
-        gpu_ids: Sequence[str] | None = None,
-        cpu_ids: Sequence[int] = (),
-        fit_window: int = DEFAULT_FIT_WINDOW,
-        fit_max_skips: int = DEFAULT_FIT_MAX_SKIPS,
+        host: HostResources | None = None,
     ) -> None:
-        check_counts(slots=slots)
-        check_fit_rule(fit_window, fit_max_skips)
-        if policy not in sparrow_core.QUEUE_POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(sparrow_core.QUEUE_POLICIES)}, got {policy!r}")
-        check_flags(give_back=give_back)
+        """Run as `config` says (its settings, checked when it was made: slots, policy, weights, pipelining,
+        give-back, stealing, inline_limit, its link's max_frame; None: NodeMonitorConfig's defaults), keeping
+        values in `store`, timed by `clock`, stealing with `seed`, and offering `host`'s resources (None: none
+        besides its slots)."""
+        if config is None:
+            config = NodeMonitorConfig()
+        slots = config.slots or os.cpu_count() or 1
+        policy, pipeline_depth, give_back = config.policy, config.pipeline_depth, config.give_back
         self.slots = slots
         self.free = slots
         # pipelining: the mode's policy (pipeline/, over the kernel's rule), `pipeline_depth` asked ahead or bound
         # per running task (per slot held while deep)
-        self.pipeline = make_pipeline(pipeline, pipeline_depth)
+        self.pipeline = make_pipeline(config.pipeline, pipeline_depth)
         self.pipeline_depth = pipeline_depth
         # give-back: a task bound ahead behind tasks that all overran goes back to its scheduler (GiveBack)
         self.give_back = self.pipeline.asks_ahead and give_back
@@ -242,12 +235,13 @@ class NodeMonitorLogic:
         )  # (scheduler, job, task) of those bound that the executor holds (`on_handed_ahead`)
         self._ahead: dict[int, _Reserved] = {}  # pipelining: the entries with requests asked ahead, oldest first
         self.draining = False
-        self.queue = sparrow_core.ReservationQueue(policy, weights=weights)
-        self.max_frame = check_max_frame(max_frame)
+        # the config checked its policy (NodeMonitorConfig): one of QUEUE_POLICIES
+        self.queue = sparrow_core.ReservationQueue(cast("QueuePolicy", policy), weights=dict(config.weights))
+        self.max_frame = config.link.max_frame
         self.frame_limits: dict[Hashable, int] = {}  # scheduler -> the largest frame its link takes
         self.clock = clock
         self.store = store
-        self.inline_limit = inline_limit
+        self.inline_limit = config.inline_limit
         self.holder: tuple[str, str] = ("", "")  # (node id, data address) in this node monitor's references
         self.owners: dict[tuple, tuple[str, str]] = {}  # (scheduler, job, task) running -> (user, session)
         self.stats: Counter[str] = Counter()
@@ -256,17 +250,17 @@ class NodeMonitorLogic:
         self._by_key: dict[int, _Reserved] = {}
         self._next_key = 0
         self.granted_at = clock()  # when a task last started here (work stealing: how long a slot has been held)
-        self.stealing = WorkStealing(self, steal, seed)
+        self.stealing = WorkStealing(self, config.steal, seed)
         # resources per task (fit.py): its capacity besides its slots; None: it offers none
         self.fit = (
             None
-            if resources is None
+            if host is None
             else FitLauncher(
-                resources,
-                gpu_ids=gpu_ids,
-                cpu_ids=cpu_ids,
-                window=fit_window,
-                max_skips=fit_max_skips,
+                host.capacity,
+                gpu_ids=host.gpu_ids,
+                cpu_ids=host.cpu_ids,
+                window=host.window,
+                max_skips=host.max_skips,
                 by_priority=policy == "priority",
             )
         )

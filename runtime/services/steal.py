@@ -41,12 +41,12 @@ from ..wire.connection import Connection
 from ..wire.guard import contained
 from ..wire.handshake import connect
 from ..wire.messages import Heartbeat, Message, StealProbe, StealRelease, StealState, StealTake, Stolen
+from .config import DEFAULT_STEAL_TIMEOUT
 from .node_monitor_logic import NodeMonitorLogic
 from .steal_log import StealLog
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STEAL_TIMEOUT = 0.5  # seconds a steal request may wait for its answer
 MAX_STEAL_LINKS = 64  # links to peers a node monitor keeps open for stealing
 
 

@@ -4,6 +4,7 @@ field's default is its setting's), every setting reaches its field, and bad valu
 from __future__ import annotations
 
 import inspect
+import os
 
 import pytest
 
@@ -12,6 +13,7 @@ from sparrow_runtime.cli.options import COMMANDS
 from sparrow_runtime.cli.service_config import LINK_FIELDS, node_monitor_config, scheduler_config
 from sparrow_runtime.services.config import NODE_MONITOR_SETTINGS, SCHEDULER_SETTINGS, setting_flags
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
+from sparrow_runtime.services.pipeline import make_pipeline
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 
 from .test_config import settings
@@ -35,20 +37,35 @@ def test_every_config_default_is_its_settings_default(command, config_class, fie
         assert value == (tuple(expected or ()) if isinstance(value, tuple) else expected), field
 
 
-@pytest.mark.parametrize(
-    ("logic_class", "options"),
-    [
-        (SchedulerLogic, SchedulerConfig().logic_options("s")),
-        (NodeMonitorLogic, NodeMonitorConfig(slots=3).logic_options()),
-    ],
-)
-def test_the_logic_defaults_are_the_configs(logic_class, options):
-    """The logic classes take the services' defaults (one set): bind_idle, probe ratio, timeouts, pipelining,
-    give-back, stealing, the frame limit."""
-    parameters = inspect.signature(logic_class).parameters
-    for name, value in options.items():
-        if name not in ("scheduler_id", "slots"):
-            assert parameters[name].default == (None if value == {} else value), name
+def test_the_scheduler_logic_defaults_are_the_configs():
+    """SchedulerLogic takes the service's defaults (one set): bind_idle, probe ratio, timeouts."""
+    parameters = inspect.signature(SchedulerLogic).parameters
+    for name, value in SchedulerConfig().logic_options("s").items():
+        if name != "scheduler_id":
+            assert parameters[name].default == value, name
+
+
+def test_the_node_monitor_logic_runs_as_its_config_says():
+    """NodeMonitorLogic takes its NodeMonitorConfig whole (one set of defaults): given none, it runs as the
+    config's defaults; given one, as each of its settings says."""
+    default, logic = NodeMonitorConfig(), NodeMonitorLogic()
+    assert logic.slots == (os.cpu_count() or 1)
+    assert (logic.pipeline_depth, logic.give_back, logic.stealing.steal) == (default.pipeline_depth, False, False)
+    assert (logic.inline_limit, logic.max_frame) == (default.inline_limit, default.link.max_frame)
+    assert type(logic.pipeline) is type(make_pipeline(default.pipeline))
+    config = NodeMonitorConfig(
+        slots=3,
+        pipeline="always",
+        pipeline_depth=2,
+        give_back=True,
+        steal=True,
+        inline_limit=7,
+        link=LinkConfig(max_frame=4096),
+    )
+    logic = NodeMonitorLogic(config)
+    assert (logic.slots, logic.pipeline_depth, logic.give_back, logic.stealing.steal) == (3, 2, True, True)
+    assert (logic.inline_limit, logic.max_frame) == (7, 4096)
+    assert type(logic.pipeline) is type(make_pipeline("always"))
 
 
 def test_every_scheduler_setting_reaches_its_config_field():

@@ -101,7 +101,7 @@ async def tls_services(certs: ClusterCerts, n_nodes: int = 2, slots: int = 1, **
         )
         nodes = []
         for i in range(n_nodes):
-            logic = NodeMonitorLogic(slots=slots)
+            logic = NodeMonitorLogic(NodeMonitorConfig(slots=slots))
             nodes.append(logic)
             node = partial(
                 serve_node_monitor,

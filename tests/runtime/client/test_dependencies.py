@@ -355,7 +355,7 @@ async def _with_services(test):
                     NodeMonitorConfig(
                         link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", executor="thread"
                     ),
-                    logic=NodeMonitorLogic(slots=1),
+                    logic=NodeMonitorLogic(NodeMonitorConfig(slots=1)),
                 )
             )
         async with Client([address], secret=SECRET) as client:

@@ -92,7 +92,9 @@ def test_no_loop_step_copies_a_256_mb_value_while_it_is_made_fetched_by_a_peer_a
                 node = NodeMonitorConfig(
                     link=LinkConfig(secret=SECRET), schedulers=[address], node_id=f"nm{i}", slots=1
                 )
-                await nursery.start(partial(serve_node_monitor, node, logic=NodeMonitorLogic(slots=1)))
+                await nursery.start(
+                    partial(serve_node_monitor, node, logic=NodeMonitorLogic(NodeMonitorConfig(slots=1)))
+                )
             async with Client([address], secret=SECRET) as client:
                 timer.caller = trio.lowlevel.current_task()
                 trio.lowlevel.add_instrument(timer)

@@ -4,6 +4,7 @@ them, and ReleaseSession; and the scheduler tagging reservations with the client
 from __future__ import annotations
 
 from sparrow_runtime.data.store import ValueStore
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -19,7 +20,7 @@ from sparrow_runtime.wire.messages import (
 
 
 def _node(limit: int = 10_000) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=1, store=ValueStore(limit), inline_limit=100)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, inline_limit=100), store=ValueStore(limit))
     logic.holder = ("nm-7", "127.0.0.1:4000")
     logic.on_scheduler_registered("s")
     return logic

@@ -40,7 +40,7 @@ async def _scenario(certs, runs: str) -> tuple[int, int]:
             )
             for logic in schedulers
         ]
-        node = NodeMonitorLogic(slots=1)
+        node = NodeMonitorLogic(NodeMonitorConfig(slots=1))
         await nursery.start(
             partial(
                 serve_node_monitor,

@@ -49,9 +49,9 @@ def test_local_cluster_refuses_a_count_below_one(count: str) -> None:
 @pytest.mark.parametrize("flag", ["give_back"])
 def test_node_monitor_logic_refuses_a_flag_that_is_not_a_bool(flag: str) -> None:
     with pytest.raises(ValueError, match=rf"^{flag} must be a bool, got 1$"):
-        NodeMonitorLogic(slots=1, **{flag: 1})
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, **{flag: 1}))
     with pytest.raises(ValueError, match=r"^slots must be an int >= 1, got 0$"):
-        NodeMonitorLogic(slots=0)
+        NodeMonitorLogic(NodeMonitorConfig(slots=0))
 
 
 def test_scheduler_logic_refuses_a_bad_flag_or_count() -> None:

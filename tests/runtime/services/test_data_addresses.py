@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import Message, RegisterNodeMonitor
@@ -12,7 +13,7 @@ from sparrow_runtime.wire.messages import Message, RegisterNodeMonitor
 
 def test_a_node_monitors_registration_carries_its_data_address():
     """The registration names the data listener the node monitor's references name (its `holder`)."""
-    logic = NodeMonitorLogic(slots=2)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=2))
     logic.holder = ("nm0", "127.0.0.1:4100")
     reg = logic.registration("nm0", instance="p1")
     assert reg.data_address == "127.0.0.1:4100" and reg.steal_address == ""

@@ -9,6 +9,7 @@ import logging
 
 import prometheus_client
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.instruments import observed
 from sparrow_runtime.services.metrics import (
     NODE_MONITOR_STEPS,
@@ -76,7 +77,7 @@ def test_a_step_added_to_the_logic_later_is_observed_with_no_change_to_metrics()
             return []
 
     registry = prometheus_client.CollectorRegistry()
-    logic = observed(NewerNodeMonitorLogic, also=NODE_MONITOR_STEPS)(slots=3)
+    logic = observed(NewerNodeMonitorLogic, also=NODE_MONITOR_STEPS)(NodeMonitorConfig(slots=3))
     logic.instruments.append(NodeMonitorMetrics(registry, logic))
     assert logic.on_slot_lost() == []
     assert registry.get_sample_value("sparrow_node_busy_slots") == 1
@@ -91,7 +92,7 @@ def test_an_instrument_that_raises_is_removed_and_logged_and_the_logic_goes_on(c
             raise ValueError("broken instrument")
 
     registry = prometheus_client.CollectorRegistry()
-    logic = MeteredNodeMonitorLogic(registry, slots=2)
+    logic = MeteredNodeMonitorLogic(registry, config=NodeMonitorConfig(slots=2))
     broken = Broken()
     logic.instruments.insert(0, broken)
     logic.on_scheduler_registered("s")

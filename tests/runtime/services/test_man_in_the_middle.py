@@ -67,7 +67,7 @@ async def through_proxy(certs, mode, link, attack=None, **proxy_options):
             node_id="nm0",
             executor="thread",
         )
-        await nursery.start(partial(serve_node_monitor, node, logic=NodeMonitorLogic(slots=2)))
+        await nursery.start(partial(serve_node_monitor, node, logic=NodeMonitorLogic(NodeMonitorConfig(slots=2))))
         yield (proxied if link == "client" else address), credentials("alice"), proxy
         nursery.cancel_scope.cancel()
 

@@ -12,6 +12,7 @@ import urllib.request
 import prometheus_client
 import pytest
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.http_server import serve_metrics
 from sparrow_runtime.services.metrics import (
     DELAY_BUCKETS,
@@ -84,7 +85,7 @@ def test_tasks_bound_with_reservations_are_counted_on_both_sides():
     assert registry.get_sample_value("sparrow_tasks_bound_with_reservations_total") == 1
     assert registry.get_sample_value("sparrow_tasks_launched_total") == 1
     node_registry = prometheus_client.CollectorRegistry()
-    node = MeteredNodeMonitorLogic(node_registry, slots=1)
+    node = MeteredNodeMonitorLogic(node_registry, config=NodeMonitorConfig(slots=1))
     node.on_scheduler_registered("s")
     node.on_scheduler_messages("s", [msg for peer, msg in out if peer == "nm"])
     assert node_registry.get_sample_value("sparrow_node_tasks_bound_unasked_total") == 1
@@ -122,7 +123,7 @@ def test_a_rejected_job_counts_as_submitted_and_rejected_and_its_tasks_do_not():
 
 def test_node_monitor_metrics_follow_its_queue_and_slots():
     registry = prometheus_client.CollectorRegistry()
-    logic = MeteredNodeMonitorLogic(registry, slots=2)
+    logic = MeteredNodeMonitorLogic(registry, config=NodeMonitorConfig(slots=2))
     value = registry.get_sample_value
     logic.on_scheduler_registered("s")
     logic.on_scheduler_messages("s", [EnqueueReservations(1, "", 0, 5)])
@@ -179,7 +180,7 @@ def test_without_prometheus_client_the_metrics_path_says_how_to_install_it(monke
 def test_metered_node_monitor_still_needs_prometheus_client(monkeypatch):
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
     with pytest.raises(RuntimeError, match="prometheus-client"):
-        MeteredNodeMonitorLogic(object(), slots=1)
+        MeteredNodeMonitorLogic(object(), config=NodeMonitorConfig(slots=1))
 
 
 def test_bucket_counts_expose_what_prometheus_clients_histogram_would():

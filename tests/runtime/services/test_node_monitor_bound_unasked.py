@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sparrow_runtime.data.store import ValueStore
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import MAX_PIPELINE_DEPTH, NodeMonitorLogic
 from sparrow_runtime.wire.messages import (
     CANCELLED,
@@ -27,7 +28,9 @@ OK = Outcome(True, b"", "")
 def _node(slots: int = 1, pipeline: str = "off", store: ValueStore | None = None) -> NodeMonitorLogic:
     # off, or always (pipelining's mechanics from the first task; the gate waits for tasks that ran short here)
     logic = NodeMonitorLogic(
-        slots=slots, pipeline=pipeline, pipeline_depth=1, clock=ManualClock(0.0), store=store, inline_limit=4
+        NodeMonitorConfig(slots=slots, pipeline=pipeline, pipeline_depth=1, inline_limit=4),
+        clock=ManualClock(0.0),
+        store=store,
     )
     logic.on_scheduler_registered("s")
     return logic

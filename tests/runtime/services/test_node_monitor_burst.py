@@ -8,6 +8,7 @@ import time
 
 import trio
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.worker_pool import ProcessExecutor
@@ -42,7 +43,7 @@ def test_a_job_bound_whole_costs_one_write_to_the_worker_and_one_back_to_the_sch
     no task was bound)."""
 
     async def main() -> None:
-        logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=1)
+        logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline="gated", pipeline_depth=1))
         scheduler = _Scheduler()
         logic.on_scheduler_registered(scheduler)
         executor = ProcessExecutor(1)

@@ -44,11 +44,8 @@ RUN = 0.01  # the warmed node's recent tasks: 10 ms each, so a running task over
 def node(slots: int = 1, depth: int = 1, give_back: bool = True, clock: ManualClock | None = None) -> NodeMonitorLogic:
     """An ungated giving-back node monitor registered with scheduler "s", warmed with 8 tasks of RUN seconds."""
     logic = NodeMonitorLogic(
-        slots=slots,
-        pipeline="always",
+        NodeMonitorConfig(slots=slots, pipeline="always", pipeline_depth=depth, give_back=give_back),
         clock=clock or ManualClock(0.0),
-        pipeline_depth=depth,
-        give_back=give_back,
     )
     logic.on_scheduler_registered("s")
     for task in range(8):
@@ -94,7 +91,9 @@ def test_a_task_bound_behind_a_task_that_overran_goes_back_and_nothing_more_is_a
 
 def test_with_no_recent_task_a_running_task_overruns_after_the_fixed_bound() -> None:
     """Before any task ended here, the overrun bound is GIVE_BACK_MIN alone."""
-    logic = NodeMonitorLogic(slots=1, pipeline="always", pipeline_depth=1, give_back=True, clock=ManualClock(0.0))
+    logic = NodeMonitorLogic(
+        NodeMonitorConfig(slots=1, pipeline="always", pipeline_depth=1, give_back=True), clock=ManualClock(0.0)
+    )
     assert logic.overrun_after() == GIVE_BACK_MIN
 
 
@@ -123,7 +122,9 @@ def test_with_give_back_only_short_recent_tasks_hand_tasks_to_the_worker_ahead()
     """may_pin with give-back: one slot of 10 ms tasks keeps its bound tasks (they can be given back), one of
     short tasks hands them ahead (the gate's regime); without give-back one slot always does."""
     assert not node().may_pin and node(give_back=False).may_pin
-    short = NodeMonitorLogic(slots=1, pipeline="always", pipeline_depth=1, give_back=True, clock=ManualClock(0.0))
+    short = NodeMonitorLogic(
+        NodeMonitorConfig(slots=1, pipeline="always", pipeline_depth=1, give_back=True), clock=ManualClock(0.0)
+    )
     short.on_scheduler_registered("s")
     short.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])
     short.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
@@ -162,7 +163,7 @@ def test_a_lost_scheduler_takes_its_bound_tasks_and_nothing_is_given_back_to_it(
 def test_give_back_must_be_a_bool(value) -> None:
     """A give_back that is not a bool is refused, naming it."""
     with pytest.raises(ValueError, match="give_back must be a bool"):
-        NodeMonitorLogic(slots=1, give_back=value)
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, give_back=value))
 
 
 # -- with the scheduler's logic --------------------------------------------------------------------------------

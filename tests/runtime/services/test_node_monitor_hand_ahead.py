@@ -32,7 +32,9 @@ OK = Outcome(True, b"", "")
 
 def _node(slots: int, depth: int = 1) -> NodeMonitorLogic:
     """Mode always (the hand-ahead mechanics from the first task)."""
-    logic = NodeMonitorLogic(slots=slots, pipeline="always", clock=ManualClock(0.0), pipeline_depth=depth)
+    logic = NodeMonitorLogic(
+        NodeMonitorConfig(slots=slots, pipeline="always", pipeline_depth=depth), clock=ManualClock(0.0)
+    )
     logic.on_scheduler_registered("s")
     return logic
 

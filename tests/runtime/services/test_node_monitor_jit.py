@@ -49,8 +49,9 @@ RUN = 0.010  # the warmed node's recent tasks: 10 ms each
 def node(run_times: list[float] | None = None, slots: int = 1, mode: str = "jit", **settings) -> NodeMonitorLogic:
     """A 16-deep node monitor in pipelining mode `mode` ("jit", "steady": test_node_monitor_steady.py, or
     "gated"), registered with scheduler "s", after tasks of `run_times` (default: 8 of RUN); `settings`: more of
-    NodeMonitorLogic's."""
-    logic = NodeMonitorLogic(slots=slots, pipeline=mode, pipeline_depth=16, clock=ManualClock(0.0), **settings)
+    its NodeMonitorConfig's."""
+    config = NodeMonitorConfig(slots=slots, pipeline=mode, pipeline_depth=16, **settings)
+    logic = NodeMonitorLogic(config, clock=ManualClock(0.0))
     logic.on_scheduler_registered("s")
     for task, run_time in enumerate([RUN] * RECENT_TASKS if run_times is None else run_times):
         logic.on_scheduler_messages("s", [EnqueueReservations(999, "u", 0, 1)])

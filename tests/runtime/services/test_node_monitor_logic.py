@@ -7,8 +7,10 @@ from collections import Counter
 import pytest
 
 from sparrow_runtime.errors import ProtocolError, RegistrationRefused
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic, Stop
 from sparrow_runtime.wire.limits import MESSAGE_OVERHEAD
+from sparrow_runtime.wire.link_config import LinkConfig
 from sparrow_runtime.wire.messages import (
     CANCELLED,
     TIMED_OUT,
@@ -30,7 +32,9 @@ from sparrow_runtime.wire.messages import RegistrationRefused as RegistrationRef
 
 
 def node(slots, policy="fifo", weights=None, schedulers=("s",)):
-    logic = NodeMonitorLogic(slots=slots, policy=policy, weights=weights, pipeline="off")  # the queues alone
+    logic = NodeMonitorLogic(
+        NodeMonitorConfig(slots=slots, policy=policy, weights=weights or {}, pipeline="off")
+    )  # the queues alone
     for s in schedulers:
         logic.on_scheduler_registered(s)
     return logic
@@ -220,22 +224,22 @@ def test_priorities_at_both_ends_of_the_kernel_range_are_served_lowest_first():
 
 def test_bad_configuration_is_named():
     with pytest.raises(ValueError, match="slots"):
-        NodeMonitorLogic(slots=0)
+        NodeMonitorLogic(NodeMonitorConfig(slots=0))
     with pytest.raises(ValueError, match="policy"):
-        NodeMonitorLogic(slots=1, policy="lifo")
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, policy="lifo"))
 
 
 # -- registration, timers and outcome clipping (decisions the shell used to keep) -----------------
 
 
 def test_registration_says_who_this_node_monitor_is():
-    logic = NodeMonitorLogic(slots=3)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=3))
     assert logic.registration("nm", ["gpu"], "i-1", True) == RegisterNodeMonitor("nm", 3, ("gpu",), "i-1", True)
 
 
 def test_a_registered_reply_takes_the_scheduler_on():
     """Registered: the scheduler's messages are served from now on (before, they are an Error)."""
-    logic = NodeMonitorLogic(slots=1)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1))
     assert type(logic.on_scheduler_messages("s", [NoTask(1)])[0][1]) is Error
     assert logic.on_registration_reply("s", Registered("s")) == []
     assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(1, "u", 0, 1)])) == [1]
@@ -250,7 +254,7 @@ def test_a_draining_node_monitor_tells_a_new_scheduler_at_once():
 
 
 def test_a_refused_registration_stops_the_node_monitor_with_the_reason():
-    logic = NodeMonitorLogic(slots=1)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1))
     with pytest.raises(RegistrationRefused, match=r"^sched-a refused this node monitor: id nm is live"):
         logic.on_registration_reply("s", RegistrationRefusedMsg("id nm is live elsewhere"), "sched-a")
     assert logic.on_scheduler_messages("s", [NoTask(1)])[0][1].reason.startswith("message from a scheduler")
@@ -262,7 +266,7 @@ def test_a_refused_registration_stops_the_node_monitor_with_the_reason():
 def test_any_other_reply_to_a_registration_is_a_protocol_error(reply, reason):
     """An Error or an unexpected message: the shell closes that link and redials (ProtocolError)."""
     with pytest.raises(ProtocolError, match=f"^{reason}$"):
-        NodeMonitorLogic(slots=1).on_registration_reply("s", reply, "sched-a")
+        NodeMonitorLogic(NodeMonitorConfig(slots=1)).on_registration_reply("s", reply, "sched-a")
 
 
 class Clock:
@@ -274,7 +278,7 @@ class Clock:
 
 
 def _launched_with_timeout(clock: Clock, timeout: float, job: int = 1) -> NodeMonitorLogic:
-    logic = NodeMonitorLogic(slots=2, clock=clock)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=2), clock=clock)
     logic.on_scheduler_registered("s")
     assert asked(logic.on_scheduler_messages("s", [EnqueueReservations(job, "u", 0, 1)])) == [job]
     logic.on_scheduler_messages("s", [TaskToNode(job, 0, b"", timeout)])
@@ -327,7 +331,7 @@ def test_an_outcome_too_large_for_a_frame_is_reported_as_a_failure_of_the_task()
     """Over the link's limit (the smaller of max_frame and the scheduler's, 4096 here) less the
     message's overhead: a TOO_LARGE failure naming the size and the limit goes instead (not retried);
     one that fits goes as is."""
-    logic = NodeMonitorLogic(slots=1, max_frame=8192)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, link=LinkConfig(max_frame=8192)))
     logic.on_scheduler_registered("s", 4096)
     fits = Outcome(True, b"x" * (4096 - MESSAGE_OVERHEAD))
     assert logic.on_task_done("s", 1, 0, fits) == [("s", OutcomeToScheduler(1, 0, fits))]

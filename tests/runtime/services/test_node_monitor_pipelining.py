@@ -57,7 +57,9 @@ OK = Outcome(True, b"", "")
 def node(slots: int = 1, mode: str = "always", clock: ManualClock | None = None, depth: int = 1) -> NodeMonitorLogic:
     """A node monitor registered with scheduler "s"; mode always by default (the rule's mechanics from the first
     task: the gate's own tests pass mode="gated")."""
-    logic = NodeMonitorLogic(slots=slots, pipeline=mode, clock=clock or ManualClock(0.0), pipeline_depth=depth)
+    logic = NodeMonitorLogic(
+        NodeMonitorConfig(slots=slots, pipeline=mode, pipeline_depth=depth), clock=clock or ManualClock(0.0)
+    )
     logic.on_scheduler_registered("s")
     return logic
 
@@ -281,7 +283,7 @@ def test_a_10_task_job_on_two_deep_pipelined_node_monitors_splits_evenly(depth: 
 def test_a_pipeline_depth_out_of_its_range_is_refused_naming_it(depth) -> None:
     """pipeline_depth is an int in [1, 64]: anything else is a ValueError that names it."""
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
-        NodeMonitorLogic(slots=1, pipeline_depth=depth)
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline_depth=depth))
     with pytest.raises(ValueError, match="pipeline_depth must be an int in"):
         LocalCluster(node_monitor=NodeMonitorConfig(pipeline_depth=depth))
 
@@ -337,7 +339,7 @@ def test_a_forced_cancel_of_a_bound_task_reports_it_cancelled_and_it_never_start
 def test_a_lost_scheduler_takes_its_bound_tasks_and_asks_ahead_with_it() -> None:
     """Its bound task never starts and its asks ahead are forgotten; the other scheduler's
     reservation is asked for ahead (task 0 still runs), and the slot task 0 frees waits for that."""
-    logic = NodeMonitorLogic(slots=1, pipeline="always")
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline="always"))
     logic.on_scheduler_registered("s1")
     logic.on_scheduler_registered("s2")
     logic.on_scheduler_messages("s1", [EnqueueReservations(1, "u", 0, 3)])
@@ -454,7 +456,7 @@ def test_a_deep_pipeline_over_loopback_gives_every_result_once_in_order(depth: i
     300 no-op tasks give every value once, in order, and with depth 8 the node monitor asked ahead."""
 
     async def main() -> None:
-        logic = NodeMonitorLogic(slots=1, pipeline="gated", pipeline_depth=depth)
+        logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline="gated", pipeline_depth=depth))
         async with trio.open_nursery() as nursery:
             address = await nursery.start(partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret="s"))))
             await nursery.start(

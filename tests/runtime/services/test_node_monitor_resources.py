@@ -5,6 +5,8 @@ without a waiting request run as before; bad requests are a clear Error and the 
 
 import pytest
 
+from sparrow_runtime.services.config import NodeMonitorConfig
+from sparrow_runtime.services.fit import DEFAULT_FIT_MAX_SKIPS, HostResources
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.wire.messages import (
     CancelReservations,
@@ -20,8 +22,9 @@ from sparrow_runtime.wire.messages import (
 GIB = 1024**3
 
 
-def node(slots=8, resources=None, pipeline="off", **kw):
-    logic = NodeMonitorLogic(slots=slots, resources=resources, pipeline=pipeline, **kw)
+def node(slots=8, resources=None, pipeline="off", gpu_ids=None, max_skips=DEFAULT_FIT_MAX_SKIPS, **settings):
+    host = None if resources is None else HostResources(resources, gpu_ids, max_skips=max_skips)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=slots, pipeline=pipeline, **settings), host=host)
     logic.on_scheduler_registered("s")
     return logic
 
@@ -69,7 +72,7 @@ def test_no_task_gives_the_units_back():
 def test_a_small_request_passes_a_large_head_within_the_bound():
     """A 4-CPU head waits while 1-CPU tasks run; the 1-CPU reservations behind it run meanwhile, at
     most max_skips of them, then the host is owed to the head."""
-    logic = node(resources={"cpus": 4000}, fit_max_skips=2)
+    logic = node(resources={"cpus": 4000}, max_skips=2)
     assert asked(enqueue(logic, 1, 1, {"cpus": 1000})) == [1]
     run(logic, 1, 0)
     enqueue(logic, 2, 1, {"cpus": 4000})
@@ -151,7 +154,7 @@ def test_a_request_that_cannot_fit_here_is_an_error_and_the_node_keeps_serving(r
 
 
 def test_a_node_without_resources_refuses_a_request():
-    logic = NodeMonitorLogic(slots=2)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=2))
     logic.on_scheduler_registered("s")
     out = enqueue(logic, 1, 1, {"cpus": 1000})
     assert "offers none" in next(msg for _, msg in out if type(msg) is Error).reason

@@ -5,6 +5,7 @@ lent reservation comes back (the link to the thief ends, a give-back, a cancel t
 import pytest
 
 from sparrow_runtime.errors import ProtocolError
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.wire.messages import (
     CancelReservations,
@@ -27,7 +28,7 @@ from ..manual_clock import ManualClock
 
 
 def node(node_id, slots=1, clock=None, schedulers=("s",)):
-    logic = NodeMonitorLogic(slots=slots, steal=True, seed=3, clock=clock or ManualClock())
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=slots, steal=True), seed=3, clock=clock or ManualClock())
     logic.stealing.node_id = node_id
     for s in schedulers:
         logic.on_registration_reply(s, Registered(f"id-{s}"))

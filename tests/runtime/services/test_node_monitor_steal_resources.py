@@ -4,6 +4,8 @@ reservation keeps its request at the thief, which launches it once it fits, hold
 ids of its own; one the thief does not offer goes back at once, and a lent one taken back is queued again with
 its request."""
 
+from sparrow_runtime.services.config import NodeMonitorConfig
+from sparrow_runtime.services.fit import HostResources
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.wire.messages import (
     EnqueueReservations,
@@ -23,8 +25,9 @@ from sparrow_runtime.wire.messages import (
 from ..manual_clock import ManualClock
 
 
-def node(node_id, resources, slots=4, **kw):
-    logic = NodeMonitorLogic(slots=slots, steal=True, seed=3, clock=ManualClock(), resources=resources, **kw)
+def node(node_id, resources, slots=4, **rule):
+    host = None if resources is None else HostResources(resources, **rule)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=slots, steal=True), host=host, seed=3, clock=ManualClock())
     logic.stealing.node_id = node_id
     logic.on_registration_reply("s", Registered("id-s"))
     return logic
@@ -78,7 +81,7 @@ def test_a_victim_lends_only_what_fits_together_in_the_thiefs_free_units_each_wi
 def test_lending_the_head_the_launch_rule_waits_for_lets_the_next_launch_at_the_victim():
     """Strict order (fit_max_skips=0): a cpus=1 reservation waits behind a cpus=4 head on a host with 1 CPU
     free. Lending the head to a thief with 4 CPUs free lets the small one ask for its task at once."""
-    victim = node("v", {"cpus": 4000}, fit_max_skips=0)
+    victim = node("v", {"cpus": 4000}, max_skips=0)
     enqueue(victim, 1, 1, {"cpus": 3000})
     victim.on_scheduler_messages("s", [TaskToNode(1, 0, b"")])
     enqueue(victim, 2, 1, {"cpus": 4000})
@@ -92,7 +95,7 @@ def test_lending_the_head_the_launch_rule_waits_for_lets_the_next_launch_at_the_
 def test_a_thief_asks_with_its_free_units():
     thief = node("t", {"gpu": 2, "cpus": 4000})
     assert thief.stealing.steal_take(2) == StealTake(2, ("id-s",), {"cpus": 4000, "gpu": 2})
-    plain = NodeMonitorLogic(slots=1, steal=True, seed=3)
+    plain = NodeMonitorLogic(NodeMonitorConfig(slots=1, steal=True), seed=3)
     plain.on_registration_reply("s", Registered("id-s"))
     assert plain.stealing.steal_take(1) == StealTake(1, ("id-s",), None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import trio
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor import HOLD_DELAY, NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.outcome_pace import OutcomePace
@@ -51,7 +52,7 @@ def test_a_node_monitor_holds_nothing_while_its_outcomes_come_further_apart_than
 
     async def main() -> None:
         clock = ManualClock()
-        logic = NodeMonitorLogic(slots=1, pipeline="always", pipeline_depth=2, clock=clock)
+        logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline="always", pipeline_depth=2), clock=clock)
         logic.on_scheduler_registered("s")
         async with trio.open_nursery() as nursery:
             service = NodeMonitorService(logic, ThreadExecutor(1), nursery, link=LinkConfig(secret=b"s"), node_id="nm")

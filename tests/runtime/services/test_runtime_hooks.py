@@ -3,6 +3,7 @@ node monitor's heartbeat contents and its drain (clean shutdown). The Prometheus
 
 from __future__ import annotations
 
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -54,7 +55,7 @@ def test_status_reply_shows_nodes_with_their_heartbeat_and_jobs_in_flight():
 
 
 def test_drained_node_monitor_finishes_what_it_started_and_takes_nothing_new():
-    logic = NodeMonitorLogic(slots=1)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1))
     for scheduler in ("s", "t"):
         logic.on_scheduler_registered(scheduler)
     out = logic.on_scheduler_messages("s", [EnqueueReservations(7, "", 0, 3), EnqueueReservations(8, "bob", 0, 2)])

@@ -424,7 +424,7 @@ def test_a_stale_idle_belief_runs_the_bound_task_once_after_the_busy_slot_frees(
     heartbeat since), so its 3-task job binds a task there: it waits bound (nothing starts, no GetTask), runs
     when the slot frees, and every task of the job runs exactly once and ends with exactly one outcome."""
     scheduler = _cluster(1)
-    nm = NodeMonitorLogic(slots=1, clock=ManualClock(0.0))
+    nm = NodeMonitorLogic(NodeMonitorConfig(slots=1), clock=ManualClock(0.0))
     nm.on_scheduler_registered("s")
     nm.on_scheduler_registered("t")
     nm.on_scheduler_messages("t", [EnqueueReservations(9, "bob", 0, 1)])

@@ -34,7 +34,9 @@ async def services(n_nodes=2, slots=1, labels=None, probe_ratio=2.0, client_grac
         address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
         nodes = []
         for i in range(n_nodes):
-            logic = NodeMonitorLogic(slots=slots, pipeline="off")  # plain late binding: these tests count its messages
+            logic = NodeMonitorLogic(
+                NodeMonitorConfig(slots=slots, pipeline="off")
+            )  # plain late binding: these tests count its messages
             nodes.append(logic)
             node = NodeMonitorConfig(
                 link=LinkConfig(secret=SECRET),
@@ -228,7 +230,7 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
         async with trio.open_nursery() as nursery:
             scheduler = SchedulerLogic(seed=5)
             address = await nursery.start(partial(serve_scheduler, SCHEDULER, logic=scheduler))
-            leaving, drain = NodeMonitorLogic(slots=1), trio.Event()
+            leaving, drain = NodeMonitorLogic(NodeMonitorConfig(slots=1)), trio.Event()
             await nursery.start(
                 partial(
                     serve_node_monitor,
@@ -239,7 +241,7 @@ def test_a_draining_node_monitor_finishes_its_task_while_new_jobs_run_elsewhere(
                     drain=drain,
                 )
             )
-            staying = NodeMonitorLogic(slots=1)
+            staying = NodeMonitorLogic(NodeMonitorConfig(slots=1))
             await nursery.start(
                 partial(
                     serve_node_monitor,

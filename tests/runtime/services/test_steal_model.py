@@ -10,6 +10,8 @@ from collections import Counter, deque
 
 import pytest
 
+from sparrow_runtime.services.config import NodeMonitorConfig
+from sparrow_runtime.services.fit import HostResources
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic, Stop
 from sparrow_runtime.services.scheduler_logic import SchedulerLogic
 from sparrow_runtime.wire.messages import (
@@ -49,7 +51,11 @@ class World:
             name = f"nm{i}"
             capacity = CAPACITIES[i % 3] if resources else None
             slots = 2 if resources else 1
-            node = NodeMonitorLogic(slots=slots, steal=True, seed=seed * 100 + i, resources=capacity)
+            node = NodeMonitorLogic(
+                NodeMonitorConfig(slots=slots, steal=True),
+                host=None if capacity is None else HostResources(capacity),
+                seed=seed * 100 + i,
+            )
             node.stealing.node_id = name
             self.nodes[name] = node
             self.send(name, "s", node.registration(name, (), name, False, name))

@@ -33,7 +33,7 @@ async def start_cluster(nursery, n_nodes, **node_options):
     )
     nodes = []
     for i in range(n_nodes):
-        logic = NodeMonitorLogic(slots=1, steal=True, seed=i)
+        logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, steal=True), seed=i)
         nodes.append(logic)
         await nursery.start(
             partial(
@@ -102,7 +102,7 @@ def test_a_peer_that_never_answers_a_steal_request_does_not_block_the_thief():
             address = await nursery.start(
                 partial(serve_scheduler, SchedulerConfig(link=LinkConfig(secret=SECRET)), logic=scheduler)
             )
-            thief = NodeMonitorLogic(slots=1, steal=True, seed=1)
+            thief = NodeMonitorLogic(NodeMonitorConfig(slots=1, steal=True), seed=1)
             await nursery.start(
                 partial(
                     serve_node_monitor,
@@ -135,6 +135,6 @@ def test_a_steal_setting_that_is_not_a_bool_is_refused_by_name():
     """steal="yes" to the node monitor's logic and to LocalCluster: a ValueError naming the setting, before
     anything starts."""
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
-        NodeMonitorLogic(slots=1, steal="yes")
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, steal="yes"))
     with pytest.raises(ValueError, match="steal must be a bool, got 'yes'"):
         LocalCluster(node_monitor=NodeMonitorConfig(steal="yes"))

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from sparrow_runtime.client.core import build_submit
-from sparrow_runtime.services.config import SchedulerConfig
+from sparrow_runtime.services.config import NodeMonitorConfig, SchedulerConfig
 from sparrow_runtime.services.node_monitor import NodeMonitorService
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.scheduler import SchedulerService
@@ -60,8 +60,8 @@ async def _scheduler(nursery, node_timeout=2.0):
     return scheduler, dial
 
 
-async def _node_monitor(nursery, dial, executor, **logic_kw):
-    logic = NodeMonitorLogic(slots=1, **logic_kw)
+async def _node_monitor(nursery, dial, executor, **settings):
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1, **settings))
     service = NodeMonitorService(logic, executor, nursery, link=LinkConfig(secret=SECRET), node_id="nm0")
     registered = trio.Event()
     nursery.start_soon(service.link, await dial("node-monitor", "nm0"), registered)
@@ -156,7 +156,7 @@ def test_node_monitor_drops_a_silent_scheduler(autojump_clock):
     async def main():
         async with trio.open_nursery() as nursery:
             ours, theirs = trio.testing.memory_stream_pair()
-            logic = NodeMonitorLogic(slots=1)
+            logic = NodeMonitorLogic(NodeMonitorConfig(slots=1))
             service = NodeMonitorService(
                 logic,
                 VirtualExecutor(),

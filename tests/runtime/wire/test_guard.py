@@ -41,3 +41,20 @@ def test_a_service_stop_passes_through():
     """ServiceStop is deliberate: the guard does not swallow it."""
     with pytest.raises(ServiceStop), contained(logger, lambda: "never made"):
         raise ServiceStop("stop")
+
+
+def test_cancellation_and_other_base_exceptions_pass_through():
+    """Only an Exception is contained: a cancellation (trio.Cancelled is a BaseException) or a KeyboardInterrupt
+    ends what it ends."""
+    with pytest.raises(KeyboardInterrupt), contained(logger, "x"):
+        raise KeyboardInterrupt
+
+
+def test_the_traceback_is_logged_at_debug_level_only(caplog):
+    with caplog.at_level(logging.ERROR, logger.name), contained(logger, "x"):
+        raise ValueError("quiet")
+    assert caplog.records[-1].exc_info is None
+    with caplog.at_level(logging.DEBUG, logger.name), contained(logger, "x"):
+        raise ValueError("loud")
+    exc_info = caplog.records[-1].exc_info
+    assert exc_info is not None and isinstance(exc_info[1], ValueError) and str(exc_info[1]) == "loud"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import sparrow_core
+from sparrow_runtime.services.config import NodeMonitorConfig
 from sparrow_runtime.services.node_monitor_logic import NodeMonitorLogic
 from sparrow_runtime.services.pipeline import (
     DEFAULT_PIPELINE_DEPTH,
@@ -27,7 +28,7 @@ def test_every_mode_has_its_policy_and_the_defaults_are_the_services():
     assert PIPELINE_MODES == sparrow_core.PIPELINE_MODES and MAX_PIPELINE_DEPTH == sparrow_core.PIPELINE_MAX_DEPTH
     assert [make_pipeline(mode, 2).mode for mode in PIPELINE_MODES] == list(PIPELINE_MODES)
     assert (DEFAULT_PIPELINE_MODE, DEFAULT_PIPELINE_DEPTH) == ("steady", 16)
-    logic = NodeMonitorLogic(slots=1)
+    logic = NodeMonitorLogic(NodeMonitorConfig(slots=1))
     assert (logic.pipeline.mode, logic.pipeline.depth) == (DEFAULT_PIPELINE_MODE, DEFAULT_PIPELINE_DEPTH)
     assert [make_pipeline(mode).asks_ahead for mode in PIPELINE_MODES] == [False, True, True, True, True]
     assert [make_pipeline(mode).times_requests for mode in PIPELINE_MODES] == [False, False, False, True, False]
@@ -38,7 +39,7 @@ def test_a_mode_it_does_not_know_is_refused_naming_the_modes(mode):
     with pytest.raises(ValueError, match="pipeline must be one of off, gated, steady, jit, always"):
         make_pipeline(mode)
     with pytest.raises(ValueError, match="pipeline must be one of off, gated, steady, jit, always"):
-        NodeMonitorLogic(slots=1, pipeline=mode)
+        NodeMonitorLogic(NodeMonitorConfig(slots=1, pipeline=mode))
 
 
 @pytest.mark.parametrize("depth", [0, MAX_PIPELINE_DEPTH + 1, True, 2.0])

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ..data.code_cache import CodeCache, task_user_owner
+from ..data.code_cache import CodeCache
 from ..data.copies import copy_limit
 from ..data.dependent import CodeRef, is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
@@ -74,6 +74,7 @@ from .outcome_pace import OutcomePace
 from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
 from .steal import Stealer
+from .task_users import task_user_owner
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)

@@ -287,17 +287,7 @@ class ClientLogic:
             job.cancelled = True
             tasks = list(range(job.n_tasks))
         job.cancel_tasks(tasks)
-        by_ref: dict[int, list[int]] = {}
-        for task in tasks:
-            if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
-                continue
-            ref = job.ref.get(task, 0)
-            if ref in self._placements:
-                by_ref.setdefault(ref, []).append(job.at[task])
-                if self._deps.awaited((job, task)):
-                    self._settle((job, task), True)
-            else:
-                self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
+        by_ref = self._cancel_here(job, tasks, settle_held=True)
         return [
             CancelJob(ref, force, None if len(local) == len(self._placements[ref].tasks) else sorted(local))
             for ref, local in by_ref.items()
@@ -307,6 +297,13 @@ class ClientLogic:
         """Cancel those of `tasks` of `job` that have not started: the ones no scheduler holds end cancelled
         now, the scheduler cancels the others it has not handed out (CancelJob.pending_only, returned) and
         lets the rest run to their outcomes."""
+        by_ref = self._cancel_here(job, tasks, settle_held=False)
+        return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
+
+    def _cancel_here(self, job: Job, tasks: list[int], settle_held: bool) -> dict[int, list[int]]:
+        """End cancelled now those of `tasks` of `job` without an outcome that no scheduler holds; the others by
+        the ref of the placement holding them, as its own task indexes (for the CancelJob). `settle_held`: those
+        held are cancelled whatever they do, so what waits on them is settled now."""
         by_ref: dict[int, list[int]] = {}
         for task in tasks:
             if not 0 <= task < job.n_tasks or job.outcomes[task] is not None:
@@ -314,10 +311,12 @@ class ClientLogic:
             ref = job.ref.get(task, 0)
             if ref in self._placements:
                 by_ref.setdefault(ref, []).append(job.at[task])
+                if settle_held and self._deps.awaited((job, task)):
+                    self._settle((job, task), True)
             else:
                 job.cancel_tasks((task,))
                 self._end(job, task, local_outcome("cancelled by its client", CANCELLED))
-        return [CancelJob(ref, False, sorted(local), True) for ref, local in by_ref.items()]
+        return by_ref
 
     def status_request(self) -> StatusRequest:
         """A StatusRequest to send (its reply comes to `query_replies`)."""

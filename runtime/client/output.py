@@ -1,4 +1,4 @@
-"""What a client does with the output of its tasks (Outcome.output: what each printed, captured by its worker).
+"""What a client does with the output of its tasks (OutputToClient: what each printed, captured by its worker).
 
 A policy, chosen by `Client(output=...)` and `SparrowExecutor(output=...)`:
 - "print" (the default): each line is written to this process's stdout or stderr (the stream the task wrote it

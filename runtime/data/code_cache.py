@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 import trio
 
 from ..errors import CodeError
-from ..services.task_users import task_users
 from .code_archive import LIMITS, CodeLimits, unpack
 
 DEFAULT_CACHE_BYTES = 2 * 2**30
@@ -224,17 +223,3 @@ def _chown_all(top: str, owner: tuple[int, int]) -> None:
 def _remove_all(paths: list[str]) -> None:
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def task_user_owner(spec: str | None) -> Owner | None:
-    """Who owns a user's folder when workers run as task users (`task_user`, task_users.py): that user's task
-    user; None when workers run as the service's own user."""
-    policy = task_users(spec)
-    if policy.spec is None:
-        return None
-
-    def owner(user: str) -> tuple[int, int]:
-        popen = policy.options(user)["popen"]
-        return popen["user"], popen["group"]
-
-    return owner

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ..data.code_cache import CodeCache, task_user_owner
+from ..data.code_cache import CodeCache
 from ..data.copies import copy_limit
 from ..data.dependent import CodeRef, is_remote, unpack_remote, worker_payload
 from ..data.links import DataLinks, describe
@@ -74,6 +74,7 @@ from .outcome_pace import OutcomePace
 from .output_limit import DEFAULT_OUTPUT_CAP, DEFAULT_OUTPUT_RATE, output_limit
 from .placed import placed_payload
 from .steal import Stealer
+from .task_users import task_user_owner
 from .worker_pool import ProcessExecutor, ThreadExecutor, Ticket
 
 logger = logging.getLogger(__name__)
@@ -421,7 +422,9 @@ class NodeMonitorService:
     def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
         key = (scheduler, msg.job_id, msg.task)
         payload = msg.payload
-        if is_remote(payload):  # inputs to fetch first (data/dependent.py), unless only its code, unpacked here
+        # a task with inputs to fetch (data/dependent.py) goes through the fetch step, unless it needs only its code
+        # and that is unpacked here already (_ready); one handed ahead is adopted as it was handed
+        if is_remote(payload) and key not in self._ahead:
             ready = self._ready(key, payload)
             if ready is None:
                 self._nursery.start_soon(self._fetch_then_launch, key, payload)

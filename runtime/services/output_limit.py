@@ -2,9 +2,10 @@
 
 Each task's output is already cut at the node monitor's per-task cap by its worker (task_output.py). Its way up
 is bounded again here, per node monitor, by a token bucket: `rate` bytes a second, up to `burst` saved (at least
-two tasks' worth at the per-task cap, so one task's whole output passes when the node was quiet). An output
-over what the bucket holds keeps its first bytes and ends in a marker line saying how many were left out; the
-task's outcome is not changed. The node monitor names itself in each output it passes (Output.node).
+two tasks' worth at the per-task cap, each with its stdout and stderr full, so a task's whole output passes
+when the node was quiet). An output over what the bucket holds keeps its first bytes and ends in a marker line
+saying how many were left out; the task's outcome is not changed. The node monitor names itself in each output
+it passes (Output.node).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def check_output_settings(cap: int, rate: int) -> None:
 
 def output_limit(node_id: str, cap: int, rate: int) -> OutputLimit:
     """The bucket of a node monitor whose tasks' output is cut at `cap` bytes a stream: `rate` bytes a second,
-    at least two tasks' worth saved."""
+    at least two tasks' worth (both streams full: 4 x `cap`) saved."""
     return OutputLimit(node_id, rate, max(rate, 4 * cap))
 
 

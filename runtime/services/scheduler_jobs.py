@@ -1,17 +1,23 @@
 """A job as its scheduler keeps it, from submission to its last outcome: its tasks' payloads until their outcomes,
 which tasks run where, which outcomes were delivered (each task gets exactly one), and what placement needs
-again to re-probe it (constraints, preferences, sampling, resources). The parts of SchedulerLogic share it.
+again to re-probe it (constraints, preferences, sampling, resources). The parts of SchedulerLogic share it, and
+the logic's other state (SchedulerState: its jobs, clients, task table, counters, clock).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping
+from typing import Protocol
 
 import numpy as np
 
+import sparrow_core
+
 from ..wire.messages import Constraint, SubmitJob
 from .scheduler_nodes import STOPS_TASKS
+from .task_history import TaskHistory
 
 
 class Job:
@@ -92,3 +98,44 @@ class Job:
         self.running: dict[int, int] = {}  # task -> worker
         self.probed: set[int] = set()  # workers that got reservations (or ran a task for a stolen one)
         self.stealable = False  # its reservations may move between node monitors (set at submission)
+
+
+class SchedulerState(Protocol):
+    """What the parts of the scheduler's logic (outcomes, placement) share of it (SchedulerLogic): its jobs,
+    clients and task table, and the links' frame limits. Read once, when a part is made: each is one object
+    for the logic's life."""
+
+    @property
+    def jobs(self) -> dict[int, Job]: ...
+    @property
+    def clients(self) -> dict[Hashable, set[int]]:
+        """Client -> the ids of its jobs in flight."""
+        ...
+
+    @property
+    def refs(self) -> dict[tuple[Hashable, int], int]:
+        """(client, its ref of a job) -> the job's id."""
+        ...
+
+    @property
+    def unfinished(self) -> Counter[Hashable]:
+        """Client -> its tasks without an outcome yet."""
+        ...
+
+    @property
+    def waiting(self) -> dict[int, tuple[float, str]]:
+        """Job id -> (deadline, why it cannot be placed) of the jobs waiting for a node monitor."""
+        ...
+
+    @property
+    def table(self) -> sparrow_core.TaskTable: ...
+    @property
+    def stats(self) -> Counter[str]: ...
+    @property
+    def history(self) -> TaskHistory: ...
+    @property
+    def frame_limits(self) -> Mapping[Hashable, int]: ...
+    @property
+    def max_frame(self) -> int: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...

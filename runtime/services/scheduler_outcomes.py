@@ -20,11 +20,7 @@ happens to node monitors or clients. A part of SchedulerLogic (scheduler_logic.p
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
-from typing import Protocol
-
-import sparrow_core
 
 from ..wire.limits import MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
@@ -43,49 +39,9 @@ from ..wire.messages import (
     failed,
 )
 from .outbox import Outbox
-from .scheduler_jobs import Job
+from .scheduler_jobs import Job, SchedulerState
 from .scheduler_nodes import Node
-from .task_history import TaskEntry, TaskHistory, error_summary
-
-
-class OutcomesHost(Protocol):
-    """What outcomes share with the scheduler's logic (SchedulerLogic): its jobs, clients and task table, and
-    the links' frame limits. Read once, when the part is made: each is one object for the logic's life."""
-
-    @property
-    def jobs(self) -> dict[int, Job]: ...
-    @property
-    def clients(self) -> Mapping[Hashable, set[int]]:
-        """Client -> the ids of its jobs in flight."""
-        ...
-
-    @property
-    def refs(self) -> dict[tuple[Hashable, int], int]:
-        """(client, its ref of a job) -> the job's id."""
-        ...
-
-    @property
-    def unfinished(self) -> Counter[Hashable]:
-        """Client -> its tasks without an outcome yet."""
-        ...
-
-    @property
-    def waiting(self) -> dict[int, tuple[float, str]]:
-        """Job id -> (deadline, why it cannot be placed) of the jobs waiting for a node monitor."""
-        ...
-
-    @property
-    def table(self) -> sparrow_core.TaskTable: ...
-    @property
-    def stats(self) -> Counter[str]: ...
-    @property
-    def history(self) -> TaskHistory: ...
-    @property
-    def frame_limits(self) -> Mapping[Hashable, int]: ...
-    @property
-    def max_frame(self) -> int: ...
-    @property
-    def clock(self) -> Callable[[], float]: ...
+from .task_history import TaskEntry, error_summary
 
 
 class Outcomes:
@@ -95,7 +51,7 @@ class Outcomes:
 
     def __init__(
         self,
-        host: OutcomesHost,
+        host: SchedulerState,
         by_worker: Mapping[int, Node],
         placement_timeout: float,
         on_node_outcome: Callable[[Node], None] | None,

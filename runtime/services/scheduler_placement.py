@@ -47,48 +47,16 @@ from ..wire.resources import format_resources
 from .outbox import Outbox
 from .placement_log import PlacementLog
 from .scheduler_idle import IdleNodes
-from .scheduler_jobs import Job
+from .scheduler_jobs import Job, SchedulerState
 from .scheduler_nodes import Membership, Node
 from .scheduler_outcomes import Outcomes
 from .scheduler_sessions import job_user
 
 
-class PlacementHost(Protocol):
-    """What placement shares with the scheduler's logic (SchedulerLogic): its jobs, clients, task table and
-    settings. Read once, when the part is made: each is one object for the logic's life."""
+class PlacementHost(SchedulerState, Protocol):
+    """What placement needs of the scheduler's logic (SchedulerLogic) beside the state its parts share: its
+    settings and random generator."""
 
-    @property
-    def jobs(self) -> dict[int, Job]: ...
-    @property
-    def clients(self) -> dict[Hashable, set[int]]:
-        """Client -> the ids of its jobs in flight."""
-        ...
-
-    @property
-    def refs(self) -> dict[tuple[Hashable, int], int]:
-        """(client, its ref of a job) -> the job's id."""
-        ...
-
-    @property
-    def unfinished(self) -> Counter[Hashable]:
-        """Client -> its tasks without an outcome yet."""
-        ...
-
-    @property
-    def waiting(self) -> dict[int, tuple[float, str]]:
-        """Job id -> (deadline, why it cannot be placed) of the jobs waiting for a node monitor."""
-        ...
-
-    @property
-    def table(self) -> sparrow_core.TaskTable: ...
-    @property
-    def stats(self) -> Counter[str]: ...
-    @property
-    def frame_limits(self) -> dict[Hashable, int]: ...
-    @property
-    def max_frame(self) -> int: ...
-    @property
-    def clock(self) -> Callable[[], float]: ...
     @property
     def rng(self) -> sparrow_core.Rng: ...
     @property

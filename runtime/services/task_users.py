@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+from collections.abc import Callable
 
 PATTERN_FIELD = "{user}"
 # what a cluster user's name may be to name an OS user (POSIX's portable user names, as useradd takes them)
@@ -98,3 +99,17 @@ def task_user_options(name: str) -> dict:
     env = {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
     popen = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
     return {"name": entry.pw_name, "env": env, "popen": popen}
+
+
+def task_user_owner(spec: str | None) -> Callable[[str], tuple[int, int]] | None:
+    """Who owns a user's folder of the node monitor's code cache (data/code_cache.py's Owner) when workers run as
+    task users (`task_user`): that user's task user; None when workers run as the service's own user."""
+    policy = task_users(spec)
+    if policy.spec is None:
+        return None
+
+    def owner(user: str) -> tuple[int, int]:
+        popen = policy.options(user)["popen"]
+        return popen["user"], popen["group"]
+
+    return owner

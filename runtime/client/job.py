@@ -27,6 +27,14 @@ DEFAULT_RETRIES = 3  # as Ray: system failures are retried 3 times
 _NONE: frozenset[int] = frozenset()  # a job's sets until they hold a task
 
 
+def _with(tasks: AbstractSet[int], more: Iterable[int]) -> set[int]:
+    """`tasks` with `more` added: the same set, or a new one in place of the shared empty one."""
+    if not isinstance(tasks, set):
+        tasks = set()
+    tasks.update(more)
+    return tasks
+
+
 class Job:
     """A submitted job: its settings (a SubmitJob whose `tasks` are not used), each task's payload
     until it has an outcome, its attempts and its outcomes (an Outcome each, as the scheduler sent it
@@ -116,10 +124,7 @@ class Job:
 
     def hold(self, tasks: Iterable[int]) -> None:
         """`tasks` wait for other tasks' outcomes (or are the client's own upload): not placed nor relaunched."""
-        held = self.held
-        if not isinstance(held, set):
-            held = self.held = set()
-        held.update(tasks)
+        self.held = _with(self.held, tasks)
 
     def unhold(self, task: int) -> None:
         held = self.held
@@ -127,17 +132,11 @@ class Job:
             held.discard(task)
 
     def cancel_tasks(self, tasks: Iterable[int]) -> None:
-        cancelled = self.cancelled_tasks
-        if not isinstance(cancelled, set):
-            cancelled = self.cancelled_tasks = set()
-        cancelled.update(tasks)
+        self.cancelled_tasks = _with(self.cancelled_tasks, tasks)
 
     def disown(self, task: int) -> None:
         """Task `task`'s owner was dropped before its outcome came."""
-        unowned = self.unowned
-        if not isinstance(unowned, set):
-            unowned = self.unowned = set()
-        unowned.add(task)
+        self.unowned = _with(self.unowned, (task,))
 
     def exception(self, task: int) -> BaseException:
         """The exception failed task `task`'s outcome stands for."""

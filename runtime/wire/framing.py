@@ -76,7 +76,7 @@ _BY_TAG = _message_classes()
 _PATH = re.compile(r" - at `\$\[(\d+)\](?:\[(\d+)\])?")  # where msgspec says the bad value is
 
 
-def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
+def describe_invalid(frame: bytes | bytearray | memoryview, exc: Exception) -> str:
     """Why `frame` is not a valid message, naming the message and the field when they can be told
     (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct, `$[3][0]`
     the first field of the struct that is its third)."""

@@ -1,8 +1,8 @@
 """How tasks and their outcomes travel: cloudpickled callables in, pickled results or exceptions out.
 
 A task payload is a pickle (protocol 5) of `(fn, args, kwargs)`, as cloudpickle makes it, a function pickled by value
-in it once for many tasks (shipped.py; TaskPacker puts its opcodes in front of each task's arguments). Running it yields an `Outcome`
-(messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
+in it once for many tasks (shipped.py; TaskPacker puts its opcodes in front of each task's arguments). Running it
+yields an `Outcome` (messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
 cannot be pickled) and the formatted remote traceback in `error`. A failure that is not the task's
 own exception (its process died, its node monitor was lost) has an empty payload, the reason in
 `error` and its cause in `failure`.

@@ -352,10 +352,20 @@ class NodeMonitorService:
 
     def _route_held(self, out: list) -> None:
         sends = self._sends
+        ahead = self._ahead
         for peer, msg in out:
             kind = type(msg)
-            if kind is TaskToNode:
-                self._start(peer, msg)
+            if kind is OutcomeToScheduler:
+                sends.append((peer, msg))
+                if len(msg.outcome.payload) > LINK_FULL:
+                    self._sends_big = True
+            elif kind is TaskToNode:
+                key = (peer, msg.job_id, msg.task)
+                handed = ahead.pop(key, None) if ahead else None
+                if handed is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
+                    self._tickets[key] = self.executor.adopt(handed, partial(self._finished, key))
+                else:
+                    self._start(key, msg.payload)
             elif kind is Withdraw:
                 handed = self._ahead.pop((peer, msg.job_id, msg.task), None)
                 if handed is not None:
@@ -371,8 +381,6 @@ class NodeMonitorService:
                     self._fetching.pop(key).stop(msg)
             else:
                 sends.append((peer, msg))
-                if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
-                    self._sends_big = True
         logic = self.logic
         bound = logic.bound
         if bound:
@@ -433,12 +441,11 @@ class NodeMonitorService:
         kind = type(msg)
         return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
 
-    def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
-        key = (scheduler, msg.job_id, msg.task)
-        payload = msg.payload
+    def _start(self, key: tuple, payload: bytes) -> None:
+        """Launch task `key` (not handed ahead: `_route_held` adopts those as they were handed)."""
         # a task with inputs to fetch (data/dependent.py) goes through the fetch step, unless it needs only its code
-        # and that is unpacked here already (_ready); one handed ahead is adopted as it was handed
-        if key not in self._ahead and is_remote(payload):
+        # and that is unpacked here already (_ready)
+        if is_remote(payload):
             ready = self._ready(key, payload)
             if ready is None:
                 self._nursery.start_soon(self._fetch_then_launch, key, payload)
@@ -480,11 +487,6 @@ class NodeMonitorService:
             if place is not None:  # a task with resources is told its place (placed.py)
                 payload = placed_payload(payload, self.node_id, *place)
                 memory = fit.memory(key)
-        if self._ahead:
-            ahead = self._ahead.pop(key, None)
-            if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
-                self._tickets[key] = self.executor.adopt(ahead, done)
-                return
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
@@ -618,7 +620,10 @@ class NodeMonitorService:
             output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
             if output is not None:
                 self._put_output(out, job_id, task, output)
-            self._route(out)
+            if self._burst.held:  # a worker's read: its end flushes (`_route`)
+                self._route_held(out)
+            else:
+                self._route(out)
         except ServiceStop:
             raise
         except Exception as exc:

@@ -351,9 +351,7 @@ class NodeMonitorLogic:
         for msg in msgs:
             kind = type(msg)
             try:
-                if kind is EnqueueReservations:
-                    self.enqueue(scheduler, jobs, msg)
-                elif kind is TaskToNode and msg.bound:
+                if kind is TaskToNode and msg.bound:
                     self._take_bound(scheduler, msg)
                 elif kind is TaskToNode:
                     entry, held_slot = self._answered(jobs, msg.job_id, True, out)
@@ -368,6 +366,8 @@ class NodeMonitorLogic:
                         self.bound.append((scheduler, msg))
                         if self.pipeline.times_requests:  # jit times its requests (a call per task else)
                             self.pipeline.answered_ahead(self.clock, self.ahead)
+                elif kind is EnqueueReservations:
+                    self.enqueue(scheduler, jobs, msg)
                 elif kind is NoTask:
                     entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
@@ -581,7 +581,8 @@ class NodeMonitorLogic:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
         if entry.order:  # a stolen reservation's request answered: its lender may forget it
             self.stealing.answered_for(entry, out)
-        self.forget_if_idle(jobs, entry)
+        if not entry.queued:  # else it is not idle (forget_if_idle): a call per answer saved
+            self.forget_if_idle(jobs, entry)
         return entry, held_slot
 
     def _take_bound(self, scheduler: Hashable, msg: TaskToNode) -> None:

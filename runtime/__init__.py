@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Client": "client.core",
     "JobHandle": "client.core",
+    "JobOptions": "client.job",
     "TaskOutcome": "client.core",
     "ConnectionLost": "errors",
     "DependencyFailed": "errors",
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .client.core import JobHandle as JobHandle
     from .client.core import TaskOutcome as TaskOutcome
     from .client.executor import SparrowExecutor as SparrowExecutor
+    from .client.job import JobOptions as JobOptions
     from .errors import ConnectionLost as ConnectionLost
     from .errors import DependencyFailed as DependencyFailed
     from .errors import FrameTooLarge as FrameTooLarge

@@ -11,9 +11,10 @@ imported from them (and from the current directory) and sent by reference, the w
 shipped copy; a shell task runs in the shipped working directory. A module imported from the current directory
 that is not shipped (not installed either) is sent by value, so the workers do not need the file. What a callable
 prints is printed here as it arrives, each line after a `(task JOB.TASK on NODE)` prefix (--output keep: not
-shown). Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which cancels the job: its running
-tasks are stopped). With several --scheduler it fails over between
-them; --retries relaunches a task after a system failure.
+shown). Standard error says the job's id once it is accepted (`sparrow tasks --job ID` follows it) and a summary
+at the end. Exit status: 0 if every task succeeded, 1 otherwise, 130 after Ctrl-C (which cancels the job: its
+running tasks are stopped). With several --scheduler it fails over between them; --retries relaunches a task after
+a system failure.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 import cloudpickle
 import trio
 
-from ..client.core import Client, TaskOutcome
+from ..client.core import Client, JobHandle, TaskOutcome
 from ..errors import RemoteTraceback, SparrowError, TaskFailed
 from ..services.logsetup import setup_logging
 from .command_task import CommandFailed, run_command
@@ -43,6 +44,7 @@ from .config import Resolved
 
 CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 CANCEL_WAIT = 3.0  # seconds Ctrl-C waits for the cancellation to be confirmed
+ANNOUNCE_POLL = 0.05  # seconds between two looks for the job's id until it is accepted
 DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")  # mymodule.work: module:function was likely meant
 
 
@@ -139,6 +141,27 @@ def _failure(outcome: TaskOutcome, traceback: bool) -> str:
     return f"[{outcome.index}] failed: {text}"
 
 
+class _Announce:
+    """Says the job's id once the scheduler accepted it, so `sparrow tasks --job ID` can follow it while it runs:
+    from `watch` (a job whose tasks run long) or before its first outcome (its acceptance may come with it)."""
+
+    def __init__(self, job: JobHandle, n_tasks: int) -> None:
+        self._job = job
+        self._n_tasks = n_tasks
+        self._said = False
+
+    def now(self) -> None:
+        if not self._said and self._job.job_id is not None:
+            self._said = True
+            said = f"sparrow submit: job {self._job.job_id} accepted: {self._n_tasks} tasks"
+            print(said, file=sys.stderr, flush=True)
+
+    async def watch(self) -> None:
+        while not self._said:
+            self.now()
+            await trio.sleep(ANNOUNCE_POLL)
+
+
 async def _submit(
     schedulers: list[str], credentials: dict, tasks: list, s: Resolved, show: Callable[[int, Any], str]
 ) -> int:
@@ -179,8 +202,11 @@ async def _submit(
                         return
 
                 nursery.start_soon(cancel_on_signal)
+                announce = _Announce(job, len(tasks))
+                nursery.start_soon(announce.watch)
                 with trio.move_on_after(s["timeout"] if s["timeout"] is not None else float("inf")) as scope:
                     async for outcome in job.as_completed():
+                        announce.now()
                         done += 1
                         if outcome.ok:
                             print(show(outcome.index, outcome.value), flush=True)

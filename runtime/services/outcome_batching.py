@@ -27,11 +27,10 @@ and one wake-up of its scheduler for several tasks (services/node_monitor.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import trio
 
-from ..wire.connection import Connection, send_grouped
+from ..wire.connection import Connection, send_bursts, send_grouped
 from ..wire.messages import JobAccepted, OutcomeToClient, TaskStarted
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
@@ -44,11 +43,6 @@ def check_result_delay(delay: float) -> float:
     return delay
 
 
-def _not_last_outcome(msg: Any) -> bool:  # any message to a client (a hot path: dispatched on its type)
-    kind = type(msg)
-    return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted
-
-
 class OutcomeBatcher:
     """Sends `(peer, message)` pairs, holding the messages `may_wait` allows (default: clients'
     OutcomeToClients but a job's last, and JobAccepteds) up to `delay` seconds, and the TaskStarteds of tasks
@@ -56,7 +50,7 @@ class OutcomeBatcher:
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY, may_wait: Callable[[object], bool] | None = None) -> None:
         self.delay = check_result_delay(delay)
-        self.may_wait = _not_last_outcome if may_wait is None else may_wait
+        self.may_wait = may_wait  # None: the default rule (inlined in `send`: a hot path)
         self._held: dict[Connection, list] = {}  # peer -> its held messages, in order
         # (peer, ref, task) -> (its TaskStarted, the period it was held in); one flat dict: an outcome costs one pop
         self._starts: dict[tuple[Connection, int, int], tuple[TaskStarted, int]] = {}
@@ -65,25 +59,29 @@ class OutcomeBatcher:
 
     def send(self, pairs: list, later: bool = False) -> None:
         """Send `(peer, message)` pairs (as connection.send_grouped does, `later` as well), holding what
-        may wait."""
+        may wait. The pairs are grouped by peer as they are read: one burst per peer, the messages held
+        for a peer going before its first one that may not wait."""
         if not self.delay:
             send_grouped(pairs, later=later)
             return
-        now: list[tuple[Connection, object]] = []
+        bursts: dict[Connection, list] = {}
         held = self._held
         starts = self._starts
         may_wait = self.may_wait
-        for pair in pairs:
-            peer, msg = pair
+        for peer, msg in pairs:
             kind = type(msg)
             if kind is TaskStarted:
                 if not starts:
                     self._started.set()
                 starts[peer, msg.ref, msg.task] = (msg, self._period)
                 continue
-            if starts and kind is OutcomeToClient:
-                starts.pop((peer, msg.ref, msg.task), None)
-            if may_wait(msg):
+            if kind is OutcomeToClient:
+                if starts:
+                    starts.pop((peer, msg.ref, msg.task), None)
+                wait = not msg.last if may_wait is None else may_wait(msg)
+            else:
+                wait = kind is JobAccepted if may_wait is None else may_wait(msg)
+            if wait:
                 waiting = held.get(peer)
                 if waiting is None:
                     held[peer] = [msg]
@@ -91,11 +89,21 @@ class OutcomeBatcher:
                 else:
                     waiting.append(msg)
                 continue
-            waiting = held.pop(peer, None)
-            if waiting is not None:
-                now.extend((peer, m) for m in waiting)
-            now.append(pair)
-        send_grouped(now, later=later)
+            burst = bursts.get(peer)
+            waiting = held.pop(peer, None) if held else None
+            if burst is None:
+                if waiting is None:
+                    bursts[peer] = [msg]
+                else:
+                    waiting.append(msg)
+                    bursts[peer] = waiting
+            elif waiting is None:
+                burst.append(msg)
+            else:
+                burst += waiting
+                burst.append(msg)
+        if bursts:
+            send_bursts(bursts, later=later)
 
     def forget(self, peer: Connection) -> None:
         """Drop what is held for a peer that is gone."""

@@ -188,7 +188,8 @@ class ForkStarts:
         return reply["process"]
 
     async def _read(self) -> None:
-        """Take the server's replies and exit reports until its line ends; then kill what it forked."""
+        """Take the server's replies and exit reports until its line ends; then kill what it forked. Cancelled
+        (the node monitor is stopping), it kills what it forked too, and says nothing: the server did not fail."""
         assert self._line is not None and self._replies is not None
         try:
             while True:
@@ -206,11 +207,14 @@ class ForkStarts:
                 await self._replies.send(msg)
         except (OSError, trio.ClosedResourceError):
             pass
+        except trio.Cancelled:
+            self._broken = True
+            raise
         finally:
             self._server_gone()
 
     def _server_gone(self) -> None:
-        if not self._broken:
+        if not self._broken:  # the line ended while the node monitor still runs
             logger.warning("the executor's fork server ended: its workers are killed, later workers are spawned")
         self._broken = True
         assert self._replies is not None

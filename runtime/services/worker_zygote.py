@@ -163,7 +163,9 @@ def main(argv: list[str]) -> int:
     worker_main.stay_private()  # inherited by every child until it runs something else
     with socket.socket(fileno=int(argv[0])) as control:
         os.set_inheritable(control.fileno(), False)
-        serve(control)
+        # the node monitor closing the line with our last reports unread: it is gone, so are we
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            serve(control)
     return 0
 
 

@@ -63,6 +63,8 @@ def test_submit_shell_command_gets_each_task_index(local):
     assert done.returncode == 0, done.stderr
     assert sorted(line for line in done.stdout.splitlines()) == [f"[{i}] index={i}" for i in range(5)]
     assert "5 tasks, 5 succeeded, 0 failed" in done.stderr
+    started = re.search(r"^sparrow submit: job (\d+) accepted: 5 tasks$", done.stderr, flags=re.M)
+    assert started and f"job {started.group(1)}: 5 tasks" in done.stderr  # the same id as the summary's
 
 
 def test_submit_reports_a_failing_task_and_exits_non_zero(local):

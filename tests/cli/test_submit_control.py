@@ -4,6 +4,8 @@ meets them: real processes on loopback."""
 from __future__ import annotations
 
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -68,9 +70,13 @@ def test_ctrl_c_on_submit_cancels_its_job_and_stops_its_running_tasks(running, t
         "--scheduler", addresses[0], "--secret-file", str(secret), "--tasks", "2", "--", "sleep", "60", env=env
     )
     sleepers = _started_sleepers(node)
+    # its id is said while its tasks run, before any outcome (sparrow tasks --job ID follows it)
+    assert select.select([job.stderr], [], [], 10)[0], "no line on standard error while the tasks ran"
+    accepted = re.fullmatch(r"sparrow submit: job (\d+) accepted: 2 tasks\n", job.stderr.readline())
+    assert accepted
     job.send_signal(signal.SIGINT)
     _, err = job.communicate(timeout=30)
-    assert job.returncode == 130 and "cancelling job" in err and "cancelled" in err, err
+    assert job.returncode == 130 and f"cancelling job {accepted.group(1)}" in err and "cancelled" in err, err
     assert survivors(sleepers, timeout=10) == []  # forced: their workers were killed
 
 

@@ -10,8 +10,8 @@ from functools import partial
 import pytest
 import trio
 
-from sparrow_runtime import Client, SparrowExecutor
-from sparrow_runtime.client.job import JobOptions, build_submit
+from sparrow_runtime import Client, JobOptions, SparrowExecutor
+from sparrow_runtime.client.job import build_submit
 from sparrow_runtime.wire.messages import SubmitJob
 
 

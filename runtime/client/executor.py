@@ -61,11 +61,20 @@ from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED, Constraint, StatusReply, TaskRecord
-from ..wire.task_codec import pack_task
+from ..wire.task_codec import TaskPacker, pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
-from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
+from .job import (
+    DEFAULT_RETRIES,
+    Job,
+    JobOptions,
+    build_submit,
+    check_retries,
+    job_size_problem,
+    oversize_problem,
+    split_jobs,
+)
 from .logic import Held
 from .output import OutputCallback
 from .output import text as output_text
@@ -340,10 +349,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         payloads: list[bytes] = []
         sizes: list[int] = []
         held: Held = {}
+        packer: TaskPacker | None = None  # the last callable's (decided once per call of submit_many)
         for task, (fn, args, kwargs) in enumerate(calls):
             inputs = find_inputs(args, kwargs, _is_future)
             if inputs is None:
-                payload = pack_task(fn, args, kwargs)
+                if packer is None or packer.fn is not fn:
+                    packer = TaskPacker(fn)
+                payload = packer.pack(args, kwargs)
                 if code is not None:
                     payload = with_code(payload, code)
                 problem = oversize_problem(len(payload), max_frame)
@@ -541,10 +553,13 @@ class SparrowExecutor(concurrent.futures.Executor):
                 jobs = []
                 code = None if self._client.code is None else self._code()
                 for start in range(0, len(chunk), size):
-                    payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
+                    pack = TaskPacker(fn).pack  # per job: a global rebound is seen by the next
+                    payloads = [pack(args) for args in chunk[start : start + size]]
                     if code is not None:
                         payloads = [with_code(payload, code) for payload in payloads]
-                    build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
+                    problem = job_size_problem(payloads, max_frame)  # its settings were checked with the executor's
+                    if problem is not None:
+                        raise ValueError(problem)
                     jobs.append(self._job(payloads, options=options, code=code))
                 futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))

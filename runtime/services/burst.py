@@ -18,15 +18,12 @@ from collections.abc import Callable
 class Burst:
     """A hold around a service's handling of one read or event; its flushes run when the outermost ends."""
 
-    __slots__ = ("_depth", "_flushes")
+    __slots__ = ("_depth", "_flushes", "held")
 
     def __init__(self) -> None:
         self._depth = 0
         self._flushes: list[Callable[[], None]] = []
-
-    @property
-    def held(self) -> bool:
-        return self._depth > 0
+        self.held = False  # an attribute, not a property: senders ask once per message
 
     def on_release(self, flush: Callable[[], None]) -> None:
         """Call `flush()` whenever the outermost hold ends (after the flushes registered before it)."""
@@ -34,9 +31,11 @@ class Burst:
 
     def __enter__(self) -> None:
         self._depth += 1
+        self.held = True
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if not self._depth:
+            self.held = False
             for flush in self._flushes:
                 flush()

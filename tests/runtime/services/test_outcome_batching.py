@@ -111,7 +111,7 @@ def test_no_flush_is_due_once_a_jobs_last_outcome_took_what_was_held(autojump_cl
         batcher.flush = lambda: (flushes.append(trio.current_time()), flush())  # type: ignore[method-assign]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(batcher.run)
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             batcher.send([(client, JobAccepted(1, 7))])
             await trio.sleep(0.0005)
             batcher.send([(client, outcome(0, last=True))])

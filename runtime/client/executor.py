@@ -599,7 +599,9 @@ class SparrowExecutor(concurrent.futures.Executor):
                 window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
-        return _results_in_order(window, top_up, deadline)
+        # top_up has room for a chunk once the window is down to `low` (never again without a buffersize: it took all)
+        low = -1 if buffersize is None else buffersize - step
+        return _results_in_order(window, top_up, low, deadline)
 
     def _fetch(self, future: SparrowFuture) -> Any:
         """The value of `future`'s task, fetched from its node monitor by the trio thread (ValueLost)."""
@@ -647,21 +649,23 @@ def _is_future(obj: object) -> bool:
     return isinstance(obj, SparrowFuture)
 
 
-def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:
+def _results_in_order(window: deque, top_up: Callable[[], None], low: int, deadline: float | None) -> Iterator:
     """Map's results in order. No local holds a result or a future across `yield` (a result the caller
     drops is freed), and a future is out of the window while it is waited for, so a wait that times out
     cancels its task along with those left in the window."""
     try:
         while window:
-            yield _next_result(window, top_up, deadline)
+            yield _next_result(window, top_up, low, deadline)
     finally:
         for future in window:
             future.cancel()
 
 
-def _next_result(window: deque, top_up: Callable[[], None], deadline: float | None) -> Any:
-    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it."""
+def _next_result(window: deque, top_up: Callable[[], None], low: int, deadline: float | None) -> Any:
+    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it once it is
+    down to `low` futures."""
     future = window.popleft()
     value = future._take_result(None if deadline is None else deadline - time.monotonic())
-    top_up()
+    if len(window) <= low:
+        top_up()
     return value

@@ -49,19 +49,21 @@ class TaskPacker:
 
     Error handling: TypeError for something not callable, or naming `fn` if it cannot be pickled."""
 
-    __slots__ = ("_by_reference", "_shipped", "fn")
+    __slots__ = ("_by_reference", "_opcodes", "_shipped", "fn")
 
     def __init__(self, fn: Callable[..., object]) -> None:
         if not callable(fn):
             raise TypeError(f"a task must be callable, got {type(fn).__name__}")
         self.fn = fn
         self._shipped: Shipped | None = None
+        self._opcodes = b""  # those of the function shipped by value
         self._by_reference = False
         if type(fn) is types.FunctionType and not _by_reference(fn):
             try:
                 self._shipped = shipped(fn)  # pickled by value once (shipped.py)
             except Exception as exc:
                 raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
+            self._opcodes = self._shipped.opcodes()
         else:
             self._by_reference = _by_reference(fn)
 
@@ -77,7 +79,7 @@ class TaskPacker:
             if fn is not None:
                 stand_in = (None, args, kwargs)
                 rest = pickle.dumps(stand_in, PROTOCOL) if plain else cloudpickle.dumps(stand_in)
-                payload = _splice(fn.opcodes(), rest)
+                payload = _splice(self._opcodes, rest)
                 if payload is not None:
                     return payload
                 call: tuple = (fn, args, kwargs)

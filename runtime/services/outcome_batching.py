@@ -26,6 +26,7 @@ and one wake-up of its scheduler for several tasks (services/node_monitor.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import trio
@@ -55,7 +56,9 @@ class OutcomeBatcher:
         # (peer, ref, task) -> (its TaskStarted, the period it was held in); one flat dict: an outcome costs one pop
         self._starts: dict[tuple[Connection, int, int], tuple[TaskStarted, int]] = {}
         self._period = 0  # periods flushed so far
-        self._started = trio.Event()  # set when a peer's first message is held
+        # run's wait: its deadline is when what is held must go (inf: nothing held), set by `send` as the first
+        # message is held and cleared once all went; None before `run` starts (it then looks at what is held)
+        self._wait: trio.CancelScope | None = None
 
     def send(self, pairs: list, later: bool = False) -> None:
         """Send `(peer, message)` pairs (as connection.send_grouped does, `later` as well), holding what
@@ -72,7 +75,7 @@ class OutcomeBatcher:
             kind = type(msg)
             if kind is TaskStarted:
                 if not starts:
-                    self._started.set()
+                    self._due()
                 starts[peer, msg.ref, msg.task] = (msg, self._period)
                 continue
             if kind is OutcomeToClient:
@@ -85,7 +88,7 @@ class OutcomeBatcher:
                 waiting = held.get(peer)
                 if waiting is None:
                     held[peer] = [msg]
-                    self._started.set()
+                    self._due()
                 else:
                     waiting.append(msg)
                 continue
@@ -104,6 +107,14 @@ class OutcomeBatcher:
                 burst.append(msg)
         if bursts:
             send_bursts(bursts, later=later)
+            if not held and not starts and self._wait is not None:  # all went (a job's last outcome): no flush due
+                self._wait.deadline = math.inf
+
+    def _due(self) -> None:
+        """A message is held: what is held goes `delay` from now, unless a flush is due sooner."""
+        wait = self._wait
+        if wait is not None and wait.deadline == math.inf:
+            wait.deadline = trio.current_time() + self.delay
 
     def forget(self, peer: Connection) -> None:
         """Drop what is held for a peer that is gone."""
@@ -112,16 +123,24 @@ class OutcomeBatcher:
             self._starts = {key: entry for key, entry in self._starts.items() if key[0] is not peer}
 
     async def run(self) -> None:
-        """Send held messages at most `delay` seconds after the first of them was held; until cancelled."""
+        """Send held messages at most `delay` seconds after the first of them was held; until cancelled.
+
+        One wait per flush, whose deadline `send` sets as the first message is held and clears once what
+        was held went with a job's last outcome: a flush costs one wake-up of this task, and none when
+        nothing is left to flush (an event to wake on, then a sleep, cost two, the second often for nothing)."""
         if not self.delay:
             return
-        while True:
-            await self._started.wait()
-            self._started = trio.Event()
-            if not self._held and not self._starts:  # already sent, with a job's last outcome
-                continue
-            await trio.sleep(self.delay)
-            self.flush()
+        try:
+            while True:
+                with trio.CancelScope() as wait:
+                    self._wait = wait
+                    if self._held or self._starts:  # held before this wait: since the last flush, or before run
+                        wait.deadline = trio.current_time() + self.delay
+                    await trio.sleep_forever()
+                self._wait = None
+                self.flush()
+        finally:
+            self._wait = None
 
     def flush(self) -> None:
         """Send everything held, now, but the TaskStarteds held in this period (they go at the next flush
@@ -136,8 +155,6 @@ class OutcomeBatcher:
                     held.setdefault(key[0], []).append(msg)
                 else:
                     waiting[key] = (msg, since)
-            self._starts = waiting
-            if waiting:
-                self._started.set()  # the next period's flush
+            self._starts = waiting  # if any, `run` waits for the next period's flush
         for peer, msgs in held.items():
             peer.send_many(msgs)

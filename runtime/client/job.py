@@ -346,6 +346,9 @@ def oversize_problem(size: int, max_frame: int) -> str | None:
 
 def split_jobs(sizes: Sequence[int], max_frame: int) -> list[range]:
     """Consecutive groups of tasks (by their payload sizes, each one fitting alone) that each fit one job."""
+    n = len(sizes)
+    if n <= MAX_TASKS_PER_JOB and sum(sizes) + FRAME_OVERHEAD_PER_TASK * n + FRAME_OVERHEAD_PER_JOB <= max_frame:
+        return [range(n)] if n else []  # all in one: what the loop below finds, without its step per task
     groups = []
     start, used = 0, FRAME_OVERHEAD_PER_JOB
     for i, size in enumerate(sizes):

@@ -36,6 +36,7 @@ raises RuntimeError, like the standard executors.
 
 from __future__ import annotations
 
+import _thread
 import concurrent.futures
 import itertools
 import logging
@@ -47,10 +48,13 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures._base import CANCELLED as FUTURE_CANCELLED
+from concurrent.futures._base import FINISHED as FUTURE_FINISHED
 from concurrent.futures._base import PENDING as FUTURE_PENDING
+from concurrent.futures._base import RUNNING as FUTURE_RUNNING
 from functools import partial
 from typing import Any, NoReturn
 
+import cloudpickle
 import msgspec
 import trio
 
@@ -61,11 +65,20 @@ from ..wire.address import Address
 from ..wire.framing import DEFAULT_MAX_FRAME
 from ..wire.link_config import DEFAULT_HANDSHAKE_TIMEOUT
 from ..wire.messages import CANCELLED, Constraint, StatusReply, TaskRecord
-from ..wire.task_codec import pack_task
+from ..wire.task_codec import TaskPacker, pack_task
 from ..wire.tls import TLS
 from .core import DEFAULT_SCHEDULER_TIMEOUT, Client
 from .executor_loop import ExecutorLoop
-from .job import DEFAULT_RETRIES, Job, JobOptions, build_submit, check_retries, oversize_problem, split_jobs
+from .job import (
+    DEFAULT_RETRIES,
+    Job,
+    JobOptions,
+    build_submit,
+    check_retries,
+    job_size_problem,
+    oversize_problem,
+    split_jobs,
+)
 from .logic import Held
 from .output import OutputCallback
 from .output import text as output_text
@@ -81,6 +94,9 @@ DEFAULT_BUFFERSIZE = 8 * DEFAULT_CHUNKSIZE  # map's tasks submitted and not yet 
 _KEPT = object()  # a future's result while its value is still at its node monitor only
 
 
+_RLock: Any = getattr(_thread, "RLock", threading.RLock)  # the C lock threading.RLock() makes, without its Python frame
+
+
 class _Condition(threading.Condition):
     """threading.Condition over an RLock of its own that looks the lock's methods up when called: the standard
     one binds five of them per instance, five objects per future that the garbage collector scans while the
@@ -88,7 +104,7 @@ class _Condition(threading.Condition):
     (acquire, release, and wait's _release_save, _acquire_restore, _is_owned) are the lock's own."""
 
     def __init__(self) -> None:  # not Condition.__init__: it binds the lock's methods on the instance
-        self._lock = threading.RLock()
+        self._lock = _RLock()
         self._waiters: deque = deque()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -98,13 +114,13 @@ class _Condition(threading.Condition):
         self._lock.release()
 
     def _release_save(self) -> Any:
-        return self._lock._release_save()  # type: ignore[attr-defined]
+        return self._lock._release_save()
 
     def _acquire_restore(self, state: Any) -> None:
-        self._lock._acquire_restore(state)  # type: ignore[attr-defined]
+        self._lock._acquire_restore(state)
 
     def _is_owned(self) -> bool:
-        return self._lock._is_owned()  # type: ignore[attr-defined]
+        return self._lock._is_owned()
 
 
 class SparrowFuture(concurrent.futures.Future):
@@ -180,9 +196,36 @@ class SparrowFuture(concurrent.futures.Future):
             self.set_running_or_notify_cancel()
             return True
 
+    def _finish(self, value: Any, error: BaseException | None) -> None:
+        """(The trio thread.) `set_result(value)`, or `set_exception(error)`, in one hold of the lock, and nothing
+        if the future was cancelled meanwhile (in the caller's thread). The condition is notified only if a thread
+        waits on it: map's window holds hundreds of futures that nobody waits for yet."""
+        condition = self._condition
+        with condition._lock:  # type: ignore[attr-defined]  # the condition's own lock, without its Python-level __enter__ and __exit__
+            if self._state != FUTURE_PENDING and self._state != FUTURE_RUNNING:
+                return
+            if error is None:
+                self._result = value
+                self._state = FUTURE_FINISHED
+                for waiter in self._waiters:  # those of concurrent.futures.wait and as_completed
+                    waiter.add_result(self)
+            else:
+                self._exception = error
+                self._state = FUTURE_FINISHED
+                for waiter in self._waiters:
+                    waiter.add_exception(self)
+            if condition._waiters:  # type: ignore[attr-defined]
+                condition.notify_all()
+        if self._done_callbacks:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
+
     def _take_result(self, timeout: float | None) -> Any:
         """`result(timeout)` for a future nobody else sees (map's): its value is then forgotten here, so
         the caller's dropping it frees it; the task is cancelled if it has no outcome by then."""
+        with self._condition._lock:  # type: ignore[attr-defined]  # a value here already (most of a map's): taken in one hold of the lock
+            if self._state == FUTURE_FINISHED and self._exception is None and self._result is not _KEPT:
+                value, self._result = self._result, None
+                return value
         try:
             value = self.result(timeout)
         except BaseException:
@@ -340,10 +383,13 @@ class SparrowExecutor(concurrent.futures.Executor):
         payloads: list[bytes] = []
         sizes: list[int] = []
         held: Held = {}
+        packer: TaskPacker | None = None  # the last callable's (decided once per call of submit_many)
         for task, (fn, args, kwargs) in enumerate(calls):
             inputs = find_inputs(args, kwargs, _is_future)
             if inputs is None:
-                payload = pack_task(fn, args, kwargs)
+                if packer is None or packer.fn is not fn:
+                    packer = TaskPacker(fn)
+                payload = packer.pack(args, kwargs)
                 if code is not None:
                     payload = with_code(payload, code)
                 problem = oversize_problem(len(payload), max_frame)
@@ -490,23 +536,22 @@ class SparrowExecutor(concurrent.futures.Executor):
     @staticmethod
     def _settle(job: Job, task: int, future: SparrowFuture) -> None:
         """Give `future` task `task`'s outcome: its value, its exception, or cancelled."""
-        if future.cancelled():
-            return
-        # not SparrowFuture.cancel: the logic knows. A running future cannot be cancelled: it raises TaskCancelled
-        if job.outcomes[task].failure == CANCELLED and concurrent.futures.Future.cancel(future):
-            future._notify_cancelled()
+        if future._state != FUTURE_PENDING:  # cancelled in the caller's thread (read without the lock: _finish checks)
             return
         outcome = job.outcomes[task]
+        # not SparrowFuture.cancel: the logic knows. A running future cannot be cancelled: it raises TaskCancelled
+        if outcome.failure == CANCELLED and concurrent.futures.Future.cancel(future):
+            future._notify_cancelled()
+            return
         try:
-            value = _KEPT if outcome.ok and outcome.ref is not None else job.value(task)
+            if outcome.ok:  # its value here (Job.value's, without its two calls), or kept at its node monitor
+                value = _KEPT if outcome.ref is not None else cloudpickle.loads(outcome.payload)
+            else:
+                value = job.value(task)  # raises the exception its outcome stands for
         except BaseException as exc:
-            settle = partial(future.set_exception, exc)
+            future._finish(None, exc)
         else:
-            settle = partial(future.set_result, value)
-        try:  # noqa: SIM105 (once per task: a try costs nothing, a suppress() makes an object)
-            settle()
-        except concurrent.futures.InvalidStateError:
-            pass  # cancelled in the caller's thread meanwhile
+            future._finish(value, None)
 
     def map(
         self,
@@ -541,17 +586,22 @@ class SparrowExecutor(concurrent.futures.Executor):
                 jobs = []
                 code = None if self._client.code is None else self._code()
                 for start in range(0, len(chunk), size):
-                    payloads = [pack_task(fn, args) for args in chunk[start : start + size]]
+                    pack = TaskPacker(fn).pack  # per job: a global rebound is seen by the next
+                    payloads = [pack(args) for args in chunk[start : start + size]]
                     if code is not None:
                         payloads = [with_code(payload, code) for payload in payloads]
-                    build_submit(payloads, self.user, self.priority, None, None, max_frame, self.timeout)  # its size
+                    problem = job_size_problem(payloads, max_frame)  # its settings were checked with the executor's
+                    if problem is not None:
+                        raise ValueError(problem)
                     jobs.append(self._job(payloads, options=options, code=code))
                 futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 window.extend(futures)
 
         top_up()  # the first window now, as Executor.map submits at the call
-        return _results_in_order(window, top_up, deadline)
+        # top_up has room for a chunk once the window is down to `low` (never again without a buffersize: it took all)
+        low = -1 if buffersize is None else buffersize - step
+        return _results_in_order(window, top_up, low, deadline)
 
     def _fetch(self, future: SparrowFuture) -> Any:
         """The value of `future`'s task, fetched from its node monitor by the trio thread (ValueLost)."""
@@ -599,21 +649,23 @@ def _is_future(obj: object) -> bool:
     return isinstance(obj, SparrowFuture)
 
 
-def _results_in_order(window: deque, top_up: Callable[[], None], deadline: float | None) -> Iterator:
+def _results_in_order(window: deque, top_up: Callable[[], None], low: int, deadline: float | None) -> Iterator:
     """Map's results in order. No local holds a result or a future across `yield` (a result the caller
     drops is freed), and a future is out of the window while it is waited for, so a wait that times out
     cancels its task along with those left in the window."""
     try:
         while window:
-            yield _next_result(window, top_up, deadline)
+            yield _next_result(window, top_up, low, deadline)
     finally:
         for future in window:
             future.cancel()
 
 
-def _next_result(window: deque, top_up: Callable[[], None], deadline: float | None) -> Any:
-    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it."""
+def _next_result(window: deque, top_up: Callable[[], None], low: int, deadline: float | None) -> Any:
+    """The next result of map's window (TimeoutError past `deadline`), the window topped up after it once it is
+    down to `low` futures."""
     future = window.popleft()
     value = future._take_result(None if deadline is None else deadline - time.monotonic())
-    top_up()
+    if len(window) <= low:
+        top_up()
     return value

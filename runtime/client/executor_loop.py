@@ -60,6 +60,8 @@ class ExecutorLoop:
         self._ready.wait()
         if self._failure is not None:
             self.thread.join()
+            with _exit_lock:  # nothing to close at the exit: it never ran
+                _open_loops.discard(self)
             raise self._failure
 
     async def _main(self) -> None:

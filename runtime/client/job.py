@@ -268,14 +268,12 @@ def build_submit(
     )
     if problem is not None:
         raise ValueError(problem)
-    size = sum(len(p) for p in payloads) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB
+    extra = 0
     if task_prefer is not None:
-        size += sum(len(name) + FRAME_OVERHEAD_PER_NAME for nodes in task_prefer for name in nodes)
-    if size > max_frame:
-        raise ValueError(
-            f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: "
-            "submit fewer or smaller tasks"
-        )
+        extra = sum(len(name) + FRAME_OVERHEAD_PER_NAME for nodes in task_prefer for name in nodes)
+    problem = job_size_problem(payloads, max_frame, extra)
+    if problem is not None:
+        raise ValueError(problem)
     return SubmitJob(
         0,
         payloads,
@@ -321,6 +319,20 @@ def _normalise(c: Constraint) -> Constraint:
     return Constraint(tuple(str(n) for n in nodes), tuple(str(label) for label in labels))
 
 
+def job_size_problem(payloads: Sequence[bytes], max_frame: int, extra: int = 0) -> str | None:
+    """Why a job of `payloads` (with `extra` bytes of per-task settings: preferences) cannot be sent under
+    `max_frame`, or None. Its size is counted, not encoded: the payloads' lengths with a generous allowance
+    for what msgpack puts around them (FRAME_OVERHEAD_PER_TASK, FRAME_OVERHEAD_PER_JOB), so a job that passes
+    fits its frame."""
+    size = sum(map(len, payloads)) + FRAME_OVERHEAD_PER_TASK * len(payloads) + FRAME_OVERHEAD_PER_JOB + extra
+    if size <= max_frame:
+        return None
+    return (
+        f"the job's tasks take about {size} bytes, over the frame limit of {max_frame} bytes: "
+        "submit fewer or smaller tasks"
+    )
+
+
 def oversize_problem(size: int, max_frame: int) -> str | None:
     """Why a task payload of `size` bytes cannot be sent under `max_frame`, or None."""
     if size + FRAME_OVERHEAD_PER_TASK + FRAME_OVERHEAD_PER_JOB <= max_frame:
@@ -334,6 +346,9 @@ def oversize_problem(size: int, max_frame: int) -> str | None:
 
 def split_jobs(sizes: Sequence[int], max_frame: int) -> list[range]:
     """Consecutive groups of tasks (by their payload sizes, each one fitting alone) that each fit one job."""
+    n = len(sizes)
+    if n <= MAX_TASKS_PER_JOB and sum(sizes) + FRAME_OVERHEAD_PER_TASK * n + FRAME_OVERHEAD_PER_JOB <= max_frame:
+        return [range(n)] if n else []  # all in one: what the loop below finds, without its step per task
     groups = []
     start, used = 0, FRAME_OVERHEAD_PER_JOB
     for i, size in enumerate(sizes):

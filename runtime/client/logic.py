@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import cast
 
 import cloudpickle
 import msgspec
@@ -186,23 +187,28 @@ class ClientLogic:
             return []
         queue, self._queue = self._queue, {}
         msgs: list[SubmitJob] = []
+        limit = self.frame_limit - MESSAGE_OVERHEAD  # the largest payload that fits the link
         for entries in queue.values():
             jobs: list[Job] = []
             tasks: list[int] = []
             payloads: list[bytes] = []
-            for job, some in entries:
+            sizes: list[int] = []
+            for job, some in entries:  # comprehensions, not appends per task: the submit path
                 outcomes, job_payloads = job.outcomes, job.payloads
-                for task in some:
-                    if outcomes[task] is None:  # not cancelled meanwhile
-                        payload = job_payloads[task]
-                        assert payload is not None  # cleared only with its outcome
-                        if len(payload) + MESSAGE_OVERHEAD > self.frame_limit:
-                            self._too_large(job, task, len(payload))
-                            continue
-                        jobs.append(job)
-                        tasks.append(task)
-                        payloads.append(payload)
-            for group in split_jobs([len(p) for p in payloads], self.frame_limit) if tasks else ():
+                some = [task for task in some if outcomes[task] is None]  # not cancelled meanwhile
+                sent = cast("list[bytes]", [job_payloads[task] for task in some])  # cleared only with their outcome
+                lengths = list(map(len, sent))
+                if lengths and max(lengths) > limit:
+                    fit = [i for i, size in enumerate(lengths) if size <= limit]
+                    for i, size in enumerate(lengths):
+                        if size > limit:
+                            self._too_large(job, some[i], size)
+                    some, sent, lengths = [some[i] for i in fit], [sent[i] for i in fit], [lengths[i] for i in fit]
+                jobs += [job] * len(some)
+                tasks += some
+                payloads += sent
+                sizes += lengths
+            for group in split_jobs(sizes, self.frame_limit) if tasks else ():
                 msgs.append(  # noqa: PERF401 (the submit path: as it was measured, no generator frame per flush)
                     self._place(
                         jobs[group.start : group.stop],
@@ -448,11 +454,18 @@ class ClientLogic:
         ref = self._next_ref
         self._next_ref += 1
         first = jobs[0]
-        for i, (job, task) in enumerate(zip(jobs, tasks, strict=True)):
-            job.attempts[task] += 1
-            job.ref[task] = ref
-            job.at[task] = i
         members = list(dict.fromkeys(jobs))
+        if len(members) == 1:  # a job's own placement (a map's chunk): its dicts updated whole
+            attempts = first.attempts
+            for task in tasks:
+                attempts[task] += 1
+            first.ref.update(dict.fromkeys(tasks, ref))
+            first.at.update(zip(tasks, range(len(tasks))))
+        else:
+            for i, (job, task) in enumerate(zip(jobs, tasks, strict=True)):
+                job.attempts[task] += 1
+                job.ref[task] = ref
+                job.at[task] = i
         s = first.settings
         task_constraints = s.task_constraints  # only a job of its own has them (coalesced jobs have none)
         if task_constraints is not None and len(tasks) != first.n_tasks:

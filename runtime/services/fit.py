@@ -87,12 +87,9 @@ class FitLauncher:
         self.skips = 0  # launches that passed a head, in all
         self.devices: dict[tuple, list[str]] = {}  # (scheduler, job, task) running -> its GPU ids
         self.pinned: dict[tuple, list[int]] = {}  # (scheduler, job, task) running -> the CPUs it is pinned to
-        self._held: dict[tuple, tuple[int, ...]] = {}  # (scheduler, job, task) running -> its request
-
-    @property
-    def active_tasks(self) -> bool:
-        """Tasks with resources run here (the shell then tells each its place: placed.py)."""
-        return bool(self._held)
+        # (scheduler, job, task) running -> its request; while not empty, tasks with resources run here (the shell
+        # then tells each its place: placed.py)
+        self.held: dict[tuple, tuple[int, ...]] = {}
 
     @property
     def active(self) -> bool:
@@ -123,7 +120,7 @@ class FitLauncher:
     def started(self, key: tuple, request: tuple[int, ...]) -> None:
         """Task `key` starts with the units held for its request: it holds them until it ends, with GPU ids of
         its own (`devices`) and, for whole CPUs where that many are free of pinned tasks, CPUs (`pinned`)."""
-        self._held[key] = request
+        self.held[key] = request
         if self._gpu_at >= 0 and request[self._gpu_at]:
             ids = self.gpus_free[: request[self._gpu_at]]
             del self.gpus_free[: len(ids)]
@@ -135,7 +132,7 @@ class FitLauncher:
 
     def ended(self, key: tuple) -> None:
         """Task `key` ended: its units and GPU ids are free again (nothing if it held none)."""
-        request = self._held.pop(key, None)
+        request = self.held.pop(key, None)
         if request is not None:
             self.give(request)
             self.gpus_free.extend(self.devices.pop(key, ()))
@@ -143,13 +140,13 @@ class FitLauncher:
 
     def place(self, key: tuple) -> tuple[list[str], list[int]] | None:
         """The GPU ids and CPUs of running task `key` if it asked for resources (None: it did not)."""
-        if key not in self._held:
+        if key not in self.held:
             return None
         return self.devices.get(key, []), self.pinned.get(key, [])
 
     def memory(self, key: tuple) -> int:
         """The bytes of memory running task `key` asked for (0: none): its worker is held to them (memory_limit.py)."""
-        request = self._held.get(key)
+        request = self.held.get(key)
         return request[self._memory_at] if request is not None and self._memory_at >= 0 else 0
 
     def free_units(self) -> dict[str, int]:

@@ -91,18 +91,22 @@ class JobTimer:
             self._arrived.pop(self._job_of.pop(key), None)
 
     def outgoing(self, out: list, now: float | None = None) -> None:
-        """Report the launches and outcomes among the messages `out` to the observers, at once."""
-        launched = finished = None  # arrival times of the launched tasks' jobs, of the jobs finished
+        """Report the launches and outcomes among the messages `out` to the observers, at once (with one clock
+        read, taken before the messages are looked at: a hot path, once per batch)."""
+        if now is None:
+            now = self.clock()
+        arrived = self._arrived
+        delays = responses = None  # of the launched tasks (from their jobs' arrival), of the jobs finished
         ok = failed = 0
         for peer, msg in out:
             kind = type(msg)
             if kind is TaskToNode:
-                when = self._arrived.get(msg.job_id)
+                when = arrived.get(msg.job_id)
                 if when is not None:
-                    if launched is None:
-                        launched = [when]
+                    if delays is None:
+                        delays = [now - when]
                     else:
-                        launched.append(when)
+                        delays.append(now - when)
             elif kind is OutcomeToClient:
                 if msg.outcome.ok:
                     ok += 1
@@ -110,14 +114,14 @@ class JobTimer:
                     failed += 1
                 if msg.last:
                     job_id = self._job_of.pop((peer, msg.ref), None)
-                    when = None if job_id is None else self._arrived.pop(job_id, None)
+                    when = None if job_id is None else arrived.pop(job_id, None)
                     if when is not None:
-                        finished = [when] if finished is None else [*finished, when]
-        if launched is not None or ok or failed:
-            now = self.clock() if now is None else now
-            delays = [now - when for when in launched] if launched is not None else _NONE
-            responses = [now - when for when in finished] if finished is not None else _NONE
-            self.observers.call("traffic", delays, responses, ok, failed)
+                        if responses is None:
+                            responses = [now - when]
+                        else:
+                            responses.append(now - when)
+        if delays is not None or ok or failed:
+            self.observers.call("traffic", _NONE if delays is None else delays, responses or _NONE, ok, failed)
 
 
 _NONE: list[float] = []  # shared, never changed

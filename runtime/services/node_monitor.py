@@ -26,6 +26,7 @@ import logging
 import os
 import secrets
 import socket
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -40,11 +41,11 @@ from ..data.links import DataLinks, describe
 from ..data.server import DataServer
 from ..data.shared import SHARE_MIN, SharedValue, raise_file_limit
 from ..data.store import ValueStore
-from ..errors import CodeError, ConnectionLost, ProtocolError, RegistrationRefused, ValueLost
+from ..errors import CodeError, ConnectionLost, ProtocolError, RegistrationRefused, ServiceStop, ValueLost
 from ..wire.address import Address, format_address, unix_path
 from ..wire.connection import Connection, send_grouped
 from ..wire.gate import HandshakeGate
-from ..wire.guard import contained
+from ..wire.guard import contained, log_contained
 from ..wire.handshake import accept_and_serve, keep_connected
 from ..wire.limits import DEFAULT_MAX_VALUE, LINK_FULL, MESSAGE_OVERHEAD
 from ..wire.link_config import LinkConfig
@@ -126,6 +127,9 @@ class NodeMonitorService:
         self._burst: Burst = getattr(executor, "burst", None) or Burst()
         self._sends: list = []
         self._sends_big = False
+        # (key, outcome, ticket) of the tasks that ended in this burst, reported as it ends (`_report`)
+        self._ended: deque[tuple[tuple, Outcome, Any]] = deque()
+        self._burst.on_settle(self._report)
         self._burst.on_release(self._flush)
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
@@ -137,6 +141,7 @@ class NodeMonitorService:
             executor.returned = self._returned
         self._bound_changed = trio.Event()  # give-back: set when a task is bound here that the executor does not hold
         self._queue_filled = trio.Event()  # just in time: set when reservations wait while `run_ask_ahead` idles
+        self._times_requests = logic.pipeline.times_requests  # `run_ask_ahead` runs (and waits on _queue_filled)
         if self._launch is not None and hasattr(executor, "started"):
             executor.started = self._started_late
         self._fetching: dict[tuple, _Fetching] = {}  # (scheduler, job id, task) -> a task fetching its inputs
@@ -330,7 +335,11 @@ class NodeMonitorService:
         while a task bound ahead is next (pipelining): then outcomes and GetTasks wait up to
         HOLD_DELAY for the next ones (`_may_wait`). All of it leaves once the burst it is part of is handled:
         a read's outcomes from a worker, or a scheduler's messages, go on in one write per peer (`_flush`)."""
-        with self._burst:
+        burst = self._burst
+        if burst.held:  # a worker's read (or a scheduler's) being handled: its end flushes
+            self._route_held(out)
+            return
+        with burst:
             self._route_held(out)
 
     def _flush(self) -> None:
@@ -341,11 +350,26 @@ class NodeMonitorService:
             self.outgoing.send(sends, later=big)
 
     def _route_held(self, out: list) -> None:
+        self._route_messages(out)
+        self._routed()
+
+    def _route_messages(self, out: list) -> None:
         sends = self._sends
+        ahead = self._ahead
         for peer, msg in out:
             kind = type(msg)
-            if kind is TaskToNode:
-                self._start(peer, msg)
+            if kind is OutcomeToScheduler:
+                sends.append((peer, msg))
+                if len(msg.outcome.payload) > LINK_FULL:
+                    self._sends_big = True
+            elif kind is TaskToNode:
+                key = (peer, msg.job_id, msg.task)
+                handed = ahead.pop(key, None) if ahead else None
+                if handed is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
+                    self._tickets[key] = handed  # before: its outcome may have come already (adopt calls done)
+                    self.executor.adopt(handed, partial(self._finished, key))
+                else:
+                    self._start(key, msg.payload)
             elif kind is Withdraw:
                 handed = self._ahead.pop((peer, msg.job_id, msg.task), None)
                 if handed is not None:
@@ -361,14 +385,17 @@ class NodeMonitorService:
                     self._fetching.pop(key).stop(msg)
             else:
                 sends.append((peer, msg))
-                if kind is OutcomeToScheduler and len(msg.outcome.payload) > LINK_FULL:
-                    self._sends_big = True
+
+    def _routed(self) -> None:
+        """After routing: hand the new bound tasks ahead, wake the timers that wait for bound or queued ones."""
         logic = self.logic
-        if self._hands_ahead and len(logic.bound) > len(self._ahead):
-            self._hand_ahead()
-        if logic.give_back and len(logic.bound) > len(logic.pinned):
-            self._bound_changed.set()
-        if logic.pipeline.steady and logic.queue:  # just in time: a running task may become due to ask ahead
+        bound = logic.bound
+        if bound:
+            if self._hands_ahead and len(bound) > len(self._ahead):
+                self._hand_ahead()
+            if logic.give_back and len(bound) > len(logic.pinned):
+                self._bound_changed.set()
+        if self._times_requests and logic.queue and logic.pipeline.steady:  # a running task may become due to ask
             self._queue_filled.set()
         if self.stealer is not None:
             self.stealer.poke()
@@ -379,25 +406,27 @@ class NodeMonitorService:
         between them (worker_pool.hand_ahead). Not one whose inputs are still to fetch, nor any after it;
         none while the logic says a pinned task could lose a slot that frees elsewhere (`may_pin`)."""
         logic = self.logic
+        if not logic.may_pin:  # the same for all of them: no task ends meanwhile
+            return
+        ahead = self._ahead
+        hand_ahead = self.executor.hand_ahead
         for scheduler, msg in logic.bound:
             key = (scheduler, msg.job_id, msg.task)
-            if key in self._ahead:
+            if key in ahead:
                 continue
-            if not logic.may_pin:
-                return
             payload = msg.payload
             if is_remote(payload):
                 ready = self._ready(key, payload)  # its code unpacked here already: it goes too
                 if ready is None:
                     return
                 payload = ready
-            ticket = self.executor.hand_ahead(payload, key, self._user_of(key))
+            ticket = hand_ahead(payload, key, self._user_of(key))
             if ticket is None:
                 if self._code_held:
                     self._release_code(key)  # held again when it starts
                 return
-            self._ahead[key] = ticket
-            self.logic.on_handed_ahead(key)
+            ahead[key] = ticket
+            logic.on_handed_ahead(key)
 
     def _started_late(self, ticket: Ticket) -> None:
         """A task that waited for a worker (a replacement starting) starts now: so does its timeout."""
@@ -414,17 +443,16 @@ class NodeMonitorService:
         """While a task bound ahead is next on a slot (pipelining), an outcome (not a big one) and a
         GetTask may wait to share a write: nothing waits for them (module constants); only while outcomes
         come close enough for the next to join them (outcome_pace.py), else the hold costs a wake-up."""
-        if not self.logic.bound or not self._pace.close:
+        if not self.logic.bound or not self._pace.close:  # (`close`: an attribute, read per message)
             return False
         kind = type(msg)
         return kind is GetTask or (kind is OutcomeToScheduler and len(msg.outcome.payload) <= LINK_FULL)
 
-    def _start(self, scheduler: Connection, msg: TaskToNode) -> None:
-        key = (scheduler, msg.job_id, msg.task)
-        payload = msg.payload
+    def _start(self, key: tuple, payload: bytes) -> None:
+        """Launch task `key` (not handed ahead: `_route_held` adopts those as they were handed)."""
         # a task with inputs to fetch (data/dependent.py) goes through the fetch step, unless it needs only its code
-        # and that is unpacked here already (_ready); one handed ahead is adopted as it was handed
-        if is_remote(payload) and key not in self._ahead:
+        # and that is unpacked here already (_ready)
+        if is_remote(payload):
             ready = self._ready(key, payload)
             if ready is None:
                 self._nursery.start_soon(self._fetch_then_launch, key, payload)
@@ -461,16 +489,11 @@ class NodeMonitorService:
         done = partial(self._finished, key)
         fit = self.logic.fit
         memory = 0
-        if fit is not None and fit.active_tasks:
+        if fit is not None and fit.held:  # tasks with resources run here
             place = fit.place(key)
             if place is not None:  # a task with resources is told its place (placed.py)
                 payload = placed_payload(payload, self.node_id, *place)
                 memory = fit.memory(key)
-        if self._ahead:
-            ahead = self._ahead.pop(key, None)
-            if ahead is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
-                self._tickets[key] = self.executor.adopt(ahead, done)
-                return
         if self._launch is None:
             self._nursery.start_soon(self._run, payload, done)
             return
@@ -592,19 +615,41 @@ class NodeMonitorService:
         done(await self.executor.run(payload))
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
-        scheduler, job_id, task = key
-        self._pace.outcome()
-        if self._code_held:
-            self._release_code(key)
-        ticket = self._tickets.pop(key, None)
-        successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
-        started = None if successor is None else successor.tag
-        with contained(logger, lambda: f"reporting task {task} of job {job_id} to {scheduler}"):
-            out = self.logic.on_task_done(scheduler, job_id, task, outcome, started)
-            output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
-            if output is not None:
-                self._put_output(out, job_id, task, output)
-            self._route(out)
+        """Task `key` ended: reported as the burst it ended in ends (`_report`), in a burst of its own outside one."""
+        self._ended.append((key, outcome, self._tickets.pop(key, None)))
+        if not self._burst.held:
+            with self._burst:
+                pass  # its end reports it
+
+    def _report(self) -> None:
+        """As a burst ends: report the tasks that ended in it, in turn (each starts the task handed ahead behind it,
+        whose outcome may have come in the same read: that one is reported next), then let the logic fill the slots
+        and ask ahead once for all of them (on_task_ended, on_tasks_ended)."""
+        ended = self._ended
+        logic = self.logic
+        while ended:
+            count = 0
+            while ended:
+                key, outcome, ticket = ended.popleft()
+                count += 1
+                scheduler, job_id, task = key
+                if self._code_held:
+                    self._release_code(key)
+                successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
+                started = None if successor is None else successor.tag
+                try:  # contained (guard.py), as a plain try: no guard object per task
+                    out = logic.on_task_ended(scheduler, job_id, task, outcome, started)
+                    output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
+                    if output is not None:
+                        self._put_output(out, job_id, task, output)
+                    self._route_messages(out)
+                except ServiceStop:
+                    raise
+                except Exception as exc:
+                    log_contained(logger, f"reporting task {task} of job {job_id} to {scheduler}", exc)
+            self._pace.outcome(count)  # they came together
+            with contained(logger, "asking for the next tasks"):
+                self._route_held(logic.on_tasks_ended())
 
     def _put_output(self, out: list, job_id: int, task: int, output: Output) -> None:
         """Put what the task printed, cut to the rate cap, just before its outcome in `out` (none if its outcome

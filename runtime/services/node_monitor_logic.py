@@ -7,7 +7,8 @@ integer keys and `(scheduler, job id)` (job ids are only unique per scheduler).
 A free slot pops a reservation and asks its scheduler for a task (GetTask); the slot stays held until
 the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
 reservation at once. TaskToNode is passed on as an output addressed to the executor: the shell runs
-it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot.
+it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot (tasks that
+ended together, a worker's read: `on_task_ended` each, then `on_tasks_ended` once fills the slots and asks ahead).
 StopTask (a forced cancel) becomes a `Stop` for the executor the same way: the shell stops that task
 if its executor can.
 
@@ -104,7 +105,7 @@ import sparrow_core
 
 from ..data.store import StoreFull, ValueStore
 from ..errors import ProtocolError, RegistrationRefused
-from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, clip, too_large
+from ..wire.limits import MAX_QUEUED_RESERVATIONS, MAX_REASON, MESSAGE_OVERHEAD, clip, too_large
 from ..wire.messages import (
     CANCELLED,
     TIMED_OUT,
@@ -351,9 +352,7 @@ class NodeMonitorLogic:
         for msg in msgs:
             kind = type(msg)
             try:
-                if kind is EnqueueReservations:
-                    self.enqueue(scheduler, jobs, msg)
-                elif kind is TaskToNode and msg.bound:
+                if kind is TaskToNode and msg.bound:
                     self._take_bound(scheduler, msg)
                 elif kind is TaskToNode:
                     entry, held_slot = self._answered(jobs, msg.job_id, True, out)
@@ -368,6 +367,8 @@ class NodeMonitorLogic:
                         self.bound.append((scheduler, msg))
                         if self.pipeline.times_requests:  # jit times its requests (a call per task else)
                             self.pipeline.answered_ahead(self.clock, self.ahead)
+                elif kind is EnqueueReservations:
+                    self.enqueue(scheduler, jobs, msg)
                 elif kind is NoTask:
                     entry, held_slot = self._answered(jobs, msg.job_id, False, out)
                     self.stats["no_task"] += 1
@@ -411,42 +412,68 @@ class NodeMonitorLogic:
     ) -> list:
         """The executor finished a launched task: report it (a failure instead if it is too large for
         a frame), free the slot, start the next reservation. `started`: the key (scheduler, job, task) of
-        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot."""
+        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot.
+        Several tasks that ended together: `on_task_ended` each, then `on_tasks_ended` once."""
+        # not through an instrumented subclass (instruments.observed): this is one step, not two
+        out = NodeMonitorLogic.on_task_ended(self, scheduler, job_id, task, outcome, started)
+        self._tasks_ended(out)
+        return out
+
+    def on_tasks_ended(self) -> list:
+        """The tasks that ended together were told (`on_task_ended`): fill the slots they freed, ask ahead."""
+        out: list = []
+        self._tasks_ended(out)
+        return out
+
+    def _tasks_ended(self, out: list) -> None:
+        self.fill(out)
+        if self.stealing.steal:
+            self.stealing.steal_due = True
+
+    def on_task_ended(
+        self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome, started: tuple | None = None
+    ) -> list:
+        """`on_task_done` of one of several tasks that ended together (a worker's read: the shell reports them
+        in turn), but for the next reservation: `on_tasks_ended` asks for those once all were told."""
         out: list = []
         self.free += 1
         self.running -= 1
         self.stats["finished"] += 1
-        if self.fit is not None:
-            self.fit.ended((scheduler, job_id, task))
+        key = (scheduler, job_id, task)
+        fit = self.fit
+        if fit is not None and fit.held:
+            fit.ended(key)
         if self.deadlines:
-            self.deadlines.pop((scheduler, job_id, task), None)
+            self.deadlines.pop(key, None)
         if self._started:
-            since = self._started.pop((scheduler, job_id, task), None)
+            since = self._started.pop(key, None)
             if since is not None:
                 self.pipeline.ran(self.clock() - since)
         if self.store is not None:
-            owner = self.owners.pop((scheduler, job_id, task), ("", ""))
+            owner = self.owners.pop(key, ("", ""))
             if outcome.ok and len(outcome.payload) > self.inline_limit:
                 outcome = self._keep(outcome, *owner)
         size = len(outcome.payload) + len(outcome.error)
         limit = self.frame_limits.get(scheduler, self.max_frame)
-        problem = too_large("the task's outcome", size, limit, "of the link to its scheduler")
-        if problem is not None:  # that task fails alone, once; the link stays
-            self.stats["outcomes_too_large"] += 1
+        if size + MESSAGE_OVERHEAD > limit:  # too_large's rule, asked first (a call per task else)
+            problem = too_large("the task's outcome", size, limit, "of the link to its scheduler")
+            assert problem is not None
+            self.stats["outcomes_too_large"] += 1  # that task fails alone, once; the link stays
             outcome = Outcome(False, b"", problem, TOO_LARGE)
         if scheduler in self._schedulers:
             out.append((scheduler, OutcomeToScheduler(job_id, task, outcome)))
         if started is not None and started in self.pinned:
             self.pinned.discard(started)
-            for i, (peer, msg) in enumerate(self.bound):
+            bound = self.bound
+            for i, (peer, msg) in enumerate(bound):
                 if peer == started[0] and msg.job_id == started[1] and msg.task == started[2]:
-                    del self.bound[i]
+                    if i:
+                        del bound[i]
+                    else:  # the usual case: the first bound task follows the one that ended
+                        bound.popleft()
                     self.free -= 1
                     self._launch(peer, msg, out)
                     break
-        self.fill(out)
-        if self.stealing.steal:
-            self.stealing.steal_due = True
         return out
 
     def on_timer(self) -> list:
@@ -574,7 +601,8 @@ class NodeMonitorLogic:
             raise ProtocolError(f"answer for job {job_id}, which this node monitor did not ask about")
         if entry.order:  # a stolen reservation's request answered: its lender may forget it
             self.stealing.answered_for(entry, out)
-        self.forget_if_idle(jobs, entry)
+        if not entry.queued:  # else it is not idle (forget_if_idle): a call per answer saved
+            self.forget_if_idle(jobs, entry)
         return entry, held_slot
 
     def _take_bound(self, scheduler: Hashable, msg: TaskToNode) -> None:
@@ -599,12 +627,12 @@ class NodeMonitorLogic:
         """Hand the task to the executor (an output for the shell); its timeout starts now."""
         self.running += 1
         self.stats["launched"] += 1
-        self.granted_at = self.clock()
+        self.granted_at = now = self.clock()
         out.append((scheduler, msg))
         if msg.timeout:
-            self.deadlines[(scheduler, msg.job_id, msg.task)] = (self.clock() + msg.timeout, msg.timeout)
+            self.deadlines[(scheduler, msg.job_id, msg.task)] = (now + msg.timeout, msg.timeout)
         if self._keeps_recent:
-            self._started[(scheduler, msg.job_id, msg.task)] = self.clock()
+            self._started[(scheduler, msg.job_id, msg.task)] = now
 
     def on_started_late(self, key: tuple) -> list:
         """The launched task `key` waited in the executor for a worker (one being replaced) and starts now:
@@ -849,35 +877,42 @@ class NodeMonitorLogic:
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self.stealing.ask_for(entry, reservation.job_id)))
+        # nothing to ask ahead: none queued, draining, or a fit launcher holding reservations back (fit.py)
+        if not queue or self.draining or fitting:
+            return
         pipeline = self.pipeline
-        # a fit launcher holding reservations back asks nothing ahead (fit.py)
-        limit = (
-            0 if fitting else pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
-        )
-        if limit:
-            if self.give_back:  # not behind tasks that overran: what it holds there it would give back
-                limit = min(limit, self._fresh() * self.pipeline_depth)
-            halves = pipeline.half_rule_applies()
-            while queue and not self.draining and self.ahead + len(self.bound) < limit:
-                # at most half of what it holds of the job (deep or gated: module docstring)
-                if halves:
-                    head = queue.peek()
-                    assert head is not None  # the queue is not empty
-                    held = self._by_key[head.job_id]
-                    if not pipeline.rule.half_allows(held.ahead, held.queued):
-                        break
+        limit = pipeline.limit(self.slots - self.free, self.running, self._started.values(), self.clock)
+        if self.give_back and limit:  # not behind tasks that overran: what it holds there it would give back
+            limit = min(limit, self._fresh() * self.pipeline_depth)
+        room = limit - len(self.bound)  # requests it may ask ahead in all (the bound tasks count against it)
+        if self.ahead >= room:
+            return
+        halves = pipeline.half_rule_applies()
+        by_key = self._by_key
+        stats = self.stats
+        while queue and self.ahead < room:
+            if halves:  # at most half of what it holds of the job (deep or gated: module docstring)
+                head = queue.peek()
+                assert head is not None  # the queue is not empty
+                entry = by_key[head.job_id]
+                if not pipeline.rule.half_allows(entry.ahead, entry.queued):
+                    break
+                queue.pop()  # the head peeked
+                key = head.job_id
+            else:
                 reservation = queue.pop()
                 assert reservation is not None  # the queue is not empty
-                entry = self._by_key[reservation.job_id]
-                entry.queued -= 1
-                entry.ahead += 1
-                self.ahead += 1
-                self._ahead.setdefault(entry.key, entry)
-                self.stats["get_task"] += 1
-                self.stats["asked_ahead"] += 1
-                if pipeline.times_requests:  # jit times its requests
-                    pipeline.asked_ahead(self.clock)
-                if entry.order is None:
-                    out.append((entry.scheduler, GetTask(entry.job_id)))
-                else:
-                    out.append((entry.scheduler, self.stealing.ask_for(entry, reservation.job_id)))
+                key = reservation.job_id
+                entry = by_key[key]
+            entry.queued -= 1
+            entry.ahead += 1
+            self.ahead += 1
+            self._ahead.setdefault(entry.key, entry)
+            stats["get_task"] += 1
+            stats["asked_ahead"] += 1
+            if pipeline.times_requests:  # jit times its requests
+                pipeline.asked_ahead(self.clock)
+            if entry.order is None:
+                out.append((entry.scheduler, GetTask(entry.job_id)))
+            else:
+                out.append((entry.scheduler, self.stealing.ask_for(entry, key)))

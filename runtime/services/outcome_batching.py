@@ -26,12 +26,12 @@ and one wake-up of its scheduler for several tasks (services/node_monitor.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import Any
 
 import trio
 
-from ..wire.connection import Connection, send_grouped
+from ..wire.connection import Connection, send_bursts, send_grouped
 from ..wire.messages import JobAccepted, OutcomeToClient, TaskStarted
 
 DEFAULT_RESULT_DELAY = 0.001  # seconds a task's outcome may wait for others to share its write
@@ -44,11 +44,6 @@ def check_result_delay(delay: float) -> float:
     return delay
 
 
-def _not_last_outcome(msg: Any) -> bool:  # any message to a client (a hot path: dispatched on its type)
-    kind = type(msg)
-    return (kind is OutcomeToClient and not msg.last) or kind is JobAccepted
-
-
 class OutcomeBatcher:
     """Sends `(peer, message)` pairs, holding the messages `may_wait` allows (default: clients'
     OutcomeToClients but a job's last, and JobAccepteds) up to `delay` seconds, and the TaskStarteds of tasks
@@ -56,46 +51,70 @@ class OutcomeBatcher:
 
     def __init__(self, delay: float = DEFAULT_RESULT_DELAY, may_wait: Callable[[object], bool] | None = None) -> None:
         self.delay = check_result_delay(delay)
-        self.may_wait = _not_last_outcome if may_wait is None else may_wait
+        self.may_wait = may_wait  # None: the default rule (inlined in `send`: a hot path)
         self._held: dict[Connection, list] = {}  # peer -> its held messages, in order
         # (peer, ref, task) -> (its TaskStarted, the period it was held in); one flat dict: an outcome costs one pop
         self._starts: dict[tuple[Connection, int, int], tuple[TaskStarted, int]] = {}
         self._period = 0  # periods flushed so far
-        self._started = trio.Event()  # set when a peer's first message is held
+        # run's wait: its deadline is when what is held must go (inf: nothing held), set by `send` as the first
+        # message is held and cleared once all went; None before `run` starts (it then looks at what is held)
+        self._wait: trio.CancelScope | None = None
 
     def send(self, pairs: list, later: bool = False) -> None:
         """Send `(peer, message)` pairs (as connection.send_grouped does, `later` as well), holding what
-        may wait."""
+        may wait. The pairs are grouped by peer as they are read: one burst per peer, the messages held
+        for a peer going before its first one that may not wait."""
         if not self.delay:
             send_grouped(pairs, later=later)
             return
-        now: list[tuple[Connection, object]] = []
+        bursts: dict[Connection, list] = {}
         held = self._held
         starts = self._starts
         may_wait = self.may_wait
-        for pair in pairs:
-            peer, msg = pair
+        for peer, msg in pairs:
             kind = type(msg)
             if kind is TaskStarted:
                 if not starts:
-                    self._started.set()
+                    self._due()
                 starts[peer, msg.ref, msg.task] = (msg, self._period)
                 continue
-            if starts and kind is OutcomeToClient:
-                starts.pop((peer, msg.ref, msg.task), None)
-            if may_wait(msg):
+            if kind is OutcomeToClient:
+                if starts:
+                    starts.pop((peer, msg.ref, msg.task), None)
+                wait = not msg.last if may_wait is None else may_wait(msg)
+            else:
+                wait = kind is JobAccepted if may_wait is None else may_wait(msg)
+            if wait:
                 waiting = held.get(peer)
                 if waiting is None:
                     held[peer] = [msg]
-                    self._started.set()
+                    self._due()
                 else:
                     waiting.append(msg)
                 continue
-            waiting = held.pop(peer, None)
-            if waiting is not None:
-                now.extend((peer, m) for m in waiting)
-            now.append(pair)
-        send_grouped(now, later=later)
+            burst = bursts.get(peer)
+            waiting = held.pop(peer) if peer in held else None
+            if burst is None:
+                if waiting is None:
+                    bursts[peer] = [msg]
+                else:
+                    waiting.append(msg)
+                    bursts[peer] = waiting
+            elif waiting is None:
+                burst.append(msg)
+            else:
+                burst += waiting
+                burst.append(msg)
+        if bursts:
+            send_bursts(bursts, later=later)
+            if not held and not starts and self._wait is not None:  # all went (a job's last outcome): no flush due
+                self._wait.deadline = math.inf
+
+    def _due(self) -> None:
+        """A message is held: what is held goes `delay` from now, unless a flush is due sooner."""
+        wait = self._wait
+        if wait is not None and wait.deadline == math.inf:
+            wait.deadline = trio.current_time() + self.delay
 
     def forget(self, peer: Connection) -> None:
         """Drop what is held for a peer that is gone."""
@@ -104,16 +123,24 @@ class OutcomeBatcher:
             self._starts = {key: entry for key, entry in self._starts.items() if key[0] is not peer}
 
     async def run(self) -> None:
-        """Send held messages at most `delay` seconds after the first of them was held; until cancelled."""
+        """Send held messages at most `delay` seconds after the first of them was held; until cancelled.
+
+        One wait per flush, whose deadline `send` sets as the first message is held and clears once what
+        was held went with a job's last outcome: a flush costs one wake-up of this task, and none when
+        nothing is left to flush (an event to wake on, then a sleep, cost two, the second often for nothing)."""
         if not self.delay:
             return
-        while True:
-            await self._started.wait()
-            self._started = trio.Event()
-            if not self._held and not self._starts:  # already sent, with a job's last outcome
-                continue
-            await trio.sleep(self.delay)
-            self.flush()
+        try:
+            while True:
+                with trio.CancelScope() as wait:
+                    self._wait = wait
+                    if self._held or self._starts:  # held before this wait: since the last flush, or before run
+                        wait.deadline = trio.current_time() + self.delay
+                    await trio.sleep_forever()
+                self._wait = None
+                self.flush()
+        finally:
+            self._wait = None
 
     def flush(self) -> None:
         """Send everything held, now, but the TaskStarteds held in this period (they go at the next flush
@@ -128,8 +155,6 @@ class OutcomeBatcher:
                     held.setdefault(key[0], []).append(msg)
                 else:
                     waiting[key] = (msg, since)
-            self._starts = waiting
-            if waiting:
-                self._started.set()  # the next period's flush
+            self._starts = waiting  # if any, `run` waits for the next period's flush
         for peer, msgs in held.items():
             peer.send_many(msgs)

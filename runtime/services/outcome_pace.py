@@ -11,7 +11,9 @@ holding, 1.13-1.33 and 113-120 us sending at once).
 Model: `OutcomePace` keeps a moving mean (weight 1/8) of the time between the node monitor's successive outcomes,
 each interval capped at twice the delay (so one long idle spell does not keep it from holding through the burst
 that follows: eight close outcomes bring it back under the delay); `close` says whether that mean is under the
-delay. Until an outcome has come, it is close (the node monitor holds, as it always did).
+delay. Until an outcome has come, it is close (the node monitor holds, as it always did). The outcomes of one burst
+(a worker's read) come together: the node monitor counts them and tells the pace once per burst (`outcome(count)`:
+the first after the interval since the last burst, the others after none), one clock read for them all.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ WEIGHT = 1 / 8  # of the newest interval in the moving mean
 class OutcomePace:
     """The pace of one node monitor's outcomes against a hold `delay` (seconds)."""
 
-    __slots__ = ("_cap", "_clock", "_delay", "_last", "mean")
+    __slots__ = ("_cap", "_clock", "_delay", "_last", "close", "mean")
 
     def __init__(self, delay: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._delay = delay
@@ -33,15 +35,18 @@ class OutcomePace:
         self._clock = clock
         self._last: float | None = None
         self.mean = 0.0  # seconds between outcomes, moving mean
+        # outcomes come, on the mean, within the delay of each other: holding one lets the next join it (an
+        # attribute, kept by `outcome`: it is read once per message sent)
+        self.close = True
 
-    def outcome(self) -> None:
-        """An outcome came now."""
+    def outcome(self, count: int = 1) -> None:
+        """`count` outcomes came now (one burst's: no time between them)."""
         now = self._clock()
+        mean = self.mean
         if self._last is not None:
-            self.mean += WEIGHT * (min(now - self._last, self._cap) - self.mean)
+            mean += WEIGHT * (min(now - self._last, self._cap) - mean)
+        if count > 1:  # the others, after no time: each moves the mean toward 0 by its weight
+            mean *= (1 - WEIGHT) ** (count - 1)
         self._last = now
-
-    @property
-    def close(self) -> bool:
-        """Outcomes come, on the mean, within the delay of each other: holding one lets the next join it."""
-        return self.mean < self._delay
+        self.mean = mean
+        self.close = mean < self._delay

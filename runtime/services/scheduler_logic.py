@@ -240,7 +240,8 @@ class SchedulerLogic:
             except ProtocolError as exc:
                 self._violation(peer, exc, out)
                 break
-        self.membership.tell_peers(out)
+        if self.membership.peers_changed:
+            self.membership.tell_peers(out)
         return out
 
     def _batch_start(self) -> float:

@@ -80,12 +80,14 @@ class Outcomes:
             if self._on_node_outcome is not None:
                 self._on_node_outcome(node)
         job = self._jobs.get(msg.job_id)
-        if job is None or job.running.get(msg.task) != node.worker:
+        task = msg.task
+        if job is None or job.running.get(task) != node.worker:
             self._stats["stale_outcomes"] += 1  # its job was dropped, or it was already reported lost
             return
-        del job.running[msg.task]
-        self._stats["bytes_from_node_monitors"] += len(msg.outcome.payload) + len(msg.outcome.error)
-        self.deliver(job, msg.task, msg.outcome, out, node.node_id)
+        del job.running[task]
+        outcome = msg.outcome
+        self._stats["bytes_from_node_monitors"] += len(outcome.payload) + len(outcome.error)
+        self.deliver(job, task, outcome, out, node.node_id)
 
     def task_output(self, node: Node, msg: OutputToScheduler, out: Outbox) -> None:
         """`node` sends what a task it runs printed (its outcome follows)."""
@@ -110,24 +112,27 @@ class Outcomes:
 
     def deliver(self, job: Job, task: int, outcome: Outcome, out: Outbox, node_id: str = "") -> None:
         """Send task `task`'s outcome to its client and record it (`node_id`: where it ran, "" if nowhere)."""
-        if job.done[task]:
+        done = job.done
+        if done[task]:
             return
-        job.done[task] = 1
+        done[task] = 1
         job.payloads[task] = None
-        job.n_done += 1
-        self._unfinished[job.client] -= 1
+        n_done = job.n_done = job.n_done + 1
+        client = job.client
+        self._unfinished[client] -= 1
         stats = self._stats
         stats["outcomes"] += 1
-        limit = self._frame_limits.get(job.client, self._max_frame)
         size = len(outcome.payload) + len(outcome.error)
-        problem = too_large("the task's outcome", size, limit, "of the link to its client")
-        if problem is not None:  # it fails alone, once; the link stays
-            stats["too_large"] += 1
+        limit = self._frame_limits.get(client, self._max_frame)
+        if size + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
+            problem = too_large("the task's outcome", size, limit, "of the link to its client")
+            assert problem is not None  # over the limit: too_large names it
+            stats["too_large"] += 1  # it fails alone, once; the link stays
             outcome = failed(problem, TOO_LARGE)
             size = len(outcome.error)
         stats["bytes_to_clients"] += size
-        last = job.n_done == len(job.done)
-        out.append((job.client, OutcomeToClient(job.ref, task, outcome, last)))
+        last = n_done == len(done)
+        out.append((client, OutcomeToClient(job.ref, task, outcome, last)))
         now = self.now
         ok = outcome.ok
         self._record(

@@ -284,12 +284,13 @@ class Placement:
         `origin`: that one's reservation is consumed, the task runs at `node`."""
         self.stats["get_task"] += 1
         job = self.jobs.get(job_id)
+        table = self.table
         task = None
         worker: int | None = node.worker
         if origin and origin != node.node_id:
             worker = self._stolen_from(node, job, job_id, origin)
-        if job is not None and job_id in self.table and worker is not None:
-            task = self.table.get_task(job_id, worker)
+        if job is not None and job_id in table and worker is not None:
+            task = table.get_task(job_id, worker)
             if task is not None and job.done[task]:  # cancelled before it launched: never launched
                 task = None
                 self._finish_in_table_if_done(job)
@@ -302,22 +303,22 @@ class Placement:
             if job is not None:
                 self.reprobe_if_starved(job, out)
             return
-        if not self._hand_out(node, job, task, out, stolen=worker != node.worker):  # the slot that asked gets nothing
+        if not self._hand_out(node, job, task, out, worker != node.worker):  # the slot that asked gets nothing
             out.append((node.peer, NoTask(job_id)))
-            if job_id not in self.table:  # that was the job's last outcome
+            if job_id not in table:  # that was the job's last outcome
                 return
-        if self.table.all_launched(job_id):
-            for worker in self.table.workers_to_cancel(job_id).tolist():
+        if table.all_launched(job_id):
+            for worker in table.workers_to_cancel(job_id).tolist():
                 holder = self._by_worker.get(worker)
                 if holder is not None:
                     self.stats["cancel_messages"] += 1
                     out.append((holder.peer, CancelReservations(job_id)))
-            self.table.remove_job(job_id)
-        else:  # that was its last reservation (others were lost) but not its last task
+            table.remove_job(job_id)
+        elif table.outstanding(job_id) == 0:  # its last reservation (others were lost) but not its last task
             self.reprobe_if_starved(job, out)
 
     def _hand_out(
-        self, node: Node, job: Job, task: int, out: Outbox, *, stolen: bool = False, bound: bool = False
+        self, node: Node, job: Job, task: int, out: Outbox, stolen: bool = False, *, bound: bool = False
     ) -> bool:
         """Send task `task` of `job` (its reservation consumed: `stolen`, another node monitor's) to `node` to run
         (`bound`: unasked, with the job's reservations), or fail it alone (TOO_LARGE) if its link does not take
@@ -325,10 +326,12 @@ class Placement:
         job_id = job.job_id
         payload = job.payloads[task]
         assert payload is not None  # cleared only once its outcome is delivered (kept for a give-back: give_back.py)
-        limit = self._frame_limits.get(node.peer, self._max_frame)
-        if len(payload) + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
+        peer = node.peer
+        size = len(payload)
+        limit = self._frame_limits.get(peer, self._max_frame)
+        if size + MESSAGE_OVERHEAD > limit:  # the text only when it is needed (a hot path)
             problem = too_large(
-                "the task's payload", len(payload), limit, f"of the link to node monitor {clip(node.node_id)!r}"
+                "the task's payload", size, limit, f"of the link to node monitor {clip(node.node_id)!r}"
             )
             assert problem is not None  # over the limit: too_large names it
             self.stats["too_large"] += 1
@@ -344,14 +347,15 @@ class Placement:
         if stolen:  # its loss must fail the task (Outcomes.fail_running_on), cleanup (Outcomes.finish)
             node.jobs.add(job_id)
             job.probed.add(node.worker)
-        self.stats["launched"] += 1
-        self.stats["bytes_to_node_monitors"] += len(payload)
+        stats = self.stats
+        stats["launched"] += 1
+        stats["bytes_to_node_monitors"] += size
         if job.preferred is not None and job.preferred[task]:
-            self.stats["launched_preferred" if node.worker in job.preferred[task] else "launched_not_preferred"] += 1
+            stats["launched_preferred" if node.worker in job.preferred[task] else "launched_not_preferred"] += 1
         if bound:
-            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
+            out.append((peer, TaskToNode(job_id, task, payload, job.timeout, True, job.user, job.session)))
         else:
-            out.append((node.peer, TaskToNode(job_id, task, payload, job.timeout)))
+            out.append((peer, TaskToNode(job_id, task, payload, job.timeout)))
         if job.report_started:
             out.append((job.client, TaskStarted(job.ref, task)))
         return True

@@ -64,17 +64,22 @@ class UserTaskMetrics:
         return [0] * (len(OUTCOMES) * self.width) + [0.0]
 
     def count(self) -> None:
-        """Count the entries added to the history since the last call."""
+        """Count the entries added to the history since the last call (a hot path: after each batch with
+        outcomes; the entries of a batch are nearly always one user's, whose counts are looked up once)."""
         entries = self.entries
         if not entries or entries[-1] is self._newest:
             return
         counted, self._newest = self._newest, entries[-1]
         users, bounds, width = self.users, self.bounds, self.width
+        bisect_left = bisect.bisect_left
         unlabelled = None  # entries of users without a label yet, newest first
+        user = counts = None  # the last entry's user and its counts
         for entry in reversed(entries):
             if entry is counted:
                 break
-            counts = users.get(entry.user)
+            if entry.user is not user:
+                user = entry.user
+                counts = users.get(user)
             if counts is None:
                 if unlabelled is None:
                     unlabelled = [entry]
@@ -84,7 +89,7 @@ class UserTaskMetrics:
             row = 0 if entry.ok else 2 * width if entry.failure == CANCELLED else width
             if entry.node:  # it ran
                 run = entry.ended - entry.launched
-                counts[row + bisect.bisect_left(bounds, run)] += 1
+                counts[row + bisect_left(bounds, run)] += 1
                 counts[-1] += run
             else:
                 counts[row + width - 1] += 1

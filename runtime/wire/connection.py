@@ -523,11 +523,23 @@ def send_grouped(pairs: list, *, later: bool = False) -> None:
             by_peer[peer] = [msg]
         else:
             msgs.append(msg)
-    clients = []
+    send_bursts(by_peer, later=later)
+
+
+def send_bursts(by_peer: dict[Connection, list], *, later: bool = False) -> None:
+    """Send each connection's messages in `by_peer` as one burst, connections to clients last (as
+    send_grouped says); `later`: with `Connection.send_later`."""
+    clients = None
     for peer, msgs in by_peer.items():
         if peer.peer_role == "client":
-            clients.append((peer, msgs))
+            if clients is None:
+                clients = [(peer, msgs)]
+            else:
+                clients.append((peer, msgs))
+        elif later:
+            peer.send_later(msgs)
         else:
+            peer.send_many(msgs)
+    if clients is not None:
+        for peer, msgs in clients:
             peer.send_later(msgs) if later else peer.send_many(msgs)
-    for peer, msgs in clients:
-        peer.send_later(msgs) if later else peer.send_many(msgs)

@@ -13,6 +13,7 @@ before the bad frame are returned first, and the error is raised by the next `fe
 from __future__ import annotations
 
 import re
+import struct
 import typing
 from collections.abc import Sequence
 from typing import Any
@@ -29,8 +30,14 @@ HEADER_SIZE = 4
 # buffer: a 256 KiB read cost 15 us more than a 64 KiB one, 65 us per task in a worker (measured).
 RECEIVE_SIZE = 64 * 1024
 
+# Bytes of a frame up to which `feed` decodes it from a slice of what was read (a copy, one call); a bigger one is
+# decoded through a memoryview, not copied (a view and its release cost two calls: half the framing of a small one).
+COPY_FRAME = 64 * 1024
+
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)
+_HEADER = struct.Struct(">I")
+_ZEROS = bytes(HEADER_SIZE)
 
 
 def check_max_frame(max_frame: int) -> int:
@@ -40,19 +47,26 @@ def check_max_frame(max_frame: int) -> int:
 
 
 def encode_frames(messages: Sequence[Any], max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
-    """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`."""
+    """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`.
+
+    Each message is encoded in place, appended after a zeroed header that is then filled in: no body is
+    copied, and a message costs three C calls (a header made by `int.to_bytes` and put in by a slice
+    assignment made framing a small message cost half as much again: 290 against 185 ns, measured)."""
     buf = bytearray()
     encode_into = _encoder.encode_into
+    pack_into = _HEADER.pack_into
+    start = 0  # where the frame being made begins: the end of the one before
     for msg in messages:
-        start = len(buf)
-        buf += b"\0\0\0\0"
-        encode_into(msg, buf, start + HEADER_SIZE)
-        size = len(buf) - start - HEADER_SIZE
+        buf += _ZEROS
+        encode_into(msg, buf, -1)  # appends
+        end = len(buf)
+        size = end - start - HEADER_SIZE
         if size > max_frame:
             raise FrameTooLarge(
                 f"{type(msg).__name__} encodes to {size} bytes, over the frame limit of {max_frame} bytes"
             )
-        buf[start : start + HEADER_SIZE] = size.to_bytes(HEADER_SIZE, "big")
+        pack_into(buf, start, size)
+        start = end
     return buf
 
 
@@ -64,7 +78,7 @@ _BY_TAG = _message_classes()
 _PATH = re.compile(r" - at `\$\[(\d+)\](?:\[(\d+)\])?")  # where msgspec says the bad value is
 
 
-def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
+def describe_invalid(frame: bytes | bytearray | memoryview, exc: Exception) -> str:
     """Why `frame` is not a valid message, naming the message and the field when they can be told
     (msgspec's own error names array positions: `$[2]` is the second field of a tagged struct, `$[3][0]`
     the first field of the struct that is its third)."""
@@ -85,6 +99,16 @@ def describe_invalid(frame: bytes | memoryview, exc: Exception) -> str:
     return f"invalid {cls.__name__}: {clip(text)}"
 
 
+def _decode_view(decode: Any, data: bytes | bytearray, start: int, stop: int) -> Any:
+    """`decode` of the frame `data[start:stop]` through a view (a big frame, not copied), or ProtocolError
+    saying why it is not a valid message."""
+    with memoryview(data) as view, view[start:stop] as frame:
+        try:
+            return decode(frame)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ProtocolError(describe_invalid(frame, exc)) from None
+
+
 class FrameDecoder:
     """Accumulates received bytes and returns the complete messages in them. `max_frame` may be
     changed between feeds (a connection raises it once the handshake is done)."""
@@ -102,38 +126,50 @@ class FrameDecoder:
             raise self._error
 
     def feed(self, data: bytes | bytearray) -> list:
-        """Add `data`; return every message now complete, in order (possibly none)."""
-        self.raise_error()
+        """Add `data`; return every message now complete, in order (possibly none).
+
+        The frames are read where they are: in `data` itself when nothing was buffered before it (the
+        common case: a read that starts with a frame), else in the buffer `data` joins; only what
+        follows the last complete frame is kept. A small frame is decoded from a slice (one call), a
+        big one from a view, not copied."""
+        if self._error is not None:
+            raise self._error
         buf = self._buf
-        buf += data
-        out = []
+        if buf:
+            buf += data
+            data = buf
+        out: list = []
         pos = 0
-        end = len(buf)
+        end = len(data)
         decode = _decoder.decode
-        view = memoryview(buf)
+        header = _HEADER.unpack_from
+        max_frame = self.max_frame
         try:
             while end - pos >= HEADER_SIZE:
-                size = int.from_bytes(view[pos : pos + HEADER_SIZE], "big")
-                if size > self.max_frame:
-                    raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {self.max_frame} bytes")
-                if end - pos - HEADER_SIZE < size:
+                (size,) = header(data, pos)
+                if size > max_frame:
+                    raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {max_frame} bytes")
+                start = pos + HEADER_SIZE
+                stop = start + size
+                if stop > end:
                     break
-                frame = view[pos + HEADER_SIZE : pos + HEADER_SIZE + size]
-                try:
-                    out.append(decode(frame))
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise ProtocolError(describe_invalid(frame, exc)) from None
-                finally:
-                    frame.release()
-                pos += HEADER_SIZE + size
+                if size <= COPY_FRAME:
+                    frame = data[start:stop]
+                    try:
+                        out.append(decode(frame))
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        raise ProtocolError(describe_invalid(frame, exc)) from None
+                else:
+                    out.append(_decode_view(decode, data, start, stop))
+                pos = stop
         except ProtocolError as exc:
             self._error = exc
             if not out:
                 raise
-        finally:
-            view.release()
-        if pos:
+        if buf:
             del buf[:pos]
+        elif pos < end:
+            buf += data[pos:]
         return out
 
     @property

@@ -39,17 +39,23 @@ class contained:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool:
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, ServiceStop):
             return False
-        leaf = sole_error(exc)
         what = self._what
-        logger = self._logger
-        logger.error(
-            "%s failed and was closed: %s: %s",
-            what if isinstance(what, str) else what(),
-            type(leaf).__name__,
-            clip(str(leaf), MAX_REASON),
-            exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None,
-        )
+        log_contained(self._logger, what if isinstance(what, str) else what(), exc)
         return True
+
+
+def log_contained(logger: logging.Logger, what: str, exc: Exception) -> None:
+    """Log `exc`, raised by `what` and swallowed, as `contained` does. For a hot path that contains by hand
+    (`try:` ... `except ServiceStop: raise` / `except Exception as exc: log_contained(...)`): a try costs nothing
+    until something is raised, the guard an object per pass."""
+    leaf = sole_error(exc)
+    logger.error(
+        "%s failed and was closed: %s: %s",
+        what,
+        type(leaf).__name__,
+        clip(str(leaf), MAX_REASON),
+        exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None,
+    )
 
 
 def sole_error(exc: BaseException) -> BaseException:

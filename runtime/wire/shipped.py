@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import pickle
 import threading
 import types
 from collections import OrderedDict
@@ -37,13 +38,41 @@ _MISSING = object()
 class Shipped:
     """A function pickled by value: pickles as a call of `load_shipped` with its bytes (the C pickler copies them)."""
 
-    __slots__ = ("data",)
+    __slots__ = ("_opcodes", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self._opcodes: bytes | None = None
 
     def __reduce__(self) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
         return load_shipped, (self.data,)
+
+    def opcodes(self) -> bytes:
+        """The pickle opcodes (protocol 4 and later) that push what this object unpickles to, `load_shipped(data)`,
+        and make no memo entry: they can stand in place of an object in a pickle without shifting the memo indexes
+        of what follows (task_codec.TaskPacker puts them in front of each task's arguments: pickling this object
+        itself costs the C pickler a Python-level `__reduce__` and a look-up of `load_shipped`, per task)."""
+        if self._opcodes is None:
+            module, name = _short_str(load_shipped.__module__), _short_str(load_shipped.__qualname__)
+            size = _bytes_opcode(len(self.data))
+            self._opcodes = b"".join((module, name, pickle.STACK_GLOBAL, size, self.data, pickle.TUPLE1, pickle.REDUCE))
+        return self._opcodes
+
+
+def _short_str(text: str) -> bytes:
+    """The SHORT_BINUNICODE opcode of `text` (under 256 bytes in UTF-8)."""
+    data = text.encode()
+    assert len(data) < 256, text
+    return pickle.SHORT_BINUNICODE + bytes((len(data),)) + data
+
+
+def _bytes_opcode(size: int) -> bytes:
+    """The opcode, with its length, that pushes the `size` bytes after it as a bytes object."""
+    if size < 256:
+        return pickle.SHORT_BINBYTES + bytes((size,))
+    if size < 2**32:
+        return pickle.BINBYTES + size.to_bytes(4, "little")
+    return pickle.BINBYTES8 + size.to_bytes(8, "little")
 
 
 _sent: OrderedDict[types.FunctionType, tuple[tuple, Shipped]] = OrderedDict()  # fn -> (what it read, its pickle)

@@ -1,8 +1,8 @@
 """How tasks and their outcomes travel: cloudpickled callables in, pickled results or exceptions out.
 
-A task payload is `cloudpickle.dumps((fn, args, kwargs))`, a function pickled by value in it once for many tasks
-(shipped.py). Running it yields an `Outcome`
-(messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
+A task payload is a pickle (protocol 5) of `(fn, args, kwargs)`, as cloudpickle makes it, a function pickled by value
+in it once for many tasks (shipped.py; TaskPacker puts its opcodes in front of each task's arguments). Running it
+yields an `Outcome` (messages.py): ok with the pickled return value, or not ok with the pickled exception (empty if it
 cannot be pickled) and the formatted remote traceback in `error`. A failure that is not the task's
 own exception (its process died, its node monitor was lost) has an empty payload, the reason in
 `error` and its cause in `failure`.
@@ -22,41 +22,108 @@ import cloudpickle
 from ..errors import RemoteTraceback, TaskCancelled, TaskFailed, TaskTimeout, ValueLost
 from . import code_env
 from .messages import CANCELLED, LOST_INPUT, TIMED_OUT, Outcome
-from .shipped import set_task_user, shipped
+from .shipped import Shipped, set_task_user, shipped
 
 # Results of these exact types pickle to the same bytes with the C pickler as with cloudpickle's
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
 _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
+PROTOCOL = cloudpickle.DEFAULT_PROTOCOL  # 5, as cloudpickle.dumps: the protocol of every payload
+_FRAME, _NONE = pickle.FRAME[0], pickle.NONE[0]
 
 
 def pack_task(fn: Callable[..., object], args: tuple = (), kwargs: dict | None = None) -> bytes:
-    """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled.
+    """Serialise a call of `fn`; raises TypeError naming `fn` if it cannot be pickled (TaskPacker's bytes)."""
+    return TaskPacker(fn).pack(args, kwargs)
 
-    A function that cloudpickle pickles by value (from `__main__`, a lambda, a nested function) is pickled once
-    and its bytes reused while what it reads is unchanged, and the worker unpickles it once (shipped.py). A
-    callable that cloudpickle would pickle by reference (importable by its module and name, in no module
-    registered to be pickled by value) called with plain arguments is pickled by the C pickler: the same bytes,
-    at about 60% of the cost (the caller's thread pays it once per task)."""
-    if not callable(fn):
-        raise TypeError(f"a task must be callable, got {type(fn).__name__}")
-    plain = _plain(args) and _plain(kwargs or {})
-    try:
+
+class TaskPacker:
+    """Packs calls of one callable, what depends on the callable alone decided once (per job: a map's chunk, a
+    `submit_many`, a `submit`), so each task pays for its arguments only.
+
+    A function that cloudpickle pickles by value (from `__main__`, a lambda, a nested function) is pickled once and
+    its bytes reused while what it reads is unchanged, and the worker unpickles it once (shipped.py: checked when the
+    packer is made, so a global rebound is seen from the next job on). Its pickle opcodes are put in front of each
+    call's pickled arguments (`_splice`), not pickled again per task. A callable that cloudpickle would pickle by
+    reference (importable by its module and name, in no module registered to be pickled by value) called with plain
+    arguments is pickled by the C pickler: the same bytes, at about 60% of the cost.
+
+    Error handling: TypeError for something not callable, or naming `fn` if it cannot be pickled."""
+
+    __slots__ = ("_by_reference", "_opcodes", "_shipped", "fn")
+
+    def __init__(self, fn: Callable[..., object]) -> None:
+        if not callable(fn):
+            raise TypeError(f"a task must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self._shipped: Shipped | None = None
+        self._opcodes = b""  # those of the function shipped by value
+        self._by_reference = False
         if type(fn) is types.FunctionType and not _by_reference(fn):
-            call: tuple = (shipped(fn), args, kwargs or {})  # pickled by value once (shipped.py)
-            return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL) if plain else cloudpickle.dumps(call)
-        call = (fn, args, kwargs or {})
-        if plain and _by_reference(fn):
-            return pickle.dumps(call, cloudpickle.DEFAULT_PROTOCOL)
-        return cloudpickle.dumps(call)
-    except Exception as exc:
-        raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
+            try:
+                self._shipped = shipped(fn)  # pickled by value once (shipped.py)
+            except Exception as exc:
+                raise TypeError(f"task {fn!r} cannot be pickled: {exc}") from exc
+            self._opcodes = self._shipped.opcodes()
+        else:
+            self._by_reference = _by_reference(fn)
+
+    def pack(self, args: tuple = (), kwargs: dict | None = None) -> bytes:
+        """The payload of a call of this packer's callable with `args` and `kwargs`."""
+        if not kwargs:
+            kwargs = {}
+            plain = _plain(args)
+        else:
+            plain = _plain(args) and _plain_kwargs(kwargs)
+        try:
+            fn = self._shipped
+            if fn is not None:
+                stand_in = (None, args, kwargs)
+                rest = pickle.dumps(stand_in, PROTOCOL) if plain else cloudpickle.dumps(stand_in)
+                payload = _splice(self._opcodes, rest)
+                if payload is not None:
+                    return payload
+                call: tuple = (fn, args, kwargs)
+                return pickle.dumps(call, PROTOCOL) if plain else cloudpickle.dumps(call)
+            call = (self.fn, args, kwargs)
+            if plain and self._by_reference:
+                return pickle.dumps(call, PROTOCOL)
+            return cloudpickle.dumps(call)
+        except Exception as exc:
+            raise TypeError(f"task {self.fn!r} cannot be pickled: {exc}") from exc
 
 
-def _plain(values: tuple | dict) -> bool:
-    """Whether `values` (a call's arguments) are all of the exact plain types, a dict's keys str."""
-    if type(values) is dict:
-        return all(type(k) is str for k in values) and all(type(v) in _PLAIN_TYPES for v in values.values())
-    return all(type(v) in _PLAIN_TYPES for v in values)
+def _splice(opcodes: bytes, rest: bytes) -> bytes | None:
+    """The pickle of `(x, args, kwargs)` out of `rest`, the pickle (protocol 5) of `(None, args, kwargs)`, and
+    `opcodes`, which push x and make no memo entry: `rest` with the NONE opcode that opens it (just after its
+    PROTO, and FRAME if any) replaced by `opcodes`, put outside any frame (framing is optional: the pickler itself
+    writes large objects outside frames). The memo indexes in `rest` stay right, as `opcodes` make no entry. None
+    if `rest` does not start so (then the caller pickles the call whole)."""
+    if rest[1] < 4:  # no STACK_GLOBAL, no framing
+        return None
+    if rest[2] == _FRAME:
+        if rest[11] != _NONE:
+            return None
+        size = int.from_bytes(rest[3:11], "little") - 1
+        return b"".join((rest[:2], opcodes, pickle.FRAME, size.to_bytes(8, "little"), rest[12:]))
+    if rest[2] != _NONE:
+        return None
+    return b"".join((rest[:2], opcodes, rest[3:]))
+
+
+def _plain(values: tuple) -> bool:
+    """Whether `values` (a call's positional arguments) are all of the exact plain types."""
+    for value in values:  # noqa: SIM110 (once per task: a loop makes no generator, as all() would)
+        if type(value) not in _PLAIN_TYPES:
+            return False
+    return True
+
+
+def _plain_kwargs(values: dict) -> bool:
+    """Whether `values` (a call's keyword arguments) are all of the exact plain types, their keys str."""
+    for key, value in values.items():  # noqa: SIM110 (as _plain)
+        if type(key) is not str or type(value) not in _PLAIN_TYPES:
+            return False
+    return True
 
 
 def _by_reference(fn: Any) -> bool:
@@ -102,7 +169,7 @@ def run_task(
         return _raised(exc)
     try:
         if type(result) in _PLAIN_TYPES:
-            return Outcome(True, pickle.dumps(result, cloudpickle.DEFAULT_PROTOCOL))
+            return Outcome(True, pickle.dumps(result, PROTOCOL))
         if keep is not None:
             return keep(result)
         return Outcome(True, cloudpickle.dumps(result))

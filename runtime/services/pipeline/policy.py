@@ -42,6 +42,9 @@ class PipelinePolicy:
         self.depth = check_pipeline_depth(depth)
         self.rule = sparrow_core.PipelineRule(self.mode, depth)
         self.keeps_recent = self.rule.keeps_recent  # the logic times the running tasks for `ran`
+        # whether the half rule bounds the requests asked ahead now (deep, or a gated mode): the kernel's answer, its
+        # method itself (the logic asks once per task)
+        self.half_rule_applies: Callable[[], bool] = self.rule.half_rule_applies
 
     @property
     def short(self) -> bool:
@@ -61,10 +64,6 @@ class PipelinePolicy:
         """Requests asked ahead plus tasks bound the node may hold now: `held` slots are running or asking, `running`
         tasks run, started at `started` (`clock` time; only while `keeps_recent`)."""
         raise NotImplementedError
-
-    def half_rule_applies(self) -> bool:
-        """Whether the half rule bounds the requests asked ahead now (deep, or a gated mode)."""
-        return self.rule.half_rule_applies()
 
     def ask_ahead_at(self, started: Collection[float], now: float) -> float | None:
         """When (`clock` time) a running task next becomes due to ask ahead; None: no timer needed."""

@@ -247,3 +247,24 @@ def test_a_future_has_the_standards_fields_and_a_condition_that_waits_and_notifi
         assert condition._is_owned() and not condition.wait(timeout=0.01)
     assert not condition._is_owned()
     assert concurrent.futures.wait([future, executor.submit(int, 1)], timeout=30).not_done == set()
+
+
+def test_an_executor_that_could_not_connect_leaves_nothing_to_close_at_the_exit(cluster):
+    """A script whose SparrowExecutor found no scheduler (ConnectionLost) exits cleanly: its loop, which never ran,
+    is not closed at the interpreter's exit (that raised in the exit hook)."""
+    code = """if 1:
+        import socket
+        from sparrow_runtime import SparrowExecutor
+        from sparrow_runtime.errors import ConnectionLost
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # nobody listens there once closed
+        try:
+            SparrowExecutor([f"127.0.0.1:{port}"], handshake_timeout=5)
+        except ConnectionLost:
+            print("refused")
+    """
+    done = _run_python(code, cluster)
+    assert done.returncode == 0 and "refused" in done.stdout, done.stderr
+    assert "Exception ignored" not in done.stderr and "AssertionError" not in done.stderr, done.stderr

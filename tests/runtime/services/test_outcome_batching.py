@@ -98,6 +98,34 @@ def test_no_outcome_waits_longer_than_the_delay(autojump_clock):
     trio.run(main, clock=autojump_clock)
 
 
+def test_no_flush_is_due_once_a_jobs_last_outcome_took_what_was_held(autojump_clock):
+    """What a job's last outcome took along leaves nothing to flush: the batcher's task does not wake for it
+    (a 10-task job finishing within the delay costs one write and no timer), and the next message held waits
+    its own full delay at most."""
+
+    async def main():
+        client = Peer("client")
+        batcher = OutcomeBatcher(0.001)
+        flushes = []
+        flush = batcher.flush
+        batcher.flush = lambda: (flushes.append(trio.current_time()), flush())  # type: ignore[method-assign]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batcher.run)
+            await trio.lowlevel.checkpoint()
+            batcher.send([(client, JobAccepted(1, 7))])
+            await trio.sleep(0.0005)
+            batcher.send([(client, outcome(0, last=True))])
+            await trio.sleep(0.01)
+            assert flushes == [] and client.writes == [[JobAccepted(1, 7), outcome(0, last=True)]]
+            held_at = trio.current_time()
+            batcher.send([(client, outcome(1))])
+            await trio.sleep(0.01)
+            assert flushes == [held_at + 0.001] and client.writes[1:] == [[outcome(1)]]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=autojump_clock)
+
+
 def test_a_jobs_last_outcome_and_any_other_message_flush_what_is_held_first_in_order():
     client, other = Peer("client"), Peer("client")
     batcher = OutcomeBatcher(10.0)

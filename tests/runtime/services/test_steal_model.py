@@ -146,12 +146,12 @@ class World:
             return
         key = ("s", msg.job_id, msg.task)
         if request:
-            assert node.fit.units(node.fit._held[key]) == request  # its own request, stolen or not
+            assert node.fit.units(node.fit.held[key]) == request  # its own request, stolen or not
             assert len(node.fit.devices.get(key, ())) == request.get("gpu", 0)
         else:
-            assert key not in node.fit._held
+            assert key not in node.fit.held
         for kind, capacity in node.fit.capacity.items():
-            held = sum(node.fit.units(r).get(kind, 0) for r in node.fit._held.values())
+            held = sum(node.fit.units(r).get(kind, 0) for r in node.fit.held.values())
             assert held <= capacity, f"{name} holds {kind}={held} over its {capacity}"
         ids = [gpu for gpus in node.fit.devices.values() for gpu in gpus]
         assert len(ids) == len(set(ids)), f"{name} gave a GPU id to two running tasks: {ids}"

@@ -4,7 +4,7 @@ import msgspec
 import pytest
 
 from sparrow_runtime.errors import FrameTooLarge, ProtocolError
-from sparrow_runtime.wire.framing import FrameDecoder, encode_frames
+from sparrow_runtime.wire.framing import COPY_FRAME, FrameDecoder, encode_frames
 from sparrow_runtime.wire.messages import Constraint, GetTask, Heartbeat, SubmitJob, TaskToNode
 
 
@@ -64,4 +64,26 @@ def test_messages_before_a_bad_frame_are_kept():
     with pytest.raises(FrameTooLarge):
         decoder.raise_error()
     with pytest.raises(FrameTooLarge):
+        decoder.feed(b"")
+
+
+def test_big_frames_round_trip_whole_and_split():
+    """Frames over COPY_FRAME (decoded through a view of the bytes read) come out as the small ones do,
+    whole in one read or split across reads, with small frames around them."""
+    big = TaskToNode(1, 2, bytes(range(256)) * (COPY_FRAME // 128))
+    msgs = [GetTask(1), big, GetTask(2), big]
+    data = bytes(encode_frames(msgs))
+    assert FrameDecoder().feed(data) == msgs
+    decoder, got = FrameDecoder(), []
+    for i in range(0, len(data), 50_000):
+        got += decoder.feed(data[i : i + 50_000])
+    assert got == msgs
+    assert decoder.buffered == 0
+
+
+def test_a_big_invalid_frame_is_a_protocol_error_after_the_good_ones():
+    body = msgspec.msgpack.encode([25, "x" * (2 * COPY_FRAME)])  # GetTask's tag with a str job id
+    decoder = FrameDecoder()
+    assert decoder.feed(bytes(encode_frames([GetTask(1)])) + len(body).to_bytes(4, "big") + body) == [GetTask(1)]
+    with pytest.raises(ProtocolError, match=r"invalid GetTask\.job_id"):
         decoder.feed(b"")

@@ -3,11 +3,15 @@ a change of what it reads is seen, and both caches stay bounded."""
 
 from __future__ import annotations
 
+import io
+import pickle
+import pickletools
+
 import cloudpickle
 import pytest
 
 from sparrow_runtime.wire import shipped
-from sparrow_runtime.wire.task_codec import pack_task, run_task, unpack_outcome
+from sparrow_runtime.wire.task_codec import TaskPacker, pack_task, run_task, unpack_outcome
 
 OFFSET = 1
 
@@ -155,3 +159,47 @@ def test_a_worker_process_keeps_the_function_between_tasks() -> None:
         SparrowExecutor(cluster.schedulers, secret=cluster.secret) as executor,
     ):
         assert [executor.submit(calls_so_far, i).result(timeout=60) for i in range(3)] == [1, 2, 3]
+
+
+SHARED = "shared"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((1,), None),
+        ((SHARED, SHARED), {"k": [1, SHARED]}),  # memo references across arguments and keyword arguments
+        (([1, 2], {"a": (3,)}), {"x": None}),
+        ((b"x" * 70_000,), None),  # a large argument: written outside a frame, so the pickle opens unframed
+        ((b"y" * 300, "z" * 100_000), {"a": b"q" * 80_000}),  # several frames
+        ((lambda: 1,), None),  # an argument only cloudpickle pickles
+        ((), {"x": 1.5}),
+    ],
+)
+def test_a_packers_payload_is_the_whole_calls_pickle_with_the_functions_opcodes_spliced_in(args, kwargs) -> None:
+    """TaskPacker puts the shipped function's opcodes in front of each call's pickled arguments: the payload is a
+    valid pickle (pickletools walks it) that loads to the function and the very arguments, with their shared
+    references shared, as the whole call pickled in one go does."""
+    fn = _by_value()
+    payload = TaskPacker(fn).pack(args, kwargs)
+    pickletools.dis(payload, out=io.StringIO())
+    loaded, loaded_args, loaded_kwargs = pickle.loads(payload)
+    whole = cloudpickle.loads(cloudpickle.dumps((shipped.shipped(fn), args, kwargs or {})))
+    assert loaded is whole[0] and loaded(1) == 2  # the receiver's one unpickled function
+    assert len(loaded_args) == len(args) and loaded_kwargs.keys() == (kwargs or {}).keys()
+    plain = [(a, b) for a, b in zip(loaded_args, whole[1], strict=True) if not callable(a)]
+    assert all(a == b for a, b in plain) and loaded_kwargs == whole[2]
+    if kwargs and "k" in kwargs:
+        assert loaded_args[0] is loaded_kwargs["k"][1]
+
+
+def test_a_packer_reads_the_function_once_and_the_next_one_sees_a_rebound_global(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a function reads is checked when its packer is made (once per job): a packer made before `OFFSET = 10`
+    packs the function it saw, the next packer the new one."""
+    fn = _by_value()
+    before = TaskPacker(fn)
+    monkeypatch.setitem(globals(), "OFFSET", 10)
+    assert _value(before.pack((1,))) == 2
+    assert _value(TaskPacker(fn).pack((1,))) == 11

@@ -302,7 +302,7 @@ class NodeMonitorMetrics:
         ).set_function(lambda: len(logic.frame_limits))
 
     def step(self, event: str, args: tuple, out: list) -> None:
-        if event == "on_task_done":  # (scheduler, job_id, task, outcome)
+        if event == "on_task_done" or event == "on_task_ended":  # (scheduler, job_id, task, outcome)
             (self._finished if args[3].ok else self._failed).inc()
         logic = self.logic
         self._queue_length.set(len(logic.queue))

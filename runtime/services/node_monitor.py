@@ -26,6 +26,7 @@ import logging
 import os
 import secrets
 import socket
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -119,7 +120,6 @@ class NodeMonitorService:
         # run() by serve_node_monitor; without pipelining nothing is ever bound, so nothing waits (delay 0)
         self.outgoing = OutcomeBatcher(HOLD_DELAY if logic.pipeline.asks_ahead else 0, self._may_wait)
         self._pace = OutcomePace(HOLD_DELAY)  # holding pays only while outcomes come closer than that
-        self._outcomes = 0  # outcomes since the last flush: the pace takes them per burst (`_flush`)
         self.executor = executor
         self._launch = getattr(executor, "launch", None)  # see worker_pool.py; else `await executor.run`
         # what one read or event makes leaves in one write per peer once it is handled (burst.py): the scheduler's
@@ -127,6 +127,9 @@ class NodeMonitorService:
         self._burst: Burst = getattr(executor, "burst", None) or Burst()
         self._sends: list = []
         self._sends_big = False
+        # (key, outcome, ticket) of the tasks that ended in this burst, reported as it ends (`_report`)
+        self._ended: deque[tuple[tuple, Outcome, Any]] = deque()
+        self._burst.on_settle(self._report)
         self._burst.on_release(self._flush)
         self.can_stop = bool(getattr(executor, "can_stop", False)) and self._launch is not None
         self._takes_inputs = bool(getattr(executor, "takes_inputs", False)) and self._launch is not None
@@ -340,17 +343,17 @@ class NodeMonitorService:
             self._route_held(out)
 
     def _flush(self) -> None:
-        """The end of a burst: send what it routed to the schedulers (a big outcome among it: see `_route`). The
-        burst's outcomes came together: the pace takes them at once (outcome_pace.py)."""
-        if self._outcomes:
-            self._pace.outcome(self._outcomes)
-            self._outcomes = 0
+        """The end of a burst: send what it routed to the schedulers (a big outcome among it: see `_route`)."""
         if self._sends:
             sends, self._sends = self._sends, []
             big, self._sends_big = self._sends_big, False
             self.outgoing.send(sends, later=big)
 
     def _route_held(self, out: list) -> None:
+        self._route_messages(out)
+        self._routed()
+
+    def _route_messages(self, out: list) -> None:
         sends = self._sends
         ahead = self._ahead
         for peer, msg in out:
@@ -363,7 +366,8 @@ class NodeMonitorService:
                 key = (peer, msg.job_id, msg.task)
                 handed = ahead.pop(key, None) if ahead else None
                 if handed is not None:  # handed ahead, and now started (pinned: on_task_done's `started`)
-                    self._tickets[key] = self.executor.adopt(handed, partial(self._finished, key))
+                    self._tickets[key] = handed  # before: its outcome may have come already (adopt calls done)
+                    self.executor.adopt(handed, partial(self._finished, key))
                 else:
                     self._start(key, msg.payload)
             elif kind is Withdraw:
@@ -381,6 +385,9 @@ class NodeMonitorService:
                     self._fetching.pop(key).stop(msg)
             else:
                 sends.append((peer, msg))
+
+    def _routed(self) -> None:
+        """After routing: hand the new bound tasks ahead, wake the timers that wait for bound or queued ones."""
         logic = self.logic
         bound = logic.bound
         if bound:
@@ -608,26 +615,41 @@ class NodeMonitorService:
         done(await self.executor.run(payload))
 
     def _finished(self, key: tuple, outcome: Outcome) -> None:
-        scheduler, job_id, task = key
-        self._outcomes += 1
-        if self._code_held:
-            self._release_code(key)
-        ticket = self._tickets.pop(key, None)
-        successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
-        started = None if successor is None else successor.tag
-        try:  # contained (guard.py), as a plain try: no guard object per task
-            out = self.logic.on_task_done(scheduler, job_id, task, outcome, started)
-            output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
-            if output is not None:
-                self._put_output(out, job_id, task, output)
-            if self._burst.held:  # a worker's read: its end flushes (`_route`)
-                self._route_held(out)
-            else:
-                self._route(out)
-        except ServiceStop:
-            raise
-        except Exception as exc:
-            log_contained(logger, f"reporting task {task} of job {job_id} to {scheduler}", exc)
+        """Task `key` ended: reported as the burst it ended in ends (`_report`), in a burst of its own outside one."""
+        self._ended.append((key, outcome, self._tickets.pop(key, None)))
+        if not self._burst.held:
+            with self._burst:
+                pass  # its end reports it
+
+    def _report(self) -> None:
+        """As a burst ends: report the tasks that ended in it, in turn (each starts the task handed ahead behind it,
+        whose outcome may have come in the same read: that one is reported next), then let the logic fill the slots
+        and ask ahead once for all of them (on_task_ended, on_tasks_ended)."""
+        ended = self._ended
+        logic = self.logic
+        while ended:
+            count = 0
+            while ended:
+                key, outcome, ticket = ended.popleft()
+                count += 1
+                scheduler, job_id, task = key
+                if self._code_held:
+                    self._release_code(key)
+                successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
+                started = None if successor is None else successor.tag
+                try:  # contained (guard.py), as a plain try: no guard object per task
+                    out = logic.on_task_ended(scheduler, job_id, task, outcome, started)
+                    output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
+                    if output is not None:
+                        self._put_output(out, job_id, task, output)
+                    self._route_messages(out)
+                except ServiceStop:
+                    raise
+                except Exception as exc:
+                    log_contained(logger, f"reporting task {task} of job {job_id} to {scheduler}", exc)
+            self._pace.outcome(count)  # they came together
+            with contained(logger, "asking for the next tasks"):
+                self._route_held(logic.on_tasks_ended())
 
     def _put_output(self, out: list, job_id: int, task: int, output: Output) -> None:
         """Put what the task printed, cut to the rate cap, just before its outcome in `out` (none if its outcome

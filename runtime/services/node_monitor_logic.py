@@ -7,7 +7,8 @@ integer keys and `(scheduler, job id)` (job ids are only unique per scheduler).
 A free slot pops a reservation and asks its scheduler for a task (GetTask); the slot stays held until
 the answer. NoTask frees the slot, gives a fair-share user its turn back (`refund`) and pops the next
 reservation at once. TaskToNode is passed on as an output addressed to the executor: the shell runs
-it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot.
+it and calls `on_task_done` with its Outcome, which reports OutcomeToScheduler and frees the slot (tasks that
+ended together, a worker's read: `on_task_ended` each, then `on_tasks_ended` once fills the slots and asks ahead).
 StopTask (a forced cancel) becomes a `Stop` for the executor the same way: the shell stops that task
 if its executor can.
 
@@ -411,7 +412,29 @@ class NodeMonitorLogic:
     ) -> list:
         """The executor finished a launched task: report it (a failure instead if it is too large for
         a frame), free the slot, start the next reservation. `started`: the key (scheduler, job, task) of
-        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot."""
+        the pinned task that the executor started in its place (`on_handed_ahead`): it takes the slot.
+        Several tasks that ended together: `on_task_ended` each, then `on_tasks_ended` once."""
+        # not through an instrumented subclass (instruments.observed): this is one step, not two
+        out = NodeMonitorLogic.on_task_ended(self, scheduler, job_id, task, outcome, started)
+        self._tasks_ended(out)
+        return out
+
+    def on_tasks_ended(self) -> list:
+        """The tasks that ended together were told (`on_task_ended`): fill the slots they freed, ask ahead."""
+        out: list = []
+        self._tasks_ended(out)
+        return out
+
+    def _tasks_ended(self, out: list) -> None:
+        self.fill(out)
+        if self.stealing.steal:
+            self.stealing.steal_due = True
+
+    def on_task_ended(
+        self, scheduler: Hashable, job_id: int, task: int, outcome: Outcome, started: tuple | None = None
+    ) -> list:
+        """`on_task_done` of one of several tasks that ended together (a worker's read: the shell reports them
+        in turn), but for the next reservation: `on_tasks_ended` asks for those once all were told."""
         out: list = []
         self.free += 1
         self.running -= 1
@@ -451,9 +474,6 @@ class NodeMonitorLogic:
                     self.free -= 1
                     self._launch(peer, msg, out)
                     break
-        self.fill(out)
-        if self.stealing.steal:
-            self.stealing.steal_due = True
         return out
 
     def on_timer(self) -> list:

@@ -109,7 +109,8 @@ def serve(
             if not data:
                 return
             take(data)
-            dropped += _drop(queue, drops, side)
+            if drops:
+                dropped += _drop(queue, drops, side)
             continue
         _, msg = queue.popleft()
         inputs = msg.inputs
@@ -134,7 +135,8 @@ def serve(
             if not data:
                 return  # the node monitor is gone
             take(data)
-        dropped += _drop(queue, drops, side)
+        if drops:  # (a call per task else)
+            dropped += _drop(queue, drops, side)
         output = capture.take() if capture is not None and (printed or capture.holding()) else None
         if dropped:
             reply = OutcomeToNode(reply.outcome, reply.shared, tuple(dropped))

@@ -94,11 +94,13 @@ class Ticket:
 
     Handed ahead (ProcessExecutor.hand_ahead): queued in a busy worker, with no callback until it starts
     (`adopt`); `tag` is the caller's name for it, `seq` its number at its worker, `withdrawn` set once the
-    caller gave it up. `successor`: the task handed ahead that started on this one's worker as it ended.
+    caller gave it up, `ended` its outcome if it ended before it was adopted (the caller reports the outcomes of
+    a read once it is handled). `successor`: the task handed ahead that started on this one's worker as it ended.
     `output`: what it printed (an Output, OutputToNode), once its worker sent it ahead of its outcome."""
 
     __slots__ = (
         "done",
+        "ended",
         "inputs",
         "memory",
         "output",
@@ -125,6 +127,7 @@ class Ticket:
         self.seq = -1
         self.successor: Ticket | None = None
         self.withdrawn = False
+        self.ended: Outcome | None = None
         self.waited = False  # launched while no worker was idle: `started` is called when one takes it
         self.output: Output | None = None
 
@@ -216,8 +219,11 @@ class _Pool:
         elif not successor.withdrawn:
             ticket.successor = successor
         done, ticket.done = ticket.done, None
-        if done is not None:  # else given up (withdrawn): nobody waits for it
+        if done is not None:
             done(outcome)
+        elif not ticket.withdrawn:  # handed ahead, not adopted yet: `adopt` gives it its outcome
+            ticket.ended = outcome
+        # else given up (withdrawn): nobody waits for it
 
     def _usable(self, worker: Any) -> bool:
         return True
@@ -749,8 +755,14 @@ class ProcessExecutor(_Pool):
 
     @staticmethod
     def adopt(ticket: Ticket, done: Done) -> Ticket:
-        """A task handed ahead has started (a finished ticket's successor): `done` gets its outcome."""
-        ticket.done = done
+        """A task handed ahead has started (a finished ticket's successor): `done` gets its outcome (at once if it
+        has ended already: its caller may report the outcomes of a worker's read after the read)."""
+        ended = ticket.ended
+        if ended is None:
+            ticket.done = done
+        else:
+            ticket.ended = None
+            done(ended)
         return ticket
 
     def withdraw(self, ticket: Ticket) -> None:

@@ -257,3 +257,32 @@ def test_a_task_that_started_as_its_stopped_predecessor_answered_fails_once_when
         assert "killed as it started" in drive.outcomes[1][1].error and drive.returned == []
 
     trio.run(_with_executor, "process", body)
+
+
+class _Idle:
+    """A worker as _Pool's bookkeeping sees it: whose it is and the ticket it runs."""
+
+    user = None
+    ticket: Ticket | None = None
+
+
+def test_a_task_handed_ahead_that_ends_before_it_is_adopted_gets_its_outcome_from_adopt() -> None:
+    """A node monitor reports the outcomes of a worker's read once the read is handled (node_monitor._report): a task
+    handed ahead may end in the same read as the one before it, before it was adopted. Its outcome waits on its
+    ticket and `adopt` gives it at once; a withdrawn one's is dropped."""
+    pool = ProcessExecutor(1)  # not started: only the tickets' bookkeeping is used
+    got: list[tuple[str, Outcome]] = []
+    worker = _Idle()
+    first = worker.ticket = Ticket(b"", lambda o: got.append(("first", o)))
+    ahead = Ticket(b"", None)
+    ahead.tag = "ahead"
+    pool._finished(worker, Outcome(True, b"1"), ahead)  # the first ended: the one handed ahead starts in its place
+    assert first.successor is ahead and worker.ticket is ahead and got == [("first", Outcome(True, b"1"))]
+    pool._finished(worker, Outcome(True, b"2"))  # it ended too, in the same read, before its caller adopted it
+    assert len(got) == 1 and ahead.ended == Outcome(True, b"2")
+    assert ProcessExecutor.adopt(ahead, lambda o: got.append(("ahead", o))) is ahead
+    assert got[1] == ("ahead", Outcome(True, b"2")) and ahead.ended is None and ahead.done is None  # once
+    gone = worker.ticket = Ticket(b"", None)
+    gone.withdrawn = True
+    pool._finished(worker, Outcome(True, b"3"))
+    assert gone.ended is None and len(got) == 2  # given up: nobody waits for it

@@ -16,7 +16,7 @@ import trio
 
 from sparrow_runtime import Client, Constraint, LocalCluster, NodeMonitorConfig, SchedulerConfig
 
-LONG = 4.0  # seconds the long task holds nm-0's GPU
+LONG = 6.0  # seconds the long task holds nm-0's GPU (its GPU jobs need about 1.5 s; the rest: room for a busy host)
 SHORT_JOBS = 12
 
 

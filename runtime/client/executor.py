@@ -16,9 +16,12 @@ the tasks that become ready in one pass of the trio loop (the dependents of a ta
 go as one job; if an input fails, the task does not run and fails with DependencyFailed; if an input
 is cancelled, so is the task (logic.py, docs/runtime-dask.md "Dependencies and Dask").
 
-A future is running once the scheduler has handed its task out (every job asks to be told:
-SubmitJob.report_started, TaskStarted, sent for a task still running a result-batching period after
-it was handed out); `Future.cancel()` is then False, as the standard's. Before, it is True and the
+A future is running once the scheduler has handed its task out (every job of `submit` and `submit_many` asks to
+be told: SubmitJob.report_started, TaskStarted, sent for a task still running a result-batching period after
+it was handed out); `Future.cancel()` is then False, as the standard's. `map`'s futures never reach the caller,
+so its jobs do not ask: when the caller drops its iterator, each task without an outcome is cancelled on the
+cluster, and the scheduler, which knows, stops only those it has not handed out (the others run to their
+results, which are dropped), as the standard map's running calls do. Before, it is True and the
 scheduler never launches the task (or, if the news of its start was still on its way, discards its
 result). `shutdown(cancel_futures=True)` has the scheduler cancel every task it has
 not handed out (CancelJob.pending_only), and the started ones run to their results. As with the standard
@@ -329,6 +332,7 @@ class SparrowExecutor(concurrent.futures.Executor):
             [b""], user, priority, None, None, timeout=timeout, sampling=sampling, resources=resources
         )
         self._settings = msgspec.structs.replace(self._settings, report_started=True)  # running(), cancel()
+        self._unseen_settings = msgspec.structs.replace(self._settings, report_started=False)  # map's own futures
         self.user = user
         self.priority = priority
         self.sampling = sampling
@@ -497,9 +501,11 @@ class SparrowExecutor(concurrent.futures.Executor):
         coalesce: bool = False,
         options: JobOptions | None = None,
         code: CodeRef | None = None,
+        seen: bool = True,
     ) -> Job:
         """A job of `payloads` with this executor's settings (but `options`), and a future per task (its `owner`);
-        `code`: the code its tasks run in (their payloads name it: the job keeps it for those held)."""
+        `code`: the code its tasks run in (their payloads name it: the job keeps it for those held). `seen`: its
+        futures reach the caller, so they are told when their tasks start (running(), cancel()); map's do not."""
         client = self._client
         settings, retries, retry_exceptions = self._settings, client.retries, client.retry_exceptions
         if options is not None:
@@ -515,10 +521,12 @@ class SparrowExecutor(concurrent.futures.Executor):
                 self.sampling,
                 self.resources if options.resources is None else options.request(),
             )
-            # checked with its tasks (they are the job's); told when each starts, as every job of the executor
-            settings = msgspec.structs.replace(settings, tasks=[], report_started=True)
+            # checked with its tasks (they are the job's)
+            settings = msgspec.structs.replace(settings, tasks=[], report_started=seen)
             retries = retries if options.retries is None else check_retries(options.retries)
             retry_exceptions = retry_exceptions if options.retry_exceptions is None else options.retry_exceptions
+        elif not seen:
+            settings = self._unseen_settings
         job = Job(
             settings,
             payloads,
@@ -607,7 +615,7 @@ class SparrowExecutor(concurrent.futures.Executor):
                     problem = job_size_problem(payloads, max_frame)  # its settings were checked with the executor's
                     if problem is not None:
                         raise ValueError(problem)
-                    jobs.append(self._job(payloads, options=options, code=code))
+                    jobs.append(self._job(payloads, options=options, code=code, seen=False))
                 futures = [future for job in jobs for future in job.owner]
                 self._hand_over(jobs, *(partial(self._client.add_job, job) for job in jobs))
                 window.extend(futures)

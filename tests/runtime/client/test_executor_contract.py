@@ -218,6 +218,29 @@ def test_a_started_task_is_running_and_cannot_be_cancelled_a_waiting_one_can(exe
     assert not (tmp_path / "never").exists()
 
 
+def test_a_maps_tasks_are_not_reported_started_and_dropping_it_cancels_those_not_handed_out(executor, tmp_path):
+    """map's futures never reach the caller, so its jobs do not ask to be told of starts (no TaskStarted for each
+    of its tasks): its task holding the slot stays unseen as started. Dropping the iterator cancels every task
+    still without an outcome (the scheduler stops those it has not handed out; one running goes on to its end,
+    its result dropped), and the executor serves on."""
+    first, started, release = tmp_path / "first", tmp_path / "started", tmp_path / "release"
+    first.touch()  # the first task returns at once: the iterator is under way when it is dropped
+    results = executor.map(
+        _hold_slot, [str(tmp_path / "0"), str(started), str(tmp_path / "never")], [str(first), str(release)] * 2
+    )
+    assert next(results) == str(first)
+    assert _wait_for(str(started))
+    time.sleep(0.05)  # many result-batching periods: a start would have been told by now
+    with executor._loop.lock:
+        pending = [f for f in executor._loop.pending if f._job.n_tasks == 3]
+    assert len(pending) == 2 and all(f._job.started is None and not f.running() for f in pending)
+    assert executor.submit(abs, -3)._job.started is not None  # submit's futures are told
+    results.close()
+    assert all(f.cancelled() for f in pending)
+    release.touch()
+    assert executor.submit(abs, -2).result(timeout=30) == 2
+
+
 def test_a_settled_future_is_freed_when_dropped_without_a_garbage_collection(executor):
     """A future and its job hold each other only until the future is settled: then dropping the future (a
     submit's, a map's) frees it at once. Left in a cycle, every finished task waited for a full collection,

@@ -450,9 +450,10 @@ class Client:
         self._closing = True
         msgs = self._logic.close()
         self._dispatch()
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-            await self._links.release([*self._logic.values.take(), *self._code_uploads.take()])  # every value it held
-            await self._links.aclose()
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(CLOSE_TIMEOUT):  # every value it held; a frozen holder gets no more time
+                await self._links.release([*self._logic.values.take(), *self._code_uploads.take()])
+            await self._links.aclose()  # closing sockets, no waiting: also after a release given up
             await self._uploader.aclose()
         conn = self._conn
         assert self._scope is not None and self._stack is not None, "__aexit__ without __aenter__"

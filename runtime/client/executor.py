@@ -100,12 +100,18 @@ _RLock: Any = getattr(_thread, "RLock", threading.RLock)  # the C lock threading
 class _Condition(threading.Condition):
     """threading.Condition over an RLock of its own that looks the lock's methods up when called: the standard
     one binds five of them per instance, five objects per future that the garbage collector scans while the
-    future is pending (a loop of submits holds thousands). The methods a Condition and concurrent.futures call
+    future is pending (a loop of submits holds thousands), and makes its deque of waiters at once (made here
+    by the first wait: most futures are never waited on). The methods a Condition and concurrent.futures call
     (acquire, release, and wait's _release_save, _acquire_restore, _is_owned) are the lock's own."""
 
     def __init__(self) -> None:  # not Condition.__init__: it binds the lock's methods on the instance
         self._lock = _RLock()
-        self._waiters: deque = deque()
+        self._waiters: deque | tuple = ()  # a deque from the first wait (notify reads an empty tuple as well)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if isinstance(self._waiters, tuple):  # under the lock (Condition.wait checks it owns it before it appends)
+            self._waiters = deque()
+        return super().wait(timeout)
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         return self._lock.acquire(blocking, timeout)
@@ -136,10 +142,16 @@ class SparrowFuture(concurrent.futures.Future):
         self._result = None
         self._exception = None
         self._waiters: list = []
-        self._done_callbacks: list = []
+        self._done_callbacks: list | tuple = ()  # a list from the first add_done_callback: most futures have none
         self._executor = executor
         self._job = job  # the client logic's record of its job
         self._task = task
+
+    def add_done_callback(self, fn: Callable[[concurrent.futures.Future], object]) -> None:
+        with self._condition:
+            if isinstance(self._done_callbacks, tuple):
+                self._done_callbacks = []
+        super().add_done_callback(fn)
 
     def result(self, timeout: float | None = None) -> Any:
         value = super().result(timeout)
@@ -201,7 +213,8 @@ class SparrowFuture(concurrent.futures.Future):
         if the future was cancelled meanwhile (in the caller's thread). The condition is notified only if a thread
         waits on it: map's window holds hundreds of futures that nobody waits for yet."""
         condition = self._condition
-        with condition._lock:  # type: ignore[attr-defined]  # the condition's own lock, without its Python-level __enter__ and __exit__
+        # the condition's own lock, without the condition's Python-level __enter__ and __exit__
+        with condition._lock:  # type: ignore[attr-defined]
             if self._state != FUTURE_PENDING and self._state != FUTURE_RUNNING:
                 return
             if error is None:
@@ -222,7 +235,8 @@ class SparrowFuture(concurrent.futures.Future):
     def _take_result(self, timeout: float | None) -> Any:
         """`result(timeout)` for a future nobody else sees (map's): its value is then forgotten here, so
         the caller's dropping it frees it; the task is cancelled if it has no outcome by then."""
-        with self._condition._lock:  # type: ignore[attr-defined]  # a value here already (most of a map's): taken in one hold of the lock
+        # a value here already (most of a map's): taken in one hold of the lock
+        with self._condition._lock:  # type: ignore[attr-defined]
             if self._state == FUTURE_FINISHED and self._exception is None and self._result is not _KEPT:
                 value, self._result = self._result, None
                 return value

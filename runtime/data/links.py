@@ -156,7 +156,7 @@ class DataLinks:
                 except BaseException:
                     await conn.aclose()
                     raise
-                self._idle.setdefault(ref.address, []).append(conn)
+                await self._keep(ref.address, conn)
                 self.fetched += 1
                 self.bytes_fetched += len(value)
                 return value
@@ -181,7 +181,18 @@ class DataLinks:
             except (ConnectionLost, trio.TooSlowError):
                 await conn.aclose()
                 continue
-            self._idle.setdefault(some[0].address, []).append(conn)
+            except BaseException:  # cancelled: the client is closing
+                await conn.aclose()
+                raise
+            await self._keep(some[0].address, conn)
+
+    async def _keep(self, address: str, conn: Connection) -> None:
+        """Keep `conn` idle for the next exchange with `address`, or close it if these links are closed
+        (`aclose` ran while it was in use: nobody else would)."""
+        if self._closed:
+            await conn.aclose()
+        else:
+            self._idle.setdefault(address, []).append(conn)
 
     async def aclose(self) -> None:
         self._closed = True

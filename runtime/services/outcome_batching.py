@@ -93,7 +93,7 @@ class OutcomeBatcher:
                     waiting.append(msg)
                 continue
             burst = bursts.get(peer)
-            waiting = held.pop(peer, None) if held else None
+            waiting = held.pop(peer) if peer in held else None
             if burst is None:
                 if waiting is None:
                     bursts[peer] = [msg]

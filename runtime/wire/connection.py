@@ -352,29 +352,46 @@ class Connection:
     # -- receiving --------------------------------------------------------------------------------
 
     async def receive_batch(self) -> list:
-        """Every message that is complete after one or more reads (at least one message)."""
+        """Every message that is complete after one or more reads (at least one message).
+
+        On a socket, each read waits until it is readable first (a read right after handling a batch
+        nearly always finds nothing: waiting first saves a failed read per message), and asks for the
+        rest of a big frame at once once its size is known (up to BIG_RECEIVE_SIZE)."""
         if self._pending:
             batch, self._pending = self._pending, []
             return batch
-        self._decoder.raise_error()
+        decoder = self._decoder
+        decoder.raise_error()
         tls = self.tls
+        fd = self._fd
         data: bytes | bytearray
         while True:
             if tls is not None and tls.buffered:  # ciphertext that came with the TLS handshake's last read
                 data = self._decrypt(tls, b"")
             else:
                 try:
-                    if self._fd is None:
+                    if fd is None:
                         data = await self.stream.receive_some(RECEIVE_SIZE)
                     else:
-                        data = await self._read_socket(self._fd)
+                        while True:
+                            if self.closed:  # its descriptor may already belong to another file
+                                raise trio.ClosedResourceError("the connection was closed")
+                            await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
+                            missing = decoder.missing
+                            try:
+                                data = os.read(
+                                    fd, RECEIVE_SIZE if missing <= RECEIVE_SIZE else min(missing, BIG_RECEIVE_SIZE)
+                                )
+                                break
+                            except BlockingIOError:
+                                pass
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     raise ConnectionLost(f"connection to {self.peer_name} lost: {_why(exc)}") from None
                 if not data:
                     raise ConnectionLost(f"{self.peer_name} closed the connection")
                 if tls is not None:
                     data = self._decrypt(tls, data)
-            msgs = self._decoder.feed(data)
+            msgs = decoder.feed(data)
             if msgs:
                 return msgs
             self.active_at = trio.current_time()  # part of a frame (or of a record): the peer is heard from
@@ -390,18 +407,6 @@ class Connection:
         if tls.has_output and not self._closing:
             self._send_bytes(tls.output())
         return plain
-
-    async def _read_socket(self, fd: int) -> bytes:
-        """One read of the socket, once it is readable (a read right after handling a batch nearly
-        always finds nothing, so waiting first saves a failed read per message)."""
-        while True:
-            if self.closed:  # its descriptor may already belong to another file
-                raise trio.ClosedResourceError("the connection was closed")
-            await trio.lowlevel.wait_readable(fd)  # raises if the socket is closed meanwhile
-            try:  # the rest of a big frame in few reads: past a frame's first read, its size is known
-                return os.read(fd, max(RECEIVE_SIZE, min(self._decoder.missing, BIG_RECEIVE_SIZE)))
-            except BlockingIOError:
-                pass
 
     async def receive_one(self) -> Any:  # one of receive_batch()'s: the caller checks its type
         batch = await self.receive_batch()
@@ -466,13 +471,16 @@ class Connection:
 
     def _deliver(self, on_messages: Callable[[list], None], batch: list) -> None:
         """Pass `batch` on, up to an Error from the peer; that Error closes the connection."""
-        for i, msg in enumerate(batch):
-            if type(msg) is Error:
-                self._goodbye = f"{self.peer_name} closed the connection: {limits.clip(msg.reason, limits.MAX_REASON)}"
-                self._closing = True
-                if i:
-                    on_messages(batch[:i])
-                return
+        if Error in map(type, batch):  # rare: a pass in C first
+            for i, msg in enumerate(batch):
+                if type(msg) is Error:
+                    self._goodbye = (
+                        f"{self.peer_name} closed the connection: {limits.clip(msg.reason, limits.MAX_REASON)}"
+                    )
+                    self._closing = True
+                    if i:
+                        on_messages(batch[:i])
+                    return
         on_messages(batch)
 
     async def _serve_until_silent(self, on_messages: Callable[[list], None], idle_timeout: float) -> None:

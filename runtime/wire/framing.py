@@ -50,21 +50,23 @@ def encode_frames(messages: Sequence[Any], max_frame: int = DEFAULT_MAX_FRAME) -
     """Encode `messages` into one buffer of frames. Raises FrameTooLarge if one would exceed `max_frame`.
 
     Each message is encoded in place, appended after a zeroed header that is then filled in: no body is
-    copied, and a message costs four C calls (a header made by `int.to_bytes` and put in by a slice
+    copied, and a message costs three C calls (a header made by `int.to_bytes` and put in by a slice
     assignment made framing a small message cost half as much again: 290 against 185 ns, measured)."""
     buf = bytearray()
     encode_into = _encoder.encode_into
     pack_into = _HEADER.pack_into
+    start = 0  # where the frame being made begins: the end of the one before
     for msg in messages:
-        start = len(buf)
         buf += _ZEROS
         encode_into(msg, buf, -1)  # appends
-        size = len(buf) - start - HEADER_SIZE
+        end = len(buf)
+        size = end - start - HEADER_SIZE
         if size > max_frame:
             raise FrameTooLarge(
                 f"{type(msg).__name__} encodes to {size} bytes, over the frame limit of {max_frame} bytes"
             )
         pack_into(buf, start, size)
+        start = end
     return buf
 
 

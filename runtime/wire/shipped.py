@@ -7,8 +7,9 @@ tens of microseconds per task at both ends, where a process pool's children impo
 - The sender (the user's own process) keeps the pickled function per function object (`shipped`), at most
   SENDER_FUNCTIONS of them, least recently used out; a task's payload then carries those bytes as they are. An entry
   is used only while the function's code, defaults, keyword defaults, closure cells and the globals its code names are
-  the very objects it was pickled with: a rebound global (`x = 6`) or a redefined function pickles afresh. A global
-  changed in place (a list appended to) is not seen, as a process pool's children do not see it either.
+  the very objects it was pickled with: a rebound global (`x = 6`) or a redefined function pickles afresh, from the
+  next job on (the client checks once per job: task_codec.TaskPacker). A global changed in place (a list appended
+  to) is not seen, as a process pool's children do not see it either.
 - The receiver keeps the function unpickled per user and content (`load_shipped`, keyed by the task's user and the
   bytes themselves: a task gets the function of its own bytes, unpickled for its own user), at most
   RECEIVER_FUNCTIONS of them and RECEIVER_BYTES in all, least recently used out. A worker process serves one user

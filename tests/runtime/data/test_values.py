@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from sparrow_runtime import Client, Constraint, TaskFailed, ValueLost
+from sparrow_runtime.client import core
 from tests.runtime.until import until
 
 from ..services.test_services import SECRET, services
@@ -122,6 +123,52 @@ def test_a_closed_client_releases_every_value_it_held():
         assert job.done()
 
     trio.run(_services, test)
+
+
+def test_a_client_whose_release_outlasts_its_close_still_closes_every_data_link(monkeypatch):
+    """Closing takes at most CLOSE_TIMEOUT: a release that takes longer (a frozen node monitor) is given up, and the
+    links kept open for fetching values are closed all the same (none is left to the garbage collector)."""
+    monkeypatch.setattr(core, "CLOSE_TIMEOUT", 0.2)
+
+    async def test(address, logics):
+        async def frozen_release(refs):
+            await trio.sleep_forever()
+
+        async with Client([address], secret=SECRET) as client:
+            job = await client.submit_job([partial(_blob, BIG)])
+            assert await job.results() == [b"x" * BIG]  # fetched: its link is kept for the next fetch
+            kept = [conn for conns in client._links._idle.values() for conn in conns]
+            assert kept and not any(conn.closed for conn in kept)
+            client._links.release = frozen_release
+        assert all(conn.closed for conn in kept) and client._links._idle == {}
+
+    trio.run(_services, test)
+
+
+def test_a_release_that_ends_after_its_links_closed_closes_its_link():
+    """Links closed while a release was on its way (the client closing meanwhile): the release's link is closed
+    when it is done, not kept where nobody would close it."""
+
+    async def test(client, logics):
+        job = await client.submit_job([partial(_blob, BIG)])
+        await job.wait()
+        (ref,) = [outcome.ref for outcome in job._job.outcomes]
+        links = client._links
+        await links.aclose()
+        opened = []
+        connect = links._link
+
+        async def recorded(ref):
+            conn, reused = await connect(ref)
+            opened.append(conn)
+            return conn, reused
+
+        links._link = recorded
+        await links.release([ref])
+        assert len(opened) == 1 and opened[0].closed and links._idle == {}
+        await until(lambda: _held(logics) == 0)  # the release itself went through
+
+    trio.run(_with_client, test)
 
 
 def test_a_lost_clients_values_are_released_by_the_scheduler_after_its_grace():

@@ -20,8 +20,9 @@ distributed worker imports numpy when it starts, so every Sparrow worker imports
 (`warm_up`): otherwise the first graph pays 1-4 s of imports on a loaded machine. Dask
 distributed is optional (`pip install -e '.[peers]'`): without it its columns are left out.
 Script: `python bench/bench_data.py [--repeat N] [--graphs array,dataframe,shuffle] [--json FILE]
-[--transport tcp|unix]` (`--transport`: Sparrow's links, loopback TCP by default; its data listeners are Unix
-sockets either way, so that values in memory files pass between node monitors as the files themselves)
+[--transport tcp|unix]` (`--transport`: Sparrow's links, the build's LocalCluster default unless given (Unix
+sockets where it can); its data listeners are Unix sockets either way, so that values in memory files pass
+between node monitors as the files themselves)
 """
 
 from __future__ import annotations
@@ -92,14 +93,15 @@ GRAPHS = {"array": bench_dask.array_graph, "dataframe": bench_dask.dataframe_gra
 
 
 def sparrow_round(
-    graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process", transport: str = "tcp"
+    graphs: dict, node_monitors: int = NODE_MONITORS, executor: str = "process", transport: str | None = None
 ) -> dict:
     """Graph -> (seconds, tasks, bytes through the client, bytes through the scheduler, CPU seconds of the
     process tree) on a fresh Sparrow cluster of `node_monitors` node monitors x 1 slot (`transport`: the
-    LocalCluster's, tcp or unix)."""
+    LocalCluster's, tcp or unix; None: its default)."""
     results = {}
+    links = {} if transport is None else {"transport": transport}
     cluster = bench_dask.LocalCluster(
-        node_monitors=node_monitors, slots=1, dashboard=False, transport=transport, **cluster_options(executor)
+        node_monitors=node_monitors, slots=1, dashboard=False, **links, **cluster_options(executor)
     )
     with cluster, bench_dask.DaskScheduler(cluster) as sparrow:
         dask.compute(bench_dask.chain_graph(10), scheduler=sparrow)  # warm up: workers, connections
@@ -118,7 +120,7 @@ def main() -> None:
     parser = bench_dask.graph_parser(__doc__, GRAPHS)
     parser.add_argument("--json", metavar="FILE", help="also write every round's figures to FILE")
     parser.add_argument(
-        "--transport", choices=("tcp", "unix"), default="tcp", help="Sparrow's links: loopback TCP or Unix sockets"
+        "--transport", choices=("tcp", "unix"), help="Sparrow's links: TCP or Unix sockets (default: the build's)"
     )
     args = parser.parse_args()
     graphs = bench_dask.parsed_graphs(parser, args, GRAPHS)
@@ -150,7 +152,8 @@ def main() -> None:
     print(
         f"best of {args.repeat} round(s), wall seconds of dask.compute and CPU seconds of the whole process tree "
         "(each column's best); Sparrow / distributed < 1: Sparrow faster\n"
-        f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot (process executors, {args.transport}); "
+        f"Sparrow 1 scheduler + {NODE_MONITORS} node monitors x 1 slot "
+        f"(process executors, {args.transport or 'default links'}); "
         + (f"distributed {distributed.__version__} {NODE_MONITORS} workers x 1 thread; " if distributed_runs else "")
         + f"dask {dask.__version__}; load average {load_before:.2f} -> {load_after:.2f}"
         + ("" if steal is None else f", steal {steal:.1f}%")

@@ -162,16 +162,17 @@ def ratios(rounds: list[dict[str, dict]]) -> dict[str, float]:
 
 def run_rounds(
     rounds: int = ROUNDS,
-    transport: str = "tcp",
+    transport: str | None = None,
     pipeline_depth: int | None = None,
     bind_idle: bool | None = None,
     **sizes: int,
 ) -> list[dict[str, dict]]:
     """`rounds` rounds on one cluster and one pool, each figure alternating the two (one_round);
-    `pipeline_depth`: the cluster's node monitors' pipelining (bench_runtime.pipelining: None the build's default,
+    `transport`: the cluster's links (None: the build's default); `pipeline_depth`: the cluster's node monitors'
+    pipelining (bench_runtime.pipelining: None the build's default,
     0 off, N deep); `bind_idle`: its scheduler's (None: the build's default)."""
     sizes = {"map_tasks": MAP_TASKS, "submit_tasks": SUBMIT_TASKS, "jobs": JOBS, **sizes}
-    options: dict = {} if transport == "tcp" else {"transport": transport}  # older builds: TCP only
+    options: dict = {} if transport is None else {"transport": transport}
     options.update(cluster_options("process", pipeline_depth, bind_idle))
     with (
         LocalCluster(schedulers=1, node_monitors=SLOTS, slots=1, **options) as cluster,
@@ -285,9 +286,9 @@ def _children(pythons: list[str], args: argparse.Namespace) -> list[list[list[di
                 str(args.submit_tasks),
                 "--jobs",
                 str(args.jobs),
-                "--transport",
-                args.transport,
             ]
+            if args.transport is not None:
+                command += ["--transport", args.transport]
             if args.pipeline_depth is not None:
                 command += ["--pipeline-depth", str(args.pipeline_depth)]
             if args.bind_idle is not None:
@@ -329,7 +330,9 @@ def main() -> None:
     parser.add_argument("--submit-tasks", type=int, default=SUBMIT_TASKS, help="per round")
     parser.add_argument("--jobs", type=int, default=JOBS, help="10-task jobs per round")
     parser.add_argument("--load", action="store_true", help="also the 80%%-load p50 over the floor's, per run")
-    parser.add_argument("--transport", choices=("tcp", "unix"), default="tcp", help="LocalCluster's (default tcp)")
+    parser.add_argument(
+        "--transport", choices=("tcp", "unix"), help="LocalCluster's links (default: the build's, unix where it can)"
+    )
     parser.add_argument(
         "--pipeline-depth",
         type=int,

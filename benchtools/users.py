@@ -21,6 +21,7 @@ Figures (per system; the ratio Sparrow/pool beside each):
     python -m benchtools.users --rounds 3
     python -m benchtools.users --rounds 1 --json      # one JSON line, with versus_pool (bench/bench_users.py reads it)
     python -m benchtools.users --systems sparrow,pool --figures load80,load70 --load-seconds 20
+    python -m benchtools.users --systems sparrow,pool --figures map,job_p50 --transport tcp   # links over TCP
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ class System:
 
 
 @contextlib.contextmanager
-def started(names: list[str]) -> Iterator[dict[str, System]]:
-    """Each named system, started and warmed up (its workers and connections ready)."""
+def started(names: list[str], transport: str | None = None) -> Iterator[dict[str, System]]:
+    """Each named system, started and warmed up (its workers and connections ready); `transport`: Sparrow's
+    links (None: LocalCluster's default)."""
     with contextlib.ExitStack() as stack:
         systems: dict[str, System] = {}
         for name in sorted(names, key=lambda n: n == "sparrow"):  # the pool forks before the executor's thread runs
@@ -127,6 +129,7 @@ def started(names: list[str]) -> Iterator[dict[str, System]]:
                         node_monitors=SLOTS,
                         slots=1,
                         dashboard=False,
+                        **({} if transport is None else {"transport": transport}),
                     )
                 )
                 executor: Executor = stack.enter_context(SparrowExecutor(cluster.schedulers, secret=cluster.secret))
@@ -231,10 +234,12 @@ def measure(figure: str, system: System, sizes: Sizes, seed: int) -> dict[str, f
     return out
 
 
-def run(names: list[str], figures: list[str], sizes: Sizes, rounds: int) -> list[dict[str, dict[str, float]]]:
+def run(
+    names: list[str], figures: list[str], sizes: Sizes, rounds: int, transport: str | None = None
+) -> list[dict[str, dict[str, float]]]:
     """Per round, per system, its figures: each figure on every system in turn, the first system rotating."""
     out = []
-    with started(names) as systems:
+    with started(names, transport) as systems:
         for r in range(rounds):
             order = names[r % len(names) :] + names[: r % len(names)]
             figures_of: dict[str, dict[str, float]] = {name: {} for name in names}
@@ -314,6 +319,9 @@ def main(argv: list[str] | None = None) -> None:
     for field, default in asdict(Sizes()).items():
         parser.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default, help="per round")
     parser.add_argument("--json", action="store_true", help="print the rounds as one JSON line")
+    parser.add_argument(
+        "--transport", choices=("tcp", "unix"), help="Sparrow's links (default: LocalCluster's, unix where it can)"
+    )
     args = parser.parse_args(argv)
     sizes = Sizes(**{field: getattr(args, field) for field in asdict(Sizes())})
     if args.rounds < 1 or min(asdict(sizes).values()) <= 0:
@@ -327,7 +335,7 @@ def main(argv: list[str] | None = None) -> None:
         print("loky left out: joblib is not installed (pip install -e '.[peers]')", file=sys.stderr)
         names.remove("loky")
     load_before = os.getloadavg()[0]
-    rounds = run(names, figures, sizes, args.rounds)
+    rounds = run(names, figures, sizes, args.rounds, args.transport)
     if args.json:
         out: dict = {"module": square.__module__, "rounds": rounds}
         if {"sparrow", "pool"} <= set(names):

@@ -6,8 +6,8 @@ on TLS with a cluster CA of its own.
             ...
 
 Each service is the `sparrow scheduler` / `sparrow node-monitor` command a user runs on a host
-(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen 127.0.0.1:0` (with
-`transport="unix"`, `--listen unix:DIR/NAME.sock`, DIR a 0700 folder removed on close; a node monitor's data
+(`python -m sparrow_runtime.cli.main ...`), with ordinary settings: `--listen unix:DIR/NAME.sock`, DIR a 0700
+folder removed on close (with `transport="tcp"`, `--listen 127.0.0.1:0`; a node monitor's data
 listener is `--data-listen unix:DIR/NAME.data` on either transport: the cluster is on one host, so a value
 kept in a memory file passes to another node monitor as the file itself, data/links.py), its id,
 `--exit-with-parent` (its standard input is a pipe this process holds: if this process dies, even
@@ -65,6 +65,8 @@ from .ready_line import parse_ready_line
 SPARROW = [sys.executable, "-m", "sparrow_runtime.cli.main"]
 KILL_GRACE = 2.0  # seconds a service may take to exit once its drain is over
 TRANSPORTS = ("tcp", "unix")  # loopback TCP, or Unix domain sockets in a private folder
+# a hop over a Unix socket costs about half a loopback TCP one (docs/runtime-wire.md): the default where there are any
+DEFAULT_TRANSPORT = "unix" if hasattr(socket, "AF_UNIX") else "tcp"
 # the settings a cluster passes on (ids, the links between its services, slots and labels are its own)
 CLUSTER_SCHEDULER_SETTINGS = {
     field: setting for field, setting in SCHEDULER_SETTINGS.items() if field not in ("scheduler_id", "node_monitors")
@@ -93,14 +95,16 @@ class LocalCluster:
     (`scheduler_cpus`, from the last); True (always, where the system cannot pin) lets every service
     use every CPU. `dashboard` (default True) serves each scheduler's dashboard and metrics on a free
     loopback port (docs/dashboard.md). Attributes once started: `schedulers`, `node_monitors`
-    (addresses "host:port"), `node_ids`, `scheduler_ids` (in the order of `schedulers`),
+    (addresses "unix:PATH", or "host:port" on tcp), `node_ids`, `scheduler_ids` (in the order of `schedulers`),
     `node_monitor_pids`, `pids`, `secret`, `dashboard_urls` and `dashboard_url` (the first
     scheduler's), and `metrics_urls` (address -> metrics URL of each service that serves metrics,
     e.g. with SPARROW_METRICS_PORT=0 in the environment).
-    `transport`: "tcp" (default: loopback TCP) or "unix" (Unix domain sockets: the services and
-    clients of this host only, addresses "unix:PATH"; a hop costs less, docs/runtime.md). The node
-    monitors' data listeners are Unix sockets either way (where the system has them): values in memory
-    files pass between them as the files themselves (docs/runtime-dask.md, "Values stay where they were made").
+    `transport`: "unix" (the default where the system has Unix domain sockets: the services and clients
+    of this host only, addresses "unix:PATH" in a private 0700 folder; a hop costs about half a loopback
+    TCP one, docs/runtime-wire.md) or "tcp" (loopback TCP, addresses "127.0.0.1:PORT"; the default
+    elsewhere). The node monitors' data listeners are Unix sockets either way (where the system has them):
+    values in memory files pass between them as the files themselves (docs/runtime-dask.md, "Values stay
+    where they were made").
 
     `tls`: False (default) runs the services --insecure, with the shared `secret` (one trusted host:
     every process is this user's and listens on loopback only); True on TLS with a CA made for this
@@ -124,10 +128,12 @@ class LocalCluster:
         dashboard: bool = True,
         startup_timeout: float = 30.0,
         stop_timeout: float = 5.0,
-        transport: str = "tcp",
+        transport: str | None = None,
         tls: bool | str | os.PathLike = False,
     ) -> None:
         check_counts(schedulers=schedulers, node_monitors=node_monitors, slots=slots)
+        if transport is None:
+            transport = DEFAULT_TRANSPORT
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         if scheduler is not None and not isinstance(scheduler, SchedulerConfig):

@@ -28,7 +28,7 @@ from .shipped import Shipped, set_task_user, shipped
 # Python-level Pickler, at a tenth of the cost (a no-op task's outcome is one of them).
 _PLAIN_TYPES = frozenset((type(None), bool, int, float, str, bytes))
 PROTOCOL = cloudpickle.DEFAULT_PROTOCOL  # 5, as cloudpickle.dumps: the protocol of every payload
-_FRAME, _NONE = pickle.FRAME[0], pickle.NONE[0]
+_FRAME, _NONE, _STOP = pickle.FRAME[0], pickle.NONE[0], pickle.STOP[0]
 
 
 def pack_task(fn: Callable[..., object], args: tuple = (), kwargs: dict | None = None) -> bytes:
@@ -45,7 +45,9 @@ class TaskPacker:
     packer is made, so a global rebound is seen from the next job on). Its pickle opcodes are put in front of each
     call's pickled arguments (`_splice`), not pickled again per task. A callable that cloudpickle would pickle by
     reference (importable by its module and name, in no module registered to be pickled by value) called with plain
-    arguments is pickled by the C pickler: the same bytes, at about 60% of the cost.
+    arguments is pickled by the C pickler: the same bytes, at about 60% of the cost; the opcodes it writes for the
+    callable are spliced in the same way where the arguments cannot refer back to the memo (still the same bytes:
+    a packed `int` call 2.2 -> 1.0 us).
 
     Error handling: TypeError for something not callable, or naming `fn` if it cannot be pickled."""
 
@@ -56,7 +58,7 @@ class TaskPacker:
             raise TypeError(f"a task must be callable, got {type(fn).__name__}")
         self.fn = fn
         self._shipped: Shipped | None = None
-        self._opcodes = b""  # those of the function shipped by value
+        self._opcodes = b""  # what pushes the callable, put in front of each call's pickled arguments (_splice)
         self._by_reference = False
         if type(fn) is types.FunctionType and not _by_reference(fn):
             try:
@@ -66,6 +68,8 @@ class TaskPacker:
             self._opcodes = self._shipped.opcodes()
         else:
             self._by_reference = _by_reference(fn)
+            if self._by_reference:
+                self._opcodes = _global_opcodes(fn)
 
     def pack(self, args: tuple = (), kwargs: dict | None = None) -> bytes:
         """The payload of a call of this packer's callable with `args` and `kwargs`."""
@@ -86,6 +90,10 @@ class TaskPacker:
                 return pickle.dumps(call, PROTOCOL) if plain else cloudpickle.dumps(call)
             call = (self.fn, args, kwargs)
             if plain and self._by_reference:
+                if self._opcodes and not kwargs and _refers_back_to_nothing(args):  # the same bytes, spliced
+                    payload = _splice(self._opcodes, pickle.dumps((None, args, kwargs), PROTOCOL))
+                    if payload is not None:
+                        return payload
                 return pickle.dumps(call, PROTOCOL)
             return cloudpickle.dumps(call)
         except Exception as exc:
@@ -94,20 +102,45 @@ class TaskPacker:
 
 def _splice(opcodes: bytes, rest: bytes) -> bytes | None:
     """The pickle of `(x, args, kwargs)` out of `rest`, the pickle (protocol 5) of `(None, args, kwargs)`, and
-    `opcodes`, which push x and make no memo entry: `rest` with the NONE opcode that opens it (just after its
-    PROTO, and FRAME if any) replaced by `opcodes`, put outside any frame (framing is optional: the pickler itself
-    writes large objects outside frames). The memo indexes in `rest` stay right, as `opcodes` make no entry. None
-    if `rest` does not start so (then the caller pickles the call whole)."""
+    `opcodes`, which push x: `rest` with `opcodes` in place of the NONE opcode that opens it (just after its PROTO,
+    and in its first frame if it has one). Right when nothing in `rest` refers back to the memo (the opcodes of a
+    shipped function make no memo entry; those of a global do, and the caller checks that the arguments cannot
+    refer back), and then the very bytes the pickler makes of the whole call when `opcodes` are the ones it
+    writes for x. None if `rest` does not start so (then the caller pickles the call whole)."""
     if rest[1] < 4:  # no STACK_GLOBAL, no framing
         return None
     if rest[2] == _FRAME:
         if rest[11] != _NONE:
             return None
-        size = int.from_bytes(rest[3:11], "little") - 1
-        return b"".join((rest[:2], opcodes, pickle.FRAME, size.to_bytes(8, "little"), rest[12:]))
+        size = int.from_bytes(rest[3:11], "little") - 1 + len(opcodes)
+        return b"".join((rest[:3], size.to_bytes(8, "little"), opcodes, rest[12:]))
     if rest[2] != _NONE:
         return None
     return b"".join((rest[:2], opcodes, rest[3:]))
+
+
+def _global_opcodes(fn: Any) -> bytes:
+    """The opcodes the C pickler writes for `fn` by reference (its module and qualified name, memoized), as they
+    open the pickle of a call of it; b"" if its pickle is not one frame of them."""
+    try:
+        out = pickle.dumps(fn, PROTOCOL)
+    except Exception:
+        return b""  # pack pickles the call whole, and says why it cannot
+    if len(out) > 12 and out[2] == _FRAME and int.from_bytes(out[3:11], "little") == len(out) - 11 and out[-1] == _STOP:
+        return out[11:-1]
+    return b""
+
+
+def _refers_back_to_nothing(args: tuple) -> bool:
+    """Whether the pickle of plain `args` cannot refer back to an object pickled before it: at most one of them is
+    a str or bytes, the only plain types the pickler memoizes (the same object twice is pickled once, then
+    referred back to, and a global's opcodes make memo entries that would shift such a reference)."""
+    seen = 0
+    for value in args:
+        kind = type(value)
+        if kind is str or kind is bytes:
+            seen += 1
+    return seen < 2
 
 
 def _plain(values: tuple) -> bool:

@@ -125,9 +125,15 @@ async def _one_job(scheduler: str, tls) -> float:
 
 @pytest.mark.slow
 def test_a_flood_of_idle_and_slow_connections_locks_no_one_out(tmp_path):
-    """From another address than the peers', the flood only ever evicts its own connections."""
+    """From another address than the peers', the flood only ever evicts its own connections (on TCP: the gate
+    tells peers apart by their address)."""
     with LocalCluster(
-        node_monitor=NodeMonitorConfig(executor="thread"), schedulers=1, node_monitors=1, slots=1, tls=tmp_path / "tls"
+        node_monitor=NodeMonitorConfig(executor="thread"),
+        schedulers=1,
+        node_monitors=1,
+        slots=1,
+        tls=tmp_path / "tls",
+        transport="tcp",
     ) as cluster:
         files = local_certs(tmp_path / "tls", "unused")  # the files the cluster made (remade only if unusable)
         restart = partial(start_node_monitor, cluster.schedulers, files["node-monitor"], cluster.node_ids[0])

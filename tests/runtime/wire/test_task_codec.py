@@ -24,10 +24,14 @@ from sparrow_runtime.wire.task_codec import pack_task, run_task, unpack_outcome
         (os.path.join, ("a", "b"), None),
         (json.dumps, ("x",), {"indent": 2}),
         (dict, (), {"a": 1, "b": None}),
+        (max, (1, 2.5, None is None), None),
+        (os.path.join, ("a", "a"), None),  # one str object twice: the pickle refers back to it
+        (str, (b"x",), None),
     ],
 )
 def test_an_importable_callable_with_plain_arguments_packs_to_cloudpickles_bytes(fn, args, kwargs):
-    """The fast path changes nothing on the wire: the bytes are cloudpickle's, and the task runs."""
+    """The fast path changes nothing on the wire: the bytes are cloudpickle's, and the task runs (the callable's
+    opcodes spliced in front of the arguments where nothing refers back to the memo, TaskPacker)."""
     payload = pack_task(fn, args, kwargs)
     assert payload == cloudpickle.dumps((fn, args, kwargs or {}))
     assert unpack_outcome(run_task(payload)) == fn(*args, **(kwargs or {}))

@@ -356,10 +356,11 @@ class NodeMonitorService:
     def _route_messages(self, out: list) -> None:
         sends = self._sends
         ahead = self._ahead
-        for peer, msg in out:
+        for pair in out:
+            peer, msg = pair
             kind = type(msg)
             if kind is OutcomeToScheduler:
-                sends.append((peer, msg))
+                sends.append(pair)
                 if len(msg.outcome.payload) > LINK_FULL:
                     self._sends_big = True
             elif kind is TaskToNode:
@@ -384,7 +385,7 @@ class NodeMonitorService:
                 elif key in self._fetching:  # still fetching its inputs: it ends now, never launched
                     self._fetching.pop(key).stop(msg)
             else:
-                sends.append((peer, msg))
+                sends.append(pair)
 
     def _routed(self) -> None:
         """After routing: hand the new bound tasks ahead, wake the timers that wait for bound or queued ones."""
@@ -410,6 +411,7 @@ class NodeMonitorService:
             return
         ahead = self._ahead
         hand_ahead = self.executor.hand_ahead
+        handed: list[tuple] = []
         for scheduler, msg in logic.bound:
             key = (scheduler, msg.job_id, msg.task)
             if key in ahead:
@@ -418,15 +420,17 @@ class NodeMonitorService:
             if is_remote(payload):
                 ready = self._ready(key, payload)  # its code unpacked here already: it goes too
                 if ready is None:
-                    return
+                    break
                 payload = ready
             ticket = hand_ahead(payload, key, self._user_of(key))
             if ticket is None:
                 if self._code_held:
                     self._release_code(key)  # held again when it starts
-                return
+                break
             ahead[key] = ticket
-            logic.on_handed_ahead(key)
+            handed.append(key)
+        if handed:
+            logic.on_handed_ahead(handed)
 
     def _started_late(self, ticket: Ticket) -> None:
         """A task that waited for a worker (a replacement starting) starts now: so does its timeout."""
@@ -627,22 +631,25 @@ class NodeMonitorService:
         and ask ahead once for all of them (on_task_ended, on_tasks_ended)."""
         ended = self._ended
         logic = self.logic
+        on_task_ended = logic.on_task_ended
+        route = self._route_messages
+        code_held = self._code_held
         while ended:
             count = 0
             while ended:
                 key, outcome, ticket = ended.popleft()
                 count += 1
                 scheduler, job_id, task = key
-                if self._code_held:
+                if code_held:
                     self._release_code(key)
                 successor = getattr(ticket, "successor", None)  # a task handed ahead that started in its place
                 started = None if successor is None else successor.tag
                 try:  # contained (guard.py), as a plain try: no guard object per task
-                    out = logic.on_task_ended(scheduler, job_id, task, outcome, started)
+                    out = on_task_ended(scheduler, job_id, task, outcome, started)
                     output = getattr(ticket, "output", None)  # what it printed (worker_pool.Ticket)
                     if output is not None:
                         self._put_output(out, job_id, task, output)
-                    self._route_messages(out)
+                    route(out)
                 except ServiceStop:
                     raise
                 except Exception as exc:

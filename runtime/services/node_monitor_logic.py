@@ -472,7 +472,7 @@ class NodeMonitorLogic:
                     else:  # the usual case: the first bound task follows the one that ended
                         bound.popleft()
                     self.free -= 1
-                    self._launch(peer, msg, out)
+                    self._launch(peer, msg, out, started)
                     break
         return out
 
@@ -623,16 +623,20 @@ class NodeMonitorLogic:
             if entry.borrowed is not None:
                 self.stealing.forget_borrowed(entry)
 
-    def _launch(self, scheduler: Hashable, msg: TaskToNode, out: list) -> None:
-        """Hand the task to the executor (an output for the shell); its timeout starts now."""
+    def _launch(self, scheduler: Hashable, msg: TaskToNode, out: list, key: tuple | None = None) -> None:
+        """Hand the task to the executor (an output for the shell); its timeout starts now. `key`: its (scheduler,
+        job, task), if the caller has it."""
         self.running += 1
         self.stats["launched"] += 1
         self.granted_at = now = self.clock()
         out.append((scheduler, msg))
-        if msg.timeout:
-            self.deadlines[(scheduler, msg.job_id, msg.task)] = (now + msg.timeout, msg.timeout)
-        if self._keeps_recent:
-            self._started[(scheduler, msg.job_id, msg.task)] = now
+        if msg.timeout or self._keeps_recent:
+            if key is None:
+                key = (scheduler, msg.job_id, msg.task)
+            if msg.timeout:
+                self.deadlines[key] = (now + msg.timeout, msg.timeout)
+            if self._keeps_recent:
+                self._started[key] = now
 
     def on_started_late(self, key: tuple) -> list:
         """The launched task `key` waited in the executor for a worker (one being replaced) and starts now:
@@ -800,12 +804,12 @@ class NodeMonitorLogic:
         the bound tasks of longer ones stay here, where they can be."""
         return self.pipeline.short or (self.slots == 1 and not self.give_back)
 
-    def on_handed_ahead(self, key: tuple) -> list:
-        """The bound task `key` (scheduler, job, task) was handed to the executor ahead, queued behind a
-        running task: it starts when the executor says so (`on_task_done`'s `started`), not in whichever
+    def on_handed_ahead(self, keys: Iterable[tuple]) -> list:
+        """The bound tasks `keys` (scheduler, job, task) were handed to the executor ahead, each queued behind a
+        running task: each starts when the executor says so (`on_task_done`'s `started`), not in whichever
         slot frees first; `on_given_back` (it never started: its worker died) makes it an ordinary bound task again,
         and giving it up (a forced cancel, its scheduler gone) tells the executor (Withdraw)."""
-        self.pinned.add(key)
+        self.pinned.update(keys)
         return []
 
     def on_given_back(self, keys: Sequence[tuple]) -> list:
@@ -889,8 +893,10 @@ class NodeMonitorLogic:
             return
         halves = pipeline.half_rule_applies()
         by_key = self._by_key
-        stats = self.stats
-        while queue and self.ahead < room:
+        entries = self._ahead
+        times_requests = pipeline.times_requests
+        asked = ahead = self.ahead
+        while queue and ahead < room:
             if halves:  # at most half of what it holds of the job (deep or gated: module docstring)
                 head = queue.peek()
                 assert head is not None  # the queue is not empty
@@ -906,13 +912,17 @@ class NodeMonitorLogic:
                 entry = by_key[key]
             entry.queued -= 1
             entry.ahead += 1
-            self.ahead += 1
-            self._ahead.setdefault(entry.key, entry)
-            stats["get_task"] += 1
-            stats["asked_ahead"] += 1
-            if pipeline.times_requests:  # jit times its requests
+            ahead += 1
+            entries.setdefault(entry.key, entry)
+            if times_requests:  # jit times its requests
                 pipeline.asked_ahead(self.clock)
             if entry.order is None:
                 out.append((entry.scheduler, GetTask(entry.job_id)))
             else:
                 out.append((entry.scheduler, self.stealing.ask_for(entry, key)))
+        self.ahead = ahead
+        asked = ahead - asked
+        if asked:
+            stats = self.stats
+            stats["get_task"] += asked
+            stats["asked_ahead"] += asked

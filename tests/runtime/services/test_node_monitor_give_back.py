@@ -112,7 +112,7 @@ def test_a_task_handed_to_the_worker_ahead_is_never_given_back() -> None:
     running_with_one_bound(logic)
     logic.on_scheduler_messages("s", [TaskToNode(1, 2, b"", bound=True, user="u")])  # sent unasked: bound too
     assert len(logic.bound) == 2
-    logic.on_handed_ahead(("s", 1, 1))  # handed ahead while the recent tasks were short, say
+    logic.on_handed_ahead([("s", 1, 1)])  # handed ahead while the recent tasks were short, say
     logic.clock.now += 1.0
     assert logic.on_give_back_timer() == [("s", GiveBack(1, 2))]
     assert [msg.task for _, msg in logic.bound] == [1] and logic.pinned == {("s", 1, 1)}

@@ -50,7 +50,7 @@ def _two_running_one_bound(depth: int = 1) -> NodeMonitorLogic:
     logic.on_scheduler_messages("s", [TaskToNode(1, 0, b""), TaskToNode(1, 1, b"")])
     logic.on_scheduler_messages("s", [TaskToNode(1, 2, b"")])
     assert [m.task for _, m in logic.bound] == [2]
-    logic.on_handed_ahead(("s", 1, 2))
+    logic.on_handed_ahead([("s", 1, 2)])
     return logic
 
 

@@ -22,6 +22,7 @@ Figures (per system; the ratio Sparrow/pool beside each):
     python -m benchtools.users --rounds 1 --json      # one JSON line, with versus_pool (bench/bench_users.py reads it)
     python -m benchtools.users --systems sparrow,pool --figures load80,load70 --load-seconds 20
     python -m benchtools.users --systems sparrow,pool --figures map,job_p50 --transport tcp   # links over TCP
+    python -m benchtools.users --systems sparrow,pool --figures ms_busy,load80 --share-cpus   # nothing pinned
 """
 
 from __future__ import annotations
@@ -113,9 +114,9 @@ class System:
 
 
 @contextlib.contextmanager
-def started(names: list[str], transport: str | None = None) -> Iterator[dict[str, System]]:
+def started(names: list[str], transport: str | None = None, share_cpus: bool = False) -> Iterator[dict[str, System]]:
     """Each named system, started and warmed up (its workers and connections ready); `transport`: Sparrow's
-    links (None: LocalCluster's default)."""
+    links (None: LocalCluster's default); `share_cpus`: its services on every CPU, not pinned."""
     with contextlib.ExitStack() as stack:
         systems: dict[str, System] = {}
         for name in sorted(names, key=lambda n: n == "sparrow"):  # the pool forks before the executor's thread runs
@@ -130,6 +131,7 @@ def started(names: list[str], transport: str | None = None) -> Iterator[dict[str
                         slots=1,
                         dashboard=False,
                         **({} if transport is None else {"transport": transport}),
+                        **({"share_cpus": True} if share_cpus else {}),
                     )
                 )
                 executor: Executor = stack.enter_context(SparrowExecutor(cluster.schedulers, secret=cluster.secret))
@@ -235,11 +237,16 @@ def measure(figure: str, system: System, sizes: Sizes, seed: int) -> dict[str, f
 
 
 def run(
-    names: list[str], figures: list[str], sizes: Sizes, rounds: int, transport: str | None = None
+    names: list[str],
+    figures: list[str],
+    sizes: Sizes,
+    rounds: int,
+    transport: str | None = None,
+    share_cpus: bool = False,
 ) -> list[dict[str, dict[str, float]]]:
     """Per round, per system, its figures: each figure on every system in turn, the first system rotating."""
     out = []
-    with started(names, transport) as systems:
+    with started(names, transport, share_cpus) as systems:
         for r in range(rounds):
             order = names[r % len(names) :] + names[: r % len(names)]
             figures_of: dict[str, dict[str, float]] = {name: {} for name in names}
@@ -322,6 +329,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--transport", choices=("tcp", "unix"), help="Sparrow's links (default: LocalCluster's, unix where it can)"
     )
+    parser.add_argument(
+        "--share-cpus", action="store_true", help="Sparrow's services on every CPU, not one node monitor per CPU"
+    )
     args = parser.parse_args(argv)
     sizes = Sizes(**{field: getattr(args, field) for field in asdict(Sizes())})
     if args.rounds < 1 or min(asdict(sizes).values()) <= 0:
@@ -335,7 +345,7 @@ def main(argv: list[str] | None = None) -> None:
         print("loky left out: joblib is not installed (pip install -e '.[peers]')", file=sys.stderr)
         names.remove("loky")
     load_before = os.getloadavg()[0]
-    rounds = run(names, figures, sizes, args.rounds, args.transport)
+    rounds = run(names, figures, sizes, args.rounds, args.transport, args.share_cpus)
     if args.json:
         out: dict = {"module": square.__module__, "rounds": rounds}
         if {"sparrow", "pool"} <= set(names):
